@@ -1,0 +1,67 @@
+import type { Decision } from './decision.js';
+
+/**
+ * Algorithm is one rate-limiting rule with its parameters fixed and checked, as made by a factory
+ * such as `tokenBucket({ capacity, refillPerSecond })`.
+ *
+ * Its state for one key is a record of `width` float64 cells, `cells[at]` to `cells[at + width - 1]`.
+ * The methods are pure state transitions: they read only their arguments, never a clock, and write
+ * only that record. Keeping state as flat cells (not an object per key) is what lets the memory
+ * store hold a million keys in a few typed arrays; {@link decide} gives the same rule the plain
+ * functional shape `(state, now, cost) -> { state, decision }`.
+ *
+ * Every method takes `nowMs`; a `nowMs` earlier than times already recorded (a clock going
+ * backwards) never creates capacity.
+ */
+export interface Algorithm {
+  /** name is the algorithm's stable kebab-case name, for example `token-bucket`. */
+  readonly name: string;
+  /** params are the validated parameters, as numbers, for stores and introspection. */
+  readonly params: Readonly<Record<string, number>>;
+  /** limit is the most cost a fresh key admits at once; decisions report it. */
+  readonly limit: number;
+  /** width is how many float64 cells one key's state takes. */
+  readonly width: number;
+  /** init writes the state of a key never seen before (or reset), as of `nowMs`. */
+  init(cells: Float64Array, at: number, nowMs: number): void;
+  /** consume decides a request of `cost` and charges it only when admitted (check, then charge). */
+  consume(cells: Float64Array, at: number, nowMs: number, cost: number): Decision;
+  /** peek answers what `consume` would, without changing the state. */
+  peek(cells: Float64Array, at: number, nowMs: number, cost: number): Decision;
+  /** refund gives back up to `cost` units spent earlier; it never raises capacity above the limit. */
+  refund(cells: Float64Array, at: number, nowMs: number, cost: number): void;
+  /**
+   * restAtMs returns the time from which the state answers exactly as a fresh key would, so that
+   * a store may forget the key from then on without changing any decision.
+   */
+  restAtMs(cells: Float64Array, at: number): number;
+  /** checkCost throws a typed error unless `cost` is one this policy can ever admit. */
+  checkCost(cost: number): void;
+}
+
+/**
+ * decide applies one request to a key's state without mutating its input, and returns the next
+ * state with the decision. `state` undefined means a key never seen before.
+ *
+ * @example
+ * let state: Float64Array | undefined;
+ * ({ state, decision } = decide(tokenBucket({ capacity: 2, refillPerSecond: 1 }), state, 0, 1));
+ */
+export function decide(
+  algorithm: Algorithm,
+  state: Float64Array | undefined,
+  nowMs: number,
+  cost: number,
+): { state: Float64Array; decision: Decision } {
+  algorithm.checkCost(cost);
+  const next = new Float64Array(algorithm.width);
+  if (state === undefined) algorithm.init(next, 0, nowMs);
+  else next.set(state);
+  const decision = algorithm.consume(next, 0, nowMs, cost);
+  return { state: next, decision };
+}
+
+/** Tolerance when comparing costs and token counts, so float noise never refuses an exact fit. */
+export const COUNT_EPSILON = 1e-9;
+/** Tolerance when comparing times, in ms: below a microsecond, above float64 noise at epoch times. */
+export const TIME_EPSILON_MS = 1e-3;

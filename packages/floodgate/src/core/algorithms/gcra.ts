@@ -1,0 +1,100 @@
+import { TIME_EPSILON_MS, type Algorithm } from '../algorithm.js';
+import { makeDecision, type Decision } from '../decision.js';
+import { checkCost, positiveInteger, positiveNumber, requireObject } from '../validate.js';
+
+/** GcraOptions configures {@link gcra}, with redis-cell's meaning. */
+export interface GcraOptions {
+  /** Cost admitted per `periodMs` on average. */
+  rate: number;
+  /** The period `rate` is counted over, in milliseconds. */
+  periodMs: number;
+  /** Extra cost admitted at once beyond one unit: a fresh key admits `maxBurst + 1` at one instant. */
+  maxBurst: number;
+}
+
+// Cells: [0] theoretical arrival time (TAT) in ms; -Infinity for a fresh key.
+const TAT = 0;
+
+class Gcra implements Algorithm {
+  readonly name = 'gcra';
+  readonly width = 1;
+  readonly limit: number;
+  readonly params: Readonly<Record<string, number>>;
+  /** Emission interval: ms one unit of cost occupies. */
+  private readonly intervalMs: number;
+  /** Delay variation tolerance: how far ahead of now the TAT may run, in ms. */
+  private readonly toleranceMs: number;
+
+  constructor(rate: number, periodMs: number, maxBurst: number) {
+    this.params = { rate, periodMs, maxBurst };
+    this.limit = maxBurst + 1;
+    this.intervalMs = periodMs / rate;
+    this.toleranceMs = this.intervalMs * this.limit;
+  }
+
+  init(cells: Float64Array, at: number): void {
+    cells[at + TAT] = -Infinity;
+  }
+
+  /** The decision for `cost` as of nowMs, as if charged when admitted. */
+  private answer(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
+    const tat = Math.max(cells[at + TAT]!, nowMs);
+    const newTat = tat + this.intervalMs * cost;
+    const allowAtMs = newTat - this.toleranceMs;
+    const allowed = cost === 0 || nowMs + TIME_EPSILON_MS >= allowAtMs;
+    const settled = allowed ? newTat : tat;
+    return makeDecision(
+      allowed,
+      this.limit,
+      (nowMs - (settled - this.toleranceMs) + TIME_EPSILON_MS) / this.intervalMs,
+      allowAtMs - nowMs,
+      settled - nowMs,
+    );
+  }
+
+  consume(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
+    const decision = this.answer(cells, at, nowMs, cost);
+    if (decision.allowed && cost > 0) {
+      cells[at + TAT] = Math.max(cells[at + TAT]!, nowMs) + this.intervalMs * cost;
+    }
+    return decision;
+  }
+
+  peek(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
+    return this.answer(cells, at, nowMs, cost);
+  }
+
+  refund(cells: Float64Array, at: number, nowMs: number, cost: number): void {
+    const tat = cells[at + TAT]!;
+    if (tat <= nowMs) return; // nothing outstanding to give back
+    cells[at + TAT] = Math.max(nowMs, tat - this.intervalMs * cost);
+  }
+
+  restAtMs(cells: Float64Array, at: number): number {
+    return cells[at + TAT]!;
+  }
+
+  checkCost(cost: number): void {
+    checkCost(cost, this.limit, this.name);
+  }
+}
+
+/**
+ * gcra returns the generic cell rate algorithm {@link Algorithm}, with redis-cell's meaning: `rate`
+ * units per `periodMs` on average, and bursts of up to `maxBurst + 1` at once. Its state is one
+ * number per key (the theoretical arrival time), so it is the lightest smooth policy.
+ *
+ * `CL.THROTTLE key 15 30 60` is `gcra({ maxBurst: 15, rate: 30, periodMs: 60_000 })`.
+ *
+ * @throws FloodgateError `INVALID_OPTION` for a rate or periodMs that is not a finite number above
+ * 0, or a maxBurst that is not a whole number of at least 0.
+ * @example
+ * const limiter = new Limiter({ policy: gcra({ rate: 30, periodMs: 60_000, maxBurst: 15 }) });
+ */
+export function gcra(options: GcraOptions): Algorithm {
+  const o = requireObject<GcraOptions>(options, 'gcra');
+  const rate = positiveNumber(o.rate, 'gcra.rate');
+  const periodMs = positiveNumber(o.periodMs, 'gcra.periodMs');
+  const maxBurst = positiveInteger(o.maxBurst, 'gcra.maxBurst', 0);
+  return new Gcra(rate, periodMs, maxBurst);
+}

@@ -1,0 +1,128 @@
+import { COUNT_EPSILON, type Algorithm } from '../algorithm.js';
+import { makeDecision, type Decision } from '../decision.js';
+import { checkCost, positiveNumber, requireObject } from '../validate.js';
+
+/** TokenBucketOptions configures {@link tokenBucket}. */
+export interface TokenBucketOptions {
+  /** Most tokens the bucket holds, and so the largest burst; a fresh key starts full. */
+  capacity: number;
+  /** Tokens added per second, continuously (fractions of a token accrue). */
+  refillPerSecond: number;
+}
+
+/** LeakyBucketOptions configures {@link leakyBucket}. */
+export interface LeakyBucketOptions {
+  /** Most cost the bucket holds before it overflows; a fresh key starts empty. */
+  capacity: number;
+  /** Cost drained per second, continuously. */
+  leakPerSecond: number;
+}
+
+// Cells: [0] tokens available, [1] time of the last update in ms.
+const TOKENS = 0;
+const UPDATED = 1;
+
+/**
+ * ContinuousBucket is the one rule behind the token bucket and the leaky bucket meter: a level
+ * that refills (or drains) continuously, admitting a cost while it fits. The two differ only in
+ * which way the level is read, so their decisions are identical for the same numbers.
+ */
+class ContinuousBucket implements Algorithm {
+  readonly width = 2;
+  readonly limit: number;
+  private readonly perMs: number;
+
+  constructor(
+    readonly name: string,
+    readonly params: Readonly<Record<string, number>>,
+    capacity: number,
+    perSecond: number,
+  ) {
+    this.limit = capacity;
+    this.perMs = perSecond / 1000;
+  }
+
+  init(cells: Float64Array, at: number, nowMs: number): void {
+    cells[at + TOKENS] = this.limit;
+    cells[at + UPDATED] = nowMs;
+  }
+
+  /** Tokens as of nowMs; a clock behind the last update adds nothing (x/time/rate's rule). */
+  private tokensAt(cells: Float64Array, at: number, nowMs: number): number {
+    const elapsedMs = nowMs - cells[at + UPDATED]!;
+    const tokens = cells[at + TOKENS]!;
+    if (!(elapsedMs > 0)) return tokens;
+    return Math.min(this.limit, tokens + elapsedMs * this.perMs);
+  }
+
+  /** The decision for `cost` given `tokens` now, as if charged when admitted. */
+  private answer(tokens: number, cost: number): Decision {
+    const allowed = tokens + COUNT_EPSILON >= cost;
+    const left = allowed ? Math.max(0, tokens - cost) : tokens;
+    return makeDecision(allowed, this.limit, left, (cost - tokens) / this.perMs, (this.limit - left) / this.perMs);
+  }
+
+  consume(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
+    const tokens = this.tokensAt(cells, at, nowMs);
+    const decision = this.answer(tokens, cost);
+    if (decision.allowed) {
+      cells[at + TOKENS] = Math.max(0, tokens - cost);
+      cells[at + UPDATED] = nowMs;
+    }
+    return decision;
+  }
+
+  peek(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
+    return this.answer(this.tokensAt(cells, at, nowMs), cost);
+  }
+
+  refund(cells: Float64Array, at: number, nowMs: number, cost: number): void {
+    const tokens = this.tokensAt(cells, at, nowMs);
+    cells[at + TOKENS] = Math.min(this.limit, tokens + cost);
+    cells[at + UPDATED] = Math.max(nowMs, cells[at + UPDATED]!);
+  }
+
+  restAtMs(cells: Float64Array, at: number): number {
+    return cells[at + UPDATED]! + (this.limit - cells[at + TOKENS]!) / this.perMs;
+  }
+
+  checkCost(cost: number): void {
+    checkCost(cost, this.limit, this.name);
+  }
+}
+
+/**
+ * tokenBucket returns the token bucket {@link Algorithm}: a key starts with `capacity` tokens,
+ * gains `refillPerSecond` continuously up to `capacity`, and a request of cost c is admitted when
+ * c tokens are there (and takes them). It allows bursts of up to `capacity`, then `refillPerSecond`.
+ *
+ * A clock that goes back adds no tokens; a request admitted then records the earlier time, as
+ * golang.org/x/time/rate does.
+ *
+ * @throws FloodgateError `INVALID_OPTION` when capacity or refillPerSecond is not a finite number above 0.
+ * @example
+ * const limiter = new Limiter({ policy: tokenBucket({ capacity: 10, refillPerSecond: 5 }) });
+ */
+export function tokenBucket(options: TokenBucketOptions): Algorithm {
+  const o = requireObject<TokenBucketOptions>(options, 'tokenBucket');
+  const capacity = positiveNumber(o.capacity, 'tokenBucket.capacity');
+  const refillPerSecond = positiveNumber(o.refillPerSecond, 'tokenBucket.refillPerSecond');
+  return new ContinuousBucket('token-bucket', { capacity, refillPerSecond }, capacity, refillPerSecond);
+}
+
+/**
+ * leakyBucket returns the leaky bucket as a meter: each admitted request pours its cost into a
+ * bucket that drains at `leakPerSecond`, and a request that would overflow `capacity` is refused.
+ * Its decisions equal {@link tokenBucket}'s with the same numbers (tokens = capacity - level).
+ * For the leaky bucket as a queue that delays requests to a constant outflow, see the shaping queue.
+ *
+ * @throws FloodgateError `INVALID_OPTION` when capacity or leakPerSecond is not a finite number above 0.
+ * @example
+ * const limiter = new Limiter({ policy: leakyBucket({ capacity: 20, leakPerSecond: 2 }) });
+ */
+export function leakyBucket(options: LeakyBucketOptions): Algorithm {
+  const o = requireObject<LeakyBucketOptions>(options, 'leakyBucket');
+  const capacity = positiveNumber(o.capacity, 'leakyBucket.capacity');
+  const leakPerSecond = positiveNumber(o.leakPerSecond, 'leakyBucket.leakPerSecond');
+  return new ContinuousBucket('leaky-bucket', { capacity, leakPerSecond }, capacity, leakPerSecond);
+}

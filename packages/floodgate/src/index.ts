@@ -1,0 +1,20 @@
+/**
+ * floodgate: exact, fast rate limiting for Node.js.
+ *
+ * The core (algorithms, clock, decisions, errors) has no dependencies; stores hold state; the
+ * {@link Limiter} applies one policy to many keys through a store.
+ *
+ * @packageDocumentation
+ */
+export { decide, type Algorithm } from './core/algorithm.js';
+export { ManualClock, systemClock, type Clock } from './core/clock.js';
+export type { Decision } from './core/decision.js';
+export { FloodgateError, type FloodgateErrorCode } from './core/errors.js';
+export { fixedWindow, type FixedWindowOptions } from './core/algorithms/fixed-window.js';
+export { gcra, type GcraOptions } from './core/algorithms/gcra.js';
+export { MAX_SUB_WINDOWS, slidingWindowCounter, type SlidingWindowCounterOptions } from './core/algorithms/sliding-window-counter.js';
+export { MAX_LOG_LIMIT, slidingWindowLog, type SlidingWindowLogOptions } from './core/algorithms/sliding-window-log.js';
+export { leakyBucket, tokenBucket, type LeakyBucketOptions, type TokenBucketOptions } from './core/algorithms/token-bucket.js';
+export { Limiter, type ConsumeOptions, type LimiterOptions } from './limiter.js';
+export { MemoryStore, MemoryTable, type MemoryStoreOptions } from './stores/memory-store.js';
+export type { MaybePromise, PolicyStore, Store, SyncPolicyStore } from './stores/store.js';

@@ -1,0 +1,183 @@
+import type { Algorithm } from '../core/algorithm.js';
+import { ceilMs, type Decision } from '../core/decision.js';
+import { FloodgateError, describeValue } from '../core/errors.js';
+import { positiveInteger } from '../core/validate.js';
+import { KeyTable, MAX_KEY_LENGTH } from './key-table.js';
+import type { Store, SyncPolicyStore } from './store.js';
+
+/** MemoryStoreOptions configures {@link MemoryStore}. */
+export interface MemoryStoreOptions {
+  /** Most keys each bound policy holds at once (default 1,000,000). See {@link MemoryStore} for what happens at the bound. */
+  maxKeys?: number;
+  /** Longest key accepted, in UTF-16 code units (default 1024, at most 16,384). */
+  maxKeyLength?: number;
+}
+
+/** Slots the sweep examines on each insert: enough to keep pace with the inserts themselves. */
+const SWEEP_PER_INSERT = 2;
+/** Slots examined, at the bound, looking for a key at rest before a new key is refused. */
+const SWEEP_WHEN_FULL = 64;
+
+/**
+ * MemoryStore is the embedded default store: state lives in this process, in flat typed arrays,
+ * with no timer per key and no object per key.
+ *
+ * Expiry is lazy plus an incremental sweep: each new key costs a look at two more slots, and a
+ * key whose state has come back to that of a fresh key ("at rest": a refilled bucket, an ended
+ * window) is forgotten, which changes no decision.
+ *
+ * At the `maxKeys` bound, a new key first looks for a key at rest to replace; if none is found,
+ * the new key is refused with a decision whose reason is `store-full`, and no key is evicted.
+ * Keys that are throttled, or have spent anything not yet restored, are never forgotten: flooding
+ * the store with fresh keys cannot reset anyone's limit. The cost of that guarantee is that new
+ * keys are refused while the store is full of keys not at rest.
+ *
+ * @example
+ * const store = new MemoryStore({ maxKeys: 100_000 });
+ * const limiter = new Limiter({ policy: gcra({ rate: 10, periodMs: 1000, maxBurst: 5 }), store });
+ */
+export class MemoryStore implements Store {
+  private readonly tables = new Map<Algorithm, MemoryTable>();
+  private readonly maxKeys: number;
+  private readonly maxKeyLength: number;
+
+  /** Creates an empty store; nothing is allocated until a policy binds to it. */
+  constructor(options: MemoryStoreOptions = {}) {
+    this.maxKeys = positiveInteger(options.maxKeys ?? 1_000_000, 'MemoryStore.maxKeys');
+    this.maxKeyLength = positiveInteger(options.maxKeyLength ?? 1024, 'MemoryStore.maxKeyLength');
+    if (this.maxKeyLength > MAX_KEY_LENGTH) {
+      throw new FloodgateError('INVALID_OPTION', `MemoryStore.maxKeyLength must be at most ${MAX_KEY_LENGTH}, got ${this.maxKeyLength}`, 'MemoryStore.maxKeyLength');
+    }
+  }
+
+  /** bind returns the synchronous table for `algorithm`, creating it on first use. */
+  bind(algorithm: Algorithm): MemoryTable {
+    let table = this.tables.get(algorithm);
+    if (table === undefined) {
+      table = new MemoryTable(algorithm, this.maxKeys, this.maxKeyLength);
+      this.tables.set(algorithm, table);
+    }
+    return table;
+  }
+
+  /** size returns the number of keys held, across every bound policy. */
+  get size(): number {
+    let size = 0;
+    for (const table of this.tables.values()) size += table.size;
+    return size;
+  }
+}
+
+/**
+ * MemoryTable is one policy's keys in a {@link MemoryStore}: a {@link SyncPolicyStore} that
+ * answers without promises.
+ */
+export class MemoryTable implements SyncPolicyStore {
+  readonly synchronous = true;
+  private readonly keys = new KeyTable();
+  private cells: Float64Array;
+  private readonly scratch: Float64Array;
+  private readonly width: number;
+  private sweepCursor = 0;
+  /** Earliest rest time among the slots the last sweep examined and kept. */
+  private soonestRestMs = Infinity;
+
+  constructor(
+    private readonly algorithm: Algorithm,
+    private readonly maxKeys: number,
+    private readonly maxKeyLength: number,
+  ) {
+    this.width = algorithm.width;
+    this.cells = new Float64Array(this.keys.slotCapacity * this.width);
+    this.scratch = new Float64Array(this.width);
+  }
+
+  /** size returns the number of keys this table holds. */
+  get size(): number {
+    return this.keys.size;
+  }
+
+  consume(key: string, cost: number, nowMs: number): Decision {
+    this.algorithm.checkCost(cost);
+    this.checkKey(key);
+    const slot = this.slotFor(key, nowMs);
+    if (slot < 0) return storeFull(this.algorithm.limit, this.soonestRestMs - nowMs);
+    return this.algorithm.consume(this.cells, slot * this.width, nowMs, cost);
+  }
+
+  peek(key: string, cost: number, nowMs: number): Decision {
+    this.algorithm.checkCost(cost);
+    this.checkKey(key);
+    const slot = this.keys.find(key);
+    if (slot >= 0) return this.algorithm.peek(this.cells, slot * this.width, nowMs, cost);
+    // An unknown key reads as fresh, and reading it stores nothing.
+    this.algorithm.init(this.scratch, 0, nowMs);
+    return this.algorithm.peek(this.scratch, 0, nowMs, cost);
+  }
+
+  refund(key: string, cost: number, nowMs: number): void {
+    this.algorithm.checkCost(cost);
+    this.checkKey(key);
+    const slot = this.keys.find(key);
+    if (slot >= 0) this.algorithm.refund(this.cells, slot * this.width, nowMs, cost);
+  }
+
+  reset(key: string): void {
+    this.checkKey(key);
+    const slot = this.keys.find(key);
+    if (slot >= 0) this.keys.remove(slot);
+  }
+
+  /** The slot for `key`, adding a fresh key (sweeping as it goes); -1 when full and nothing is at rest. */
+  private slotFor(key: string, nowMs: number): number {
+    const existing = this.keys.find(key);
+    if (existing >= 0) return existing;
+    this.sweep(nowMs, SWEEP_PER_INSERT);
+    if (this.keys.size >= this.maxKeys && this.sweep(nowMs, SWEEP_WHEN_FULL, 1) === 0) return -1;
+    const slot = this.keys.findOrInsert(key);
+    if (this.cells.length < this.keys.slotCapacity * this.width) {
+      const grown = new Float64Array(this.keys.slotCapacity * this.width);
+      grown.set(this.cells);
+      this.cells = grown;
+    }
+    this.algorithm.init(this.cells, slot * this.width, nowMs);
+    return slot;
+  }
+
+  /**
+   * Examines up to `slots` slots from the cursor and forgets keys at rest; stops early after
+   * `enough` are freed. Returns how many were freed.
+   */
+  private sweep(nowMs: number, slots: number, enough = Infinity): number {
+    const keys = this.keys;
+    let freed = 0;
+    let soonestRestMs = Infinity;
+    for (let n = 0; n < slots && keys.highWater > 0 && freed < enough; n++) {
+      if (this.sweepCursor >= keys.highWater) this.sweepCursor = 0;
+      const slot = this.sweepCursor++;
+      if (!keys.isLive(slot)) continue;
+      const restAtMs = this.algorithm.restAtMs(this.cells, slot * this.width);
+      if (restAtMs <= nowMs) {
+        keys.remove(slot);
+        freed++;
+      } else if (restAtMs < soonestRestMs) {
+        soonestRestMs = restAtMs;
+      }
+    }
+    this.soonestRestMs = soonestRestMs;
+    return freed;
+  }
+
+  private checkKey(key: string): void {
+    if (typeof key !== 'string' || key.length > this.maxKeyLength) {
+      const what = typeof key === 'string' ? `a string of ${key.length} code units` : describeValue(key);
+      throw new FloodgateError('INVALID_KEY', `key must be a string of at most ${this.maxKeyLength} code units (MemoryStore.maxKeyLength), got ${what}`, 'key');
+    }
+  }
+}
+
+/** The refusal of a key the full store cannot track: retry when the soonest examined key comes to rest. */
+function storeFull(limit: number, untilRestMs: number): Decision {
+  const retryAfterMs = Math.max(1, ceilMs(untilRestMs));
+  return { allowed: false, limit, remaining: 0, retryAfterMs, resetMs: 0, reason: 'store-full' };
+}

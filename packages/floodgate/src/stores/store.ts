@@ -1,0 +1,43 @@
+import type { Algorithm } from '../core/algorithm.js';
+import type { Decision } from '../core/decision.js';
+
+/** MaybePromise is a value, or a promise of it: synchronous stores answer at once. */
+export type MaybePromise<T> = T | Promise<T>;
+
+/**
+ * PolicyStore holds the state of many keys under one policy and applies that policy's
+ * {@link Algorithm} to a key atomically. It does nothing clever: the rule is the algorithm's.
+ *
+ * `nowMs` is the caller's time. A store that owns its clock (Redis uses the server's `TIME`)
+ * may ignore it; the memory store uses it as given.
+ */
+export interface PolicyStore {
+  /** synchronous is true when every method answers without a promise. */
+  readonly synchronous: boolean;
+  /** consume decides a request of `cost` for `key` and charges it only when admitted. */
+  consume(key: string, cost: number, nowMs: number): MaybePromise<Decision>;
+  /** peek answers what `consume` would, without charging. */
+  peek(key: string, cost: number, nowMs: number): MaybePromise<Decision>;
+  /** refund gives `cost` back to `key` (never above the policy's limit). */
+  refund(key: string, cost: number, nowMs: number): MaybePromise<void>;
+  /** reset forgets `key`, so its next request sees a fresh key. */
+  reset(key: string): MaybePromise<void>;
+}
+
+/** SyncPolicyStore is a {@link PolicyStore} whose methods never return promises. */
+export interface SyncPolicyStore extends PolicyStore {
+  readonly synchronous: true;
+  consume(key: string, cost: number, nowMs: number): Decision;
+  peek(key: string, cost: number, nowMs: number): Decision;
+  refund(key: string, cost: number, nowMs: number): void;
+  reset(key: string): void;
+}
+
+/**
+ * Store keeps state for limiters. `bind` returns the {@link PolicyStore} for one policy; each
+ * limiter binds once, and keys of different policies never share state.
+ */
+export interface Store {
+  /** bind returns the state table for `algorithm`, creating it on first use. */
+  bind(algorithm: Algorithm): PolicyStore;
+}

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { FloodgateError, MemoryStore, fixedWindow, gcra, slidingWindowLog, tokenBucket } from '../src/index.js';
+
+describe('MemoryStore at its maxKeys bound', () => {
+  test('a flood of fresh keys cannot evict, and so reset, a throttled key', () => {
+    const table = new MemoryStore({ maxKeys: 100 }).bind(tokenBucket({ capacity: 5, refillPerSecond: 1 }));
+    for (let i = 0; i < 5; i++) assert.equal(table.consume('victim', 1, 0).allowed, true);
+    assert.equal(table.consume('victim', 1, 0).allowed, false);
+    let refused = 0;
+    for (let i = 0; i < 10_000; i++) {
+      const d = table.consume(`attacker:${i}`, 1, 10);
+      if (!d.allowed) {
+        assert.equal(d.reason, 'store-full');
+        refused++;
+      }
+    }
+    assert.ok(refused >= 9_900, `the flood beyond the bound is refused (${refused})`);
+    assert.ok(table.size <= 100);
+    const victim = table.consume('victim', 1, 10);
+    assert.equal(victim.allowed, false, 'the throttled key is still throttled');
+    assert.equal(victim.reason, 'limit');
+  });
+
+  test('a store-full refusal says when the soonest examined key comes to rest', () => {
+    const table = new MemoryStore({ maxKeys: 2 }).bind(tokenBucket({ capacity: 2, refillPerSecond: 1 }));
+    table.consume('a', 1, 0); // rests at 1000
+    table.consume('b', 2, 0); // rests at 2000
+    const d = table.consume('c', 1, 400);
+    assert.equal(d.allowed, false);
+    assert.equal(d.reason, 'store-full');
+    assert.equal(d.retryAfterMs, 600);
+    assert.equal(table.consume('c', 1, 1000).allowed, true, "'a' is at rest at 1000 and makes room");
+    assert.equal(table.size, 2);
+    assert.equal(table.peek('b', 2, 1000).allowed, false, "'b' is kept: it has not come back to full");
+  });
+
+  test('keys at rest are forgotten by the sweep, which changes no decision', () => {
+    const table = new MemoryStore().bind(fixedWindow({ limit: 3, windowMs: 1000 }));
+    for (let i = 0; i < 1000; i++) table.consume(`old:${i}`, 1, 0);
+    assert.equal(table.size, 1000);
+    // After the window ends every old key is at rest; new keys sweep them away as they arrive.
+    for (let i = 0; i < 1000; i++) table.consume(`new:${i}`, 1, 5000);
+    assert.ok(table.size < 1500, `size ${table.size}`);
+    assert.equal(table.consume('old:1', 3, 5000).remaining, 0, 'a forgotten key reads as fresh, as it would have');
+  });
+
+  test('peek and refund of an unknown key store nothing', () => {
+    const table = new MemoryStore().bind(gcra({ rate: 1, periodMs: 1000, maxBurst: 2 }));
+    assert.equal(table.peek('ghost', 1, 0).remaining, 2);
+    table.refund('ghost', 1, 0);
+    assert.equal(table.size, 0);
+  });
+
+  test('policies bound to one store keep separate state', () => {
+    const store = new MemoryStore();
+    const a = store.bind(tokenBucket({ capacity: 1, refillPerSecond: 1 }));
+    const b = store.bind(slidingWindowLog({ limit: 1, windowMs: 1000 }));
+    assert.equal(a.consume('k', 1, 0).allowed, true);
+    assert.equal(b.consume('k', 1, 0).allowed, true);
+    assert.equal(store.size, 2);
+    const policy = tokenBucket({ capacity: 1, refillPerSecond: 1 });
+    assert.equal(store.bind(policy), store.bind(policy), 'binding the same policy twice gives the same table');
+    assert.notEqual(store.bind(policy), a, 'an equal but separate policy gets its own table');
+  });
+
+  test('refuses bad keys and options with typed errors', () => {
+    const table = new MemoryStore({ maxKeyLength: 8 }).bind(tokenBucket({ capacity: 1, refillPerSecond: 1 }));
+    assert.throws(() => table.consume('x'.repeat(9), 1, 0), (e) => e instanceof FloodgateError && e.code === 'INVALID_KEY');
+    assert.throws(() => table.consume(42 as unknown as string, 1, 0), (e) => e instanceof FloodgateError && e.code === 'INVALID_KEY');
+    assert.throws(() => new MemoryStore({ maxKeys: 0 }), (e) => e instanceof FloodgateError && e.option === 'MemoryStore.maxKeys');
+    assert.throws(() => new MemoryStore({ maxKeyLength: 1e6 }), (e) => e instanceof FloodgateError && e.option === 'MemoryStore.maxKeyLength');
+  });
+});
