@@ -40,6 +40,8 @@ export class Limiter {
   /** table is the store's state table for this policy. */
   readonly table: PolicyStore;
   private readonly clock: Clock;
+  /** The table again when it is synchronous, else undefined (checked once, not per call). */
+  private readonly syncTable: SyncPolicyStore | undefined;
 
   constructor(options: LimiterOptions) {
     const o = requireObject<LimiterOptions>(options, 'Limiter');
@@ -49,15 +51,12 @@ export class Limiter {
     this.policy = o.policy;
     this.clock = o.clock ?? systemClock;
     this.table = (o.store ?? new MemoryStore()).bind(o.policy);
+    this.syncTable = this.table.synchronous ? (this.table as SyncPolicyStore) : undefined;
   }
 
   /** consume resolves to the decision for a request of `options.cost` (default 1) on `key`, charging it when admitted. */
-  consume(key: string, options?: ConsumeOptions): Promise<Decision> {
-    try {
-      return Promise.resolve(this.table.consume(key, options?.cost ?? 1, this.clock.now()));
-    } catch (error) {
-      return Promise.reject(error as Error);
-    }
+  async consume(key: string, options?: ConsumeOptions): Promise<Decision> {
+    return this.table.consume(key, options?.cost ?? 1, this.clock.now());
   }
 
   /** consumeSync returns the decision for a request on `key` with no promise; needs a synchronous store. */
@@ -66,12 +65,8 @@ export class Limiter {
   }
 
   /** peek resolves to what {@link consume} would answer now, without charging. */
-  peek(key: string, options?: ConsumeOptions): Promise<Decision> {
-    try {
-      return Promise.resolve(this.table.peek(key, options?.cost ?? 1, this.clock.now()));
-    } catch (error) {
-      return Promise.reject(error as Error);
-    }
+  async peek(key: string, options?: ConsumeOptions): Promise<Decision> {
+    return this.table.peek(key, options?.cost ?? 1, this.clock.now());
   }
 
   /** peekSync returns what {@link consumeSync} would answer now, without charging. */
@@ -100,9 +95,9 @@ export class Limiter {
   }
 
   private sync(): SyncPolicyStore {
-    if (!this.table.synchronous) {
+    if (this.syncTable === undefined) {
       throw new FloodgateError('STORE_NOT_SYNC', 'this limiter\'s store answers asynchronously: use consume/peek/refund/reset (promises) instead of the ...Sync methods', 'store');
     }
-    return this.table as SyncPolicyStore;
+    return this.syncTable;
   }
 }

@@ -18,11 +18,9 @@ export interface Decision {
   readonly reason: 'ok' | 'limit' | 'store-full';
 }
 
-/** ceilMs rounds a non-negative duration up to whole milliseconds, tolerating float noise of 1e-9. */
+/** ceilMs rounds a duration up to whole milliseconds (0 for none), ignoring float noise under 1e-9 ms. */
 export function ceilMs(ms: number): number {
-  if (!(ms > 0)) return 0;
-  const rounded = Math.round(ms);
-  return Math.abs(ms - rounded) < 1e-9 ? rounded : Math.ceil(ms);
+  return ms > 1e-9 ? Math.ceil(ms - 1e-9) : 0;
 }
 
 /** makeDecision returns a {@link Decision}; durations are rounded up to whole ms, remaining down. */
@@ -33,12 +31,7 @@ export function makeDecision(
   retryAfterMs: number,
   resetMs: number,
 ): Decision {
-  return {
-    allowed,
-    limit,
-    remaining: remaining > 0 ? Math.floor(remaining + 1e-9) : 0,
-    retryAfterMs: allowed ? 0 : ceilMs(retryAfterMs),
-    resetMs: ceilMs(resetMs),
-    reason: allowed ? 'ok' : 'limit',
-  };
+  const left = remaining > 0 ? Math.floor(remaining + 1e-9) : 0;
+  if (allowed) return { allowed, limit, remaining: left, retryAfterMs: 0, resetMs: ceilMs(resetMs), reason: 'ok' };
+  return { allowed, limit, remaining: left, retryAfterMs: ceilMs(retryAfterMs), resetMs: ceilMs(resetMs), reason: 'limit' };
 }

@@ -13,6 +13,8 @@ export interface MemoryStoreOptions {
   maxKeyLength?: number;
 }
 
+/** Keys remembered by the front cache before it starts over; hot keys are found without hashing. */
+const RECENT_KEYS = 4096;
 /** Slots the sweep examines on each insert: enough to keep pace with the inserts themselves. */
 const SWEEP_PER_INSERT = 2;
 /** Slots examined, at the bound, looking for a key at rest before a new key is refused. */
@@ -75,9 +77,17 @@ export class MemoryStore implements Store {
 export class MemoryTable implements SyncPolicyStore {
   readonly synchronous = true;
   private readonly keys = new KeyTable();
+  /**
+   * Front cache of recently used keys to their slots. V8 caches a string's hash inside the string,
+   * so a hot key is found here at Map speed; the compact {@link KeyTable} holds every key. Every
+   * removal from the table removes the key here too, so an entry is never stale.
+   */
+  private readonly recent = new Map<string, number>();
   private cells: Float64Array;
   private readonly scratch: Float64Array;
   private readonly width: number;
+  /** Whether a cost of 1, the default, is always admissible here (so needs no check per call). */
+  private readonly unitCostValid: boolean;
   private sweepCursor = 0;
   /** Earliest rest time among the slots the last sweep examined and kept. */
   private soonestRestMs = Infinity;
@@ -88,6 +98,7 @@ export class MemoryTable implements SyncPolicyStore {
     private readonly maxKeyLength: number,
   ) {
     this.width = algorithm.width;
+    this.unitCostValid = isValidCost(algorithm, 1);
     this.cells = new Float64Array(this.keys.slotCapacity * this.width);
     this.scratch = new Float64Array(this.width);
   }
@@ -98,8 +109,7 @@ export class MemoryTable implements SyncPolicyStore {
   }
 
   consume(key: string, cost: number, nowMs: number): Decision {
-    this.algorithm.checkCost(cost);
-    this.checkKey(key);
+    if (cost !== 1 || !this.unitCostValid) this.algorithm.checkCost(cost);
     const slot = this.slotFor(key, nowMs);
     if (slot < 0) return storeFull(this.algorithm.limit, this.soonestRestMs - nowMs);
     return this.algorithm.consume(this.cells, slot * this.width, nowMs, cost);
@@ -107,8 +117,7 @@ export class MemoryTable implements SyncPolicyStore {
 
   peek(key: string, cost: number, nowMs: number): Decision {
     this.algorithm.checkCost(cost);
-    this.checkKey(key);
-    const slot = this.keys.find(key);
+    const slot = this.find(key);
     if (slot >= 0) return this.algorithm.peek(this.cells, slot * this.width, nowMs, cost);
     // An unknown key reads as fresh, and reading it stores nothing.
     this.algorithm.init(this.scratch, 0, nowMs);
@@ -117,24 +126,46 @@ export class MemoryTable implements SyncPolicyStore {
 
   refund(key: string, cost: number, nowMs: number): void {
     this.algorithm.checkCost(cost);
-    this.checkKey(key);
-    const slot = this.keys.find(key);
+    const slot = this.find(key);
     if (slot >= 0) this.algorithm.refund(this.cells, slot * this.width, nowMs, cost);
   }
 
   reset(key: string): void {
+    const slot = this.find(key);
+    if (slot >= 0) this.forget(slot, key);
+  }
+
+  /**
+   * The slot holding `key`, or -1, through the front cache. Keys in the cache were checked when
+   * they got there, so only a miss checks `key`.
+   */
+  private find(key: string): number {
+    const cached = this.recent.get(key);
+    if (cached !== undefined) return cached;
     this.checkKey(key);
     const slot = this.keys.find(key);
-    if (slot >= 0) this.keys.remove(slot);
+    if (slot >= 0) this.remember(key, slot);
+    return slot;
+  }
+
+  private remember(key: string, slot: number): void {
+    if (this.recent.size >= RECENT_KEYS) this.recent.clear();
+    this.recent.set(key, slot);
+  }
+
+  private forget(slot: number, key: string): void {
+    this.recent.delete(key);
+    this.keys.remove(slot);
   }
 
   /** The slot for `key`, adding a fresh key (sweeping as it goes); -1 when full and nothing is at rest. */
   private slotFor(key: string, nowMs: number): number {
-    const existing = this.keys.find(key);
+    const existing = this.find(key);
     if (existing >= 0) return existing;
     this.sweep(nowMs, SWEEP_PER_INSERT);
     if (this.keys.size >= this.maxKeys && this.sweep(nowMs, SWEEP_WHEN_FULL, 1) === 0) return -1;
     const slot = this.keys.findOrInsert(key);
+    this.remember(key, slot);
     if (this.cells.length < this.keys.slotCapacity * this.width) {
       const grown = new Float64Array(this.keys.slotCapacity * this.width);
       grown.set(this.cells);
@@ -158,7 +189,7 @@ export class MemoryTable implements SyncPolicyStore {
       if (!keys.isLive(slot)) continue;
       const restAtMs = this.algorithm.restAtMs(this.cells, slot * this.width);
       if (restAtMs <= nowMs) {
-        keys.remove(slot);
+        this.forget(slot, keys.keyAt(slot));
         freed++;
       } else if (restAtMs < soonestRestMs) {
         soonestRestMs = restAtMs;
@@ -173,6 +204,15 @@ export class MemoryTable implements SyncPolicyStore {
       const what = typeof key === 'string' ? `a string of ${key.length} code units` : describeValue(key);
       throw new FloodgateError('INVALID_KEY', `key must be a string of at most ${this.maxKeyLength} code units (MemoryStore.maxKeyLength), got ${what}`, 'key');
     }
+  }
+}
+
+function isValidCost(algorithm: Algorithm, cost: number): boolean {
+  try {
+    algorithm.checkCost(cost);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -31,6 +31,7 @@ class ContinuousBucket implements Algorithm {
   readonly width = 2;
   readonly limit: number;
   private readonly perMs: number;
+  private readonly msPerToken: number;
 
   constructor(
     readonly name: string,
@@ -40,6 +41,7 @@ class ContinuousBucket implements Algorithm {
   ) {
     this.limit = capacity;
     this.perMs = perSecond / 1000;
+    this.msPerToken = 1000 / perSecond;
   }
 
   init(cells: Float64Array, at: number, nowMs: number): void {
@@ -59,7 +61,7 @@ class ContinuousBucket implements Algorithm {
   private answer(tokens: number, cost: number): Decision {
     const allowed = tokens + COUNT_EPSILON >= cost;
     const left = allowed ? Math.max(0, tokens - cost) : tokens;
-    return makeDecision(allowed, this.limit, left, (cost - tokens) / this.perMs, (this.limit - left) / this.perMs);
+    return makeDecision(allowed, this.limit, left, (cost - tokens) * this.msPerToken, (this.limit - left) * this.msPerToken);
   }
 
   consume(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
