@@ -18,3 +18,10 @@ export { leakyBucket, tokenBucket, type LeakyBucketOptions, type TokenBucketOpti
 export { Limiter, type ConsumeOptions, type LimiterOptions } from './limiter.js';
 export { MemoryStore, MemoryTable, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { MaybePromise, PolicyStore, Store, SyncPolicyStore } from './stores/store.js';
+export {
+  SmoothRateLimiter,
+  type SmoothBurstyOptions,
+  type SmoothLimiterOptions,
+  type SmoothWarmingUpOptions,
+} from './core/smooth/smooth-rate-limiter.js';
+export { timerSleep, type SleepMs } from './core/smooth/sleep.js';

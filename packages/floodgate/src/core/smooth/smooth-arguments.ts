@@ -25,9 +25,15 @@ export function checkPermits(value: unknown): number {
   return positiveInteger(value, `${OWNER}.permits`);
 }
 
-/** checkWarmupMs returns `value` when it is a warm-up period of at least 0 ms (not NaN). */
+/**
+ * checkWarmupMs returns `value` when it is a warm-up period of at least 1 µs (0.001 ms). Guava
+ * accepts shorter ones, and its arithmetic then turns NaN and the limiter stops limiting (Guava
+ * issue #2730); floodgate refuses them instead, pointing to the bursty limiter.
+ */
 export function checkWarmupMs(value: unknown): number {
-  if (typeof value !== 'number' || !(value >= 0)) throw invalid('warmupMs', 'a number of milliseconds, at least 0', value);
+  if (typeof value !== 'number' || !(value >= 0.001)) {
+    throw invalid('warmupMs', 'a number of milliseconds, at least 0.001 (1 µs; for no warm-up use SmoothRateLimiter.bursty)', value);
+  }
   return value;
 }
 

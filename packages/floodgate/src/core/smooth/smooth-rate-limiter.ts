@@ -107,9 +107,8 @@ export class SmoothRateLimiter {
    * warmingUp returns a limiter that starts cold and speeds up to `permitsPerSecond` over
    * `warmupMs` of saturating demand, cooling down again when idle, like Guava's
    * `RateLimiter.create(permitsPerSecond, warmupPeriod)`. A fully cold permit costs `coldFactor`
-   * (default 3) stable intervals. `warmupMs` (at least 0) is truncated to whole µs; as in Guava
-   * (issue #2730), a warm-up under 1 µs makes the arithmetic NaN and the limiter stops limiting
-   * once any time has passed, so use {@link bursty} for no warm-up.
+   * (default 3) stable intervals. `warmupMs` is truncated to whole µs and must be at least 1 µs:
+   * Guava accepts less and then stops limiting (its issue #2730); for no warm-up use {@link bursty}.
    */
   static warmingUp(permitsPerSecond: number, warmupMs: number, options: SmoothWarmingUpOptions = {}): SmoothRateLimiter {
     const { coldFactor = 3, clock = systemClock, sleep = timerSleep } = requireObject<SmoothWarmingUpOptions>(
