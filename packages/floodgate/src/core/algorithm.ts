@@ -37,6 +37,14 @@ export interface Algorithm {
   restAtMs(cells: Float64Array, at: number): number;
   /** checkCost throws a typed error unless `cost` is one this policy can ever admit. */
   checkCost(cost: number): void;
+  /**
+   * reserve, on policies that can book the future (token bucket, leaky bucket, GCRA), charges
+   * `cost` at once, possibly going into debt, and returns the ms until the request may proceed
+   * (0: now). When that wait would exceed `maxWaitMs` it charges nothing and returns -1. A
+   * reservation given up is returned with {@link Algorithm.refund}. Window policies have no
+   * reserve: a waiter retries after `retryAfterMs`.
+   */
+  reserve?(cells: Float64Array, at: number, nowMs: number, cost: number, maxWaitMs: number): number;
 }
 
 /**

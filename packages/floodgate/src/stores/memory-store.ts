@@ -101,6 +101,7 @@ export class MemoryTable implements SyncPolicyStore {
     this.unitCostValid = isValidCost(algorithm, 1);
     this.cells = new Float64Array(this.keys.slotCapacity * this.width);
     this.scratch = new Float64Array(this.width);
+    if (algorithm.reserve === undefined) this.reserve = undefined;
   }
 
   /** size returns the number of keys this table holds. */
@@ -128,6 +129,13 @@ export class MemoryTable implements SyncPolicyStore {
     this.algorithm.checkCost(cost);
     const slot = this.find(key);
     if (slot >= 0) this.algorithm.refund(this.cells, slot * this.width, nowMs, cost);
+  }
+
+  reserve?(key: string, cost: number, nowMs: number, maxWaitMs: number): number {
+    this.algorithm.checkCost(cost);
+    const slot = this.slotFor(key, nowMs);
+    if (slot < 0) return -1;
+    return this.algorithm.reserve!(this.cells, slot * this.width, nowMs, cost, maxWaitMs);
   }
 
   reset(key: string): void {

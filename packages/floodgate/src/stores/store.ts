@@ -22,6 +22,12 @@ export interface PolicyStore {
   refund(key: string, cost: number, nowMs: number): MaybePromise<void>;
   /** reset forgets `key`, so its next request sees a fresh key. */
   reset(key: string): MaybePromise<void>;
+  /**
+   * reserve books `cost` for `key` now or in the future and returns the ms to wait (0: now), or
+   * -1, charging nothing, when the wait would exceed `maxWaitMs`. Present only when the policy
+   * can book the future ({@link Algorithm.reserve}).
+   */
+  reserve?(key: string, cost: number, nowMs: number, maxWaitMs: number): MaybePromise<number>;
 }
 
 /** SyncPolicyStore is a {@link PolicyStore} whose methods never return promises. */
@@ -31,6 +37,7 @@ export interface SyncPolicyStore extends PolicyStore {
   peek(key: string, cost: number, nowMs: number): Decision;
   refund(key: string, cost: number, nowMs: number): void;
   reset(key: string): void;
+  reserve?(key: string, cost: number, nowMs: number, maxWaitMs: number): number;
 }
 
 /**

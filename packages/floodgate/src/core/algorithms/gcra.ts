@@ -1,5 +1,5 @@
 import { TIME_EPSILON_MS, type Algorithm } from '../algorithm.js';
-import { makeDecision, type Decision } from '../decision.js';
+import { ceilMs, makeDecision, type Decision } from '../decision.js';
 import { checkCost, positiveInteger, positiveNumber, requireObject } from '../validate.js';
 
 /** GcraOptions configures {@link gcra}, with redis-cell's meaning. */
@@ -68,6 +68,14 @@ class Gcra implements Algorithm {
     const tat = cells[at + TAT]!;
     if (tat <= nowMs) return; // nothing outstanding to give back
     cells[at + TAT] = Math.max(nowMs, tat - this.intervalMs * cost);
+  }
+
+  reserve(cells: Float64Array, at: number, nowMs: number, cost: number, maxWaitMs: number): number {
+    const newTat = Math.max(cells[at + TAT]!, nowMs) + this.intervalMs * cost;
+    const waitMs = Math.max(0, newTat - this.toleranceMs - nowMs);
+    if (waitMs > maxWaitMs + TIME_EPSILON_MS) return -1;
+    cells[at + TAT] = newTat;
+    return ceilMs(waitMs - TIME_EPSILON_MS);
   }
 
   restAtMs(cells: Float64Array, at: number): number {

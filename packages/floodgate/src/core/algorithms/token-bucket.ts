@@ -1,5 +1,5 @@
 import { COUNT_EPSILON, type Algorithm } from '../algorithm.js';
-import { makeDecision, type Decision } from '../decision.js';
+import { ceilMs, makeDecision, type Decision } from '../decision.js';
 import { checkCost, positiveNumber, requireObject } from '../validate.js';
 
 /** TokenBucketOptions configures {@link tokenBucket}. */
@@ -82,6 +82,16 @@ class ContinuousBucket implements Algorithm {
     const tokens = this.tokensAt(cells, at, nowMs);
     cells[at + TOKENS] = Math.min(this.limit, tokens + cost);
     cells[at + UPDATED] = Math.max(nowMs, cells[at + UPDATED]!);
+  }
+
+  reserve(cells: Float64Array, at: number, nowMs: number, cost: number, maxWaitMs: number): number {
+    const tokens = this.tokensAt(cells, at, nowMs);
+    const waitMs = tokens + COUNT_EPSILON >= cost ? 0 : (cost - tokens) * this.msPerToken;
+    if (waitMs > maxWaitMs) return -1;
+    // Tokens may go negative: the debt is repaid by the refill before the reservation's time.
+    cells[at + TOKENS] = tokens - cost;
+    cells[at + UPDATED] = nowMs;
+    return ceilMs(waitMs);
   }
 
   restAtMs(cells: Float64Array, at: number): number {
