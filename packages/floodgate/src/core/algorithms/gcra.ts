@@ -47,7 +47,8 @@ class Gcra implements Algorithm {
       allowed,
       this.limit,
       (nowMs - (settled - this.toleranceMs) + TIME_EPSILON_MS) / this.intervalMs,
-      allowAtMs - nowMs,
+      // The first time admitted under the same tolerance as the check above.
+      allowAtMs - TIME_EPSILON_MS - nowMs,
       settled - nowMs,
     );
   }

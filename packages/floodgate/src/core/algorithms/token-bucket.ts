@@ -57,16 +57,30 @@ class ContinuousBucket implements Algorithm {
     return Math.min(this.limit, tokens + elapsedMs * this.perMs);
   }
 
-  /** The decision for `cost` given `tokens` now, as if charged when admitted. */
-  private answer(tokens: number, cost: number): Decision {
+  /**
+   * The decision for `cost` given `tokens` now, as if charged when admitted. `stalledMs` is how far
+   * the clock is behind the last update: no refill comes until it has caught up.
+   */
+  private answer(tokens: number, cost: number, stalledMs: number): Decision {
     const allowed = tokens + COUNT_EPSILON >= cost;
-    const left = allowed ? Math.max(0, tokens - cost) : tokens;
-    return makeDecision(allowed, this.limit, left, (cost - tokens) * this.msPerToken, (this.limit - left) * this.msPerToken);
+    if (allowed) {
+      // Admitted, the update time becomes now, so the refill starts at once.
+      const left = Math.max(0, tokens - cost);
+      return makeDecision(true, this.limit, left, 0, (this.limit - left) * this.msPerToken);
+    }
+    // The first time admitted under the same tolerance as the check above.
+    const retryAfterMs = stalledMs + (cost - tokens - COUNT_EPSILON) * this.msPerToken;
+    return makeDecision(false, this.limit, tokens, retryAfterMs, stalledMs + (this.limit - tokens) * this.msPerToken);
+  }
+
+  private stalledMs(cells: Float64Array, at: number, nowMs: number): number {
+    const behindMs = cells[at + UPDATED]! - nowMs;
+    return behindMs > 0 ? behindMs : 0;
   }
 
   consume(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
     const tokens = this.tokensAt(cells, at, nowMs);
-    const decision = this.answer(tokens, cost);
+    const decision = this.answer(tokens, cost, this.stalledMs(cells, at, nowMs));
     if (decision.allowed) {
       cells[at + TOKENS] = Math.max(0, tokens - cost);
       cells[at + UPDATED] = nowMs;
@@ -75,7 +89,7 @@ class ContinuousBucket implements Algorithm {
   }
 
   peek(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
-    return this.answer(this.tokensAt(cells, at, nowMs), cost);
+    return this.answer(this.tokensAt(cells, at, nowMs), cost, this.stalledMs(cells, at, nowMs));
   }
 
   refund(cells: Float64Array, at: number, nowMs: number, cost: number): void {
