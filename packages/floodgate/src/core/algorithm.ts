@@ -32,7 +32,9 @@ export interface Algorithm {
   refund(cells: Float64Array, at: number, nowMs: number, cost: number): void;
   /**
    * restAtMs returns the time from which the state answers exactly as a fresh key would, so that
-   * a store may forget the key from then on without changing any decision.
+   * a store may forget the key from then on without changing any decision while the clock moves
+   * forward. (If the clock later goes back before that time, a forgotten key answers as a fresh
+   * one: what it had at the latest time seen, never more.)
    */
   restAtMs(cells: Float64Array, at: number): number;
   /** checkCost throws a typed error unless `cost` is one this policy can ever admit. */
