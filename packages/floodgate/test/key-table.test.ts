@@ -13,7 +13,7 @@ describe('KeyTable', () => {
   test('behaves as a Map from key to slot under random inserts, finds and removals', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.constantFrom('insert', 'remove', 'find'), keyArb), { maxLength: 400 }), (ops) => {
-        const table = new KeyTable(16);
+        const table = new KeyTable(2, 16);
         const model = new Map<string, number>();
         for (const [op, key] of ops) {
           if (op === 'insert') {
@@ -41,7 +41,7 @@ describe('KeyTable', () => {
   });
 
   test('grows, reuses freed slots, and compacts its arena under churn', () => {
-    const table = new KeyTable(16);
+    const table = new KeyTable(2, 16);
     for (let i = 0; i < 50_000; i++) table.findOrInsert(`user:${i}`);
     assert.equal(table.size, 50_000);
     for (let i = 0; i < 50_000; i += 2) table.remove(table.find(`user:${i}`));
@@ -60,8 +60,28 @@ describe('KeyTable', () => {
     assert.ok(table.bytesUsed() < 8 * 1024 * 1024, `bytes used ${table.bytesUsed()}`);
   });
 
+  test('keeps long keys out of line and state cells apart from keys', () => {
+    const table = new KeyTable(2, 16);
+    const long = (i: number): string => `tenant:${'x'.repeat(40)}:${i}`;
+    for (let i = 0; i < 2_000; i++) {
+      const slot = table.findOrInsert(long(i));
+      table.records[slot * table.stride + 3] = i; // the first state cell
+      table.records[slot * table.stride + 4] = -i;
+    }
+    for (let i = 0; i < 2_000; i += 3) table.remove(table.find(long(i)));
+    for (let i = 0; i < 2_000; i++) {
+      const slot = table.find(long(i));
+      if (i % 3 === 0) assert.equal(slot, -1);
+      else {
+        assert.equal(table.keyAt(slot), long(i));
+        assert.equal(table.records[slot * table.stride + 3], i, 'state survives growth and compaction');
+        assert.equal(table.records[slot * table.stride + 4], -i);
+      }
+    }
+  });
+
   test('tells apart keys that differ only in width or in the high byte of a character', () => {
-    const table = new KeyTable(16);
+    const table = new KeyTable(2, 16);
     const keys = ['a', 'ā', '\u0161', '\u0061\u0000', '\u0100', '', 'é', 'e\u0301'];
     const slots = keys.map((k) => table.findOrInsert(k));
     assert.equal(new Set(slots).size, keys.length);

@@ -2,7 +2,7 @@ import type { Algorithm } from '../core/algorithm.js';
 import { ceilMs, type Decision } from '../core/decision.js';
 import { FloodgateError, describeValue } from '../core/errors.js';
 import { positiveInteger } from '../core/validate.js';
-import { KeyTable, MAX_KEY_LENGTH } from './key-table.js';
+import { KEY_CELLS, KeyTable, MAX_KEY_LENGTH } from './key-table.js';
 import type { Store, SyncPolicyStore } from './store.js';
 
 /** MemoryStoreOptions configures {@link MemoryStore}. */
@@ -12,6 +12,9 @@ export interface MemoryStoreOptions {
   /** Longest key accepted, in UTF-16 code units (default 1024, at most 16,384). */
   maxKeyLength?: number;
 }
+
+/** MAX_KEYS is the largest `maxKeys` a {@link MemoryStore} accepts. */
+export const MAX_KEYS = 16_000_000;
 
 /** Keys remembered by the front cache before it starts over; hot keys are found without hashing. */
 const RECENT_KEYS = 4096;
@@ -46,6 +49,9 @@ export class MemoryStore implements Store {
   /** Creates an empty store; nothing is allocated until a policy binds to it. */
   constructor(options: MemoryStoreOptions = {}) {
     this.maxKeys = positiveInteger(options.maxKeys ?? 1_000_000, 'MemoryStore.maxKeys');
+    if (this.maxKeys > MAX_KEYS) {
+      throw new FloodgateError('INVALID_OPTION', `MemoryStore.maxKeys must be at most ${MAX_KEYS}, got ${this.maxKeys}`, 'MemoryStore.maxKeys');
+    }
     this.maxKeyLength = positiveInteger(options.maxKeyLength ?? 1024, 'MemoryStore.maxKeyLength');
     if (this.maxKeyLength > MAX_KEY_LENGTH) {
       throw new FloodgateError('INVALID_OPTION', `MemoryStore.maxKeyLength must be at most ${MAX_KEY_LENGTH}, got ${this.maxKeyLength}`, 'MemoryStore.maxKeyLength');
@@ -76,16 +82,15 @@ export class MemoryStore implements Store {
  */
 export class MemoryTable implements SyncPolicyStore {
   readonly synchronous = true;
-  private readonly keys = new KeyTable();
+  private readonly keys: KeyTable;
   /**
    * Front cache of recently used keys to their slots. V8 caches a string's hash inside the string,
    * so a hot key is found here at Map speed; the compact {@link KeyTable} holds every key. Every
    * removal from the table removes the key here too, so an entry is never stale.
    */
   private readonly recent = new Map<string, number>();
-  private cells: Float64Array;
   private readonly scratch: Float64Array;
-  private readonly width: number;
+  private readonly stride: number;
   /** Whether a cost of 1, the default, is always admissible here (so needs no check per call). */
   private readonly unitCostValid: boolean;
   private sweepCursor = 0;
@@ -97,10 +102,10 @@ export class MemoryTable implements SyncPolicyStore {
     private readonly maxKeys: number,
     private readonly maxKeyLength: number,
   ) {
-    this.width = algorithm.width;
+    this.keys = new KeyTable(algorithm.width);
+    this.stride = this.keys.stride;
     this.unitCostValid = isValidCost(algorithm, 1);
-    this.cells = new Float64Array(this.keys.slotCapacity * this.width);
-    this.scratch = new Float64Array(this.width);
+    this.scratch = new Float64Array(algorithm.width);
     if (algorithm.reserve === undefined) this.reserve = undefined;
   }
 
@@ -113,13 +118,13 @@ export class MemoryTable implements SyncPolicyStore {
     if (cost !== 1 || !this.unitCostValid) this.algorithm.checkCost(cost);
     const slot = this.slotFor(key, nowMs);
     if (slot < 0) return storeFull(this.algorithm.limit, this.soonestRestMs - nowMs);
-    return this.algorithm.consume(this.cells, slot * this.width, nowMs, cost);
+    return this.algorithm.consume(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
   }
 
   peek(key: string, cost: number, nowMs: number): Decision {
     this.algorithm.checkCost(cost);
     const slot = this.find(key);
-    if (slot >= 0) return this.algorithm.peek(this.cells, slot * this.width, nowMs, cost);
+    if (slot >= 0) return this.algorithm.peek(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
     // An unknown key reads as fresh, and reading it stores nothing.
     this.algorithm.init(this.scratch, 0, nowMs);
     return this.algorithm.peek(this.scratch, 0, nowMs, cost);
@@ -128,14 +133,14 @@ export class MemoryTable implements SyncPolicyStore {
   refund(key: string, cost: number, nowMs: number): void {
     this.algorithm.checkCost(cost);
     const slot = this.find(key);
-    if (slot >= 0) this.algorithm.refund(this.cells, slot * this.width, nowMs, cost);
+    if (slot >= 0) this.algorithm.refund(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
   }
 
   reserve?(key: string, cost: number, nowMs: number, maxWaitMs: number): number {
     this.algorithm.checkCost(cost);
     const slot = this.slotFor(key, nowMs);
     if (slot < 0) return -1;
-    return this.algorithm.reserve!(this.cells, slot * this.width, nowMs, cost, maxWaitMs);
+    return this.algorithm.reserve!(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost, maxWaitMs);
   }
 
   reset(key: string): void {
@@ -174,12 +179,7 @@ export class MemoryTable implements SyncPolicyStore {
     if (this.keys.size >= this.maxKeys && this.sweep(nowMs, SWEEP_WHEN_FULL, 1) === 0) return -1;
     const slot = this.keys.findOrInsert(key);
     this.remember(key, slot);
-    if (this.cells.length < this.keys.slotCapacity * this.width) {
-      const grown = new Float64Array(this.keys.slotCapacity * this.width);
-      grown.set(this.cells);
-      this.cells = grown;
-    }
-    this.algorithm.init(this.cells, slot * this.width, nowMs);
+    this.algorithm.init(this.keys.records, slot * this.stride + KEY_CELLS, nowMs);
     return slot;
   }
 
@@ -195,7 +195,7 @@ export class MemoryTable implements SyncPolicyStore {
       if (this.sweepCursor >= keys.highWater) this.sweepCursor = 0;
       const slot = this.sweepCursor++;
       if (!keys.isLive(slot)) continue;
-      const restAtMs = this.algorithm.restAtMs(this.cells, slot * this.width);
+      const restAtMs = this.algorithm.restAtMs(keys.records, slot * this.stride + KEY_CELLS);
       if (restAtMs <= nowMs) {
         this.forget(slot, keys.keyAt(slot));
         freed++;
