@@ -89,6 +89,9 @@ export class MemoryTable implements SyncPolicyStore {
    * removal from the table removes the key here too, so an entry is never stale.
    */
   private readonly recent = new Map<string, number>();
+  /** The key last found in the front cache, and its slot. */
+  private lastKey: string | undefined = undefined;
+  private lastSlot = -1;
   private readonly scratch: Float64Array;
   private readonly stride: number;
   /** Whether a cost of 1, the default, is always admissible here (so needs no check per call). */
@@ -153,8 +156,14 @@ export class MemoryTable implements SyncPolicyStore {
    * they got there, so only a miss checks `key`.
    */
   private find(key: string): number {
+    // A flood from one key is the common case worth a shortcut: the same string, often the same object.
+    if (key === this.lastKey) return this.lastSlot;
     const cached = this.recent.get(key);
-    if (cached !== undefined) return cached;
+    if (cached !== undefined) {
+      this.lastKey = key;
+      this.lastSlot = cached;
+      return cached;
+    }
     this.checkKey(key);
     const slot = this.keys.find(key);
     if (slot >= 0) this.remember(key, slot);
@@ -168,6 +177,7 @@ export class MemoryTable implements SyncPolicyStore {
 
   private forget(slot: number, key: string): void {
     this.recent.delete(key);
+    if (slot === this.lastSlot) this.lastKey = undefined;
     this.keys.remove(slot);
   }
 
