@@ -159,11 +159,14 @@ export class MemoryTable implements SyncPolicyStore {
     // A flood from one key is the common case worth a shortcut: the same string, often the same object.
     if (key === this.lastKey) return this.lastSlot;
     const cached = this.recent.get(key);
-    if (cached !== undefined) {
-      this.lastKey = key;
-      this.lastSlot = cached;
-      return cached;
-    }
+    if (cached === undefined) return this.findUncached(key);
+    this.lastKey = key;
+    this.lastSlot = cached;
+    return cached;
+  }
+
+  /** The cold half of {@link find}: checks the key, looks in the table and caches what it finds. */
+  private findUncached(key: string): number {
     this.checkKey(key);
     const slot = this.keys.find(key);
     if (slot >= 0) this.remember(key, slot);
@@ -184,7 +187,11 @@ export class MemoryTable implements SyncPolicyStore {
   /** The slot for `key`, adding a fresh key (sweeping as it goes); -1 when full and nothing is at rest. */
   private slotFor(key: string, nowMs: number): number {
     const existing = this.find(key);
-    if (existing >= 0) return existing;
+    return existing >= 0 ? existing : this.insert(key, nowMs);
+  }
+
+  /** Adds `key` as a fresh key, sweeping as it goes; -1 when full and nothing is at rest. */
+  private insert(key: string, nowMs: number): number {
     this.sweep(nowMs, SWEEP_PER_INSERT);
     if (this.keys.size >= this.maxKeys && this.sweep(nowMs, SWEEP_WHEN_FULL, 1) === 0) return -1;
     const slot = this.keys.findOrInsert(key);
