@@ -6,13 +6,25 @@
  * - `COST_EXCEEDS_LIMIT`: a request's cost is larger than the policy could ever admit at once.
  * - `INVALID_KEY`: a key is not a string or is longer than the store accepts.
  * - `STORE_NOT_SYNC`: a synchronous method was called on a limiter whose store is asynchronous.
+ * - `STORE_ERROR`: the store's backend (Redis) failed the operation: connection, script or server error.
+ * - `STORE_REPLY`: the backend answered something other than what the operation promises.
+ * - `STORE_TIMEOUT`: the backend did not answer within the store's `timeoutMs`.
+ * - `WAIT_TIMEOUT`: a wait for admission or a permit would exceed, or has exceeded, `maxWaitMs`.
+ * - `ABORTED`: the caller's `AbortSignal` fired while the request waited; `cause` is the signal's reason.
+ * - `QUEUE_FULL`: a request could not pass at once and the queue it would wait in was full.
  */
 export type FloodgateErrorCode =
   | 'INVALID_OPTION'
   | 'INVALID_COST'
   | 'COST_EXCEEDS_LIMIT'
   | 'INVALID_KEY'
-  | 'STORE_NOT_SYNC';
+  | 'STORE_NOT_SYNC'
+  | 'STORE_ERROR'
+  | 'STORE_REPLY'
+  | 'STORE_TIMEOUT'
+  | 'WAIT_TIMEOUT'
+  | 'ABORTED'
+  | 'QUEUE_FULL';
 
 /**
  * FloodgateError is the one error class floodgate throws for bad input. `code` is stable across

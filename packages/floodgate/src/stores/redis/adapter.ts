@@ -1,0 +1,81 @@
+/**
+ * RedisAdapter is everything {@link RedisStore} asks of a Redis client: run a script by SHA1, or by
+ * source when the server does not have it yet. Build one with {@link ioredisAdapter} or
+ * {@link nodeRedisAdapter}; the store never inspects the client itself.
+ */
+export interface RedisAdapter {
+  /**
+   * cluster is true when the client talks to a Redis Cluster, where one script may only touch keys
+   * of one hash slot. `consumeAll` then splits requests across slots (see {@link RedisStore.consumeAll}).
+   */
+  readonly cluster: boolean;
+  /** evalsha runs the script named by `sha1`; rejects with the server's error (NOSCRIPT when unknown). */
+  evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  /** eval runs `script` by source (the server caches it, so EVALSHA finds it next time). */
+  eval(script: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+}
+
+/**
+ * IoredisClient is the part of an ioredis `Redis` or `Cluster` the adapter uses. `isCluster` is
+ * ioredis's own flag, true on a `Cluster`.
+ */
+export interface IoredisClient {
+  readonly isCluster?: boolean;
+  evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+}
+
+/**
+ * ioredisAdapter returns a {@link RedisAdapter} over an ioredis client, single (`new Redis()`) or
+ * cluster (`new Cluster([...])`): ioredis's `isCluster` flag tells which.
+ *
+ * @example
+ * import { Redis } from 'ioredis';
+ * import { RedisStore, ioredisAdapter } from 'floodgate/redis';
+ * const store = new RedisStore({ adapter: ioredisAdapter(new Redis()) });
+ */
+export function ioredisAdapter(client: IoredisClient): RedisAdapter {
+  return {
+    cluster: client.isCluster === true,
+    evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args),
+    eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args),
+  };
+}
+
+/** NodeRedisEvalOptions is node-redis's `{ keys, arguments }` for EVAL and EVALSHA. */
+export interface NodeRedisEvalOptions {
+  keys: string[];
+  arguments: string[];
+}
+
+/** NodeRedisClient is the part of a node-redis client or cluster (`createClient`, `createCluster`) the adapter uses. */
+export interface NodeRedisClient {
+  evalSha(sha1: string, options: NodeRedisEvalOptions): Promise<unknown>;
+  eval(script: string, options: NodeRedisEvalOptions): Promise<unknown>;
+}
+
+/** NodeRedisAdapterOptions configures {@link nodeRedisAdapter}. */
+export interface NodeRedisAdapterOptions {
+  /** Set to true when the client is a cluster (`createCluster`); default false. */
+  cluster?: boolean;
+}
+
+/**
+ * nodeRedisAdapter returns a {@link RedisAdapter} over a node-redis client (`createClient()`) or,
+ * with `{ cluster: true }`, a node-redis cluster (`createCluster()`). node-redis offers no flag to
+ * tell them apart, so the caller says which; a cluster passed without it still works for single
+ * keys, and `consumeAll` over keys of different slots fails with a `STORE_ERROR` saying so.
+ *
+ * @example
+ * import { createClient } from 'redis';
+ * import { RedisStore, nodeRedisAdapter } from 'floodgate/redis';
+ * const client = await createClient().connect();
+ * const store = new RedisStore({ adapter: nodeRedisAdapter(client) });
+ */
+export function nodeRedisAdapter(client: NodeRedisClient, options: NodeRedisAdapterOptions = {}): RedisAdapter {
+  return {
+    cluster: options.cluster === true,
+    evalsha: (sha1, keys, args) => client.evalSha(sha1, { keys: [...keys], arguments: [...args] }),
+    eval: (script, keys, args) => client.eval(script, { keys: [...keys], arguments: [...args] }),
+  };
+}

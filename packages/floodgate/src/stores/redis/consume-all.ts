@@ -1,0 +1,129 @@
+import type { Algorithm } from '../../core/algorithm.js';
+import type { Decision } from '../../core/decision.js';
+import { FloodgateError } from '../../core/errors.js';
+import { hashSlotOf } from './key-layout.js';
+import { parseDecisionAt, replyError, type ScriptRunner } from './runner.js';
+import { CONSUME_ALL_SCRIPT, type LuaPolicy } from './scripts/index.js';
+
+/** ConsumeAllEntry is what `consumeAll` needs of one request's table. */
+export interface ConsumeAllEntry {
+  readonly key: string;
+  readonly redisKey: string;
+  readonly lua: LuaPolicy;
+  readonly algorithm: Algorithm;
+  /** The table the request belongs to: only its refund is used, to undo a cross-slot charge. */
+  readonly table: { refund(key: string, cost: number, nowMs: number): Promise<void> };
+}
+
+/** ConsumeAllRequest is one request of {@link RedisStore.consumeAll}: a policy, a key, a cost (default 1). */
+export interface ConsumeAllRequest {
+  readonly policy: Algorithm;
+  readonly key: string;
+  readonly cost?: number;
+}
+
+/**
+ * ConsumeAllResult is the answer of {@link RedisStore.consumeAll}: `allowed` when every request was
+ * admitted (and all were charged); otherwise nothing stays charged. `decisions[i]` is request i's
+ * answer from its own policy, in order; when `allowed` is false, those that say allowed were
+ * admitted on trial and not charged.
+ */
+export interface ConsumeAllResult {
+  readonly allowed: boolean;
+  readonly decisions: readonly Decision[];
+}
+
+/** ConsumeAllContext is what {@link consumeAll} takes from its store. */
+export interface ConsumeAllContext {
+  readonly runner: ScriptRunner;
+  readonly cluster: boolean;
+  /** The script's time argument: '' for Redis's TIME, else the test time. */
+  readonly time: string;
+  readonly entryOf: (policy: Algorithm, key: string) => ConsumeAllEntry;
+}
+
+interface Item {
+  readonly index: number;
+  readonly entry: ConsumeAllEntry;
+  readonly cost: number;
+}
+
+/**
+ * consumeAll runs {@link RedisStore.consumeAll}: one script when every key shares a slot (or the
+ * server is not a cluster), else one script per slot and a refund of the admitted slots when any
+ * slot refuses.
+ */
+export async function consumeAll(requests: readonly ConsumeAllRequest[], context: ConsumeAllContext): Promise<ConsumeAllResult> {
+  if (!Array.isArray(requests)) throw new FloodgateError('INVALID_OPTION', 'consumeAll takes an array of { policy, key, cost? }', 'requests');
+  const items = requests.map((request: ConsumeAllRequest | null | undefined, index): Item => {
+    if (typeof request !== 'object' || request === null || typeof request.policy?.consume !== 'function') {
+      throw new FloodgateError('INVALID_OPTION', `consumeAll request ${index} must be { policy, key, cost? } with a policy such as tokenBucket(...)`, `requests[${index}]`);
+    }
+    const entry = context.entryOf(request.policy, request.key);
+    const cost = request.cost ?? 1;
+    entry.algorithm.checkCost(cost);
+    return { index, entry, cost };
+  });
+  if (items.length === 0) return { allowed: true, decisions: [] };
+  const groups = context.cluster ? groupBySlot(items) : [items];
+  const answers = await Promise.all(groups.map((group) => runGroup(group, context)));
+  const decisions: Decision[] = new Array<Decision>(items.length);
+  for (const [g, group] of groups.entries()) {
+    for (const [i, item] of group.entries()) decisions[item.index] = answers[g]!.decisions[i]!;
+  }
+  const allowed = answers.every((answer) => answer.allowed);
+  if (!allowed && groups.length > 1) await refundAdmitted(groups, answers, context);
+  return { allowed, decisions };
+}
+
+function groupBySlot(items: readonly Item[]): Item[][] {
+  const bySlot = new Map<number, Item[]>();
+  for (const item of items) {
+    const slot = hashSlotOf(item.entry.redisKey);
+    const group = bySlot.get(slot);
+    if (group === undefined) bySlot.set(slot, [item]);
+    else group.push(item);
+  }
+  return [...bySlot.values()];
+}
+
+async function runGroup(group: readonly Item[], context: ConsumeAllContext): Promise<ConsumeAllResult> {
+  const keys = group.map((item) => item.entry.redisKey);
+  const args = [context.time];
+  for (const { entry, cost } of group) {
+    const params = entry.lua.params.map(String);
+    while (params.length < 3) params.push('0');
+    args.push(entry.lua.registered, String(cost), ...params);
+  }
+  const reply = await context.runner.run(CONSUME_ALL_SCRIPT, keys, args);
+  const expected = `['1'|'0', then 4 strings per request] for ${group.length} requests`;
+  if (!Array.isArray(reply) || reply.length !== 1 + 4 * group.length || (reply[0] !== '1' && reply[0] !== '0')) {
+    throw replyError('the consume-all script', expected, reply);
+  }
+  const decisions = group.map((item, i) => {
+    const decision = parseDecisionAt(reply, 1 + 4 * i, item.entry.algorithm.limit);
+    if (decision === undefined) throw replyError('the consume-all script', expected, reply);
+    return decision;
+  });
+  return { allowed: reply[0] === '1', decisions };
+}
+
+/** The second phase across slots: give back what the slots that admitted charged. */
+async function refundAdmitted(groups: readonly Item[][], answers: readonly ConsumeAllResult[], context: ConsumeAllContext): Promise<void> {
+  const refunds: Array<Promise<void>> = [];
+  for (const [g, group] of groups.entries()) {
+    if (!answers[g]!.allowed) continue;
+    for (const { entry, cost } of group) refunds.push(entry.table.refund(entry.key, cost, nowOf(context)));
+  }
+  const results = await Promise.allSettled(refunds);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed !== undefined) {
+    const error = new FloodgateError('STORE_ERROR', 'RedisStore.consumeAll: a slot refused, and giving back the cost charged in another slot failed; the refusal stands, and that limit keeps the charge until it refills');
+    error.cause = failed.reason;
+    throw error;
+  }
+}
+
+function nowOf(context: ConsumeAllContext): number {
+  return context.time === '' ? 0 : Number(context.time);
+}

@@ -1,0 +1,26 @@
+/**
+ * floodgate/redis: the Redis store. Every decision is one atomic Lua script with the same rule as
+ * the memory store, timed by the server's `TIME`; bring your own client through an adapter.
+ *
+ * @example
+ * import { Redis } from 'ioredis';
+ * import { Limiter, tokenBucket } from 'floodgate';
+ * import { RedisStore, ioredisAdapter } from 'floodgate/redis';
+ * const store = new RedisStore({ adapter: ioredisAdapter(new Redis()) });
+ * const limiter = new Limiter({ policy: tokenBucket({ capacity: 10, refillPerSecond: 5 }), store });
+ *
+ * @packageDocumentation
+ */
+export {
+  ioredisAdapter,
+  nodeRedisAdapter,
+  type IoredisClient,
+  type NodeRedisAdapterOptions,
+  type NodeRedisClient,
+  type NodeRedisEvalOptions,
+  type RedisAdapter,
+} from './adapter.js';
+export type { ConsumeAllEntry, ConsumeAllRequest, ConsumeAllResult } from './consume-all.js';
+export { hashSlotOf, policyIdOf, redisKeyOf } from './key-layout.js';
+export { RedisStore, RedisTable, type RedisStoreOptions } from './redis-store.js';
+export { CONSUME_ALL_SCRIPT, DECIDE_SCRIPTS, type LuaModule, type LuaPolicy, type LuaScript } from './scripts/index.js';

@@ -1,0 +1,104 @@
+import type { Decision } from '../../core/decision.js';
+import { FloodgateError } from '../../core/errors.js';
+import type { RedisAdapter } from './adapter.js';
+import { Deadlines } from './deadlines.js';
+import type { LuaScript } from './scripts/index.js';
+
+/**
+ * ScriptRunner runs floodgate's scripts through an adapter: EVALSHA first, EVAL on NOSCRIPT (a
+ * server restarted, failed over or flushed its scripts), each call bounded by `timeoutMs`, and
+ * every failure turned into a {@link FloodgateError}: `STORE_ERROR` for what Redis or the client
+ * reported, `STORE_TIMEOUT` for no answer in time. Promises always reject with Errors.
+ */
+export class ScriptRunner {
+  private readonly deadlines: Deadlines;
+
+  /** Creates a runner over `adapter` whose calls time out after `timeoutMs`. */
+  constructor(
+    private readonly adapter: RedisAdapter,
+    private readonly timeoutMs: number,
+  ) {
+    this.deadlines = new Deadlines(timeoutMs);
+  }
+
+  /** run resolves to the script's raw reply. */
+  run(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    const timeoutError = (): Error =>
+      new FloodgateError('STORE_TIMEOUT', `RedisStore: the ${script.name} script got no answer within ${this.timeoutMs} ms (RedisStore.timeoutMs); the operation may still have run`, 'timeoutMs');
+    return this.deadlines.run(this.evaluate(script, keys, args), timeoutError);
+  }
+
+  private async evaluate(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    try {
+      return await this.adapter.evalsha(script.sha1, keys, args);
+    } catch (error) {
+      if (!messageOf(error).startsWith('NOSCRIPT')) throw storeError(script, error);
+    }
+    try {
+      return await this.adapter.eval(script.source, keys, args);
+    } catch (error) {
+      throw storeError(script, error);
+    }
+  }
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return typeof error === 'string' ? error : `a non-Error value (${typeof error})`;
+}
+
+function storeError(script: LuaScript, cause: unknown): FloodgateError {
+  const message = messageOf(cause);
+  const hint = message.includes('CROSSSLOT')
+    ? ': the keys are in different hash slots; tell the adapter it talks to a cluster ({ cluster: true }) or give the keys one hash tag'
+    : '';
+  const error = new FloodgateError('STORE_ERROR', `RedisStore: the ${script.name} script failed: ${message}${hint}`);
+  error.cause = cause;
+  return error;
+}
+
+/** replyError returns the `STORE_REPLY` error for a reply that is not what `what` promises. */
+export function replyError(what: string, expected: string, reply: unknown): FloodgateError {
+  return new FloodgateError('STORE_REPLY', `RedisStore: ${what} answered ${describeReply(reply)} where ${expected} was expected`);
+}
+
+function describeReply(reply: unknown): string {
+  try {
+    const text = JSON.stringify(reply, (_k, v: unknown) => (Buffer.isBuffer(v) ? `<${v.length} bytes>` : v));
+    if (text !== undefined) return text.length > 120 ? `${text.slice(0, 120)}…` : text;
+  } catch {
+    // fall through: not serialisable
+  }
+  return typeof reply;
+}
+
+/** textOf returns a reply element as a string (clients may hand back Buffers), or undefined. */
+export function textOf(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('latin1');
+  return undefined;
+}
+
+const WHOLE = /^(0|[1-9][0-9]*)$/;
+
+function wholeMs(text: string | undefined, allowInfinity: boolean): number | undefined {
+  if (text === undefined) return undefined;
+  if (allowInfinity && text === 'Infinity') return Infinity;
+  return WHOLE.test(text) ? Number(text) : undefined;
+}
+
+/**
+ * parseDecisionAt reads the four strings of a decision `[allowed, remaining, retryAfterMs, resetMs]`
+ * from `reply` at `offset`, or returns undefined when they are not what the scripts send.
+ */
+export function parseDecisionAt(reply: readonly unknown[], offset: number, limit: number): Decision | undefined {
+  const allowedText = textOf(reply[offset]);
+  const remaining = wholeMs(textOf(reply[offset + 1]), false);
+  const retryAfterMs = wholeMs(textOf(reply[offset + 2]), true);
+  const resetMs = wholeMs(textOf(reply[offset + 3]), true);
+  if ((allowedText !== '1' && allowedText !== '0') || remaining === undefined || retryAfterMs === undefined || resetMs === undefined) {
+    return undefined;
+  }
+  const allowed = allowedText === '1';
+  return { allowed, limit, remaining, retryAfterMs, resetMs, reason: allowed ? 'ok' : 'limit' };
+}

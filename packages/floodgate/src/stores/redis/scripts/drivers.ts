@@ -1,0 +1,82 @@
+/**
+ * DECIDE_LUA is the driver of the per-algorithm scripts: one operation on one key.
+ *
+ * KEYS[1]: the state key. ARGV: [1] algorithm, [2] op (consume | peek | refund | reserve | reset),
+ * [3] test time in ms or '' (read TIME), [4] cost, [5] maxWaitMs (reserve), [6..] the params.
+ * Replies: consume and peek `{allowed '1'|'0', remaining, retryAfterMs, resetMs}` as strings;
+ * reserve the wait in ms as a string ('-1': refused, nothing charged); refund and reset `1`.
+ */
+export const DECIDE_LUA = String.raw`
+local params = {}
+for i = 6, #ARGV do params[#params + 1] = num(ARGV[i]) end
+local make = ALGORITHMS[ARGV[1]]
+if make == nil then fail('unknown algorithm ' .. tostring(ARGV[1])) end
+local A = make(params)
+local op, key = ARGV[2], KEYS[1]
+local now = now_ms(ARGV[3])
+if op == 'reset' then
+  redis.call('DEL', key)
+  return 1
+end
+local cost = num(ARGV[4])
+local st = open_state(key, A, now)
+if op == 'consume' then
+  local d = A.consume(st.cells, now, cost)
+  if d.allowed then commit(st, now) end
+  return reply(d)
+elseif op == 'peek' then
+  return reply(A.peek(st.cells, now, cost))
+elseif op == 'refund' then
+  -- A key never seen (or at rest) is already full: nothing to give back, nothing to store.
+  if not st.fresh then
+    A.refund(st.cells, now, cost)
+    commit(st, now)
+  end
+  return 1
+elseif op == 'reserve' and A.reserve ~= nil then
+  local wait_ms = A.reserve(st.cells, now, cost, num(ARGV[5]))
+  if wait_ms >= 0 then commit(st, now) end
+  return fmt(wait_ms)
+end
+fail('unknown operation ' .. tostring(op) .. ' for ' .. ARGV[1])
+`;
+
+/** ENTRY_ARGS is how many ARGV slots each request of {@link CONSUME_ALL_LUA} takes. */
+export const ENTRY_ARGS = 5;
+
+/**
+ * CONSUME_ALL_LUA is the driver of the all-or-nothing script: several requests, each on its own
+ * key and policy, admitted together or not at all.
+ *
+ * KEYS[i]: request i's state key. ARGV: [1] test time or '', then per request 5 slots:
+ * algorithm, cost, and three params ('0' when unused). Each request is tried in order on a working
+ * copy of its key's state (a key named twice sees the earlier charge); only when every request is
+ * admitted are the states written. Reply: `{all '1'|'0', then per request allowed, remaining,
+ * retryAfterMs, resetMs}` as strings.
+ */
+export const CONSUME_ALL_LUA = String.raw`
+local now = now_ms(ARGV[1])
+local states, order, out, all = {}, {}, { '1' }, true
+for i = 1, #KEYS do
+  local base = 2 + (i - 1) * ${ENTRY_ARGS}
+  local make = ALGORITHMS[ARGV[base]]
+  if make == nil then fail('unknown algorithm ' .. tostring(ARGV[base])) end
+  local key = KEYS[i]
+  local st = states[key]
+  if st == nil then
+    st = open_state(key, make({ num(ARGV[base + 2]), num(ARGV[base + 3]), num(ARGV[base + 4]) }), now)
+    states[key] = st
+    order[#order + 1] = st
+  end
+  local d = st.A.consume(st.cells, now, num(ARGV[base + 1]))
+  if not d.allowed then all = false end
+  local r = reply(d)
+  for j = 1, 4 do out[#out + 1] = r[j] end
+end
+if not all then
+  out[1] = '0'
+  return out
+end
+for _, st in ipairs(order) do commit(st, now) end
+return out
+`;

@@ -1,0 +1,81 @@
+/**
+ * TOKEN_BUCKET_LUA is `src/core/algorithms/token-bucket.ts` in Lua, step for step, registered as
+ * both `token-bucket` and `leaky-bucket` (the same rule). Params: capacity, per-second rate.
+ * Cells: [0] tokens available, [1] time of the last update in ms.
+ */
+export const TOKEN_BUCKET_LUA = String.raw`
+local function continuous_bucket(p)
+  local limit, per_second = p[1], p[2]
+  local per_ms = per_second / 1000
+  local ms_per_token = 1000 / per_second
+  local TOKENS, UPDATED = 0, 1
+  local A = { width = 2, limit = limit }
+
+  function A.init(c, now)
+    c[TOKENS] = limit
+    c[UPDATED] = now
+  end
+
+  -- A clock behind the last update adds nothing.
+  local function tokens_at(c, now)
+    local elapsed = now - c[UPDATED]
+    local tokens = c[TOKENS]
+    if not (elapsed > 0) then return tokens end
+    return min(limit, tokens + elapsed * per_ms)
+  end
+
+  -- stalled_ms: how far the clock is behind the last update; no refill comes until it catches up.
+  local function answer(tokens, cost, stalled_ms)
+    if tokens + COUNT_EPSILON >= cost then
+      local left = max(0, tokens - cost)
+      return decision(true, left, 0, (limit - left) * ms_per_token)
+    end
+    local retry_ms = stalled_ms + (cost - tokens - COUNT_EPSILON) * ms_per_token
+    return decision(false, tokens, retry_ms, stalled_ms + (limit - tokens) * ms_per_token)
+  end
+
+  local function stalled_ms_of(c, now)
+    local behind_ms = c[UPDATED] - now
+    if behind_ms > 0 then return behind_ms end
+    return 0
+  end
+
+  function A.consume(c, now, cost)
+    local tokens = tokens_at(c, now)
+    local d = answer(tokens, cost, stalled_ms_of(c, now))
+    if d.allowed then
+      c[TOKENS] = max(0, tokens - cost)
+      c[UPDATED] = now
+    end
+    return d
+  end
+
+  function A.peek(c, now, cost)
+    return answer(tokens_at(c, now), cost, stalled_ms_of(c, now))
+  end
+
+  function A.refund(c, now, cost)
+    local tokens = tokens_at(c, now)
+    c[TOKENS] = min(limit, tokens + cost)
+    c[UPDATED] = max(now, c[UPDATED])
+  end
+
+  function A.reserve(c, now, cost, max_wait_ms)
+    local tokens = tokens_at(c, now)
+    local wait_ms = 0
+    if not (tokens + COUNT_EPSILON >= cost) then wait_ms = (cost - tokens) * ms_per_token end
+    if wait_ms > max_wait_ms then return -1 end
+    c[TOKENS] = tokens - cost
+    c[UPDATED] = now
+    return ceil_ms(wait_ms)
+  end
+
+  function A.rest_at(c)
+    return c[UPDATED] + (limit - c[TOKENS]) / per_ms
+  end
+
+  return A
+end
+ALGORITHMS['token-bucket'] = continuous_bucket
+ALGORITHMS['leaky-bucket'] = continuous_bucket
+`;

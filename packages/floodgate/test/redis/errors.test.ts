@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { FloodgateError, Limiter, fixedWindow, gcra, tokenBucket, type Algorithm, type FloodgateErrorCode } from '../../src/index.js';
+import { RedisStore, ioredisAdapter, type RedisAdapter } from '../../src/stores/redis/index.js';
+import { useRedis } from './setup.js';
+
+const get = useRedis();
+const policy = tokenBucket({ capacity: 3, refillPerSecond: 1 });
+
+/** fake returns an adapter whose every call answers `answer()`. */
+function fake(answer: () => Promise<unknown>): RedisAdapter {
+  return { cluster: false, evalsha: answer, eval: answer };
+}
+
+function rejectsWith(code: FloodgateErrorCode, pattern?: RegExp): (e: unknown) => boolean {
+  return (e: unknown) => {
+    assert.ok(e instanceof FloodgateError, `expected a FloodgateError, got ${String(e)}`);
+    assert.equal(e.code, code, e.message);
+    if (pattern !== undefined) assert.match(e.message, pattern);
+    return true;
+  };
+}
+
+describe('replies that break the promise are typed errors', () => {
+  const replies: Array<[string, unknown]> = [
+    ['nothing', null],
+    ['a number', 7],
+    ['too few fields', ['1', '2', '0']],
+    ['a bad flag', ['yes', '2', '0', '10']],
+    ['a fraction where whole ms were promised', ['1', '2', '0', '10.5']],
+    ['a negative remaining', ['0', '-1', '5', '10']],
+  ];
+  for (const [name, reply] of replies) {
+    test(name, async () => {
+      const table = new RedisStore({ adapter: fake(async () => reply) }).bind(policy);
+      await assert.rejects(table.consume('a', 1, 0), rejectsWith('STORE_REPLY', /token-bucket script \(consume\) answered/));
+    });
+  }
+
+  test('refund, reset, reserve and consumeAll check their replies too', async () => {
+    const store = new RedisStore({ adapter: fake(async () => 'OK') });
+    await assert.rejects(store.bind(policy).refund('a', 1, 0), rejectsWith('STORE_REPLY', /the integer 1/));
+    await assert.rejects(store.bind(policy).reset('a'), rejectsWith('STORE_REPLY'));
+    await assert.rejects(store.bind(policy).reserve!('a', 1, 0, 10), rejectsWith('STORE_REPLY'));
+    await assert.rejects(store.consumeAll([{ policy, key: 'a' }]), rejectsWith('STORE_REPLY', /consume-all/));
+  });
+});
+
+describe('failures reject with Errors, never hang', () => {
+  test('a client error becomes STORE_ERROR, with the cause kept', async () => {
+    const cause = new Error('ECONNREFUSED 127.0.0.1:1');
+    const table = new RedisStore({ adapter: fake(() => Promise.reject(cause)) }).bind(policy);
+    await assert.rejects(table.consume('a', 1, 0), (e: unknown) => rejectsWith('STORE_ERROR', /ECONNREFUSED/)(e) && (e as Error).cause === cause);
+  });
+
+  test('a rejection with a non-Error still rejects with a FloodgateError', async () => {
+    const table = new RedisStore({ adapter: fake(() => Promise.reject('boom' as unknown as Error)) }).bind(policy);
+    await assert.rejects(table.peek('a', 1, 0), rejectsWith('STORE_ERROR', /boom/));
+  });
+
+  test('no answer within timeoutMs is STORE_TIMEOUT, and a thousand waiting calls share one timer', async () => {
+    const table = new RedisStore({ adapter: fake(() => new Promise(() => {})), timeoutMs: 50 }).bind(policy);
+    const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const started = performance.now();
+    const calls = Array.from({ length: 1000 }, (_, i) => table.consume(`k${i}`, 1, 0));
+    const timersDuring = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    assert.ok(timersDuring - timersBefore <= 1, `${timersDuring - timersBefore} timers for 1000 calls`);
+    const results = await Promise.allSettled(calls);
+    const elapsedMs = performance.now() - started;
+    assert.ok(results.every((r) => r.status === 'rejected' && rejectsWith('STORE_TIMEOUT', /50 ms/)(r.reason)));
+    assert.ok(elapsedMs >= 45 && elapsedMs < 1000, `timed out after ${elapsedMs} ms`);
+  });
+
+  test('a stopped server is a STORE_TIMEOUT or STORE_ERROR, not a hang', async () => {
+    const { Redis } = await import('ioredis');
+    const client = new Redis({ port: 1, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    client.on('error', () => {});
+    const table = new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 200 }).bind(policy);
+    await assert.rejects(table.consume('a', 1, 0), (e: unknown) => e instanceof FloodgateError && (e.code === 'STORE_ERROR' || e.code === 'STORE_TIMEOUT'));
+    client.disconnect();
+  });
+
+  test('a state that is not the policy\'s layout is a STORE_ERROR naming the key', async () => {
+    const table = new RedisStore({ adapter: ioredisAdapter(get().client), prefix: 'corrupt:' }).bind(policy);
+    await get().client.set(table.entryOf('a').redisKey, 'not doubles');
+    await assert.rejects(table.consume('a', 1, 0), rejectsWith('STORE_ERROR', /corrupt:token-bucket:.*holds 11 bytes where 16 were expected/));
+  });
+});
+
+describe('input is checked before anything is sent', () => {
+  const never = fake(() => Promise.reject(new Error('nothing should be sent')));
+
+  test('costs and keys reject with the memory store\'s codes', async () => {
+    const table = new RedisStore({ adapter: never, maxKeyLength: 8 }).bind(policy);
+    await assert.rejects(table.consume('a', 4, 0), rejectsWith('COST_EXCEEDS_LIMIT'));
+    await assert.rejects(table.consume('a', -1, 0), rejectsWith('INVALID_COST'));
+    await assert.rejects(table.refund('a', Number.NaN, 0), rejectsWith('INVALID_COST'));
+    await assert.rejects(table.consume('123456789', 1, 0), rejectsWith('INVALID_KEY', /maxKeyLength/));
+    await assert.rejects(table.consume(42 as unknown as string, 1, 0), rejectsWith('INVALID_KEY'));
+  });
+
+  test('options', () => {
+    const bad: Array<[unknown, RegExp]> = [
+      [undefined, /RedisStore must be an options object/],
+      [{}, /RedisStore.adapter must be a RedisAdapter/],
+      [{ adapter: {} }, /RedisStore.adapter/],
+      [{ adapter: never, prefix: 'a{b' }, /RedisStore.prefix/],
+      [{ adapter: never, timeoutMs: 0 }, /RedisStore.timeoutMs/],
+      [{ adapter: never, unsafeTestTime: 'yes' }, /RedisStore.unsafeTestTime/],
+      [{ adapter: never, clock: { now: () => 0 } }, /RedisStore.clock is only read with unsafeTestTime/],
+    ];
+    for (const [options, message] of bad) {
+      assert.throws(() => new RedisStore(options as never), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && message.test(e.message));
+    }
+    const foreign = { ...fixedWindow({ limit: 1, windowMs: 1 }), name: 'home-made' } as Algorithm;
+    assert.throws(() => new RedisStore({ adapter: never }).bind(foreign), /cannot run the algorithm "home-made"/);
+  });
+
+  test('a Limiter over the store answers by promise; the ...Sync methods say why not', async () => {
+    const store = new RedisStore({ adapter: ioredisAdapter(get().client), prefix: 'limiter:' });
+    const limiter = new Limiter({ policy: gcra({ rate: 5, periodMs: 1000, maxBurst: 1 }), store });
+    assert.equal((await limiter.consume('u')).remaining, 1);
+    assert.equal((await limiter.consume('u', { cost: 2 })).allowed, false);
+    assert.throws(() => limiter.consumeSync('u'), (e: unknown) => e instanceof FloodgateError && e.code === 'STORE_NOT_SYNC');
+  });
+});
