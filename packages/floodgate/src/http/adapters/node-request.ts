@@ -1,0 +1,103 @@
+/**
+ * What the adapters on node:http share (node, Express, Fastify, Koa): the request view over an
+ * `IncomingMessage`, writing a verdict to a `ServerResponse`, and watching how a response ends.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientIpResolver } from '../client-ip.js';
+import type { HttpGate } from '../gate.js';
+import { RequestView } from '../request.js';
+import type { Verdict } from '../verdict.js';
+
+/**
+ * NodeRequestView is the {@link RequestView} over a node `IncomingMessage`; `raw` is the
+ * framework's object and `routeOf` reads its matched route pattern, when it has one.
+ */
+export class NodeRequestView<Req> extends RequestView<Req> {
+  constructor(
+    raw: Req,
+    resolver: ClientIpResolver,
+    private readonly message: IncomingMessage,
+    private readonly routeOf: ((raw: Req) => string | undefined) | undefined,
+  ) {
+    super(raw, resolver);
+  }
+
+  get method(): string {
+    return this.message.method ?? 'GET';
+  }
+
+  get route(): string {
+    return this.routeOf?.(this.raw) ?? pathOf(this.message.url);
+  }
+
+  header(name: string): string | undefined {
+    const value = this.message.headers[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  }
+
+  protected remoteAddress(): string | undefined {
+    return this.message.socket.remoteAddress;
+  }
+}
+
+/** pathOf returns a request target's path, without its query string. */
+export function pathOf(url: string | undefined): string {
+  if (url === undefined) return '/';
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
+
+/** setHeaders sets a verdict's headers on `res`. */
+export function setHeaders(res: ServerResponse, verdict: Verdict): void {
+  for (const [name, value] of verdict.headers) res.setHeader(name, value);
+}
+
+/** sendRefusal answers a refused verdict on `res`: its status, headers and problem body. */
+export function sendRefusal(res: ServerResponse, verdict: Verdict): void {
+  res.statusCode = verdict.statusCode;
+  setHeaders(res, verdict);
+  res.end(verdict.body);
+}
+
+/**
+ * watchOutcome, when the gate refunds by outcome and the verdict charged something, reports to
+ * the gate how `res` ended: its status once finished, or not completed when the connection closed
+ * first.
+ */
+export function watchOutcome<Req>(gate: HttpGate<Req>, verdict: Verdict, res: ServerResponse, view: NodeRequestView<Req>): void {
+  if (verdict.charges === undefined) return;
+  res.once('close', () => gate.settle(verdict, { statusCode: res.statusCode, completed: res.writableFinished }, view));
+}
+
+/** NodeNext is a Connect-style continuation: no argument to go on, an error to fail the request. */
+export type NodeNext = (err?: unknown) => void;
+
+/**
+ * runConnectStyle applies `gate` to one request Connect-style (node:http, Express): it sets the
+ * headers and calls `next()` when admitted, answers 429/503 itself when refused, and passes
+ * errors to `next(err)`. A synchronous limiter decides without a promise.
+ */
+export function runConnectStyle<Req>(gate: HttpGate<Req>, view: NodeRequestView<Req>, res: ServerResponse, next: NodeNext): void {
+  let verdict: Verdict | Promise<Verdict>;
+  try {
+    verdict = gate.check(view);
+  } catch (err) {
+    next(err);
+    return;
+  }
+  if (verdict instanceof Promise) {
+    verdict.then((v) => applyConnectStyle(gate, v, view, res, next), next);
+  } else {
+    applyConnectStyle(gate, verdict, view, res, next);
+  }
+}
+
+function applyConnectStyle<Req>(gate: HttpGate<Req>, verdict: Verdict, view: NodeRequestView<Req>, res: ServerResponse, next: NodeNext): void {
+  if (!verdict.allowed) {
+    sendRefusal(res, verdict);
+    return;
+  }
+  setHeaders(res, verdict);
+  watchOutcome(gate, verdict, res, view);
+  next();
+}

@@ -1,0 +1,177 @@
+/**
+ * Finding the client's address: the socket's peer, or, through proxies the operator trusts,
+ * the address those proxies recorded in `X-Forwarded-For` or `Forwarded` (RFC 7239).
+ */
+import { FloodgateError, describeValue } from '../core/errors.js';
+import { formatIp, inRange, parseIp, parseIpRange, type IpRange } from './ip.js';
+import type { Logger } from './logger.js';
+
+/** ForwardedHeader names the header trusted proxies record the client in. */
+export type ForwardedHeader = 'x-forwarded-for' | 'forwarded';
+
+/** TrustProxyOptions says which proxies in front of the server are believed. */
+export interface TrustProxyOptions {
+  /**
+   * Proxies to trust: `false` or `0` (default) trusts none and keys by the socket address; a hop
+   * count `n` trusts the `n` proxies nearest the server whatever their address; a list of
+   * addresses and CIDR ranges (IPv4 and IPv6) trusts proxies whose address is listed.
+   */
+  trustProxy?: false | number | readonly string[];
+  /** The header trusted proxies write: `x-forwarded-for` (default) or `forwarded` (RFC 7239). */
+  forwardedHeader?: ForwardedHeader;
+}
+
+/** Entries read from a forwarding header at most; a longer chain keeps its last (nearest) ones. */
+const MAX_HOPS = 32;
+/** Canonical forms remembered per resolver before the cache starts over. */
+const CACHE_SIZE = 4096;
+
+/**
+ * ClientIpResolver turns a socket address and a request's headers into the client's canonical
+ * address, per {@link TrustProxyOptions}. It warns once through its logger when forwarding
+ * headers arrive that the configuration ignores.
+ */
+export class ClientIpResolver {
+  private readonly hops: number;
+  private readonly ranges: readonly IpRange[] | undefined;
+  private readonly header: ForwardedHeader;
+  private readonly canonical = new Map<string, string>();
+  private warned = false;
+  private warnedUnknown = false;
+
+  constructor(
+    options: TrustProxyOptions,
+    private readonly logger: Logger,
+  ) {
+    const trust = options.trustProxy ?? false;
+    this.header = options.forwardedHeader ?? 'x-forwarded-for';
+    if (this.header !== 'x-forwarded-for' && this.header !== 'forwarded') {
+      throw new FloodgateError('INVALID_OPTION', `forwardedHeader must be "x-forwarded-for" or "forwarded", got ${describeValue(this.header)}`, 'forwardedHeader');
+    }
+    if (Array.isArray(trust)) {
+      this.hops = 0;
+      this.ranges = trust.map((r: unknown, i) => parseIpRange(String(r), `trustProxy[${i}]`));
+    } else if (trust === false || (typeof trust === 'number' && Number.isSafeInteger(trust) && trust >= 0)) {
+      this.hops = trust === false ? 0 : trust;
+      this.ranges = undefined;
+    } else {
+      throw new FloodgateError('INVALID_OPTION', `trustProxy must be false, a whole number of proxy hops, or a list of CIDR ranges, got ${describeValue(trust)}`, 'trustProxy');
+    }
+  }
+
+  /** resolve returns the client's canonical address, or `unknown` when the socket has none. */
+  resolve(remoteAddress: string | undefined, headers: { header(name: string): string | undefined }): string {
+    const peer = this.canonicalOf(remoteAddress);
+    if (this.hops === 0 && this.ranges === undefined) {
+      if (!this.warned) this.warnIfForwarded(headers, 'trustProxy is not set');
+      return peer;
+    }
+    const value = headers.header(this.header);
+    if (value === undefined) {
+      if (!this.warned) this.warnIfForwarded(headers, `trustProxy reads "${this.header}" only`);
+      return peer;
+    }
+    const chain = this.header === 'forwarded' ? forwardedFor(value) : value.split(',');
+    const hops = chain.slice(-MAX_HOPS).map((entry) => this.canonicalOf(stripPort(entry.trim())));
+    hops.push(peer);
+    return this.ranges === undefined ? this.byHops(hops) : this.byRanges(hops);
+  }
+
+  /** Count `hops` trusted proxies back from the server; an entry that is no address stops the walk. */
+  private byHops(chain: string[]): string {
+    let at = chain.length - 1;
+    for (let n = 0; n < this.hops && at > 0 && chain[at - 1] !== 'unknown'; n++) at--;
+    return chain[at]!;
+  }
+
+  /** Step back while the current hop is a trusted proxy. */
+  private byRanges(chain: string[]): string {
+    let at = chain.length - 1;
+    while (at > 0 && chain[at - 1] !== 'unknown' && this.trusted(chain[at]!)) at--;
+    return chain[at]!;
+  }
+
+  private trusted(address: string): boolean {
+    const ip = parseIp(address);
+    return ip !== undefined && this.ranges!.some((range) => inRange(range, ip));
+  }
+
+  /** The canonical text of an address (cached), or `unknown`. */
+  private canonicalOf(address: string | undefined): string {
+    if (address === undefined) {
+      if (!this.warnedUnknown) {
+        this.warnedUnknown = true;
+        this.logger.warn('floodgate: the runtime gave no client address, so clients keyed by IP share the key "ip:unknown"; with Hono outside node, pass remoteAddress. (Logged once.)');
+      }
+      return 'unknown';
+    }
+    let text = this.canonical.get(address);
+    if (text === undefined) {
+      const ip = parseIp(address);
+      text = ip === undefined ? 'unknown' : formatIp(ip);
+      if (this.canonical.size >= CACHE_SIZE) this.canonical.clear();
+      this.canonical.set(address, text);
+    }
+    return text;
+  }
+
+  private warnIfForwarded(headers: { header(name: string): string | undefined }, why: string): void {
+    const seen = (['x-forwarded-for', 'forwarded'] as const).find((h) => headers.header(h) !== undefined);
+    if (seen === undefined) return;
+    this.warned = true;
+    this.logger.warn(
+      `floodgate: a request carried "${seen}" but ${why}, so the header is ignored and clients are keyed by ` +
+        'the socket address. Behind a proxy every client then shares the proxy\'s key: set trustProxy to the ' +
+        'number of proxies (e.g. 1) or their CIDR ranges, and forwardedHeader to the header they write. ' +
+        'Without a proxy, leave it: the header is spoofed and rightly ignored. (Logged once.)',
+    );
+  }
+}
+
+/** The `for=` values of a `Forwarded` field, in order; elements without one read as `unknown`. */
+export function forwardedFor(value: string): string[] {
+  const out: string[] = [];
+  for (const element of splitOutsideQuotes(value, ',')) {
+    let found = 'unknown';
+    for (const pair of splitOutsideQuotes(element, ';')) {
+      const eq = pair.indexOf('=');
+      if (eq > 0 && pair.slice(0, eq).trim().toLowerCase() === 'for') {
+        found = unquote(pair.slice(eq + 1).trim());
+      }
+    }
+    out.push(found);
+  }
+  return out;
+}
+
+function splitOutsideQuotes(text: string, separator: string): string[] {
+  const parts: string[] = [];
+  let start = 0;
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '\\' && quoted) i++;
+    else if (c === '"') quoted = !quoted;
+    else if (c === separator && !quoted) {
+      parts.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  parts.push(text.slice(start));
+  return parts;
+}
+
+function unquote(text: string): string {
+  if (text.length < 2 || !text.startsWith('"') || !text.endsWith('"')) return text;
+  return text.slice(1, -1).replace(/\\(.)/g, '$1');
+}
+
+/** An address without its port: `192.0.2.1:8080` and `[2001:db8::1]:443` lose the port. */
+export function stripPort(text: string): string {
+  if (text.startsWith('[')) {
+    const close = text.indexOf(']');
+    return close > 0 ? text.slice(1, close) : text;
+  }
+  const colon = text.indexOf(':');
+  return colon > 0 && colon === text.lastIndexOf(':') ? text.slice(0, colon) : text;
+}

@@ -1,0 +1,114 @@
+/**
+ * Response header values, each derived from decisions and policy parameters: the IETF draft's
+ * `RateLimit-Policy` and `RateLimit` structured-field lists (draft-ietf-httpapi-ratelimit-headers-10),
+ * `Retry-After`, and the legacy `X-RateLimit-*` trio.
+ */
+import type { Algorithm } from '../core/algorithm.js';
+import type { Decision } from '../core/decision.js';
+
+/** QuotaUnit is the draft's `qu`: what the quota counts. */
+export type QuotaUnit = 'requests' | 'content-bytes' | 'concurrent-requests';
+
+/** LegacyReset is how `X-RateLimit-Reset` is written: seconds from now, or a Unix time in seconds. */
+export type LegacyReset = 'delta-seconds' | 'epoch-seconds';
+
+/** Checked the same way by every caller: what a policy name may contain. */
+export const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * windowMsOf returns the time in ms a policy takes to restore its whole limit (the draft's `w`):
+ * the window of a window policy, `capacity / rate` for a bucket, `limit * periodMs / rate` for
+ * GCRA; undefined for a policy whose parameters do not say.
+ */
+export function windowMsOf(policy: Algorithm): number | undefined {
+  const p = policy.params;
+  if (p.windowMs !== undefined) return p.windowMs;
+  if (p.capacity !== undefined && p.refillPerSecond !== undefined) return (p.capacity / p.refillPerSecond) * 1000;
+  if (p.capacity !== undefined && p.leakPerSecond !== undefined) return (p.capacity / p.leakPerSecond) * 1000;
+  if (p.rate !== undefined && p.periodMs !== undefined) return (policy.limit * p.periodMs) / p.rate;
+  return undefined;
+}
+
+/** ceilSeconds rounds a duration in ms up to whole seconds (0 for none). */
+export function ceilSeconds(ms: number): number {
+  return ms > 0 ? Math.ceil(ms / 1000) : 0;
+}
+
+/** PolicyItemParts is what a `RateLimit-Policy` item says. */
+export interface PolicyItemParts {
+  name: string;
+  policy: Algorithm;
+  unit: QuotaUnit;
+  /** The partition key bytes, when partition keys are on. */
+  pk: Buffer | undefined;
+}
+
+/**
+ * policyItem returns one `RateLimit-Policy` list member: `"name";q=<limit>;w=<seconds>`, with
+ * `qu` when the unit is not requests and `pk` when given. `q` is the policy's limit rounded down;
+ * `w` is omitted when the policy's parameters give no window.
+ */
+export function policyItem(parts: PolicyItemParts): string {
+  let item = `"${parts.name}";q=${Math.floor(parts.policy.limit)}`;
+  if (parts.unit !== 'requests') item += `;qu="${parts.unit}"`;
+  const windowMs = windowMsOf(parts.policy);
+  if (windowMs !== undefined) item += `;w=${Math.max(1, ceilSeconds(windowMs))}`;
+  if (parts.pk !== undefined) item += `;pk=:${parts.pk.toString('base64')}:`;
+  return item;
+}
+
+/**
+ * resetMsOf returns the time behind the draft's `t` for one decision: for a refused request, how
+ * long until it could be admitted (`retryAfterMs`); otherwise until the quota is whole again
+ * (`resetMs`). Infinity means never.
+ */
+export function resetMsOf(decision: Decision): number {
+  return decision.allowed ? decision.resetMs : decision.retryAfterMs;
+}
+
+/**
+ * serviceItem returns one `RateLimit` list member: `"name";r=<remaining>;t=<seconds>`, with `pk`
+ * when given; `t` is omitted when the wait is unbounded.
+ */
+export function serviceItem(name: string, decision: Decision, pk: Buffer | undefined): string {
+  let item = `"${name}";r=${decision.remaining}`;
+  const resetMs = resetMsOf(decision);
+  if (Number.isFinite(resetMs)) item += `;t=${ceilSeconds(resetMs)}`;
+  if (pk !== undefined) item += `;pk=:${pk.toString('base64')}:`;
+  return item;
+}
+
+/**
+ * retryAfterSeconds returns the `Retry-After` value for refused decisions: the longest of their
+ * waits in whole seconds, rounded up, so never earlier than any of their `t`; undefined when every
+ * wait is unbounded (the request can never be admitted).
+ */
+export function retryAfterSeconds(refused: readonly Decision[]): number | undefined {
+  let seconds: number | undefined;
+  for (const d of refused) {
+    if (Number.isFinite(d.retryAfterMs)) seconds = Math.max(seconds ?? 0, ceilSeconds(d.retryAfterMs));
+  }
+  return seconds;
+}
+
+/**
+ * legacyHeaders returns `X-RateLimit-Limit`, `-Remaining` and `-Reset` for the decision closest to
+ * its limit (a refused one first, then the least remaining). Reset is delta seconds (as in IETF
+ * draft-03 and Envoy) or, with `epoch-seconds`, a Unix time in seconds (as at GitHub).
+ */
+export function legacyHeaders(decisions: readonly Decision[], reset: LegacyReset, nowMs: number): [string, string][] {
+  let pick = decisions[0]!;
+  for (const d of decisions) {
+    if (pick.allowed && (!d.allowed || d.remaining < pick.remaining)) pick = d;
+  }
+  const resetMs = resetMsOf(pick);
+  const headers: [string, string][] = [
+    ['X-RateLimit-Limit', String(Math.floor(pick.limit))],
+    ['X-RateLimit-Remaining', String(pick.remaining)],
+  ];
+  if (Number.isFinite(resetMs)) {
+    const value = reset === 'delta-seconds' ? ceilSeconds(resetMs) : Math.ceil((nowMs + resetMs) / 1000);
+    headers.push(['X-RateLimit-Reset', String(value)]);
+  }
+  return headers;
+}

@@ -1,0 +1,24 @@
+/**
+ * floodgate/http: rate limiting for HTTP servers. A framework-neutral handler ({@link HttpGate})
+ * decides requests over one or more dimensions (per IP, user, route, header...) and writes the
+ * IETF draft headers, `Retry-After` and RFC 9457 problem bodies; thin adapters plug it into
+ * node:http, Express, Fastify, Koa and Hono. Adapters import their framework only as types.
+ *
+ * @packageDocumentation
+ */
+export { floodgateExpress } from './adapters/express.js';
+export { floodgateFastify, type FloodgateFastifyOptions, type FloodgateRouteConfig } from './adapters/fastify.js';
+export { floodgateHono, type FloodgateHonoOptions } from './adapters/hono.js';
+export { floodgateKoa } from './adapters/koa.js';
+export { floodgateNode, type NodeMiddleware } from './adapters/node.js';
+export type { NodeNext } from './adapters/node-request.js';
+export { ClientIpResolver, type ForwardedHeader, type TrustProxyOptions } from './client-ip.js';
+export { HttpGate } from './gate.js';
+export { windowMsOf, type LegacyReset, type QuotaUnit } from './headers.js';
+export { byFunction, byHeader, byIp, byRoute, byUser, firstOf, type ByIpOptions, type ByRouteOptions, type Identity } from './identity.js';
+export { DEFAULT_MAX_KEY_LENGTH, storeKey } from './keys.js';
+export type { Dimension, HttpLimitOptions, LimiterChoice, StoreErrorPolicy } from './options.js';
+export { PROBLEM_CONTENT_TYPE } from './problem.js';
+export { consoleLogger, type Logger } from './logger.js';
+export { RequestView, type HttpRequest, type Outcome } from './request.js';
+export { PASS, type Charge, type HeaderPair, type Verdict } from './verdict.js';

@@ -1,0 +1,39 @@
+/**
+ * Store keys for HTTP identities: namespaced by dimension so two dimensions never share state,
+ * and bounded in length so odd input cannot grow memory without limit.
+ */
+import { createHash } from 'node:crypto';
+
+/** DEFAULT_MAX_KEY_LENGTH is the default longest store key, in UTF-16 code units. */
+export const DEFAULT_MAX_KEY_LENGTH = 256;
+/** MIN_MAX_KEY_LENGTH is the smallest `maxKeyLength` allowed: room for a hashed key. */
+export const MIN_MAX_KEY_LENGTH = 128;
+/** Characters of a long identity kept readable in front of its hash. */
+const READABLE_PREFIX = 48;
+
+/**
+ * storeKey returns the store key for `identity` (e.g. `ip:192.0.2.1`) under the dimension
+ * `dimension`: `dimension/identity` when that fits in `maxKeyLength`, else
+ * `dimension/#<sha256>:<first 48 characters>`.
+ *
+ * A key kept as is never has `#` after the dimension's `/` (identities beginning with `#` are
+ * hashed too), so a hashed key cannot equal a short one; the hash covers every UTF-16 code unit, so distinct strings (even ones
+ * with lone surrogates, which UTF-8 would merge) keep distinct keys.
+ */
+export function storeKey(dimension: string, identity: string, maxKeyLength: number): string {
+  // An identity that itself begins with `#` (only a custom identity could) is hashed, never kept as is.
+  if (dimension.length + 1 + identity.length <= maxKeyLength && identity[0] !== '#') return `${dimension}/${identity}`;
+  const digest = createHash('sha256').update(Buffer.from(identity, 'utf16le')).digest('base64url');
+  let prefix = identity.slice(0, READABLE_PREFIX);
+  // Do not end the readable part on half of a surrogate pair.
+  if (/[\uD800-\uDBFF]$/.test(prefix)) prefix = prefix.slice(0, -1);
+  return `${dimension}/#${digest}:${prefix}`;
+}
+
+/**
+ * partitionDigest returns the first 16 bytes of the SHA-256 of `key`, the opaque partition key
+ * (`pk`) the draft headers carry: stable per client, revealing nothing of the key itself.
+ */
+export function partitionDigest(key: string): Buffer {
+  return createHash('sha256').update(Buffer.from(key, 'utf16le')).digest().subarray(0, 16);
+}

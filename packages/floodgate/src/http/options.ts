@@ -1,0 +1,169 @@
+/**
+ * The options of every HTTP adapter, and their checking: each mistake is a typed error that names
+ * the option and says how to fix it.
+ */
+import { systemClock, type Clock } from '../core/clock.js';
+import { FloodgateError, describeValue } from '../core/errors.js';
+import { requireObject } from '../core/validate.js';
+import { Limiter } from '../limiter.js';
+import type { TrustProxyOptions } from './client-ip.js';
+import { POLICY_NAME, type LegacyReset, type QuotaUnit } from './headers.js';
+import { byIp, type Identity } from './identity.js';
+import { parseIpRange, type IpRange } from './ip.js';
+import { DEFAULT_MAX_KEY_LENGTH, MIN_MAX_KEY_LENGTH } from './keys.js';
+import { consoleLogger, type Logger } from './logger.js';
+import type { HttpRequest, Outcome } from './request.js';
+
+/** LimiterChoice is a limiter, or a function choosing one per request (undefined: not limited). */
+export type LimiterChoice<Req> = Limiter | ((req: HttpRequest<Req>) => Limiter | undefined);
+
+/** Dimension is one policy a request is held to, such as per IP, per user or per route. */
+export interface Dimension<Req = unknown> {
+  /** The policy's name in headers and problem bodies: 1-64 of `A-Z a-z 0-9 _ . -`, unique. */
+  name: string;
+  /** The limiter, or a function choosing one per request (a per-request limit, e.g. by plan). */
+  limiter: LimiterChoice<Req>;
+  /** Who the request counts against (default {@link byIp}); no identity: the dimension is skipped. */
+  key?: Identity<Req>;
+  /** The draft's quota unit for this policy (default `requests`). */
+  quotaUnit?: QuotaUnit;
+}
+
+/** StoreErrorPolicy is what happens when a limiter's store fails (its promise rejects). */
+export type StoreErrorPolicy = 'fail-open' | 'fail-closed';
+
+/**
+ * HttpLimitOptions configures every adapter. Give either `limiter` (one policy, named `name`,
+ * keyed by `key`) or `dimensions` (several, all of which must admit a request).
+ */
+export interface HttpLimitOptions<Req = unknown> extends TrustProxyOptions {
+  /** Shorthand for one dimension: its limiter. */
+  limiter?: LimiterChoice<Req>;
+  /** Shorthand for one dimension: its identity (default {@link byIp}). */
+  key?: Identity<Req>;
+  /** Shorthand for one dimension: its policy name (default `default`). */
+  name?: string;
+  /** Several dimensions, decided together: a request is charged to all or to none. */
+  dimensions?: readonly Dimension<Req>[];
+  /** The request's cost (default 1): a finite number from 0; above a policy's limit it is refused. */
+  cost?: (req: HttpRequest<Req>) => number;
+  /** Requests for which this returns true pass untouched: no charge, no headers. */
+  skip?: (req: HttpRequest<Req>) => boolean;
+  /** Client addresses and CIDR ranges that are never limited (matched against `req.ip`). */
+  allowList?: readonly string[];
+  /** After an admitted request ends, true gives its cost back, e.g. `(o) => o.statusCode < 400`. */
+  refundWhen?: (outcome: Outcome, req: HttpRequest<Req>) => boolean;
+  /** On a store failure: `fail-open` (default) admits, `fail-closed` answers 503. */
+  onStoreError?: StoreErrorPolicy;
+  /** Send `RateLimit-Policy` and `RateLimit` (default true). */
+  draftHeaders?: boolean;
+  /** Send `X-RateLimit-Limit/-Remaining/-Reset` (default false); true means `delta-seconds`. */
+  legacyHeaders?: boolean | LegacyReset;
+  /** Add `pk` (a 16-byte digest of the store key) to the draft headers (default false). */
+  partitionKeys?: boolean;
+  /** Header marking a response decided without the store (default `Floodgate-Degraded`; false: none). */
+  degradedHeader?: string | false;
+  /** Longest store key in UTF-16 code units (default 256, at least 128); longer keys are hashed. */
+  maxKeyLength?: number;
+  /** Receives one-time warnings and store failures (default: console). */
+  logger?: Logger;
+  /** Clock for `epoch-seconds` legacy resets (default the system clock); limiters keep their own. */
+  clock?: Clock;
+}
+
+/** Settings are checked options with defaults applied. */
+export interface Settings<Req> {
+  readonly dimensions: readonly CheckedDimension<Req>[];
+  readonly cost: ((req: HttpRequest<Req>) => number) | undefined;
+  readonly skip: ((req: HttpRequest<Req>) => boolean) | undefined;
+  readonly allowList: readonly IpRange[];
+  readonly refundWhen: ((outcome: Outcome, req: HttpRequest<Req>) => boolean) | undefined;
+  readonly onStoreError: StoreErrorPolicy;
+  readonly draftHeaders: boolean;
+  readonly legacyReset: LegacyReset | undefined;
+  readonly partitionKeys: boolean;
+  readonly degradedHeader: string | undefined;
+  readonly maxKeyLength: number;
+  readonly logger: Logger;
+  readonly clock: Clock;
+}
+
+/** CheckedDimension is a {@link Dimension} with its defaults filled in. */
+export interface CheckedDimension<Req> {
+  readonly name: string;
+  /** The limiter when fixed; undefined when `choose` picks per request. */
+  readonly limiter: Limiter | undefined;
+  readonly choose: ((req: HttpRequest<Req>) => Limiter | undefined) | undefined;
+  readonly key: Identity<Req>;
+  readonly quotaUnit: QuotaUnit;
+}
+
+/** checkOptions returns the settings for `options`, or throws an `INVALID_OPTION` error naming the fault. */
+export function checkOptions<Req>(options: HttpLimitOptions<Req>): Settings<Req> {
+  const o = requireObject<HttpLimitOptions<Req>>(options, 'floodgate http options');
+  const legacy = o.legacyHeaders ?? false;
+  if (legacy !== false && legacy !== true && legacy !== 'delta-seconds' && legacy !== 'epoch-seconds') {
+    throw invalid('legacyHeaders', 'true, false, "delta-seconds" or "epoch-seconds"', legacy);
+  }
+  const onStoreError = o.onStoreError ?? 'fail-open';
+  if (onStoreError !== 'fail-open' && onStoreError !== 'fail-closed') throw invalid('onStoreError', '"fail-open" or "fail-closed"', onStoreError);
+  const maxKeyLength = o.maxKeyLength ?? DEFAULT_MAX_KEY_LENGTH;
+  if (!Number.isSafeInteger(maxKeyLength) || maxKeyLength < MIN_MAX_KEY_LENGTH) {
+    throw invalid('maxKeyLength', `a whole number of at least ${MIN_MAX_KEY_LENGTH}`, maxKeyLength);
+  }
+  const degraded = o.degradedHeader ?? 'Floodgate-Degraded';
+  if (degraded !== false && (typeof degraded !== 'string' || !/^[A-Za-z0-9-]+$/.test(degraded))) {
+    throw invalid('degradedHeader', 'a header name or false', degraded);
+  }
+  return {
+    dimensions: checkDimensions(o),
+    cost: optionalFunction(o.cost, 'cost'),
+    skip: optionalFunction(o.skip, 'skip'),
+    allowList: (o.allowList ?? []).map((r, i) => parseIpRange(String(r), `allowList[${i}]`)),
+    refundWhen: optionalFunction(o.refundWhen, 'refundWhen'),
+    onStoreError,
+    draftHeaders: o.draftHeaders ?? true,
+    legacyReset: legacy === true ? 'delta-seconds' : legacy === false ? undefined : legacy,
+    partitionKeys: o.partitionKeys ?? false,
+    degradedHeader: degraded === false ? undefined : degraded,
+    maxKeyLength,
+    logger: o.logger ?? consoleLogger,
+    clock: o.clock ?? systemClock,
+  };
+}
+
+function checkDimensions<Req>(o: HttpLimitOptions<Req>): CheckedDimension<Req>[] {
+  if ((o.limiter === undefined) === (o.dimensions === undefined)) {
+    throw new FloodgateError('INVALID_OPTION', 'give either limiter (one policy) or dimensions (several), not both and not neither', 'limiter');
+  }
+  const given: readonly Dimension<Req>[] = o.dimensions ?? [{ name: o.name ?? 'default', limiter: o.limiter!, ...(o.key ? { key: o.key } : {}) }];
+  if (!Array.isArray(given) || given.length === 0) throw invalid('dimensions', 'a non-empty array of { name, limiter, key }', given);
+  const names = new Set<string>();
+  return given.map((d, i) => {
+    const at = `dimensions[${i}]`;
+    requireObject<Dimension<Req>>(d, at);
+    if (typeof d.name !== 'string' || !POLICY_NAME.test(d.name)) throw invalid(`${at}.name`, '1-64 of A-Z a-z 0-9 _ . -', d.name);
+    if (names.has(d.name)) throw invalid(`${at}.name`, 'unique among the dimensions', d.name);
+    names.add(d.name);
+    const fixed = d.limiter instanceof Limiter;
+    if (!fixed && typeof d.limiter !== 'function') throw invalid(`${at}.limiter`, 'a Limiter or a function returning one', d.limiter);
+    const unit = d.quotaUnit ?? 'requests';
+    if (!['requests', 'content-bytes', 'concurrent-requests'].includes(unit)) throw invalid(`${at}.quotaUnit`, '"requests", "content-bytes" or "concurrent-requests"', unit);
+    return {
+      name: d.name,
+      limiter: fixed ? (d.limiter as Limiter) : undefined,
+      choose: fixed ? undefined : (d.limiter as (req: HttpRequest<Req>) => Limiter | undefined),
+      key: optionalFunction(d.key, `${at}.key`) ?? byIp(),
+      quotaUnit: unit,
+    };
+  });
+}
+
+function optionalFunction<F>(value: F | undefined, option: string): F | undefined {
+  if (value !== undefined && typeof value !== 'function') throw invalid(option, 'a function', value);
+  return value;
+}
+
+function invalid(option: string, expected: string, got: unknown): FloodgateError {
+  return new FloodgateError('INVALID_OPTION', `${option} must be ${expected}, got ${describeValue(got)}`, option);
+}

@@ -1,0 +1,61 @@
+/**
+ * The framework-neutral view of a request that identities, skips and costs read, and the small
+ * types shared by the handler and the adapters.
+ */
+import type { ClientIpResolver } from './client-ip.js';
+
+/**
+ * HttpRequest is what floodgate sees of a request, whatever the framework. `raw` is the
+ * framework's own object: node's `IncomingMessage`, Express's `req`, Fastify's `request`, Koa's
+ * `ctx` or Hono's `Context`.
+ */
+export interface HttpRequest<Req = unknown> {
+  /** The framework's own request (or context) object. */
+  readonly raw: Req;
+  /** The method in upper case, e.g. `GET`. */
+  readonly method: string;
+  /**
+   * The route pattern when the framework knows it at this point (`/users/:id`), else the path
+   * without its query string.
+   */
+  readonly route: string;
+  /**
+   * The client's address in canonical form (`192.0.2.1`, `2001:db8::1`), resolved from the socket
+   * and, only when trusted, `X-Forwarded-For` or `Forwarded`; `unknown` when there is none.
+   */
+  readonly ip: string;
+  /** header returns the value of the named request header (name in lower case), or undefined. */
+  header(name: string): string | undefined;
+}
+
+/**
+ * RequestView is the base of each adapter's {@link HttpRequest}: it resolves `ip` on first use
+ * and remembers it, so a request that no identity keys by IP never parses forwarding headers.
+ */
+export abstract class RequestView<Req> implements HttpRequest<Req> {
+  private clientIp: string | undefined;
+
+  constructor(
+    readonly raw: Req,
+    private readonly resolver: ClientIpResolver,
+  ) {}
+
+  abstract get method(): string;
+  abstract get route(): string;
+  abstract header(name: string): string | undefined;
+  /** remoteAddress returns the socket's peer address as the runtime reports it. */
+  protected abstract remoteAddress(): string | undefined;
+
+  get ip(): string {
+    if (this.clientIp === undefined) this.clientIp = this.resolver.resolve(this.remoteAddress(), this);
+    return this.clientIp;
+  }
+}
+
+/** Outcome is how an admitted request ended, as given to the `refundWhen` option. */
+export interface Outcome {
+  /** The response status sent (500 when the handler threw and the framework answered for it). */
+  readonly statusCode: number;
+  /** False when the connection closed before the response was complete. */
+  readonly completed: boolean;
+}

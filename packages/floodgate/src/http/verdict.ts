@@ -1,0 +1,112 @@
+/**
+ * Verdicts: what the handler tells an adapter to do with a request, with every header value
+ * already written.
+ */
+import type { Decision } from '../core/decision.js';
+import type { Limiter } from '../limiter.js';
+import { legacyHeaders, policyItem, retryAfterSeconds, serviceItem } from './headers.js';
+import type { CheckedDimension, Settings } from './options.js';
+import { PROBLEM_CONTENT_TYPE, STATUS_OF, problemBody, type ProblemKind } from './problem.js';
+
+/** HeaderPair is one response header as [name, value]. */
+export type HeaderPair = readonly [name: string, value: string];
+
+/** Charge is what one dimension charged an admitted request, kept to refund it on its outcome. */
+export interface Charge {
+  readonly limiter: Limiter;
+  readonly key: string;
+  readonly cost: number;
+}
+
+/**
+ * Verdict is the handler's answer for one request. When `allowed`, the adapter sets `headers` and
+ * passes the request on; otherwise it answers `statusCode` with `headers` and `body`.
+ */
+export interface Verdict {
+  readonly allowed: boolean;
+  /** 0 when allowed; 429 (quota exceeded) or 503 (store full or failed, fail-closed) otherwise. */
+  readonly statusCode: number;
+  readonly headers: readonly HeaderPair[];
+  /** The `application/problem+json` body of a refusal. */
+  readonly body: string | undefined;
+  /** What was charged, when the `refundWhen` option may give it back; else undefined. */
+  readonly charges: readonly Charge[] | undefined;
+}
+
+/** PASS is the verdict for a request that is not limited at all (skipped, allowed-listed). */
+export const PASS: Verdict = Object.freeze({ allowed: true, statusCode: 0, headers: [], body: undefined, charges: undefined });
+
+/** Plan is one dimension as it applies to one request: its limiter and store key. */
+export interface Plan<Req> {
+  readonly dimension: CheckedDimension<Req>;
+  readonly limiter: Limiter;
+  readonly key: string;
+  /** The partition key bytes, when partition keys are on. */
+  readonly pk: Buffer | undefined;
+}
+
+/** VerdictWriter turns decisions into verdicts under one set of settings. */
+export class VerdictWriter<Req> {
+  /** RateLimit-Policy items of fixed-limiter dimensions, written once. */
+  private readonly fixedItems: Map<CheckedDimension<Req>, string>;
+
+  constructor(private readonly settings: Settings<Req>) {
+    this.fixedItems = new Map();
+    for (const d of settings.dimensions) {
+      if (d.limiter !== undefined) this.fixedItems.set(d, policyItem({ name: d.name, policy: d.limiter.policy, unit: d.quotaUnit, pk: undefined }));
+    }
+  }
+
+  /** admit returns the verdict for a request every dimension admitted. */
+  admit(plans: readonly Plan<Req>[], decisions: readonly Decision[], cost: number): Verdict {
+    const charges = this.settings.refundWhen === undefined ? undefined : plans.map((p) => ({ limiter: p.limiter, key: p.key, cost }));
+    return { allowed: true, statusCode: 0, headers: this.headers(plans, decisions), body: undefined, charges };
+  }
+
+  /** refuse returns the 429 (or 503, when only a full store refused) for decisions some of which refused. */
+  refuse(plans: readonly Plan<Req>[], decisions: readonly Decision[]): Verdict {
+    const violated = decisions.filter((d) => !d.allowed);
+    const names = plans.filter((_, i) => !decisions[i]!.allowed).map((p) => p.dimension.name);
+    const kind: ProblemKind = violated.some((d) => d.reason !== 'store-full') ? 'quota-exceeded' : 'temporary-reduced-capacity';
+    const headers = this.headers(plans, decisions) as HeaderPair[];
+    const retryAfter = retryAfterSeconds(violated);
+    if (retryAfter !== undefined) headers.push(['Retry-After', String(retryAfter)]);
+    headers.push(['Cache-Control', 'no-store'], ['Content-Type', PROBLEM_CONTENT_TYPE]);
+    return { allowed: false, statusCode: STATUS_OF[kind], headers, body: problemBody(kind, names), charges: undefined };
+  }
+
+  /** degraded returns the verdict when a store failed: admit (fail-open) or 503 (fail-closed). */
+  degraded(failed: string, charges: readonly Charge[]): Verdict {
+    const s = this.settings;
+    const mark: HeaderPair[] = s.degradedHeader === undefined ? [] : [[s.degradedHeader, s.onStoreError]];
+    if (s.onStoreError === 'fail-open') {
+      return { allowed: true, statusCode: 0, headers: mark, body: undefined, charges: s.refundWhen === undefined ? undefined : charges };
+    }
+    const headers: HeaderPair[] = [...mark, ['Cache-Control', 'no-store'], ['Content-Type', PROBLEM_CONTENT_TYPE]];
+    const body = problemBody('temporary-reduced-capacity', [failed], 'the rate-limit store is unavailable');
+    return { allowed: false, statusCode: 503, headers, body, charges: undefined };
+  }
+
+  private headers(plans: readonly Plan<Req>[], decisions: readonly Decision[]): HeaderPair[] {
+    const s = this.settings;
+    const out: HeaderPair[] = [];
+    if (s.draftHeaders) {
+      let policy = '';
+      let service = '';
+      for (let i = 0; i < plans.length; i++) {
+        const p = plans[i]!;
+        const sep = i === 0 ? '' : ', ';
+        policy += sep + this.policyItem(p);
+        service += sep + serviceItem(p.dimension.name, decisions[i]!, p.pk);
+      }
+      out.push(['RateLimit-Policy', policy], ['RateLimit', service]);
+    }
+    if (s.legacyReset !== undefined) out.push(...legacyHeaders(decisions, s.legacyReset, s.clock.now()));
+    return out;
+  }
+
+  private policyItem(p: Plan<Req>): string {
+    if (p.pk === undefined && p.limiter === p.dimension.limiter) return this.fixedItems.get(p.dimension)!;
+    return policyItem({ name: p.dimension.name, policy: p.limiter.policy, unit: p.dimension.quotaUnit, pk: p.pk });
+  }
+}
