@@ -25,3 +25,9 @@ export {
   type SmoothWarmingUpOptions,
 } from './core/smooth/smooth-rate-limiter.js';
 export { timerSleep, type SleepMs } from './core/smooth/sleep.js';
+export { systemTimers, type TimerHandle, type Timers } from './core/timers.js';
+export type { AcquireOptions } from './waiting/acquire-queue.js';
+export { ShapingQueue, type ShapingQueueOptions, type SubmitOptions } from './waiting/shaping-queue.js';
+export { LeakyGate, type GateTicket, type LeakyGateOptions } from './waiting/leaky-gate.js';
+export { Semaphore, type SemaphoreAcquireOptions, type SemaphoreOptions } from './waiting/semaphore.js';
+export { Permit, type PermitState } from './waiting/permit.js';

@@ -2,9 +2,12 @@ import type { Algorithm } from './core/algorithm.js';
 import { systemClock, type Clock } from './core/clock.js';
 import type { Decision } from './core/decision.js';
 import { FloodgateError } from './core/errors.js';
+import { isTimers, systemTimers, type Timers } from './core/timers.js';
 import { requireObject } from './core/validate.js';
 import { MemoryStore } from './stores/memory-store.js';
 import type { PolicyStore, Store, SyncPolicyStore } from './stores/store.js';
+import { AcquireQueues, type AcquireOptions } from './waiting/acquire-queue.js';
+import { checkQueueBound } from './waiting/validate.js';
 
 /** LimiterOptions configures a {@link Limiter}. */
 export interface LimiterOptions {
@@ -14,6 +17,17 @@ export interface LimiterOptions {
   store?: Store;
   /** Source of the current time (default {@link systemClock}); stores with their own clock ignore it. */
   clock?: Clock;
+  /**
+   * Timers that {@link Limiter.acquire} waits on: default the `clock` itself when it is also
+   * {@link Timers} (a {@link ManualClock} is), else {@link systemTimers}. There is at most one
+   * timer per key with waiters, and none while nobody waits.
+   */
+  timers?: Timers;
+  /**
+   * Most {@link Limiter.acquire} calls that may wait on one key at once (default Infinity); one
+   * more is refused at once with `QUEUE_FULL`. 0 means no call waits: each passes now or is refused.
+   */
+  maxQueue?: number;
 }
 
 /** ConsumeOptions are the per-request options of {@link Limiter.consume}. */
@@ -42,6 +56,10 @@ export class Limiter {
   private readonly clock: Clock;
   /** The table again when it is synchronous, else undefined (checked once, not per call). */
   private readonly syncTable: SyncPolicyStore | undefined;
+  private readonly timers: Timers;
+  private readonly maxQueue: number;
+  /** The lines of {@link acquire} callers, made on first use. */
+  private waiting: AcquireQueues | undefined;
 
   constructor(options: LimiterOptions) {
     const o = requireObject<LimiterOptions>(options, 'Limiter');
@@ -52,6 +70,36 @@ export class Limiter {
     this.clock = o.clock ?? systemClock;
     this.table = (o.store ?? new MemoryStore()).bind(o.policy);
     this.syncTable = this.table.synchronous ? (this.table as SyncPolicyStore) : undefined;
+    if (o.timers !== undefined && !isTimers(o.timers)) {
+      throw new FloodgateError('INVALID_OPTION', 'Limiter.timers must have setTimer and clearTimer, like systemTimers or a ManualClock', 'Limiter.timers');
+    }
+    this.timers = o.timers ?? (isTimers(this.clock) ? this.clock : systemTimers);
+    this.maxQueue = checkQueueBound(o.maxQueue, 'Limiter.maxQueue', Infinity);
+  }
+
+  /**
+   * acquire resolves once a request of `options.cost` (default 1) on `key` is admitted and
+   * charged, waiting as long as it must, up to `options.maxWaitMs`. Callers waiting on one key
+   * are admitted first in, first out; a newcomer never overtakes them.
+   *
+   * On a token bucket, leaky bucket or GCRA each caller books its future slot on arrival, so it
+   * knows at once whether it can be served within `maxWaitMs` and is admitted at its slot with no
+   * retry. On window policies the first in line retries when the window allows, alone.
+   *
+   * It rejects with a {@link FloodgateError}, and never charges a caller it rejects:
+   * `WAIT_TIMEOUT` when the wait would exceed (or has exceeded) `maxWaitMs`; `ABORTED` when
+   * `options.signal` fires (the signal's reason is the error's `cause`); `QUEUE_FULL` when the
+   * caller cannot pass at once and `maxQueue` callers already wait on the key; `INVALID_COST` or
+   * `COST_EXCEEDS_LIMIT` for a cost the policy can never admit.
+   *
+   * @example
+   * const limiter = new Limiter({ policy: tokenBucket({ capacity: 10, refillPerSecond: 5 }), maxQueue: 100 });
+   * await limiter.acquire(`api:${userId}`, { maxWaitMs: 2000, signal: request.signal });
+   * return callUpstream();   // a burst of 10, then 5 per second, in arrival order
+   */
+  acquire(key: string, options?: AcquireOptions): Promise<void> {
+    this.waiting ??= new AcquireQueues({ policy: this.policy, table: this.table, clock: this.clock, timers: this.timers, maxQueue: this.maxQueue });
+    return this.waiting.acquire(key, options);
   }
 
   /** consume resolves to the decision for a request of `options.cost` (default 1) on `key`, charging it when admitted. */
