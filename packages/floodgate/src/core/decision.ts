@@ -14,8 +14,14 @@ export interface Decision {
   readonly retryAfterMs: number;
   /** How long until the key is back to full (as if never used), in milliseconds. */
   readonly resetMs: number;
-  /** Why a request was refused: `limit` for the policy, `store-full` when the store could not track a new key. */
-  readonly reason: 'ok' | 'limit' | 'store-full';
+  /**
+   * Who decided, and why: `ok` admitted by the policy; `limit` refused by the policy; `store-full`
+   * refused because the store could not track a new key. When the store's backend (Redis) failed
+   * or did not answer in time, the store's failure policy decided instead: `fail-open` admitted
+   * without a limit, `fail-closed` refused without a limit, `fallback` decided (either way) by a
+   * local in-memory limiter holding a share of the limit.
+   */
+  readonly reason: 'ok' | 'limit' | 'store-full' | 'fail-open' | 'fail-closed' | 'fallback';
 }
 
 /** ceilMs rounds a duration up to whole milliseconds (0 for none), ignoring float noise under 1e-9 ms. */

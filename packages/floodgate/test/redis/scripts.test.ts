@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fixedWindow, gcra, slidingWindowLog, tokenBucket } from '../../src/index.js';
-import { CONSUME_ALL_SCRIPT, DECIDE_SCRIPTS, RedisStore, ioredisAdapter, type RedisAdapter } from '../../src/stores/redis/index.js';
+import { BATCH_SCRIPT, CONSUME_ALL_SCRIPT, DECIDE_SCRIPTS, RedisStore, ioredisAdapter, type RedisAdapter } from '../../src/stores/redis/index.js';
 import { useRedis } from './setup.js';
 
 const get = useRedis();
@@ -30,10 +30,11 @@ describe('scripts', () => {
     'sliding-window-log': 'e4b20f57d1c0cfd0d64d2edfc8b99b79169c0fae',
     gcra: '3bc8b31c6282ea37201695e5268deb8e484bbfae',
     'consume-all': '54f12ad07849011da2dff39861e19d742d0e4592',
+    batch: '255245c9f38f56418a2efb8f60977e8c88e123ec',
   };
 
   test('each script has its pinned SHA1, and Redis computes the same', async () => {
-    const scripts = [...Object.values(DECIDE_SCRIPTS), CONSUME_ALL_SCRIPT];
+    const scripts = [...Object.values(DECIDE_SCRIPTS), CONSUME_ALL_SCRIPT, BATCH_SCRIPT];
     assert.deepEqual(Object.fromEntries(scripts.map((s) => [s.name, s.sha1])), pinned);
     for (const s of scripts) assert.equal(await get().client.script('LOAD', s.source), s.sha1, s.name);
   });

@@ -12,8 +12,20 @@ const READY_TIMEOUT_MS = 15_000;
 export interface RedisServers {
   /** ports of every node (for a cluster: masters and replicas, in creation order). */
   readonly ports: readonly number[];
-  /** stop ends every process by its pid and deletes the temp dir. */
+  /** stop ends every process by its pid (resuming a stopped one first) and deletes the temp dir. */
   stop(): Promise<void>;
+  /** signal sends `signal` to node `index`'s process (e.g. SIGSTOP to hang it, SIGCONT to resume). */
+  signal(index: number, signal: NodeJS.Signals): void;
+  /** kill ends node `index` at once (SIGKILL) and resolves once it has exited. */
+  kill(index: number): Promise<void>;
+  /** restart starts node `index` again on its port, with its arguments, once it has exited (kill it first). */
+  restart(index: number): Promise<void>;
+}
+
+/** ClusterOptions configures {@link startRedisCluster}. */
+export interface ClusterOptions {
+  /** cluster-node-timeout, in ms (default 5000): how long before a silent master is failed over. */
+  nodeTimeoutMs?: number;
 }
 
 /** portIsFree returns whether `port` can be bound on 127.0.0.1 right now. */
@@ -76,18 +88,44 @@ function baseArgs(port: number, dir: string): string[] {
   return ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
 }
 
+function ended(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null || child.pid === undefined;
+}
+
+/** Ends `child` by its pid with `signal` (resuming it first, as a stopped process ignores SIGTERM). */
+function endProcess(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (ended(child)) return resolve();
+    child.once('exit', () => resolve());
+    process.kill(child.pid!, 'SIGCONT');
+    process.kill(child.pid!, signal);
+  });
+}
+
 async function stopAll(children: readonly ChildProcess[], dir: string): Promise<void> {
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.pid === undefined) return resolve();
-          child.once('exit', () => resolve());
-          process.kill(child.pid, 'SIGTERM');
-        }),
-    ),
-  );
+  await Promise.all(children.map((child) => endProcess(child, 'SIGTERM')));
   await rm(dir, { recursive: true, force: true });
+}
+
+/** Returns the {@link RedisServers} handle over `children`, each restartable with its `args`. */
+function serversOf(ports: readonly number[], children: ChildProcess[], args: readonly string[][], dir: string): RedisServers {
+  const child = (index: number): ChildProcess => {
+    const found = children[index];
+    if (found === undefined) throw new Error(`no redis node ${index}`);
+    return found;
+  };
+  return {
+    ports,
+    stop: () => stopAll(children, dir),
+    signal: (index, signal) => {
+      if (!ended(child(index))) process.kill(child(index).pid!, signal);
+    },
+    kill: (index) => endProcess(child(index), 'SIGKILL'),
+    restart: async (index) => {
+      if (!ended(child(index))) throw new Error(`redis node ${index} is still running: kill it before restarting it`);
+      children[index] = await spawnRedis(args[index]!);
+    },
+  };
 }
 
 /**
@@ -100,25 +138,26 @@ async function stopAll(children: readonly ChildProcess[], dir: string): Promise<
 export async function startRedisServer(): Promise<RedisServers> {
   const dir = await mkdtemp(join(tmpdir(), 'floodgate-redis-'));
   const port = await freePort(false, new Set());
-  const child = await spawnRedis(baseArgs(port, dir));
-  return { ports: [port], stop: () => stopAll([child], dir) };
+  const args = baseArgs(port, dir);
+  const child = await spawnRedis(args);
+  return serversOf([port], [child], [args], dir);
 }
 
 /**
  * startRedisCluster starts a Redis Cluster of three masters with one replica each (six nodes) on
- * free loopback ports, and resolves once every node reports `cluster_state:ok`.
+ * free loopback ports, and resolves once every node reports `cluster_state:ok` and every replica has synced. `nodes-${port}.conf`
+ * lives in the temp dir, so a restarted node rejoins the cluster.
  */
-export async function startRedisCluster(): Promise<RedisServers> {
+export async function startRedisCluster(options: ClusterOptions = {}): Promise<RedisServers> {
+  const nodeTimeoutMs = options.nodeTimeoutMs ?? 5000;
   const dir = await mkdtemp(join(tmpdir(), 'floodgate-cluster-'));
   const taken = new Set<number>();
   for (let i = 0; i < 6; i++) taken.add(await freePort(true, taken));
   const ports = [...taken];
   const children: ChildProcess[] = [];
+  const args = ports.map((port) => [...baseArgs(port, dir), '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(nodeTimeoutMs), '--repl-diskless-sync-delay', '0']);
   try {
-    for (const port of ports) {
-      const args = [...baseArgs(port, dir), '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '5000'];
-      children.push(await spawnRedis(args));
-    }
+    for (const nodeArgs of args) children.push(await spawnRedis(nodeArgs));
     const nodes = ports.map((port) => `127.0.0.1:${port}`);
     await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '1', '--cluster-yes'], { timeout: READY_TIMEOUT_MS });
     await waitForClusterOk(ports);
@@ -126,15 +165,18 @@ export async function startRedisCluster(): Promise<RedisServers> {
     await stopAll(children, dir);
     throw error;
   }
-  return { ports, stop: () => stopAll(children, dir) };
+  return serversOf(ports, children, args, dir);
 }
 
 async function waitForClusterOk(ports: readonly number[]): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
-    const infos = await Promise.all(ports.map((port) => run('redis-cli', ['-p', String(port), 'cluster', 'info']).then((r) => r.stdout)));
-    if (infos.every((info) => info.includes('cluster_state:ok'))) return;
-    if (Date.now() > deadline) throw new Error(`the Redis Cluster on ports ${ports.join(', ')} did not reach cluster_state:ok`);
+    const infos = await Promise.all(ports.map((port) => run('redis-cli', ['-p', String(port), 'info', 'all']).then((r) => r.stdout)));
+    const clusterOk = await Promise.all(ports.map((port) => run('redis-cli', ['-p', String(port), 'cluster', 'info']).then((r) => r.stdout.includes('cluster_state:ok'))));
+    // Replicas must have synced once, or none would be promoted when its master fails.
+    const synced = infos.every((info) => !info.includes('role:slave') || info.includes('master_link_status:up'));
+    if (clusterOk.every(Boolean) && synced) return;
+    if (Date.now() > deadline) throw new Error(`the Redis Cluster on ports ${ports.join(', ')} did not reach cluster_state:ok with every replica in sync`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -22,5 +22,8 @@ export {
 } from './adapter.js';
 export type { ConsumeAllEntry, ConsumeAllRequest, ConsumeAllResult } from './consume-all.js';
 export { hashSlotOf, policyIdOf, redisKeyOf } from './key-layout.js';
-export { RedisStore, RedisTable, type RedisStoreOptions } from './redis-store.js';
-export { CONSUME_ALL_SCRIPT, DECIDE_SCRIPTS, type LuaModule, type LuaPolicy, type LuaScript } from './scripts/index.js';
+export { RedisStore, type RedisStoreOptions } from './redis-store.js';
+export { RedisTable } from './redis-table.js';
+export type { LocalFallback, OnError } from './failure-policy.js';
+export { OverLimitCache } from './over-limit-cache.js';
+export { BATCH_SCRIPT, CONSUME_ALL_SCRIPT, DECIDE_SCRIPTS, type LuaModule, type LuaPolicy, type LuaScript } from './scripts/index.js';

@@ -1,14 +1,15 @@
 import type { Algorithm } from '../../core/algorithm.js';
 import { systemClock, type Clock } from '../../core/clock.js';
-import type { Decision } from '../../core/decision.js';
 import { FloodgateError, describeValue } from '../../core/errors.js';
 import { positiveInteger, positiveNumber, requireObject } from '../../core/validate.js';
-import type { PolicyStore, Store } from '../store.js';
+import type { Store } from '../store.js';
 import type { RedisAdapter } from './adapter.js';
-import { consumeAll, type ConsumeAllEntry, type ConsumeAllRequest, type ConsumeAllResult } from './consume-all.js';
-import { policyIdOf, redisKeyOf } from './key-layout.js';
-import { parseDecisionAt, replyError, ScriptRunner, textOf } from './runner.js';
-import { DECIDE_SCRIPTS, luaPolicyOf, type LuaPolicy, type LuaScript } from './scripts/index.js';
+import { Batcher } from './batcher.js';
+import { Circuit } from './circuit.js';
+import { consumeAll, type ConsumeAllRequest, type ConsumeAllResult } from './consume-all.js';
+import { checkOnError, type OnError } from './failure-policy.js';
+import { RedisTable, type TableContext } from './redis-table.js';
+import { ScriptRunner } from './runner.js';
 
 /** RedisStoreOptions configures {@link RedisStore}. */
 export interface RedisStoreOptions {
@@ -18,8 +19,29 @@ export interface RedisStoreOptions {
   prefix?: string;
   /** Longest key accepted, in UTF-16 code units (default 1024). */
   maxKeyLength?: number;
-  /** How long an operation may wait for Redis before rejecting with `STORE_TIMEOUT`, in ms (default 1000). */
+  /** How long an operation may wait for Redis before it fails with `STORE_TIMEOUT` (or `onError` decides), in ms (default 1000). */
   timeoutMs?: number;
+  /**
+   * What every bound policy does when Redis fails or does not answer within `timeoutMs` (default
+   * `'throw'`): see {@link OnError}. Decisions made by the policy say so in `reason`. For another
+   * policy on some limiters, bind them to {@link RedisStore.withOnError}.
+   */
+  onError?: OnError;
+  /** Failures in a row (errors or timeouts) after which nothing more is sent until a probe succeeds (default 3). */
+  failuresToOpen?: number;
+  /** How long after the circuit opens (or a probe fails) one operation is sent as a probe, in ms (default 250). */
+  probeIntervalMs?: number;
+  /**
+   * Keys each bound policy remembers as refused until their retry time, to answer a flood from an
+   * over-limit key without Redis (default 10,000; 0 turns the cache off; always off with
+   * `unsafeTestTime`). See {@link OverLimitCache} for why its answers are exact.
+   */
+  overLimitCacheMaxKeys?: number;
+  /**
+   * Most consume and peek decisions sent in one batch script (default 128; 1 sends each decision
+   * as its own script). Decisions issued in one tick share a script per hash slot.
+   */
+  maxBatchSize?: number;
   /**
    * UNSAFE, FOR TESTS ONLY. When true, scripts use the caller's time (the `nowMs` each method is
    * given, or `clock` for {@link RedisStore.consumeAll}) instead of Redis's `TIME`, and keys live an
@@ -29,14 +51,6 @@ export interface RedisStoreOptions {
   unsafeTestTime?: boolean;
   /** The clock `consumeAll` reads in test mode (default the system clock); only with `unsafeTestTime`. */
   clock?: Clock;
-}
-
-/** Where a store's tables send their scripts, and how they name and time them. */
-interface StoreContext {
-  readonly runner: ScriptRunner;
-  readonly prefix: string;
-  readonly maxKeyLength: number;
-  readonly testTime: boolean;
 }
 
 /**
@@ -52,6 +66,13 @@ interface StoreContext {
  * Key layout: `${prefix}${algorithm}:${paramsHash}:{${key}}`; the user's key is the hash tag, so one
  * key's states under several policies share a Redis Cluster slot.
  *
+ * Failures: every operation settles within `timeoutMs`. After `failuresToOpen` failures in a row
+ * a circuit opens and nothing more is sent (so no queue of commands grows while Redis is away)
+ * until a probe, one operation every `probeIntervalMs`, gets an answer. Meanwhile `onError`
+ * decides: reject, admit (`fail-open`), refuse (`fail-closed`) or decide locally with a share of
+ * the limit (`fallback`). Floods: refusals are remembered until their retry time and answered
+ * locally. Throughput: decisions issued in one tick go to Redis as one script per hash slot.
+ *
  * @example
  * import { Redis } from 'ioredis';
  * import { Limiter, tokenBucket } from 'floodgate';
@@ -61,10 +82,10 @@ interface StoreContext {
  * const decision = await limiter.consume(userId);
  */
 export class RedisStore implements Store {
-  private readonly context: StoreContext;
-  private readonly tables = new Map<Algorithm, RedisTable>();
+  private readonly context: TableContext;
   private readonly clock: Clock;
   private readonly cluster: boolean;
+  private readonly tableOf: (algorithm: Algorithm) => RedisTable;
 
   /** Creates a store over `options.adapter`; it sends nothing to Redis until first used. */
   constructor(options: RedisStoreOptions) {
@@ -76,22 +97,26 @@ export class RedisStore implements Store {
     }
     this.clock = o.clock ?? systemClock;
     this.cluster = adapter.cluster;
-    this.context = {
-      runner: new ScriptRunner(adapter, positiveNumber(o.timeoutMs ?? 1000, 'RedisStore.timeoutMs')),
-      prefix: checkPrefix(o.prefix ?? 'floodgate:'),
-      maxKeyLength: positiveInteger(o.maxKeyLength ?? 1024, 'RedisStore.maxKeyLength'),
-      testTime,
-    };
+    const onError = checkOnError(o.onError ?? 'throw', 'RedisStore.onError');
+    this.context = contextOf(o, adapter, testTime);
+    this.tableOf = tablesOf(this.context, onError);
   }
 
   /** bind returns the table for `algorithm`, creating it on first use. */
   bind(algorithm: Algorithm): RedisTable {
-    let table = this.tables.get(algorithm);
-    if (table === undefined) {
-      table = new RedisTable(algorithm, this.context);
-      this.tables.set(algorithm, table);
-    }
-    return table;
+    return this.tableOf(algorithm);
+  }
+
+  /**
+   * withOnError returns a {@link Store} over the same Redis, connection health and batches as this
+   * one, whose policies follow `onError` instead: one store, a failure policy per limiter.
+   *
+   * @example
+   * const login = new Limiter({ policy: strict, store: store.withOnError('fail-closed') });
+   * const search = new Limiter({ policy: loose, store: store.withOnError({ fallback: 'local', share: 0.25 }) });
+   */
+  withOnError(onError: OnError): Store {
+    return { bind: tablesOf(this.context, checkOnError(onError, 'RedisStore.withOnError')) };
   }
 
   /**
@@ -129,100 +154,35 @@ export class RedisStore implements Store {
   }
 }
 
-/**
- * RedisTable is one policy's keys in a {@link RedisStore}: an asynchronous {@link PolicyStore}
- * whose every method is one script run. Bad costs and keys reject with the same typed errors as the
- * memory store's, before anything is sent.
- */
-export class RedisTable implements PolicyStore {
-  readonly synchronous = false;
-  private readonly script: LuaScript;
-  private readonly lua: LuaPolicy;
-  private readonly policyId: string;
-  private readonly paramArgs: readonly string[];
-
-  /** Creates the table; prefer {@link RedisStore.bind}. */
-  constructor(
-    readonly algorithm: Algorithm,
-    private readonly context: StoreContext,
-  ) {
-    this.lua = luaPolicyOf(algorithm);
-    this.script = DECIDE_SCRIPTS[this.lua.module];
-    this.policyId = policyIdOf(algorithm);
-    this.paramArgs = this.lua.params.map(String);
-    if (algorithm.reserve === undefined) this.reserve = undefined;
-  }
-
-  /** consume resolves to the decision for `cost` on `key`, charged only when admitted. */
-  async consume(key: string, cost: number, nowMs: number): Promise<Decision> {
-    this.algorithm.checkCost(cost);
-    return this.decision('consume', await this.call('consume', key, cost, nowMs, 0));
-  }
-
-  /** peek resolves to what `consume` would answer, charging nothing. */
-  async peek(key: string, cost: number, nowMs: number): Promise<Decision> {
-    this.algorithm.checkCost(cost);
-    return this.decision('peek', await this.call('peek', key, cost, nowMs, 0));
-  }
-
-  /** refund gives `cost` back to `key`, never above the limit; a key at rest is left alone. */
-  async refund(key: string, cost: number, nowMs: number): Promise<void> {
-    this.algorithm.checkCost(cost);
-    this.done('refund', await this.call('refund', key, cost, nowMs, 0));
-  }
-
-  /** reset deletes `key`'s state, so its next request sees a fresh key. */
-  async reset(key: string): Promise<void> {
-    this.done('reset', await this.call('reset', key, 0, 0, 0));
-  }
-
-  /** reserve books `cost` now or later and resolves to the ms to wait, or -1 (nothing charged) past `maxWaitMs`. */
-  async reserve?(key: string, cost: number, nowMs: number, maxWaitMs: number): Promise<number> {
-    this.algorithm.checkCost(cost);
-    const reply = await this.call('reserve', key, cost, nowMs, maxWaitMs);
-    const text = textOf(reply);
-    if (text === undefined || !/^(-1|0|[1-9][0-9]*)$/.test(text)) throw replyError(this.what('reserve'), 'a whole number of ms or "-1"', reply);
-    return Number(text);
-  }
-
-  /** entryOf returns what `consumeAll` needs to run a request on `key` (the key is checked). */
-  entryOf(key: string): ConsumeAllEntry {
-    return { key, redisKey: this.redisKey(key), lua: this.lua, algorithm: this.algorithm, table: this };
-  }
-
-  /** timeArg returns the script's time argument: `nowMs` in test mode, else '' (the script reads TIME). */
-  private timeArg(nowMs: number): string {
-    if (!this.context.testTime) return '';
-    if (!Number.isFinite(nowMs)) throw new FloodgateError('INVALID_OPTION', `nowMs must be a finite number in unsafeTestTime mode, got ${describeValue(nowMs)}`, 'nowMs');
-    return String(nowMs);
-  }
-
-  private call(op: string, key: string, cost: number, nowMs: number, maxWaitMs: number): Promise<unknown> {
-    const args = [this.lua.registered, op, this.timeArg(nowMs), String(cost), String(maxWaitMs), ...this.paramArgs];
-    return this.context.runner.run(this.script, [this.redisKey(key)], args);
-  }
-
-  private redisKey(key: string): string {
-    if (typeof key !== 'string' || key.length > this.context.maxKeyLength) {
-      const what = typeof key === 'string' ? `a string of ${key.length} code units` : describeValue(key);
-      throw new FloodgateError('INVALID_KEY', `key must be a string of at most ${this.context.maxKeyLength} code units (RedisStore.maxKeyLength), got ${what}`, 'key');
+/** tablesOf returns a `bind` that makes one table per algorithm under `onError`, on first use. */
+function tablesOf(context: TableContext, onError: OnError): (algorithm: Algorithm) => RedisTable {
+  const tables = new Map<Algorithm, RedisTable>();
+  return (algorithm) => {
+    let table = tables.get(algorithm);
+    if (table === undefined) {
+      table = new RedisTable(algorithm, context, onError);
+      tables.set(algorithm, table);
     }
-    return redisKeyOf(this.context.prefix, this.policyId, key);
-  }
+    return table;
+  };
+}
 
-  private decision(op: string, reply: unknown): Decision {
-    const decision = Array.isArray(reply) && reply.length === 4 ? parseDecisionAt(reply, 0, this.algorithm.limit) : undefined;
-    if (decision === undefined) throw replyError(this.what(op), '[allowed, remaining, retryAfterMs, resetMs] as strings', reply);
-    return decision;
-  }
-
-  private done(op: string, reply: unknown): void {
-    if (reply !== 1) throw replyError(this.what(op), 'the integer 1', reply);
-  }
-
-  private what(op: string): string {
-    return `the ${this.script.name} script (${op})`;
-  }
+function contextOf(o: RedisStoreOptions, adapter: RedisAdapter, testTime: boolean): TableContext {
+  const circuit = new Circuit({
+    failuresToOpen: positiveInteger(o.failuresToOpen ?? 3, 'RedisStore.failuresToOpen'),
+    probeIntervalMs: positiveNumber(o.probeIntervalMs ?? 250, 'RedisStore.probeIntervalMs'),
+  });
+  const runner = new ScriptRunner(adapter, positiveNumber(o.timeoutMs ?? 1000, 'RedisStore.timeoutMs'), circuit);
+  const maxBatchSize = positiveInteger(o.maxBatchSize ?? 128, 'RedisStore.maxBatchSize');
+  return {
+    runner,
+    batcher: maxBatchSize > 1 ? new Batcher({ runner, cluster: adapter.cluster, maxBatchSize }) : undefined,
+    prefix: checkPrefix(o.prefix ?? 'floodgate:'),
+    maxKeyLength: positiveInteger(o.maxKeyLength ?? 1024, 'RedisStore.maxKeyLength'),
+    testTime,
+    overLimitCacheMaxKeys: positiveInteger(o.overLimitCacheMaxKeys ?? 10_000, 'RedisStore.overLimitCacheMaxKeys', 0),
+    retryInMs: () => circuit.retryInMs(),
+  };
 }
 
 function checkAdapter(adapter: unknown): RedisAdapter {

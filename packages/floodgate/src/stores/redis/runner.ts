@@ -1,6 +1,7 @@
 import type { Decision } from '../../core/decision.js';
 import { FloodgateError } from '../../core/errors.js';
 import type { RedisAdapter } from './adapter.js';
+import type { Circuit } from './circuit.js';
 import { Deadlines } from './deadlines.js';
 import type { LuaScript } from './scripts/index.js';
 
@@ -8,24 +9,43 @@ import type { LuaScript } from './scripts/index.js';
  * ScriptRunner runs floodgate's scripts through an adapter: EVALSHA first, EVAL on NOSCRIPT (a
  * server restarted, failed over or flushed its scripts), each call bounded by `timeoutMs`, and
  * every failure turned into a {@link FloodgateError}: `STORE_ERROR` for what Redis or the client
- * reported, `STORE_TIMEOUT` for no answer in time. Promises always reject with Errors.
+ * reported (or for a call not sent because the {@link Circuit} is open), `STORE_TIMEOUT` for no
+ * answer in time. Promises always reject with Errors, and always settle within `timeoutMs`.
  */
 export class ScriptRunner {
   private readonly deadlines: Deadlines;
 
-  /** Creates a runner over `adapter` whose calls time out after `timeoutMs`. */
+  /** Creates a runner over `adapter` whose calls time out after `timeoutMs`, sent while `circuit` allows. */
   constructor(
     private readonly adapter: RedisAdapter,
     private readonly timeoutMs: number,
+    private readonly circuit: Circuit,
   ) {
     this.deadlines = new Deadlines(timeoutMs);
   }
 
-  /** run resolves to the script's raw reply. */
+  /** run resolves to the script's raw reply; it rejects at once, sending nothing, while the circuit is open. */
   run(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    const admission = this.circuit.admit();
+    if (admission === 'refuse') return Promise.reject(this.openError(script));
+    const probe = admission === 'probe';
     const timeoutError = (): Error =>
       new FloodgateError('STORE_TIMEOUT', `RedisStore: the ${script.name} script got no answer within ${this.timeoutMs} ms (RedisStore.timeoutMs); the operation may still have run`, 'timeoutMs');
-    return this.deadlines.run(this.evaluate(script, keys, args), timeoutError);
+    return this.deadlines.run(this.evaluate(script, keys, args), timeoutError).then(
+      (reply) => {
+        this.circuit.succeeded(probe);
+        return reply;
+      },
+      (error: unknown) => {
+        if (isUnhealthy(error)) this.circuit.failed(probe);
+        else this.circuit.succeeded(probe);
+        throw error;
+      },
+    );
+  }
+
+  private openError(script: LuaScript): FloodgateError {
+    return new FloodgateError('STORE_ERROR', `RedisStore: the ${script.name} script was not sent: Redis failed repeatedly (the circuit is open), next probe in ${this.circuit.retryInMs()} ms`);
   }
 
   private async evaluate(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
@@ -40,6 +60,18 @@ export class ScriptRunner {
       throw storeError(script, error);
     }
   }
+}
+
+/**
+ * Errors that Redis answered and that say nothing about its health: a script's own failure, a
+ * command or key mistake, a missing script. Anything else (a timeout, a closed connection, LOADING,
+ * BUSY, CLUSTERDOWN, TRYAGAIN, MASTERDOWN, READONLY during a failover) counts against the circuit.
+ */
+const ANSWERED = /^(FLOODGATE|ERR|WRONGTYPE|CROSSSLOT|NOSCRIPT|NOPERM|NOAUTH|WRONGPASS|OOM)\b/;
+
+function isUnhealthy(error: unknown): boolean {
+  if (!(error instanceof FloodgateError) || error.code === 'STORE_TIMEOUT') return true;
+  return !ANSWERED.test(messageOf(error.cause));
 }
 
 function messageOf(error: unknown): string {

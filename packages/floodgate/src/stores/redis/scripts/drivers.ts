@@ -80,3 +80,55 @@ end
 for _, st in ipairs(order) do commit(st, now) end
 return out
 `;
+
+/** BATCH_ARGS is how many ARGV slots each decision of {@link BATCH_LUA} takes. */
+export const BATCH_ARGS = 7;
+
+/**
+ * BATCH_LUA is the driver of the batch script: several independent decisions (consume or peek),
+ * each on its own key and policy, applied one after another in order, as if each had been its own
+ * script: a key named twice sees the earlier charge. One decision's failure (a corrupt state) is
+ * reported for it alone; the others still run.
+ *
+ * KEYS[i]: decision i's state key. ARGV per decision, 7 slots: algorithm, op (consume | peek), test
+ * time or '' (the server's TIME, read once per batch), cost, three params ('0' when unused).
+ * Reply: per decision `allowed '1'|'0', remaining, retryAfterMs, resetMs`, or `'E', message, '', ''`.
+ */
+export const BATCH_LUA = String.raw`
+local made, out, server_now = {}, {}, nil
+local function run_one(i, base)
+  local name = ARGV[base] .. ':' .. ARGV[base + 4] .. ':' .. ARGV[base + 5] .. ':' .. ARGV[base + 6]
+  local A = made[name]
+  if A == nil then
+    local make = ALGORITHMS[ARGV[base]]
+    if make == nil then fail('unknown algorithm ' .. tostring(ARGV[base])) end
+    A = make({ num(ARGV[base + 4]), num(ARGV[base + 5]), num(ARGV[base + 6]) })
+    made[name] = A
+  end
+  local now
+  if ARGV[base + 2] ~= '' then now = now_ms(ARGV[base + 2]) else
+    if server_now == nil then server_now = now_ms('') end
+    now = server_now
+  end
+  local op, cost = ARGV[base + 1], num(ARGV[base + 3])
+  local st = open_state(KEYS[i], A, now)
+  if op == 'consume' then
+    local d = A.consume(st.cells, now, cost)
+    if d.allowed then commit(st, now) end
+    return reply(d)
+  elseif op == 'peek' then
+    return reply(A.peek(st.cells, now, cost))
+  end
+  fail('unknown batch operation ' .. tostring(op))
+end
+for i = 1, #KEYS do
+  local ok, r = pcall(run_one, i, 1 + (i - 1) * ${BATCH_ARGS})
+  if not ok then
+    local message = r
+    if type(r) == 'table' then message = r.err or r.message end
+    r = { 'E', tostring(message), '', '' }
+  end
+  for j = 1, 4 do out[#out + 1] = r[j] end
+end
+return out
+`;

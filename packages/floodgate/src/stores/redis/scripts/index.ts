@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Algorithm } from '../../../core/algorithm.js';
 import { FloodgateError } from '../../../core/errors.js';
-import { CONSUME_ALL_LUA, DECIDE_LUA } from './drivers.js';
+import { BATCH_LUA, CONSUME_ALL_LUA, DECIDE_LUA } from './drivers.js';
 import { FIXED_WINDOW_LUA } from './fixed-window.js';
 import { GCRA_LUA } from './gcra.js';
 import { PREAMBLE_LUA } from './preamble.js';
@@ -40,6 +40,9 @@ export const DECIDE_SCRIPTS: Readonly<Record<LuaModule, LuaScript>> = Object.fro
 
 /** CONSUME_ALL_SCRIPT is the all-or-nothing script: preamble, every rule, the many-key driver. */
 export const CONSUME_ALL_SCRIPT: LuaScript = script('consume-all', PREAMBLE_LUA + Object.values(MODULES).join('') + CONSUME_ALL_LUA);
+
+/** BATCH_SCRIPT runs several independent decisions in one call: preamble, every rule, the batch driver. */
+export const BATCH_SCRIPT: LuaScript = script('batch', PREAMBLE_LUA + Object.values(MODULES).join('') + BATCH_LUA);
 
 /** LuaPolicy is an algorithm as the scripts take it: the Lua registry name and the params in order. */
 export interface LuaPolicy {

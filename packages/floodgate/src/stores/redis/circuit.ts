@@ -1,0 +1,74 @@
+import { performance } from 'node:perf_hooks';
+
+/** CircuitOptions configures a {@link Circuit}. */
+export interface CircuitOptions {
+  /** Consecutive failures (errors or timeouts) that open the circuit; at least 1. */
+  readonly failuresToOpen: number;
+  /** How long an open circuit waits before letting one operation through as a probe, in ms. */
+  readonly probeIntervalMs: number;
+  /** Monotonic time in ms (default `performance.now()`); tests pass their own. */
+  readonly nowMs?: () => number;
+}
+
+/** Admission is what {@link Circuit.admit} allows: send, send as the one probe, or do not send. */
+export type Admission = 'send' | 'probe' | 'refuse';
+
+/**
+ * Circuit is a circuit breaker in front of Redis, shared by every table of one store, so a Redis
+ * that is down or hung is not sent an ever-growing queue of commands.
+ *
+ * Closed (healthy), everything is sent. After `failuresToOpen` failures in a row it opens: nothing
+ * is sent, and every operation fails at once. Once `probeIntervalMs` has passed, the next operation
+ * is sent as the single probe (half open): its success closes the circuit, its failure opens it for
+ * another interval. So while Redis is away, at most one command per interval (plus those already in
+ * flight) is outstanding, and decisions recover within about `probeIntervalMs` plus one round trip
+ * of Redis coming back (and of the client reconnecting, which is the client's own setting).
+ */
+export class Circuit {
+  private failures = 0;
+  private openUntilMs = -Infinity;
+  private probing = false;
+  private readonly nowMs: () => number;
+
+  /** Creates a closed circuit. */
+  constructor(private readonly options: CircuitOptions) {
+    this.nowMs = options.nowMs ?? ((): number => performance.now());
+  }
+
+  /** open is true while operations are refused without being sent (including during the probe). */
+  get open(): boolean {
+    return this.failures >= this.options.failuresToOpen;
+  }
+
+  /** retryInMs returns how long until the next probe may be sent, in whole ms (0 when closed or due). */
+  retryInMs(): number {
+    if (!this.open) return 0;
+    return Math.max(0, Math.ceil(this.openUntilMs - this.nowMs()));
+  }
+
+  /** admit returns whether an operation may be sent now, and whether it is the probe. */
+  admit(): Admission {
+    if (!this.open) return 'send';
+    if (this.probing || this.nowMs() < this.openUntilMs) return 'refuse';
+    this.probing = true;
+    return 'probe';
+  }
+
+  /** succeeded records an answer from Redis: any answer closes the circuit. */
+  succeeded(probe: boolean): void {
+    if (probe) this.probing = false;
+    this.failures = 0;
+  }
+
+  /** failed records a failure that says Redis is unhealthy (not a script's own error). */
+  failed(probe: boolean): void {
+    if (probe) this.probing = false;
+    this.failures++;
+    if (this.open) this.openUntilMs = this.nowMs() + this.options.probeIntervalMs;
+  }
+
+  /** abandoned releases the probe slot when a probe ended without saying anything about Redis. */
+  abandoned(probe: boolean): void {
+    if (probe) this.probing = false;
+  }
+}

@@ -1,0 +1,134 @@
+import type { Algorithm } from '../../core/algorithm.js';
+import { fixedWindow } from '../../core/algorithms/fixed-window.js';
+import { gcra } from '../../core/algorithms/gcra.js';
+import { slidingWindowCounter } from '../../core/algorithms/sliding-window-counter.js';
+import { slidingWindowLog } from '../../core/algorithms/sliding-window-log.js';
+import { leakyBucket, tokenBucket } from '../../core/algorithms/token-bucket.js';
+import type { Decision } from '../../core/decision.js';
+import { FloodgateError, describeValue } from '../../core/errors.js';
+import { MemoryStore, type MemoryTable } from '../memory-store.js';
+
+/**
+ * LocalFallback is the failure policy that decides locally while Redis is away: each process runs
+ * the policy in memory with `share` of its limit (and of its rate), e.g. `{ fallback: 'local',
+ * share: 0.5 }` for two processes. With n processes the fleet admits at most n × share of the
+ * limit per window; each outage starts from full local buckets.
+ */
+export interface LocalFallback {
+  readonly fallback: 'local';
+  /** The part of the policy's limit and rate each process admits on its own, above 0 and at most 1. */
+  readonly share: number;
+  /** Most keys the local limiter holds (default 100,000); a new key beyond that is refused (`store-full`). */
+  readonly maxKeys?: number;
+}
+
+/**
+ * OnError is what a {@link RedisStore} does when Redis fails (an error, no answer within
+ * `timeoutMs`, or the circuit open after repeated failures):
+ *
+ * - `'throw'` (default): the operation rejects with `STORE_ERROR` or `STORE_TIMEOUT`.
+ * - `'fail-open'`: admit; the decision says `reason: 'fail-open'` with `remaining` 0 (unknown).
+ * - `'fail-closed'`: refuse; `reason: 'fail-closed'`, `retryAfterMs` until the next probe of Redis.
+ * - {@link LocalFallback}: decide in this process with a share of the limit; `reason: 'fallback'`
+ *   on every decision it makes (allowed or not).
+ *
+ * Under every policy but `'throw'`, a failed `refund` resolves without error (a lost refund only
+ * makes the limit stricter), `reserve` admits (open), refuses (closed) or books locally, and a
+ * failed `reset` still rejects, since the caller must know the key was not forgotten.
+ */
+export type OnError = 'throw' | 'fail-open' | 'fail-closed' | LocalFallback;
+
+/** checkOnError returns `value` when it is an {@link OnError}, else throws `INVALID_OPTION` naming `option`. */
+export function checkOnError(value: unknown, option: string): OnError {
+  if (value === 'throw' || value === 'fail-open' || value === 'fail-closed') return value;
+  const local = value as Partial<LocalFallback> | null;
+  if (typeof local === 'object' && local !== null && local.fallback === 'local') {
+    const share = local.share;
+    const maxKeys = local.maxKeys ?? 100_000;
+    if (typeof share === 'number' && share > 0 && share <= 1 && Number.isSafeInteger(maxKeys) && maxKeys > 0) return { fallback: 'local', share, maxKeys };
+  }
+  throw new FloodgateError('INVALID_OPTION', `${option} must be 'throw', 'fail-open', 'fail-closed' or { fallback: 'local', share } with 0 < share <= 1, got ${describeValue(value)}`, option);
+}
+
+/**
+ * scaledPolicy returns `algorithm` with `share` of its limit and rate (at least 1 for whole-number
+ * limits), the same windows, for the local fallback.
+ */
+export function scaledPolicy(algorithm: Algorithm, share: number): Algorithm {
+  const p = algorithm.params;
+  const n = (name: string): number => p[name]!;
+  switch (algorithm.name) {
+    case 'token-bucket':
+      return tokenBucket({ capacity: n('capacity') * share, refillPerSecond: n('refillPerSecond') * share });
+    case 'leaky-bucket':
+      return leakyBucket({ capacity: n('capacity') * share, leakPerSecond: n('leakPerSecond') * share });
+    case 'fixed-window':
+      return fixedWindow({ limit: n('limit') * share, windowMs: n('windowMs') });
+    case 'sliding-window-log':
+      return slidingWindowLog({ limit: Math.max(1, Math.floor(n('limit') * share)), windowMs: n('windowMs') });
+    case 'sliding-window-counter':
+      return slidingWindowCounter({ limit: n('limit') * share, windowMs: n('windowMs'), ...(p.subWindows === undefined ? {} : { subWindows: n('subWindows') }) });
+    case 'gcra':
+      return gcra({ rate: n('rate') * share, periodMs: n('periodMs'), maxBurst: Math.max(0, Math.round((n('maxBurst') + 1) * share) - 1) });
+    default:
+      throw new FloodgateError('INVALID_OPTION', `RedisStore.onError: no local fallback for the algorithm ${JSON.stringify(algorithm.name)}`, 'RedisStore.onError');
+  }
+}
+
+/**
+ * FailurePolicy applies one table's {@link OnError} to operations that Redis failed. `retryInMs`
+ * says when Redis will next be tried (the circuit's next probe), for `fail-closed`'s retryAfterMs.
+ */
+export class FailurePolicy {
+  private local: MemoryTable | undefined;
+  private readonly scaled: Algorithm | undefined;
+
+  /** Creates the policy for `algorithm`'s table; a local fallback's scaled policy is built (and checked) now. */
+  constructor(
+    private readonly onError: OnError,
+    private readonly algorithm: Algorithm,
+    private readonly retryInMs: () => number,
+  ) {
+    this.scaled = typeof onError === 'object' ? scaledPolicy(algorithm, onError.share) : undefined;
+  }
+
+  /** decide returns the decision for a consume or peek that Redis failed with `error`, or throws it under `'throw'`. */
+  decide(op: 'consume' | 'peek', key: string, cost: number, nowMs: number, error: unknown): Decision {
+    const limit = this.algorithm.limit;
+    if (this.onError === 'throw') throw error;
+    if (this.onError === 'fail-open') return { allowed: true, limit, remaining: 0, retryAfterMs: 0, resetMs: 0, reason: 'fail-open' };
+    if (this.onError === 'fail-closed') return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, this.retryInMs()), resetMs: 0, reason: 'fail-closed' };
+    const table = this.localTable();
+    if (cost > this.scaled!.limit) return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, this.retryInMs()), resetMs: 0, reason: 'fallback' };
+    const d = op === 'consume' ? table.consume(key, cost, nowMs) : table.peek(key, cost, nowMs);
+    return { ...d, limit, reason: 'fallback' };
+  }
+
+  /** refund gives `cost` back locally (under a local fallback) and swallows `error`, or throws it under `'throw'`. */
+  refund(key: string, cost: number, nowMs: number, error: unknown): void {
+    if (this.onError === 'throw') throw error;
+    if (this.local !== undefined && cost <= this.scaled!.limit) this.local.refund(key, cost, nowMs);
+  }
+
+  /** reserve returns the wait for a reservation Redis failed: 0 (open), -1 (closed), or booked locally. */
+  reserve(key: string, cost: number, nowMs: number, maxWaitMs: number, error: unknown): number {
+    if (this.onError === 'throw') throw error;
+    if (this.onError === 'fail-open') return 0;
+    if (this.onError === 'fail-closed' || cost > this.scaled!.limit) return -1;
+    const table = this.localTable();
+    return table.reserve === undefined ? -1 : table.reserve(key, cost, nowMs, maxWaitMs);
+  }
+
+  /** recovered drops the local limiter's state: Redis answered, so it decides again. */
+  recovered(): void {
+    this.local = undefined;
+  }
+
+  private localTable(): MemoryTable {
+    if (this.local === undefined) {
+      const maxKeys = typeof this.onError === 'object' ? this.onError.maxKeys : undefined;
+      this.local = new MemoryStore({ maxKeys: maxKeys ?? 100_000 }).bind(this.scaled!);
+    }
+    return this.local;
+  }
+}

@@ -1,0 +1,180 @@
+import { performance } from 'node:perf_hooks';
+import type { Algorithm } from '../../core/algorithm.js';
+import type { Decision } from '../../core/decision.js';
+import { FloodgateError, describeValue } from '../../core/errors.js';
+import type { PolicyStore } from '../store.js';
+import type { Batcher } from './batcher.js';
+import type { ConsumeAllEntry } from './consume-all.js';
+import { FailurePolicy, type OnError } from './failure-policy.js';
+import { policyIdOf, redisKeyOf } from './key-layout.js';
+import { OverLimitCache } from './over-limit-cache.js';
+import { parseDecisionAt, replyError, textOf, type ScriptRunner } from './runner.js';
+import { DECIDE_SCRIPTS, luaPolicyOf, type LuaPolicy, type LuaScript } from './scripts/index.js';
+
+/** TableContext is what a {@link RedisTable} shares with its store: where scripts go, and how keys are named and timed. */
+export interface TableContext {
+  readonly runner: ScriptRunner;
+  readonly batcher: Batcher | undefined;
+  readonly prefix: string;
+  readonly maxKeyLength: number;
+  readonly testTime: boolean;
+  /** Keys the over-limit cache of each table holds (0: no cache). */
+  readonly overLimitCacheMaxKeys: number;
+  /** How long until Redis is next tried, in ms (the circuit's next probe). */
+  readonly retryInMs: () => number;
+}
+
+type DecideOp = 'consume' | 'peek';
+
+/**
+ * RedisTable is one policy's keys in a {@link RedisStore}: an asynchronous {@link PolicyStore}
+ * whose every method is one script run (consume and peek may share a batch script with others of
+ * the same tick). Bad costs and keys reject with the same typed errors as the memory store's,
+ * before anything is sent. Refusals are answered from an {@link OverLimitCache} while certain, and
+ * Redis failures are handled by the table's {@link OnError}.
+ */
+export class RedisTable implements PolicyStore {
+  readonly synchronous = false;
+  private readonly script: LuaScript;
+  private readonly lua: LuaPolicy;
+  private readonly policyId: string;
+  private readonly paramArgs: readonly string[];
+  /** The three param slots of the batch script ('0' where unused). */
+  private readonly batchParams: readonly string[];
+  private readonly cache: OverLimitCache | undefined;
+  private readonly failure: FailurePolicy;
+
+  /** Creates the table; prefer {@link RedisStore.bind}. */
+  constructor(
+    readonly algorithm: Algorithm,
+    private readonly context: TableContext,
+    onError: OnError,
+  ) {
+    this.lua = luaPolicyOf(algorithm);
+    this.script = DECIDE_SCRIPTS[this.lua.module];
+    this.policyId = policyIdOf(algorithm);
+    this.paramArgs = this.lua.params.map(String);
+    this.batchParams = [...this.paramArgs, '0', '0', '0'].slice(0, 3);
+    const cacheKeys = context.testTime ? 0 : context.overLimitCacheMaxKeys;
+    this.cache = cacheKeys > 0 ? new OverLimitCache(cacheKeys, () => performance.now()) : undefined;
+    this.failure = new FailurePolicy(onError, algorithm, context.retryInMs);
+    if (algorithm.reserve === undefined) this.reserve = undefined;
+  }
+
+  /** consume resolves to the decision for `cost` on `key`, charged only when admitted. */
+  consume(key: string, cost: number, nowMs: number): Promise<Decision> {
+    return this.decide('consume', key, cost, nowMs);
+  }
+
+  /** peek resolves to what `consume` would answer, charging nothing. */
+  peek(key: string, cost: number, nowMs: number): Promise<Decision> {
+    return this.decide('peek', key, cost, nowMs);
+  }
+
+  /** refund gives `cost` back to `key`, never above the limit; a key at rest is left alone. */
+  async refund(key: string, cost: number, nowMs: number): Promise<void> {
+    this.algorithm.checkCost(cost);
+    this.cache?.forget(key);
+    const sent = this.call('refund', key, cost, nowMs, 0);
+    let reply: unknown;
+    try {
+      reply = await sent;
+    } catch (error) {
+      return this.failure.refund(key, cost, nowMs, error);
+    }
+    this.cache?.forget(key);
+    this.done('refund', reply);
+  }
+
+  /** reset deletes `key`'s state, so its next request sees a fresh key; it rejects when Redis fails, whatever the policy. */
+  async reset(key: string): Promise<void> {
+    this.cache?.forget(key);
+    const reply = await this.call('reset', key, 0, 0, 0);
+    this.cache?.forget(key);
+    this.done('reset', reply);
+  }
+
+  /** reserve books `cost` now or later and resolves to the ms to wait, or -1 (nothing charged) past `maxWaitMs`. */
+  async reserve?(key: string, cost: number, nowMs: number, maxWaitMs: number): Promise<number> {
+    this.algorithm.checkCost(cost);
+    const sent = this.call('reserve', key, cost, nowMs, maxWaitMs);
+    let reply: unknown;
+    try {
+      reply = await sent;
+    } catch (error) {
+      return this.failure.reserve(key, cost, nowMs, maxWaitMs, error);
+    }
+    const text = textOf(reply);
+    if (text === undefined || !/^(-1|0|[1-9][0-9]*)$/.test(text)) throw replyError(this.what('reserve'), 'a whole number of ms or "-1"', reply);
+    return Number(text);
+  }
+
+  /** entryOf returns what `consumeAll` needs to run a request on `key` (the key is checked). */
+  entryOf(key: string): ConsumeAllEntry {
+    return { key, redisKey: this.redisKey(key), lua: this.lua, algorithm: this.algorithm, table: this };
+  }
+
+  private async decide(op: DecideOp, key: string, cost: number, nowMs: number): Promise<Decision> {
+    this.algorithm.checkCost(cost);
+    const redisKey = this.redisKey(key);
+    const cached = this.cache?.refusal(key, cost);
+    if (cached !== undefined) return cached;
+    const sentAtMs = performance.now();
+    const sent = this.send(op, redisKey, cost, nowMs);
+    let reply: unknown;
+    try {
+      reply = await sent;
+    } catch (error) {
+      if (error instanceof FloodgateError && error.code === 'STORE_REPLY') throw error;
+      return this.failure.decide(op, key, cost, nowMs, error);
+    }
+    const decision = this.decision(op, reply);
+    this.failure.recovered();
+    if (!decision.allowed) this.cache?.remember(key, cost, decision, sentAtMs);
+    return decision;
+  }
+
+  /** Sends a consume or peek: through the batcher when there is one, else as its own script. */
+  private send(op: DecideOp, redisKey: string, cost: number, nowMs: number): Promise<unknown> {
+    const time = this.timeArg(nowMs);
+    const args = [this.lua.registered, op, time, String(cost), '0', ...this.paramArgs];
+    const batcher = this.context.batcher;
+    if (batcher === undefined) return this.context.runner.run(this.script, [redisKey], args);
+    const batchArgs = [this.lua.registered, op, time, String(cost), ...this.batchParams];
+    return batcher.submit({ redisKey, batchArgs, script: this.script, args });
+  }
+
+  /** timeArg returns the script's time argument: `nowMs` in test mode, else '' (the script reads TIME). */
+  private timeArg(nowMs: number): string {
+    if (!this.context.testTime) return '';
+    if (!Number.isFinite(nowMs)) throw new FloodgateError('INVALID_OPTION', `nowMs must be a finite number in unsafeTestTime mode, got ${describeValue(nowMs)}`, 'nowMs');
+    return String(nowMs);
+  }
+
+  private call(op: string, key: string, cost: number, nowMs: number, maxWaitMs: number): Promise<unknown> {
+    const args = [this.lua.registered, op, this.timeArg(nowMs), String(cost), String(maxWaitMs), ...this.paramArgs];
+    return this.context.runner.run(this.script, [this.redisKey(key)], args);
+  }
+
+  private redisKey(key: string): string {
+    if (typeof key !== 'string' || key.length > this.context.maxKeyLength) {
+      const what = typeof key === 'string' ? `a string of ${key.length} code units` : describeValue(key);
+      throw new FloodgateError('INVALID_KEY', `key must be a string of at most ${this.context.maxKeyLength} code units (RedisStore.maxKeyLength), got ${what}`, 'key');
+    }
+    return redisKeyOf(this.context.prefix, this.policyId, key);
+  }
+
+  private decision(op: string, reply: unknown): Decision {
+    const decision = Array.isArray(reply) && reply.length === 4 ? parseDecisionAt(reply, 0, this.algorithm.limit) : undefined;
+    if (decision === undefined) throw replyError(this.what(op), '[allowed, remaining, retryAfterMs, resetMs] as strings', reply);
+    return decision;
+  }
+
+  private done(op: string, reply: unknown): void {
+    if (reply !== 1) throw replyError(this.what(op), 'the integer 1', reply);
+  }
+
+  private what(op: string): string {
+    return `the ${this.script.name} script (${op})`;
+  }
+}

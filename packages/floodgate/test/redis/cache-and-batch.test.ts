@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { fixedWindow, gcra, slidingWindowLog, tokenBucket, type Decision } from '../../src/index.js';
+import { BATCH_SCRIPT, OverLimitCache, RedisStore, ioredisAdapter, type RedisAdapter, type RedisStoreOptions } from '../../src/stores/redis/index.js';
+import { useRedis } from './setup.js';
+
+const get = useRedis();
+
+/** counting wraps the test client's adapter and records the SHA1 (or 'eval') of every call. */
+function counting(): { adapter: RedisAdapter; calls: string[] } {
+  const inner = ioredisAdapter(get().client);
+  const calls: string[] = [];
+  return {
+    calls,
+    adapter: {
+      cluster: false,
+      evalsha: (sha1, keys, args) => (calls.push(sha1), inner.evalsha(sha1, keys, args)),
+      eval: (script, keys, args) => (calls.push('eval'), inner.eval(script, keys, args)),
+    },
+  };
+}
+
+function store(prefix: string, adapter: RedisAdapter, more: Partial<RedisStoreOptions> = {}): RedisStore {
+  return new RedisStore({ adapter, prefix: `${prefix}-${Date.now()}:`, ...more });
+}
+
+describe('the over-limit cache answers refusals it is sure of, without Redis', () => {
+  const window = fixedWindow({ limit: 2, windowMs: 3_600_000 });
+
+  test('a refused key is answered locally for that cost and larger ones, and peek too', async () => {
+    const { adapter, calls } = counting();
+    const t = store('cache1', adapter, { maxBatchSize: 1 }).bind(window);
+    await t.consume('k', 1, 0);
+    await t.consume('k', 1, 0);
+    const refused = await t.consume('k', 1, 0);
+    assert.equal(refused.allowed, false);
+    const sent = calls.length;
+    for (let i = 0; i < 100; i++) {
+      const d = await t.consume('k', 1, 0);
+      assert.equal(d.allowed, false);
+      assert.equal(d.reason, 'limit');
+      assert.ok(d.retryAfterMs >= refused.retryAfterMs - 1000 && d.retryAfterMs <= refused.retryAfterMs, String(d.retryAfterMs));
+    }
+    assert.equal((await t.peek('k', 2, 0)).allowed, false);
+    assert.equal(calls.length, sent, 'nothing sent for a cached refusal');
+    assert.equal((await t.peek('k', 0, 0)).allowed, true, 'a smaller cost asks Redis');
+    assert.equal(calls.length, sent + 1);
+  });
+
+  test('a refund or reset drops the entry, so the next request asks Redis', async () => {
+    const { adapter } = counting();
+    const t = store('cache2', adapter).bind(window);
+    await t.consume('k', 2, 0);
+    assert.equal((await t.consume('k', 1, 0)).allowed, false);
+    await t.refund('k', 1, 0);
+    assert.equal((await t.consume('k', 1, 0)).allowed, true);
+    assert.equal((await t.consume('k', 1, 0)).allowed, false);
+    await t.reset('k');
+    assert.equal((await t.consume('k', 2, 0)).allowed, true);
+  });
+
+  test('the entry ends when Redis would admit again (a short bucket refill)', async () => {
+    const { adapter } = counting();
+    const t = store('cache3', adapter).bind(tokenBucket({ capacity: 1, refillPerSecond: 20 }));
+    assert.equal((await t.consume('k', 1, 0)).allowed, true);
+    const refused = await t.consume('k', 1, 0);
+    assert.equal(refused.allowed, false);
+    await new Promise((resolve) => setTimeout(resolve, refused.retryAfterMs + 5));
+    assert.equal((await t.consume('k', 1, 0)).allowed, true);
+  });
+
+  test('it is off with unsafeTestTime and with overLimitCacheMaxKeys: 0', async () => {
+    for (const more of [{ unsafeTestTime: true }, { overLimitCacheMaxKeys: 0 }]) {
+      const { adapter, calls } = counting();
+      const t = store('cache4', adapter, { ...more, maxBatchSize: 1 }).bind(window);
+      for (let i = 0; i < 5; i++) await t.consume('k', 1, 0);
+      assert.equal(calls.length, 5);
+    }
+  });
+
+  test('it is bounded: the oldest entry makes room', () => {
+    let nowMs = 0;
+    const cache = new OverLimitCache(3, () => nowMs);
+    const refusal: Decision = { allowed: false, limit: 1, remaining: 0, retryAfterMs: 1000, resetMs: 1000, reason: 'limit' };
+    for (const key of ['a', 'b', 'c', 'd']) cache.remember(key, 1, refusal, 0);
+    assert.equal(cache.size, 3);
+    assert.equal(cache.refusal('a', 1), undefined);
+    assert.equal(cache.refusal('d', 1)?.retryAfterMs, 1000);
+    nowMs = 998;
+    assert.equal(cache.refusal('d', 1)?.retryAfterMs, 2);
+    nowMs = 999; // sent at 0, retry 1000 ms rounded up: Redis may admit from 999 on
+    assert.equal(cache.refusal('d', 1), undefined);
+    cache.remember('e', 1, { ...refusal, allowed: true, reason: 'ok' }, nowMs);
+    assert.equal(cache.refusal('e', 1), undefined, 'admissions are not cached');
+  });
+});
+
+describe('decisions of one tick share one batch script', () => {
+  test('200 decisions on one key: one script, exactly the limit admitted, in order', async () => {
+    await get().client.script('LOAD', BATCH_SCRIPT.source);
+    const { adapter, calls } = counting();
+    const t = store('batch1', adapter).bind(fixedWindow({ limit: 50, windowMs: 3_600_000 }));
+    const decisions = await Promise.all(Array.from({ length: 200 }, () => t.consume('k', 1, 0)));
+    assert.deepEqual(decisions.map((d) => d.allowed), Array.from({ length: 200 }, (_, i) => i < 50));
+    assert.deepEqual(decisions.slice(0, 50).map((d) => d.remaining), Array.from({ length: 50 }, (_, i) => 49 - i));
+    assert.deepEqual(calls, [BATCH_SCRIPT.sha1, BATCH_SCRIPT.sha1], 'two batches of at most 128');
+  });
+
+  test('mixed policies, keys and ops in one batch answer as one by one', async () => {
+    const policies = [gcra({ rate: 10, periodMs: 1000, maxBurst: 3 }), slidingWindowLog({ limit: 3, windowMs: 60_000 }), tokenBucket({ capacity: 2, refillPerSecond: 0.01 })];
+    const ops = Array.from({ length: 60 }, (_, i) => ({ policy: policies[i % 3]!, key: `k${i % 4}`, op: i % 5 === 0 ? ('peek' as const) : ('consume' as const), nowMs: 1_000_000 + i }));
+    const answer = async (s: RedisStore, together: boolean): Promise<Decision[]> => {
+      const run = (o: (typeof ops)[number]): Promise<Decision> => s.bind(o.policy)[o.op](o.key, 1, o.nowMs);
+      if (together) return Promise.all(ops.map(run));
+      const out: Decision[] = [];
+      for (const o of ops) out.push(await run(o));
+      return out;
+    };
+    const batched = await answer(store('batch2a', counting().adapter, { unsafeTestTime: true }), true);
+    const single = await answer(store('batch2b', counting().adapter, { unsafeTestTime: true, maxBatchSize: 1 }), false);
+    assert.deepEqual(batched, single);
+  });
+
+  test('a corrupt state fails its own decision only', async () => {
+    const s = store('batch3', counting().adapter);
+    const t = s.bind(tokenBucket({ capacity: 3, refillPerSecond: 1 }));
+    await get().client.set(t.entryOf('bad').redisKey, 'not doubles');
+    const results = await Promise.allSettled([t.consume('good', 1, 0), t.consume('bad', 1, 0), t.consume('good', 1, 0)]);
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.match(String((results[1] as PromiseRejectedResult).reason), /holds 11 bytes/);
+  });
+});
