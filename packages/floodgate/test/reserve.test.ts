@@ -29,6 +29,21 @@ describe('reserve books the future on token bucket and GCRA', () => {
     assert.equal(table.consume('k', 1, 2000).allowed, true);
   });
 
+  // A booking must be what consuming at its (whole-ms) due time would be: the bucket cannot fill
+  // past capacity while the wait is rounded up, nor GCRA's TAT start before the due time.
+  // Capacity 3 at 7/s: a full refill takes 428.57 ms, so consuming 3 at a time is admitted at
+  // 0, 429 (428.57 rounded up), 858 (429 + 428.57) and 1287 ms.
+  for (const [name, policy] of [
+    ['token bucket', tokenBucket({ capacity: 3, refillPerSecond: 7 })],
+    ['GCRA', gcra({ rate: 7, periodMs: 1000, maxBurst: 2 })],
+  ] as const) {
+    test(`${name}: bookings rounded to whole ms never drift ahead of consume at the due time`, () => {
+      const table = new MemoryStore().bind(policy);
+      const waits = [0, 0, 0, 0].map(() => table.reserve!('k', 3, 0, Infinity));
+      assert.deepEqual(waits, [0, 429, 858, 1287]);
+    });
+  }
+
   test('window policies cannot book the future', () => {
     assert.equal(new MemoryStore().bind(fixedWindow({ limit: 1, windowMs: 1000 })).reserve, undefined);
   });

@@ -71,7 +71,14 @@ export function decide(
   return { state: next, decision };
 }
 
-/** Tolerance when comparing costs and token counts, so float noise never refuses an exact fit. */
-export const COUNT_EPSILON = 1e-9;
+/**
+ * countSlack returns the tolerance for comparing costs and counts under a policy whose limit is
+ * `limit`, so float noise never refuses an exact fit: 1e-12 of the limit (at least 1e-12). It is
+ * relative because an absolute one would be too coarse for tiny rates (1e-9 of a token that takes
+ * 30 days to refill is 2.6 ms) and too fine for huge limits.
+ */
+export function countSlack(limit: number): number {
+  return 1e-12 * Math.max(1, limit);
+}
 /** Tolerance when comparing times, in ms: below a microsecond, above float64 noise at epoch times. */
 export const TIME_EPSILON_MS = 1e-3;

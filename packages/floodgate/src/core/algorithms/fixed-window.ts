@@ -1,4 +1,4 @@
-import { COUNT_EPSILON, type Algorithm } from '../algorithm.js';
+import { countSlack, type Algorithm } from '../algorithm.js';
 import { makeDecision, type Decision } from '../decision.js';
 import { checkCost, durationMs, positiveNumber, requireObject } from '../validate.js';
 
@@ -19,10 +19,14 @@ class FixedWindow implements Algorithm {
   readonly width = 2;
   readonly params: Readonly<Record<string, number>>;
 
+  /** Tolerance for comparing counts and costs: {@link countSlack} of the limit. */
+  private readonly slack: number;
+
   constructor(
     readonly limit: number,
     private readonly windowMs: number,
   ) {
+    this.slack = countSlack(limit);
     this.params = { limit, windowMs };
   }
 
@@ -41,7 +45,7 @@ class FixedWindow implements Algorithm {
   }
 
   private answer(count: number, startMs: number, nowMs: number, cost: number): Decision {
-    const allowed = count + cost <= this.limit + COUNT_EPSILON;
+    const allowed = count + cost <= this.limit + this.slack;
     const after = allowed ? count + cost : count;
     const untilEndMs = startMs + this.windowMs - nowMs;
     return makeDecision(allowed, this.limit, this.limit - after, untilEndMs, after > 0 ? untilEndMs : 0);

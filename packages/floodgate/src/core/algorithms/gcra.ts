@@ -72,11 +72,13 @@ class Gcra implements Algorithm {
   }
 
   reserve(cells: Float64Array, at: number, nowMs: number, cost: number, maxWaitMs: number): number {
-    const newTat = Math.max(cells[at + TAT]!, nowMs) + this.intervalMs * cost;
-    const waitMs = Math.max(0, newTat - this.toleranceMs - nowMs);
-    if (waitMs > maxWaitMs + TIME_EPSILON_MS) return -1;
-    cells[at + TAT] = newTat;
-    return ceilMs(waitMs - TIME_EPSILON_MS);
+    const tat = Math.max(cells[at + TAT]!, nowMs);
+    // The same wait a refusal's retryAfterMs gives, in whole ms.
+    const waitMs = ceilMs(tat + this.intervalMs * cost - this.toleranceMs - TIME_EPSILON_MS - nowMs);
+    if (waitMs > maxWaitMs) return -1;
+    // Book what consuming at the due time would: the TAT advances from then, not from earlier.
+    cells[at + TAT] = Math.max(tat, nowMs + waitMs) + this.intervalMs * cost;
+    return waitMs;
   }
 
   restAtMs(cells: Float64Array, at: number): number {

@@ -1,4 +1,4 @@
-import { COUNT_EPSILON, type Algorithm } from '../algorithm.js';
+import { countSlack, type Algorithm } from '../algorithm.js';
 import { makeDecision, type Decision } from '../decision.js';
 import { checkCost } from '../validate.js';
 
@@ -18,6 +18,9 @@ export class SubWindowCounter implements Algorithm {
   readonly params: Readonly<Record<string, number>>;
   private readonly subWindowMs: number;
 
+  /** Tolerance for comparing counts and costs: {@link countSlack} of the limit. */
+  private readonly slack: number;
+
   constructor(
     readonly limit: number,
     windowMs: number,
@@ -25,6 +28,7 @@ export class SubWindowCounter implements Algorithm {
   ) {
     this.width = COUNTS + subWindows;
     this.subWindowMs = windowMs / subWindows;
+    this.slack = countSlack(limit);
     this.params = { limit, windowMs, subWindows };
   }
 
@@ -59,7 +63,7 @@ export class SubWindowCounter implements Algorithm {
   private answer(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
     const current = this.current(cells, at, nowMs);
     const counted = this.total(cells, at, current);
-    const allowed = counted + cost <= this.limit + COUNT_EPSILON;
+    const allowed = counted + cost <= this.limit + this.slack;
     let retryAfterMs = 0;
     let newest = allowed && cost > 0 ? current : -Infinity;
     const n = this.subWindows;
@@ -69,7 +73,7 @@ export class SubWindowCounter implements Algorithm {
       const count = this.countOf(cells, at, k, current);
       if (count > 0) newest = Math.max(newest, k);
       freed += count;
-      if (!allowed && retryAfterMs === 0 && counted - freed + cost <= this.limit + COUNT_EPSILON) {
+      if (!allowed && retryAfterMs === 0 && counted - freed + cost <= this.limit + this.slack) {
         retryAfterMs = (k + n) * this.subWindowMs - nowMs;
       }
     }

@@ -1,4 +1,4 @@
-import { COUNT_EPSILON, type Algorithm } from '../algorithm.js';
+import { countSlack, type Algorithm } from '../algorithm.js';
 import { ceilMs, makeDecision, type Decision } from '../decision.js';
 import { checkCost, positiveNumber, requireObject } from '../validate.js';
 
@@ -32,6 +32,8 @@ class ContinuousBucket implements Algorithm {
   readonly limit: number;
   private readonly perMs: number;
   private readonly msPerToken: number;
+  /** Tolerance for comparing counts and costs: {@link countSlack} of the limit. */
+  private readonly slack: number;
 
   constructor(
     readonly name: string,
@@ -42,6 +44,7 @@ class ContinuousBucket implements Algorithm {
     this.limit = capacity;
     this.perMs = perSecond / 1000;
     this.msPerToken = 1000 / perSecond;
+    this.slack = countSlack(capacity);
   }
 
   init(cells: Float64Array, at: number, nowMs: number): void {
@@ -62,14 +65,14 @@ class ContinuousBucket implements Algorithm {
    * the clock is behind the last update: no refill comes until it has caught up.
    */
   private answer(tokens: number, cost: number, stalledMs: number): Decision {
-    const allowed = tokens + COUNT_EPSILON >= cost;
+    const allowed = tokens + this.slack >= cost;
     if (allowed) {
       // Admitted, the update time becomes now, so the refill starts at once.
       const left = Math.max(0, tokens - cost);
       return makeDecision(true, this.limit, left, 0, (this.limit - left) * this.msPerToken);
     }
     // The first time admitted under the same tolerance as the check above.
-    const retryAfterMs = stalledMs + (cost - tokens - COUNT_EPSILON) * this.msPerToken;
+    const retryAfterMs = stalledMs + (cost - tokens - this.slack) * this.msPerToken;
     return makeDecision(false, this.limit, tokens, retryAfterMs, stalledMs + (this.limit - tokens) * this.msPerToken);
   }
 
@@ -100,12 +103,14 @@ class ContinuousBucket implements Algorithm {
 
   reserve(cells: Float64Array, at: number, nowMs: number, cost: number, maxWaitMs: number): number {
     const tokens = this.tokensAt(cells, at, nowMs);
-    const waitMs = tokens + COUNT_EPSILON >= cost ? 0 : (cost - tokens) * this.msPerToken;
+    // The same wait a refusal's retryAfterMs gives, in whole ms.
+    const waitMs = tokens + this.slack >= cost ? 0 : ceilMs((cost - tokens - this.slack) * this.msPerToken);
     if (waitMs > maxWaitMs) return -1;
-    // Tokens may go negative: the debt is repaid by the refill before the reservation's time.
-    cells[at + TOKENS] = tokens - cost;
+    // Book what consuming at the due time would: the bucket cannot fill past capacity while the
+    // caller waits. Tokens may go negative: the debt is repaid by the refill before the due time.
+    cells[at + TOKENS] = Math.min(tokens, this.limit - waitMs * this.perMs) - cost;
     cells[at + UPDATED] = nowMs;
-    return ceilMs(waitMs);
+    return waitMs;
   }
 
   restAtMs(cells: Float64Array, at: number): number {

@@ -1,4 +1,4 @@
-import { COUNT_EPSILON, type Algorithm } from '../algorithm.js';
+import { countSlack, type Algorithm } from '../algorithm.js';
 import { makeDecision, type Decision } from '../decision.js';
 import { checkCost } from '../validate.js';
 
@@ -20,10 +20,14 @@ export class WeightedWindow implements Algorithm {
   private viewPrev = 0;
   private viewCurr = 0;
 
+  /** Tolerance for comparing counts and costs: {@link countSlack} of the limit. */
+  private readonly slack: number;
+
   constructor(
     readonly limit: number,
     private readonly windowMs: number,
   ) {
+    this.slack = countSlack(limit);
     this.params = { limit, windowMs };
   }
 
@@ -53,7 +57,7 @@ export class WeightedWindow implements Algorithm {
   /** When the same cost would fit, if it does not now. */
   private retryAfterMs(nowMs: number, cost: number): number {
     const { limit, windowMs, viewStart: start, viewPrev: prev, viewCurr: curr } = this;
-    if (curr + cost <= limit + COUNT_EPSILON) {
+    if (curr + cost <= limit + this.slack) {
       return start + windowMs * (1 - (limit - curr - cost) / prev) - nowMs;
     }
     // Only once the current window has become the previous one and decayed enough.
@@ -62,7 +66,7 @@ export class WeightedWindow implements Algorithm {
 
   private answer(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
     const estimate = this.view(cells, at, nowMs);
-    const allowed = estimate + cost <= this.limit + COUNT_EPSILON;
+    const allowed = estimate + cost <= this.limit + this.slack;
     const curr = allowed ? this.viewCurr + cost : this.viewCurr;
     const start = this.viewStart;
     const resetMs = curr > 0 ? start + 2 * this.windowMs - nowMs : this.viewPrev > 0 ? start + this.windowMs - nowMs : 0;

@@ -5,6 +5,7 @@
 export const FIXED_WINDOW_LUA = String.raw`
 ALGORITHMS['fixed-window'] = function(p)
   local limit, window_ms = p[1], p[2]
+  local slack = count_slack(limit)
   local START, COUNT = 0, 1
   local A = { width = 2, limit = limit }
 
@@ -24,7 +25,7 @@ ALGORITHMS['fixed-window'] = function(p)
   end
 
   local function answer(count, start, now, cost)
-    local allowed = count + cost <= limit + COUNT_EPSILON
+    local allowed = count + cost <= limit + slack
     local after = count
     if allowed then after = count + cost end
     local until_end_ms = start + window_ms - now

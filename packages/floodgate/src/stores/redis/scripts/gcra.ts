@@ -41,12 +41,13 @@ ALGORITHMS['gcra'] = function(p)
     c[TAT] = max(now, tat - interval_ms * cost)
   end
 
+  -- Books what consuming at the (whole-ms) due time would: the TAT advances from then.
   function A.reserve(c, now, cost, max_wait_ms)
-    local new_tat = max(c[TAT], now) + interval_ms * cost
-    local wait_ms = max(0, new_tat - tolerance_ms - now)
-    if wait_ms > max_wait_ms + TIME_EPSILON_MS then return -1 end
-    c[TAT] = new_tat
-    return ceil_ms(wait_ms - TIME_EPSILON_MS)
+    local tat = max(c[TAT], now)
+    local wait_ms = ceil_ms(tat + interval_ms * cost - tolerance_ms - TIME_EPSILON_MS - now)
+    if wait_ms > max_wait_ms then return -1 end
+    c[TAT] = max(tat, now + wait_ms) + interval_ms * cost
+    return wait_ms
   end
 
   function A.rest_at(c)

@@ -16,7 +16,10 @@
  */
 export const PREAMBLE_LUA = String.raw`
 local ALGORITHMS = {}
-local COUNT_EPSILON = 1e-9
+-- Tolerance for comparing counts and costs under a policy's limit: src/core/algorithm.ts countSlack.
+local function count_slack(limit)
+  return 1e-12 * math.max(1, limit)
+end
 local TIME_EPSILON_MS = 1e-3
 local INF = math.huge
 local floor, ceil, min, max = math.floor, math.ceil, math.min, math.max

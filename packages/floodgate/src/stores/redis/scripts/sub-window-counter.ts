@@ -7,6 +7,7 @@
 export const SUB_WINDOW_COUNTER_LUA = String.raw`
 ALGORITHMS['sub-window-counter'] = function(p)
   local limit, window_ms, n = p[1], p[2], p[3]
+  local slack = count_slack(limit)
   local sub_ms = window_ms / n
   local NEWEST, COUNTS = 0, 1
   local A = { width = COUNTS + n, limit = limit }
@@ -37,7 +38,7 @@ ALGORITHMS['sub-window-counter'] = function(p)
   local function answer(c, now, cost)
     local current = current_of(c, now)
     local counted = total(c, current)
-    local allowed = counted + cost <= limit + COUNT_EPSILON
+    local allowed = counted + cost <= limit + slack
     local retry_ms, newest, freed = 0, -INF, 0
     if allowed and cost > 0 then newest = current end
     -- Walk from the oldest sub-window: when it leaves, its count is freed.
@@ -45,7 +46,7 @@ ALGORITHMS['sub-window-counter'] = function(p)
       local count = count_of(c, k, current)
       if count > 0 then newest = max(newest, k) end
       freed = freed + count
-      if not allowed and retry_ms == 0 and counted - freed + cost <= limit + COUNT_EPSILON then
+      if not allowed and retry_ms == 0 and counted - freed + cost <= limit + slack then
         retry_ms = (k + n) * sub_ms - now
       end
     end

@@ -6,6 +6,7 @@
 export const TOKEN_BUCKET_LUA = String.raw`
 local function continuous_bucket(p)
   local limit, per_second = p[1], p[2]
+  local slack = count_slack(limit)
   local per_ms = per_second / 1000
   local ms_per_token = 1000 / per_second
   local TOKENS, UPDATED = 0, 1
@@ -26,11 +27,11 @@ local function continuous_bucket(p)
 
   -- stalled_ms: how far the clock is behind the last update; no refill comes until it catches up.
   local function answer(tokens, cost, stalled_ms)
-    if tokens + COUNT_EPSILON >= cost then
+    if tokens + slack >= cost then
       local left = max(0, tokens - cost)
       return decision(true, left, 0, (limit - left) * ms_per_token)
     end
-    local retry_ms = stalled_ms + (cost - tokens - COUNT_EPSILON) * ms_per_token
+    local retry_ms = stalled_ms + (cost - tokens - slack) * ms_per_token
     return decision(false, tokens, retry_ms, stalled_ms + (limit - tokens) * ms_per_token)
   end
 
@@ -60,14 +61,15 @@ local function continuous_bucket(p)
     c[UPDATED] = max(now, c[UPDATED])
   end
 
+  -- Books what consuming at the (whole-ms) due time would: no filling past capacity meanwhile.
   function A.reserve(c, now, cost, max_wait_ms)
     local tokens = tokens_at(c, now)
     local wait_ms = 0
-    if not (tokens + COUNT_EPSILON >= cost) then wait_ms = (cost - tokens) * ms_per_token end
+    if not (tokens + slack >= cost) then wait_ms = ceil_ms((cost - tokens - slack) * ms_per_token) end
     if wait_ms > max_wait_ms then return -1 end
-    c[TOKENS] = tokens - cost
+    c[TOKENS] = min(tokens, limit - wait_ms * per_ms) - cost
     c[UPDATED] = now
-    return ceil_ms(wait_ms)
+    return wait_ms
   end
 
   function A.rest_at(c)

@@ -6,6 +6,7 @@
 export const WEIGHTED_WINDOW_LUA = String.raw`
 ALGORITHMS['weighted-window'] = function(p)
   local limit, window_ms = p[1], p[2]
+  local slack = count_slack(limit)
   local START, PREV, CURR = 0, 1, 2
   local A = { width = 3, limit = limit }
 
@@ -30,7 +31,7 @@ ALGORITHMS['weighted-window'] = function(p)
   end
 
   local function retry_after_ms(start, prev, curr, now, cost)
-    if curr + cost <= limit + COUNT_EPSILON then
+    if curr + cost <= limit + slack then
       return start + window_ms * (1 - (limit - curr - cost) / prev) - now
     end
     return start + window_ms + window_ms * (1 - (limit - cost) / curr) - now
@@ -38,7 +39,7 @@ ALGORITHMS['weighted-window'] = function(p)
 
   local function answer(c, now, cost)
     local start, prev, curr, estimate = view(c, now)
-    local allowed = estimate + cost <= limit + COUNT_EPSILON
+    local allowed = estimate + cost <= limit + slack
     local after, remaining, retry_ms = curr, limit - estimate, 0
     if allowed then
       after, remaining = curr + cost, limit - (estimate + cost)
