@@ -1,10 +1,16 @@
 /**
- * Redis benchmark: floodgate's RedisStore beside rate-limiter-flexible's RateLimiterRedis (both on
- * ioredis) against a redis-server this script starts on a free loopback port, and
- * `redis-benchmark` running floodgate's token-bucket script as the per-script ceiling. Then a flood
- * on one over-limit key with and without the over-limit cache, p99 latency at 64 in flight, and
- * two faults under an open loop of 2,000 decisions/s over 100 keys: Redis hung (SIGSTOP 5 s) and
- * Redis restarted. It prints figures and ratios; nothing is asserted. About 1 minute.
+ * Redis benchmark: floodgate's RedisStore beside rate-limiter-flexible's RateLimiterRedis against a
+ * redis-server this script starts on a free loopback port, and `redis-benchmark` running
+ * floodgate's token-bucket script as the per-script ceiling. Then a flood on one over-limit key
+ * with and without the over-limit cache, p99 latency at 64 in flight, and two faults under an open
+ * loop of 2,000 decisions/s over 100 keys: Redis hung (SIGSTOP 5 s) and Redis restarted. It prints
+ * figures and ratios; nothing is asserted. About 1.5 minutes.
+ *
+ * Like with like: both libraries share one ioredis client (default settings, no auto-pipelining),
+ * the same 10,000 keys in the same order, the same number in flight, and both store a state per
+ * key with a TTL on every decision (floodgate a token bucket that never runs dry, RateLimiterRedis
+ * a counter far from its limit). The closed loops run twice, alternating subjects, and the better
+ * round of each is kept, so one burst of noise on a shared machine does not decide a ratio.
  *
  *   node --conditions=floodgate-source --import tsx bench/redis.ts
  */
@@ -23,6 +29,8 @@ const run = promisify(execFile);
 const DURATION_MS = 3000;
 const WARMUP_MS = 1000;
 const HUGE = 1e12;
+/** A bucket that never runs dry in a run, yet is never at rest: each decision writes its state and TTL. */
+const NEVER_DRY = tokenBucket({ capacity: 1e9, refillPerSecond: 1 });
 const rows: string[][] = [];
 
 function report(name: string, value: string, vs = ''): void {
@@ -32,7 +40,7 @@ function report(name: string, value: string, vs = ''): void {
 
 function floodgate(client: Redis, prefix: string, more: Partial<RedisStoreOptions> = {}): Decide {
   const store = new RedisStore({ adapter: ioredisAdapter(client), prefix, ...more });
-  const limiter = new Limiter({ policy: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }), store });
+  const limiter = new Limiter({ policy: NEVER_DRY, store });
   return (key) => limiter.consume(key);
 }
 
@@ -43,16 +51,27 @@ function rlf(client: Redis, prefix: string): Decide {
 
 const manyKeys = (i: number): string => `user:${(i * 7919) % 10_000}`;
 
+/** best runs each subject `rounds` times, alternating subjects, and keeps each one's best round (by `better`). */
+async function best(subjects: Array<() => Promise<Loop>>, better: (a: Loop, b: Loop) => boolean, rounds = 2): Promise<Loop[]> {
+  const kept: Array<Loop | undefined> = subjects.map(() => undefined);
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, run] of subjects.entries()) {
+      const loop = await run();
+      const old = kept[i];
+      if (old === undefined || better(loop, old)) kept[i] = loop;
+    }
+  }
+  return kept as Loop[];
+}
+
 async function throughput(client: Redis): Promise<void> {
-  const loop = (decide: Decide): Promise<Loop> => closedLoop(decide, { inFlight: 512, durationMs: DURATION_MS, warmupMs: WARMUP_MS, keyOf: manyKeys });
-  const batched = await loop(floodgate(client, 'tp1:'));
-  const single = await loop(floodgate(client, 'tp2:', { maxBatchSize: 1 }));
-  const peer = await loop(rlf(client, 'tp3'));
-  report('512 in flight, 10k keys: floodgate (batched)', `${Math.round(batched.perSec)}/s`, `${ratio(batched.perSec / peer.perSec)} RLF`);
-  report('512 in flight, 10k keys: floodgate (maxBatchSize 1)', `${Math.round(single.perSec)}/s`, `${ratio(single.perSec / peer.perSec)} RLF`);
-  report('512 in flight, 10k keys: RateLimiterRedis', `${Math.round(peer.perSec)}/s`);
+  const loop = (decide: Decide) => (): Promise<Loop> => closedLoop(decide, { inFlight: 512, durationMs: DURATION_MS, warmupMs: WARMUP_MS, keyOf: manyKeys });
+  const [batched, single, peer] = await best([loop(floodgate(client, 'tp1:')), loop(floodgate(client, 'tp2:', { maxBatchSize: 1 })), loop(rlf(client, 'tp3'))], (a, b) => a.perSec > b.perSec);
+  report('512 in flight, 10k keys: floodgate (batched)', `${Math.round(batched!.perSec)}/s`, `${ratio(batched!.perSec / peer!.perSec)} RLF`);
+  report('512 in flight, 10k keys: floodgate (maxBatchSize 1)', `${Math.round(single!.perSec)}/s`, `${ratio(single!.perSec / peer!.perSec)} RLF`);
+  report('512 in flight, 10k keys: RateLimiterRedis', `${Math.round(peer!.perSec)}/s`);
   const ceiling = await scriptCeiling(client);
-  report('redis-benchmark -P 16 -c 50 EVALSHA token-bucket', `${Math.round(ceiling)}/s`, `batched is ${ratio(batched.perSec / ceiling)} of it`);
+  report('redis-benchmark -P 16 -c 50 EVALSHA token-bucket', `${Math.round(ceiling)}/s`, `batched is ${ratio(batched!.perSec / ceiling)} of it`);
 }
 
 /** The token-bucket script's own ceiling: redis-benchmark pipelining EVALSHA over 10,000 keys. */
@@ -60,7 +79,7 @@ async function scriptCeiling(client: Redis): Promise<number> {
   const script = DECIDE_SCRIPTS['token-bucket'];
   await client.script('LOAD', script.source);
   const port = String(client.options.port);
-  const args = ['-p', port, '-P', '16', '-c', '50', '-n', '300000', '-r', '10000', '-q', 'EVALSHA', script.sha1, '1', 'rb:__rand_int__', 'token-bucket', 'consume', '', '1', '0', String(HUGE), String(HUGE)];
+  const args = ['-p', port, '-P', '16', '-c', '50', '-n', '300000', '-r', '10000', '-q', 'EVALSHA', script.sha1, '1', 'rb:__rand_int__', 'token-bucket', 'consume', '', '1', '0', '1000000000', '1'];
   const { stdout } = await run('redis-benchmark', args, { timeout: 60_000 });
   const match = /([\d.]+) requests per second/.exec(stdout.replace(/\r/g, '\n'));
   return match === null ? Number.NaN : Number(match[1]);
@@ -74,21 +93,21 @@ async function flood(client: Redis): Promise<void> {
     return (key) => limiter.consume(key);
   };
   const options = { inFlight: 512, durationMs: DURATION_MS / 1.5, warmupMs: 500, keyOf: () => 'attacker' };
-  const cached = await closedLoop(one({}), options);
-  const uncached = await closedLoop(one({ overLimitCacheMaxKeys: 0 }), options);
-  report('flood, one over-limit key: with the over-limit cache', `${Math.round(cached.perSec)}/s`, `${ratio(cached.perSec / uncached.perSec)} without`);
-  report('flood, one over-limit key: without (overLimitCacheMaxKeys 0)', `${Math.round(uncached.perSec)}/s`);
+  const cachedDecide = one({});
+  const uncachedDecide = one({ overLimitCacheMaxKeys: 0 });
+  const [cached, uncached] = await best([() => closedLoop(cachedDecide, options), () => closedLoop(uncachedDecide, options)], (a, b) => a.perSec > b.perSec);
+  report('flood, one over-limit key: with the over-limit cache', `${Math.round(cached!.perSec)}/s`, `${ratio(cached!.perSec / uncached!.perSec)} without`);
+  report('flood, one over-limit key: without (overLimitCacheMaxKeys 0)', `${Math.round(uncached!.perSec)}/s`);
 }
 
 async function latency(client: Redis): Promise<void> {
-  const loop = (decide: Decide): Promise<Loop> => closedLoop(decide, { inFlight: 64, durationMs: DURATION_MS / 1.5, warmupMs: 500, keyOf: manyKeys });
-  const batched = await loop(floodgate(client, 'lat1:'));
-  const single = await loop(floodgate(client, 'lat2:', { maxBatchSize: 1 }));
-  const peer = await loop(rlf(client, 'lat3'));
+  const loop = (decide: Decide) => (): Promise<Loop> => closedLoop(decide, { inFlight: 64, durationMs: DURATION_MS / 1.5, warmupMs: 500, keyOf: manyKeys });
+  const subjects = [loop(floodgate(client, 'lat1:')), loop(floodgate(client, 'lat2:', { maxBatchSize: 1 })), loop(rlf(client, 'lat3'))];
+  const [batched, single, peer] = await best(subjects, (a, b) => a.p99Ms < b.p99Ms);
   const ms = (l: Loop): string => `p50 ${l.p50Ms.toFixed(2)} ms, p99 ${l.p99Ms.toFixed(2)} ms (${Math.round(l.perSec)}/s)`;
-  report('64 in flight: floodgate (batched)', ms(batched), `p99 ${ratio(batched.p99Ms / peer.p99Ms)} RLF`);
-  report('64 in flight: floodgate (maxBatchSize 1)', ms(single), `p99 ${ratio(single.p99Ms / peer.p99Ms)} RLF`);
-  report('64 in flight: RateLimiterRedis', ms(peer));
+  report('64 in flight: floodgate (batched)', ms(batched!), `p99 ${ratio(batched!.p99Ms / peer!.p99Ms)} RLF`);
+  report('64 in flight: floodgate (maxBatchSize 1)', ms(single!), `p99 ${ratio(single!.p99Ms / peer!.p99Ms)} RLF`);
+  report('64 in flight: RateLimiterRedis', ms(peer!));
 }
 
 function faultLoop(client: Redis, prefix: string): OpenLoop {

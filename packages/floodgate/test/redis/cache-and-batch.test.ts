@@ -121,6 +121,16 @@ describe('decisions of one tick share one batch script', () => {
     assert.deepEqual(batched, single);
   });
 
+  test('the batch script names each policy once; a bad policy number fails its decision only', async () => {
+    await get().client.script('LOAD', BATCH_SCRIPT.source);
+    const reply = (await get().client.evalsha(BATCH_SCRIPT.sha1, 3, 'bp:a', 'bp:b', 'bp:c', '1', 'fixed-window', '2', '60000', '0', '1', 'consume', '5000', '1', '7', 'consume', '5000', '1', '1', 'peek', '5000', '2')) as unknown[];
+    assert.deepEqual(reply.slice(0, 4), [1, 1, 0, 55000]);
+    assert.equal(reply[4], 'E');
+    assert.match(String(reply[5]), /bad policy number 7/);
+    assert.deepEqual(reply.slice(8), [1, 0, 0, 55000]);
+    await assert.rejects(get().client.evalsha(BATCH_SCRIPT.sha1, 1, 'bp:a', '1', 'fixed-window', '2', '60000', '0', '1', 'consume', '5000'), /batch arguments/);
+  });
+
   test('a corrupt state fails its own decision only', async () => {
     const s = store('batch3', counting().adapter);
     const t = s.bind(tokenBucket({ capacity: 3, refillPerSecond: 1 }));

@@ -17,12 +17,13 @@ export interface RedisAdapter {
 
 /**
  * IoredisClient is the part of an ioredis `Redis` or `Cluster` the adapter uses. `isCluster` is
- * ioredis's own flag, true on a `Cluster`.
+ * ioredis's own flag, true on a `Cluster`. Keys and arguments go as one array (ioredis flattens
+ * it), not spread: a batch has about a thousand of them.
  */
 export interface IoredisClient {
   readonly isCluster?: boolean;
-  evalsha(sha1: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
-  eval(script: string, numKeys: number, ...keysAndArgs: string[]): Promise<unknown>;
+  evalsha(sha1: string, numKeys: number, keysAndArgs: string[]): Promise<unknown>;
+  eval(script: string, numKeys: number, keysAndArgs: string[]): Promise<unknown>;
 }
 
 /**
@@ -37,8 +38,8 @@ export interface IoredisClient {
 export function ioredisAdapter(client: IoredisClient): RedisAdapter {
   return {
     cluster: client.isCluster === true,
-    evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, ...keys, ...args),
-    eval: (script, keys, args) => client.eval(script, keys.length, ...keys, ...args),
+    evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, keys.concat(args)),
+    eval: (script, keys, args) => client.eval(script, keys.length, keys.concat(args)),
   };
 }
 

@@ -1,22 +1,33 @@
+import type { Decision } from '../../core/decision.js';
 import { FloodgateError } from '../../core/errors.js';
 import { hashSlotOf } from './key-layout.js';
-import { replyError, textOf, type ScriptRunner } from './runner.js';
-import { BATCH_SCRIPT, type LuaScript } from './scripts/index.js';
+import { parseDecisionAt, replyError, textOf, type ScriptRunner } from './runner.js';
+import { BATCH_SCRIPT } from './scripts/index.js';
+
+/** BatchOp is what a batched decision does: charge when admitted, or only look. */
+export type BatchOp = 'consume' | 'peek';
+
+/**
+ * BatchPolicy is a policy as the batch script takes it, and how to send a decision of it alone.
+ * A table makes one and reuses it for every decision, so a batch names each policy once.
+ */
+export interface BatchPolicy {
+  /** The batch script's four policy slots: algorithm and three params ('0' where unused). */
+  readonly batchArgs: readonly string[];
+  /** The policy's limit, for the decisions read from the reply. */
+  readonly limit: number;
+  /** decideAlone sends one decision as its own script: a tick with a single decision needs no batch. */
+  decideAlone(request: BatchRequest): Promise<Decision>;
+}
 
 /** BatchRequest is one decision (consume or peek) waiting to be sent. */
 export interface BatchRequest {
+  readonly policy: BatchPolicy;
   readonly redisKey: string;
-  /** The decision's 7 batch-script arguments: algorithm, op, time, cost, three params. */
-  readonly batchArgs: readonly string[];
-  /** How to send it alone, when it is the only one of its tick: its own script and arguments. */
-  readonly script: LuaScript;
-  readonly args: readonly string[];
-}
-
-interface Pending {
-  readonly request: BatchRequest;
-  readonly resolve: (reply: unknown) => void;
-  readonly reject: (error: unknown) => void;
+  readonly op: BatchOp;
+  /** The script's time argument: '' (the server's TIME) or the test time. */
+  readonly time: string;
+  readonly cost: number;
 }
 
 /** BatcherOptions configures a {@link Batcher}. */
@@ -28,6 +39,9 @@ export interface BatcherOptions {
   readonly maxBatchSize: number;
 }
 
+type Resolve = (decision: Decision) => void;
+type Reject = (error: unknown) => void;
+
 /**
  * Batcher gathers the decisions issued in one tick of the event loop and sends them as one
  * EVALSHA of the batch script per hash slot (one per tick on a single Redis), instead of one round
@@ -35,81 +49,130 @@ export interface BatcherOptions {
  * atomic, and decisions run in the order they were issued. A decision alone in its tick is sent
  * as its own script, exactly as without batching.
  *
- * Batches are flushed by `setImmediate`: one callback per tick with decisions, none when idle.
+ * The tick's decisions wait in three flat arrays (requests, resolves, rejects): nothing else is
+ * kept per decision. Batches are flushed by `setImmediate`: one callback per tick with decisions,
+ * none when idle.
  */
 export class Batcher {
-  private queue: Pending[] = [];
-  private scheduled = false;
+  private requests: BatchRequest[] = [];
+  private resolves: Resolve[] = [];
+  private rejects: Reject[] = [];
+  private readonly flushNow = (): void => this.flush();
 
   /** Creates an empty batcher. */
   constructor(private readonly options: BatcherOptions) {}
 
-  /** submit resolves to the decision's reply, as its own script would answer: four strings. */
-  submit(request: BatchRequest): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ request, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
+  /** submit resolves to the decision, as its own script would answer it. */
+  submit(request: BatchRequest): Promise<Decision> {
+    if (this.requests.length === 0) setImmediate(this.flushNow);
+    this.requests.push(request);
+    return new Promise<Decision>((resolve, reject) => {
+      this.resolves.push(resolve);
+      this.rejects.push(reject);
     });
   }
 
   private flush(): void {
-    const queue = this.queue;
-    this.queue = [];
-    this.scheduled = false;
-    for (const group of this.groups(queue)) {
-      for (let i = 0; i < group.length; i += this.options.maxBatchSize) this.send(group.slice(i, i + this.options.maxBatchSize));
-    }
-  }
-
-  private groups(queue: Pending[]): Pending[][] {
-    if (!this.options.cluster || queue.length === 1) return [queue];
-    const bySlot = new Map<number, Pending[]>();
-    for (const pending of queue) {
-      const slot = hashSlotOf(pending.request.redisKey);
-      const group = bySlot.get(slot);
-      if (group === undefined) bySlot.set(slot, [pending]);
-      else group.push(pending);
-    }
-    return [...bySlot.values()];
-  }
-
-  private send(batch: readonly Pending[]): void {
-    const runner = this.options.runner;
-    if (batch.length === 1) {
-      const { request, resolve, reject } = batch[0]!;
-      runner.run(request.script, [request.redisKey], request.args).then(resolve, reject);
+    const { requests, resolves, rejects } = this;
+    this.requests = [];
+    this.resolves = [];
+    this.rejects = [];
+    if (requests.length === 1) {
+      requests[0]!.policy.decideAlone(requests[0]!).then(resolves[0], rejects[0]);
       return;
     }
-    const keys = batch.map((p) => p.request.redisKey);
-    const args = batch.flatMap((p) => p.request.batchArgs);
-    runner.run(BATCH_SCRIPT, keys, args).then(
-      (reply) => settle(batch, reply),
+    if (!this.options.cluster) return this.sendAll(requests, resolves, rejects);
+    for (const slot of slotsOf(requests)) {
+      this.sendAll(
+        slot.map((i) => requests[i]!),
+        slot.map((i) => resolves[i]!),
+        slot.map((i) => rejects[i]!),
+      );
+    }
+  }
+
+  /** Sends `requests` in scripts of at most `maxBatchSize` decisions. */
+  private sendAll(requests: BatchRequest[], resolves: Resolve[], rejects: Reject[]): void {
+    const size = this.options.maxBatchSize;
+    if (requests.length <= size) return this.send(requests, resolves, rejects);
+    for (let i = 0; i < requests.length; i += size) this.send(requests.slice(i, i + size), resolves.slice(i, i + size), rejects.slice(i, i + size));
+  }
+
+  private send(requests: readonly BatchRequest[], resolves: readonly Resolve[], rejects: readonly Reject[]): void {
+    if (requests.length === 1) {
+      requests[0]!.policy.decideAlone(requests[0]!).then(resolves[0], rejects[0]);
+      return;
+    }
+    const { keys, args } = batchArgsOf(requests);
+    this.options.runner.run(BATCH_SCRIPT, keys, args).then(
+      (reply) => settle(requests, resolves, rejects, reply),
       (error: unknown) => {
-        for (const p of batch) p.reject(error);
+        for (const reject of rejects) reject(error);
       },
     );
   }
 }
 
-/** Hands each decision its four reply strings, or its own error. */
-function settle(batch: readonly Pending[], reply: unknown): void {
-  if (!Array.isArray(reply) || reply.length !== 4 * batch.length) {
-    const error = replyError('the batch script', `4 strings per decision for ${batch.length} decisions`, reply);
-    for (const p of batch) p.reject(error);
+/** batchArgsOf returns the batch script's keys and arguments: each policy once, then 4 slots per decision. */
+function batchArgsOf(requests: readonly BatchRequest[]): { keys: string[]; args: string[] } {
+  const policies: BatchPolicy[] = [];
+  const keys = new Array<string>(requests.length);
+  const tail = new Array<string>(4 * requests.length);
+  let last: BatchPolicy | undefined;
+  let number = '';
+  for (let i = 0; i < requests.length; i++) {
+    const request = requests[i]!;
+    if (request.policy !== last) {
+      last = request.policy;
+      let at = policies.indexOf(last);
+      if (at < 0) at = policies.push(last) - 1;
+      number = String(at + 1);
+    }
+    keys[i] = request.redisKey;
+    tail[4 * i] = number;
+    tail[4 * i + 1] = request.op;
+    tail[4 * i + 2] = request.time;
+    tail[4 * i + 3] = String(request.cost);
+  }
+  const args = [String(policies.length)];
+  for (const policy of policies) args.push(...policy.batchArgs);
+  return { keys, args: args.concat(tail) };
+}
+
+/** Returns the indexes of `requests` grouped by hash slot, in order within each slot. */
+function slotsOf(requests: readonly BatchRequest[]): number[][] {
+  const bySlot = new Map<number, number[]>();
+  for (let i = 0; i < requests.length; i++) {
+    const slot = hashSlotOf(requests[i]!.redisKey);
+    const group = bySlot.get(slot);
+    if (group === undefined) bySlot.set(slot, [i]);
+    else group.push(i);
+  }
+  return [...bySlot.values()];
+}
+
+/** Hands each decision its own answer, or its own error. */
+function settle(requests: readonly BatchRequest[], resolves: readonly Resolve[], rejects: readonly Reject[], reply: unknown): void {
+  if (!Array.isArray(reply) || reply.length !== 4 * requests.length) {
+    const error = replyError('the batch script', `4 fields per decision for ${requests.length} decisions`, reply);
+    for (const reject of rejects) reject(error);
     return;
   }
-  for (const [i, p] of batch.entries()) {
-    const part = reply.slice(4 * i, 4 * i + 4);
-    if (textOf(part[0]) !== 'E') {
-      p.resolve(part);
-      continue;
-    }
-    const cause = new Error(textOf(part[1]) ?? 'unknown error');
-    const error = new FloodgateError('STORE_ERROR', `RedisStore: the batch script failed for ${p.request.redisKey}: ${cause.message}`);
-    error.cause = cause;
-    p.reject(error);
+  for (let i = 0; i < requests.length; i++) {
+    const request = requests[i]!;
+    const decision = parseDecisionAt(reply, 4 * i, request.policy.limit);
+    if (decision !== undefined) resolves[i]!(decision);
+    else rejects[i]!(batchError(request, reply, 4 * i));
   }
+}
+
+/** The error of one decision of a batch: its script failure ('E', message), or a reply not kept to the promise. */
+function batchError(request: BatchRequest, reply: readonly unknown[], offset: number): FloodgateError {
+  if (textOf(reply[offset]) !== 'E') {
+    return replyError(`the batch script (${request.op} on ${request.redisKey})`, '[allowed, remaining, retryAfterMs, resetMs]', reply.slice(offset, offset + 4));
+  }
+  const cause = new Error(textOf(reply[offset + 1]) ?? 'unknown error');
+  const error = new FloodgateError('STORE_ERROR', `RedisStore: the batch script failed for ${request.redisKey}: ${cause.message}`);
+  error.cause = cause;
+  return error;
 }

@@ -3,7 +3,7 @@ import type { Algorithm } from '../../core/algorithm.js';
 import type { Decision } from '../../core/decision.js';
 import { FloodgateError, describeValue } from '../../core/errors.js';
 import type { PolicyStore } from '../store.js';
-import type { Batcher } from './batcher.js';
+import type { BatchOp, BatchPolicy, BatchRequest, Batcher } from './batcher.js';
 import type { ConsumeAllEntry } from './consume-all.js';
 import { FailurePolicy, type OnError } from './failure-policy.js';
 import { policyIdOf, redisKeyOf } from './key-layout.js';
@@ -24,8 +24,6 @@ export interface TableContext {
   readonly retryInMs: () => number;
 }
 
-type DecideOp = 'consume' | 'peek';
-
 /**
  * RedisTable is one policy's keys in a {@link RedisStore}: an asynchronous {@link PolicyStore}
  * whose every method is one script run (consume and peek may share a batch script with others of
@@ -39,8 +37,8 @@ export class RedisTable implements PolicyStore {
   private readonly lua: LuaPolicy;
   private readonly policyId: string;
   private readonly paramArgs: readonly string[];
-  /** The three param slots of the batch script ('0' where unused). */
-  private readonly batchParams: readonly string[];
+  /** This policy as the batch script takes it; every batched decision points to it. */
+  private readonly batchPolicy: BatchPolicy;
   private readonly cache: OverLimitCache | undefined;
   private readonly failure: FailurePolicy;
 
@@ -54,19 +52,26 @@ export class RedisTable implements PolicyStore {
     this.script = DECIDE_SCRIPTS[this.lua.module];
     this.policyId = policyIdOf(algorithm);
     this.paramArgs = this.lua.params.map(String);
-    this.batchParams = [...this.paramArgs, '0', '0', '0'].slice(0, 3);
+    this.batchPolicy = {
+      batchArgs: [this.lua.registered, ...[...this.paramArgs, '0', '0', '0'].slice(0, 3)],
+      limit: algorithm.limit,
+      decideAlone: (request) => this.decideAlone(request),
+    };
     const cacheKeys = context.testTime ? 0 : context.overLimitCacheMaxKeys;
     this.cache = cacheKeys > 0 ? new OverLimitCache(cacheKeys, () => performance.now()) : undefined;
     this.failure = new FailurePolicy(onError, algorithm, context.retryInMs);
     if (algorithm.reserve === undefined) this.reserve = undefined;
   }
 
-  /** consume resolves to the decision for `cost` on `key`, charged only when admitted. */
+  /**
+   * consume resolves to the decision for `cost` on `key`, charged only when admitted. A refusal
+   * the over-limit cache is sure of comes as an already-resolved promise: no I/O, no batch.
+   */
   consume(key: string, cost: number, nowMs: number): Promise<Decision> {
     return this.decide('consume', key, cost, nowMs);
   }
 
-  /** peek resolves to what `consume` would answer, charging nothing. */
+  /** peek resolves to what `consume` would answer, charging nothing (a cached refusal resolves at once). */
   peek(key: string, cost: number, nowMs: number): Promise<Decision> {
     return this.decide('peek', key, cost, nowMs);
   }
@@ -114,34 +119,40 @@ export class RedisTable implements PolicyStore {
     return { key, redisKey: this.redisKey(key), lua: this.lua, algorithm: this.algorithm, table: this };
   }
 
-  private async decide(op: DecideOp, key: string, cost: number, nowMs: number): Promise<Decision> {
-    this.algorithm.checkCost(cost);
-    const redisKey = this.redisKey(key);
-    const cached = this.cache?.refusal(key, cost);
-    if (cached !== undefined) return cached;
-    const sentAtMs = performance.now();
-    const sent = this.send(op, redisKey, cost, nowMs);
-    let reply: unknown;
+  /** Answers from the over-limit cache when it is sure, else asks Redis; bad arguments reject. */
+  private decide(op: BatchOp, key: string, cost: number, nowMs: number): Promise<Decision> {
+    let cached: Decision | undefined;
     try {
-      reply = await sent;
+      this.algorithm.checkCost(cost);
+      this.checkKey(key);
+      cached = this.cache?.refusal(key, cost);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return cached === undefined ? this.ask(op, key, cost, nowMs) : Promise.resolve(cached);
+  }
+
+  private async ask(op: BatchOp, key: string, cost: number, nowMs: number): Promise<Decision> {
+    const sentAtMs = this.cache === undefined ? 0 : performance.now();
+    const request: BatchRequest = { policy: this.batchPolicy, redisKey: redisKeyOf(this.context.prefix, this.policyId, key), op, time: this.timeArg(nowMs), cost };
+    const batcher = this.context.batcher;
+    const sent = batcher === undefined ? this.decideAlone(request) : batcher.submit(request);
+    let decision: Decision;
+    try {
+      decision = await sent;
     } catch (error) {
       if (error instanceof FloodgateError && error.code === 'STORE_REPLY') throw error;
       return this.failure.decide(op, key, cost, nowMs, error);
     }
-    const decision = this.decision(op, reply);
     this.failure.recovered();
     if (!decision.allowed) this.cache?.remember(key, cost, decision, sentAtMs);
     return decision;
   }
 
-  /** Sends a consume or peek: through the batcher when there is one, else as its own script. */
-  private send(op: DecideOp, redisKey: string, cost: number, nowMs: number): Promise<unknown> {
-    const time = this.timeArg(nowMs);
-    const args = [this.lua.registered, op, time, String(cost), '0', ...this.paramArgs];
-    const batcher = this.context.batcher;
-    if (batcher === undefined) return this.context.runner.run(this.script, [redisKey], args);
-    const batchArgs = [this.lua.registered, op, time, String(cost), ...this.batchParams];
-    return batcher.submit({ redisKey, batchArgs, script: this.script, args });
+  /** Sends one consume or peek as its own script. */
+  private async decideAlone(request: BatchRequest): Promise<Decision> {
+    const args = [this.lua.registered, request.op, request.time, String(request.cost), '0', ...this.paramArgs];
+    return this.decision(request.op, await this.context.runner.run(this.script, [request.redisKey], args));
   }
 
   /** timeArg returns the script's time argument: `nowMs` in test mode, else '' (the script reads TIME). */
@@ -156,17 +167,21 @@ export class RedisTable implements PolicyStore {
     return this.context.runner.run(this.script, [this.redisKey(key)], args);
   }
 
-  private redisKey(key: string): string {
+  private checkKey(key: string): void {
     if (typeof key !== 'string' || key.length > this.context.maxKeyLength) {
       const what = typeof key === 'string' ? `a string of ${key.length} code units` : describeValue(key);
       throw new FloodgateError('INVALID_KEY', `key must be a string of at most ${this.context.maxKeyLength} code units (RedisStore.maxKeyLength), got ${what}`, 'key');
     }
+  }
+
+  private redisKey(key: string): string {
+    this.checkKey(key);
     return redisKeyOf(this.context.prefix, this.policyId, key);
   }
 
   private decision(op: string, reply: unknown): Decision {
     const decision = Array.isArray(reply) && reply.length === 4 ? parseDecisionAt(reply, 0, this.algorithm.limit) : undefined;
-    if (decision === undefined) throw replyError(this.what(op), '[allowed, remaining, retryAfterMs, resetMs] as strings', reply);
+    if (decision === undefined) throw replyError(this.what(op), '[allowed, remaining, retryAfterMs, resetMs] as whole numbers', reply);
     return decision;
   }
 

@@ -113,24 +113,28 @@ export function textOf(value: unknown): string | undefined {
 
 const WHOLE = /^(0|[1-9][0-9]*)$/;
 
-function wholeMs(text: string | undefined, allowInfinity: boolean): number | undefined {
+/** Reads a whole, non-negative number of the reply: an integer reply, or its text (clients may hand back either). */
+function wholeOf(value: unknown, allowInfinity: boolean): number | undefined {
+  if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+  const text = textOf(value);
   if (text === undefined) return undefined;
   if (allowInfinity && text === 'Infinity') return Infinity;
   return WHOLE.test(text) ? Number(text) : undefined;
 }
 
 /**
- * parseDecisionAt reads the four strings of a decision `[allowed, remaining, retryAfterMs, resetMs]`
- * from `reply` at `offset`, or returns undefined when they are not what the scripts send.
+ * parseDecisionAt reads the four fields of a decision `[allowed, remaining, retryAfterMs, resetMs]`
+ * (integers, or their text) from `reply` at `offset`, or returns undefined when they are not what
+ * the scripts send.
  */
 export function parseDecisionAt(reply: readonly unknown[], offset: number, limit: number): Decision | undefined {
-  const allowedText = textOf(reply[offset]);
-  const remaining = wholeMs(textOf(reply[offset + 1]), false);
-  const retryAfterMs = wholeMs(textOf(reply[offset + 2]), true);
-  const resetMs = wholeMs(textOf(reply[offset + 3]), true);
-  if ((allowedText !== '1' && allowedText !== '0') || remaining === undefined || retryAfterMs === undefined || resetMs === undefined) {
+  const allowedAt = wholeOf(reply[offset], false);
+  const remaining = wholeOf(reply[offset + 1], false);
+  const retryAfterMs = wholeOf(reply[offset + 2], true);
+  const resetMs = wholeOf(reply[offset + 3], true);
+  if ((allowedAt !== 1 && allowedAt !== 0) || remaining === undefined || retryAfterMs === undefined || resetMs === undefined) {
     return undefined;
   }
-  const allowed = allowedText === '1';
+  const allowed = allowedAt === 1;
   return { allowed, limit, remaining, retryAfterMs, resetMs, reason: allowed ? 'ok' : 'limit' };
 }

@@ -3,7 +3,8 @@
  *
  * KEYS[1]: the state key. ARGV: [1] algorithm, [2] op (consume | peek | refund | reserve | reset),
  * [3] test time in ms or '' (read TIME), [4] cost, [5] maxWaitMs (reserve), [6..] the params.
- * Replies: consume and peek `{allowed '1'|'0', remaining, retryAfterMs, resetMs}` as strings;
+ * Replies: consume and peek `{allowed 1|0, remaining, retryAfterMs, resetMs}` (integers, or
+ * strings as `fmt` prints them when not whole);
  * reserve the wait in ms as a string ('-1': refused, nothing charged); refund and reset `1`.
  */
 export const DECIDE_LUA = String.raw`
@@ -52,7 +53,7 @@ export const ENTRY_ARGS = 5;
  * algorithm, cost, and three params ('0' when unused). Each request is tried in order on a working
  * copy of its key's state (a key named twice sees the earlier charge); only when every request is
  * admitted are the states written. Reply: `{all '1'|'0', then per request allowed, remaining,
- * retryAfterMs, resetMs}` as strings.
+ * retryAfterMs, resetMs}` as the decide script sends them.
  */
 export const CONSUME_ALL_LUA = String.raw`
 local now = now_ms(ARGV[1])
@@ -70,8 +71,7 @@ for i = 1, #KEYS do
   end
   local d = st.A.consume(st.cells, now, num(ARGV[base + 1]))
   if not d.allowed then all = false end
-  local r = reply(d)
-  for j = 1, 4 do out[#out + 1] = r[j] end
+  push_reply(out, #out, d)
 end
 if not all then
   out[1] = '0'
@@ -81,30 +81,46 @@ for _, st in ipairs(order) do commit(st, now) end
 return out
 `;
 
+/** BATCH_POLICY_ARGS is how many ARGV slots each policy of {@link BATCH_LUA} takes. */
+export const BATCH_POLICY_ARGS = 4;
+
 /** BATCH_ARGS is how many ARGV slots each decision of {@link BATCH_LUA} takes. */
-export const BATCH_ARGS = 7;
+export const BATCH_ARGS = 4;
 
 /**
  * BATCH_LUA is the driver of the batch script: several independent decisions (consume or peek),
  * each on its own key and policy, applied one after another in order, as if each had been its own
- * script: a key named twice sees the earlier charge. One decision's failure (a corrupt state) is
- * reported for it alone; the others still run.
+ * script: a key named twice sees the earlier charge. One decision's failure (a corrupt state, an
+ * unknown algorithm) is reported for it alone; the others still run.
  *
- * KEYS[i]: decision i's state key. ARGV per decision, 7 slots: algorithm, op (consume | peek), test
- * time or '' (the server's TIME, read once per batch), cost, three params ('0' when unused).
- * Reply: per decision `allowed '1'|'0', remaining, retryAfterMs, resetMs`, or `'E', message, '', ''`.
+ * KEYS[i]: decision i's state key. ARGV: [1] the number of policies P; then per policy 4 slots:
+ * algorithm and three params ('0' when unused); then per decision 4 slots: its policy's number
+ * (1..P), op (consume | peek), test time or '' (the server's TIME, read once per batch), cost.
+ * Policies are sent once per batch, not once per decision, and each is built once.
+ * Reply: per decision `allowed 1|0, remaining, retryAfterMs, resetMs` (integers, or strings as
+ * `fmt` prints them when not whole), or `'E', message, '', ''`.
  */
 export const BATCH_LUA = String.raw`
 local made, out, server_now = {}, {}, nil
-local function run_one(i, base)
-  local name = ARGV[base] .. ':' .. ARGV[base + 4] .. ':' .. ARGV[base + 5] .. ':' .. ARGV[base + 6]
-  local A = made[name]
-  if A == nil then
-    local make = ALGORITHMS[ARGV[base]]
-    if make == nil then fail('unknown algorithm ' .. tostring(ARGV[base])) end
-    A = make({ num(ARGV[base + 4]), num(ARGV[base + 5]), num(ARGV[base + 6]) })
-    made[name] = A
-  end
+local policy_count = tonumber(ARGV[1]) or -1
+local first = 2 + ${BATCH_POLICY_ARGS} * policy_count
+if policy_count < 0 or #ARGV ~= first - 1 + ${BATCH_ARGS} * #KEYS then
+  fail('batch arguments: ' .. #ARGV .. ' for ' .. #KEYS .. ' keys and ' .. tostring(ARGV[1]) .. ' policies')
+end
+local function policy_of(text)
+  local j = tonumber(text)
+  local A = made[j]
+  if A ~= nil then return A end
+  if j == nil or j < 1 or j > policy_count or j ~= floor(j) then fail('bad policy number ' .. tostring(text)) end
+  local base = 2 + ${BATCH_POLICY_ARGS} * (j - 1)
+  local make = ALGORITHMS[ARGV[base]]
+  if make == nil then fail('unknown algorithm ' .. tostring(ARGV[base])) end
+  A = make({ num(ARGV[base + 1]), num(ARGV[base + 2]), num(ARGV[base + 3]) })
+  made[j] = A
+  return A
+end
+local function run_one(i, base, n)
+  local A = policy_of(ARGV[base])
   local now
   if ARGV[base + 2] ~= '' then now = now_ms(ARGV[base + 2]) else
     if server_now == nil then server_now = now_ms('') end
@@ -115,20 +131,21 @@ local function run_one(i, base)
   if op == 'consume' then
     local d = A.consume(st.cells, now, cost)
     if d.allowed then commit(st, now) end
-    return reply(d)
+    push_reply(out, n, d)
   elseif op == 'peek' then
-    return reply(A.peek(st.cells, now, cost))
+    push_reply(out, n, A.peek(st.cells, now, cost))
+  else
+    fail('unknown batch operation ' .. tostring(op))
   end
-  fail('unknown batch operation ' .. tostring(op))
 end
 for i = 1, #KEYS do
-  local ok, r = pcall(run_one, i, 1 + (i - 1) * ${BATCH_ARGS})
+  local n = 4 * (i - 1)
+  local ok, r = pcall(run_one, i, first + ${BATCH_ARGS} * (i - 1), n)
   if not ok then
     local message = r
     if type(r) == 'table' then message = r.err or r.message end
-    r = { 'E', tostring(message), '', '' }
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 'E', tostring(message), '', ''
   end
-  for j = 1, 4 do out[#out + 1] = r[j] end
 end
 return out
 `;

@@ -71,8 +71,25 @@ local function decision(allowed, remaining, retry_ms, reset_ms)
   return { allowed = false, remaining = left, retry_ms = ceil_ms(retry_ms), reset_ms = ceil_ms(reset_ms) }
 end
 
+-- field is a decision field as sent: a whole number below 2^53 (every finite one, for any sane
+-- limit) as an integer reply, which costs neither side a string; anything else as fmt prints it.
+local function field(n)
+  if n >= 0 and n < 9007199254740992 and n % 1 == 0 then return n end
+  return fmt(n)
+end
+
+-- push_reply appends a decision's four reply fields to out from index n + 1.
+local function push_reply(out, n, d)
+  out[n + 1] = d.allowed and 1 or 0
+  out[n + 2] = field(d.remaining)
+  out[n + 3] = field(d.retry_ms)
+  out[n + 4] = field(d.reset_ms)
+end
+
 local function reply(d)
-  return { d.allowed and '1' or '0', fmt(d.remaining), fmt(d.retry_ms), fmt(d.reset_ms) }
+  local out = {}
+  push_reply(out, 0, d)
+  return out
 end
 
 local function read_cell(key, i)
@@ -81,28 +98,50 @@ local function read_cell(key, i)
   return (struct.unpack('<d', s))
 end
 
--- open_state loads a key's cells. A key whose state is at rest (restAt <= now) reads as fresh.
-local function open_state(key, A, now)
-  local vals, dirty = {}, {}
-  local st = { key = key, A = A, vals = vals, dirty = dirty, fresh = false }
-  if A.lazy then
-    st.fresh = redis.call('EXISTS', key) == 0
-  else
-    local s = redis.call('GET', key)
-    if not s then
-      st.fresh = true
-    elseif #s ~= 8 * A.width then
-      fail('state of ' .. key .. ' holds ' .. #s .. ' bytes where ' .. 8 * A.width .. ' were expected')
-    else
-      for i = 0, A.width - 1 do vals[i] = (struct.unpack('<d', s, 8 * i + 1)) end
-    end
+-- Cell formats by width: one struct call packs or unpacks a whole small state.
+local FORMATS = {}
+local function format_of(width)
+  local f = FORMATS[width]
+  if f == nil then
+    f = '<' .. string.rep('d', width)
+    FORMATS[width] = f
   end
-  st.cells = setmetatable({}, {
+  return f
+end
+
+-- Small states (not lazy) live in a plain table indexed from 0; cells never written read 0.
+local function unpack_cells(s, width)
+  local cells = {}
+  if width <= 3 then
+    cells[0], cells[1], cells[2] = struct.unpack(format_of(width), s)
+    -- Past the cells, struct.unpack returns the next position: not a cell.
+    for i = width, 2 do cells[i] = nil end
+  elseif width <= 16 then
+    local v = { struct.unpack(format_of(width), s) }
+    for i = 0, width - 1 do cells[i] = v[i + 1] end
+  else
+    for i = 0, width - 1 do cells[i] = (struct.unpack('<d', s, 8 * i + 1)) end
+  end
+  return cells
+end
+
+local function pack_cells(cells, width)
+  if width <= 16 then return struct.pack(format_of(width), unpack(cells, 0, width - 1)) end
+  local parts = {}
+  for i = 0, width - 1 do parts[i + 1] = struct.pack('<d', cells[i]) end
+  return table.concat(parts)
+end
+
+-- A lazy state's cells: a proxy reading cells on first use and recording which were written.
+local function lazy_cells(st)
+  local vals, dirty = {}, {}
+  st.vals, st.dirty = vals, dirty
+  return setmetatable({}, {
     __index = function(_, i)
       local v = vals[i]
       if v == nil then
         v = 0
-        if A.lazy and not st.fresh then v = read_cell(key, i) end
+        if not st.fresh then v = read_cell(st.key, i) end
         vals[i] = v
       end
       return v
@@ -112,13 +151,43 @@ local function open_state(key, A, now)
       dirty[i] = true
     end,
   })
+end
+
+local function fresh_cells(st, width)
+  if st.A.lazy then return lazy_cells(st) end
+  local cells = {}
+  for i = 0, width - 1 do cells[i] = 0 end
+  return cells
+end
+
+-- open_state loads a key's cells. A key whose state is at rest (restAt <= now) reads as fresh:
+-- it is deleted at once, so a clock that later goes back never finds it again.
+-- st.exists says whether the key is in Redis now, so a commit at rest deletes only what is there.
+local function open_state(key, A, now)
+  local width = A.width
+  local st = { key = key, A = A, fresh = false, exists = true }
+  if A.lazy then
+    st.fresh = redis.call('EXISTS', key) == 0
+    st.cells = lazy_cells(st)
+  else
+    local s = redis.call('GET', key)
+    if not s then
+      st.fresh = true
+    elseif #s ~= 8 * width then
+      fail('state of ' .. key .. ' holds ' .. #s .. ' bytes where ' .. 8 * width .. ' were expected')
+    else
+      st.cells = unpack_cells(s, width)
+    end
+  end
   if not st.fresh and A.rest_at(st.cells) <= now then
     redis.call('DEL', key)
-    for i in pairs(vals) do vals[i] = nil end
-    for i in pairs(dirty) do dirty[i] = nil end
     st.fresh = true
   end
-  if st.fresh then A.init(st.cells, now) end
+  if st.fresh then
+    st.exists = false
+    st.cells = fresh_cells(st, width)
+    A.init(st.cells, now)
+  end
   return st
 end
 
@@ -142,17 +211,16 @@ local function commit(st, now)
   local A = st.A
   local ttl_ms = A.rest_at(st.cells) - now
   if not (ttl_ms > 0) then
-    redis.call('DEL', st.key)
+    if st.exists then redis.call('DEL', st.key) end
     return
   end
-  local px = string.format('%.0f', min(ceil(ttl_ms) + ttl_pad_ms, MAX_TTL_MS))
+  -- A whole number below 2^53: redis.call prints it with '%.17g', all digits, no exponent.
+  local px = min(ceil(ttl_ms) + ttl_pad_ms, MAX_TTL_MS)
   if A.lazy then
     write_runs(st)
     redis.call('PEXPIRE', st.key, px)
     return
   end
-  local parts = {}
-  for i = 0, A.width - 1 do parts[i + 1] = struct.pack('<d', st.cells[i]) end
-  redis.call('SET', st.key, table.concat(parts), 'PX', px)
+  redis.call('SET', st.key, pack_cells(st.cells, A.width), 'PX', px)
 end
 `;
