@@ -3,6 +3,7 @@
  * the address those proxies recorded in `X-Forwarded-For` or `Forwarded` (RFC 7239).
  */
 import { FloodgateError, describeValue } from '../core/errors.js';
+import { BoundedCache } from './cache.js';
 import { formatIp, inRange, parseIp, parseIpRange, type IpRange } from './ip.js';
 import type { Logger } from './logger.js';
 
@@ -25,6 +26,12 @@ export interface TrustProxyOptions {
 const MAX_HOPS = 32;
 /** Canonical forms remembered per resolver before the cache starts over. */
 const CACHE_SIZE = 4096;
+/** Longest text that can be an address (see parseIp), so the longest worth remembering. */
+const MAX_ADDRESS_LENGTH = 64;
+/** Forwarding chains (peer and header value) remembered per resolver with the client they name. */
+const CHAIN_CACHE_SIZE = 1024;
+/** Longest peer-and-header text remembered; a longer chain is walked on each request. */
+const MAX_CHAIN_LENGTH = 512;
 
 /**
  * ClientIpResolver turns a socket address and a request's headers into the client's canonical
@@ -35,7 +42,9 @@ export class ClientIpResolver {
   private readonly hops: number;
   private readonly ranges: readonly IpRange[] | undefined;
   private readonly header: ForwardedHeader;
-  private readonly canonical = new Map<string, string>();
+  private readonly canonical = new BoundedCache<string>(CACHE_SIZE, MAX_ADDRESS_LENGTH);
+  /** The client found for `<canonical peer> <header value>`: the walk depends on nothing else. */
+  private readonly chains = new BoundedCache<string>(CHAIN_CACHE_SIZE, MAX_CHAIN_LENGTH);
   private warned = false;
   private warnedUnknown = false;
 
@@ -71,6 +80,18 @@ export class ClientIpResolver {
       if (!this.warned) this.warnIfForwarded(headers, `trustProxy reads "${this.header}" only`);
       return peer;
     }
+    // The canonical peer never holds a space, so the memo key names one (peer, value) pair.
+    const memo = `${peer} ${value}`;
+    let client = this.chains.get(memo);
+    if (client === undefined) {
+      client = this.walk(peer, value);
+      this.chains.set(memo, client);
+    }
+    return client;
+  }
+
+  /** The client behind the trusted proxies, from the socket's peer and the forwarding header's value. */
+  private walk(peer: string, value: string): string {
     const chain = this.header === 'forwarded' ? forwardedFor(value) : value.split(',');
     const hops = chain.slice(-MAX_HOPS).map((entry) => this.canonicalOf(stripPort(entry.trim())));
     hops.push(peer);
@@ -109,14 +130,14 @@ export class ClientIpResolver {
     if (text === undefined) {
       const ip = parseIp(address);
       text = ip === undefined ? 'unknown' : formatIp(ip);
-      if (this.canonical.size >= CACHE_SIZE) this.canonical.clear();
       this.canonical.set(address, text);
     }
     return text;
   }
 
   private warnIfForwarded(headers: { header(name: string): string | undefined }, why: string): void {
-    const seen = (['x-forwarded-for', 'forwarded'] as const).find((h) => headers.header(h) !== undefined);
+    // Called on every request until it warns, so it allocates nothing.
+    const seen = headers.header('x-forwarded-for') !== undefined ? 'x-forwarded-for' : headers.header('forwarded') !== undefined ? 'forwarded' : undefined;
     if (seen === undefined) return;
     this.warned = true;
     this.logger.warn(

@@ -7,7 +7,7 @@ import { FloodgateError, describeValue } from '../core/errors.js';
 import type { ConsumeOptions } from '../limiter.js';
 import { ClientIpResolver } from './client-ip.js';
 import { inRange, parseIp } from './ip.js';
-import { partitionDigest, storeKey } from './keys.js';
+import { StoreKeys } from './keys.js';
 import { checkOptions, type HttpLimitOptions, type Settings } from './options.js';
 import type { HttpRequest, Outcome } from './request.js';
 import { PASS, VerdictWriter, type Charge, type Plan, type Verdict } from './verdict.js';
@@ -31,6 +31,8 @@ export class HttpGate<Req = unknown> {
   readonly watchesOutcome: boolean;
   private readonly settings: Settings<Req>;
   private readonly writer: VerdictWriter<Req>;
+  /** Each dimension's store keys, in the order of `settings.dimensions`. */
+  private readonly keys: readonly StoreKeys[];
   /** Whether the last store call failed, so that an outage is logged once, not per request. */
   private failing = false;
 
@@ -38,6 +40,7 @@ export class HttpGate<Req = unknown> {
     this.settings = checkOptions(options);
     this.clientIp = new ClientIpResolver(options, this.settings.logger);
     this.writer = new VerdictWriter(this.settings);
+    this.keys = this.settings.dimensions.map((d) => new StoreKeys(d.name, this.settings.maxKeyLength, this.settings.partitionKeys));
     this.watchesOutcome = this.settings.refundWhen !== undefined;
   }
 
@@ -52,10 +55,10 @@ export class HttpGate<Req = unknown> {
     if (s.skip !== undefined && s.skip(req)) return PASS;
     if (s.allowList.length > 0 && this.allowListed(req)) return PASS;
     const cost = this.costOf(req);
+    if (s.dimensions.length === 1) return this.checkOne(req, cost);
     const plans = this.plan(req);
     if (plans.length === 0) return PASS;
-    for (const p of plans) if (!p.limiter.table.synchronous) return this.decideAsync(plans, cost);
-    return this.decideSync(plans, cost);
+    return this.decide(plans, cost);
   }
 
   /** settle gives an admitted request's cost back when the `refundWhen` option says so for its outcome. */
@@ -85,15 +88,36 @@ export class HttpGate<Req = unknown> {
   /** The dimensions that apply to `req`, with their limiters and store keys. */
   private plan(req: HttpRequest<Req>): Plan<Req>[] {
     const plans: Plan<Req>[] = [];
-    for (const dimension of this.settings.dimensions) {
-      const limiter = dimension.limiter ?? dimension.choose!(req);
-      if (limiter === undefined) continue;
-      const identity = dimension.key(req);
-      if (identity === undefined) continue;
-      const key = storeKey(dimension.name, identity, this.settings.maxKeyLength);
-      plans.push({ dimension, limiter, key, pk: this.settings.partitionKeys ? partitionDigest(key) : undefined });
+    for (let i = 0; i < this.settings.dimensions.length; i++) {
+      const p = this.planOf(i, req);
+      if (p !== undefined) plans.push(p);
     }
     return plans;
+  }
+
+  /** The plan of dimension `i` for `req`; undefined when it does not apply (no limiter or no identity). */
+  private planOf(i: number, req: HttpRequest<Req>): Plan<Req> | undefined {
+    const dimension = this.settings.dimensions[i]!;
+    const limiter = dimension.limiter ?? dimension.choose!(req);
+    if (limiter === undefined) return undefined;
+    const identity = dimension.key(req);
+    if (identity === undefined) return undefined;
+    const { key, pk } = this.keys[i]!.of(identity);
+    return { dimension, limiter, key, pk };
+  }
+
+  /** checkOne is the common single-dimension check: what {@link decideSync} decides, without its arrays. */
+  private checkOne(req: HttpRequest<Req>, cost: number): Verdict | Promise<Verdict> {
+    const p = this.planOf(0, req);
+    if (p === undefined) return PASS;
+    if (!p.limiter.table.synchronous || cost > p.limiter.policy.limit) return this.decide([p], cost);
+    const d = p.limiter.consumeSync(p.key, cost === 1 ? undefined : { cost });
+    return d.allowed ? this.writer.admitOne(p, d, cost) : this.writer.refuse([p], [d]);
+  }
+
+  private decide(plans: readonly Plan<Req>[], cost: number): Verdict | Promise<Verdict> {
+    for (const p of plans) if (!p.limiter.table.synchronous) return this.decideAsync(plans, cost);
+    return this.decideSync(plans, cost);
   }
 
   private decideSync(plans: readonly Plan<Req>[], cost: number): Verdict {

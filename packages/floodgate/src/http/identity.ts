@@ -4,6 +4,7 @@
  * bounds it into a store key.
  */
 import { FloodgateError, describeValue } from '../core/errors.js';
+import { BoundedCache } from './cache.js';
 import { formatIp, maskIp, parseIp } from './ip.js';
 import type { HttpRequest } from './request.js';
 
@@ -36,13 +37,12 @@ const IP_CACHE_SIZE = 4096;
 export function byIp(options: ByIpOptions = {}): Identity {
   const v6Bits = prefixOption(options.ipv6PrefixBits ?? 56, 128, 'byIp.ipv6PrefixBits');
   const v4Bits = prefixOption(options.ipv4PrefixBits ?? 32, 32, 'byIp.ipv4PrefixBits');
-  const cache = new Map<string, string>();
+  const cache = new BoundedCache<string>(IP_CACHE_SIZE);
   return function ipIdentity(req) {
     const address = req.ip;
     let identity = cache.get(address);
     if (identity === undefined) {
       identity = `ip:${group(address, v4Bits, v6Bits)}`;
-      if (cache.size >= IP_CACHE_SIZE) cache.clear();
       cache.set(address, identity);
     }
     return identity;

@@ -3,6 +3,7 @@
  * and bounded in length so odd input cannot grow memory without limit.
  */
 import { createHash } from 'node:crypto';
+import { BoundedCache } from './cache.js';
 
 /** DEFAULT_MAX_KEY_LENGTH is the default longest store key, in UTF-16 code units. */
 export const DEFAULT_MAX_KEY_LENGTH = 256;
@@ -10,6 +11,8 @@ export const DEFAULT_MAX_KEY_LENGTH = 256;
 export const MIN_MAX_KEY_LENGTH = 128;
 /** Characters of a long identity kept readable in front of its hash. */
 const READABLE_PREFIX = 48;
+/** Identities whose keys each dimension remembers before its cache starts over. */
+const KEY_CACHE_SIZE = 4096;
 
 /**
  * storeKey returns the store key for `identity` (e.g. `ip:192.0.2.1`) under the dimension
@@ -36,4 +39,37 @@ export function storeKey(dimension: string, identity: string, maxKeyLength: numb
  */
 export function partitionDigest(key: string): Buffer {
   return createHash('sha256').update(Buffer.from(key, 'utf16le')).digest().subarray(0, 16);
+}
+
+/** StoreKeyEntry is a dimension's store key for one identity, with its partition key when on. */
+export interface StoreKeyEntry {
+  readonly key: string;
+  /** The {@link partitionDigest} of `key` in base64, when partition keys are on. */
+  readonly pk: string | undefined;
+}
+
+/**
+ * StoreKeys gives one dimension's store keys, remembering those of recent identities (up to
+ * 256 characters long): a repeat client reuses the same key string, which the store then finds
+ * without hashing it again, and pays no SHA-256 for its partition key.
+ */
+export class StoreKeys {
+  private readonly cache = new BoundedCache<StoreKeyEntry>(KEY_CACHE_SIZE);
+
+  constructor(
+    private readonly dimension: string,
+    private readonly maxKeyLength: number,
+    private readonly partitionKeys: boolean,
+  ) {}
+
+  /** of returns the key entry for `identity`, as {@link storeKey} and {@link partitionDigest} give it. */
+  of(identity: string): StoreKeyEntry {
+    let entry = this.cache.get(identity);
+    if (entry === undefined) {
+      const key = storeKey(this.dimension, identity, this.maxKeyLength);
+      entry = { key, pk: this.partitionKeys ? partitionDigest(key).toString('base64') : undefined };
+      this.cache.set(identity, entry);
+    }
+    return entry;
+  }
 }

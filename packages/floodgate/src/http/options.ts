@@ -7,7 +7,7 @@ import { FloodgateError, describeValue } from '../core/errors.js';
 import { requireObject } from '../core/validate.js';
 import { Limiter } from '../limiter.js';
 import type { TrustProxyOptions } from './client-ip.js';
-import { POLICY_NAME, type LegacyReset, type QuotaUnit } from './headers.js';
+import { POLICY_NAME, policyItem, serviceHead, type LegacyReset, type QuotaUnit } from './headers.js';
 import { byIp, type Identity } from './identity.js';
 import { parseIpRange, type IpRange } from './ip.js';
 import { DEFAULT_MAX_KEY_LENGTH, MIN_MAX_KEY_LENGTH } from './keys.js';
@@ -96,6 +96,10 @@ export interface CheckedDimension<Req> {
   readonly choose: ((req: HttpRequest<Req>) => Limiter | undefined) | undefined;
   readonly key: Identity<Req>;
   readonly quotaUnit: QuotaUnit;
+  /** The `RateLimit-Policy` item of a fixed limiter without `pk`, written once; else undefined. */
+  readonly policyItem: string | undefined;
+  /** The start of its `RateLimit` item, `"name";r=`. */
+  readonly serviceHead: string;
 }
 
 /** checkOptions returns the settings for `options`, or throws an `INVALID_OPTION` error naming the fault. */
@@ -149,12 +153,15 @@ function checkDimensions<Req>(o: HttpLimitOptions<Req>): CheckedDimension<Req>[]
     if (!fixed && typeof d.limiter !== 'function') throw invalid(`${at}.limiter`, 'a Limiter or a function returning one', d.limiter);
     const unit = d.quotaUnit ?? 'requests';
     if (!['requests', 'content-bytes', 'concurrent-requests'].includes(unit)) throw invalid(`${at}.quotaUnit`, '"requests", "content-bytes" or "concurrent-requests"', unit);
+    const limiter = fixed ? (d.limiter as Limiter) : undefined;
     return {
       name: d.name,
-      limiter: fixed ? (d.limiter as Limiter) : undefined,
+      limiter,
       choose: fixed ? undefined : (d.limiter as (req: HttpRequest<Req>) => Limiter | undefined),
       key: optionalFunction(d.key, `${at}.key`) ?? byIp(),
       quotaUnit: unit,
+      policyItem: limiter === undefined ? undefined : policyItem({ name: d.name, policy: limiter.policy, unit, pk: undefined }),
+      serviceHead: serviceHead(d.name),
     };
   });
 }

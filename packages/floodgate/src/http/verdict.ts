@@ -41,26 +41,29 @@ export interface Plan<Req> {
   readonly dimension: CheckedDimension<Req>;
   readonly limiter: Limiter;
   readonly key: string;
-  /** The partition key bytes, when partition keys are on. */
-  readonly pk: Buffer | undefined;
+  /** The partition key in base64, when partition keys are on. */
+  readonly pk: string | undefined;
 }
 
 /** VerdictWriter turns decisions into verdicts under one set of settings. */
 export class VerdictWriter<Req> {
-  /** RateLimit-Policy items of fixed-limiter dimensions, written once. */
-  private readonly fixedItems: Map<CheckedDimension<Req>, string>;
-
-  constructor(private readonly settings: Settings<Req>) {
-    this.fixedItems = new Map();
-    for (const d of settings.dimensions) {
-      if (d.limiter !== undefined) this.fixedItems.set(d, policyItem({ name: d.name, policy: d.limiter.policy, unit: d.quotaUnit, pk: undefined }));
-    }
-  }
+  constructor(private readonly settings: Settings<Req>) {}
 
   /** admit returns the verdict for a request every dimension admitted. */
   admit(plans: readonly Plan<Req>[], decisions: readonly Decision[], cost: number): Verdict {
     const charges = this.settings.refundWhen === undefined ? undefined : plans.map((p) => ({ limiter: p.limiter, key: p.key, cost }));
     return { allowed: true, statusCode: 0, headers: this.headers(plans, decisions), body: undefined, charges };
+  }
+
+  /** admitOne is {@link admit} for a single dimension, without arrays of plans and decisions. */
+  admitOne(plan: Plan<Req>, decision: Decision, cost: number): Verdict {
+    const s = this.settings;
+    const charges = s.refundWhen === undefined ? undefined : [{ limiter: plan.limiter, key: plan.key, cost }];
+    let headers: HeaderPair[];
+    if (s.legacyReset !== undefined) headers = this.headers([plan], [decision]);
+    else if (s.draftHeaders) headers = [['RateLimit-Policy', policyItemOf(plan)], ['RateLimit', serviceItem(plan.dimension.serviceHead, decision, plan.pk)]];
+    else headers = [];
+    return { allowed: true, statusCode: 0, headers, body: undefined, charges };
   }
 
   /** refuse returns the 429 (or 503, when only a full store refused) for decisions some of which refused. */
@@ -91,22 +94,22 @@ export class VerdictWriter<Req> {
     const s = this.settings;
     const out: HeaderPair[] = [];
     if (s.draftHeaders) {
-      let policy = '';
-      let service = '';
-      for (let i = 0; i < plans.length; i++) {
+      let policy = policyItemOf(plans[0]!);
+      let service = serviceItem(plans[0]!.dimension.serviceHead, decisions[0]!, plans[0]!.pk);
+      for (let i = 1; i < plans.length; i++) {
         const p = plans[i]!;
-        const sep = i === 0 ? '' : ', ';
-        policy += sep + this.policyItem(p);
-        service += sep + serviceItem(p.dimension.name, decisions[i]!, p.pk);
+        policy += ', ' + policyItemOf(p);
+        service += ', ' + serviceItem(p.dimension.serviceHead, decisions[i]!, p.pk);
       }
       out.push(['RateLimit-Policy', policy], ['RateLimit', service]);
     }
     if (s.legacyReset !== undefined) out.push(...legacyHeaders(decisions, s.legacyReset, s.clock.now()));
     return out;
   }
+}
 
-  private policyItem(p: Plan<Req>): string {
-    if (p.pk === undefined && p.limiter === p.dimension.limiter) return this.fixedItems.get(p.dimension)!;
-    return policyItem({ name: p.dimension.name, policy: p.limiter.policy, unit: p.dimension.quotaUnit, pk: p.pk });
-  }
+/** The `RateLimit-Policy` item of a plan: written once for a fixed limiter without `pk`. */
+function policyItemOf<Req>(p: Plan<Req>): string {
+  if (p.pk === undefined && p.limiter === p.dimension.limiter) return p.dimension.policyItem!;
+  return policyItem({ name: p.dimension.name, policy: p.limiter.policy, unit: p.dimension.quotaUnit, pk: p.pk });
 }

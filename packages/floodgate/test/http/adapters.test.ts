@@ -54,6 +54,13 @@ for (const [name, start] of Object.entries(adapters)) {
       assert.equal((await fetch(`${url}/ok`)).headers.get('ratelimit'), '"default";r=1;t=60');
     });
 
+    it('passes an error from an option (a negative cost) to the framework, which answers 500', async () => {
+      const url = await run({ limiter: windowLimit(5), cost: () => -1 });
+      const res = await fetch(`${url}/ok`);
+      assert.equal(res.status, 500);
+      await res.arrayBuffer();
+    });
+
     it('ignores a spoofed X-Forwarded-For and warns once', async () => {
       const logger = memoryLogger();
       const url = await run({ limiter: windowLimit(1), logger });

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createAdaptorServer } from '@hono/node-server';
+import { Hono } from 'hono';
+import { floodgateHono } from '../../src/http/index.js';
+import { fixedWindow, Limiter, ManualClock } from '../../src/index.js';
+import { close, listen } from './support.js';
+
+const limiter = (): Limiter => new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), clock: new ManualClock(0) });
+
+function app(): Hono {
+  const hono = new Hono();
+  hono.use('*', floodgateHono({ limiter: limiter() }));
+  hono.get('/text', (c) => c.text('text'));
+  hono.get('/raw', () => new Response('raw', { headers: { 'x-own': 'yes' } }));
+  hono.get('/own', (c) => {
+    c.header('RateLimit', 'the app says');
+    return c.text('own');
+  });
+  return hono;
+}
+
+describe('hono adapter: where the headers go', () => {
+  const server = createAdaptorServer({ fetch: app().fetch }) as Parameters<typeof listen>[0];
+  let url = '';
+  before(async () => {
+    url = await listen(server);
+  });
+  after(async () => close(server));
+
+  it('under @hono/node-server, adds them to any Response, one the handler built itself included', async () => {
+    for (const path of ['/text', '/raw']) {
+      const res = await fetch(`${url}${path}`);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('ratelimit-policy'), '"default";q=5;w=60');
+      assert.match(res.headers.get('ratelimit') ?? '', /^"default";r=\d;t=60$/);
+      if (path === '/raw') assert.equal(res.headers.get('x-own'), 'yes');
+      assert.equal(await res.text(), path.slice(1));
+    }
+  });
+
+  it('lets a header the app sets itself win', async () => {
+    const res = await fetch(`${url}/own`);
+    assert.equal(res.headers.get('ratelimit'), 'the app says');
+    assert.equal(res.headers.get('ratelimit-policy'), '"default";q=5;w=60');
+  });
+
+  it('sets them with c.header where there is no node response (app.request, other runtimes)', async () => {
+    const res = await app().request('/text');
+    assert.equal(res.headers.get('ratelimit'), '"default";r=4;t=60');
+    assert.equal(res.headers.get('ratelimit-policy'), '"default";q=5;w=60');
+  });
+});
