@@ -103,8 +103,14 @@ export class Limiter {
   }
 
   /** consume resolves to the decision for a request of `options.cost` (default 1) on `key`, charging it when admitted. */
-  async consume(key: string, options?: ConsumeOptions): Promise<Decision> {
-    return this.table.consume(key, options?.cost ?? 1, this.clock.now());
+  consume(key: string, options?: ConsumeOptions): Promise<Decision> {
+    // Not async: an asynchronous store's promise is handed back as it is (Promise.resolve returns
+    // a native promise unchanged), without the extra turns an async wrapper would add.
+    try {
+      return Promise.resolve(this.table.consume(key, options?.cost ?? 1, this.clock.now()));
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
   }
 
   /** consumeSync returns the decision for a request on `key` with no promise; needs a synchronous store. */
@@ -113,8 +119,12 @@ export class Limiter {
   }
 
   /** peek resolves to what {@link consume} would answer now, without charging. */
-  async peek(key: string, options?: ConsumeOptions): Promise<Decision> {
-    return this.table.peek(key, options?.cost ?? 1, this.clock.now());
+  peek(key: string, options?: ConsumeOptions): Promise<Decision> {
+    try {
+      return Promise.resolve(this.table.peek(key, options?.cost ?? 1, this.clock.now()));
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
   }
 
   /** peekSync returns what {@link consumeSync} would answer now, without charging. */
