@@ -63,14 +63,19 @@ export class VerdictWriter<Req> {
     if (s.legacyReset !== undefined) headers = this.headers([plan], [decision]);
     else if (s.draftHeaders) headers = [['RateLimit-Policy', policyItemOf(plan)], ['RateLimit', serviceItem(plan.dimension.serviceHead, decision, plan.pk)]];
     else headers = [];
+    if (decision.reason !== 'ok') this.markDegraded(headers, [decision]);
     return { allowed: true, statusCode: 0, headers, body: undefined, charges };
   }
 
-  /** refuse returns the 429 (or 503, when only a full store refused) for decisions some of which refused. */
+  /**
+   * refuse returns the 429 for decisions some of which refused, or a 503 when no limit refused:
+   * only a full store, or a store failing closed.
+   */
   refuse(plans: readonly Plan<Req>[], decisions: readonly Decision[]): Verdict {
     const violated = decisions.filter((d) => !d.allowed);
     const names = plans.filter((_, i) => !decisions[i]!.allowed).map((p) => p.dimension.name);
-    const kind: ProblemKind = violated.some((d) => d.reason !== 'store-full') ? 'quota-exceeded' : 'temporary-reduced-capacity';
+    const byLimit = violated.some((d) => d.reason === 'limit' || d.reason === 'fallback');
+    const kind: ProblemKind = byLimit ? 'quota-exceeded' : 'temporary-reduced-capacity';
     const headers = this.headers(plans, decisions) as HeaderPair[];
     const retryAfter = retryAfterSeconds(violated);
     if (retryAfter !== undefined) headers.push(['Retry-After', String(retryAfter)]);
@@ -90,9 +95,21 @@ export class VerdictWriter<Req> {
     return { allowed: false, statusCode: 503, headers, body, charges: undefined };
   }
 
+  /**
+   * Adds the degraded header when a store's failure policy, not the limit, made any of the
+   * decisions (`fail-open`, `fail-closed` or `fallback`), naming which.
+   */
+  private markDegraded(headers: HeaderPair[], decisions: readonly Decision[]): void {
+    const name = this.settings.degradedHeader;
+    if (name === undefined) return;
+    const failed = decisions.find((d) => d.reason === 'fail-open' || d.reason === 'fail-closed' || d.reason === 'fallback');
+    if (failed !== undefined) headers.push([name, failed.reason]);
+  }
+
   private headers(plans: readonly Plan<Req>[], decisions: readonly Decision[]): HeaderPair[] {
     const s = this.settings;
     const out: HeaderPair[] = [];
+    this.markDegraded(out, decisions);
     if (s.draftHeaders) {
       let policy = policyItemOf(plans[0]!);
       let service = serviceItem(plans[0]!.dimension.serviceHead, decisions[0]!, plans[0]!.pk);
