@@ -1,5 +1,5 @@
-import { queueFull, waitTimeout, asError } from './errors.js';
-import { KeyQueue, isThenable, type Arrival } from './key-queue.js';
+import { queueFull, waitTimeout } from './errors.js';
+import { KeyQueue, type Arrival } from './key-queue.js';
 
 /**
  * BookingQueue is the line of `acquire` calls on one key of a policy that can book the future
@@ -101,27 +101,12 @@ export class BookingQueue extends KeyQueue {
       return true;
     }
     const cost = this.ring.costAt(seq);
-    try {
-      const waitMs = this.context.table.reserve!(this.key, cost, nowMs, maxWaitMs);
-      if (!isThenable(waitMs)) {
-        this.booked(seq, cost, nowMs + waitMs, waitMs < 0, this.epoch);
-        return true;
-      }
-      this.busy = true;
-      const epoch = this.epoch;
-      waitMs.then(
-        (ms) => {
-          this.booked(seq, cost, nowMs + ms, ms < 0, epoch);
-          this.resume();
-        },
-        (error: unknown) => {
-          this.fail(seq, asError(error));
-          this.resume();
-        },
-      );
-    } catch (error) {
-      this.fail(seq, asError(error));
-    }
+    const epoch = this.epoch;
+    this.answerFor(
+      seq,
+      () => this.context.table.reserve!(this.key, cost, nowMs, maxWaitMs),
+      (waitMs) => this.booked(seq, cost, nowMs + waitMs, waitMs < 0, epoch),
+    );
     return true;
   }
 

@@ -3,7 +3,7 @@ import type { Timers } from '../core/timers.js';
 import type { MaybePromise, PolicyStore } from '../stores/store.js';
 import { AbortHooks } from './abort-hooks.js';
 import { Alarm } from './alarm.js';
-import { aborted, acquireOn, rejectVia, type Settle } from './errors.js';
+import { aborted, acquireOn, asError, rejectVia, type Settle } from './errors.js';
 import { WaiterRing } from './waiter-ring.js';
 
 /** KeyQueueContext is what the queues of every key of one limiter share. */
@@ -117,6 +117,36 @@ export abstract class KeyQueue {
     if (!isThenable(done)) return;
     this.busy = true;
     done.then(this.resume, this.resume);
+  }
+
+  /**
+   * answerFor runs `call`, a store call made for waiter `seq`, and hands its answer to `onAnswer`:
+   * at once from a synchronous store; from an asynchronous one when it settles, holding the queue
+   * busy meanwhile and resuming it after. A store failure fails waiter `seq`.
+   */
+  protected answerFor<T>(seq: number, call: () => MaybePromise<T>, onAnswer: (answer: T) => void): void {
+    let answer: MaybePromise<T>;
+    try {
+      answer = call();
+    } catch (error) {
+      this.fail(seq, asError(error));
+      return;
+    }
+    if (!isThenable(answer)) {
+      onAnswer(answer);
+      return;
+    }
+    this.busy = true;
+    answer.then(
+      (value) => {
+        onAnswer(value);
+        this.resume();
+      },
+      (error: unknown) => {
+        this.fail(seq, asError(error));
+        this.resume();
+      },
+    );
   }
 
   /** resume continues after an asynchronous store call settled. */

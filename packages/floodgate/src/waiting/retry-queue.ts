@@ -1,7 +1,7 @@
 import type { Decision } from '../core/decision.js';
 import { DeadlineHeap } from './deadline-heap.js';
-import { asError, queueFull, waitTimeout } from './errors.js';
-import { KeyQueue, isThenable, type Arrival, type KeyQueueContext } from './key-queue.js';
+import { queueFull, waitTimeout } from './errors.js';
+import { KeyQueue, type Arrival, type KeyQueueContext } from './key-queue.js';
 
 /**
  * RetryQueue is the line of `acquire` calls on one key of a window policy, which cannot book the
@@ -75,26 +75,11 @@ export class RetryQueue extends KeyQueue {
 
   private tryHead(seq: number, nowMs: number): void {
     const cost = this.ring.costAt(seq);
-    try {
-      const decision = this.context.table.consume(this.key, cost, nowMs);
-      if (!isThenable(decision)) {
-        this.tried(seq, cost, nowMs, decision);
-        return;
-      }
-      this.busy = true;
-      decision.then(
-        (answer) => {
-          this.tried(seq, cost, nowMs, answer);
-          this.resume();
-        },
-        (error: unknown) => {
-          this.fail(seq, asError(error));
-          this.resume();
-        },
-      );
-    } catch (error) {
-      this.fail(seq, asError(error));
-    }
+    this.answerFor(
+      seq,
+      () => this.context.table.consume(this.key, cost, nowMs),
+      (decision) => this.tried(seq, cost, nowMs, decision),
+    );
   }
 
   /** Records the answer to the head's try at `nowMs`. */
