@@ -117,6 +117,7 @@ export class MemoryTable implements SyncPolicyStore {
     return this.keys.size;
   }
 
+  /** consume decides a request of `cost` on `key` at `nowMs` and charges it when admitted; a new key may be refused as `store-full`. */
   consume(key: string, cost: number, nowMs: number): Decision {
     if (cost !== 1 || !this.unitCostValid) this.algorithm.checkCost(cost);
     const slot = this.slotFor(key, nowMs);
@@ -124,6 +125,7 @@ export class MemoryTable implements SyncPolicyStore {
     return this.algorithm.consume(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
   }
 
+  /** peek answers what {@link consume} would, charging nothing and storing no new key. */
   peek(key: string, cost: number, nowMs: number): Decision {
     this.algorithm.checkCost(cost);
     const slot = this.find(key);
@@ -133,12 +135,14 @@ export class MemoryTable implements SyncPolicyStore {
     return this.algorithm.peek(this.scratch, 0, nowMs, cost);
   }
 
+  /** refund gives `cost` back to `key`, never above the limit; an unknown key is already full. */
   refund(key: string, cost: number, nowMs: number): void {
     this.algorithm.checkCost(cost);
     const slot = this.find(key);
     if (slot >= 0) this.algorithm.refund(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
   }
 
+  /** reserve books `cost` on `key` now or later and returns the ms to wait, or -1 (see {@link Algorithm.reserve}); absent on window policies. */
   reserve?(key: string, cost: number, nowMs: number, maxWaitMs: number): number {
     this.algorithm.checkCost(cost);
     const slot = this.slotFor(key, nowMs);
@@ -146,6 +150,7 @@ export class MemoryTable implements SyncPolicyStore {
     return this.algorithm.reserve!(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost, maxWaitMs);
   }
 
+  /** reset forgets `key`; its next request is a fresh key's. */
   reset(key: string): void {
     const slot = this.find(key);
     if (slot >= 0) this.forget(slot, key);
