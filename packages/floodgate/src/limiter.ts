@@ -84,7 +84,9 @@ export class Limiter {
    *
    * On a token bucket, leaky bucket or GCRA each caller books its future slot on arrival, so it
    * knows at once whether it can be served within `maxWaitMs` and is admitted at its slot with no
-   * retry. On window policies the first in line retries when the window allows, alone.
+   * retry. On window policies the first in line retries when the window allows, alone. With a
+   * remote store (Redis books on its own clock) a caller is released when its slot has surely
+   * come: never before it, at most the reply's return trip after it.
    *
    * It rejects with a {@link FloodgateError}, and never charges a caller it rejects:
    * `WAIT_TIMEOUT` when the wait would exceed (or has exceeded) `maxWaitMs`; `ABORTED` when

@@ -102,10 +102,13 @@ export class BookingQueue extends KeyQueue {
     }
     const cost = this.ring.costAt(seq);
     const epoch = this.epoch;
+    // The store counts the wait from when it runs the booking (Redis: its own TIME, after the
+    // request's transit), so the slot is counted from the answer's arrival: never before the slot
+    // the store booked, at most the reply's return trip after it. A synchronous store answers at once.
     this.answerFor(
       seq,
       () => this.context.table.reserve!(this.key, cost, nowMs, maxWaitMs),
-      (waitMs) => this.booked(seq, cost, nowMs + waitMs, waitMs < 0, epoch),
+      (waitMs) => this.booked(seq, cost, this.context.clock.now() + waitMs, waitMs < 0, epoch),
     );
     return true;
   }
