@@ -1,7 +1,7 @@
 /**
  * RedisAdapter is everything {@link RedisStore} asks of a Redis client: run a script by SHA1, or by
- * source when the server does not have it yet. Build one with {@link ioredisAdapter} or
- * {@link nodeRedisAdapter}; the store never inspects the client itself.
+ * source when the server does not have it yet, and on a cluster which node serves a slot. Build one
+ * with {@link ioredisAdapter} or {@link nodeRedisAdapter}; the store never inspects the client itself.
  */
 export interface RedisAdapter {
   /**
@@ -9,6 +9,14 @@ export interface RedisAdapter {
    * of one hash slot. `consumeAll` then splits requests across slots (see {@link RedisStore.consumeAll}).
    */
   readonly cluster: boolean;
+  /**
+   * nodeOf returns a stable id of the master serving hash `slot` (0 to 16383), such as its
+   * `host:port`, or undefined when the client does not know it (yet). Optional, and read only when
+   * `cluster` is true: with it the store keeps a circuit per master, so a master that is down or
+   * hung only fails the keys it serves; without it, slots share a circuit per group of 1024. It is
+   * called once per script sent, so it must be cheap and never do I/O.
+   */
+  nodeOf?(slot: number): string | undefined;
   /** evalsha runs the script named by `sha1`; rejects with the server's error (NOSCRIPT when unknown). */
   evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown>;
   /** eval runs `script` by source (the server caches it, so EVALSHA finds it next time). */
@@ -22,13 +30,19 @@ export interface RedisAdapter {
  */
 export interface IoredisClient {
   readonly isCluster?: boolean;
+  /**
+   * A `Cluster`'s slot map: `slots[slot]` lists the `host:port` of the nodes serving `slot`,
+   * master first (empty until the cluster is connected). Read only when `isCluster` is true.
+   */
+  readonly slots?: ReadonlyArray<readonly string[] | undefined>;
   evalsha(sha1: string, numKeys: number, keysAndArgs: string[]): Promise<unknown>;
   eval(script: string, numKeys: number, keysAndArgs: string[]): Promise<unknown>;
 }
 
 /**
  * ioredisAdapter returns a {@link RedisAdapter} over an ioredis client, single (`new Redis()`) or
- * cluster (`new Cluster([...])`): ioredis's `isCluster` flag tells which.
+ * cluster (`new Cluster([...])`): ioredis's `isCluster` flag tells which. On a cluster its
+ * `nodeOf` reads the client's slot map (`slots[slot][0]`, the master's `host:port`).
  *
  * @example
  * import { Redis } from 'ioredis';
@@ -36,8 +50,10 @@ export interface IoredisClient {
  * const store = new RedisStore({ adapter: ioredisAdapter(new Redis()) });
  */
 export function ioredisAdapter(client: IoredisClient): RedisAdapter {
+  const cluster = client.isCluster === true;
   return {
-    cluster: client.isCluster === true,
+    cluster,
+    ...(cluster ? { nodeOf: (slot: number): string | undefined => client.slots?.[slot]?.[0] } : {}),
     evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, keys.concat(args)),
     eval: (script, keys, args) => client.eval(script, keys.length, keys.concat(args)),
   };
@@ -51,6 +67,11 @@ export interface NodeRedisEvalOptions {
 
 /** NodeRedisClient is the part of a node-redis client or cluster (`createClient`, `createCluster`) the adapter uses. */
 export interface NodeRedisClient {
+  /**
+   * A cluster's slot map: `slots[slot].master.address` is the `host:port` of the master serving
+   * `slot` (no entry until the cluster is connected). Read only with `{ cluster: true }`.
+   */
+  readonly slots?: ReadonlyArray<{ readonly master: { readonly address: string } } | undefined>;
   evalSha(sha1: string, options: NodeRedisEvalOptions): Promise<unknown>;
   eval(script: string, options: NodeRedisEvalOptions): Promise<unknown>;
 }
@@ -65,7 +86,8 @@ export interface NodeRedisAdapterOptions {
  * nodeRedisAdapter returns a {@link RedisAdapter} over a node-redis client (`createClient()`) or,
  * with `{ cluster: true }`, a node-redis cluster (`createCluster()`). node-redis offers no flag to
  * tell them apart, so the caller says which; a cluster passed without it still works for single
- * keys, and `consumeAll` over keys of different slots fails with a `STORE_ERROR` saying so.
+ * keys, and `consumeAll` over keys of different slots fails with a `STORE_ERROR` saying so. On a
+ * cluster its `nodeOf` reads the client's slot map (`slots[slot].master.address`).
  *
  * @example
  * import { createClient } from 'redis';
@@ -74,8 +96,10 @@ export interface NodeRedisAdapterOptions {
  * const store = new RedisStore({ adapter: nodeRedisAdapter(client) });
  */
 export function nodeRedisAdapter(client: NodeRedisClient, options: NodeRedisAdapterOptions = {}): RedisAdapter {
+  const cluster = options.cluster === true;
   return {
-    cluster: options.cluster === true,
+    cluster,
+    ...(cluster ? { nodeOf: (slot: number): string | undefined => client.slots?.[slot]?.master.address } : {}),
     evalsha: (sha1, keys, args) => client.evalSha(sha1, { keys: [...keys], arguments: [...args] }),
     eval: (script, keys, args) => client.eval(script, { keys: [...keys], arguments: [...args] }),
   };

@@ -14,8 +14,20 @@ export interface CircuitOptions {
 export type Admission = 'send' | 'probe' | 'refuse';
 
 /**
- * Circuit is a circuit breaker in front of Redis, shared by every table of one store, so a Redis
- * that is down or hung is not sent an ever-growing queue of commands.
+ * CircuitRouter picks the {@link Circuit} that guards a script from the script's keys: a lone
+ * {@link Circuit} guards every script (a single Redis), `NodeCircuits` one per cluster node.
+ */
+export interface CircuitRouter {
+  /** circuitOf returns the circuit guarding a script on `keys` (on a cluster, all in one hash slot). */
+  circuitOf(keys: readonly string[]): Circuit;
+  /** retryInMs returns how long until the circuit guarding `redisKey` lets a probe through, in whole ms (0 when closed or due). */
+  retryInMs(redisKey: string): number;
+}
+
+/**
+ * Circuit is a circuit breaker in front of Redis (or, on a cluster, one node of it: see
+ * `NodeCircuits`), shared by every table of one store, so a Redis that is down or hung is
+ * not sent an ever-growing queue of commands.
  *
  * Closed (healthy), everything is sent. After `failuresToOpen` failures in a row it opens: nothing
  * is sent, and every operation fails at once. Once `probeIntervalMs` has passed, the next operation
@@ -24,14 +36,20 @@ export type Admission = 'send' | 'probe' | 'refuse';
  * flight) is outstanding, and decisions recover within about `probeIntervalMs` plus one round trip
  * of Redis coming back (and of the client reconnecting, which is the client's own setting).
  */
-export class Circuit {
+export class Circuit implements CircuitRouter {
   private failures = 0;
   private openUntilMs = -Infinity;
   private probing = false;
   private readonly nowMs: () => number;
 
-  /** Creates a closed circuit. */
-  constructor(private readonly options: CircuitOptions) {
+  /**
+   * Creates a closed circuit; `name` is what it guards, as error messages say it: `'Redis'`
+   * (default), `'Redis node 10.0.0.7:6379'`, or `'Redis for slots 0-1023 (node unknown)'`.
+   */
+  constructor(
+    private readonly options: CircuitOptions,
+    readonly name = 'Redis',
+  ) {
     this.nowMs = options.nowMs ?? ((): number => performance.now());
   }
 
@@ -44,6 +62,19 @@ export class Circuit {
   retryInMs(): number {
     if (!this.open) return 0;
     return Math.max(0, Math.ceil(this.openUntilMs - this.nowMs()));
+  }
+
+  /**
+   * idle is true when forgetting this circuit for a fresh one would change at most one send: no
+   * probe is in flight and nothing is refused now (it is closed, or its next probe is due).
+   */
+  get idle(): boolean {
+    return !this.probing && this.retryInMs() === 0;
+  }
+
+  /** circuitOf returns this circuit: alone, it guards every script (a single Redis). */
+  circuitOf(): Circuit {
+    return this;
   }
 
   /** admit returns whether an operation may be sent now, and whether it is the probe. */

@@ -76,8 +76,9 @@ export function scaledPolicy(algorithm: Algorithm, share: number): Algorithm {
 }
 
 /**
- * FailurePolicy applies one table's {@link OnError} to operations that Redis failed. `retryInMs`
- * says when Redis will next be tried (the circuit's next probe), for `fail-closed`'s retryAfterMs.
+ * FailurePolicy applies one table's {@link OnError} to operations that Redis failed. `retryInMs(key)`
+ * says when Redis will next be tried for the user's `key`, in ms (the next probe of the circuit
+ * guarding it: on a cluster, its node's), for `fail-closed`'s retryAfterMs.
  */
 export class FailurePolicy {
   private local: MemoryTable | undefined;
@@ -87,7 +88,7 @@ export class FailurePolicy {
   constructor(
     private readonly onError: OnError,
     private readonly algorithm: Algorithm,
-    private readonly retryInMs: () => number,
+    private readonly retryInMs: (key: string) => number,
   ) {
     this.scaled = typeof onError === 'object' ? scaledPolicy(algorithm, onError.share) : undefined;
   }
@@ -97,9 +98,9 @@ export class FailurePolicy {
     const limit = this.algorithm.limit;
     if (this.onError === 'throw') throw error;
     if (this.onError === 'fail-open') return { allowed: true, limit, remaining: 0, retryAfterMs: 0, resetMs: 0, reason: 'fail-open' };
-    if (this.onError === 'fail-closed') return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, this.retryInMs()), resetMs: 0, reason: 'fail-closed' };
+    if (this.onError === 'fail-closed') return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, this.retryInMs(key)), resetMs: 0, reason: 'fail-closed' };
     const table = this.localTable();
-    if (cost > this.scaled!.limit) return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, this.retryInMs()), resetMs: 0, reason: 'fallback' };
+    if (cost > this.scaled!.limit) return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, this.retryInMs(key)), resetMs: 0, reason: 'fallback' };
     const d = op === 'consume' ? table.consume(key, cost, nowMs) : table.peek(key, cost, nowMs);
     return { ...d, limit, reason: 'fallback' };
   }

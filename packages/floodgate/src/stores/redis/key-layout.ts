@@ -40,16 +40,52 @@ const CRC16_TABLE = ((): Uint16Array => {
 
 /**
  * hashSlotOf returns the Redis Cluster slot (0 to 16383) of a full Redis key: CRC16 (XMODEM) of
- * its hash tag (the bytes between the first `{` and the next `}`, when not empty) or of the key.
+ * the UTF-8 bytes of its hash tag (the text between the first `{` and the next `}`, when not
+ * empty) or of the whole key. It allocates nothing: the bytes are encoded as they are hashed.
  */
 export function hashSlotOf(redisKey: string): number {
-  let bytes = Buffer.from(redisKey, 'utf8');
-  const open = bytes.indexOf(0x7b);
+  // `{` and `}` are ASCII, and UTF-8 never uses their bytes inside another character, so the
+  // positions found in the string mark the same tag as in the key's bytes.
+  const open = redisKey.indexOf('{');
   if (open >= 0) {
-    const close = bytes.indexOf(0x7d, open + 1);
-    if (close > open + 1) bytes = bytes.subarray(open + 1, close);
+    const close = redisKey.indexOf('}', open + 1);
+    if (close > open + 1) return crc16OfUtf8(redisKey, open + 1, close) & 16383;
   }
+  return crc16OfUtf8(redisKey, 0, redisKey.length) & 16383;
+}
+
+/**
+ * Returns the CRC16 of the UTF-8 encoding of `text` from `start` to `end` (UTF-16 indexes), encoded
+ * as `Buffer.from(text)` would: a surrogate pair as 4 bytes, a lone surrogate as U+FFFD.
+ */
+function crc16OfUtf8(text: string, start: number, end: number): number {
   let crc = 0;
-  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >>> 8) ^ byte) & 0xff]!;
-  return crc & 16383;
+  for (let i = start; i < end; i++) {
+    let code = text.charCodeAt(i);
+    if (code < 0x80) {
+      crc = crcStep(crc, code);
+      continue;
+    }
+    if (code < 0x800) {
+      crc = crcStep(crcStep(crc, 0xc0 | (code >> 6)), 0x80 | (code & 0x3f));
+      continue;
+    }
+    if (code >= 0xd800 && code <= 0xdfff) {
+      const low = i + 1 < end ? text.charCodeAt(i + 1) : 0;
+      if (code <= 0xdbff && low >= 0xdc00 && low <= 0xdfff) {
+        const point = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+        crc = crcStep(crcStep(crc, 0xf0 | (point >> 18)), 0x80 | ((point >> 12) & 0x3f));
+        crc = crcStep(crcStep(crc, 0x80 | ((point >> 6) & 0x3f)), 0x80 | (point & 0x3f));
+        i++;
+        continue;
+      }
+      code = 0xfffd;
+    }
+    crc = crcStep(crcStep(crcStep(crc, 0xe0 | (code >> 12)), 0x80 | ((code >> 6) & 0x3f)), 0x80 | (code & 0x3f));
+  }
+  return crc;
+}
+
+function crcStep(crc: number, byte: number): number {
+  return ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >>> 8) ^ byte) & 0xff]!;
 }

@@ -5,7 +5,8 @@ import { positiveInteger, positiveNumber, requireObject } from '../../core/valid
 import type { Store } from '../store.js';
 import type { RedisAdapter } from './adapter.js';
 import { Batcher } from './batcher.js';
-import { Circuit } from './circuit.js';
+import { Circuit, type CircuitRouter } from './circuit.js';
+import { NodeCircuits } from './node-circuits.js';
 import { consumeAll, type ConsumeAllRequest, type ConsumeAllResult } from './consume-all.js';
 import { checkOnError, type OnError } from './failure-policy.js';
 import { RedisTable, type TableContext } from './redis-table.js';
@@ -27,7 +28,10 @@ export interface RedisStoreOptions {
    * policy on some limiters, bind them to {@link RedisStore.withOnError}.
    */
   onError?: OnError;
-  /** Failures in a row (errors or timeouts) after which nothing more is sent until a probe succeeds (default 3). */
+  /**
+   * Failures in a row (errors or timeouts) after which nothing more is sent until a probe succeeds
+   * (default 3). On a cluster, counted per master: see {@link RedisStore}.
+   */
   failuresToOpen?: number;
   /** How long after the circuit opens (or a probe fails) one operation is sent as a probe, in ms (default 250). */
   probeIntervalMs?: number;
@@ -70,7 +74,10 @@ export interface RedisStoreOptions {
  * a circuit opens and nothing more is sent (so no queue of commands grows while Redis is away)
  * until a probe, one operation every `probeIntervalMs`, gets an answer. Meanwhile `onError`
  * decides: reject, admit (`fail-open`), refuse (`fail-closed`) or decide locally with a share of
- * the limit (`fallback`). Floods: refusals are remembered until their retry time and answered
+ * the limit (`fallback`). On a Redis Cluster there is a circuit per master (when the adapter
+ * tells the store which node serves a slot, as both built-in adapters do), so a master that is
+ * down or hung only sends its own keys to `onError`: keys on the other masters are still decided
+ * by Redis, and after a failover the new master starts with a closed circuit. Floods: refusals are remembered until their retry time and answered
  * locally. Throughput: decisions issued in one tick go to Redis as one script per hash slot.
  *
  * @example
@@ -168,11 +175,8 @@ function tablesOf(context: TableContext, onError: OnError): (algorithm: Algorith
 }
 
 function contextOf(o: RedisStoreOptions, adapter: RedisAdapter, testTime: boolean): TableContext {
-  const circuit = new Circuit({
-    failuresToOpen: positiveInteger(o.failuresToOpen ?? 3, 'RedisStore.failuresToOpen'),
-    probeIntervalMs: positiveNumber(o.probeIntervalMs ?? 250, 'RedisStore.probeIntervalMs'),
-  });
-  const runner = new ScriptRunner(adapter, positiveNumber(o.timeoutMs ?? 1000, 'RedisStore.timeoutMs'), circuit);
+  const circuits = circuitsOf(o, adapter);
+  const runner = new ScriptRunner(adapter, positiveNumber(o.timeoutMs ?? 1000, 'RedisStore.timeoutMs'), circuits);
   const maxBatchSize = positiveInteger(o.maxBatchSize ?? 128, 'RedisStore.maxBatchSize');
   return {
     runner,
@@ -181,14 +185,29 @@ function contextOf(o: RedisStoreOptions, adapter: RedisAdapter, testTime: boolea
     maxKeyLength: positiveInteger(o.maxKeyLength ?? 1024, 'RedisStore.maxKeyLength'),
     testTime,
     overLimitCacheMaxKeys: positiveInteger(o.overLimitCacheMaxKeys ?? 10_000, 'RedisStore.overLimitCacheMaxKeys', 0),
-    retryInMs: () => circuit.retryInMs(),
+    retryInMs: (redisKey) => circuits.retryInMs(redisKey),
   };
+}
+
+/**
+ * circuitsOf returns the store's circuits: one for a single Redis (nothing to pick per call), one
+ * per master on a cluster ({@link NodeCircuits}, through the adapter's `nodeOf` when it has one).
+ */
+function circuitsOf(o: RedisStoreOptions, adapter: RedisAdapter): CircuitRouter {
+  const options = {
+    failuresToOpen: positiveInteger(o.failuresToOpen ?? 3, 'RedisStore.failuresToOpen'),
+    probeIntervalMs: positiveNumber(o.probeIntervalMs ?? 250, 'RedisStore.probeIntervalMs'),
+  };
+  if (!adapter.cluster) return new Circuit(options);
+  if (adapter.nodeOf === undefined) return new NodeCircuits(options);
+  return new NodeCircuits({ ...options, nodeOf: (slot) => adapter.nodeOf?.(slot) });
 }
 
 function checkAdapter(adapter: unknown): RedisAdapter {
   const a = adapter as Partial<RedisAdapter> | null | undefined;
-  if (typeof a !== 'object' || a === null || typeof a.evalsha !== 'function' || typeof a.eval !== 'function' || typeof a.cluster !== 'boolean') {
-    throw new FloodgateError('INVALID_OPTION', `RedisStore.adapter must be a RedisAdapter, e.g. ioredisAdapter(new Redis()) or nodeRedisAdapter(client), got ${describeValue(adapter)}`, 'RedisStore.adapter');
+  const badNodeOf = typeof a === 'object' && a !== null && a.nodeOf !== undefined && typeof a.nodeOf !== 'function';
+  if (typeof a !== 'object' || a === null || typeof a.evalsha !== 'function' || typeof a.eval !== 'function' || typeof a.cluster !== 'boolean' || badNodeOf) {
+    throw new FloodgateError('INVALID_OPTION', `RedisStore.adapter must be a RedisAdapter ({ cluster, evalsha, eval } and, when given, a nodeOf function), e.g. ioredisAdapter(new Redis()) or nodeRedisAdapter(client), got ${describeValue(adapter)}`, 'RedisStore.adapter');
   }
   return a as RedisAdapter;
 }

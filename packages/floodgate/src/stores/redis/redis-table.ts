@@ -20,8 +20,8 @@ export interface TableContext {
   readonly testTime: boolean;
   /** Keys the over-limit cache of each table holds (0: no cache). */
   readonly overLimitCacheMaxKeys: number;
-  /** How long until Redis is next tried, in ms (the circuit's next probe). */
-  readonly retryInMs: () => number;
+  /** How long until Redis is next tried for `redisKey`, in ms: the next probe of the circuit guarding it (its node's, on a cluster). */
+  readonly retryInMs: (redisKey: string) => number;
 }
 
 /**
@@ -59,7 +59,7 @@ export class RedisTable implements PolicyStore {
     };
     const cacheKeys = context.testTime ? 0 : context.overLimitCacheMaxKeys;
     this.cache = cacheKeys > 0 ? new OverLimitCache(cacheKeys, () => performance.now()) : undefined;
-    this.failure = new FailurePolicy(onError, algorithm, context.retryInMs);
+    this.failure = new FailurePolicy(onError, algorithm, (key) => context.retryInMs(redisKeyOf(context.prefix, this.policyId, key)));
     if (algorithm.reserve === undefined) this.reserve = undefined;
   }
 

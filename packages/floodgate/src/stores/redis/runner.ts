@@ -1,7 +1,7 @@
 import type { Decision } from '../../core/decision.js';
 import { FloodgateError } from '../../core/errors.js';
 import type { RedisAdapter } from './adapter.js';
-import type { Circuit } from './circuit.js';
+import type { Circuit, CircuitRouter } from './circuit.js';
 import { Deadlines } from './deadlines.js';
 import type { LuaScript } from './scripts/index.js';
 
@@ -9,43 +9,47 @@ import type { LuaScript } from './scripts/index.js';
  * ScriptRunner runs floodgate's scripts through an adapter: EVALSHA first, EVAL on NOSCRIPT (a
  * server restarted, failed over or flushed its scripts), each call bounded by `timeoutMs`, and
  * every failure turned into a {@link FloodgateError}: `STORE_ERROR` for what Redis or the client
- * reported (or for a call not sent because the {@link Circuit} is open), `STORE_TIMEOUT` for no
+ * reported (or for a call not sent because its {@link Circuit} is open), `STORE_TIMEOUT` for no
  * answer in time. Promises always reject with Errors, and always settle within `timeoutMs`.
+ *
+ * Each script goes through the circuit its router picks from its keys: the one circuit of a single
+ * Redis, or on a cluster the circuit of the node serving the keys' slot (`NodeCircuits`), so
+ * failures of one node never stop scripts to the others. Error messages name that node.
  */
 export class ScriptRunner {
   private readonly deadlines: Deadlines;
 
-  /** Creates a runner over `adapter` whose calls time out after `timeoutMs`, sent while `circuit` allows. */
+  /**
+   * Creates a runner over `adapter` whose calls time out after `timeoutMs`, each sent while the
+   * circuit `circuits` picks for it allows (a lone {@link Circuit} guards every call).
+   */
   constructor(
     private readonly adapter: RedisAdapter,
     private readonly timeoutMs: number,
-    private readonly circuit: Circuit,
+    private readonly circuits: CircuitRouter,
   ) {
     this.deadlines = new Deadlines(timeoutMs);
   }
 
-  /** run resolves to the script's raw reply; it rejects at once, sending nothing, while the circuit is open. */
+  /** run resolves to the script's raw reply; it rejects at once, sending nothing, while the circuit guarding `keys` is open. */
   run(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    const admission = this.circuit.admit();
-    if (admission === 'refuse') return Promise.reject(this.openError(script));
+    const circuit = this.circuits.circuitOf(keys);
+    const admission = circuit.admit();
+    if (admission === 'refuse') return Promise.reject(openError(script, circuit));
     const probe = admission === 'probe';
     const timeoutError = (): Error =>
-      new FloodgateError('STORE_TIMEOUT', `RedisStore: the ${script.name} script got no answer within ${this.timeoutMs} ms (RedisStore.timeoutMs); the operation may still have run`, 'timeoutMs');
+      new FloodgateError('STORE_TIMEOUT', `RedisStore: the ${script.name} script got no answer from ${circuit.name} within ${this.timeoutMs} ms (RedisStore.timeoutMs); the operation may still have run`, 'timeoutMs');
     return this.deadlines.run(this.evaluate(script, keys, args), timeoutError).then(
       (reply) => {
-        this.circuit.succeeded(probe);
+        circuit.succeeded(probe);
         return reply;
       },
       (error: unknown) => {
-        if (isUnhealthy(error)) this.circuit.failed(probe);
-        else this.circuit.succeeded(probe);
+        if (isUnhealthy(error)) circuit.failed(probe);
+        else circuit.succeeded(probe);
         throw error;
       },
     );
-  }
-
-  private openError(script: LuaScript): FloodgateError {
-    return new FloodgateError('STORE_ERROR', `RedisStore: the ${script.name} script was not sent: Redis failed repeatedly (the circuit is open), next probe in ${this.circuit.retryInMs()} ms`);
   }
 
   private async evaluate(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
@@ -68,6 +72,11 @@ export class ScriptRunner {
  * BUSY, CLUSTERDOWN, TRYAGAIN, MASTERDOWN, READONLY during a failover) counts against the circuit.
  */
 const ANSWERED = /^(FLOODGATE|ERR|WRONGTYPE|CROSSSLOT|NOSCRIPT|NOPERM|NOAUTH|WRONGPASS|OOM)\b/;
+
+/** The error of a script not sent because `circuit` is open: it names what failed (the node, on a cluster). */
+function openError(script: LuaScript, circuit: Circuit): FloodgateError {
+  return new FloodgateError('STORE_ERROR', `RedisStore: the ${script.name} script was not sent: ${circuit.name} failed repeatedly (the circuit is open), next probe in ${circuit.retryInMs()} ms`);
+}
 
 function isUnhealthy(error: unknown): boolean {
   if (!(error instanceof FloodgateError) || error.code === 'STORE_TIMEOUT') return true;
