@@ -54,6 +54,8 @@ export class Limiter {
   /** table is the store's state table for this policy. */
   readonly table: PolicyStore;
   private readonly clock: Clock;
+  /** Whether consume and peek may skip reading the clock: the store owns its clock and ours is the system's. */
+  private readonly clockFree: boolean;
   /** The table again when it is synchronous, else undefined (checked once, not per call). */
   private readonly syncTable: SyncPolicyStore | undefined;
   private readonly timers: Timers;
@@ -70,6 +72,7 @@ export class Limiter {
     this.clock = o.clock ?? systemClock;
     this.table = (o.store ?? new MemoryStore()).bind(o.policy);
     this.syncTable = this.table.synchronous ? (this.table as SyncPolicyStore) : undefined;
+    this.clockFree = this.table.ownsClock === true && this.clock === systemClock;
     if (o.timers !== undefined && !isTimers(o.timers)) {
       throw new FloodgateError('INVALID_OPTION', 'Limiter.timers must have setTimer and clearTimer, like systemTimers or a ManualClock', 'Limiter.timers');
     }
@@ -109,7 +112,7 @@ export class Limiter {
     // Not async: an asynchronous store's promise is handed back as it is (Promise.resolve returns
     // a native promise unchanged), without the extra turns an async wrapper would add.
     try {
-      return Promise.resolve(this.table.consume(key, options?.cost ?? 1, this.clock.now()));
+      return Promise.resolve(this.table.consume(key, options?.cost ?? 1, this.clockFree ? NaN : this.clock.now()));
     } catch (error) {
       return Promise.reject(error as Error);
     }
@@ -123,7 +126,7 @@ export class Limiter {
   /** peek resolves to what {@link consume} would answer now, without charging. */
   peek(key: string, options?: ConsumeOptions): Promise<Decision> {
     try {
-      return Promise.resolve(this.table.peek(key, options?.cost ?? 1, this.clock.now()));
+      return Promise.resolve(this.table.peek(key, options?.cost ?? 1, this.clockFree ? NaN : this.clock.now()));
     } catch (error) {
       return Promise.reject(error as Error);
     }

@@ -14,6 +14,13 @@ export type MaybePromise<T> = T | Promise<T>;
 export interface PolicyStore {
   /** synchronous is true when every method answers without a promise. */
   readonly synchronous: boolean;
+  /**
+   * ownsClock is true when `consume` and `peek` decide on the store's own clock (Redis's `TIME`)
+   * and want local time only in case of failure. A caller on the system clock may then pass `NaN`
+   * as `nowMs`, saving a clock read per decision; the store reads the system clock itself when
+   * it comes to need local time.
+   */
+  readonly ownsClock?: boolean;
   /** consume decides a request of `cost` for `key` and charges it only when admitted. */
   consume(key: string, cost: number, nowMs: number): MaybePromise<Decision>;
   /** peek answers what `consume` would, without charging. */

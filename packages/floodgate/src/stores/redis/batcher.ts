@@ -16,11 +16,15 @@ export interface BatchPolicy {
   readonly batchArgs: readonly string[];
   /** The policy's limit, for the decisions read from the reply. */
   readonly limit: number;
-  /** decideAlone sends one decision as its own script: a tick with a single decision needs no batch. */
-  decideAlone(request: BatchRequest): Promise<Decision>;
+  /** sendAlone sends one decision as its own script and answers it: a tick with a single decision needs no batch. */
+  sendAlone(request: BatchRequest): void;
 }
 
-/** BatchRequest is one decision (consume or peek) waiting to be sent. */
+/**
+ * BatchRequest is one decision (consume or peek) waiting to be sent, and where its answer goes:
+ * exactly one of `answered` or `failed` is called, once. Requests are objects with methods rather
+ * than promises with callbacks, so a batch holds one thing per decision and makes no closures.
+ */
 export interface BatchRequest {
   readonly policy: BatchPolicy;
   readonly redisKey: string;
@@ -28,6 +32,10 @@ export interface BatchRequest {
   /** The script's time argument: '' (the server's TIME) or the test time. */
   readonly time: string;
   readonly cost: number;
+  /** answered hands the request the decision Redis made. */
+  answered(decision: Decision): void;
+  /** failed hands the request what stopped it: its batch's failure, or its own script error. */
+  failed(error: unknown): void;
 }
 
 /** BatcherOptions configures a {@link Batcher}. */
@@ -39,9 +47,6 @@ export interface BatcherOptions {
   readonly maxBatchSize: number;
 }
 
-type Resolve = (decision: Decision) => void;
-type Reject = (error: unknown) => void;
-
 /**
  * Batcher gathers the decisions issued in one tick of the event loop and sends them as one
  * EVALSHA of the batch script per hash slot (one per tick on a single Redis), instead of one round
@@ -49,65 +54,44 @@ type Reject = (error: unknown) => void;
  * atomic, and decisions run in the order they were issued. A decision alone in its tick is sent
  * as its own script, exactly as without batching.
  *
- * The tick's decisions wait in three flat arrays (requests, resolves, rejects): nothing else is
- * kept per decision. Batches are flushed by `setImmediate`: one callback per tick with decisions,
- * none when idle.
+ * The tick's requests wait in one flat array: nothing else is kept per decision. Batches are
+ * flushed by `setImmediate`: one callback per tick with decisions, none when idle.
  */
 export class Batcher {
   private requests: BatchRequest[] = [];
-  private resolves: Resolve[] = [];
-  private rejects: Reject[] = [];
   private readonly flushNow = (): void => this.flush();
 
   /** Creates an empty batcher. */
   constructor(private readonly options: BatcherOptions) {}
 
-  /** submit resolves to the decision, as its own script would answer it. */
-  submit(request: BatchRequest): Promise<Decision> {
+  /** submit queues `request` for this tick's batch; it is answered through its own methods. */
+  submit(request: BatchRequest): void {
     if (this.requests.length === 0) setImmediate(this.flushNow);
     this.requests.push(request);
-    return new Promise<Decision>((resolve, reject) => {
-      this.resolves.push(resolve);
-      this.rejects.push(reject);
-    });
   }
 
   private flush(): void {
-    const { requests, resolves, rejects } = this;
+    const requests = this.requests;
     this.requests = [];
-    this.resolves = [];
-    this.rejects = [];
-    if (requests.length === 1) {
-      requests[0]!.policy.decideAlone(requests[0]!).then(resolves[0], rejects[0]);
-      return;
-    }
-    if (!this.options.cluster) return this.sendAll(requests, resolves, rejects);
-    for (const slot of slotsOf(requests)) {
-      this.sendAll(
-        slot.map((i) => requests[i]!),
-        slot.map((i) => resolves[i]!),
-        slot.map((i) => rejects[i]!),
-      );
-    }
+    if (requests.length === 1) return requests[0]!.policy.sendAlone(requests[0]!);
+    if (!this.options.cluster) return this.sendAll(requests);
+    for (const slot of slotsOf(requests)) this.sendAll(slot);
   }
 
   /** Sends `requests` in scripts of at most `maxBatchSize` decisions. */
-  private sendAll(requests: BatchRequest[], resolves: Resolve[], rejects: Reject[]): void {
+  private sendAll(requests: BatchRequest[]): void {
     const size = this.options.maxBatchSize;
-    if (requests.length <= size) return this.send(requests, resolves, rejects);
-    for (let i = 0; i < requests.length; i += size) this.send(requests.slice(i, i + size), resolves.slice(i, i + size), rejects.slice(i, i + size));
+    if (requests.length <= size) return this.send(requests);
+    for (let i = 0; i < requests.length; i += size) this.send(requests.slice(i, i + size));
   }
 
-  private send(requests: readonly BatchRequest[], resolves: readonly Resolve[], rejects: readonly Reject[]): void {
-    if (requests.length === 1) {
-      requests[0]!.policy.decideAlone(requests[0]!).then(resolves[0], rejects[0]);
-      return;
-    }
+  private send(requests: readonly BatchRequest[]): void {
+    if (requests.length === 1) return requests[0]!.policy.sendAlone(requests[0]!);
     const { keys, args } = batchArgsOf(requests);
     this.options.runner.run(BATCH_SCRIPT, keys, args).then(
-      (reply) => settle(requests, resolves, rejects, reply),
+      (reply) => settle(requests, reply),
       (error: unknown) => {
-        for (const reject of rejects) reject(error);
+        for (const request of requests) request.failed(error);
       },
     );
   }
@@ -139,30 +123,30 @@ function batchArgsOf(requests: readonly BatchRequest[]): { keys: string[]; args:
   return { keys, args: args.concat(tail) };
 }
 
-/** Returns the indexes of `requests` grouped by hash slot, in order within each slot. */
-function slotsOf(requests: readonly BatchRequest[]): number[][] {
-  const bySlot = new Map<number, number[]>();
-  for (let i = 0; i < requests.length; i++) {
-    const slot = hashSlotOf(requests[i]!.redisKey);
+/** Returns `requests` grouped by hash slot, in order within each slot. */
+function slotsOf(requests: readonly BatchRequest[]): BatchRequest[][] {
+  const bySlot = new Map<number, BatchRequest[]>();
+  for (const request of requests) {
+    const slot = hashSlotOf(request.redisKey);
     const group = bySlot.get(slot);
-    if (group === undefined) bySlot.set(slot, [i]);
-    else group.push(i);
+    if (group === undefined) bySlot.set(slot, [request]);
+    else group.push(request);
   }
   return [...bySlot.values()];
 }
 
 /** Hands each decision its own answer, or its own error. */
-function settle(requests: readonly BatchRequest[], resolves: readonly Resolve[], rejects: readonly Reject[], reply: unknown): void {
+function settle(requests: readonly BatchRequest[], reply: unknown): void {
   if (!Array.isArray(reply) || reply.length !== 4 * requests.length) {
     const error = replyError('the batch script', `4 fields per decision for ${requests.length} decisions`, reply);
-    for (const reject of rejects) reject(error);
+    for (const request of requests) request.failed(error);
     return;
   }
   for (let i = 0; i < requests.length; i++) {
     const request = requests[i]!;
     const decision = parseDecisionAt(reply, 4 * i, request.policy.limit);
-    if (decision !== undefined) resolves[i]!(decision);
-    else rejects[i]!(batchError(request, reply, 4 * i));
+    if (decision !== undefined) request.answered(decision);
+    else request.failed(batchError(request, reply, 4 * i));
   }
 }
 

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Algorithm } from '../../core/algorithm.js';
 import type { Decision } from '../../core/decision.js';
+import { systemClock } from '../../core/clock.js';
 import { FloodgateError, describeValue } from '../../core/errors.js';
 import type { PolicyStore } from '../store.js';
 import type { BatchOp, BatchPolicy, BatchRequest, Batcher } from './batcher.js';
@@ -8,6 +9,7 @@ import type { ConsumeAllEntry } from './consume-all.js';
 import { FailurePolicy, type OnError } from './failure-policy.js';
 import { policyIdOf, redisKeyOf } from './key-layout.js';
 import { OverLimitCache } from './over-limit-cache.js';
+import { PendingDecision, type DecisionOwner } from './pending-decision.js';
 import { parseDecisionAt, replyError, textOf, type ScriptRunner } from './runner.js';
 import { DECIDE_SCRIPTS, luaPolicyOf, type LuaPolicy, type LuaScript } from './scripts/index.js';
 
@@ -33,6 +35,8 @@ export interface TableContext {
  */
 export class RedisTable implements PolicyStore {
   readonly synchronous = false;
+  /** True outside test mode: decisions are made on Redis's clock, so `nowMs` may be NaN (see {@link PolicyStore.ownsClock}). */
+  readonly ownsClock: boolean;
   private readonly script: LuaScript;
   private readonly lua: LuaPolicy;
   private readonly policyId: string;
@@ -41,6 +45,11 @@ export class RedisTable implements PolicyStore {
   private readonly batchPolicy: BatchPolicy;
   private readonly cache: OverLimitCache | undefined;
   private readonly failure: FailurePolicy;
+  /** Where this table's pending decisions report Redis's answers. */
+  private readonly owner: DecisionOwner = {
+    answered: (pending, decision) => this.answered(pending, decision),
+    failed: (pending, error) => this.failed(pending, error),
+  };
 
   /** Creates the table; prefer {@link RedisStore.bind}. */
   constructor(
@@ -48,6 +57,7 @@ export class RedisTable implements PolicyStore {
     private readonly context: TableContext,
     onError: OnError,
   ) {
+    this.ownsClock = !context.testTime;
     this.lua = luaPolicyOf(algorithm);
     this.script = DECIDE_SCRIPTS[this.lua.module];
     this.policyId = policyIdOf(algorithm);
@@ -55,7 +65,7 @@ export class RedisTable implements PolicyStore {
     this.batchPolicy = {
       batchArgs: [this.lua.registered, ...[...this.paramArgs, '0', '0', '0'].slice(0, 3)],
       limit: algorithm.limit,
-      decideAlone: (request) => this.decideAlone(request),
+      sendAlone: (request) => this.sendAlone(request),
     };
     const cacheKeys = context.testTime ? 0 : context.overLimitCacheMaxKeys;
     this.cache = cacheKeys > 0 ? new OverLimitCache(cacheKeys, () => performance.now()) : undefined;
@@ -121,38 +131,58 @@ export class RedisTable implements PolicyStore {
 
   /** Answers from the over-limit cache when it is sure, else asks Redis; bad arguments reject. */
   private decide(op: BatchOp, key: string, cost: number, nowMs: number): Promise<Decision> {
-    let cached: Decision | undefined;
+    let time: string;
     try {
       this.algorithm.checkCost(cost);
       this.checkKey(key);
-      cached = this.cache?.refusal(key, cost);
+      const cached = this.cache?.refusal(key, cost);
+      if (cached !== undefined) return Promise.resolve(cached);
+      time = this.timeArg(nowMs);
     } catch (error) {
       return Promise.reject(error);
     }
-    return cached === undefined ? this.ask(op, key, cost, nowMs) : Promise.resolve(cached);
+    const sentAtMs = this.cache === undefined ? 0 : performance.now();
+    const pending = new PendingDecision(this.owner, this.batchPolicy, redisKeyOf(this.context.prefix, this.policyId, key), op, time, cost, key, nowMs, sentAtMs);
+    const batcher = this.context.batcher;
+    if (batcher === undefined) this.sendAlone(pending);
+    else batcher.submit(pending);
+    return pending.promise;
   }
 
-  private async ask(op: BatchOp, key: string, cost: number, nowMs: number): Promise<Decision> {
-    const sentAtMs = this.cache === undefined ? 0 : performance.now();
-    const request: BatchRequest = { policy: this.batchPolicy, redisKey: redisKeyOf(this.context.prefix, this.policyId, key), op, time: this.timeArg(nowMs), cost };
-    const batcher = this.context.batcher;
-    const sent = batcher === undefined ? this.decideAlone(request) : batcher.submit(request);
+  /** Settles a pending decision with Redis's answer, remembering a refusal in the over-limit cache. */
+  private answered(pending: PendingDecision, decision: Decision): void {
+    this.failure.recovered();
+    if (!decision.allowed) this.cache?.remember(pending.key, pending.cost, decision, pending.sentAtMs);
+    pending.resolve(decision);
+  }
+
+  /** Settles a pending decision Redis did not make: a malformed reply rejects, anything else goes to the failure policy. */
+  private failed(pending: PendingDecision, error: unknown): void {
+    if (error instanceof FloodgateError && error.code === 'STORE_REPLY') return pending.reject(error);
     let decision: Decision;
     try {
-      decision = await sent;
-    } catch (error) {
-      if (error instanceof FloodgateError && error.code === 'STORE_REPLY') throw error;
-      return this.failure.decide(op, key, cost, nowMs, error);
+      decision = this.failure.decide(pending.op, pending.key, pending.cost, Number.isNaN(pending.nowMs) ? systemClock.now() : pending.nowMs, error);
+    } catch (thrown) {
+      return pending.reject(thrown);
     }
-    this.failure.recovered();
-    if (!decision.allowed) this.cache?.remember(key, cost, decision, sentAtMs);
-    return decision;
+    pending.resolve(decision);
   }
 
   /** Sends one consume or peek as its own script. */
-  private async decideAlone(request: BatchRequest): Promise<Decision> {
+  private sendAlone(request: BatchRequest): void {
     const args = [this.lua.registered, request.op, request.time, String(request.cost), '0', ...this.paramArgs];
-    return this.decision(request.op, await this.context.runner.run(this.script, [request.redisKey], args));
+    this.context.runner.run(this.script, [request.redisKey], args).then(
+      (reply) => {
+        let decision: Decision;
+        try {
+          decision = this.decision(request.op, reply);
+        } catch (error) {
+          return request.failed(error);
+        }
+        request.answered(decision);
+      },
+      (error: unknown) => request.failed(error),
+    );
   }
 
   /** timeArg returns the script's time argument: `nowMs` in test mode, else '' (the script reads TIME). */
