@@ -2,10 +2,11 @@
  * HTTP benchmark: each framework bare, with floodgate (an in-memory limit that admits everything),
  * and with its own rate-limit peer (express-rate-limit, @fastify/rate-limit), loaded by autocannon
  * over loopback. With `--noop`, also with a middleware that does nothing, which shows what the
- * framework itself charges for one more middleware (for Hono, leaving its one-handler fast path). Every server runs in its own child process (this file, with `--serve`); autocannon
+ * framework itself charges for one more middleware (for Hono, leaving its one-handler fast path). With `--quiet`, also
+ * floodgate with its draft headers off, which shows what writing (and reading) the two headers costs. Every server runs in its own child process (this file, with `--serve`); autocannon
  * runs in another. It prints requests/s and ratios; nothing is asserted.
  *
- *   node --conditions=floodgate-source --import tsx bench/http.ts [--duration 2] [--rounds 2] [--warmup 1] [--noop] [filter...]
+ *   node --conditions=floodgate-source --import tsx bench/http.ts [--duration 2] [--rounds 2] [--warmup 1] [--noop] [--quiet] [filter...]
  *
  * About 5 s per cell by default (1 s warm-up, then 2 rounds of 2 s), so about 75 s in all.
  */
@@ -16,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 type Framework = 'node' | 'express' | 'fastify' | 'koa' | 'hono';
-type Subject = 'bare' | 'floodgate' | 'peer' | 'noop';
+type Subject = 'bare' | 'floodgate' | 'peer' | 'noop' | 'quiet';
 
 const FRAMEWORKS: readonly Framework[] = ['node', 'express', 'fastify', 'koa', 'hono'];
 const PEERS: Partial<Record<Framework, string>> = { express: 'express-rate-limit', fastify: '@fastify/rate-limit' };
@@ -30,6 +31,14 @@ const HUGE = 1e12;
 async function floodgateLimiter() {
   const { Limiter, tokenBucket } = await import('floodgate');
   return new Limiter({ policy: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }) });
+}
+
+/** Whether `subject` runs floodgate: with its default headers, or (`quiet`) with the draft headers off. */
+const isFloodgate = (subject: Subject): boolean => subject === 'floodgate' || subject === 'quiet';
+
+/** floodgate's options for `subject`: `quiet` turns the draft headers off, to show what writing them costs. */
+async function floodgateOptions(subject: Subject) {
+  return { limiter: await floodgateLimiter(), draftHeaders: subject !== 'quiet' };
 }
 
 /** A Connect-style middleware that does nothing. */
@@ -46,14 +55,14 @@ async function serveNode(subject: Subject): Promise<ReturnType<typeof createServ
   if (subject === 'bare') return createServer(hello);
   if (subject === 'noop') return createServer((req, res) => noopConnect(req, res, () => hello(req, res)));
   const { floodgateNode } = await import('floodgate/http');
-  const limit = floodgateNode({ limiter: await floodgateLimiter() });
+  const limit = floodgateNode(await floodgateOptions(subject));
   return createServer((req, res) => limit(req, res, () => hello(req, res)));
 }
 
 async function serveExpress(subject: Subject): Promise<ReturnType<typeof createServer>> {
   const { default: express } = await import('express');
   const app = express();
-  if (subject === 'floodgate') app.use((await import('floodgate/http')).floodgateExpress({ limiter: await floodgateLimiter() }));
+  if (isFloodgate(subject)) app.use((await import('floodgate/http')).floodgateExpress(await floodgateOptions(subject)));
   if (subject === 'peer') app.use((await import('express-rate-limit')).rateLimit({ windowMs: 60_000, limit: HUGE }));
   if (subject === 'noop') app.use(noopConnect);
   app.get('/', (_req, res) => void res.send('ok'));
@@ -63,7 +72,7 @@ async function serveExpress(subject: Subject): Promise<ReturnType<typeof createS
 async function serveKoa(subject: Subject): Promise<ReturnType<typeof createServer>> {
   const { default: Koa } = await import('koa');
   const app = new Koa();
-  if (subject === 'floodgate') app.use((await import('floodgate/http')).floodgateKoa({ limiter: await floodgateLimiter() }));
+  if (isFloodgate(subject)) app.use((await import('floodgate/http')).floodgateKoa(await floodgateOptions(subject)));
   if (subject === 'noop') app.use((_ctx, next) => next());
   app.use((ctx) => void (ctx.body = 'ok'));
   return createServer(app.callback());
@@ -73,7 +82,7 @@ async function serveHono(subject: Subject): Promise<ReturnType<typeof createServ
   const { Hono } = await import('hono');
   const { createAdaptorServer } = await import('@hono/node-server');
   const app = new Hono();
-  if (subject === 'floodgate') app.use('*', (await import('floodgate/http')).floodgateHono({ limiter: await floodgateLimiter() }));
+  if (isFloodgate(subject)) app.use('*', (await import('floodgate/http')).floodgateHono(await floodgateOptions(subject)));
   if (subject === 'noop') app.use('*', async (_c, next) => void (await next()));
   app.get('/', (c) => c.text('ok'));
   return createAdaptorServer({ fetch: app.fetch }) as ReturnType<typeof createServer>;
@@ -83,7 +92,7 @@ async function serveHono(subject: Subject): Promise<ReturnType<typeof createServ
 async function serveFastify(subject: Subject): Promise<number> {
   const { default: Fastify } = await import('fastify');
   const app = Fastify();
-  if (subject === 'floodgate') await app.register((await import('floodgate/http')).floodgateFastify, { limiter: await floodgateLimiter() });
+  if (isFloodgate(subject)) await app.register((await import('floodgate/http')).floodgateFastify, await floodgateOptions(subject));
   if (subject === 'peer') await app.register((await import('@fastify/rate-limit')).default, { max: HUGE, timeWindow: 60_000 });
   if (subject === 'noop') app.addHook('onRequest', (_request, _reply, done) => done());
   app.get('/', async () => 'ok');
@@ -197,12 +206,15 @@ interface RunOptions {
   connections: number;
   /** Also measure each framework with a middleware that does nothing. */
   noop: boolean;
+  /** Also measure floodgate with its draft headers off (`draftHeaders: false`). */
+  quiet: boolean;
 }
 
-function cellsOf(framework: Framework, noop: boolean): string[] {
+function cellsOf(framework: Framework, o: RunOptions): string[] {
   const cells = [`${framework}:bare`, `${framework}:floodgate`];
   if (PEERS[framework] !== undefined) cells.push(`${framework}:peer`);
-  if (noop) cells.push(`${framework}:noop`);
+  if (o.noop) cells.push(`${framework}:noop`);
+  if (o.quiet) cells.push(`${framework}:quiet`);
   return cells;
 }
 
@@ -213,12 +225,12 @@ function printTable(results: Map<string, Load[]>): void {
   };
   const fmt = (n: number | undefined, digits = 0): string => (n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
   const ratio = (a: number | undefined, b: number | undefined): string => (a === undefined || b === undefined ? '-' : `${(a / b).toFixed(3)}x`);
-  const rows = [['framework', 'bare req/s', 'floodgate', 'fg/bare', 'peer', 'peer req/s', 'fg/peer', 'noop req/s', 'CPU µs/req bare', 'floodgate', 'peer', 'noop', 'bare/fg CPU']];
+  const rows = [['framework', 'bare req/s', 'floodgate', 'fg/bare', 'peer', 'peer req/s', 'fg/peer', 'noop req/s', 'quiet req/s', 'quiet/bare', 'CPU µs/req bare', 'floodgate', 'peer', 'noop', 'quiet', 'bare/fg CPU']];
   for (const f of FRAMEWORKS) {
     const rps = (s: Subject): number | undefined => mean(`${f}:${s}`, (l) => l.requestsPerSecond);
     const cpu = (s: Subject): number | undefined => mean(`${f}:${s}`, (l) => l.cpuUsPerRequest);
     if (rps('bare') === undefined) continue;
-    rows.push([f, fmt(rps('bare')), fmt(rps('floodgate')), ratio(rps('floodgate'), rps('bare')), PEERS[f] ?? '-', fmt(rps('peer')), ratio(rps('floodgate'), rps('peer')), fmt(rps('noop')), fmt(cpu('bare'), 1), fmt(cpu('floodgate'), 1), fmt(cpu('peer'), 1), fmt(cpu('noop'), 1), ratio(cpu('bare'), cpu('floodgate'))]);
+    rows.push([f, fmt(rps('bare')), fmt(rps('floodgate')), ratio(rps('floodgate'), rps('bare')), PEERS[f] ?? '-', fmt(rps('peer')), ratio(rps('floodgate'), rps('peer')), fmt(rps('noop')), fmt(rps('quiet')), ratio(rps('quiet'), rps('bare')), fmt(cpu('bare'), 1), fmt(cpu('floodgate'), 1), fmt(cpu('peer'), 1), fmt(cpu('noop'), 1), fmt(cpu('quiet'), 1), ratio(cpu('bare'), cpu('floodgate'))]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) console.log(r.map((c, i) => (i === 0 || i === 4 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
@@ -239,13 +251,14 @@ async function main(): Promise<void> {
       rounds: { type: 'string', default: '2' },
       connections: { type: 'string', default: '10' },
       noop: { type: 'boolean', default: false },
+      quiet: { type: 'boolean', default: false },
     },
   });
   if (values.serve !== undefined) return serve(values.serve);
-  const o: RunOptions = { warmupSeconds: Number(values.warmup), seconds: Number(values.duration), rounds: Number(values.rounds), connections: Number(values.connections), noop: values.noop };
+  const o: RunOptions = { warmupSeconds: Number(values.warmup), seconds: Number(values.duration), rounds: Number(values.rounds), connections: Number(values.connections), noop: values.noop, quiet: values.quiet };
   const results = new Map<string, Load[]>();
   for (const f of FRAMEWORKS) {
-    if (positionals.length === 0 || positionals.some((x) => f.includes(x))) await measureFramework(cellsOf(f, o.noop), o, results);
+    if (positionals.length === 0 || positionals.some((x) => f.includes(x))) await measureFramework(cellsOf(f, o), o, results);
   }
   printTable(results);
 }

@@ -19,19 +19,28 @@ export function percentile(sorted: readonly number[], q: number): number {
 
 /**
  * closedLoop keeps `inFlight` decisions outstanding for `durationMs` (after `warmupMs`), each worker
- * issuing its next as soon as the last is decided, on keys from `keyOf(i)`.
+ * issuing its next as soon as the last is decided, on keys from `keyOf(i)`. With `timed: false` it
+ * only counts decisions (no clock read and no sample per decision, so the loop's own cost stays
+ * small beside a decision answered locally) and reports no latency.
  */
-export async function closedLoop(decide: Decide, options: { inFlight: number; durationMs: number; warmupMs: number; keyOf: (i: number) => string }): Promise<Loop> {
+export async function closedLoop(decide: Decide, options: { inFlight: number; durationMs: number; warmupMs: number; keyOf: (i: number) => string; timed?: boolean }): Promise<Loop> {
+  const timed = options.timed ?? true;
   const latencies: number[] = [];
   let n = 0;
+  let counted = 0;
   let measuring = false;
   let stop = false;
   const worker = async (): Promise<void> => {
     while (!stop) {
       const key = options.keyOf(n++);
-      const startedMs = performance.now();
-      await decide(key);
-      if (measuring) latencies.push(performance.now() - startedMs);
+      if (timed) {
+        const startedMs = performance.now();
+        await decide(key);
+        if (measuring) latencies.push(performance.now() - startedMs);
+      } else {
+        await decide(key);
+        if (measuring) counted++;
+      }
       // A decision answered locally (the over-limit cache) settles without I/O: let timers run.
       if ((n & 1023) === 0) await new Promise((resolve) => setImmediate(resolve));
     }
@@ -43,7 +52,7 @@ export async function closedLoop(decide: Decide, options: { inFlight: number; du
   await new Promise((resolve) => setTimeout(resolve, options.durationMs));
   measuring = false;
   const elapsedMs = performance.now() - startedMs;
-  const count = latencies.length;
+  const count = timed ? latencies.length : counted;
   stop = true;
   await Promise.all(workers);
   latencies.sort((a, b) => a - b);
