@@ -2,8 +2,9 @@
  * Redis benchmark: floodgate's RedisStore beside rate-limiter-flexible's RateLimiterRedis against a
  * redis-server this script starts on a free loopback port, and `redis-benchmark` running
  * floodgate's token-bucket script as the per-script ceiling. Then a flood on one over-limit key
- * with and without the over-limit cache, p99 latency at 64 in flight, and two faults under an open
- * loop of 2,000 decisions/s over 100 keys: Redis hung (SIGSTOP 5 s) and Redis restarted. It prints
+ * with and without the over-limit cache, p99 latency at 64 in flight, and three faults under an open
+ * loop of 2,000 decisions/s over 100 keys: Redis hung (SIGSTOP 5 s), Redis restarted, and a Redis
+ * Cluster master killed and failed over. It prints
  * figures and ratios; nothing is asserted. About 1.5 minutes.
  *
  * Like with like: both libraries share one ioredis client (default settings, no auto-pipelining),
@@ -23,6 +24,7 @@ import { Limiter, tokenBucket, fixedWindow, type Decision } from 'floodgate';
 import { DECIDE_SCRIPTS, RedisStore, ioredisAdapter, type RedisStoreOptions } from 'floodgate/redis';
 import { startRedisServer, type RedisServers } from '../packages/floodgate/test/support/redis-server.js';
 import { closedLoop, OpenLoop, percentile, type Decide, type Loop } from './redis/drive.js';
+import { failover } from './redis/failover.js';
 import { ratio, table } from './support/format.js';
 
 const run = promisify(execFile);
@@ -182,6 +184,7 @@ async function main(): Promise<void> {
     console.error('faults…');
     await hung(servers, client);
     await restarted(servers, client);
+    await failover(report);
   } finally {
     client.disconnect();
     await servers.stop();

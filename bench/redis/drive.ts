@@ -59,11 +59,13 @@ export async function closedLoop(decide: Decide, options: { inFlight: number; du
   return { perSec: (count / elapsedMs) * 1000, p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99) };
 }
 
-/** Sample is one decision of an open loop: when it was asked, how long it took, and whether Redis decided it. */
+/** Sample is one decision of an open loop: its key, when it was asked, how long it took, whether Redis decided it, and whether it rejected. */
 export interface OpenSample {
+  readonly key: string;
   readonly startedMs: number;
   readonly latencyMs: number;
   readonly healthy: boolean;
+  readonly failed: boolean;
 }
 
 /**
@@ -104,8 +106,8 @@ export class OpenLoop {
   private issue(key: string): void {
     const startedMs = performance.now();
     const done = this.decide(key).then(
-      (result) => void this.samples.push({ startedMs, latencyMs: performance.now() - startedMs, healthy: this.options.healthy(result) }),
-      () => void this.samples.push({ startedMs, latencyMs: performance.now() - startedMs, healthy: false }),
+      (result) => void this.samples.push({ key, startedMs, latencyMs: performance.now() - startedMs, healthy: this.options.healthy(result), failed: false }),
+      () => void this.samples.push({ key, startedMs, latencyMs: performance.now() - startedMs, healthy: false, failed: true }),
     );
     this.pending.add(done);
     void done.then(() => this.pending.delete(done));
