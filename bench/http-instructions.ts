@@ -1,0 +1,132 @@
+/**
+ * The HTTP layer's cost per request in CPU instructions, counted by valgrind's callgrind: a figure
+ * that a busy machine does not move, beside bench/http.ts's requests/s, which it does.
+ *
+ * Each server of bench/http.ts (its `--serve` mode: bare, floodgate, floodgate with the draft
+ * headers off, a no-op middleware, the framework's own rate-limit peer) runs under callgrind with
+ * instrumentation off. One keep-alive connection sends `--warmup` requests so that V8 has compiled
+ * what it will; then instrumentation goes on, 1,000 more requests settle it, the counters are
+ * zeroed, `--requests` requests are sent one at a time, and the counters are dumped. It prints
+ * instructions per request and each subject's ratio to the bare framework's. Only the server's own
+ * user-space instructions count: not the kernel's socket work and not the client's, so the ratio
+ * is what the server's CPU spends, not the requests/s a shared machine gives. Node runs with V8's
+ * `--predictable` (compilation and GC on the main thread): otherwise callgrind counts background
+ * compilation that its slowness delays into the measured window, which moves a figure by ±5%. With
+ * it, a no-op middleware measures within 0.3% of the bare server. Nothing is asserted.
+ *
+ *   node --conditions=floodgate-source --import tsx bench/http-instructions.ts [--requests 6000] [--warmup 6000] [--parallel 2] [filter...]
+ *
+ * About 45 s per server; two run at once by default.
+ */
+import { spawn, execFile } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { Agent, get } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+
+const run = promisify(execFile);
+const HTTP_BENCH = fileURLToPath(new URL('./http.ts', import.meta.url));
+const CHILD_FLAGS = ['--predictable', '--conditions=floodgate-source', '--import', 'tsx'];
+const SETTLE_REQUESTS = 1000;
+/** Each framework's subjects, in the order printed; `peer` only where the framework has one. */
+const CELLS: Record<string, readonly string[]> = {
+  node: ['bare', 'floodgate', 'quiet', 'noop'],
+  express: ['bare', 'floodgate', 'quiet', 'noop', 'peer'],
+  fastify: ['bare', 'floodgate', 'quiet', 'noop', 'peer'],
+  koa: ['bare', 'floodgate', 'quiet', 'noop'],
+  hono: ['bare', 'floodgate', 'quiet', 'noop'],
+};
+
+/** Sends `count` GET / requests one after another over one keep-alive connection. */
+async function send(port: number, count: number): Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    for (let i = 0; i < count; i++) {
+      await new Promise<void>((resolve, reject) => {
+        get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+          if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode} from port ${port}`));
+          res.resume();
+          res.on('end', resolve);
+        }).on('error', reject);
+      });
+    }
+  } finally {
+    agent.destroy();
+  }
+}
+
+/** Runs `callgrind_control` on `pid` with `args`. */
+async function control(pid: number, ...args: string[]): Promise<void> {
+  await run('callgrind_control', [...args, String(pid)], { timeout: 60_000 });
+}
+
+/** Measures one cell (`framework:subject`): instructions per request. */
+async function measure(cell: string, o: { requests: number; warmup: number }): Promise<number> {
+  const dir = await mkdtemp(join(tmpdir(), 'floodgate-callgrind-'));
+  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'cg.%p')}`, process.execPath, ...CHILD_FLAGS, HTTP_BENCH, '--serve', cell], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        out += chunk;
+        const line = out.split('\n').find((l) => l.startsWith('{'));
+        if (line !== undefined) resolve((JSON.parse(line) as { port: number }).port);
+      });
+      child.on('exit', (code) => reject(new Error(`${cell}: the server exited with ${code} before listening`)));
+    });
+    const pid = child.pid!;
+    await send(port, o.warmup);
+    await control(pid, '--instr=on');
+    await send(port, SETTLE_REQUESTS);
+    await control(pid, '--zero');
+    await send(port, o.requests);
+    await control(pid, '--dump');
+    const dumps = (await readdir(dir)).filter((f) => /\.\d+$/.test(f)).sort();
+    const text = await readFile(join(dir, dumps.at(-1)!), 'utf8');
+    const summary = /^summary: (\d+)$/m.exec(text);
+    if (summary === null) throw new Error(`${cell}: no summary line in callgrind's dump`);
+    return Number(summary[1]) / o.requests;
+  } finally {
+    child.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      requests: { type: 'string', default: '6000' },
+      warmup: { type: 'string', default: '6000' },
+      parallel: { type: 'string', default: '2' },
+    },
+  });
+  const o = { requests: Number(values.requests), warmup: Number(values.warmup) };
+  const cells = Object.entries(CELLS)
+    .filter(([framework]) => positionals.length === 0 || positionals.some((p) => framework.includes(p)))
+    .flatMap(([framework, subjects]) => subjects.map((subject) => `${framework}:${subject}`));
+  const results = new Map<string, number>();
+  const queue = [...cells];
+  const worker = async (): Promise<void> => {
+    for (let cell = queue.shift(); cell !== undefined; cell = queue.shift()) {
+      const perRequest = await measure(cell, o);
+      results.set(cell, perRequest);
+      console.error(`${cell.padEnd(18)} ${Math.round(perRequest)} instructions/request`);
+    }
+  };
+  await Promise.all(Array.from({ length: Number(values.parallel) }, worker));
+  console.log(['framework', 'subject', 'instructions/req', '÷ bare', 'bare ÷ it'].join('\t'));
+  for (const cell of cells) {
+    const [framework, subject] = cell.split(':') as [string, string];
+    const bare = results.get(`${framework}:bare`)!;
+    const it = results.get(cell)!;
+    console.log([framework, subject, Math.round(it), (it / bare).toFixed(3), (bare / it).toFixed(3)].join('\t'));
+  }
+  console.log('\n"bare ÷ it" is the share of the bare server\'s requests/s a CPU-bound server would keep.');
+}
+
+await main();
