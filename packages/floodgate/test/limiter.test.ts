@@ -57,3 +57,42 @@ describe('Limiter', () => {
     assert.throws(() => new Limiter(undefined as never), (e) => e instanceof FloodgateError && e.option === 'Limiter');
   });
 });
+
+describe('Limiter and stores that own their clock', () => {
+  /** A store that records the nowMs each consume and peek is given, answering from a memory table. */
+  function recording(ownsClock: boolean): { store: Store; seen: number[] } {
+    const seen: number[] = [];
+    const store: Store = {
+      bind(algorithm: Algorithm): PolicyStore {
+        const table = asyncStore({ bind: () => new Limiter({ policy: algorithm }).table }).bind(algorithm);
+        return {
+          ...table,
+          ownsClock,
+          consume: (k, c, t) => (seen.push(t), table.consume(k, c, Number.isNaN(t) ? 0 : t)),
+          peek: (k, c, t) => (seen.push(t), table.peek(k, c, Number.isNaN(t) ? 0 : t)),
+        };
+      },
+    };
+    return { store, seen };
+  }
+
+  test('on the system clock, consume and peek read no clock for such a store: nowMs is NaN', async () => {
+    const { store, seen } = recording(true);
+    const limiter = new Limiter({ policy: tokenBucket({ capacity: 2, refillPerSecond: 1 }), store });
+    await limiter.consume('k');
+    await limiter.peek('k');
+    assert.equal(seen.length, 2);
+    assert.ok(seen.every(Number.isNaN));
+  });
+
+  test('with a clock of its own, or a store that does not own its clock, the Limiter passes its time', async () => {
+    const clock = new ManualClock(1234);
+    const owned = recording(true);
+    await new Limiter({ policy: tokenBucket({ capacity: 2, refillPerSecond: 1 }), store: owned.store, clock }).consume('k');
+    assert.deepEqual(owned.seen, [1234]);
+    const plain = recording(false);
+    const before = Date.now();
+    await new Limiter({ policy: tokenBucket({ capacity: 2, refillPerSecond: 1 }), store: plain.store }).consume('k');
+    assert.ok(plain.seen[0]! >= before && plain.seen[0]! <= Date.now());
+  });
+});

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FloodgateError, fixedWindow, gcra, slidingWindowLog, tokenBucket } from '../../src/index.js';
+import { FloodgateError, Limiter, fixedWindow, gcra, slidingWindowLog, tokenBucket } from '../../src/index.js';
 import { Circuit } from '../../src/stores/redis/circuit.js';
 import { scaledPolicy } from '../../src/stores/redis/failure-policy.js';
 import { RedisStore, type OnError, type RedisAdapter } from '../../src/stores/redis/index.js';
@@ -157,5 +157,27 @@ describe('the circuit stops sending while Redis is away', () => {
       nowMs = atMs;
       assert.equal(step(), expected, `at ${atMs} ms`);
     }
+  });
+});
+
+describe('a Limiter over Redis reads no local clock until it must fall back', () => {
+  test('the local fallback decides on the system clock when the Limiter passed none', async () => {
+    const { adapter, set } = switchable();
+    const store = new RedisStore({ adapter, onError: { fallback: 'local', share: 0.5 }, maxBatchSize: 1 });
+    const limiter = new Limiter({ policy, store });
+    assert.equal(store.bind(policy).ownsClock, true);
+    set('fail');
+    const first = await limiter.consume('a');
+    const second = await limiter.consume('a');
+    const third = await limiter.consume('a');
+    // Half of 4 per minute: two admitted, then a refusal with a finite wait of at most the window.
+    assert.deepEqual([first.reason, first.allowed, second.allowed, third.allowed], ['fallback', true, true, false]);
+    assert.equal(second.remaining, 0);
+    assert.ok(Number.isFinite(third.retryAfterMs) && third.retryAfterMs > 0 && third.retryAfterMs <= 60_000, `retryAfterMs ${third.retryAfterMs}`);
+  });
+
+  test('in test mode the table wants the caller\'s time', () => {
+    const { adapter } = switchable();
+    assert.equal(new RedisStore({ adapter, unsafeTestTime: true }).bind(policy).ownsClock, false);
   });
 });
