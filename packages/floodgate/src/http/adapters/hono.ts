@@ -69,6 +69,13 @@ class FetchRequestView extends RequestView<Context> {
   }
 
   header(name: string): string | undefined {
+    // Under @hono/node-server, node's own parsed headers (names in lower case): a plain property
+    // read, where the fetch Headers would validate and lower-case the name on every lookup.
+    const headers = nodeServerOf(this.raw)?.incoming?.headers;
+    if (headers !== undefined) {
+      const value = headers[name];
+      return Array.isArray(value) ? value.join(', ') : value;
+    }
     return this.raw.req.raw.headers.get(name) ?? undefined;
   }
 
@@ -94,7 +101,7 @@ function setHeaders(c: Context, verdict: Verdict): void {
 
 /** The node request and response @hono/node-server passes as `env` (or `env.server`), if any. */
 interface NodeServerEnv {
-  incoming?: { socket?: { remoteAddress?: string } };
+  incoming?: { socket?: { remoteAddress?: string }; headers?: Record<string, string | string[] | undefined> };
   outgoing?: { headersSent?: boolean; setHeader?: (name: string, value: string) => unknown };
 }
 
