@@ -77,8 +77,9 @@ export interface RedisStoreOptions {
  * the limit (`fallback`). On a Redis Cluster there is a circuit per master (when the adapter
  * tells the store which node serves a slot, as both built-in adapters do), so a master that is
  * down or hung only sends its own keys to `onError`: keys on the other masters are still decided
- * by Redis, and after a failover the new master starts with a closed circuit. Floods: refusals are remembered until their retry time and answered
- * locally. Throughput: decisions issued in one tick go to Redis as one script per hash slot.
+ * by Redis, and after a failover the new master starts with a closed circuit. Floods: refusals
+ * are remembered until their retry time and answered locally. Throughput: decisions issued in
+ * one tick go to Redis as one script per hash slot.
  *
  * @example
  * import { Redis } from 'ioredis';
