@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FloodgateError, Limiter, ManualClock, tokenBucket, type Algorithm, type PolicyStore, type Store } from '../src/index.js';
+import { FloodgateError, Limiter, ManualClock, MemoryStore, tokenBucket, type Algorithm, type PolicyStore, type Store } from '../src/index.js';
 import type { Decision } from '../src/core/decision.js';
 
 /** An asynchronous store, as Redis will be: answers through promises only. */
@@ -64,7 +64,7 @@ describe('Limiter and stores that own their clock', () => {
     const seen: number[] = [];
     const store: Store = {
       bind(algorithm: Algorithm): PolicyStore {
-        const table = asyncStore({ bind: () => new Limiter({ policy: algorithm }).table }).bind(algorithm);
+        const table = asyncStore(new MemoryStore()).bind(algorithm);
         return {
           ...table,
           ownsClock,
