@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 type Framework = 'node' | 'express' | 'fastify' | 'koa' | 'hono';
-type Subject = 'bare' | 'floodgate' | 'peer' | 'noop' | 'quiet';
+type Subject = 'bare' | 'floodgate' | 'peer' | 'noop' | 'quiet' | 'fixed';
 
 const FRAMEWORKS: readonly Framework[] = ['node', 'express', 'fastify', 'koa', 'hono'];
 const PEERS: Partial<Record<Framework, string>> = { express: 'express-rate-limit', fastify: '@fastify/rate-limit' };
@@ -53,6 +53,14 @@ function hello(_req: IncomingMessage, res: ServerResponse): void {
 
 async function serveNode(subject: Subject): Promise<ReturnType<typeof createServer>> {
   if (subject === 'bare') return createServer(hello);
+  if (subject === 'fixed') {
+    // Only bench/http-instructions.ts serves this: the draft headers' own cost, with no limiter.
+    return createServer((req, res) => {
+      res.setHeader('ratelimit-policy', '"default";q=1000000000000;w=1');
+      res.setHeader('ratelimit', '"default";r=999999999999;t=1');
+      hello(req, res);
+    });
+  }
   if (subject === 'noop') return createServer((req, res) => noopConnect(req, res, () => hello(req, res)));
   const { floodgateNode } = await import('floodgate/http');
   const limit = floodgateNode(await floodgateOptions(subject));

@@ -12,6 +12,23 @@ export type QuotaUnit = 'requests' | 'content-bytes' | 'concurrent-requests';
 /** LegacyReset is how `X-RateLimit-Reset` is written: seconds from now, or a Unix time in seconds. */
 export type LegacyReset = 'delta-seconds' | 'epoch-seconds';
 
+/**
+ * The names of the response fields floodgate writes, in lower case. Field names are
+ * case-insensitive (RFC 9110, section 5.1); lower case is how HTTP/2 and HTTP/3 send every name,
+ * and node stores and matches a name already in lower case without folding it again on each
+ * response, which the two headers of every admitted request would otherwise pay for.
+ */
+export const FIELD = Object.freeze({
+  policy: 'ratelimit-policy',
+  service: 'ratelimit',
+  retryAfter: 'retry-after',
+  cacheControl: 'cache-control',
+  contentType: 'content-type',
+  legacyLimit: 'x-ratelimit-limit',
+  legacyRemaining: 'x-ratelimit-remaining',
+  legacyReset: 'x-ratelimit-reset',
+});
+
 /** Checked the same way by every caller: what a policy name may contain. */
 export const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -77,10 +94,16 @@ export function serviceHead(name: string): string {
  */
 export function serviceItem(head: string, decision: Decision, pk: string | undefined): string {
   let item = head + integerText(decision.remaining);
-  const resetMs = resetMsOf(decision);
-  if (Number.isFinite(resetMs)) item += ';t=' + integerText(ceilSeconds(resetMs));
+  const seconds = tSecondsOf(decision);
+  if (seconds >= 0) item += ';t=' + integerText(seconds);
   if (pk !== undefined) item += `;pk=:${pk}:`;
   return item;
+}
+
+/** tSecondsOf returns a decision's `t`, its {@link resetMsOf} in whole seconds rounded up; -1 when the wait is unbounded. */
+export function tSecondsOf(decision: Decision): number {
+  const resetMs = resetMsOf(decision);
+  return Number.isFinite(resetMs) ? ceilSeconds(resetMs) : -1;
 }
 
 /**
@@ -119,12 +142,12 @@ export function legacyHeaders(decisions: readonly Decision[], reset: LegacyReset
   }
   const resetMs = resetMsOf(pick);
   const headers: [string, string][] = [
-    ['X-RateLimit-Limit', integerText(Math.floor(pick.limit))],
-    ['X-RateLimit-Remaining', integerText(pick.remaining)],
+    [FIELD.legacyLimit, integerText(Math.floor(pick.limit))],
+    [FIELD.legacyRemaining, integerText(pick.remaining)],
   ];
   if (Number.isFinite(resetMs)) {
     const value = reset === 'delta-seconds' ? ceilSeconds(resetMs) : Math.ceil((nowMs + resetMs) / 1000);
-    headers.push(['X-RateLimit-Reset', String(value)]);
+    headers.push([FIELD.legacyReset, String(value)]);
   }
   return headers;
 }

@@ -61,7 +61,7 @@ export interface HttpLimitOptions<Req = unknown> extends TrustProxyOptions {
   legacyHeaders?: boolean | LegacyReset;
   /** Add `pk` (a 16-byte digest of the store key) to the draft headers (default false). */
   partitionKeys?: boolean;
-  /** Header marking a response decided without the store (default `Floodgate-Degraded`; false: none). */
+  /** Header marking a response decided without the store (default `floodgate-degraded`; false: none). */
   degradedHeader?: string | false;
   /** Longest store key in UTF-16 code units (default 256, at least 128); longer keys are hashed. */
   maxKeyLength?: number;
@@ -115,7 +115,7 @@ export function checkOptions<Req>(options: HttpLimitOptions<Req>): Settings<Req>
   if (!Number.isSafeInteger(maxKeyLength) || maxKeyLength < MIN_MAX_KEY_LENGTH) {
     throw invalid('maxKeyLength', `a whole number of at least ${MIN_MAX_KEY_LENGTH}`, maxKeyLength);
   }
-  const degraded = o.degradedHeader ?? 'Floodgate-Degraded';
+  const degraded = o.degradedHeader ?? 'floodgate-degraded';
   if (degraded !== false && (typeof degraded !== 'string' || !/^[A-Za-z0-9-]+$/.test(degraded))) {
     throw invalid('degradedHeader', 'a header name or false', degraded);
   }

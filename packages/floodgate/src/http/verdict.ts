@@ -3,8 +3,9 @@
  * already written.
  */
 import type { Decision } from '../core/decision.js';
+import { AdmitMemo } from './admit-memo.js';
 import type { Limiter } from '../limiter.js';
-import { legacyHeaders, policyItem, retryAfterSeconds, serviceItem } from './headers.js';
+import { FIELD, legacyHeaders, policyItem, retryAfterSeconds, serviceItem } from './headers.js';
 import type { CheckedDimension, Settings } from './options.js';
 import { PROBLEM_CONTENT_TYPE, STATUS_OF, problemBody, type ProblemKind } from './problem.js';
 
@@ -47,7 +48,18 @@ export interface Plan<Req> {
 
 /** VerdictWriter turns decisions into verdicts under one set of settings. */
 export class VerdictWriter<Req> {
-  constructor(private readonly settings: Settings<Req>) {}
+  /**
+   * The admitted verdicts of the only dimension, when there is one with a fixed limiter and its
+   * verdicts depend on nothing but the decision's `r` and `t`: draft headers only, no partition
+   * keys, nothing to refund.
+   */
+  private readonly memo: AdmitMemo | undefined;
+
+  constructor(private readonly settings: Settings<Req>) {
+    const only = settings.dimensions.length === 1 ? settings.dimensions[0]! : undefined;
+    const plain = settings.draftHeaders && settings.legacyReset === undefined && !settings.partitionKeys && settings.refundWhen === undefined;
+    this.memo = plain && only?.policyItem !== undefined ? new AdmitMemo(only.policyItem, only.serviceHead) : undefined;
+  }
 
   /** admit returns the verdict for a request every dimension admitted. */
   admit(plans: readonly Plan<Req>[], decisions: readonly Decision[], cost: number): Verdict {
@@ -57,11 +69,12 @@ export class VerdictWriter<Req> {
 
   /** admitOne is {@link admit} for a single dimension, without arrays of plans and decisions. */
   admitOne(plan: Plan<Req>, decision: Decision, cost: number): Verdict {
+    if (this.memo !== undefined && decision.reason === 'ok' && plan.limiter === plan.dimension.limiter) return this.memo.verdictOf(decision);
     const s = this.settings;
     const charges = s.refundWhen === undefined ? undefined : [{ limiter: plan.limiter, key: plan.key, cost }];
     let headers: HeaderPair[];
     if (s.legacyReset !== undefined) headers = this.headers([plan], [decision]);
-    else if (s.draftHeaders) headers = [['RateLimit-Policy', policyItemOf(plan)], ['RateLimit', serviceItem(plan.dimension.serviceHead, decision, plan.pk)]];
+    else if (s.draftHeaders) headers = [[FIELD.policy, policyItemOf(plan)], [FIELD.service, serviceItem(plan.dimension.serviceHead, decision, plan.pk)]];
     else headers = [];
     if (decision.reason !== 'ok') this.markDegraded(headers, [decision]);
     return { allowed: true, statusCode: 0, headers, body: undefined, charges };
@@ -78,8 +91,8 @@ export class VerdictWriter<Req> {
     const kind: ProblemKind = byLimit ? 'quota-exceeded' : 'temporary-reduced-capacity';
     const headers = this.headers(plans, decisions) as HeaderPair[];
     const retryAfter = retryAfterSeconds(violated);
-    if (retryAfter !== undefined) headers.push(['Retry-After', String(retryAfter)]);
-    headers.push(['Cache-Control', 'no-store'], ['Content-Type', PROBLEM_CONTENT_TYPE]);
+    if (retryAfter !== undefined) headers.push([FIELD.retryAfter, String(retryAfter)]);
+    headers.push([FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]);
     return { allowed: false, statusCode: STATUS_OF[kind], headers, body: problemBody(kind, names), charges: undefined };
   }
 
@@ -90,7 +103,7 @@ export class VerdictWriter<Req> {
     if (s.onStoreError === 'fail-open') {
       return { allowed: true, statusCode: 0, headers: mark, body: undefined, charges: s.refundWhen === undefined ? undefined : charges };
     }
-    const headers: HeaderPair[] = [...mark, ['Cache-Control', 'no-store'], ['Content-Type', PROBLEM_CONTENT_TYPE]];
+    const headers: HeaderPair[] = [...mark, [FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
     const body = problemBody('temporary-reduced-capacity', [failed], 'the rate-limit store is unavailable');
     return { allowed: false, statusCode: 503, headers, body, charges: undefined };
   }
@@ -118,7 +131,7 @@ export class VerdictWriter<Req> {
         policy += ', ' + policyItemOf(p);
         service += ', ' + serviceItem(p.dimension.serviceHead, decisions[i]!, p.pk);
       }
-      out.push(['RateLimit-Policy', policy], ['RateLimit', service]);
+      out.push([FIELD.policy, policy], [FIELD.service, service]);
     }
     if (s.legacyReset !== undefined) out.push(...legacyHeaders(decisions, s.legacyReset, s.clock.now()));
     return out;

@@ -91,8 +91,8 @@ describe('StoreKeys', () => {
     for (let i = 0; i < 2; i++) {
       const verdict = gate.check(new FakeView(resolver, { remote: '192.0.2.1' })) as Verdict;
       assert.deepEqual(verdict.headers, [
-        ['RateLimit-Policy', `"default";q=5;w=60${pk}`],
-        ['RateLimit', `"default";r=${4 - i};t=60${pk}`],
+        ['ratelimit-policy', `"default";q=5;w=60${pk}`],
+        ['ratelimit', `"default";r=${4 - i};t=60${pk}`],
       ]);
     }
   });

@@ -31,28 +31,28 @@ describe("decisions made by a store's failure policy are marked", () => {
     it(`an admission by ${reason} carries the degraded header naming it`, async () => {
       const v = await run(gateOver(decidedBy(reason, true)));
       assert.equal(v.allowed, true);
-      assert.equal(header(v, 'Floodgate-Degraded'), reason);
-      assert.ok(header(v, 'RateLimit') !== undefined, 'the decision is still reported');
+      assert.equal(header(v, 'floodgate-degraded'), reason);
+      assert.ok(header(v, 'ratelimit') !== undefined, 'the decision is still reported');
     });
   }
 
   it('a refusal by the local fallback is a quota refusal (429), marked', async () => {
     const v = await run(gateOver(decidedBy('fallback', false)));
     assert.equal(v.statusCode, 429);
-    assert.equal(header(v, 'Floodgate-Degraded'), 'fallback');
-    assert.equal(header(v, 'Retry-After'), '2');
+    assert.equal(header(v, 'floodgate-degraded'), 'fallback');
+    assert.equal(header(v, 'retry-after'), '2');
   });
 
   it('a refusal by fail-closed is temporary reduced capacity (503), marked', async () => {
     const v = await run(gateOver(decidedBy('fail-closed', false)));
     assert.equal(v.statusCode, 503);
-    assert.equal(header(v, 'Floodgate-Degraded'), 'fail-closed');
+    assert.equal(header(v, 'floodgate-degraded'), 'fail-closed');
     const body = JSON.parse(v.body!) as Record<string, unknown>;
     assert.equal(body.type, 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity');
   });
 
   it('a decision by the limit itself is not marked', async () => {
     const v = await run(gateOver(decidedBy('ok', true)));
-    assert.equal(header(v, 'Floodgate-Degraded'), undefined);
+    assert.equal(header(v, 'floodgate-degraded'), undefined);
   });
 });

@@ -65,7 +65,7 @@ describe('several dimensions decided together', () => {
         assert.deepEqual(await Promise.all(keys.map(([l, k]) => remaining(l, k))), before);
         const body = JSON.parse(refused.body!) as Record<string, unknown>;
         assert.deepEqual(body['violated-policies'], ['user']);
-        const rateLimit = refused.headers.find(([n]) => n === 'RateLimit')![1];
+        const rateLimit = refused.headers.find(([n]) => n === 'ratelimit')![1];
         assert.match(rateLimit, /^"ip";r=96;t=\d+, "user";r=0;t=\d+, "route";r=96;t=\d+$/);
       });
     }
@@ -106,8 +106,8 @@ describe('cost, skip and allow lists', () => {
     assert.equal(await remaining(l, 'default/ip:127.0.0.1'), 2);
     const huge = await run(gate, { headers: { 'x-cost': '6' } });
     assert.equal(huge.statusCode, 429);
-    assert.equal(huge.headers.find(([n]) => n === 'Retry-After'), undefined);
-    assert.equal(huge.headers.find(([n]) => n === 'RateLimit')![1], '"default";r=2');
+    assert.equal(huge.headers.find(([n]) => n === 'retry-after'), undefined);
+    assert.equal(huge.headers.find(([n]) => n === 'ratelimit')![1], '"default";r=2');
     assert.equal(await remaining(l, 'default/ip:127.0.0.1'), 2);
     await assert.rejects(run(gate, { headers: { 'x-cost': '-1' } }), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_COST');
   });
@@ -160,7 +160,7 @@ describe('store failures', () => {
     for (let i = 0; i < 3; i++) {
       const v = await run(gate);
       assert.equal(v.allowed, true);
-      assert.deepEqual(v.headers, [['Floodgate-Degraded', 'fail-open']]);
+      assert.deepEqual(v.headers, [['floodgate-degraded', 'fail-open']]);
     }
     assert.equal(logger.messages.length, 1);
     assert.match(logger.messages[0]!, /store failed; applying onStoreError "fail-open"/);
@@ -174,7 +174,7 @@ describe('store failures', () => {
     const body = JSON.parse(v.body!) as Record<string, unknown>;
     assert.equal(body.type, 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity');
     assert.deepEqual(body['violated-policies'], ['shared']);
-    assert.deepEqual(Object.fromEntries(v.headers), { 'Floodgate-Degraded': 'fail-closed', 'Cache-Control': 'no-store', 'Content-Type': 'application/problem+json' });
+    assert.deepEqual(Object.fromEntries(v.headers), { 'floodgate-degraded': 'fail-closed', 'cache-control': 'no-store', 'content-type': 'application/problem+json' });
     await new Promise((resolve) => setTimeout(resolve, 5));
     assert.equal(await remaining(o.dimensions![0]!.limiter as Limiter, 'local/ip:127.0.0.1'), 5);
   });
