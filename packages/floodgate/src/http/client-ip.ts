@@ -34,6 +34,15 @@ const CHAIN_CACHE_SIZE = 1024;
 const MAX_CHAIN_LENGTH = 512;
 
 /**
+ * HeaderSource is what {@link ClientIpResolver} reads of a request's headers: a header's value
+ * (name in lower case), and optionally whether it is there at all, where that is cheaper to learn.
+ */
+export interface HeaderSource {
+  header(name: string): string | undefined;
+  hasHeader?(name: string): boolean;
+}
+
+/**
  * ClientIpResolver turns a socket address and a request's headers into the client's canonical
  * address, per {@link TrustProxyOptions}. It warns once through its logger when forwarding
  * headers arrive that the configuration ignores.
@@ -69,7 +78,7 @@ export class ClientIpResolver {
   }
 
   /** resolve returns the client's canonical address, or `unknown` when the socket has none. */
-  resolve(remoteAddress: string | undefined, headers: { header(name: string): string | undefined }): string {
+  resolve(remoteAddress: string | undefined, headers: HeaderSource): string {
     const peer = this.canonicalOf(remoteAddress);
     if (this.hops === 0 && this.ranges === undefined) {
       if (!this.warned) this.warnIfForwarded(headers, 'trustProxy is not set');
@@ -135,9 +144,9 @@ export class ClientIpResolver {
     return text;
   }
 
-  private warnIfForwarded(headers: { header(name: string): string | undefined }, why: string): void {
-    // Called on every request until it warns, so it allocates nothing.
-    const seen = headers.header('x-forwarded-for') !== undefined ? 'x-forwarded-for' : headers.header('forwarded') !== undefined ? 'forwarded' : undefined;
+  private warnIfForwarded(headers: HeaderSource, why: string): void {
+    // Called on every request until it warns, so it allocates nothing and asks only whether the headers are there.
+    const seen = carries(headers, 'x-forwarded-for') ? 'x-forwarded-for' : carries(headers, 'forwarded') ? 'forwarded' : undefined;
     if (seen === undefined) return;
     this.warned = true;
     this.logger.warn(
@@ -147,6 +156,11 @@ export class ClientIpResolver {
         'Without a proxy, leave it: the header is spoofed and rightly ignored. (Logged once.)',
     );
   }
+}
+
+/** Whether the request carries the header `name`. */
+function carries(headers: HeaderSource, name: string): boolean {
+  return headers.hasHeader === undefined ? headers.header(name) !== undefined : headers.hasHeader(name);
 }
 
 /** The `for=` values of a `Forwarded` field, in order; elements without one read as `unknown`. */

@@ -12,7 +12,7 @@ export { floodgateHono, type FloodgateHonoOptions } from './adapters/hono.js';
 export { floodgateKoa } from './adapters/koa.js';
 export { floodgateNode, type NodeMiddleware } from './adapters/node.js';
 export type { NodeNext } from './adapters/node-request.js';
-export { ClientIpResolver, type ForwardedHeader, type TrustProxyOptions } from './client-ip.js';
+export { ClientIpResolver, type ForwardedHeader, type HeaderSource, type TrustProxyOptions } from './client-ip.js';
 export { HttpGate } from './gate.js';
 export { windowMsOf, type LegacyReset, type QuotaUnit } from './headers.js';
 export { byFunction, byHeader, byIp, byRoute, byUser, firstOf, type ByIpOptions, type ByRouteOptions, type Identity } from './identity.js';

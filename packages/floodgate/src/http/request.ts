@@ -43,6 +43,14 @@ export abstract class RequestView<Req> implements HttpRequest<Req> {
   abstract get method(): string;
   abstract get route(): string;
   abstract header(name: string): string | undefined;
+
+  /**
+   * hasHeader tells whether the request carries the named header (name in lower case). Adapters
+   * override it where presence is cheaper to learn than the value.
+   */
+  hasHeader(name: string): boolean {
+    return this.header(name) !== undefined;
+  }
   /** remoteAddress returns the socket's peer address as the runtime reports it. */
   protected abstract remoteAddress(): string | undefined;
 

@@ -69,6 +69,14 @@ for (const [name, start] of Object.entries(adapters)) {
       assert.equal(logger.messages.length, 1);
     });
 
+    it('warns once, naming it, when a Forwarded header arrives untrusted', async () => {
+      const logger = memoryLogger();
+      const url = await run({ limiter: windowLimit(5), logger });
+      for (let i = 0; i < 2; i++) assert.equal((await fetch(`${url}/ok`, { headers: { Forwarded: 'for=192.0.2.9' } })).status, 200);
+      assert.equal(logger.messages.length, 1);
+      assert.match(String(logger.messages[0]), /"forwarded"/);
+    });
+
     it('keys IPv6 clients of one /56 together behind a trusted proxy', async () => {
       const url = await run({ limiter: windowLimit(2), trustProxy: ['127.0.0.1/32'] });
       const via = (ip: string): Promise<number> => fetch(`${url}/ok`, { headers: { 'x-forwarded-for': ip } }).then(async (r) => (await r.arrayBuffer(), r.status));

@@ -35,6 +35,19 @@ export class NodeRequestView<Req> extends RequestView<Req> {
     return Array.isArray(value) ? value.join(', ') : value;
   }
 
+  /**
+   * Looks through the raw header list the parser made: node builds `message.headers` only when
+   * something first reads it, and a request that nothing else asks about should not pay for that.
+   */
+  override hasHeader(name: string): boolean {
+    const raw = this.message.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) {
+      const n = raw[i]!;
+      if (n.length === name.length && n.toLowerCase() === name) return true;
+    }
+    return false;
+  }
+
   protected remoteAddress(): string | undefined {
     return this.message.socket.remoteAddress;
   }
