@@ -1,18 +1,30 @@
 /**
  * HTTP benchmark: each framework bare, with floodgate (an in-memory limit that admits everything),
- * and with its own rate-limit peer (express-rate-limit, @fastify/rate-limit), loaded by autocannon
- * over loopback. With `--noop`, also with a middleware that does nothing, which shows what the
- * framework itself charges for one more middleware (for Hono, leaving its one-handler fast path). With `--quiet`, also
- * floodgate with its draft headers off, which shows what writing (and reading) the two headers costs. Every server runs in its own child process (this file, with `--serve`); autocannon
- * runs in another. It prints requests/s and ratios; nothing is asserted.
+ * and with its own rate-limit peer (express-rate-limit, @fastify/rate-limit), loaded over loopback.
+ * With `--noop`, also with a middleware that does nothing, which shows what the framework itself
+ * charges for one more middleware (for Hono, leaving its one-handler fast path). With `--quiet`,
+ * also floodgate with its draft headers off, which shows what writing the two headers costs.
+ * Every server runs in its own child process (this file, with `--serve`); the load generator in
+ * another. It prints requests/s and ratios; nothing is asserted.
  *
- *   node --conditions=floodgate-source --import tsx bench/http.ts [--duration 2] [--rounds 2] [--warmup 1] [--noop] [--quiet] [filter...]
+ * The load generator is wrk (Debian's `wrk`) when it is on the PATH, else autocannon; `--client`
+ * picks one. wrk, written in C, needs far less CPU than autocannon for the same load, so the server
+ * is what limits the rate. With two or more CPUs and `taskset`, servers run on CPU 0 and the load
+ * generator on the others (`--no-pin` turns this off), so the two never take turns on one core.
+ * On a shared virtual machine req/s still moves by 5-15% from one second to the next, so cells are
+ * measured in many short rounds, alternating, and each ratio is the median of the rounds' own.
  *
- * About 5 s per cell by default (1 s warm-up, then 2 rounds of 2 s), so about 75 s in all.
+ *   node --conditions=floodgate-source --import tsx bench/http.ts [--client wrk|autocannon] [--no-pin]
+ *        [--duration 1] [--rounds 9] [--warmup 2] [--connections 10] [--noop] [--quiet] [filter...]
+ *
+ * About 11 s per cell by default (2 s warm-up, then 9 rounds of 1 s), so about 2.5 minutes in all.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -134,9 +146,40 @@ interface Load {
   errors: number;
 }
 
-function startServer(cell: string): Promise<{ child: ChildProcess; port: number }> {
+/** What a load generator reports of one load. */
+type ClientResult = Omit<Load, 'cpuUsPerRequest'> & { total: number };
+
+/** A load generator: loads `port` with `connections` keep-alive connections for `seconds`. */
+type Client = (port: number, seconds: number, connections: number) => Promise<ClientResult>;
+
+/** Whether `command` is on the PATH. */
+function onPath(command: string): boolean {
+  return (process.env.PATH ?? '').split(delimiter).some((dir) => dir !== '' && existsSync(join(dir, command)));
+}
+
+/**
+ * Where servers and the load generator run: with two or more CPUs and `taskset`, servers on
+ * CPU 0 and the load generator on the others, so that they do not take turns on one core.
+ */
+interface Placement {
+  server: readonly string[];
+  client: readonly string[];
+}
+
+function placement(pin: boolean): Placement {
+  if (!pin || availableParallelism() < 2 || !onPath('taskset')) return { server: [], client: [] };
+  return { server: ['taskset', '-c', '0'], client: ['taskset', '-c', `1-${availableParallelism() - 1}`] };
+}
+
+/** Spawns `argv` behind the `prefix` (a taskset, or nothing). */
+function spawnPlaced(prefix: readonly string[], argv: readonly string[], options: Parameters<typeof spawn>[2]): ChildProcess {
+  const [command, ...args] = [...prefix, ...argv] as [string, ...string[]];
+  return spawn(command, args, options);
+}
+
+function startServer(cell: string, place: Placement): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...CHILD_FLAGS, SELF, '--serve', cell], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    const child = spawnPlaced(place.server, [process.execPath, ...CHILD_FLAGS, SELF, '--serve', cell], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk;
@@ -156,45 +199,66 @@ function cpuOf(child: ChildProcess): Promise<number> {
 }
 
 /** Loads the server for `seconds` and measures requests/s and its CPU time per request. */
-async function load(server: { child: ChildProcess; port: number }, seconds: number, connections: number): Promise<Load> {
+async function load(client: Client, server: { child: ChildProcess; port: number }, seconds: number, connections: number): Promise<Load> {
   const before = await cpuOf(server.child);
-  const r = await autocannon(server.port, seconds, connections);
+  const r = await client(server.port, seconds, connections);
   const cpuUs = (await cpuOf(server.child)) - before;
   return { ...r, cpuUsPerRequest: cpuUs / Math.max(1, r.total) };
 }
 
-/** Runs the autocannon CLI (in its own process) and reads its JSON summary. */
-function autocannon(port: number, seconds: number, connections: number): Promise<Omit<Load, 'cpuUsPerRequest'> & { total: number }> {
-  const bin = fileURLToPath(import.meta.resolve('autocannon/autocannon.js'));
-  const args = [bin, '-c', String(connections), '-d', String(seconds), '--json', `http://127.0.0.1:${port}/`];
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+/** Runs `argv` to its end and returns what it printed on standard output. */
+function output(prefix: readonly string[], argv: readonly string[]): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawnPlaced(prefix, argv, { stdio: ['ignore', 'pipe', 'ignore'] });
     let out = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-    child.on('close', (code) => {
-      try {
-        const r = JSON.parse(out) as { requests: { average: number; total: number }; non2xx: number; errors: number };
-        resolve({ requestsPerSecond: r.requests.average, total: r.requests.total, non2xx: r.non2xx, errors: r.errors });
-      } catch {
-        reject(new Error(`autocannon exited with ${code}: ${out.slice(0, 200)}`));
-      }
-    });
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    child.on('close', (code) => resolve({ code, out }));
   });
+}
+
+/** The autocannon CLI (in its own process), read from its JSON summary. */
+function autocannon(place: Placement): Client {
+  const bin = fileURLToPath(import.meta.resolve('autocannon/autocannon.js'));
+  return async (port, seconds, connections) => {
+    const { code, out } = await output(place.client, [process.execPath, bin, '-c', String(connections), '-d', String(seconds), '--json', `http://127.0.0.1:${port}/`]);
+    try {
+      const r = JSON.parse(out) as { requests: { average: number; total: number }; non2xx: number; errors: number };
+      return { requestsPerSecond: r.requests.average, total: r.requests.total, non2xx: r.non2xx, errors: r.errors };
+    } catch {
+      throw new Error(`autocannon exited with ${code}: ${out.slice(0, 200)}`);
+    }
+  };
+}
+
+/** wrk (one thread), read from its text summary: a C load generator that leaves the server more of the machine than autocannon does. */
+function wrk(place: Placement): Client {
+  return async (port, seconds, connections) => {
+    const { code, out } = await output(place.client, ['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, `http://127.0.0.1:${port}/`]);
+    const total = /(\d+) requests in/.exec(out);
+    const rate = /Requests\/sec:\s+([\d.]+)/.exec(out);
+    if (total === null || rate === null) throw new Error(`wrk exited with ${code}: ${out.slice(0, 200)}`);
+    const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
+    const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+    const errors = socket === null ? 0 : socket.slice(1).reduce((sum, n) => sum + Number(n), 0);
+    return { requestsPerSecond: Number(rate[1]), total: Number(total[1]), non2xx, errors };
+  };
 }
 
 /**
  * Measures one framework's cells: starts all their servers, warms each, then loads them in
  * alternating order (A B C, C B A, ...) so that drift in machine load falls on every cell alike.
+ * Round `i` of every cell is measured within a few seconds of the others', so ratios are taken
+ * round by round.
  */
 async function measureFramework(cells: readonly string[], o: RunOptions, results: Map<string, Load[]>): Promise<void> {
-  const servers = await Promise.all(cells.map((cell) => startServer(cell)));
+  const servers = await Promise.all(cells.map((cell) => startServer(cell, o.place)));
   try {
-    for (const s of servers) await autocannon(s.port, o.warmupSeconds, o.connections);
+    for (const s of servers) await o.client(s.port, o.warmupSeconds, o.connections);
     for (let round = 0; round < o.rounds; round++) {
       const order = cells.map((_, i) => i);
       if (round % 2 === 1) order.reverse();
       for (const i of order) {
-        const l = await load(servers[i]!, o.seconds, o.connections);
+        const l = await load(o.client, servers[i]!, o.seconds, o.connections);
         results.set(cells[i]!, [...(results.get(cells[i]!) ?? []), l]);
         console.error(`${cells[i]!.padEnd(18)} ${Math.round(l.requestsPerSecond)} req/s  ${l.cpuUsPerRequest.toFixed(1)} µs CPU/req`);
       }
@@ -216,9 +280,11 @@ interface RunOptions {
   noop: boolean;
   /** Also measure floodgate with its draft headers off (`draftHeaders: false`). */
   quiet: boolean;
+  client: Client;
+  place: Placement;
 }
 
-function cellsOf(framework: Framework, o: RunOptions): string[] {
+function cellsOf(framework: Framework, o: Pick<RunOptions, 'noop' | 'quiet'>): string[] {
   const cells = [`${framework}:bare`, `${framework}:floodgate`];
   if (PEERS[framework] !== undefined) cells.push(`${framework}:peer`);
   if (o.noop) cells.push(`${framework}:noop`);
@@ -226,24 +292,37 @@ function cellsOf(framework: Framework, o: RunOptions): string[] {
   return cells;
 }
 
-function printTable(results: Map<string, Load[]>): void {
-  const mean = (cell: string, of: (l: Load) => number): number | undefined => {
-    const loads = results.get(cell);
-    return loads === undefined ? undefined : loads.reduce((s, l) => s + of(l), 0) / loads.length;
-  };
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** The ratios of `a`'s requests/s to `b`'s, round by round: their median, lowest and highest. */
+function pairedRatios(a: readonly Load[] | undefined, b: readonly Load[] | undefined): { median: number; min: number; max: number } | undefined {
+  if (a === undefined || b === undefined) return undefined;
+  const ratios = a.map((l, i) => l.requestsPerSecond / b[i]!.requestsPerSecond);
+  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
+}
+
+function printTable(results: Map<string, Load[]>, o: Pick<RunOptions, 'rounds'>): void {
   const fmt = (n: number | undefined, digits = 0): string => (n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
-  const ratio = (a: number | undefined, b: number | undefined): string => (a === undefined || b === undefined ? '-' : `${(a / b).toFixed(3)}x`);
-  const rows = [['framework', 'bare req/s', 'floodgate', 'fg/bare', 'peer', 'peer req/s', 'fg/peer', 'noop req/s', 'quiet req/s', 'quiet/bare', 'CPU µs/req bare', 'floodgate', 'peer', 'noop', 'quiet', 'bare/fg CPU']];
+  const ratio = (a: Load[] | undefined, b: Load[] | undefined): string => {
+    const r = pairedRatios(a, b);
+    return r === undefined ? '-' : `${r.median.toFixed(3)}x (${r.min.toFixed(2)}-${r.max.toFixed(2)})`;
+  };
+  const rows = [['framework', 'bare req/s', 'floodgate', 'fg/bare', 'peer', 'peer req/s', 'fg/peer', 'noop/bare', 'quiet/bare', 'CPU µs/req bare', 'floodgate', 'peer']];
   for (const f of FRAMEWORKS) {
-    const rps = (s: Subject): number | undefined => mean(`${f}:${s}`, (l) => l.requestsPerSecond);
-    const cpu = (s: Subject): number | undefined => mean(`${f}:${s}`, (l) => l.cpuUsPerRequest);
-    if (rps('bare') === undefined) continue;
-    rows.push([f, fmt(rps('bare')), fmt(rps('floodgate')), ratio(rps('floodgate'), rps('bare')), PEERS[f] ?? '-', fmt(rps('peer')), ratio(rps('floodgate'), rps('peer')), fmt(rps('noop')), fmt(rps('quiet')), ratio(rps('quiet'), rps('bare')), fmt(cpu('bare'), 1), fmt(cpu('floodgate'), 1), fmt(cpu('peer'), 1), fmt(cpu('noop'), 1), fmt(cpu('quiet'), 1), ratio(cpu('bare'), cpu('floodgate'))]);
+    const loads = (s: Subject): Load[] | undefined => results.get(`${f}:${s}`);
+    const rps = (s: Subject): number | undefined => (loads(s) === undefined ? undefined : median(loads(s)!.map((l) => l.requestsPerSecond)));
+    const cpu = (s: Subject): number | undefined => (loads(s) === undefined ? undefined : median(loads(s)!.map((l) => l.cpuUsPerRequest)));
+    if (loads('bare') === undefined) continue;
+    rows.push([f, fmt(rps('bare')), fmt(rps('floodgate')), ratio(loads('floodgate'), loads('bare')), PEERS[f] ?? '-', fmt(rps('peer')), ratio(loads('floodgate'), loads('peer')), ratio(loads('noop'), loads('bare')), ratio(loads('quiet'), loads('bare')), fmt(cpu('bare'), 1), fmt(cpu('floodgate'), 1), fmt(cpu('peer'), 1)]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) console.log(r.map((c, i) => (i === 0 || i === 4 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
-  console.log('Ratios above 1x favour floodgate. bare/fg CPU is the bare server\'s CPU time per request over floodgate\'s:');
-  console.log('on a busy machine it is steadier than req/s, which the load generator sharing the cores also limits.');
+  console.log(`Requests/s are medians of ${o.rounds} rounds. Each ratio is the median of the rounds' own ratios (both cells measured`);
+  console.log('seconds apart), with the lowest and highest round in brackets; above 1x favours floodgate.');
   for (const [cell, loads] of results) {
     if (loads.some((l) => l.non2xx > 0 || l.errors > 0)) console.log(`warning: ${cell} had non-2xx responses or errors`);
   }
@@ -254,21 +333,37 @@ async function main(): Promise<void> {
     allowPositionals: true,
     options: {
       serve: { type: 'string' },
-      duration: { type: 'string', default: '2' },
-      warmup: { type: 'string', default: '1' },
-      rounds: { type: 'string', default: '2' },
+      duration: { type: 'string', default: '1' },
+      warmup: { type: 'string', default: '2' },
+      rounds: { type: 'string', default: '9' },
       connections: { type: 'string', default: '10' },
+      client: { type: 'string' },
+      'no-pin': { type: 'boolean', default: false },
       noop: { type: 'boolean', default: false },
       quiet: { type: 'boolean', default: false },
     },
   });
   if (values.serve !== undefined) return serve(values.serve);
-  const o: RunOptions = { warmupSeconds: Number(values.warmup), seconds: Number(values.duration), rounds: Number(values.rounds), connections: Number(values.connections), noop: values.noop, quiet: values.quiet };
+  const place = placement(!values['no-pin']);
+  const clientName = values.client ?? (onPath('wrk') ? 'wrk' : 'autocannon');
+  if (clientName !== 'wrk' && clientName !== 'autocannon') throw new Error(`--client must be wrk or autocannon, got ${clientName}`);
+  if (clientName === 'wrk' && !onPath('wrk')) throw new Error('--client wrk: wrk is not on the PATH (apt-get install -y wrk)');
+  const o: RunOptions = {
+    warmupSeconds: Number(values.warmup),
+    seconds: Number(values.duration),
+    rounds: Number(values.rounds),
+    connections: Number(values.connections),
+    noop: values.noop,
+    quiet: values.quiet,
+    client: clientName === 'wrk' ? wrk(place) : autocannon(place),
+    place,
+  };
+  console.error(`load generator: ${clientName}; ${place.server.length > 0 ? 'servers on CPU 0, the load generator on the others' : 'not pinned to CPUs'}`);
   const results = new Map<string, Load[]>();
   for (const f of FRAMEWORKS) {
     if (positionals.length === 0 || positionals.some((x) => f.includes(x))) await measureFramework(cellsOf(f, o), o, results);
   }
-  printTable(results);
+  printTable(results, o);
 }
 
 main().catch((err: unknown) => {
