@@ -3,9 +3,9 @@
  * that a busy machine does not move, beside bench/http.ts's requests/s, which it does.
  *
  * Each server of bench/http.ts (its `--serve` mode: bare, floodgate, floodgate with the draft
- * headers off, a no-op middleware, the framework's own rate-limit peer, and for node:http `fixed`:
- * bare with the two draft headers set to constant values, the least any limiter that writes them
- * can cost) runs under callgrind with
+ * headers off, a no-op middleware, the framework's own rate-limit peer, and `fixed`: a middleware
+ * that sets the two draft headers to constants, the least any limiter that writes them can cost)
+ * runs under callgrind with
  * instrumentation off. One keep-alive connection sends `--warmup` requests so that V8 has compiled
  * what it will; then instrumentation goes on, 1,000 more requests settle it, the counters are
  * zeroed, `--requests` requests are sent one at a time, and the counters are dumped. It prints
@@ -35,10 +35,10 @@ const SETTLE_REQUESTS = 1000;
 /** Each framework's subjects, in the order printed; `peer` only where the framework has one. */
 const CELLS: Record<string, readonly string[]> = {
   node: ['bare', 'floodgate', 'quiet', 'noop', 'fixed'],
-  express: ['bare', 'floodgate', 'quiet', 'noop', 'peer'],
-  fastify: ['bare', 'floodgate', 'quiet', 'noop', 'peer'],
-  koa: ['bare', 'floodgate', 'quiet', 'noop'],
-  hono: ['bare', 'floodgate', 'quiet', 'noop'],
+  express: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'peer'],
+  fastify: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'peer'],
+  koa: ['bare', 'floodgate', 'quiet', 'noop', 'fixed'],
+  hono: ['bare', 'floodgate', 'quiet', 'noop', 'fixed'],
 };
 
 /** Sends `count` GET / requests one after another over one keep-alive connection. */

@@ -3,7 +3,9 @@
  * and with its own rate-limit peer (express-rate-limit, @fastify/rate-limit), loaded over loopback.
  * With `--noop`, also with a middleware that does nothing, which shows what the framework itself
  * charges for one more middleware (for Hono, leaving its one-handler fast path). With `--quiet`,
- * also floodgate with its draft headers off, which shows what writing the two headers costs.
+ * also floodgate with its draft headers off, which shows what writing the two headers costs. With
+ * `--fixed`, also a middleware that sets the two headers to constants and does nothing else: what
+ * the framework charges for the headers alone, the least any limiter that sends them can cost.
  * Every server runs in its own child process (this file, with `--serve`); the load generator in
  * another. It prints requests/s and ratios; nothing is asserted.
  *
@@ -15,7 +17,7 @@
  * measured in many short rounds, alternating, and each ratio is the median of the rounds' own.
  *
  *   node --conditions=floodgate-source --import tsx bench/http.ts [--client wrk|autocannon] [--no-pin]
- *        [--duration 1] [--rounds 9] [--warmup 2] [--connections 10] [--noop] [--quiet] [filter...]
+ *        [--duration 1] [--rounds 9] [--warmup 2] [--connections 10] [--noop] [--quiet] [--fixed] [filter...]
  *
  * About 11 s per cell by default (2 s warm-up, then 9 rounds of 1 s), so about 2.5 minutes in all.
  */
@@ -58,6 +60,21 @@ function noopConnect(_req: unknown, _res: unknown, next: () => void): void {
   next();
 }
 
+/**
+ * The two draft headers as floodgate writes them in this benchmark, as constants: what the `fixed`
+ * subjects set with no limiter at all, the least any limiter that sends them costs a framework.
+ */
+const FIXED_HEADERS: readonly (readonly [string, string])[] = [
+  ['ratelimit-policy', '"default";q=1000000000000;w=1'],
+  ['ratelimit', '"default";r=999999999999;t=1'],
+];
+
+/** A Connect-style middleware that sets {@link FIXED_HEADERS} and goes on. */
+function fixedConnect(_req: unknown, res: ServerResponse, next: () => void): void {
+  for (const [name, value] of FIXED_HEADERS) res.setHeader(name, value);
+  next();
+}
+
 function hello(_req: IncomingMessage, res: ServerResponse): void {
   res.setHeader('content-type', 'text/plain');
   res.end('ok');
@@ -65,14 +82,7 @@ function hello(_req: IncomingMessage, res: ServerResponse): void {
 
 async function serveNode(subject: Subject): Promise<ReturnType<typeof createServer>> {
   if (subject === 'bare') return createServer(hello);
-  if (subject === 'fixed') {
-    // Only bench/http-instructions.ts serves this: the draft headers' own cost, with no limiter.
-    return createServer((req, res) => {
-      res.setHeader('ratelimit-policy', '"default";q=1000000000000;w=1');
-      res.setHeader('ratelimit', '"default";r=999999999999;t=1');
-      hello(req, res);
-    });
-  }
+  if (subject === 'fixed') return createServer((req, res) => fixedConnect(req, res, () => hello(req, res)));
   if (subject === 'noop') return createServer((req, res) => noopConnect(req, res, () => hello(req, res)));
   const { floodgateNode } = await import('floodgate/http');
   const limit = floodgateNode(await floodgateOptions(subject));
@@ -85,6 +95,7 @@ async function serveExpress(subject: Subject): Promise<ReturnType<typeof createS
   if (isFloodgate(subject)) app.use((await import('floodgate/http')).floodgateExpress(await floodgateOptions(subject)));
   if (subject === 'peer') app.use((await import('express-rate-limit')).rateLimit({ windowMs: 60_000, limit: HUGE }));
   if (subject === 'noop') app.use(noopConnect);
+  if (subject === 'fixed') app.use(fixedConnect);
   app.get('/', (_req, res) => void res.send('ok'));
   return createServer(app);
 }
@@ -94,6 +105,7 @@ async function serveKoa(subject: Subject): Promise<ReturnType<typeof createServe
   const app = new Koa();
   if (isFloodgate(subject)) app.use((await import('floodgate/http')).floodgateKoa(await floodgateOptions(subject)));
   if (subject === 'noop') app.use((_ctx, next) => next());
+  if (subject === 'fixed') app.use((ctx, next) => (fixedConnect(ctx.req, ctx.res, () => {}), next()));
   app.use((ctx) => void (ctx.body = 'ok'));
   return createServer(app.callback());
 }
@@ -104,6 +116,8 @@ async function serveHono(subject: Subject): Promise<ReturnType<typeof createServ
   const app = new Hono();
   if (isFloodgate(subject)) app.use('*', (await import('floodgate/http')).floodgateHono(await floodgateOptions(subject)));
   if (subject === 'noop') app.use('*', async (_c, next) => void (await next()));
+  // As floodgate's adapter does under @hono/node-server: on node's response, which Hono's reaches.
+  if (subject === 'fixed') app.use('*', async (c, next) => void (fixedConnect(undefined, (c.env as { outgoing: ServerResponse }).outgoing, () => {}), await next()));
   app.get('/', (c) => c.text('ok'));
   return createAdaptorServer({ fetch: app.fetch }) as ReturnType<typeof createServer>;
 }
@@ -115,6 +129,12 @@ async function serveFastify(subject: Subject): Promise<number> {
   if (isFloodgate(subject)) await app.register((await import('floodgate/http')).floodgateFastify, await floodgateOptions(subject));
   if (subject === 'peer') await app.register((await import('@fastify/rate-limit')).default, { max: HUGE, timeWindow: 60_000 });
   if (subject === 'noop') app.addHook('onRequest', (_request, _reply, done) => done());
+  if (subject === 'fixed') {
+    app.addHook('onRequest', (_request, reply, done) => {
+      for (const [name, value] of FIXED_HEADERS) void reply.header(name, value);
+      done();
+    });
+  }
   app.get('/', async () => 'ok');
   await app.listen({ port: 0, host: '127.0.0.1' });
   return (app.server.address() as AddressInfo).port;
@@ -280,15 +300,18 @@ interface RunOptions {
   noop: boolean;
   /** Also measure floodgate with its draft headers off (`draftHeaders: false`). */
   quiet: boolean;
+  /** Also measure the framework with the two draft headers set to constants by a middleware, and no limiter. */
+  fixed: boolean;
   client: Client;
   place: Placement;
 }
 
-function cellsOf(framework: Framework, o: Pick<RunOptions, 'noop' | 'quiet'>): string[] {
+function cellsOf(framework: Framework, o: Pick<RunOptions, 'noop' | 'quiet' | 'fixed'>): string[] {
   const cells = [`${framework}:bare`, `${framework}:floodgate`];
   if (PEERS[framework] !== undefined) cells.push(`${framework}:peer`);
   if (o.noop) cells.push(`${framework}:noop`);
   if (o.quiet) cells.push(`${framework}:quiet`);
+  if (o.fixed) cells.push(`${framework}:fixed`);
   return cells;
 }
 
@@ -311,13 +334,13 @@ function printTable(results: Map<string, Load[]>, o: Pick<RunOptions, 'rounds'>)
     const r = pairedRatios(a, b);
     return r === undefined ? '-' : `${r.median.toFixed(3)}x (${r.min.toFixed(2)}-${r.max.toFixed(2)})`;
   };
-  const rows = [['framework', 'bare req/s', 'floodgate', 'fg/bare', 'peer', 'peer req/s', 'fg/peer', 'noop/bare', 'quiet/bare', 'CPU µs/req bare', 'floodgate', 'peer']];
+  const rows = [['framework', 'bare req/s', 'floodgate', 'fg/bare', 'peer', 'peer req/s', 'fg/peer', 'noop/bare', 'quiet/bare', 'fixed/bare', 'CPU µs/req bare', 'floodgate', 'peer']];
   for (const f of FRAMEWORKS) {
     const loads = (s: Subject): Load[] | undefined => results.get(`${f}:${s}`);
     const rps = (s: Subject): number | undefined => (loads(s) === undefined ? undefined : median(loads(s)!.map((l) => l.requestsPerSecond)));
     const cpu = (s: Subject): number | undefined => (loads(s) === undefined ? undefined : median(loads(s)!.map((l) => l.cpuUsPerRequest)));
     if (loads('bare') === undefined) continue;
-    rows.push([f, fmt(rps('bare')), fmt(rps('floodgate')), ratio(loads('floodgate'), loads('bare')), PEERS[f] ?? '-', fmt(rps('peer')), ratio(loads('floodgate'), loads('peer')), ratio(loads('noop'), loads('bare')), ratio(loads('quiet'), loads('bare')), fmt(cpu('bare'), 1), fmt(cpu('floodgate'), 1), fmt(cpu('peer'), 1)]);
+    rows.push([f, fmt(rps('bare')), fmt(rps('floodgate')), ratio(loads('floodgate'), loads('bare')), PEERS[f] ?? '-', fmt(rps('peer')), ratio(loads('floodgate'), loads('peer')), ratio(loads('noop'), loads('bare')), ratio(loads('quiet'), loads('bare')), ratio(loads('fixed'), loads('bare')), fmt(cpu('bare'), 1), fmt(cpu('floodgate'), 1), fmt(cpu('peer'), 1)]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   for (const r of rows) console.log(r.map((c, i) => (i === 0 || i === 4 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
@@ -341,6 +364,7 @@ async function main(): Promise<void> {
       'no-pin': { type: 'boolean', default: false },
       noop: { type: 'boolean', default: false },
       quiet: { type: 'boolean', default: false },
+      fixed: { type: 'boolean', default: false },
     },
   });
   if (values.serve !== undefined) return serve(values.serve);
@@ -355,6 +379,7 @@ async function main(): Promise<void> {
     connections: Number(values.connections),
     noop: values.noop,
     quiet: values.quiet,
+    fixed: values.fixed,
     client: clientName === 'wrk' ? wrk(place) : autocannon(place),
     place,
   };
