@@ -8,6 +8,7 @@ import type { HttpLimitOptions } from '../options.js';
 import { RequestView } from '../request.js';
 import type { ClientIpResolver } from '../client-ip.js';
 import type { Verdict } from '../verdict.js';
+import { hasRawHeader } from './node-request.js';
 
 /** FloodgateHonoOptions adds how to find the client's address, which depends on the runtime. */
 export interface FloodgateHonoOptions extends HttpLimitOptions<Context> {
@@ -79,6 +80,12 @@ class FetchRequestView extends RequestView<Context> {
     return this.raw.req.raw.headers.get(name) ?? undefined;
   }
 
+  /** Under @hono/node-server, from node's raw header list, which costs less than building its header object. */
+  override hasHeader(name: string): boolean {
+    const raw = nodeServerOf(this.raw)?.incoming?.rawHeaders;
+    return raw !== undefined ? hasRawHeader(raw, name) : this.raw.req.raw.headers.has(name);
+  }
+
   protected remoteAddress(): string | undefined {
     return this.address(this.raw);
   }
@@ -101,7 +108,7 @@ function setHeaders(c: Context, verdict: Verdict): void {
 
 /** The node request and response @hono/node-server passes as `env` (or `env.server`), if any. */
 interface NodeServerEnv {
-  incoming?: { socket?: { remoteAddress?: string }; headers?: Record<string, string | string[] | undefined> };
+  incoming?: { socket?: { remoteAddress?: string }; headers?: Record<string, string | string[] | undefined>; rawHeaders?: string[] };
   outgoing?: { headersSent?: boolean; setHeader?: (name: string, value: string) => unknown };
 }
 

@@ -40,17 +40,21 @@ export class NodeRequestView<Req> extends RequestView<Req> {
    * something first reads it, and a request that nothing else asks about should not pay for that.
    */
   override hasHeader(name: string): boolean {
-    const raw = this.message.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) {
-      const n = raw[i]!;
-      if (n.length === name.length && n.toLowerCase() === name) return true;
-    }
-    return false;
+    return hasRawHeader(this.message.rawHeaders, name);
   }
 
   protected remoteAddress(): string | undefined {
     return this.message.socket.remoteAddress;
   }
+}
+
+/** hasRawHeader tells whether node's raw header list (`[name, value, ...]`, names as sent) holds `name` (in lower case). */
+export function hasRawHeader(rawHeaders: readonly string[], name: string): boolean {
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const n = rawHeaders[i]!;
+    if (n.length === name.length && n.toLowerCase() === name) return true;
+  }
+  return false;
 }
 
 /** pathOf returns a request target's path, without its query string. */
