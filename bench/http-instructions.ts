@@ -5,20 +5,26 @@
  * Each server of bench/http.ts (its `--serve` mode: bare, floodgate, floodgate with the draft
  * headers off, a no-op middleware, the framework's own rate-limit peer, and `fixed`: a middleware
  * that sets the two draft headers to constants, the least any limiter that writes them can cost)
- * runs under callgrind with
- * instrumentation off. One keep-alive connection sends `--warmup` requests so that V8 has compiled
- * what it will; then instrumentation goes on, 1,000 more requests settle it, the counters are
- * zeroed, `--requests` requests are sent one at a time, and the counters are dumped. It prints
- * instructions per request and each subject's ratio to the bare framework's. Only the server's own
- * user-space instructions count: not the kernel's socket work and not the client's, so the ratio
- * is what the server's CPU spends, not the requests/s a shared machine gives. Node runs with V8's
+ * runs under callgrind with instrumentation off. One keep-alive connection sends `--warmup`
+ * requests so that V8 has compiled what it will; then instrumentation goes on, `--settle` more
+ * requests pass uncounted, and `--windows` windows of `--requests` requests each are counted
+ * (counters zeroed before and dumped after each window, requests sent one at a time). It prints
+ * each cell's median window in instructions per request, the spread of its windows, and each
+ * subject's ratio to the bare framework's (by medians). Only the server's own user-space
+ * instructions count: not the kernel's socket work and not the client's, so the ratio is what the
+ * server's CPU spends, not the requests/s a shared machine gives. Nothing is asserted.
+ *
+ * Two things make the count wander, and the defaults are set against both. Node runs with V8's
  * `--predictable` (compilation and GC on the main thread): otherwise callgrind counts background
- * compilation that its slowness delays into the measured window, which moves a figure by ±5%. With
- * it, a no-op middleware measures within 0.3% of the bare server. Nothing is asserted.
+ * compilation that its slowness delays into the measured window. And for the first 6,000-8,000
+ * requests after instrumentation goes on, every request counts 15,000-60,000 instructions more,
+ * the same for every server, which pulls all ratios towards 1 (a 1,000-request settle let this into
+ * the figures until 2026-11-22). After `--settle` 8,000, windows agree within about 1%.
  *
- *   node --conditions=floodgate-source --import tsx bench/http-instructions.ts [--requests 6000] [--warmup 6000] [--parallel 2] [filter...]
+ *   node --conditions=floodgate-source --import tsx bench/http-instructions.ts [--requests 2000] [--windows 3]
+ *        [--warmup 6000] [--settle 8000] [--parallel 2] [filter...]
  *
- * About 45 s per server; two run at once by default.
+ * About 1.5 minutes per server; two run at once by default, so about 20 minutes for all 26.
  */
 import { spawn, execFile } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
@@ -31,7 +37,6 @@ import { parseArgs, promisify } from 'node:util';
 const run = promisify(execFile);
 const HTTP_BENCH = fileURLToPath(new URL('./http.ts', import.meta.url));
 const CHILD_FLAGS = ['--predictable', '--conditions=floodgate-source', '--import', 'tsx'];
-const SETTLE_REQUESTS = 1000;
 /** Each framework's subjects, in the order printed; `peer` only where the framework has one. */
 const CELLS: Record<string, readonly string[]> = {
   node: ['bare', 'floodgate', 'quiet', 'noop', 'fixed'],
@@ -64,8 +69,8 @@ async function control(pid: number, ...args: string[]): Promise<void> {
   await run('callgrind_control', [...args, String(pid)], { timeout: 60_000 });
 }
 
-/** Measures one cell (`framework:subject`): instructions per request. */
-async function measure(cell: string, o: { requests: number; warmup: number }): Promise<number> {
+/** Measures one cell (`framework:subject`): instructions per request in each window. */
+async function measure(cell: string, o: { requests: number; warmup: number; settle: number; windows: number }): Promise<number[]> {
   const dir = await mkdtemp(join(tmpdir(), 'floodgate-callgrind-'));
   const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'cg.%p')}`, process.execPath, ...CHILD_FLAGS, HTTP_BENCH, '--serve', cell], {
     stdio: ['ignore', 'pipe', 'ignore'],
@@ -83,15 +88,21 @@ async function measure(cell: string, o: { requests: number; warmup: number }): P
     const pid = child.pid!;
     await send(port, o.warmup);
     await control(pid, '--instr=on');
-    await send(port, SETTLE_REQUESTS);
-    await control(pid, '--zero');
-    await send(port, o.requests);
-    await control(pid, '--dump');
-    const dumps = (await readdir(dir)).filter((f) => /\.\d+$/.test(f)).sort();
-    const text = await readFile(join(dir, dumps.at(-1)!), 'utf8');
-    const summary = /^summary: (\d+)$/m.exec(text);
-    if (summary === null) throw new Error(`${cell}: no summary line in callgrind's dump`);
-    return Number(summary[1]) / o.requests;
+    await send(port, o.settle);
+    const windows: number[] = [];
+    for (let w = 0; w < o.windows; w++) {
+      await control(pid, '--zero');
+      await send(port, o.requests);
+      await control(pid, '--dump');
+      // Each dump on request is cg.<pid>.<n>, numbered from 1.
+      const dump = (await readdir(dir)).find((f) => f === `cg.${pid}.${w + 1}`);
+      if (dump === undefined) throw new Error(`${cell}: callgrind wrote no dump ${w + 1}`);
+      const text = await readFile(join(dir, dump), 'utf8');
+      const summary = /^summary: (\d+)$/m.exec(text);
+      if (summary === null) throw new Error(`${cell}: no summary line in callgrind's dump`);
+      windows.push(Number(summary[1]) / o.requests);
+    }
+    return windows;
   } finally {
     child.kill('SIGKILL');
     await rm(dir, { recursive: true, force: true });
@@ -102,33 +113,42 @@ async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {
-      requests: { type: 'string', default: '6000' },
+      requests: { type: 'string', default: '2000' },
+      windows: { type: 'string', default: '3' },
       warmup: { type: 'string', default: '6000' },
+      settle: { type: 'string', default: '8000' },
       parallel: { type: 'string', default: '2' },
     },
   });
-  const o = { requests: Number(values.requests), warmup: Number(values.warmup) };
+  const o = { requests: Number(values.requests), warmup: Number(values.warmup), settle: Number(values.settle), windows: Number(values.windows) };
   const cells = Object.entries(CELLS)
     .filter(([framework]) => positionals.length === 0 || positionals.some((p) => framework.includes(p)))
     .flatMap(([framework, subjects]) => subjects.map((subject) => `${framework}:${subject}`));
-  const results = new Map<string, number>();
+  const results = new Map<string, number[]>();
   const queue = [...cells];
   const worker = async (): Promise<void> => {
     for (let cell = queue.shift(); cell !== undefined; cell = queue.shift()) {
-      const perRequest = await measure(cell, o);
-      results.set(cell, perRequest);
-      console.error(`${cell.padEnd(18)} ${Math.round(perRequest)} instructions/request`);
+      const windows = await measure(cell, o);
+      results.set(cell, windows);
+      console.error(`${cell.padEnd(18)} ${windows.map((w) => Math.round(w)).join(' ')} instructions/request`);
     }
   };
   await Promise.all(Array.from({ length: Number(values.parallel) }, worker));
-  console.log(['framework', 'subject', 'instructions/req', '÷ bare', 'bare ÷ it'].join('\t'));
+  console.log(['framework', 'subject', 'instructions/req', 'windows min-max', '÷ bare', 'bare ÷ it'].join('\t'));
   for (const cell of cells) {
     const [framework, subject] = cell.split(':') as [string, string];
-    const bare = results.get(`${framework}:bare`)!;
-    const it = results.get(cell)!;
-    console.log([framework, subject, Math.round(it), (it / bare).toFixed(3), (bare / it).toFixed(3)].join('\t'));
+    const bare = median(results.get(`${framework}:bare`)!);
+    const windows = results.get(cell)!;
+    const it = median(windows);
+    console.log([framework, subject, Math.round(it), `${Math.round(Math.min(...windows))}-${Math.round(Math.max(...windows))}`, (it / bare).toFixed(3), (bare / it).toFixed(3)].join('\t'));
   }
-  console.log('\n"bare ÷ it" is the share of the bare server\'s requests/s a CPU-bound server would keep.');
+  console.log('\n"bare ÷ it" is the share of the bare server\'s requests/s a CPU-bound server would keep (medians of the windows).');
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 await main();
