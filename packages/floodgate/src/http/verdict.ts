@@ -54,11 +54,18 @@ export class VerdictWriter<Req> {
    * keys, nothing to refund.
    */
   private readonly memo: AdmitMemo | undefined;
+  /**
+   * The `RateLimit-Policy` value when every dimension applies and each has a fixed limiter without
+   * `pk`, written once: a string built afresh costs node more to validate than one it has seen.
+   */
+  private readonly allPolicies: string | undefined;
 
   constructor(private readonly settings: Settings<Req>) {
     const only = settings.dimensions.length === 1 ? settings.dimensions[0]! : undefined;
     const plain = settings.draftHeaders && settings.legacyReset === undefined && !settings.partitionKeys && settings.refundWhen === undefined;
     this.memo = plain && only?.policyItem !== undefined ? new AdmitMemo(only.policyItem, only.serviceHead) : undefined;
+    const fixed = !settings.partitionKeys && settings.dimensions.every((d) => d.policyItem !== undefined);
+    this.allPolicies = fixed ? settings.dimensions.map((d) => d.policyItem!).join(', ') : undefined;
   }
 
   /** admit returns the verdict for a request every dimension admitted. */
@@ -124,11 +131,13 @@ export class VerdictWriter<Req> {
     const out: HeaderPair[] = [];
     this.markDegraded(out, decisions);
     if (s.draftHeaders) {
-      let policy = policyItemOf(plans[0]!);
+      // Plans come in the order of the dimensions, so when all apply the policies are all of them.
+      const all = this.allPolicies !== undefined && plans.length === s.dimensions.length;
+      let policy = all ? this.allPolicies! : policyItemOf(plans[0]!);
       let service = serviceItem(plans[0]!.dimension.serviceHead, decisions[0]!, plans[0]!.pk);
       for (let i = 1; i < plans.length; i++) {
         const p = plans[i]!;
-        policy += ', ' + policyItemOf(p);
+        if (!all) policy += ', ' + policyItemOf(p);
         service += ', ' + serviceItem(p.dimension.serviceHead, decisions[i]!, p.pk);
       }
       out.push([FIELD.policy, policy], [FIELD.service, service]);

@@ -71,6 +71,26 @@ describe('several dimensions decided together', () => {
     }
   }
 
+  it('reports the policies of the dimensions that apply, and only those, in their order', async () => {
+    const clock = new ManualClock();
+    const gate = new HttpGate<FakeRequest>({
+      dimensions: [
+        { name: 'ip', limiter: limiter(fixedWindow({ limit: 10, windowMs: 60_000 }), clock) },
+        { name: 'user', limiter: limiter(fixedWindow({ limit: 5, windowMs: 60_000 }), clock), key: byHeader('x-user') },
+        { name: 'route', limiter: limiter(fixedWindow({ limit: 7, windowMs: 1_000 }), clock), key: byRoute() },
+      ],
+    });
+    const header = (v: Verdict, name: string): string | undefined => v.headers.find(([n]) => n === name)?.[1];
+    for (let i = 0; i < 2; i++) {
+      const both = await run(gate, { headers: { 'x-user': 'u' }, route: '/r' });
+      assert.equal(header(both, 'ratelimit-policy'), '"ip";q=10;w=60, "user";q=5;w=60, "route";q=7;w=1');
+      assert.equal(header(both, 'ratelimit'), `"ip";r=${9 - 2 * i};t=60, "user";r=${4 - i};t=60, "route";r=${6 - 2 * i};t=1`);
+      const anonymous = await run(gate, { route: '/r' });
+      assert.equal(header(anonymous, 'ratelimit-policy'), '"ip";q=10;w=60, "route";q=7;w=1');
+      assert.equal(header(anonymous, 'ratelimit'), `"ip";r=${8 - 2 * i};t=60, "route";r=${5 - 2 * i};t=1`);
+    }
+  });
+
   it('checks synchronous limiters without a promise, and asynchronous ones with one', async () => {
     const clock = new ManualClock();
     const sync = new HttpGate<FakeRequest>({ limiter: limiter(tokenBucket({ capacity: 1, refillPerSecond: 1 }), clock) });
