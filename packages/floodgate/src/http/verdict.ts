@@ -53,7 +53,7 @@ export class VerdictWriter<Req> {
    * verdicts depend on nothing but the decision's `r` and `t`: draft headers only, no partition
    * keys, nothing to refund.
    */
-  private readonly memo: AdmitMemo | undefined;
+  private readonly memo: AdmitMemo<Verdict> | undefined;
   /**
    * The `RateLimit-Policy` value when every dimension applies and each has a fixed limiter without
    * `pk`, written once: a string built afresh costs node more to validate than one it has seen.
@@ -63,7 +63,8 @@ export class VerdictWriter<Req> {
   constructor(private readonly settings: Settings<Req>) {
     const only = settings.dimensions.length === 1 ? settings.dimensions[0]! : undefined;
     const plain = settings.draftHeaders && settings.legacyReset === undefined && !settings.partitionKeys && settings.refundWhen === undefined;
-    this.memo = plain && only?.policyItem !== undefined ? new AdmitMemo(only.policyItem, only.serviceHead) : undefined;
+    const policy = only?.policyItem;
+    this.memo = plain && policy !== undefined ? new AdmitMemo((d) => admitted([[FIELD.policy, policy], [FIELD.service, serviceItem(only!.serviceHead, d, undefined)]])) : undefined;
     const fixed = !settings.partitionKeys && settings.dimensions.every((d) => d.policyItem !== undefined);
     this.allPolicies = fixed ? settings.dimensions.map((d) => d.policyItem!).join(', ') : undefined;
   }
@@ -76,7 +77,7 @@ export class VerdictWriter<Req> {
 
   /** admitOne is {@link admit} for a single dimension, without arrays of plans and decisions. */
   admitOne(plan: Plan<Req>, decision: Decision, cost: number): Verdict {
-    if (this.memo !== undefined && decision.reason === 'ok' && plan.limiter === plan.dimension.limiter) return this.memo.verdictOf(decision);
+    if (this.memo !== undefined && decision.reason === 'ok' && plan.limiter === plan.dimension.limiter) return this.memo.valueOf(decision);
     const s = this.settings;
     const charges = s.refundWhen === undefined ? undefined : [{ limiter: plan.limiter, key: plan.key, cost }];
     let headers: HeaderPair[];
@@ -145,6 +146,11 @@ export class VerdictWriter<Req> {
     if (s.legacyReset !== undefined) out.push(...legacyHeaders(decisions, s.legacyReset, s.clock.now()));
     return out;
   }
+}
+
+/** The verdict of an admitted request with these headers and nothing to refund. */
+function admitted(headers: readonly HeaderPair[]): Verdict {
+  return { allowed: true, statusCode: 0, headers, body: undefined, charges: undefined };
 }
 
 /** The `RateLimit-Policy` item of a plan: written once for a fixed limiter without `pk`. */

@@ -8,45 +8,40 @@ import { HttpGate } from '../../src/http/index.js';
 import { Limiter, ManualClock, tokenBucket } from '../../src/index.js';
 import { FakeView, memoryLogger } from './support.js';
 
-const POLICY = '"api";q=100;w=60';
 const HEAD = serviceHead('api');
 
 /** An admitted decision with `remaining` left and a reset `resetMs` away (Infinity: never). */
 const admitted = (remaining: number, resetMs: number) => makeDecision(true, 100, remaining, 0, resetMs);
 
 describe('AdmitMemo', () => {
-  it('answers every decision with the headers written afresh, whatever came before it', () => {
-    // Small ranges make slots collide often: a memo that kept a stale verdict would show it here.
+  /** A memo of each decision's `RateLimit` item, wrapped so that reuse shows as the same object. */
+  const memoOf = () => new AdmitMemo((d) => ({ item: serviceItem(HEAD, d, undefined) }));
+
+  it('answers every decision with the value made afresh, whatever came before it', () => {
+    // Small ranges make slots collide often: a memo that kept a stale value would show it here.
     const decision = fc.record({
       remaining: fc.oneof(fc.integer({ min: 0, max: 600 }), fc.constantFrom(2 ** 31, 2 ** 32 + 5, 999_999_999_999, Number.MAX_SAFE_INTEGER)),
       resetMs: fc.oneof(fc.integer({ min: 0, max: 300_000 }), fc.constant(Infinity)),
     });
     fc.assert(
       fc.property(fc.array(decision, { minLength: 1, maxLength: 400 }), (steps) => {
-        const memo = new AdmitMemo(POLICY, HEAD);
+        const memo = memoOf();
         for (const step of steps) {
           const d = admitted(step.remaining, step.resetMs);
-          const v = memo.verdictOf(d);
-          assert.deepEqual(v.headers, [
-            [FIELD.policy, POLICY],
-            [FIELD.service, serviceItem(HEAD, d, undefined)],
-          ]);
-          assert.equal(v.allowed, true);
-          assert.equal(v.statusCode, 0);
-          assert.equal(v.charges, undefined);
+          assert.equal(memo.valueOf(d).item, serviceItem(HEAD, d, undefined));
         }
       }),
     );
   });
 
-  it('reuses one verdict for a repeated remaining and t, and tells apart the same r with another t', () => {
-    const memo = new AdmitMemo(POLICY, HEAD);
-    const first = memo.verdictOf(admitted(7, 2_500));
-    assert.equal(memo.verdictOf(admitted(7, 2_100)), first, 't is 3 both times');
-    const later = memo.verdictOf(admitted(7, 3_500));
+  it('reuses one value for a repeated remaining and t, and tells apart the same r with another t', () => {
+    const memo = memoOf();
+    const first = memo.valueOf(admitted(7, 2_500));
+    assert.equal(memo.valueOf(admitted(7, 2_100)), first, 't is 3 both times');
+    const later = memo.valueOf(admitted(7, 3_500));
     assert.notEqual(later, first);
-    assert.equal(later.headers[1]![1], '"api";r=7;t=4');
-    assert.equal(memo.verdictOf(admitted(7, Infinity)).headers[1]![1], '"api";r=7');
+    assert.equal(later.item, '"api";r=7;t=4');
+    assert.equal(memo.valueOf(admitted(7, Infinity)).item, '"api";r=7');
   });
 });
 
