@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { NodeRequestView } from '../../src/http/adapters/node-request.js';
+import { NodeRequestView, peerAddress } from '../../src/http/adapters/node-request.js';
 import { ClientIpResolver } from '../../src/http/client-ip.js';
 import { memoryLogger } from './support.js';
 
@@ -50,5 +50,30 @@ describe('NodeRequestView.hasHeader, on requests parsed by node', () => {
     await send(['Host: h', 'X-Api-Key: k', 'Set-Cookie: a=1', 'Cookie: c=2', 'X-Forwarded-For-Not: y']);
     await send(['Host: h', 'Forwarded: for=192.0.2.3', 'FORWARDED: for=192.0.2.4']);
     for (const s of seen.slice(-2)) assert.deepEqual(s.has, s.value);
+  });
+});
+
+describe('peerAddress', () => {
+  it("reads each socket's own address, keeps it, and keeps no answer for a socket without one", () => {
+    let reads = 0;
+    const socket = (address: string | undefined) => ({
+      get remoteAddress() {
+        reads++;
+        return address;
+      },
+    });
+    const a = socket('192.0.2.1');
+    const b = socket('2001:db8::1');
+    assert.deepEqual([peerAddress(a), peerAddress(b), peerAddress(a), peerAddress(b)], ['192.0.2.1', '2001:db8::1', '192.0.2.1', '2001:db8::1']);
+    assert.equal(reads, 2, 'one read per socket');
+    const late: { address?: string } = {};
+    const closing = {
+      get remoteAddress() {
+        return late.address;
+      },
+    };
+    assert.equal(peerAddress(closing), undefined);
+    late.address = '198.51.100.7';
+    assert.equal(peerAddress(closing), '198.51.100.7');
   });
 });

@@ -44,8 +44,21 @@ export class NodeRequestView<Req> extends RequestView<Req> {
   }
 
   protected remoteAddress(): string | undefined {
-    return this.message.socket.remoteAddress;
+    return peerAddress(this.message.socket);
   }
+}
+
+/** Each connection's peer address, read once: node's getter costs a server about 0.8k instructions a request. */
+const peers = new WeakMap<object, string>();
+
+/** peerAddress returns a socket's peer address (cached per socket, which a connection never changes), or undefined when it has none. */
+export function peerAddress(socket: { readonly remoteAddress?: string | undefined }): string | undefined {
+  let address = peers.get(socket);
+  if (address === undefined) {
+    address = socket.remoteAddress;
+    if (address !== undefined) peers.set(socket, address);
+  }
+  return address;
 }
 
 /** hasRawHeader tells whether node's raw header list (`[name, value, ...]`, names as sent) holds `name` (in lower case). */
