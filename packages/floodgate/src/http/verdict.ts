@@ -64,7 +64,8 @@ export class VerdictWriter<Req> {
     const only = settings.dimensions.length === 1 ? settings.dimensions[0]! : undefined;
     const plain = settings.draftHeaders && settings.legacyReset === undefined && !settings.partitionKeys && settings.refundWhen === undefined;
     const policy = only?.policyItem;
-    this.memo = plain && policy !== undefined ? new AdmitMemo((d) => admitted([[FIELD.policy, policy], [FIELD.service, serviceItem(only!.serviceHead, d, undefined)]])) : undefined;
+    const head = only?.serviceHead ?? '';
+    this.memo = plain && policy !== undefined ? new AdmitMemo((d) => admitted([[FIELD.policy, policy], [FIELD.service, serviceItem(head, d, undefined)]])) : undefined;
     const fixed = !settings.partitionKeys && settings.dimensions.every((d) => d.policyItem !== undefined);
     this.allPolicies = fixed ? settings.dimensions.map((d) => d.policyItem!).join(', ') : undefined;
   }
