@@ -31,3 +31,15 @@ export { ShapingQueue, type ShapingQueueOptions, type SubmitOptions } from './wa
 export { LeakyGate, type GateTicket, type LeakyGateOptions } from './waiting/leaky-gate.js';
 export { Semaphore, type SemaphoreAcquireOptions, type SemaphoreOptions } from './waiting/semaphore.js';
 export { Permit, type PermitState } from './waiting/permit.js';
+export {
+  combineObservers,
+  notify,
+  type CircuitEvent,
+  type DecisionEvent,
+  type FallbackEvent,
+  type Observer,
+  type ObserverHook,
+  type QueueEvent,
+  type StoreCallEvent,
+  type StoreErrorEvent,
+} from './core/events.js';
