@@ -49,17 +49,17 @@ describe('replies that break the promise are typed errors', () => {
 describe('failures reject with Errors, never hang', () => {
   test('a client error becomes STORE_ERROR, with the cause kept', async () => {
     const cause = new Error('ECONNREFUSED 127.0.0.1:1');
-    const table = new RedisStore({ adapter: fake(() => Promise.reject(cause)) }).bind(policy);
+    const table = new RedisStore({ adapter: fake(() => Promise.reject(cause)), onError: 'throw' }).bind(policy);
     await assert.rejects(table.consume('a', 1, 0), (e: unknown) => rejectsWith('STORE_ERROR', /ECONNREFUSED/)(e) && (e as Error).cause === cause);
   });
 
   test('a rejection with a non-Error still rejects with a FloodgateError', async () => {
-    const table = new RedisStore({ adapter: fake(() => Promise.reject('boom' as unknown as Error)) }).bind(policy);
+    const table = new RedisStore({ adapter: fake(() => Promise.reject('boom' as unknown as Error)), onError: 'throw' }).bind(policy);
     await assert.rejects(table.peek('a', 1, 0), rejectsWith('STORE_ERROR', /boom/));
   });
 
   test('no answer within timeoutMs is STORE_TIMEOUT, and a thousand waiting calls share one timer', async () => {
-    const table = new RedisStore({ adapter: fake(() => new Promise(() => {})), timeoutMs: 50 }).bind(policy);
+    const table = new RedisStore({ adapter: fake(() => new Promise(() => {})), timeoutMs: 50, onError: 'throw' }).bind(policy);
     const timersBefore = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
     const started = performance.now();
     const calls = Array.from({ length: 1000 }, (_, i) => table.consume(`k${i}`, 1, 0));
@@ -75,13 +75,13 @@ describe('failures reject with Errors, never hang', () => {
     const { Redis } = await import('ioredis');
     const client = new Redis({ port: 1, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     client.on('error', () => {});
-    const table = new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 200 }).bind(policy);
+    const table = new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 200, onError: 'throw' }).bind(policy);
     await assert.rejects(table.consume('a', 1, 0), (e: unknown) => e instanceof FloodgateError && (e.code === 'STORE_ERROR' || e.code === 'STORE_TIMEOUT'));
     client.disconnect();
   });
 
   test('a state that is not the policy\'s layout is a STORE_ERROR naming the key', async () => {
-    const table = new RedisStore({ adapter: ioredisAdapter(get().client), prefix: 'corrupt:' }).bind(policy);
+    const table = new RedisStore({ adapter: ioredisAdapter(get().client), prefix: 'corrupt:', onError: 'throw' }).bind(policy);
     await get().client.set(table.entryOf('a').redisKey, 'not doubles');
     await assert.rejects(table.consume('a', 1, 0), rejectsWith('STORE_ERROR', /corrupt:token-bucket:.*holds 11 bytes where 16 were expected/));
   });

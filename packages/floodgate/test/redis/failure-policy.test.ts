@@ -113,7 +113,8 @@ describe('failure policies decide when Redis fails, and say so', () => {
     set('fail');
     assert.equal((await store.withOnError('fail-open').bind(policy).consume('a', 1, 0)).reason, 'fail-open');
     assert.equal((await store.withOnError('fail-closed').bind(policy).consume('a', 1, 0)).reason, 'fail-closed');
-    await assert.rejects(store.bind(policy).consume('a', 1, 0));
+    await assert.rejects(store.withOnError('throw').bind(policy).consume('a', 1, 0));
+    assert.equal((await store.bind(policy).consume('a', 1, 0)).reason, 'fail-open', 'the store\'s default is fail-open');
   });
 });
 

@@ -50,7 +50,7 @@ function loadOn(prefix: string): { load: Load; fallback: PolicyStore } {
     keys: 20,
     perTick: 2,
     tables: {
-      throw: store.bind(roomy),
+      throw: store.withOnError('throw').bind(roomy),
       open: store.withOnError('fail-open').bind(roomy),
       closed: store.withOnError('fail-closed').bind(roomy),
       local: store.withOnError({ fallback: 'local', share: 0.5 }).bind(fixedWindow({ limit: FALLBACK_LIMIT, windowMs: 60_000 })),

@@ -26,8 +26,9 @@ export interface LocalFallback {
  * OnError is what a {@link RedisStore} does when Redis fails (an error, no answer within
  * `timeoutMs`, or the circuit open after repeated failures):
  *
- * - `'throw'` (default): the operation rejects with `STORE_ERROR` or `STORE_TIMEOUT`.
- * - `'fail-open'`: admit; the decision says `reason: 'fail-open'` with `remaining` 0 (unknown).
+ * - `'fail-open'` (the default, as in Envoy's ratelimit service and Spring Cloud Gateway): admit;
+ *   the decision says `reason: 'fail-open'` with `remaining` 0 (unknown).
+ * - `'throw'`: the operation rejects with `STORE_ERROR` or `STORE_TIMEOUT`.
  * - `'fail-closed'`: refuse; `reason: 'fail-closed'`, `retryAfterMs` until the next probe of Redis.
  * - {@link LocalFallback}: decide in this process with a share of the limit; `reason: 'fallback'`
  *   on every decision it makes (allowed or not).

@@ -20,12 +20,18 @@ export interface RedisStoreOptions {
   prefix?: string;
   /** Longest key accepted, in UTF-16 code units (default 1024). */
   maxKeyLength?: number;
-  /** How long an operation may wait for Redis before it fails with `STORE_TIMEOUT` (or `onError` decides), in ms (default 1000). */
+  /**
+   * How long an operation may wait for Redis before `onError` decides it (as a `STORE_TIMEOUT`), in
+   * ms (default 1000). It also bounds every call made while the client is still connecting.
+   */
   timeoutMs?: number;
   /**
    * What every bound policy does when Redis fails or does not answer within `timeoutMs` (default
-   * `'throw'`): see {@link OnError}. Decisions made by the policy say so in `reason`. For another
-   * policy on some limiters, bind them to {@link RedisStore.withOnError}.
+   * `'fail-open'`, as Envoy's ratelimit service and Spring Cloud Gateway's Redis rate limiter do:
+   * an outage of the limiter never becomes an outage of the service): see {@link OnError}.
+   * Decisions made by the policy say so in `reason`. `'throw'` is the only policy under which a
+   * caller sees the error. For another policy on some limiters, bind them to
+   * {@link RedisStore.withOnError}.
    */
   onError?: OnError;
   /**
@@ -105,7 +111,7 @@ export class RedisStore implements Store {
     }
     this.clock = o.clock ?? systemClock;
     this.cluster = adapter.cluster;
-    const onError = checkOnError(o.onError ?? 'throw', 'RedisStore.onError');
+    const onError = checkOnError(o.onError ?? 'fail-open', 'RedisStore.onError');
     this.context = contextOf(o, adapter, testTime);
     this.tableOf = tablesOf(this.context, onError);
   }
