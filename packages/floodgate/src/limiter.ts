@@ -5,7 +5,7 @@ import { FloodgateError } from './core/errors.js';
 import { isTimers, systemTimers, type Timers } from './core/timers.js';
 import { requireObject } from './core/validate.js';
 import { MemoryStore } from './stores/memory-store.js';
-import type { PolicyStore, Store, SyncPolicyStore } from './stores/store.js';
+import { invalidKey, isKey, type PolicyStore, type Store, type SyncPolicyStore } from './stores/store.js';
 import { AcquireQueues, type AcquireOptions } from './waiting/acquire-queue.js';
 import { checkQueueBound } from './waiting/validate.js';
 
@@ -103,6 +103,7 @@ export class Limiter {
    * return callUpstream();   // a burst of 10, then 5 per second, in arrival order
    */
   acquire(key: string, options?: AcquireOptions): Promise<void> {
+    if (!isKey(key)) return Promise.reject(invalidKey(key, 'Limiter.acquire'));
     this.waiting ??= new AcquireQueues({ policy: this.policy, table: this.table, clock: this.clock, timers: this.timers, maxQueue: this.maxQueue });
     return this.waiting.acquire(key, options);
   }
@@ -111,6 +112,7 @@ export class Limiter {
   consume(key: string, options?: ConsumeOptions): Promise<Decision> {
     // Not async: an asynchronous store's promise is handed back as it is (Promise.resolve returns
     // a native promise unchanged), without the extra turns an async wrapper would add.
+    if (!isKey(key)) return Promise.reject(invalidKey(key, 'Limiter.consume'));
     try {
       return Promise.resolve(this.table.consume(key, options?.cost ?? 1, this.clockFree ? NaN : this.clock.now()));
     } catch (error) {
@@ -120,11 +122,13 @@ export class Limiter {
 
   /** consumeSync returns the decision for a request on `key` with no promise; needs a synchronous store. */
   consumeSync(key: string, options?: ConsumeOptions): Decision {
+    if (!isKey(key)) throw invalidKey(key, 'Limiter.consumeSync');
     return this.sync().consume(key, options?.cost ?? 1, this.clock.now());
   }
 
   /** peek resolves to what {@link consume} would answer now, without charging. */
   peek(key: string, options?: ConsumeOptions): Promise<Decision> {
+    if (!isKey(key)) return Promise.reject(invalidKey(key, 'Limiter.peek'));
     try {
       return Promise.resolve(this.table.peek(key, options?.cost ?? 1, this.clockFree ? NaN : this.clock.now()));
     } catch (error) {
@@ -134,26 +138,31 @@ export class Limiter {
 
   /** peekSync returns what {@link consumeSync} would answer now, without charging. */
   peekSync(key: string, options?: ConsumeOptions): Decision {
+    if (!isKey(key)) throw invalidKey(key, 'Limiter.peekSync');
     return this.sync().peek(key, options?.cost ?? 1, this.clock.now());
   }
 
   /** refund gives `cost` back to `key` (never above the policy's limit), for example when a request turned out not to count. */
   async refund(key: string, cost: number): Promise<void> {
+    if (!isKey(key)) throw invalidKey(key, 'Limiter.refund');
     await this.table.refund(key, cost, this.clock.now());
   }
 
   /** refundSync is {@link refund} with no promise; needs a synchronous store. */
   refundSync(key: string, cost: number): void {
+    if (!isKey(key)) throw invalidKey(key, 'Limiter.refundSync');
     this.sync().refund(key, cost, this.clock.now());
   }
 
   /** reset forgets `key`, so its next request is treated as a fresh key's. */
   async reset(key: string): Promise<void> {
+    if (!isKey(key)) throw invalidKey(key, 'Limiter.reset');
     await this.table.reset(key);
   }
 
   /** resetSync is {@link reset} with no promise; needs a synchronous store. */
   resetSync(key: string): void {
+    if (!isKey(key)) throw invalidKey(key, 'Limiter.resetSync');
     this.sync().reset(key);
   }
 

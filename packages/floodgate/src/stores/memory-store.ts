@@ -16,6 +16,8 @@ export interface MemoryStoreOptions {
 /** MAX_KEYS is the largest `maxKeys` a {@link MemoryStore} accepts. */
 export const MAX_KEYS = 16_000_000;
 
+/** NO_KEY marks "no key remembered": the empty string, which no method accepts as a key. */
+const NO_KEY = '';
 /** Keys remembered by the front cache before it starts over; hot keys are found without hashing. */
 const RECENT_KEYS = 4096;
 /** Slots the sweep examines on each insert: enough to keep pace with the inserts themselves. */
@@ -89,8 +91,11 @@ export class MemoryTable implements SyncPolicyStore {
    * removal from the table removes the key here too, so an entry is never stale.
    */
   private readonly recent = new Map<string, number>();
-  /** The key last found in the front cache, and its slot. */
-  private lastKey: string | undefined = undefined;
+  /**
+   * The key last found in the front cache, and its slot. `NO_KEY` (the empty string, never a valid
+   * key) stands for none, so that no argument, `undefined` included, can match a stale entry.
+   */
+  private lastKey = NO_KEY;
   private lastSlot = -1;
   private readonly scratch: Float64Array;
   private readonly stride: number;
@@ -131,6 +136,7 @@ export class MemoryTable implements SyncPolicyStore {
     const slot = this.find(key);
     if (slot >= 0) return this.algorithm.peek(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
     // An unknown key reads as fresh, and reading it stores nothing.
+    this.checkKey(key);
     this.algorithm.init(this.scratch, 0, nowMs);
     return this.algorithm.peek(this.scratch, 0, nowMs, cost);
   }
@@ -140,6 +146,7 @@ export class MemoryTable implements SyncPolicyStore {
     this.algorithm.checkCost(cost);
     const slot = this.find(key);
     if (slot >= 0) this.algorithm.refund(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
+    else this.checkKey(key);
   }
 
   /** reserve books `cost` on `key` now or later and returns the ms to wait, or -1 (see {@link Algorithm.reserve}); absent on window policies. */
@@ -154,11 +161,13 @@ export class MemoryTable implements SyncPolicyStore {
   reset(key: string): void {
     const slot = this.find(key);
     if (slot >= 0) this.forget(slot, key);
+    else this.checkKey(key);
   }
 
   /**
    * The slot holding `key`, or -1, through the front cache. Keys in the cache were checked when
-   * they got there, so only a miss checks `key`.
+   * they got there, so only a miss checks `key`; every caller checks `key` before it acts on a -1
+   * (the empty string, which is `NO_KEY`, comes back as -1 unchecked).
    */
   private find(key: string): number {
     // A flood from one key is the common case worth a shortcut: the same string, often the same object.
@@ -185,7 +194,10 @@ export class MemoryTable implements SyncPolicyStore {
 
   private forget(slot: number, key: string): void {
     this.recent.delete(key);
-    if (slot === this.lastSlot) this.lastKey = undefined;
+    if (slot === this.lastSlot) {
+      this.lastKey = NO_KEY;
+      this.lastSlot = -1;
+    }
     this.keys.remove(slot);
   }
 
@@ -197,6 +209,7 @@ export class MemoryTable implements SyncPolicyStore {
 
   /** Adds `key` as a fresh key, sweeping as it goes; -1 when full and nothing is at rest. */
   private insert(key: string, nowMs: number): number {
+    this.checkKey(key);
     this.sweep(nowMs, SWEEP_PER_INSERT);
     if (this.keys.size >= this.maxKeys && this.sweep(nowMs, SWEEP_WHEN_FULL, 1) === 0) return -1;
     const slot = this.keys.findOrInsert(key);
@@ -230,9 +243,9 @@ export class MemoryTable implements SyncPolicyStore {
   }
 
   private checkKey(key: string): void {
-    if (typeof key !== 'string' || key.length > this.maxKeyLength) {
+    if (typeof key !== 'string' || key.length === 0 || key.length > this.maxKeyLength) {
       const what = typeof key === 'string' ? `a string of ${key.length} code units` : describeValue(key);
-      throw new FloodgateError('INVALID_KEY', `key must be a string of at most ${this.maxKeyLength} code units (MemoryStore.maxKeyLength), got ${what}`, 'key');
+      throw new FloodgateError('INVALID_KEY', `key must be a non-empty string of at most ${this.maxKeyLength} code units (MemoryStore.maxKeyLength), got ${what}`, 'key');
     }
   }
 }

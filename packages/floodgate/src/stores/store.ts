@@ -1,4 +1,5 @@
 import type { Algorithm } from '../core/algorithm.js';
+import { FloodgateError, describeValue } from '../core/errors.js';
 import type { Decision } from '../core/decision.js';
 
 /** MaybePromise is a value, or a promise of it: synchronous stores answer at once. */
@@ -54,4 +55,19 @@ export interface SyncPolicyStore extends PolicyStore {
 export interface Store {
   /** bind returns the state table for `algorithm`, creating it on first use. */
   bind(algorithm: Algorithm): PolicyStore;
+}
+
+/**
+ * isKey returns whether `key` is a key any store accepts: a non-empty string. Anything else
+ * (`undefined`, a number, `''`) is refused before it reaches a store, so it can never match,
+ * charge or reset another key.
+ */
+export function isKey(key: unknown): key is string {
+  return typeof key === 'string' && key.length !== 0;
+}
+
+/** invalidKey returns the `INVALID_KEY` error for `key`, naming `where` it was given. */
+export function invalidKey(key: unknown, where: string): FloodgateError {
+  const what = typeof key === 'string' ? 'an empty string' : describeValue(key);
+  return new FloodgateError('INVALID_KEY', `${where}: key must be a non-empty string, got ${what}`, 'key');
 }
