@@ -4,9 +4,11 @@
  */
 import { systemClock, type Clock } from '../core/clock.js';
 import { FloodgateError, describeValue } from '../core/errors.js';
+import type { Observer } from '../core/events.js';
 import { requireObject } from '../core/validate.js';
 import { Limiter } from '../limiter.js';
 import type { TrustProxyOptions } from './client-ip.js';
+import type { StoreErrorPolicy } from './failure-report.js';
 import { POLICY_NAME, policyItem, serviceHead, type LegacyReset, type QuotaUnit } from './headers.js';
 import { byIp, type Identity } from './identity.js';
 import { parseIpRange, type IpRange } from './ip.js';
@@ -29,8 +31,7 @@ export interface Dimension<Req = unknown> {
   quotaUnit?: QuotaUnit;
 }
 
-/** StoreErrorPolicy is what happens when a limiter's store fails (its promise rejects). */
-export type StoreErrorPolicy = 'fail-open' | 'fail-closed';
+export type { StoreErrorPolicy } from './failure-report.js';
 
 /**
  * HttpLimitOptions configures every adapter. Give either `limiter` (one policy, named `name`,
@@ -53,8 +54,20 @@ export interface HttpLimitOptions<Req = unknown> extends TrustProxyOptions {
   allowList?: readonly string[];
   /** After an admitted request ends, true gives its cost back, e.g. `(o) => o.statusCode < 400`. */
   refundWhen?: (outcome: Outcome, req: HttpRequest<Req>) => boolean;
-  /** On a store failure: `fail-open` (default) admits, `fail-closed` answers 503. */
+  /**
+   * How a store error that reaches the gate is answered (default `fail-open`). A store's own
+   * failure policy comes first: a `RedisStore`'s `onError` (or a limiter's) decides a failed call,
+   * and its decision says so in `reason`, which alone drives the response (`fail-open` admits and
+   * marks the response degraded, `fail-closed` answers 503 `temporary-reduced-capacity` with
+   * `Retry-After`, `fallback` is decided by the local share). Only an error the store lets through
+   * (its `onError` is `throw`, or a custom store rejects) reaches this option: `fail-open` admits
+   * and marks the response, `fail-closed` answers 503 and gives back what other dimensions took,
+   * `throw` hands the error to the framework (its error handler answers). Each outage is logged
+   * once and each such error is passed to `observer.storeError`.
+   */
   onStoreError?: StoreErrorPolicy;
+  /** Receives `storeError` for each store error that reaches the gate (see `onStoreError`). */
+  observer?: Observer;
   /** Send `RateLimit-Policy` and `RateLimit` (default true). */
   draftHeaders?: boolean;
   /** Send `X-RateLimit-Limit/-Remaining/-Reset` (default false); true means `delta-seconds`. */
@@ -85,6 +98,7 @@ export interface Settings<Req> {
   readonly degradedHeader: string | undefined;
   readonly maxKeyLength: number;
   readonly logger: Logger;
+  readonly observer: Observer | undefined;
   readonly clock: Clock;
 }
 
@@ -100,6 +114,10 @@ export interface CheckedDimension<Req> {
   readonly policyItem: string | undefined;
   /** The start of its `RateLimit` item, `"name";r=`. */
   readonly serviceHead: string;
+  /** The option its identity function was given as (`key`, `dimensions[1].key`), for errors. */
+  readonly keyOption: string;
+  /** The option its limiter (or chooser) was given as (`limiter`, `dimensions[1].limiter`), for errors. */
+  readonly limiterOption: string;
 }
 
 /** checkOptions returns the settings for `options`, or throws an `INVALID_OPTION` error naming the fault. */
@@ -110,7 +128,10 @@ export function checkOptions<Req>(options: HttpLimitOptions<Req>): Settings<Req>
     throw invalid('legacyHeaders', 'true, false, "delta-seconds" or "epoch-seconds"', legacy);
   }
   const onStoreError = o.onStoreError ?? 'fail-open';
-  if (onStoreError !== 'fail-open' && onStoreError !== 'fail-closed') throw invalid('onStoreError', '"fail-open" or "fail-closed"', onStoreError);
+  if (onStoreError !== 'fail-open' && onStoreError !== 'fail-closed' && onStoreError !== 'throw') {
+    throw invalid('onStoreError', '"fail-open", "fail-closed" or "throw"', onStoreError);
+  }
+  if (o.observer !== undefined && (typeof o.observer !== 'object' || o.observer === null)) throw invalid('observer', 'an object of hooks', o.observer);
   const maxKeyLength = o.maxKeyLength ?? DEFAULT_MAX_KEY_LENGTH;
   if (!Number.isSafeInteger(maxKeyLength) || maxKeyLength < MIN_MAX_KEY_LENGTH) {
     throw invalid('maxKeyLength', `a whole number of at least ${MIN_MAX_KEY_LENGTH}`, maxKeyLength);
@@ -132,6 +153,7 @@ export function checkOptions<Req>(options: HttpLimitOptions<Req>): Settings<Req>
     degradedHeader: degraded === false ? undefined : degraded,
     maxKeyLength,
     logger: o.logger ?? consoleLogger,
+    observer: o.observer,
     clock: o.clock ?? systemClock,
   };
 }
@@ -145,6 +167,7 @@ function checkDimensions<Req>(o: HttpLimitOptions<Req>): CheckedDimension<Req>[]
   const names = new Set<string>();
   return given.map((d, i) => {
     const at = `dimensions[${i}]`;
+    const named = (field: string): string => (o.dimensions === undefined ? field : `${at}.${field}`);
     requireObject<Dimension<Req>>(d, at);
     if (typeof d.name !== 'string' || !POLICY_NAME.test(d.name)) throw invalid(`${at}.name`, '1-64 of A-Z a-z 0-9 _ . -', d.name);
     if (names.has(d.name)) throw invalid(`${at}.name`, 'unique among the dimensions', d.name);
@@ -162,6 +185,8 @@ function checkDimensions<Req>(o: HttpLimitOptions<Req>): CheckedDimension<Req>[]
       quotaUnit: unit,
       policyItem: limiter === undefined ? undefined : policyItem({ name: d.name, policy: limiter.policy, unit, pk: undefined }),
       serviceHead: serviceHead(d.name),
+      keyOption: named('key'),
+      limiterOption: named('limiter'),
     };
   });
 }

@@ -35,3 +35,15 @@ export function problemBody(kind: ProblemKind, violatedPolicies: readonly string
     'violated-policies': violatedPolicies,
   });
 }
+
+/**
+ * INTERNAL_PROBLEM is the body of the 500 sent when the application's own rate-limit options fail
+ * for a request (an identity, cost, skip or limiter function that throws or returns the wrong
+ * type): RFC 9457's `about:blank` type, with nothing of the error itself, which is logged instead.
+ */
+export const INTERNAL_PROBLEM = JSON.stringify({
+  type: 'about:blank',
+  title: 'Internal Server Error',
+  status: 500,
+  detail: 'the rate limit for this request could not be applied',
+});

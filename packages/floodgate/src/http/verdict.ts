@@ -7,13 +7,15 @@ import { AdmitMemo } from './admit-memo.js';
 import type { Limiter } from '../limiter.js';
 import { FIELD, legacyHeaders, policyItem, retryAfterSeconds, serviceItem } from './headers.js';
 import type { CheckedDimension, Settings } from './options.js';
-import { PROBLEM_CONTENT_TYPE, STATUS_OF, problemBody, type ProblemKind } from './problem.js';
+import { INTERNAL_PROBLEM, PROBLEM_CONTENT_TYPE, STATUS_OF, problemBody, type ProblemKind } from './problem.js';
 
 /** HeaderPair is one response header as [name, value]. */
 export type HeaderPair = readonly [name: string, value: string];
 
 /** Charge is what one dimension charged an admitted request, kept to refund it on its outcome. */
 export interface Charge {
+  /** The dimension's name. */
+  readonly dimension: string;
   readonly limiter: Limiter;
   readonly key: string;
   readonly cost: number;
@@ -72,7 +74,7 @@ export class VerdictWriter<Req> {
 
   /** admit returns the verdict for a request every dimension admitted. */
   admit(plans: readonly Plan<Req>[], decisions: readonly Decision[], cost: number): Verdict {
-    const charges = this.settings.refundWhen === undefined ? undefined : plans.map((p) => ({ limiter: p.limiter, key: p.key, cost }));
+    const charges = this.settings.refundWhen === undefined ? undefined : plans.map((p) => ({ dimension: p.dimension.name, limiter: p.limiter, key: p.key, cost }));
     return { allowed: true, statusCode: 0, headers: this.headers(plans, decisions), body: undefined, charges };
   }
 
@@ -80,12 +82,11 @@ export class VerdictWriter<Req> {
   admitOne(plan: Plan<Req>, decision: Decision, cost: number): Verdict {
     if (this.memo !== undefined && decision.reason === 'ok' && plan.limiter === plan.dimension.limiter) return this.memo.valueOf(decision);
     const s = this.settings;
-    const charges = s.refundWhen === undefined ? undefined : [{ limiter: plan.limiter, key: plan.key, cost }];
+    const charges = s.refundWhen === undefined ? undefined : [{ dimension: plan.dimension.name, limiter: plan.limiter, key: plan.key, cost }];
     let headers: HeaderPair[];
-    if (s.legacyReset !== undefined) headers = this.headers([plan], [decision]);
+    if (s.legacyReset !== undefined || decision.reason !== 'ok') headers = this.headers([plan], [decision]);
     else if (s.draftHeaders) headers = [[FIELD.policy, policyItemOf(plan)], [FIELD.service, serviceItem(plan.dimension.serviceHead, decision, plan.pk)]];
     else headers = [];
-    if (decision.reason !== 'ok') this.markDegraded(headers, [decision]);
     return { allowed: true, statusCode: 0, headers, body: undefined, charges };
   }
 
@@ -105,16 +106,29 @@ export class VerdictWriter<Req> {
     return { allowed: false, statusCode: STATUS_OF[kind], headers, body: problemBody(kind, names), charges: undefined };
   }
 
-  /** degraded returns the verdict when a store failed: admit (fail-open) or 503 (fail-closed). */
-  degraded(failed: string, charges: readonly Charge[]): Verdict {
+  /**
+   * degraded returns the verdict when a store error reached the gate on dimension `failed`:
+   * admitted and marked (`fail-open`, keeping `charges` for refunds by outcome), or 503
+   * `temporary-reduced-capacity` (`fail-closed`). No `RateLimit` is claimed: nothing was decided.
+   */
+  degraded(failed: string, charges: readonly Charge[], policy: 'fail-open' | 'fail-closed'): Verdict {
     const s = this.settings;
-    const mark: HeaderPair[] = s.degradedHeader === undefined ? [] : [[s.degradedHeader, s.onStoreError]];
-    if (s.onStoreError === 'fail-open') {
+    const mark: HeaderPair[] = s.degradedHeader === undefined ? [] : [[s.degradedHeader, policy]];
+    if (policy === 'fail-open') {
       return { allowed: true, statusCode: 0, headers: mark, body: undefined, charges: s.refundWhen === undefined ? undefined : charges };
     }
     const headers: HeaderPair[] = [...mark, [FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
     const body = problemBody('temporary-reduced-capacity', [failed], 'the rate-limit store is unavailable');
     return { allowed: false, statusCode: 503, headers, body, charges: undefined };
+  }
+
+  /**
+   * broken returns the 500 for a request the application's own options could not decide (an
+   * option function threw or returned the wrong type): a problem body that names no internals.
+   */
+  broken(): Verdict {
+    const headers: HeaderPair[] = [[FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
+    return { allowed: false, statusCode: 500, headers, body: INTERNAL_PROBLEM, charges: undefined };
   }
 
   /**
@@ -136,17 +150,30 @@ export class VerdictWriter<Req> {
       // Plans come in the order of the dimensions, so when all apply the policies are all of them.
       const all = this.allPolicies !== undefined && plans.length === s.dimensions.length;
       let policy = all ? this.allPolicies! : policyItemOf(plans[0]!);
-      let service = serviceItem(plans[0]!.dimension.serviceHead, decisions[0]!, plans[0]!.pk);
-      for (let i = 1; i < plans.length; i++) {
+      for (let i = 1; !all && i < plans.length; i++) policy += ', ' + policyItemOf(plans[i]!);
+      out.push([FIELD.policy, policy]);
+      // A policy its store's failure policy answered for was not decided: it gets no item, since
+      // the draft's `r` is required and any value would be invented (`r=0` tells a client to stop).
+      let service = '';
+      for (let i = 0; i < plans.length; i++) {
+        const d = decisions[i]!;
+        if (undecided(d)) continue;
         const p = plans[i]!;
-        if (!all) policy += ', ' + policyItemOf(p);
-        service += ', ' + serviceItem(p.dimension.serviceHead, decisions[i]!, p.pk);
+        service += (service === '' ? '' : ', ') + serviceItem(p.dimension.serviceHead, d, p.pk);
       }
-      out.push([FIELD.policy, policy], [FIELD.service, service]);
+      if (service !== '') out.push([FIELD.service, service]);
     }
-    if (s.legacyReset !== undefined) out.push(...legacyHeaders(decisions, s.legacyReset, s.clock.now()));
+    if (s.legacyReset !== undefined) {
+      const decided = decisions.filter((d) => !undecided(d));
+      if (decided.length > 0) out.push(...legacyHeaders(decided, s.legacyReset, s.clock.now()));
+    }
     return out;
   }
+}
+
+/** Whether a store's failure policy answered without deciding: no remaining quota can be claimed. */
+function undecided(d: Decision): boolean {
+  return d.reason === 'fail-open' || d.reason === 'fail-closed';
 }
 
 /** The verdict of an admitted request with these headers and nothing to refund. */
