@@ -84,7 +84,7 @@ async function serveNode(subject: Subject): Promise<ReturnType<typeof createServ
   if (subject === 'bare') return createServer(hello);
   if (subject === 'fixed') return createServer((req, res) => fixedConnect(req, res, () => hello(req, res)));
   if (subject === 'noop') return createServer((req, res) => noopConnect(req, res, () => hello(req, res)));
-  const { floodgateNode } = await import('floodgate/http');
+  const { floodgateNode } = await import('floodgate/http/node');
   const limit = floodgateNode(await floodgateOptions(subject));
   return createServer((req, res) => limit(req, res, () => hello(req, res)));
 }
@@ -92,7 +92,7 @@ async function serveNode(subject: Subject): Promise<ReturnType<typeof createServ
 async function serveExpress(subject: Subject): Promise<ReturnType<typeof createServer>> {
   const { default: express } = await import('express');
   const app = express();
-  if (isFloodgate(subject)) app.use((await import('floodgate/http')).floodgateExpress(await floodgateOptions(subject)));
+  if (isFloodgate(subject)) app.use((await import('floodgate/http/express')).floodgateExpress(await floodgateOptions(subject)));
   if (subject === 'peer') app.use((await import('express-rate-limit')).rateLimit({ windowMs: 60_000, limit: HUGE }));
   if (subject === 'noop') app.use(noopConnect);
   if (subject === 'fixed') app.use(fixedConnect);
@@ -103,7 +103,7 @@ async function serveExpress(subject: Subject): Promise<ReturnType<typeof createS
 async function serveKoa(subject: Subject): Promise<ReturnType<typeof createServer>> {
   const { default: Koa } = await import('koa');
   const app = new Koa();
-  if (isFloodgate(subject)) app.use((await import('floodgate/http')).floodgateKoa(await floodgateOptions(subject)));
+  if (isFloodgate(subject)) app.use((await import('floodgate/http/koa')).floodgateKoa(await floodgateOptions(subject)));
   if (subject === 'noop') app.use((_ctx, next) => next());
   if (subject === 'fixed') app.use((ctx, next) => (fixedConnect(ctx.req, ctx.res, () => {}), next()));
   app.use((ctx) => void (ctx.body = 'ok'));
@@ -114,7 +114,7 @@ async function serveHono(subject: Subject): Promise<ReturnType<typeof createServ
   const { Hono } = await import('hono');
   const { createAdaptorServer } = await import('@hono/node-server');
   const app = new Hono();
-  if (isFloodgate(subject)) app.use('*', (await import('floodgate/http')).floodgateHono(await floodgateOptions(subject)));
+  if (isFloodgate(subject)) app.use('*', (await import('floodgate/http/hono')).floodgateHono(await floodgateOptions(subject)));
   if (subject === 'noop') app.use('*', async (_c, next) => void (await next()));
   // As floodgate's adapter does under @hono/node-server: on node's response, which Hono's reaches.
   if (subject === 'fixed') app.use('*', async (c, next) => void (fixedConnect(undefined, (c.env as { outgoing: ServerResponse }).outgoing, () => {}), await next()));
@@ -126,7 +126,7 @@ async function serveHono(subject: Subject): Promise<ReturnType<typeof createServ
 async function serveFastify(subject: Subject): Promise<number> {
   const { default: Fastify } = await import('fastify');
   const app = Fastify();
-  if (isFloodgate(subject)) await app.register((await import('floodgate/http')).floodgateFastify, await floodgateOptions(subject));
+  if (isFloodgate(subject)) await app.register((await import('floodgate/http/fastify')).floodgateFastify, await floodgateOptions(subject));
   if (subject === 'peer') await app.register((await import('@fastify/rate-limit')).default, { max: HUGE, timeWindow: 60_000 });
   if (subject === 'noop') app.addHook('onRequest', (_request, _reply, done) => done());
   if (subject === 'fixed') {

@@ -1,17 +1,13 @@
 /**
  * floodgate/http: rate limiting for HTTP servers. A framework-neutral handler ({@link HttpGate})
  * decides requests over one or more dimensions (per IP, user, route, header...) and writes the
- * IETF draft headers, `Retry-After` and RFC 9457 problem bodies; thin adapters plug it into
- * node:http, Express, Fastify, Koa and Hono. Adapters import their framework only as types.
+ * IETF draft headers, `Retry-After` and RFC 9457 problem bodies. This entry point imports no
+ * framework, not even as types: each adapter has its own subpath (`floodgate/http/node`,
+ * `floodgate/http/express`, `floodgate/http/fastify`, `floodgate/http/koa`, `floodgate/http/hono`)
+ * whose types import only that framework, so an app type-checks with only its own installed.
  *
  * @packageDocumentation
  */
-export { floodgateExpress } from './adapters/express.js';
-export { floodgateFastify, type FloodgateFastifyOptions, type FloodgateRouteConfig } from './adapters/fastify.js';
-export { floodgateHono, type FloodgateHonoOptions } from './adapters/hono.js';
-export { floodgateKoa } from './adapters/koa.js';
-export { floodgateNode, type NodeMiddleware } from './adapters/node.js';
-export type { NodeNext } from './adapters/node-request.js';
 export { ClientIpResolver, type ForwardedHeader, type HeaderSource, type TrustProxyOptions } from './client-ip.js';
 export { HttpGate } from './gate.js';
 export { FIELD, policyItem, retryAfterSeconds, serviceHead, serviceItem, windowMsOf, type LegacyReset, type PolicyItemParts, type QuotaUnit } from './headers.js';

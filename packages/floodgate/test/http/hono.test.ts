@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createAdaptorServer } from '@hono/node-server';
 import { Hono } from 'hono';
-import { floodgateHono } from '../../src/http/index.js';
+import { floodgateHono } from '../../src/http/adapters/hono.js';
 import { fixedWindow, Limiter, ManualClock } from '../../src/index.js';
 import { close, listen, memoryLogger } from './support.js';
 

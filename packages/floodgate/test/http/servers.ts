@@ -8,15 +8,12 @@ import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
 import Koa from 'koa';
-import {
-  floodgateExpress,
-  floodgateFastify,
-  floodgateHono,
-  floodgateKoa,
-  floodgateNode,
-  type FloodgateRouteConfig,
-  type HttpLimitOptions,
-} from '../../src/http/index.js';
+import { floodgateExpress } from '../../src/http/adapters/express.js';
+import { floodgateFastify, type FloodgateRouteConfig } from '../../src/http/adapters/fastify.js';
+import { floodgateHono } from '../../src/http/adapters/hono.js';
+import { floodgateKoa } from '../../src/http/adapters/koa.js';
+import { floodgateNode } from '../../src/http/adapters/node.js';
+import type { HttpLimitOptions } from '../../src/http/index.js';
 import { close, listen } from './support.js';
 
 /** Running is a started app: its base URL and how to stop it. */
