@@ -4,6 +4,7 @@
  */
 import { FloodgateError, describeValue } from '../core/errors.js';
 import { BoundedCache } from './cache.js';
+import { forwardedNodes, isAddressNode, xForwardedForNodes } from './forwarded.js';
 import { formatIp, inRange, parseIp, parseIpRange, type IpRange } from './ip.js';
 import type { Logger } from './logger.js';
 
@@ -18,7 +19,13 @@ export interface TrustProxyOptions {
    * addresses and CIDR ranges (IPv4 and IPv6) trusts proxies whose address is listed.
    */
   trustProxy?: false | number | readonly string[];
-  /** The header trusted proxies write: `x-forwarded-for` (default) or `forwarded` (RFC 7239). */
+  /**
+   * The header trusted proxies write: `x-forwarded-for` (default) or `forwarded` (RFC 7239).
+   * Either is read by its grammar from the right. An element within the trusted part that names
+   * no address gives the request its own key, never the proxy's: `ip:unknown` when it says
+   * `unknown` or does not parse (shared only by such requests, and never allow-listed), the
+   * obfuscated identifier itself (`ip:_hidden`) when the proxy wrote one.
+   */
   forwardedHeader?: ForwardedHeader;
 }
 
@@ -77,7 +84,12 @@ export class ClientIpResolver {
     }
   }
 
-  /** resolve returns the client's canonical address, or `unknown` when the socket has none. */
+  /**
+   * resolve returns the client's canonical address; an obfuscated identifier (`_hidden`) when a
+   * trusted proxy recorded the client as one; or `unknown` when the socket has no address, or a
+   * trusted proxy's element says `unknown`, has no `for=`, or does not parse. A client's own
+   * prefix to the header never changes the answer (elements are read from the right).
+   */
   resolve(remoteAddress: string | undefined, headers: HeaderSource): string {
     const peer = this.canonicalOf(remoteAddress);
     if (this.hops === 0 && this.ranges === undefined) {
@@ -89,6 +101,8 @@ export class ClientIpResolver {
       if (!this.warned) this.warnIfForwarded(headers, `trustProxy reads "${this.header}" only`);
       return peer;
     }
+    // A long chain is walked each time: it is never remembered, so not worth copying into a memo key.
+    if (value.length > MAX_CHAIN_LENGTH) return this.walk(peer, value);
     // The canonical peer never holds a space, so the memo key names one (peer, value) pair.
     const memo = `${peer} ${value}`;
     let client = this.chains.get(memo);
@@ -99,26 +113,24 @@ export class ClientIpResolver {
     return client;
   }
 
-  /** The client behind the trusted proxies, from the socket's peer and the forwarding header's value. */
+  /**
+   * The client behind the trusted proxies, from the socket's peer and the forwarding header's
+   * value, read from the right (see forwarded.ts). When the walk meets an element that names no
+   * address (`unknown`, an obfuscated identifier, or one that does not parse) it stops there and
+   * that element is the client: never the proxy to its right, whose address other clients share
+   * and an allow-list may cover.
+   */
   private walk(peer: string, value: string): string {
-    const chain = this.header === 'forwarded' ? forwardedFor(value) : value.split(',');
-    const hops = chain.slice(-MAX_HOPS).map((entry) => this.canonicalOf(stripPort(entry.trim())));
-    hops.push(peer);
-    return this.ranges === undefined ? this.byHops(hops) : this.byRanges(hops);
-  }
-
-  /** Count `hops` trusted proxies back from the server; an entry that is no address stops the walk. */
-  private byHops(chain: string[]): string {
-    let at = chain.length - 1;
-    for (let n = 0; n < this.hops && at > 0 && chain[at - 1] !== 'unknown'; n++) at--;
-    return chain[at]!;
-  }
-
-  /** Step back while the current hop is a trusted proxy. */
-  private byRanges(chain: string[]): string {
-    let at = chain.length - 1;
-    while (at > 0 && chain[at - 1] !== 'unknown' && this.trusted(chain[at]!)) at--;
-    return chain[at]!;
+    const wanted = this.ranges === undefined ? Math.min(this.hops, MAX_HOPS) : MAX_HOPS;
+    const nodes = this.header === 'forwarded' ? forwardedNodes(value, wanted) : xForwardedForNodes(value, wanted);
+    let client = peer;
+    for (let i = 0; i < nodes.length; i++) {
+      // Past the peer, a node that is no address ends the walk; the peer's own (none, outside node) does not.
+      if (i > 0 && !isAddressNode(client)) break;
+      if (this.ranges === undefined ? i >= this.hops : !this.trusted(client)) break;
+      client = nodes[i]!;
+    }
+    return client;
   }
 
   private trusted(address: string): boolean {
@@ -161,52 +173,4 @@ export class ClientIpResolver {
 /** Whether the request carries the header `name`. */
 function carries(headers: HeaderSource, name: string): boolean {
   return headers.hasHeader === undefined ? headers.header(name) !== undefined : headers.hasHeader(name);
-}
-
-/** The `for=` values of a `Forwarded` field, in order; elements without one read as `unknown`. */
-export function forwardedFor(value: string): string[] {
-  const out: string[] = [];
-  for (const element of splitOutsideQuotes(value, ',')) {
-    let found = 'unknown';
-    for (const pair of splitOutsideQuotes(element, ';')) {
-      const eq = pair.indexOf('=');
-      if (eq > 0 && pair.slice(0, eq).trim().toLowerCase() === 'for') {
-        found = unquote(pair.slice(eq + 1).trim());
-      }
-    }
-    out.push(found);
-  }
-  return out;
-}
-
-function splitOutsideQuotes(text: string, separator: string): string[] {
-  const parts: string[] = [];
-  let start = 0;
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (c === '\\' && quoted) i++;
-    else if (c === '"') quoted = !quoted;
-    else if (c === separator && !quoted) {
-      parts.push(text.slice(start, i));
-      start = i + 1;
-    }
-  }
-  parts.push(text.slice(start));
-  return parts;
-}
-
-function unquote(text: string): string {
-  if (text.length < 2 || !text.startsWith('"') || !text.endsWith('"')) return text;
-  return text.slice(1, -1).replace(/\\(.)/g, '$1');
-}
-
-/** An address without its port: `192.0.2.1:8080` and `[2001:db8::1]:443` lose the port. */
-export function stripPort(text: string): string {
-  if (text.startsWith('[')) {
-    const close = text.indexOf(']');
-    return close > 0 ? text.slice(1, close) : text;
-  }
-  const colon = text.indexOf(':');
-  return colon > 0 && colon === text.lastIndexOf(':') ? text.slice(0, colon) : text;
 }

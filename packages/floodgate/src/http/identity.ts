@@ -29,7 +29,8 @@ const IP_CACHE_SIZE = 4096;
  * byIp returns the identity of the client's address (see the `trustProxy` option for proxies):
  * `ip:192.0.2.1`, or for IPv6 its prefix, `ip:2001:db8:0:100::/56`, since one subscriber usually
  * holds a whole /56 (or /48) and could otherwise rotate addresses to escape the limit.
- * IPv4-mapped IPv6 addresses count as IPv4. A client with no known address is `ip:unknown`.
+ * IPv4-mapped IPv6 addresses count as IPv4. A client with no known address is `ip:unknown`; one a
+ * trusted proxy names by an obfuscated identifier is `ip:_hidden`.
  *
  * @example
  * floodgateExpress({ limiter, key: byIp({ ipv6PrefixBits: 64 }), trustProxy: 1 });
@@ -51,7 +52,8 @@ export function byIp(options: ByIpOptions = {}): Identity {
 
 function group(address: string, v4Bits: number, v6Bits: number): string {
   const ip = parseIp(address);
-  if (ip === undefined) return 'unknown';
+  // A trusted proxy's obfuscated identifier (RFC 7239 section 6.3) names one client: keep it.
+  if (ip === undefined) return address.startsWith('_') ? address : 'unknown';
   const bits = ip.version === 4 ? v4Bits : v6Bits;
   const full = ip.version === 4 ? 32 : 128;
   return bits === full ? formatIp(ip) : `${formatIp(maskIp(ip, bits))}/${bits}`;

@@ -21,7 +21,8 @@ export interface HttpRequest<Req = unknown> {
   readonly route: string;
   /**
    * The client's address in canonical form (`192.0.2.1`, `2001:db8::1`), resolved from the socket
-   * and, only when trusted, `X-Forwarded-For` or `Forwarded`; `unknown` when there is none.
+   * and, only when trusted, `X-Forwarded-For` or `Forwarded`; a trusted proxy's obfuscated
+   * identifier (`_hidden`) as written; `unknown` when there is none.
    */
   readonly ip: string;
   /** header returns the value of the named request header (name in lower case), or undefined. */

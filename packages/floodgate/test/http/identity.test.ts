@@ -51,11 +51,13 @@ describe('client address and trustProxy', () => {
     assert.equal(clientIp({ ...options, trustProxy: 1 }, { remote: '10.0.0.1', headers }), '10.0.0.2');
   });
 
-  it('stops at an entry that is no address (obfuscated or unknown) instead of skipping it', () => {
+  it('stops at an entry that is no address (obfuscated or unknown), which becomes the client, never the proxy', () => {
     const headers = { forwarded: 'for=1.2.3.4, for=_hidden, for=unknown' };
-    // The walk ends at the last proxy with a real address: 1.2.3.4 beyond the gap is not believed.
-    assert.equal(clientIp({ trustProxy: 3, forwardedHeader: 'forwarded' }, { remote: '10.0.0.1', headers }), '10.0.0.1');
-    assert.equal(clientIp({ trustProxy: 3 }, { remote: '10.0.0.1', headers: { 'x-forwarded-for': '1.2.3.4, garbage, 10.0.0.2' } }), '10.0.0.2');
+    // The walk ends at the first element naming no address: 1.2.3.4 beyond the gap is not believed,
+    // and the request is not keyed by the proxy (10.0.0.1) that other clients share.
+    assert.equal(clientIp({ trustProxy: 3, forwardedHeader: 'forwarded' }, { remote: '10.0.0.1', headers }), 'unknown');
+    assert.equal(clientIp({ trustProxy: 3, forwardedHeader: 'forwarded' }, { remote: '10.0.0.1', headers: { forwarded: 'for=1.2.3.4, for=_hidden' } }), '_hidden');
+    assert.equal(clientIp({ trustProxy: 3 }, { remote: '10.0.0.1', headers: { 'x-forwarded-for': '1.2.3.4, garbage, 10.0.0.2' } }), 'unknown');
   });
 
   it('warns when a proxy is trusted but writes the other header', () => {
@@ -95,6 +97,9 @@ describe('identities', () => {
     assert.equal(byIp()(from('192.0.2.77')), 'ip:192.0.2.77');
     assert.equal(byIp()(from('::ffff:192.0.2.77')), 'ip:192.0.2.77');
     assert.equal(byIp({ ipv4PrefixBits: 24 })(from('192.0.2.77')), 'ip:192.0.2.0/24');
+    assert.equal(byIp()(from('garbage')), 'ip:unknown');
+    const obfuscated = new FakeView(new ClientIpResolver({ trustProxy: 1, forwardedHeader: 'forwarded' }, memoryLogger()), { headers: { forwarded: 'for=_c7' } });
+    assert.equal(byIp()(obfuscated), 'ip:_c7');
   });
 
   it('reads headers, users, routes and functions, each under its own kind', () => {
