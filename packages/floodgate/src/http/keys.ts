@@ -2,7 +2,7 @@
  * Store keys for HTTP identities: namespaced by dimension so two dimensions never share state,
  * and bounded in length so odd input cannot grow memory without limit.
  */
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { BoundedCache } from './cache.js';
 
 /** DEFAULT_MAX_KEY_LENGTH is the default longest store key, in UTF-16 code units. */
@@ -33,12 +33,21 @@ export function storeKey(dimension: string, identity: string, maxKeyLength: numb
   return `${dimension}/#${digest}:${prefix}`;
 }
 
+/** MIN_PARTITION_SECRET_BYTES is the shortest secret {@link partitionDigest} accepts, in bytes. */
+export const MIN_PARTITION_SECRET_BYTES = 16;
+
 /**
- * partitionDigest returns the first 16 bytes of the SHA-256 of `key`, the opaque partition key
- * (`pk`) the draft headers carry: stable per client, revealing nothing of the key itself.
+ * partitionDigest returns the first 16 bytes of HMAC-SHA-256 of `key` (its UTF-16 code units)
+ * under `secret`: the opaque partition key (`pk`) the draft headers carry. Stable per client for
+ * as long as the secret is, the same in every process that shares the secret, and without the
+ * secret not recomputable, so a client's key (an IPv4 address, say) cannot be recovered by
+ * trying candidates.
+ *
+ * @example
+ * partitionDigest('default/ip:192.0.2.1', secret).toString('base64');
  */
-export function partitionDigest(key: string): Buffer {
-  return createHash('sha256').update(Buffer.from(key, 'utf16le')).digest().subarray(0, 16);
+export function partitionDigest(key: string, secret: Uint8Array): Buffer {
+  return createHmac('sha256', secret).update(Buffer.from(key, 'utf16le')).digest().subarray(0, 16);
 }
 
 /** StoreKeyEntry is a dimension's store key for one identity, with its partition key when on. */
@@ -51,7 +60,7 @@ export interface StoreKeyEntry {
 /**
  * StoreKeys gives one dimension's store keys, remembering those of recent identities (up to
  * 256 characters long): a repeat client reuses the same key string, which the store then finds
- * without hashing it again, and pays no SHA-256 for its partition key.
+ * without hashing it again, and pays no HMAC for its partition key.
  */
 export class StoreKeys {
   private readonly cache = new BoundedCache<StoreKeyEntry>(KEY_CACHE_SIZE);
@@ -59,7 +68,8 @@ export class StoreKeys {
   constructor(
     private readonly dimension: string,
     private readonly maxKeyLength: number,
-    private readonly partitionKeys: boolean,
+    /** The partition-key secret; undefined when partition keys are off. */
+    private readonly partitionSecret: Uint8Array | undefined,
   ) {}
 
   /** of returns the key entry for `identity`, as {@link storeKey} and {@link partitionDigest} give it. */
@@ -67,7 +77,7 @@ export class StoreKeys {
     let entry = this.cache.get(identity);
     if (entry === undefined) {
       const key = storeKey(this.dimension, identity, this.maxKeyLength);
-      entry = { key, pk: this.partitionKeys ? partitionDigest(key).toString('base64') : undefined };
+      entry = { key, pk: this.partitionSecret === undefined ? undefined : partitionDigest(key, this.partitionSecret).toString('base64') };
       this.cache.set(identity, entry);
     }
     return entry;

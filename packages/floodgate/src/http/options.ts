@@ -12,7 +12,7 @@ import type { StoreErrorPolicy } from './failure-report.js';
 import { POLICY_NAME, policyItem, serviceHead, type LegacyReset, type QuotaUnit } from './headers.js';
 import { byIp, type Identity } from './identity.js';
 import { parseIpRange, type IpRange } from './ip.js';
-import { DEFAULT_MAX_KEY_LENGTH, MIN_MAX_KEY_LENGTH } from './keys.js';
+import { DEFAULT_MAX_KEY_LENGTH, MIN_MAX_KEY_LENGTH, MIN_PARTITION_SECRET_BYTES } from './keys.js';
 import { consoleLogger, type Logger } from './logger.js';
 import type { HttpRequest, Outcome } from './request.js';
 
@@ -72,8 +72,13 @@ export interface HttpLimitOptions<Req = unknown> extends TrustProxyOptions {
   draftHeaders?: boolean;
   /** Send `X-RateLimit-Limit/-Remaining/-Reset` (default false); true means `delta-seconds`. */
   legacyHeaders?: boolean | LegacyReset;
-  /** Add `pk` (a 16-byte digest of the store key) to the draft headers (default false). */
-  partitionKeys?: boolean;
+  /**
+   * Add `pk` to the draft headers (default false: none): `{ secret }` makes it the first 16 bytes
+   * of HMAC-SHA-256 of the store key under `secret` (a string or bytes, at least 16 bytes; use 32
+   * random bytes), which every process of one deployment must share. Without the secret the key
+   * cannot be recovered from `pk`; `true` without a secret is refused.
+   */
+  partitionKeys?: false | { secret: string | Uint8Array };
   /** Header marking a response decided without the store (default `floodgate-degraded`; false: none). */
   degradedHeader?: string | false;
   /** Longest store key in UTF-16 code units (default 256, at least 128); longer keys are hashed. */
@@ -94,7 +99,8 @@ export interface Settings<Req> {
   readonly onStoreError: StoreErrorPolicy;
   readonly draftHeaders: boolean;
   readonly legacyReset: LegacyReset | undefined;
-  readonly partitionKeys: boolean;
+  /** The partition-key secret as bytes; undefined when partition keys are off. */
+  readonly partitionKeys: Uint8Array | undefined;
   readonly degradedHeader: string | undefined;
   readonly maxKeyLength: number;
   readonly logger: Logger;
@@ -149,7 +155,7 @@ export function checkOptions<Req>(options: HttpLimitOptions<Req>): Settings<Req>
     onStoreError,
     draftHeaders: o.draftHeaders ?? true,
     legacyReset: legacy === true ? 'delta-seconds' : legacy === false ? undefined : legacy,
-    partitionKeys: o.partitionKeys ?? false,
+    partitionKeys: partitionSecret(o.partitionKeys),
     degradedHeader: degraded === false ? undefined : degraded,
     maxKeyLength,
     logger: o.logger ?? consoleLogger,
@@ -189,6 +195,16 @@ function checkDimensions<Req>(o: HttpLimitOptions<Req>): CheckedDimension<Req>[]
       limiterOption: named('limiter'),
     };
   });
+}
+
+function partitionSecret(value: unknown): Uint8Array | undefined {
+  if (value === undefined || value === false) return undefined;
+  const secret: unknown = typeof value === 'object' && value !== null ? (value as { secret?: unknown }).secret : undefined;
+  const bytes = typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret instanceof Uint8Array ? secret : undefined;
+  if (bytes === undefined || bytes.length < MIN_PARTITION_SECRET_BYTES) {
+    throw invalid('partitionKeys', `false or { secret } with a secret of at least ${MIN_PARTITION_SECRET_BYTES} bytes shared by every process (pk is an HMAC of the key)`, value);
+  }
+  return bytes;
 }
 
 function optionalFunction<F>(value: F | undefined, option: string): F | undefined {

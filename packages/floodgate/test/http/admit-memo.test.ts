@@ -63,7 +63,7 @@ describe('HttpGate with the admit memo', () => {
   });
 
   it('is not used when admissions carry more than the draft headers: refunds, legacy headers, partition keys', () => {
-    for (const options of [{ refundWhen: () => true }, { legacyHeaders: true }, { partitionKeys: true }]) {
+    for (const options of [{ refundWhen: () => true }, { legacyHeaders: true }, { partitionKeys: { secret: 'a test secret of 32 characters.' } }]) {
       const { clock, gate: g } = gate(options);
       // The same r and t twice: a memo would answer the second from the first.
       const a = g.check(view(g));

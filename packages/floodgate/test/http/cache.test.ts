@@ -71,23 +71,24 @@ describe('client address memo', () => {
 
 describe('StoreKeys', () => {
   it('gives what storeKey and partitionDigest give, for short and hashed identities alike', () => {
-    const keys = new StoreKeys('d', 128, true);
+    const secret = Buffer.from('a test secret of 32 characters.');
+    const keys = new StoreKeys('d', 128, secret);
     for (const identity of ['ip:192.0.2.1', `fn:${'x'.repeat(300)}`, '#odd', 'ip:192.0.2.1']) {
       const entry = keys.of(identity);
       assert.equal(entry.key, storeKey('d', identity, 128));
-      assert.equal(entry.pk, partitionDigest(entry.key).toString('base64'));
+      assert.equal(entry.pk, partitionDigest(entry.key, secret).toString('base64'));
     }
-    assert.equal(new StoreKeys('d', 256, false).of('ip:192.0.2.1').pk, undefined);
+    assert.equal(new StoreKeys('d', 256, undefined).of('ip:192.0.2.1').pk, undefined);
   });
 
   it('keeps one dimension\'s keys apart from another\'s', () => {
-    assert.notEqual(new StoreKeys('a', 256, false).of('ip:1.2.3.4').key, new StoreKeys('b', 256, false).of('ip:1.2.3.4').key);
+    assert.notEqual(new StoreKeys('a', 256, undefined).of('ip:1.2.3.4').key, new StoreKeys('b', 256, undefined).of('ip:1.2.3.4').key);
   });
 
   it('writes a single dimension\'s pk from its store key, the same on every request', () => {
-    const gate = new HttpGate<FakeRequest>({ limiter: new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), clock: new ManualClock(0) }), partitionKeys: true });
+    const gate = new HttpGate<FakeRequest>({ limiter: new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), clock: new ManualClock(0) }), partitionKeys: { secret: 'a test secret of 32 characters.' } });
     const resolver = new ClientIpResolver({}, memoryLogger());
-    const pk = `;pk=:${partitionDigest('default/ip:192.0.2.1').toString('base64')}:`;
+    const pk = `;pk=:${partitionDigest('default/ip:192.0.2.1', Buffer.from('a test secret of 32 characters.')).toString('base64')}:`;
     for (let i = 0; i < 2; i++) {
       const verdict = gate.check(new FakeView(resolver, { remote: '192.0.2.1' })) as Verdict;
       assert.deepEqual(verdict.headers, [

@@ -88,7 +88,7 @@ describe('combined limits, legacy headers and partition keys', () => {
       { name: 'daily', limiter: perDay, key: byHeader('x-user'), quotaUnit: 'requests' },
     ],
     legacyHeaders: true,
-    partitionKeys: true,
+    partitionKeys: { secret: 'a test secret of 32 characters.' },
   };
   before(async () => {
     app = await adapters.express!(options);
