@@ -11,10 +11,17 @@ export interface Clock {
 }
 
 /**
- * systemClock reads the wall clock (`Date.now()`). It is the default `clock` option and the only
- * place in the core that reads real time.
+ * systemClock reads the wall clock (`Date.now()`). It is the default `clock` option and, with
+ * {@link monotonicClock}, the only place in the core that reads real time.
  */
 export const systemClock: Clock = Object.freeze({ now: (): number => Date.now() });
+
+/**
+ * monotonicClock returns `performance.now()`: ms since the process started, never stepped back or
+ * forward by a change of the wall clock. It is for measuring durations (deadlines, back-offs, how
+ * long a cached answer holds), never for times shared with other processes.
+ */
+export const monotonicClock: Clock = Object.freeze({ now: (): number => performance.now() });
 
 /** One timer of a {@link ManualClock}; `callback` is undefined once it fired or was cleared. */
 class ManualTimer {

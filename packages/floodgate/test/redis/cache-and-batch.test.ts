@@ -80,7 +80,7 @@ describe('the over-limit cache answers refusals it is sure of, without Redis', (
 
   test('it is bounded: the oldest entry makes room', () => {
     let nowMs = 0;
-    const cache = new OverLimitCache(3, () => nowMs);
+    const cache = new OverLimitCache(3, { now: () => nowMs });
     const refusal: Decision = { allowed: false, limit: 1, remaining: 0, retryAfterMs: 1000, resetMs: 1000, reason: 'limit' };
     for (const key of ['a', 'b', 'c', 'd']) cache.remember(key, 1, refusal, 0);
     assert.equal(cache.size, 3);
@@ -132,7 +132,7 @@ describe('decisions of one tick share one batch script', () => {
   });
 
   test('a corrupt state fails its own decision only', async () => {
-    const s = store('batch3', counting().adapter);
+    const s = store('batch3', counting().adapter, { onError: 'throw' });
     const t = s.bind(tokenBucket({ capacity: 3, refillPerSecond: 1 }));
     await get().client.set(t.entryOf('bad').redisKey, 'not doubles');
     const results = await Promise.allSettled([t.consume('good', 1, 0), t.consume('bad', 1, 0), t.consume('good', 1, 0)]);

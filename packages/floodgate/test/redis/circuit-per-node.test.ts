@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import { Cluster, Redis } from 'ioredis';
 import { createCluster } from 'redis';
-import { FloodgateError, Limiter, tokenBucket, type Decision } from '../../src/index.js';
+import { FloodgateError, Limiter, ManualClock, tokenBucket, type Decision } from '../../src/index.js';
 import { NodeCircuits } from '../../src/stores/redis/node-circuits.js';
 import { RedisStore, hashSlotOf, ioredisAdapter, nodeRedisAdapter, type OnError, type RedisAdapter, type RedisTable } from '../../src/stores/redis/index.js';
 import { startRedisCluster, type RedisServers } from '../support/redis-server.js';
@@ -58,7 +58,7 @@ function keysWhere(table: RedisTable, count: number, where: (slot: number) => bo
   return keys;
 }
 
-function store(adapter: RedisAdapter, more: { onError?: OnError; probeIntervalMs?: number; maxBatchSize?: number; timeoutMs?: number } = {}): RedisStore {
+function store(adapter: RedisAdapter, more: { onError?: OnError; probeIntervalMs?: number; maxBatchSize?: number; timeoutMs?: number; clock?: ManualClock; timers?: ManualClock } = {}): RedisStore {
   return new RedisStore({ adapter, failuresToOpen: 3, probeIntervalMs: 60_000, maxBatchSize: 1, ...more });
 }
 
@@ -88,14 +88,16 @@ describe('a circuit per node, against fake adapters', () => {
 
   test('fail-closed retries when the key\'s own node is next tried', async () => {
     const fake = fakeCluster(halves);
-    const closed = store(fake.adapter, { onError: 'fail-closed' }).bind(policy);
+    const clock = new ManualClock();
+    const closed = store(fake.adapter, { onError: 'fail-closed', clock, timers: clock }).bind(policy);
     const [onA] = keysWhere(closed, 1, (slot) => slot < 8192);
     const [onB] = keysWhere(closed, 1, (slot) => slot >= 8192);
     fake.set('A:1', 'fail');
     for (let i = 0; i < 3; i++) await closed.consume(onA!, 1, 0);
+    clock.advance(10_000);
     fake.set('B:2', 'fail');
     const [a, b] = await Promise.all([closed.consume(onA!, 1, 0), closed.consume(onB!, 1, 0)]);
-    assert.ok(a.retryAfterMs > 50_000 && a.retryAfterMs <= 60_000, `A is open: its next probe is a minute away, got ${a.retryAfterMs}`);
+    assert.equal(a.retryAfterMs, 50_000, 'A is open: its next probe is a minute after it opened');
     assert.equal(b.retryAfterMs, 1, 'B failed once and is still closed: it is tried again at once');
   });
 
@@ -120,13 +122,15 @@ describe('a circuit per node, against fake adapters', () => {
 
   test('a node recovers through its own probe', async () => {
     const fake = fakeCluster(halves);
-    const closed = store(fake.adapter, { onError: 'fail-closed', probeIntervalMs: 30 }).bind(policy);
+    const clock = new ManualClock();
+    const closed = store(fake.adapter, { onError: 'fail-closed', probeIntervalMs: 30, clock }).bind(policy);
     const [onA] = keysWhere(closed, 1, (slot) => slot < 8192);
     fake.set('A:1', 'fail');
     for (let i = 0; i < 3; i++) await closed.consume(onA!, 1, 0);
     fake.set('A:1', 'ok');
+    clock.advance(29);
     assert.equal((await closed.consume(onA!, 1, 0)).reason, 'fail-closed', 'open until the probe is due');
-    await sleep(40);
+    clock.advance(1);
     assert.equal((await closed.consume(onA!, 1, 0)).reason, 'ok', 'the probe got an answer');
     assert.equal((await closed.consume(onA!, 1, 0)).reason, 'ok');
   });
@@ -176,13 +180,18 @@ describe('a circuit per node, against fake adapters', () => {
 
   test('a hung node times out with its name; the other node answers at once', async () => {
     const fake = fakeCluster(halves);
-    const thrown = store(fake.adapter, { timeoutMs: 50 }).bind(policy);
+    const clock = new ManualClock();
+    const thrown = store(fake.adapter, { timeoutMs: 50, onError: 'throw', clock, timers: clock }).bind(policy);
     const [onA] = keysWhere(thrown, 1, (slot) => slot < 8192);
     const [onB] = keysWhere(thrown, 1, (slot) => slot >= 8192);
     fake.set('A:1', 'hang');
-    const keepAlive = setInterval(() => {}, 1000); // the store's timer is unref'd
-    const [a, b] = await Promise.allSettled([thrown.consume(onA!, 1, 0), thrown.consume(onB!, 1, 0)]);
-    clearInterval(keepAlive);
+    const calls = [thrown.consume(onA!, 1, 0), thrown.consume(onB!, 1, 0)] as const;
+    assert.equal(clock.timerCount(), 1, 'one deadline timer for both calls');
+    await new Promise((resolve) => setImmediate(resolve)); // B answers
+    clock.advance(49);
+    assert.equal(clock.timerCount(), 1, 'A still has 1 ms');
+    clock.advance(1);
+    const [a, b] = await Promise.allSettled(calls);
     assert.ok(a.status === 'rejected' && a.reason instanceof FloodgateError && a.reason.code === 'STORE_TIMEOUT' && /no answer from Redis node A:1 within 50 ms/.test(a.reason.message));
     assert.ok(b.status === 'fulfilled' && b.value.reason === 'ok');
   });
@@ -195,9 +204,9 @@ describe('a circuit per node, against fake adapters', () => {
 
 describe('NodeCircuits', () => {
   test('steps at fixed times: one circuit per node, retry time per key', () => {
-    let nowMs = 0;
+    const clock = new ManualClock();
     const nodeOf = (slot: number): string => (slot < 8192 ? 'A' : 'B');
-    const circuits = new NodeCircuits({ failuresToOpen: 2, probeIntervalMs: 100, nowMs: () => nowMs, nodeOf });
+    const circuits = new NodeCircuits({ failuresToOpen: 2, probeIntervalMs: 100, clock, nodeOf });
     const firstKey = (where: (slot: number) => boolean): string => {
       for (let i = 0; ; i++) if (where(hashSlotOf(`x:{${i}}`))) return `x:{${i}}`;
     };
@@ -219,15 +228,15 @@ describe('NodeCircuits', () => {
       [115, () => circuits.size, 2],
     ];
     for (const [atMs, step, expected] of steps) {
-      nowMs = atMs;
+      clock.set(atMs);
       assert.equal(step(), expected, `at ${atMs} ms`);
     }
   });
 
   test('stays bounded: idle circuits are forgotten first, then the oldest open ones', () => {
-    let nowMs = 0;
+    const clock = new ManualClock();
     let node = 'n0';
-    const circuits = new NodeCircuits({ failuresToOpen: 1, probeIntervalMs: 100, nowMs: () => nowMs, nodeOf: () => node, maxNodes: 4 });
+    const circuits = new NodeCircuits({ failuresToOpen: 1, probeIntervalMs: 100, clock, nodeOf: () => node, maxNodes: 4 });
     for (let i = 0; i < 1000; i++) {
       node = `n${i}`;
       circuits.circuitOf(['k']);
@@ -245,7 +254,7 @@ describe('NodeCircuits', () => {
     assert.equal(circuits.circuitOf(['k']), open[5], 'the newest open circuits are kept');
     node = 'dead0';
     assert.equal(circuits.circuitOf(['k']).admit(), 'send', 'the oldest was forgotten: a fresh circuit');
-    nowMs = 200; // every probe is due: the open circuits are idle now
+    clock.set(200); // every probe is due: the open circuits are idle now
     node = 'fresh';
     circuits.circuitOf(['k']);
     assert.ok(circuits.size <= 2, `${circuits.size} circuits`);
@@ -367,7 +376,7 @@ describe('a circuit per master on a real Redis Cluster', () => {
     const store = new RedisStore({ adapter, prefix, timeoutMs: TIMEOUT_MS, probeIntervalMs: 100 });
     const closed = new Limiter({ policy, store: store.withOnError('fail-closed') });
     const local = store.withOnError({ fallback: 'local', share: 0.5 }).bind(policy);
-    const thrown = store.bind(policy);
+    const thrown = store.withOnError('throw').bind(policy);
     const tables = { closed: (key: string) => closed.consume(key), local: (key: string) => Promise.resolve(local.consume(key, 1, Date.now())) };
     const { masterIndexes, portOfSlot } = await topologyOf(servers);
     assert.equal(masterIndexes.length, 3);

@@ -99,6 +99,20 @@ describe('input is checked before anything is sent', () => {
     await assert.rejects(table.consume(42 as unknown as string, 1, 0), rejectsWith('INVALID_KEY'));
   });
 
+  test('a key that is not a non-empty string is INVALID_KEY on every method and in consumeAll, before any I/O', async () => {
+    const store = new RedisStore({ adapter: never, onError: 'fail-open' });
+    const table = store.bind(policy);
+    for (const key of ['', undefined, null, 7, {}, ['a']] as unknown as string[]) {
+      const named = rejectsWith('INVALID_KEY', /key must be a non-empty string/);
+      await assert.rejects(table.consume(key, 1, 0), named);
+      await assert.rejects(table.peek(key, 1, 0), named);
+      await assert.rejects(table.refund(key, 1, 0), named);
+      await assert.rejects(table.reset(key), named);
+      await assert.rejects(table.reserve!(key, 1, 0, 10), named);
+      await assert.rejects(store.consumeAll([{ policy, key: 'fine' }, { policy, key }]), named);
+    }
+  });
+
   test('options', () => {
     const bad: Array<[unknown, RegExp]> = [
       [undefined, /RedisStore must be an options object/],
@@ -107,7 +121,9 @@ describe('input is checked before anything is sent', () => {
       [{ adapter: never, prefix: 'a{b' }, /RedisStore.prefix/],
       [{ adapter: never, timeoutMs: 0 }, /RedisStore.timeoutMs/],
       [{ adapter: never, unsafeTestTime: 'yes' }, /RedisStore.unsafeTestTime/],
-      [{ adapter: never, clock: { now: () => 0 } }, /RedisStore.clock is only read with unsafeTestTime/],
+      [{ adapter: never, clock: { now: 0 } }, /RedisStore.clock must have a now\(\) method/],
+      [{ adapter: never, timers: {} }, /RedisStore.timers must have setTimer and clearTimer/],
+      [{ adapter: never, observer: 'metrics' }, /RedisStore.observer must be an object/],
     ];
     for (const [options, message] of bad) {
       assert.throws(() => new RedisStore(options as never), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && message.test(e.message));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FloodgateError, Limiter, fixedWindow, gcra, slidingWindowLog, tokenBucket } from '../../src/index.js';
+import { FloodgateError, Limiter, ManualClock, fixedWindow, gcra, slidingWindowLog, tokenBucket } from '../../src/index.js';
 import { Circuit } from '../../src/stores/redis/circuit.js';
 import { scaledPolicy } from '../../src/stores/redis/failure-policy.js';
 import { RedisStore, type OnError, type RedisAdapter } from '../../src/stores/redis/index.js';
@@ -22,8 +22,10 @@ function switchable(reply: () => unknown = () => ['1', '0', '0', '0']): { adapte
 
 const policy = fixedWindow({ limit: 4, windowMs: 60_000 });
 
-function table(adapter: RedisAdapter, onError: OnError, more: { timeoutMs?: number; probeIntervalMs?: number } = {}): ReturnType<RedisStore['bind']> {
-  return new RedisStore({ adapter, onError, maxBatchSize: 1, ...more }).bind(policy);
+/** table binds `policy` on a store over `adapter` whose time is `clock` (a fresh ManualClock by default). */
+function table(adapter: RedisAdapter, onError: OnError, more: { timeoutMs?: number; probeIntervalMs?: number; clock?: ManualClock } = {}): ReturnType<RedisStore['bind']> {
+  const clock = more.clock ?? new ManualClock();
+  return new RedisStore({ adapter, onError, maxBatchSize: 1, ...more, clock, timers: clock }).bind(policy);
 }
 
 describe('failure policies decide when Redis fails, and say so', () => {
@@ -37,22 +39,52 @@ describe('failure policies decide when Redis fails, and say so', () => {
     const { adapter, set } = switchable();
     set('fail');
     assert.deepEqual(await table(adapter, 'fail-open').consume('a', 1, 0), { allowed: true, limit: 4, remaining: 0, retryAfterMs: 0, resetMs: 0, reason: 'fail-open' });
-    const closed = await table(adapter, 'fail-closed', { probeIntervalMs: 500 }).peek('a', 1, 0);
-    assert.equal(closed.allowed, false);
-    assert.equal(closed.reason, 'fail-closed');
-    assert.ok(closed.retryAfterMs >= 1 && closed.retryAfterMs <= 500, String(closed.retryAfterMs));
+    const clock = new ManualClock();
+    const closedTable = table(adapter, 'fail-closed', { probeIntervalMs: 500, clock });
+    const first = await closedTable.peek('a', 1, 0);
+    assert.deepEqual([first.allowed, first.reason, first.retryAfterMs], [false, 'fail-closed', 1], 'one failure: the circuit is closed, Redis is tried again at once');
+    await closedTable.peek('a', 1, 0);
+    await closedTable.peek('a', 1, 0);
+    clock.advance(120);
+    assert.equal((await closedTable.peek('a', 1, 0)).retryAfterMs, 380, 'open: until the next probe');
+  });
+
+  test('fail-closed while the probe is out: retryAfterMs runs to its deadline plus one interval', async () => {
+    const { adapter, calls, set } = switchable();
+    const clock = new ManualClock();
+    const closed = table(adapter, 'fail-closed', { probeIntervalMs: 250, timeoutMs: 1000, clock });
+    set('fail');
+    for (let i = 0; i < 3; i++) await closed.consume('a', 1, 0);
+    set('hang');
+    clock.advance(250);
+    const probe = closed.consume('a', 1, 0); // the probe, hung
+    assert.equal(calls(), 4);
+    clock.advance(100);
+    const waiting = await closed.consume('a', 1, 0);
+    assert.deepEqual([waiting.allowed, waiting.reason, waiting.retryAfterMs], [false, 'fail-closed', 900 + 250], 'the probe may fail at 1250, then one more interval');
+    clock.advance(900);
+    const probed = await probe;
+    assert.equal(probed.reason, 'fail-closed', 'the probe timed out');
+    assert.equal(probed.retryAfterMs, 250);
+    clock.advance(249);
+    assert.equal((await closed.consume('a', 1, 0)).retryAfterMs, 1);
+    assert.equal(calls(), 4, 'nothing sent before the stated time');
+    clock.advance(1);
+    set('ok');
+    assert.equal((await closed.consume('a', 1, 0)).reason, 'ok', 'at the stated time, the next probe is sent and answered');
   });
 
   test('local fallback admits its share of the limit, from a fresh state each outage', async () => {
     const { adapter, set } = switchable();
-    const t = table(adapter, { fallback: 'local', share: 0.5 }, { probeIntervalMs: 20 });
+    const clock = new ManualClock();
+    const t = table(adapter, { fallback: 'local', share: 0.5 }, { probeIntervalMs: 20, clock });
     set('fail');
     const decisions = [];
     for (let i = 0; i < 4; i++) decisions.push(await t.consume('a', 1, 1000));
     assert.deepEqual(decisions.map((d) => [d.allowed, d.reason, d.limit]), [[true, 'fallback', 4], [true, 'fallback', 4], [false, 'fallback', 4], [false, 'fallback', 4]]);
     assert.equal((await t.consume('a', 3, 1000)).allowed, false, 'a cost above the local share is refused');
     set('ok');
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    clock.advance(20);
     assert.equal((await t.consume('a', 1, 1000)).reason, 'ok', 'the probe got an answer');
   });
 
@@ -85,16 +117,20 @@ describe('failure policies decide when Redis fails, and say so', () => {
     await assert.rejects(t.refund('too long', 1, 0), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_KEY');
   });
 
-  test('a hung Redis is decided by the policy within timeoutMs', async () => {
+  test('a hung Redis is decided by the policy at timeoutMs, on one timer', async () => {
     const { adapter, set } = switchable();
     set('hang');
-    const keepAlive = setInterval(() => {}, 1000); // the store's timer is unref'd; a real client's socket keeps the loop alive
-    const started = performance.now();
-    const decisions = await Promise.all(Array.from({ length: 100 }, (_, i) => table(adapter, 'fail-closed', { timeoutMs: 100 }).consume(`k${i}`, 1, 0)));
-    const elapsedMs = performance.now() - started;
-    clearInterval(keepAlive);
-    assert.ok(decisions.every((d) => d.reason === 'fail-closed'));
-    assert.ok(elapsedMs < 100 + 400, `decided after ${elapsedMs} ms`);
+    const clock = new ManualClock();
+    const t = table(adapter, 'fail-closed', { timeoutMs: 100, clock });
+    let settled = 0;
+    const decisions = Array.from({ length: 100 }, (_, i) => t.consume(`k${i}`, 1, 0).then((d) => (settled++, d)));
+    assert.equal(clock.timerCount(), 1);
+    clock.advance(99);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(settled, 0, 'nothing decided before the deadline');
+    clock.advance(1);
+    assert.ok((await Promise.all(decisions)).every((d) => d.reason === 'fail-closed'));
+    assert.equal(clock.timerCount(), 0, 'no timer left once nothing is in flight');
   });
 
   test('options are checked', () => {
@@ -111,9 +147,9 @@ describe('failure policies decide when Redis fails, and say so', () => {
     const { adapter, set } = switchable();
     const store = new RedisStore({ adapter, maxBatchSize: 1 });
     set('fail');
-    assert.equal((await store.withOnError('fail-open').bind(policy).consume('a', 1, 0)).reason, 'fail-open');
+    assert.equal((await Promise.resolve(store.withOnError('fail-open').bind(policy).consume('a', 1, 0))).reason, 'fail-open');
     assert.equal((await store.withOnError('fail-closed').bind(policy).consume('a', 1, 0)).reason, 'fail-closed');
-    await assert.rejects(store.withOnError('throw').bind(policy).consume('a', 1, 0));
+    await assert.rejects(Promise.resolve(store.withOnError('throw').bind(policy).consume('a', 1, 0)));
     assert.equal((await store.bind(policy).consume('a', 1, 0)).reason, 'fail-open', 'the store\'s default is fail-open');
   });
 });
@@ -121,23 +157,27 @@ describe('failure policies decide when Redis fails, and say so', () => {
 describe('the circuit stops sending while Redis is away', () => {
   test('after failuresToOpen failures nothing is sent; one probe per interval; an answer closes it', async () => {
     const { adapter, calls, set } = switchable();
-    const t = new RedisStore({ adapter, onError: 'fail-open', failuresToOpen: 3, probeIntervalMs: 50, maxBatchSize: 1 }).bind(policy);
+    const clock = new ManualClock();
+    const t = new RedisStore({ adapter, onError: 'fail-open', failuresToOpen: 3, probeIntervalMs: 50, maxBatchSize: 1, clock, timers: clock }).bind(policy);
     set('fail');
     for (let i = 0; i < 100; i++) assert.equal((await t.consume('a', 1, 0)).reason, 'fail-open');
     assert.equal(calls(), 3, 'three failures, then nothing sent');
-    await new Promise((resolve) => setTimeout(resolve, 60));
+    clock.advance(49);
+    await t.consume('a', 1, 0);
+    assert.equal(calls(), 3, 'no probe before the interval');
+    clock.advance(1);
     await Promise.all(Array.from({ length: 10 }, () => t.consume('a', 1, 0)));
     assert.equal(calls(), 4, 'one probe');
     set('ok');
-    await new Promise((resolve) => setTimeout(resolve, 60));
+    clock.advance(50);
     assert.equal((await t.consume('a', 1, 0)).reason, 'ok', 'the probe got an answer');
     assert.equal((await t.consume('a', 1, 0)).reason, 'ok');
     assert.equal(calls(), 6);
   });
 
   test('a table of steps at fixed times', () => {
-    let nowMs = 0;
-    const circuit = new Circuit({ failuresToOpen: 2, probeIntervalMs: 100, nowMs: () => nowMs });
+    const clock = new ManualClock();
+    const circuit = new Circuit({ failuresToOpen: 2, probeIntervalMs: 100, probeTimeoutMs: 30, clock });
     const steps: Array<[number, () => unknown, unknown]> = [
       [0, () => circuit.admit(), 'send'],
       [0, () => circuit.failed(false), undefined],
@@ -147,6 +187,7 @@ describe('the circuit stops sending while Redis is away', () => {
       [60, () => circuit.retryInMs(), 50],
       [110, () => circuit.admit(), 'probe'],
       [110, () => circuit.admit(), 'refuse'],
+      [115, () => circuit.retryInMs(), 125],
       [120, () => circuit.failed(true), undefined],
       [200, () => circuit.admit(), 'refuse'],
       [220, () => circuit.admit(), 'probe'],
@@ -155,7 +196,7 @@ describe('the circuit stops sending while Redis is away', () => {
       [230, () => circuit.retryInMs(), 0],
     ];
     for (const [atMs, step, expected] of steps) {
-      nowMs = atMs;
+      clock.set(atMs);
       assert.equal(step(), expected, `at ${atMs} ms`);
     }
   });

@@ -1,4 +1,7 @@
-import { performance } from 'node:perf_hooks';
+import { monotonicClock, type Clock } from '../../core/clock.js';
+
+/** CircuitState is what a {@link Circuit} does now: send everything, refuse, or wait on its one probe. */
+export type CircuitState = 'closed' | 'open' | 'half-open';
 
 /** CircuitOptions configures a {@link Circuit}. */
 export interface CircuitOptions {
@@ -6,8 +9,12 @@ export interface CircuitOptions {
   readonly failuresToOpen: number;
   /** How long an open circuit waits before letting one operation through as a probe, in ms. */
   readonly probeIntervalMs: number;
-  /** Monotonic time in ms (default `performance.now()`); tests pass their own. */
-  readonly nowMs?: () => number;
+  /** The longest a probe can take before it counts as failed (the store's `timeoutMs`), in ms (default 0). */
+  readonly probeTimeoutMs?: number;
+  /** Where "now" comes from: the store's clock (default {@link monotonicClock}; a `ManualClock` in tests). */
+  readonly clock?: Clock;
+  /** changed, when given, hears each change of state of every circuit made with these options. */
+  readonly changed?: (circuit: Circuit, state: CircuitState) => void;
 }
 
 /** Admission is what {@link Circuit.admit} allows: send, send as the one probe, or do not send. */
@@ -20,7 +27,7 @@ export type Admission = 'send' | 'probe' | 'refuse';
 export interface CircuitRouter {
   /** circuitOf returns the circuit guarding a script on `keys` (on a cluster, all in one hash slot). */
   circuitOf(keys: readonly string[]): Circuit;
-  /** retryInMs returns how long until the circuit guarding `redisKey` lets a probe through, in whole ms (0 when closed or due). */
+  /** retryInMs returns how long until the circuit guarding `redisKey` may send again, in whole ms (0 when closed or due). */
   retryInMs(redisKey: string): number;
 }
 
@@ -35,22 +42,30 @@ export interface CircuitRouter {
  * another interval. So while Redis is away, at most one command per interval (plus those already in
  * flight) is outstanding, and decisions recover within about `probeIntervalMs` plus one round trip
  * of Redis coming back (and of the client reconnecting, which is the client's own setting).
+ *
+ * All time comes from the injected clock: a test moves a `ManualClock` through every state.
  */
 export class Circuit implements CircuitRouter {
   private failures = 0;
   private openUntilMs = -Infinity;
+  private probeSentAtMs = -Infinity;
   private probing = false;
-  private readonly nowMs: () => number;
+  private current: CircuitState = 'closed';
+  private readonly clock: Clock;
+  private readonly probeTimeoutMs: number;
 
   /**
    * Creates a closed circuit; `name` is what it guards, as error messages say it: `'Redis'`
-   * (default), `'Redis node 10.0.0.7:6379'`, or `'Redis for slots 0-1023 (node unknown)'`.
+   * (default), `'Redis node 10.0.0.7:6379'`, or `'Redis for slots 0-1023 (node unknown)'`; `node`
+   * is what circuit events name: the node's id, a slot range, or undefined for a single Redis.
    */
   constructor(
     private readonly options: CircuitOptions,
     readonly name = 'Redis',
+    readonly node: string | undefined = undefined,
   ) {
-    this.nowMs = options.nowMs ?? ((): number => performance.now());
+    this.clock = options.clock ?? monotonicClock;
+    this.probeTimeoutMs = options.probeTimeoutMs ?? 0;
   }
 
   /** open is true while operations are refused without being sent (including during the probe). */
@@ -58,10 +73,20 @@ export class Circuit implements CircuitRouter {
     return this.failures >= this.options.failuresToOpen;
   }
 
-  /** retryInMs returns how long until the next probe may be sent, in whole ms (0 when closed or due). */
+  /** state returns `closed`, `open` (nothing sent), or `half-open` (the one probe is out). */
+  get state(): CircuitState {
+    return this.current;
+  }
+
+  /**
+   * retryInMs returns how long until an operation may be sent again, in whole ms (0 when closed or
+   * due). While the probe is out, that is when the probe would time out plus one more interval:
+   * the soonest time at which the circuit can be sending, if the probe fails.
+   */
   retryInMs(): number {
     if (!this.open) return 0;
-    return Math.max(0, Math.ceil(this.openUntilMs - this.nowMs()));
+    const untilMs = this.probing ? this.probeSentAtMs + this.probeTimeoutMs + this.options.probeIntervalMs : this.openUntilMs;
+    return Math.max(0, Math.ceil(untilMs - this.clock.now()));
   }
 
   /**
@@ -80,8 +105,11 @@ export class Circuit implements CircuitRouter {
   /** admit returns whether an operation may be sent now, and whether it is the probe. */
   admit(): Admission {
     if (!this.open) return 'send';
-    if (this.probing || this.nowMs() < this.openUntilMs) return 'refuse';
+    const nowMs = this.clock.now();
+    if (this.probing || nowMs < this.openUntilMs) return 'refuse';
     this.probing = true;
+    this.probeSentAtMs = nowMs;
+    this.become('half-open');
     return 'probe';
   }
 
@@ -89,17 +117,28 @@ export class Circuit implements CircuitRouter {
   succeeded(probe: boolean): void {
     if (probe) this.probing = false;
     this.failures = 0;
+    this.become('closed');
   }
 
   /** failed records a failure that says Redis is unhealthy (not a script's own error). */
   failed(probe: boolean): void {
     if (probe) this.probing = false;
     this.failures++;
-    if (this.open) this.openUntilMs = this.nowMs() + this.options.probeIntervalMs;
+    if (!this.open) return;
+    this.openUntilMs = this.clock.now() + this.options.probeIntervalMs;
+    this.become(this.probing ? 'half-open' : 'open');
   }
 
   /** abandoned releases the probe slot when a probe ended without saying anything about Redis. */
   abandoned(probe: boolean): void {
-    if (probe) this.probing = false;
+    if (!probe) return;
+    this.probing = false;
+    this.become(this.open ? 'open' : 'closed');
+  }
+
+  private become(state: CircuitState): void {
+    if (state === this.current) return;
+    this.current = state;
+    this.options.changed?.(this, state);
   }
 }

@@ -1,4 +1,5 @@
-import { performance } from 'node:perf_hooks';
+import type { Clock } from '../../core/clock.js';
+import type { TimerHandle, Timers } from '../../core/timers.js';
 
 interface Pending {
   readonly deadlineMs: number;
@@ -6,19 +7,34 @@ interface Pending {
   readonly onTimeout: () => void;
 }
 
+/** DeadlinesOptions configures {@link Deadlines}. */
+export interface DeadlinesOptions {
+  /** How long each operation may take, in ms. */
+  readonly timeoutMs: number;
+  /** Where "now" comes from (the store's clock; a `ManualClock` in tests). */
+  readonly clock: Clock;
+  /** Where the one timer is set (the store's timers; a `ManualClock` in tests). */
+  readonly timers: Timers;
+}
+
 /**
  * Deadlines bounds how long operations may take, with one timer for all of them (never one per
  * request). Every operation gets the same `timeoutMs`, so deadlines arrive in the order operations
- * start: a FIFO queue whose head is always the next to expire. Times are monotonic
- * (`performance.now()`), and the timer is unref'd so it never keeps a process alive.
+ * start: a FIFO queue whose head is always the next to expire. Time is read from the injected
+ * clock and the timer set on the injected timers, so a test drives every deadline by moving a
+ * `ManualClock`. The timer exists only while an operation is in flight: it is cleared as soon as
+ * the last one settles, so it never keeps an idle process alive.
  */
 export class Deadlines {
   private readonly queue: Pending[] = [];
   private head = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
+  /** Operations neither settled nor timed out; at 0 the timer is cleared at once. */
+  private inFlight = 0;
+  private readonly fireNow = (): void => this.fire();
 
-  /** Creates a queue whose operations time out after `timeoutMs`. */
-  constructor(private readonly timeoutMs: number) {}
+  /** Creates a queue whose operations time out after `options.timeoutMs`. */
+  constructor(private readonly options: DeadlinesOptions) {}
 
   /**
    * run resolves as `operation` does, or rejects with `timeoutError()` once `timeoutMs` passes
@@ -27,23 +43,38 @@ export class Deadlines {
   run<T>(operation: Promise<T>, timeoutError: () => Error): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const pending: Pending = {
-        deadlineMs: performance.now() + this.timeoutMs,
+        deadlineMs: this.options.clock.now() + this.options.timeoutMs,
         settled: false,
         onTimeout: () => reject(timeoutError()),
       };
       this.queue.push(pending);
+      this.inFlight++;
       if (this.timer === undefined) this.arm();
       operation.then(
         (value) => {
-          pending.settled = true;
-          resolve(value);
+          if (this.settle(pending)) resolve(value);
         },
         (error: unknown) => {
-          pending.settled = true;
-          reject(error);
+          if (this.settle(pending)) reject(error);
         },
       );
     });
+  }
+
+  /** Marks `pending` settled; returns false when its deadline had already passed. */
+  private settle(pending: Pending): boolean {
+    if (pending.settled) return false;
+    pending.settled = true;
+    if (--this.inFlight === 0) this.idle();
+    return true;
+  }
+
+  /** Nothing in flight: no timer, and an empty queue. */
+  private idle(): void {
+    if (this.timer !== undefined) this.options.timers.clearTimer(this.timer);
+    this.timer = undefined;
+    this.queue.length = 0;
+    this.head = 0;
   }
 
   private arm(): void {
@@ -54,21 +85,23 @@ export class Deadlines {
       this.timer = undefined;
       return;
     }
-    const delayMs = Math.max(0, next.deadlineMs - performance.now());
-    this.timer = setTimeout(() => this.fire(), Math.ceil(delayMs));
-    this.timer.unref();
+    const delayMs = Math.max(0, next.deadlineMs - this.options.clock.now());
+    this.timer = this.options.timers.setTimer(this.fireNow, delayMs);
   }
 
   private fire(): void {
-    const nowMs = performance.now();
+    const nowMs = this.options.clock.now();
     for (; this.head < this.queue.length; this.head++) {
       const pending = this.queue[this.head]!;
       if (pending.settled) continue;
       if (pending.deadlineMs > nowMs) break;
       pending.settled = true;
+      this.inFlight--;
       pending.onTimeout();
     }
-    this.arm();
+    this.timer = undefined;
+    if (this.inFlight === 0) this.idle();
+    else this.arm();
   }
 
   /** Drops the settled prefix once it is large, so the queue's memory follows the operations in flight. */

@@ -4,7 +4,9 @@ import { gcra } from '../../core/algorithms/gcra.js';
 import { slidingWindowCounter } from '../../core/algorithms/sliding-window-counter.js';
 import { slidingWindowLog } from '../../core/algorithms/sliding-window-log.js';
 import { leakyBucket, tokenBucket } from '../../core/algorithms/token-bucket.js';
+import type { Clock } from '../../core/clock.js';
 import type { Decision } from '../../core/decision.js';
+import { notify, type Observer, type StoreErrorEvent } from '../../core/events.js';
 import { FloodgateError, describeValue } from '../../core/errors.js';
 import { MemoryStore, type MemoryTable } from '../memory-store.js';
 
@@ -76,60 +78,99 @@ export function scaledPolicy(algorithm: Algorithm, share: number): Algorithm {
   }
 }
 
+/** FailurePolicyOptions configures a {@link FailurePolicy}. */
+export interface FailurePolicyOptions {
+  readonly onError: OnError;
+  readonly algorithm: Algorithm;
+  /** When Redis will next be tried for the user's `key`, in ms (the circuit guarding it: on a cluster, its node's). */
+  readonly retryInMs: (key: string) => number;
+  /** The local time, for the fallback when the caller passed none (`nowMs` NaN) and for events. */
+  readonly clock: Clock;
+  /** Hears `storeError` (with the policy applied) and `fallback` (on and off); undefined: nothing is built. */
+  readonly observer: Observer | undefined;
+}
+
+/** The `policy` a store error event names for an {@link OnError}. */
+function policyName(onError: OnError): StoreErrorEvent['policy'] {
+  return typeof onError === 'object' ? 'fallback' : onError;
+}
+
 /**
- * FailurePolicy applies one table's {@link OnError} to operations that Redis failed. `retryInMs(key)`
- * says when Redis will next be tried for the user's `key`, in ms (the next probe of the circuit
- * guarding it: on a cluster, its node's), for `fail-closed`'s retryAfterMs.
+ * FailurePolicy applies one table's {@link OnError} to operations that Redis failed, and reports
+ * each failure (`storeError`) and each switch to and from the local fallback (`fallback`).
  */
 export class FailurePolicy {
   private local: MemoryTable | undefined;
   private readonly scaled: Algorithm | undefined;
+  private readonly onError: OnError;
+  private readonly algorithm: Algorithm;
 
   /** Creates the policy for `algorithm`'s table; a local fallback's scaled policy is built (and checked) now. */
-  constructor(
-    private readonly onError: OnError,
-    private readonly algorithm: Algorithm,
-    private readonly retryInMs: (key: string) => number,
-  ) {
-    this.scaled = typeof onError === 'object' ? scaledPolicy(algorithm, onError.share) : undefined;
+  constructor(private readonly options: FailurePolicyOptions) {
+    this.onError = options.onError;
+    this.algorithm = options.algorithm;
+    this.scaled = typeof this.onError === 'object' ? scaledPolicy(this.algorithm, this.onError.share) : undefined;
   }
 
   /** decide returns the decision for a consume or peek that Redis failed with `error`, or throws it under `'throw'`. */
   decide(op: 'consume' | 'peek', key: string, cost: number, nowMs: number, error: unknown): Decision {
+    this.report(error, this.onError);
     const limit = this.algorithm.limit;
     if (this.onError === 'throw') throw error;
     if (this.onError === 'fail-open') return { allowed: true, limit, remaining: 0, retryAfterMs: 0, resetMs: 0, reason: 'fail-open' };
-    if (this.onError === 'fail-closed') return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, this.retryInMs(key)), resetMs: 0, reason: 'fail-closed' };
+    if (this.onError === 'fail-closed') return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, this.options.retryInMs(key)), resetMs: 0, reason: 'fail-closed' };
     const table = this.localTable();
-    if (cost > this.scaled!.limit) return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, this.retryInMs(key)), resetMs: 0, reason: 'fallback' };
-    const d = op === 'consume' ? table.consume(key, cost, nowMs) : table.peek(key, cost, nowMs);
+    if (cost > this.scaled!.limit) return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, this.options.retryInMs(key)), resetMs: 0, reason: 'fallback' };
+    const atMs = this.localNow(nowMs);
+    const d = op === 'consume' ? table.consume(key, cost, atMs) : table.peek(key, cost, atMs);
     return { ...d, limit, reason: 'fallback' };
   }
 
   /** refund gives `cost` back locally (under a local fallback) and swallows `error`, or throws it under `'throw'`. */
   refund(key: string, cost: number, nowMs: number, error: unknown): void {
+    this.report(error, this.onError);
     if (this.onError === 'throw') throw error;
-    if (this.local !== undefined && cost <= this.scaled!.limit) this.local.refund(key, cost, nowMs);
+    if (this.local !== undefined && cost <= this.scaled!.limit) this.local.refund(key, cost, this.localNow(nowMs));
   }
 
   /** reserve returns the wait for a reservation Redis failed: 0 (open), -1 (closed), or booked locally. */
   reserve(key: string, cost: number, nowMs: number, maxWaitMs: number, error: unknown): number {
+    this.report(error, this.onError);
     if (this.onError === 'throw') throw error;
     if (this.onError === 'fail-open') return 0;
     if (this.onError === 'fail-closed' || cost > this.scaled!.limit) return -1;
     const table = this.localTable();
-    return table.reserve === undefined ? -1 : table.reserve(key, cost, nowMs, maxWaitMs);
+    return table.reserve === undefined ? -1 : table.reserve(key, cost, this.localNow(nowMs), maxWaitMs);
+  }
+
+  /** rejected reports an error the caller sees whatever the policy (a failed reset, a malformed reply). */
+  rejected(error: unknown): void {
+    this.report(error, 'throw');
   }
 
   /** recovered drops the local limiter's state: Redis answered, so it decides again. */
   recovered(): void {
+    if (this.local === undefined) return;
     this.local = undefined;
+    if (this.options.observer !== undefined) notify(this.options.observer, 'fallback', { store: 'redis', active: false, atMs: this.options.clock.now() });
+  }
+
+  private localNow(nowMs: number): number {
+    return Number.isNaN(nowMs) ? this.options.clock.now() : nowMs;
+  }
+
+  private report(error: unknown, onError: OnError): void {
+    const observer = this.options.observer;
+    if (observer?.storeError === undefined) return;
+    const asError = error instanceof Error ? error : new Error(String(error));
+    notify(observer, 'storeError', { store: 'redis', error: asError, policy: policyName(onError), atMs: this.options.clock.now() });
   }
 
   private localTable(): MemoryTable {
     if (this.local === undefined) {
       const maxKeys = typeof this.onError === 'object' ? this.onError.maxKeys : undefined;
       this.local = new MemoryStore({ maxKeys: maxKeys ?? 100_000 }).bind(this.scaled!);
+      if (this.options.observer !== undefined) notify(this.options.observer, 'fallback', { store: 'redis', active: true, atMs: this.options.clock.now() });
     }
     return this.local;
   }

@@ -64,7 +64,7 @@ export class NodeCircuits implements CircuitRouter {
     let circuit = this.nodes.get(node);
     if (circuit === undefined) {
       if (this.nodes.size >= this.maxNodes) this.prune();
-      circuit = new Circuit(this.options, `Redis node ${node}`);
+      circuit = new Circuit(this.options, `Redis node ${node}`, node);
       this.nodes.set(node, circuit);
     }
     return circuit;
@@ -75,7 +75,8 @@ export class NodeCircuits implements CircuitRouter {
     let circuit = this.groups[group];
     if (circuit === undefined) {
       const first = group << GROUP_BITS;
-      circuit = new Circuit(this.options, `Redis for slots ${first}-${first + (1 << GROUP_BITS) - 1} (node unknown)`);
+      const slots = `slots ${first}-${first + (1 << GROUP_BITS) - 1}`;
+      circuit = new Circuit(this.options, `Redis for ${slots} (node unknown)`, slots);
       this.groups[group] = circuit;
     }
     return circuit;

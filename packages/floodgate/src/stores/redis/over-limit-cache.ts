@@ -1,9 +1,10 @@
+import type { Clock } from '../../core/clock.js';
 import type { Decision } from '../../core/decision.js';
 
 interface Refusal {
   /** The smallest cost Redis refused; any cost at least this large is refused too. */
   readonly cost: number;
-  /** Until when (local monotonic ms, exclusive) Redis is certain to refuse that cost. */
+  /** Until when (the cache's clock, ms, exclusive) Redis is certain to refuse that cost. */
   readonly refusedUntilMs: number;
   /** When the request could pass and when the key is back to full, counted from the reply's arrival. */
   readonly retryAtMs: number;
@@ -21,7 +22,7 @@ interface Refusal {
  * at its time T with `retryAfterMs` r, so no cost at least as large passes before T + r unless
  * state is given back; spending elsewhere only postpones it. The request was sent at local time
  * t0 <= T, and r is rounded up to whole ms, so the refusal is certain until t0 + r - 1 on this
- * process's monotonic clock, and that is when the entry ends. Redis owns the clock, but only
+ * process's (monotonic) clock, and that is when the entry ends. Redis owns the clock, but only
  * durations are compared, so clock offsets never matter; the bound is the drift of the two clocks'
  * rates over r (parts per million) and a step of the server's clock during r.
  *
@@ -37,10 +38,13 @@ interface Refusal {
 export class OverLimitCache {
   private readonly entries = new Map<string, Refusal>();
 
-  /** Creates an empty cache of at most `maxKeys` keys, reading monotonic time (ms) from `nowMs`. */
+  /**
+   * Creates an empty cache of at most `maxKeys` keys, reading time (ms) from `clock`: a monotonic
+   * one in production (only durations are compared), a `ManualClock` in tests.
+   */
   constructor(
     private readonly maxKeys: number,
-    private readonly nowMs: () => number,
+    private readonly clock: Clock,
   ) {}
 
   /** size returns how many keys are held (expired entries are dropped lazily). */
@@ -52,7 +56,7 @@ export class OverLimitCache {
   refusal(key: string, cost: number): Decision | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined || cost < entry.cost) return undefined;
-    const nowMs = this.nowMs();
+    const nowMs = this.clock.now();
     if (nowMs >= entry.refusedUntilMs) {
       this.entries.delete(key);
       return undefined;
@@ -70,7 +74,7 @@ export class OverLimitCache {
   /** remember records Redis's refusal of `cost` on `key`, for a request sent at `sentAtMs`. */
   remember(key: string, cost: number, decision: Decision, sentAtMs: number): void {
     const refusedUntilMs = sentAtMs + decision.retryAfterMs - 1;
-    const nowMs = this.nowMs();
+    const nowMs = this.clock.now();
     if (decision.allowed || decision.reason !== 'limit' || refusedUntilMs <= nowMs || this.maxKeys === 0) return;
     const old = this.entries.get(key);
     if (old !== undefined && old.cost < cost && old.refusedUntilMs > nowMs) return;

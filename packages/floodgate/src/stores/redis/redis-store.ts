@@ -1,11 +1,13 @@
 import type { Algorithm } from '../../core/algorithm.js';
-import { systemClock, type Clock } from '../../core/clock.js';
+import { monotonicClock, systemClock, type Clock } from '../../core/clock.js';
 import { FloodgateError, describeValue } from '../../core/errors.js';
+import { notify, type Observer } from '../../core/events.js';
+import { isTimers, systemTimers, type Timers } from '../../core/timers.js';
 import { positiveInteger, positiveNumber, requireObject } from '../../core/validate.js';
 import type { Store } from '../store.js';
 import type { RedisAdapter } from './adapter.js';
 import { Batcher } from './batcher.js';
-import { Circuit, type CircuitRouter } from './circuit.js';
+import { Circuit, type CircuitRouter, type CircuitState } from './circuit.js';
 import { NodeCircuits } from './node-circuits.js';
 import { consumeAll, type ConsumeAllRequest, type ConsumeAllResult } from './consume-all.js';
 import { checkOnError, type OnError } from './failure-policy.js';
@@ -59,8 +61,25 @@ export interface RedisStoreOptions {
    * clocks disagree would then disagree about every limit: never set it in production. Default false.
    */
   unsafeTestTime?: boolean;
-  /** The clock `consumeAll` reads in test mode (default the system clock); only with `unsafeTestTime`. */
+  /**
+   * The local clock, in ms: the deadlines, the circuit's probe intervals, the over-limit cache and
+   * the local fallback read it, and, in test mode only (`unsafeTestTime`), `consumeAll` sends it
+   * as the scripts' time. Default: a monotonic clock (`performance.now()`, only durations are
+   * measured), or the system clock in test mode. Decisions themselves are always timed by Redis,
+   * outside test mode. Pass a `ManualClock` (with it as `timers`) to drive an outage in a test.
+   */
   clock?: Clock;
+  /**
+   * Where the store sets its one deadline timer (default `systemTimers`; a `ManualClock` in tests).
+   * The timer exists only while a call to Redis is in flight.
+   */
+  timers?: Timers;
+  /**
+   * Hears the store's events (see `Observer`): `storeCall` for every script call (one per batch),
+   * `storeError` with the failure policy applied, `circuit` on each change of a circuit (per node
+   * on a cluster), `fallback` when the local fallback takes over or stops. Free when absent.
+   */
+  observer?: Observer;
 }
 
 /**
@@ -106,13 +125,10 @@ export class RedisStore implements Store {
     const o = requireObject<RedisStoreOptions>(options, 'RedisStore');
     const adapter = checkAdapter(o.adapter);
     const testTime = optionalBoolean(o.unsafeTestTime, 'RedisStore.unsafeTestTime');
-    if (o.clock !== undefined && !testTime) {
-      throw new FloodgateError('INVALID_OPTION', 'RedisStore.clock is only read with unsafeTestTime: true; without it the clock is Redis\'s TIME', 'RedisStore.clock');
-    }
-    this.clock = o.clock ?? systemClock;
+    this.clock = checkClock(o.clock) ?? (testTime ? systemClock : monotonicClock);
     this.cluster = adapter.cluster;
     const onError = checkOnError(o.onError ?? 'fail-open', 'RedisStore.onError');
-    this.context = contextOf(o, adapter, testTime);
+    this.context = contextOf(o, adapter, { testTime, clock: this.clock });
     this.tableOf = tablesOf(this.context, onError);
   }
 
@@ -181,9 +197,12 @@ function tablesOf(context: TableContext, onError: OnError): (algorithm: Algorith
   };
 }
 
-function contextOf(o: RedisStoreOptions, adapter: RedisAdapter, testTime: boolean): TableContext {
-  const circuits = circuitsOf(o, adapter);
-  const runner = new ScriptRunner(adapter, positiveNumber(o.timeoutMs ?? 1000, 'RedisStore.timeoutMs'), circuits);
+function contextOf(o: RedisStoreOptions, adapter: RedisAdapter, time: { testTime: boolean; clock: Clock }): TableContext {
+  const { testTime, clock } = time;
+  const timeoutMs = positiveNumber(o.timeoutMs ?? 1000, 'RedisStore.timeoutMs');
+  const observer = checkObserver(o.observer);
+  const circuits = circuitsOf(o, adapter, { clock, timeoutMs, observer });
+  const runner = new ScriptRunner(adapter, timeoutMs, circuits, { clock, timers: checkTimers(o.timers), observer });
   const maxBatchSize = positiveInteger(o.maxBatchSize ?? 128, 'RedisStore.maxBatchSize');
   return {
     runner,
@@ -193,6 +212,8 @@ function contextOf(o: RedisStoreOptions, adapter: RedisAdapter, testTime: boolea
     testTime,
     overLimitCacheMaxKeys: positiveInteger(o.overLimitCacheMaxKeys ?? 10_000, 'RedisStore.overLimitCacheMaxKeys', 0),
     retryInMs: (redisKey) => circuits.retryInMs(redisKey),
+    clock,
+    observer,
   };
 }
 
@@ -200,10 +221,17 @@ function contextOf(o: RedisStoreOptions, adapter: RedisAdapter, testTime: boolea
  * circuitsOf returns the store's circuits: one for a single Redis (nothing to pick per call), one
  * per master on a cluster ({@link NodeCircuits}, through the adapter's `nodeOf` when it has one).
  */
-function circuitsOf(o: RedisStoreOptions, adapter: RedisAdapter): CircuitRouter {
+function circuitsOf(o: RedisStoreOptions, adapter: RedisAdapter, seams: { clock: Clock; timeoutMs: number; observer: Observer | undefined }): CircuitRouter {
+  const { clock, observer } = seams;
+  const changed = observer?.circuit === undefined
+    ? undefined
+    : (circuit: Circuit, state: CircuitState): void => notify(observer, 'circuit', { store: 'redis', node: circuit.node, state, atMs: clock.now() });
   const options = {
     failuresToOpen: positiveInteger(o.failuresToOpen ?? 3, 'RedisStore.failuresToOpen'),
     probeIntervalMs: positiveNumber(o.probeIntervalMs ?? 250, 'RedisStore.probeIntervalMs'),
+    probeTimeoutMs: seams.timeoutMs,
+    clock,
+    ...(changed === undefined ? {} : { changed }),
   };
   if (!adapter.cluster) return new Circuit(options);
   if (adapter.nodeOf === undefined) return new NodeCircuits(options);
@@ -217,6 +245,28 @@ function checkAdapter(adapter: unknown): RedisAdapter {
     throw new FloodgateError('INVALID_OPTION', `RedisStore.adapter must be a RedisAdapter ({ cluster, evalsha, eval } and, when given, a nodeOf function), e.g. ioredisAdapter(new Redis()) or nodeRedisAdapter(client), got ${describeValue(adapter)}`, 'RedisStore.adapter');
   }
   return a as RedisAdapter;
+}
+
+function checkClock(clock: unknown): Clock | undefined {
+  if (clock === undefined) return undefined;
+  if (typeof clock !== 'object' || clock === null || typeof (clock as Partial<Clock>).now !== 'function') {
+    throw new FloodgateError('INVALID_OPTION', `RedisStore.clock must have a now() method returning ms, like systemClock or a ManualClock, got ${describeValue(clock)}`, 'RedisStore.clock');
+  }
+  return clock as Clock;
+}
+
+function checkTimers(timers: unknown): Timers {
+  if (timers === undefined) return systemTimers;
+  if (!isTimers(timers)) throw new FloodgateError('INVALID_OPTION', `RedisStore.timers must have setTimer and clearTimer, like systemTimers or a ManualClock, got ${describeValue(timers)}`, 'RedisStore.timers');
+  return timers;
+}
+
+function checkObserver(observer: unknown): Observer | undefined {
+  if (observer === undefined) return undefined;
+  if (typeof observer !== 'object' || observer === null) {
+    throw new FloodgateError('INVALID_OPTION', `RedisStore.observer must be an object of optional hooks (storeCall, storeError, circuit, fallback), got ${describeValue(observer)}`, 'RedisStore.observer');
+  }
+  return observer as Observer;
 }
 
 function checkPrefix(prefix: unknown): string {

@@ -1,8 +1,8 @@
-import { performance } from 'node:perf_hooks';
 import type { Algorithm } from '../../core/algorithm.js';
+import type { Clock } from '../../core/clock.js';
 import type { Decision } from '../../core/decision.js';
-import { systemClock } from '../../core/clock.js';
 import { FloodgateError, describeValue } from '../../core/errors.js';
+import type { Observer } from '../../core/events.js';
 import type { PolicyStore } from '../store.js';
 import type { BatchOp, BatchPolicy, BatchRequest, Batcher } from './batcher.js';
 import type { ConsumeAllEntry } from './consume-all.js';
@@ -24,6 +24,10 @@ export interface TableContext {
   readonly overLimitCacheMaxKeys: number;
   /** How long until Redis is next tried for `redisKey`, in ms: the next probe of the circuit guarding it (its node's, on a cluster). */
   readonly retryInMs: (redisKey: string) => number;
+  /** The store's local clock: the over-limit cache, the local fallback, events. */
+  readonly clock: Clock;
+  /** The store's observer, or undefined when nothing listens. */
+  readonly observer: Observer | undefined;
 }
 
 /**
@@ -68,8 +72,14 @@ export class RedisTable implements PolicyStore {
       sendAlone: (request) => this.sendAlone(request),
     };
     const cacheKeys = context.testTime ? 0 : context.overLimitCacheMaxKeys;
-    this.cache = cacheKeys > 0 ? new OverLimitCache(cacheKeys, () => performance.now()) : undefined;
-    this.failure = new FailurePolicy(onError, algorithm, (key) => context.retryInMs(redisKeyOf(context.prefix, this.policyId, key)));
+    this.cache = cacheKeys > 0 ? new OverLimitCache(cacheKeys, context.clock) : undefined;
+    this.failure = new FailurePolicy({
+      onError,
+      algorithm,
+      retryInMs: (key) => context.retryInMs(redisKeyOf(context.prefix, this.policyId, key)),
+      clock: context.clock,
+      observer: context.observer,
+    });
     if (algorithm.reserve === undefined) this.reserve = undefined;
   }
 
@@ -104,7 +114,13 @@ export class RedisTable implements PolicyStore {
   /** reset deletes `key`'s state, so its next request sees a fresh key; it rejects when Redis fails, whatever the policy. */
   async reset(key: string): Promise<void> {
     this.cache?.forget(key);
-    const reply = await this.call('reset', key, 0, 0, 0);
+    let reply: unknown;
+    try {
+      reply = await this.call('reset', key, 0, 0, 0);
+    } catch (error) {
+      if (!(error instanceof FloodgateError && error.code === 'INVALID_KEY')) this.failure.rejected(error);
+      throw error;
+    }
     this.cache?.forget(key);
     this.done('reset', reply);
   }
@@ -141,7 +157,7 @@ export class RedisTable implements PolicyStore {
     } catch (error) {
       return Promise.reject(error);
     }
-    const sentAtMs = this.cache === undefined ? 0 : performance.now();
+    const sentAtMs = this.cache === undefined ? 0 : this.context.clock.now();
     const pending = new PendingDecision(this.owner, this.batchPolicy, redisKeyOf(this.context.prefix, this.policyId, key), op, time, cost, key, nowMs, sentAtMs);
     const batcher = this.context.batcher;
     if (batcher === undefined) this.sendAlone(pending);
@@ -158,10 +174,13 @@ export class RedisTable implements PolicyStore {
 
   /** Settles a pending decision Redis did not make: a malformed reply rejects, anything else goes to the failure policy. */
   private failed(pending: PendingDecision, error: unknown): void {
-    if (error instanceof FloodgateError && error.code === 'STORE_REPLY') return pending.reject(error);
+    if (error instanceof FloodgateError && error.code === 'STORE_REPLY') {
+      this.failure.rejected(error);
+      return pending.reject(error);
+    }
     let decision: Decision;
     try {
-      decision = this.failure.decide(pending.op, pending.key, pending.cost, Number.isNaN(pending.nowMs) ? systemClock.now() : pending.nowMs, error);
+      decision = this.failure.decide(pending.op, pending.key, pending.cost, pending.nowMs, error);
     } catch (thrown) {
       return pending.reject(thrown);
     }
@@ -171,7 +190,7 @@ export class RedisTable implements PolicyStore {
   /** Sends one consume or peek as its own script. */
   private sendAlone(request: BatchRequest): void {
     const args = [this.lua.registered, request.op, request.time, String(request.cost), '0', ...this.paramArgs];
-    this.context.runner.run(this.script, [request.redisKey], args).then(
+    this.context.runner.run(this.script, [request.redisKey], args, request.op).then(
       (reply) => {
         let decision: Decision;
         try {
@@ -194,13 +213,13 @@ export class RedisTable implements PolicyStore {
 
   private call(op: string, key: string, cost: number, nowMs: number, maxWaitMs: number): Promise<unknown> {
     const args = [this.lua.registered, op, this.timeArg(nowMs), String(cost), String(maxWaitMs), ...this.paramArgs];
-    return this.context.runner.run(this.script, [this.redisKey(key)], args);
+    return this.context.runner.run(this.script, [this.redisKey(key)], args, op);
   }
 
   private checkKey(key: string): void {
-    if (typeof key !== 'string' || key.length > this.context.maxKeyLength) {
-      const what = typeof key === 'string' ? `a string of ${key.length} code units` : describeValue(key);
-      throw new FloodgateError('INVALID_KEY', `key must be a string of at most ${this.context.maxKeyLength} code units (RedisStore.maxKeyLength), got ${what}`, 'key');
+    if (typeof key !== 'string' || key.length === 0 || key.length > this.context.maxKeyLength) {
+      const what = typeof key === 'string' ? (key.length === 0 ? 'the empty string' : `a string of ${key.length} code units`) : describeValue(key);
+      throw new FloodgateError('INVALID_KEY', `key must be a non-empty string of at most ${this.context.maxKeyLength} code units (RedisStore.maxKeyLength), got ${what}`, 'key');
     }
   }
 

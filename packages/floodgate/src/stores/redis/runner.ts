@@ -1,9 +1,22 @@
+import { monotonicClock, type Clock } from '../../core/clock.js';
 import type { Decision } from '../../core/decision.js';
 import { FloodgateError } from '../../core/errors.js';
+import { notify, type Observer } from '../../core/events.js';
+import { systemTimers, type Timers } from '../../core/timers.js';
 import type { RedisAdapter } from './adapter.js';
 import type { Circuit, CircuitRouter } from './circuit.js';
 import { Deadlines } from './deadlines.js';
 import type { LuaScript } from './scripts/index.js';
+
+/** RunnerSeams are what a {@link ScriptRunner} reads time from and reports to; each has a default. */
+export interface RunnerSeams {
+  /** Where "now" comes from (default {@link monotonicClock}). */
+  readonly clock?: Clock;
+  /** Where the deadline timer is set (default {@link systemTimers}). */
+  readonly timers?: Timers;
+  /** Hears one `storeCall` per script call; nothing is measured when it has no `storeCall` hook. */
+  readonly observer?: Observer;
+}
 
 /**
  * ScriptRunner runs floodgate's scripts through an adapter: EVALSHA first, EVAL on NOSCRIPT (a
@@ -18,38 +31,55 @@ import type { LuaScript } from './scripts/index.js';
  */
 export class ScriptRunner {
   private readonly deadlines: Deadlines;
+  private readonly clock: Clock;
+  /** The observer, only when it listens to store calls: otherwise nothing is timed. */
+  private readonly observer: Observer | undefined;
 
   /**
    * Creates a runner over `adapter` whose calls time out after `timeoutMs`, each sent while the
-   * circuit `circuits` picks for it allows (a lone {@link Circuit} guards every call).
+   * circuit `circuits` picks for it allows (a lone {@link Circuit} guards every call), reading
+   * time and reporting calls through `seams`.
    */
   constructor(
     private readonly adapter: RedisAdapter,
     private readonly timeoutMs: number,
     private readonly circuits: CircuitRouter,
+    seams: RunnerSeams = {},
   ) {
-    this.deadlines = new Deadlines(timeoutMs);
+    this.clock = seams.clock ?? monotonicClock;
+    this.deadlines = new Deadlines({ timeoutMs, clock: this.clock, timers: seams.timers ?? systemTimers });
+    this.observer = typeof seams.observer?.storeCall === 'function' ? seams.observer : undefined;
   }
 
-  /** run resolves to the script's raw reply; it rejects at once, sending nothing, while the circuit guarding `keys` is open. */
-  run(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+  /**
+   * run resolves to the script's raw reply; it rejects at once, sending nothing, while the circuit
+   * guarding `keys` is open. `operation` names the call in `storeCall` events (default the script's name).
+   */
+  run(script: LuaScript, keys: readonly string[], args: readonly string[], operation: string = script.name): Promise<unknown> {
     const circuit = this.circuits.circuitOf(keys);
     const admission = circuit.admit();
     if (admission === 'refuse') return Promise.reject(openError(script, circuit));
     const probe = admission === 'probe';
     const timeoutError = (): Error =>
       new FloodgateError('STORE_TIMEOUT', `RedisStore: the ${script.name} script got no answer from ${circuit.name} within ${this.timeoutMs} ms (RedisStore.timeoutMs); the operation may still have run`, 'timeoutMs');
+    const startedMs = this.observer === undefined ? 0 : this.clock.now();
     return this.deadlines.run(this.evaluate(script, keys, args), timeoutError).then(
       (reply) => {
         circuit.succeeded(probe);
+        if (this.observer !== undefined) this.report(operation, startedMs, true);
         return reply;
       },
       (error: unknown) => {
         if (isUnhealthy(error)) circuit.failed(probe);
         else circuit.succeeded(probe);
+        if (this.observer !== undefined) this.report(operation, startedMs, false);
         throw error;
       },
     );
+  }
+
+  private report(operation: string, startedMs: number, ok: boolean): void {
+    notify(this.observer, 'storeCall', { store: 'redis', operation, durationMs: this.clock.now() - startedMs, ok });
   }
 
   private async evaluate(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
