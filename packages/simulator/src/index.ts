@@ -1,1 +1,16 @@
-export {};
+/**
+ * floodgate-simulator: runs floodgate's own limiters on virtual time against generated or
+ * replayed traffic, scores them against an exact oracle and draws them as SVG and HTML.
+ *
+ * @packageDocumentation
+ */
+export { simulate, runLane, type LaneResult, type SimulationResult } from './simulate.js';
+export { parseScenario } from './parse-scenario.js';
+export type { DistributionSpec, KeySpread, LaneSpec, OutageSpec, PolicySpec, Scenario, TraceRow, TrafficSpec } from './scenario.js';
+export { generateArrivals, type Arrivals } from './arrivals.js';
+export { parseTrace, traceFormatOf } from './trace.js';
+export { maxInAnyWindow, percentiles, scoreLane, type KeyTimeline, type Score, type WaitPercentiles } from './oracle.js';
+export { promiseOf, buildAlgorithm, describePolicy, type PolicyPromise } from './policy.js';
+export { SeededRandom, ZipfSampler } from './random.js';
+export { SimulatorError, type SimulatorErrorCode } from './errors.js';
+export type { Series } from './series.js';

@@ -1,0 +1,94 @@
+import { Fields, invalid } from './fields.js';
+import { LIMITER_POLICIES, type DistributionSpec, type LaneSpec, type OutageSpec, type PolicySpec } from './scenario.js';
+
+const POLICY_TYPES = [...LIMITER_POLICIES, 'shaping-queue', 'smooth-bursty', 'smooth-warming-up'] as const;
+const POSITIVE = { min: 0, above: true };
+
+/** parseLane returns the checked lane (one policy and how it runs) at `path`. */
+export function parseLane(value: unknown, path: string): LaneSpec {
+  const f = new Fields(value, path);
+  const name = f.string('name');
+  const policy = parsePolicy(f.raw('policy'), f.at('policy'));
+  const mode = f.choice('mode', ['refuse', 'wait'] as const, 'refuse');
+  const maxWaitMs = f.number('maxWaitMs', { min: 0, max: Infinity }, Infinity);
+  const isLimiter = (LIMITER_POLICIES as readonly string[]).includes(policy.type);
+  if (!isLimiter && f.has('mode')) throw invalid(f.at('mode'), `does not apply to ${policy.type}, which always queues`);
+  let distribution: DistributionSpec | undefined;
+  if (f.has('distribution')) {
+    if (!isLimiter || mode !== 'refuse') throw invalid(f.at('distribution'), 'applies only to a limiter policy in refuse mode');
+    distribution = parseDistribution(f.raw('distribution'), f.at('distribution'));
+  }
+  f.done();
+  return { name, policy, mode, maxWaitMs, distribution };
+}
+
+/** parsePolicy returns the checked policy at `path`; the library's own factories check it again when built. */
+export function parsePolicy(value: unknown, path: string): PolicySpec {
+  const f = new Fields(value, path);
+  const type = f.choice('type', POLICY_TYPES);
+  const spec = readPolicy(f, type);
+  f.done();
+  return spec;
+}
+
+function readPolicy(f: Fields, type: (typeof POLICY_TYPES)[number]): PolicySpec {
+  const windowMs = () => f.number('windowMs', { min: 1, integer: true });
+  switch (type) {
+    case 'token-bucket':
+      return { type, capacity: f.number('capacity', POSITIVE), refillPerSecond: f.number('refillPerSecond', POSITIVE) };
+    case 'leaky-bucket':
+      return { type, capacity: f.number('capacity', POSITIVE), leakPerSecond: f.number('leakPerSecond', POSITIVE) };
+    case 'fixed-window':
+    case 'sliding-window-log':
+      return { type, limit: f.number('limit', POSITIVE), windowMs: windowMs() };
+    case 'sliding-window-counter':
+      return { type, limit: f.number('limit', POSITIVE), windowMs: windowMs(), subWindows: f.optionalNumber('subWindows', { min: 1, integer: true }) };
+    case 'gcra':
+      return { type, rate: f.number('rate', POSITIVE), periodMs: f.number('periodMs', POSITIVE), maxBurst: f.number('maxBurst', { min: 0, integer: true }) };
+    case 'shaping-queue':
+      return { type, intervalMs: f.number('intervalMs', POSITIVE), capacity: f.number('capacity', { min: 0, max: Infinity }) };
+    case 'smooth-bursty':
+      return { type, permitsPerSecond: f.number('permitsPerSecond', POSITIVE), maxBurstSeconds: f.number('maxBurstSeconds', { min: 0 }, 1) };
+    case 'smooth-warming-up':
+      return { type, permitsPerSecond: f.number('permitsPerSecond', POSITIVE), warmupMs: f.number('warmupMs', POSITIVE), coldFactor: f.number('coldFactor', { min: 1 }, 3) };
+  }
+}
+
+function parseDistribution(value: unknown, path: string): DistributionSpec {
+  const f = new Fields(value, path);
+  const nodes = f.number('nodes', { min: 1, integer: true, max: 1000 });
+  const roundTripMs = f.number('roundTripMs', { min: 0 }, 0);
+  const roundTripJitterMs = f.number('roundTripJitterMs', { min: 0 }, 0);
+  const skewMs = readSkew(f, nodes);
+  const outage = f.has('outage') ? parseOutage(f.raw('outage'), f.at('outage'), nodes) : (f.raw('outage') as undefined);
+  f.done();
+  return { nodes, roundTripMs, roundTripJitterMs, skewMs, outage };
+}
+
+/** Skew is a list with one offset per node, or `maxSkewMs` spread evenly from -max to +max. */
+function readSkew(f: Fields, nodes: number): number[] {
+  if (f.has('skewMs') && f.has('maxSkewMs')) throw invalid(f.at('maxSkewMs'), 'cannot be given with skewMs');
+  if (f.has('skewMs')) {
+    const list = f.array('skewMs');
+    if (list.length !== nodes) throw invalid(f.at('skewMs'), `must hold one offset per node (${nodes}), got ${list.length}`);
+    return list.map((v, i) => {
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw invalid(`${f.at('skewMs')}[${i}]`, 'must be a finite number of ms');
+      return v;
+    });
+  }
+  const max = f.number('maxSkewMs', { min: 0 }, 0);
+  return Array.from({ length: nodes }, (_, i) => (nodes === 1 ? 0 : -max + (2 * max * i) / (nodes - 1)));
+}
+
+function parseOutage(value: unknown, path: string, nodes: number): OutageSpec {
+  const f = new Fields(value, path);
+  const startMs = f.number('startMs', { min: 0 });
+  const endMs = f.number('endMs', { min: 0 });
+  if (endMs <= startMs) throw invalid(f.at('endMs'), `must be after startMs (${startMs}), got ${endMs}`);
+  const onError = f.choice('onError', ['fail-open', 'fail-closed', 'local'] as const);
+  const share = f.number('share', { min: 0, above: true, max: 1 }, 1 / nodes);
+  if (onError !== 'local' && f.has('share')) throw invalid(f.at('share'), "applies only with onError 'local'");
+  const timeoutMs = f.number('timeoutMs', { min: 0 }, 0);
+  f.done();
+  return { startMs, endMs, onError, share, timeoutMs };
+}
