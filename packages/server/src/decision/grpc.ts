@@ -1,0 +1,80 @@
+/**
+ * Envoy's `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit` over gRPC (@grpc/grpc-js),
+ * from the .proto files in `packages/server/proto` (Envoy's field numbers and types).
+ */
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { DecisionError, parseDecisionRequest } from './request.js';
+import { MAX_UINT32, type DecisionResult, type DecisionService, type DescriptorStatus } from './service.js';
+import { RESPONSE_UNIT_NUMBER } from './units.js';
+
+/** PROTO_ROOT is the folder holding Envoy's protos, for include paths. */
+export const PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));
+
+/** RLS_PROTO is the path of `rls.proto` under {@link PROTO_ROOT}. */
+export const RLS_PROTO = 'envoy/service/ratelimit/v3/rls.proto';
+
+/**
+ * PROTO_LOADER_OPTIONS are how the service loads the protos: field names as in the proto
+ * (`hits_addend`), 64-bit numbers as strings, enums as names, absent messages as null.
+ */
+export const PROTO_LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_ROOT] };
+
+/** loadRateLimitService returns the `RateLimitService` definition (for a server, or a client's constructor). */
+export function loadRateLimitService(): grpc.ServiceClientConstructor {
+  const definition = protoLoader.loadSync(RLS_PROTO, PROTO_LOADER_OPTIONS);
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as { envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } } };
+  return pkg.envoy.service.ratelimit.v3.RateLimitService;
+}
+
+/** toDuration returns a google.protobuf.Duration (`seconds` as a string, `nanos`) for `ms` (Infinity as the longest uint32 seconds). */
+export function toDuration(ms: number): { seconds: string; nanos: number } {
+  if (!Number.isFinite(ms)) return { seconds: String(MAX_UINT32), nanos: 0 };
+  const whole = Math.max(0, Math.floor(ms));
+  return { seconds: String(Math.floor(whole / 1000)), nanos: (whole % 1000) * 1_000_000 };
+}
+
+function statusMessage(s: DescriptorStatus): Record<string, unknown> {
+  const message: Record<string, unknown> = { code: s.code, limit_remaining: s.limitRemaining };
+  if (s.rule !== undefined && s.rule.unit !== undefined) {
+    message.current_limit = { requests_per_unit: s.rule.requestsPerUnit, unit: RESPONSE_UNIT_NUMBER[s.rule.unit], name: s.rule.name ?? '' };
+  }
+  if (s.durationUntilResetMs > 0) message.duration_until_reset = toDuration(s.durationUntilResetMs);
+  return message;
+}
+
+/** toResponseMessage returns `result` as a `RateLimitResponse` (proto field names). */
+export function toResponseMessage(result: DecisionResult): Record<string, unknown> {
+  return {
+    overall_code: result.overallCode,
+    statuses: result.statuses.map(statusMessage),
+    response_headers_to_add: result.headers.map(([key, value]) => ({ key, value })),
+  };
+}
+
+/** grpcStatusOf maps a failure to a gRPC status: INVALID_ARGUMENT for bad requests, UNAVAILABLE for store failures. */
+function grpcErrorOf(error: unknown): Partial<grpc.StatusObject> {
+  if (error instanceof DecisionError && error.code === 'INVALID_REQUEST') return { code: grpc.status.INVALID_ARGUMENT, details: error.message };
+  if (error instanceof DecisionError) return { code: grpc.status.UNAVAILABLE, details: error.message };
+  return { code: grpc.status.INTERNAL, details: `internal error: ${(error as Error)?.message ?? String(error)}` };
+}
+
+/** rateLimitHandlers returns the gRPC handlers of `RateLimitService` over `service`. */
+export function rateLimitHandlers(service: DecisionService): grpc.UntypedServiceImplementation {
+  return {
+    ShouldRateLimit(call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) {
+      let request;
+      try {
+        request = parseDecisionRequest(call.request);
+      } catch (error) {
+        callback(grpcErrorOf(error));
+        return;
+      }
+      service.shouldRateLimit(request).then(
+        (result) => callback(null, toResponseMessage(result)),
+        (error: unknown) => callback(grpcErrorOf(error)),
+      );
+    },
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * A runnable decision service: reads descriptor configs, serves Envoy's gRPC API and the JSON
+ * API, on the memory store or on Redis. Prints one JSON line `{"ready":true,"grpcPort":N,"httpPort":M}`
+ * once it listens; stops on SIGTERM or SIGINT.
+ *
+ *   node --conditions=floodgate-source --import tsx packages/server/src/decision/main.ts \
+ *     --config ratelimit.yaml --grpc-port 8081 --http-port 8080 [--host 127.0.0.1] [--redis 127.0.0.1:6380]
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { Store } from 'floodgate';
+import { formatConfigError, mergeDescriptorConfigs, parseDescriptorConfig, type DescriptorConfig } from './config.js';
+import { startDecisionServers } from './servers.js';
+import { createDecisionService } from './service.js';
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(2);
+}
+
+function portOf(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`${flag} must be a port number from 0 to 65535, got ${JSON.stringify(text)}`);
+  return port;
+}
+
+function loadConfigs(paths: readonly string[]): DescriptorConfig {
+  const parsed: DescriptorConfig[] = [];
+  const errors: string[] = [];
+  for (const path of paths) {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (error) {
+      errors.push(`${path}: cannot read: ${(error as Error).message}`);
+      continue;
+    }
+    const result = parseDescriptorConfig(text, path);
+    if ('errors' in result) errors.push(...result.errors.map(formatConfigError));
+    else parsed.push(result.config);
+  }
+  const merged = mergeDescriptorConfigs(parsed);
+  if ('errors' in merged) errors.push(...merged.errors.map(formatConfigError));
+  if (errors.length > 0 || 'errors' in merged) fail(errors.join('\n'));
+  return merged.config;
+}
+
+async function redisStore(address: string): Promise<{ store: Store; close: () => void }> {
+  const match = /^(.+):(\d+)$/.exec(address);
+  if (match === null) fail(`--redis must be host:port, got ${JSON.stringify(address)}`);
+  const { Redis } = await import('ioredis');
+  const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
+  const client = new Redis({ host: match[1], port: Number(match[2]), maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+  return { store: new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 500 }), close: () => client.disconnect() };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      config: { type: 'string', multiple: true },
+      'grpc-port': { type: 'string' },
+      'http-port': { type: 'string' },
+      host: { type: 'string' },
+      redis: { type: 'string' },
+    },
+  });
+  if (values.config === undefined || values.config.length === 0) fail('--config <file.yaml> is required (repeat it for several files)');
+  const config = loadConfigs(values.config);
+  const redis = values.redis === undefined ? undefined : await redisStore(values.redis);
+  const service = createDecisionService({ domains: config.domains, store: redis?.store });
+  const servers = await startDecisionServers({ service, grpcPort: portOf(values['grpc-port'], '--grpc-port'), httpPort: portOf(values['http-port'], '--http-port'), host: values.host });
+  process.stdout.write(`${JSON.stringify({ ready: true, grpcPort: servers.grpcPort ?? null, httpPort: servers.httpPort ?? null })}\n`);
+  const stop = (): void => {
+    void servers.close().then(() => {
+      redis?.close();
+      process.exit(0);
+    });
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+main().catch((error: unknown) => fail(`decision service failed to start: ${(error as Error).message}`));

@@ -1,0 +1,99 @@
+/**
+ * Starting the decision service's listeners: Envoy's gRPC API and the JSON API.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import { loadRateLimitService, rateLimitHandlers } from './grpc.js';
+import { decisionHttpHandler } from './http.js';
+import type { DecisionService } from './service.js';
+
+/** DecisionServersOptions configures {@link startDecisionServers}. */
+export interface DecisionServersOptions {
+  service: DecisionService;
+  /** The gRPC port (0: any free port); undefined starts no gRPC listener. */
+  grpcPort?: number;
+  /** The HTTP port for the JSON API (0: any free port); undefined starts no HTTP listener. */
+  httpPort?: number;
+  /** The address to listen on (default `127.0.0.1`). */
+  host?: string;
+}
+
+/** DecisionServers are running listeners, with the ports they got. */
+export interface DecisionServers {
+  /** The gRPC port, or undefined when none was started. */
+  readonly grpcPort: number | undefined;
+  /** The HTTP port, or undefined when none was started. */
+  readonly httpPort: number | undefined;
+  /** close stops both listeners: calls in flight are answered, idle connections closed. */
+  close(): Promise<void>;
+}
+
+function listenGrpc(service: DecisionService, host: string, port: number): Promise<{ server: grpc.Server; port: number }> {
+  const server = new grpc.Server();
+  server.addService(loadRateLimitService().service, rateLimitHandlers(service));
+  const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  return new Promise((resolve, reject) => {
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => {
+      if (error !== null) reject(new Error(`cannot listen for gRPC on ${address}: ${error.message}`, { cause: error }));
+      else resolve({ server, port: bound });
+    });
+  });
+}
+
+function listenHttp(service: DecisionService, host: string, port: number): Promise<{ server: Server; port: number }> {
+  const server = createServer(decisionHttpHandler(service));
+  server.keepAliveTimeout = 60_000;
+  return new Promise((resolve, reject) => {
+    server.once('error', (error) => reject(new Error(`cannot listen for HTTP on ${host}:${port}: ${error.message}`, { cause: error })));
+    server.listen(port, host, () => resolve({ server, port: (server.address() as AddressInfo).port }));
+  });
+}
+
+function closeGrpc(server: grpc.Server): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, 2000);
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+function closeHttp(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}
+
+/**
+ * startDecisionServers starts the gRPC listener (Envoy's `RateLimitService`) and the HTTP
+ * listener (the JSON API) that `options` asks for, and resolves with their ports once both
+ * listen. It rejects, closing what it opened, when a port cannot be bound.
+ *
+ * @example
+ * const servers = await startDecisionServers({ service, grpcPort: 8081, httpPort: 8080 });
+ * process.on('SIGTERM', () => void servers.close());
+ */
+export async function startDecisionServers(options: DecisionServersOptions): Promise<DecisionServers> {
+  const host = options.host ?? '127.0.0.1';
+  const grpcServer = options.grpcPort === undefined ? undefined : await listenGrpc(options.service, host, options.grpcPort);
+  let httpServer: { server: Server; port: number } | undefined;
+  try {
+    httpServer = options.httpPort === undefined ? undefined : await listenHttp(options.service, host, options.httpPort);
+  } catch (error) {
+    if (grpcServer !== undefined) await closeGrpc(grpcServer.server);
+    throw error;
+  }
+  return {
+    grpcPort: grpcServer?.port,
+    httpPort: httpServer?.port,
+    close: async () => {
+      await Promise.all([grpcServer === undefined ? undefined : closeGrpc(grpcServer.server), httpServer === undefined ? undefined : closeHttp(httpServer.server)]);
+    },
+  };
+}

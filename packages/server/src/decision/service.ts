@@ -1,0 +1,215 @@
+/**
+ * The decision service: Envoy's rate limit semantics (domains, descriptor matching, shadow mode,
+ * `replaces`, `unlimited`, overrides, `hits_addend`) over floodgate's limiters and stores.
+ */
+import { FloodgateError, Limiter, MemoryStore, notify, systemClock, type Algorithm, type Clock, type Decision, type Observer, type Store } from 'floodgate';
+import type { DomainSpec } from './config.js';
+import { decideAsync, decideSync, type Charge } from './execute.js';
+import { rateLimitHeaders } from './headers.js';
+import { DecisionError, type DecisionRequest, type RequestDescriptor } from './request.js';
+import { DomainRules, Policies, counterKey, overrideRule, type Match, type Rule } from './rules.js';
+import { UNIT_MS } from './units.js';
+
+/** MAX_UINT32 is what Envoy's service reports as the remaining hits of an unlimited descriptor. */
+export const MAX_UINT32 = 4_294_967_295;
+
+/** DescriptorStatus is the answer for one descriptor of a request, in request order. */
+export interface DescriptorStatus {
+  /** OVER_LIMIT only when this descriptor's limit refused and it is not in shadow mode. */
+  readonly code: 'OK' | 'OVER_LIMIT';
+  /** The limit that applied; undefined when none did (no rule, a replaced rule, or unlimited). */
+  readonly rule: Rule | undefined;
+  /** The policy's decision; undefined when no policy counted (no rule, unlimited, a limit of 0). */
+  readonly decision: Decision | undefined;
+  /** Hits left in the current unit (MAX_UINT32 when unlimited). */
+  readonly limitRemaining: number;
+  /** Until the limit is whole again (admitted) or the same request could pass (refused), in ms. */
+  readonly durationUntilResetMs: number;
+  /** True when the limit refused but shadow mode answered OK. */
+  readonly shadowed: boolean;
+  /** The metric name of the matched path (`domain.key_value...`), or undefined. */
+  readonly metricKey: string | undefined;
+}
+
+/** DecisionResult is the answer to a request: the overall code, each descriptor's status, and headers. */
+export interface DecisionResult {
+  readonly overallCode: 'OK' | 'OVER_LIMIT';
+  readonly statuses: readonly DescriptorStatus[];
+  /** The draft `RateLimit-Policy` and `RateLimit` fields, and `Retry-After` when over limit. */
+  readonly headers: ReadonlyArray<readonly [string, string]>;
+}
+
+/** DecisionServiceOptions configures {@link createDecisionService}. */
+export interface DecisionServiceOptions {
+  /** The domains to serve (from {@link parseDescriptorConfig}). */
+  domains: readonly DomainSpec[];
+  /** Where counters live (default a new MemoryStore); a RedisStore shares limits across processes. */
+  store?: Store;
+  /** The clock (default the system clock); stores that own their clock (Redis) ignore it. */
+  clock?: Clock;
+  /** Receives a `decision` event per counted descriptor, named by its metric key. */
+  observer?: Observer;
+}
+
+/** DecideMode says whether a request is charged (`consume`) or only asked about (`peek`). */
+export type DecideMode = 'consume' | 'peek';
+
+interface Plan {
+  readonly match: Match | undefined;
+  readonly rule: Rule | undefined;
+  readonly key: string;
+  readonly cost: number;
+}
+
+/**
+ * DecisionService answers rate limit requests for its domains. Build it with
+ * {@link createDecisionService}; `reload` swaps the domains without losing any counter.
+ */
+export class DecisionService {
+  private rules = new Map<string, DomainRules>();
+  private readonly policies = new Policies();
+  private readonly limiters = new Map<Algorithm, Limiter>();
+  private readonly store: Store;
+  private readonly clock: Clock;
+  private readonly observer: Observer | undefined;
+  private readonly synchronous: boolean;
+
+  constructor(options: DecisionServiceOptions) {
+    this.store = options.store ?? new MemoryStore();
+    this.clock = options.clock ?? systemClock;
+    this.observer = options.observer;
+    this.reload(options.domains);
+    // Probe once whether the store answers synchronously (the memory store does).
+    this.synchronous = this.store.bind(this.policies.policyOf('fixed-window', 1, 'second')).synchronous;
+  }
+
+  /** domains returns the names of the domains served. */
+  get domains(): string[] {
+    return [...this.rules.keys()];
+  }
+
+  /** reload serves `domains` from now on; counters of unchanged limits carry on. */
+  reload(domains: readonly DomainSpec[]): void {
+    const next = new Map<string, DomainRules>();
+    for (const d of domains) next.set(d.domain, new DomainRules(d, this.policies));
+    this.rules = next;
+  }
+
+  /**
+   * shouldRateLimit decides `request` and charges it when every enforcing limit admits it (with
+   * `mode: 'peek'`, or hits 0, nothing is charged). A domain the service does not know answers
+   * OK with no limits, as Envoy's service does. It rejects with {@link DecisionError}
+   * `STORE_FAILED` when the store fails.
+   *
+   * @example
+   * const result = await service.shouldRateLimit(parseDecisionRequest(body));
+   * if (result.overallCode === 'OVER_LIMIT') reply(429);
+   */
+  async shouldRateLimit(request: DecisionRequest, mode: DecideMode = 'consume'): Promise<DecisionResult> {
+    const plans = this.plan(request, mode);
+    const charges: Charge[] = [];
+    let refused = false;
+    for (const p of plans) {
+      if (p.rule === undefined || p.rule.unlimited) continue;
+      if (p.rule.policy === undefined) refused ||= !p.rule.shadowMode;
+      else charges.push({ limiter: this.limiterOf(p.rule.policy), key: p.key, cost: p.cost, enforcing: !p.rule.shadowMode });
+    }
+    let outcome: { allowed: boolean; decisions: Decision[] };
+    try {
+      outcome = this.synchronous ? decideSync(charges, refused) : await decideAsync(charges, refused, this.store);
+    } catch (error) {
+      if (error instanceof FloodgateError && (error.code === 'INVALID_KEY' || error.code === 'INVALID_COST')) throw new DecisionError('INVALID_REQUEST', error.message, 'descriptors');
+      const failed = new DecisionError('STORE_FAILED', `the store could not decide: ${(error as Error).message}`);
+      failed.cause = error;
+      throw failed;
+    }
+    return this.answer(plans, charges, outcome);
+  }
+
+  /** refund gives each limited descriptor's hits back (never above its limit), as for a request that turned out not to count. */
+  async refund(request: DecisionRequest): Promise<void> {
+    const refunds: Array<Promise<void>> = [];
+    for (const p of this.plan(request, 'consume')) {
+      if (p.rule?.policy !== undefined && p.cost > 0) refunds.push(this.limiterOf(p.rule.policy).refund(p.key, Math.min(p.cost, p.rule.policy.limit)));
+    }
+    try {
+      await Promise.all(refunds);
+    } catch (error) {
+      const failed = new DecisionError('STORE_FAILED', `the store could not refund: ${(error as Error).message}`);
+      failed.cause = error;
+      throw failed;
+    }
+  }
+
+  private limiterOf(policy: Algorithm): Limiter {
+    let limiter = this.limiters.get(policy);
+    if (limiter === undefined) {
+      limiter = new Limiter({ policy, store: this.store, clock: this.clock });
+      this.limiters.set(policy, limiter);
+    }
+    return limiter;
+  }
+
+  /** plan finds each descriptor's rule, then drops the rules that another applying rule replaces. */
+  private plan(request: DecisionRequest, mode: DecideMode): Plan[] {
+    const domain = this.rules.get(request.domain);
+    const plans = request.descriptors.map((d): Plan => {
+      const match = d.limit === undefined ? domain?.match(d.entries) : undefined;
+      const rule = d.limit !== undefined ? overrideRule(this.policies, d.limit.requestsPerUnit, d.limit.unit) : match?.rule;
+      return { match, rule, key: counterKey(request.domain, d.entries), cost: mode === 'peek' ? 0 : costOf(d, request) };
+    });
+    const replaced = new Set<string>();
+    for (const p of plans) if (p.rule !== undefined && !p.rule.unlimited) for (const name of p.rule.replaces) replaced.add(name);
+    if (replaced.size === 0) return plans;
+    return plans.map((p) => (p.rule?.name !== undefined && replaced.has(p.rule.name) ? { ...p, rule: undefined } : p));
+  }
+
+  private answer(plans: readonly Plan[], charges: readonly Charge[], outcome: { allowed: boolean; decisions: Decision[] }): DecisionResult {
+    const nowMs = this.clock.now();
+    let c = 0;
+    const statuses = plans.map((p): DescriptorStatus => {
+      const rule = p.rule;
+      const metricKey = p.match?.metricKey;
+      if (rule === undefined) return { code: 'OK', rule: undefined, decision: undefined, limitRemaining: 0, durationUntilResetMs: 0, shadowed: false, metricKey };
+      if (rule.unlimited) return { code: 'OK', rule: undefined, decision: undefined, limitRemaining: MAX_UINT32, durationUntilResetMs: 0, shadowed: false, metricKey };
+      if (rule.policy === undefined) {
+        const unitMs = UNIT_MS[rule.unit!];
+        return { code: rule.shadowMode ? 'OK' : 'OVER_LIMIT', rule, decision: undefined, limitRemaining: 0, durationUntilResetMs: unitMs - (nowMs % unitMs), shadowed: rule.shadowMode, metricKey };
+      }
+      const decision = outcome.decisions[c]!;
+      const charge = charges[c++]!;
+      notify(this.observer, 'decision', { limiter: metricKey ?? 'override', key: undefined, cost: charge.cost, operation: charge.cost === 0 ? 'peek' : 'consume', decision, atMs: nowMs });
+      const refusedHere = !decision.allowed;
+      const untilMs = refusedHere && Number.isFinite(decision.retryAfterMs) ? decision.retryAfterMs : decision.resetMs;
+      return {
+        code: refusedHere && !rule.shadowMode ? 'OVER_LIMIT' : 'OK',
+        rule,
+        decision,
+        limitRemaining: Math.min(MAX_UINT32, decision.remaining),
+        durationUntilResetMs: untilMs,
+        shadowed: refusedHere && rule.shadowMode,
+        metricKey,
+      };
+    });
+    const overallCode = statuses.some((s) => s.code === 'OVER_LIMIT') ? 'OVER_LIMIT' : 'OK';
+    return { overallCode, statuses, headers: rateLimitHeaders(statuses, overallCode) };
+  }
+}
+
+function costOf(d: RequestDescriptor, request: DecisionRequest): number {
+  return d.hitsAddend ?? request.hitsAddend;
+}
+
+/**
+ * createDecisionService returns a {@link DecisionService} for `options.domains` on
+ * `options.store` (default memory).
+ *
+ * @example
+ * const parsed = parseDescriptorConfig(text, 'ratelimit.yaml');
+ * if ('errors' in parsed) throw new Error(parsed.errors.map(formatConfigError).join('\n'));
+ * const service = createDecisionService({ domains: parsed.config.domains });
+ * const servers = await startDecisionServers({ service, grpcPort: 8081, httpPort: 8080 });
+ */
+export function createDecisionService(options: DecisionServiceOptions): DecisionService {
+  return new DecisionService(options);
+}
