@@ -376,12 +376,13 @@ describe('a circuit per master on a real Redis Cluster', () => {
     const store = new RedisStore({ adapter, prefix, timeoutMs: TIMEOUT_MS, probeIntervalMs: 100 });
     const closed = new Limiter({ policy, store: store.withOnError('fail-closed') });
     const local = store.withOnError({ fallback: 'local', share: 0.5 }).bind(policy);
+    const table = store.bind(policy);
     const thrown = store.withOnError('throw').bind(policy);
     const tables = { closed: (key: string) => closed.consume(key), local: (key: string) => Promise.resolve(local.consume(key, 1, Date.now())) };
     const { masterIndexes, portOfSlot } = await topologyOf(servers);
     assert.equal(masterIndexes.length, 3);
-    const slotOf = (key: string): number => hashSlotOf(thrown.entryOf(key).redisKey);
-    const keysOf = masterIndexes.map((index) => keysWhere(thrown, 4, (slot) => portOfSlot(slot) === servers.ports[index]));
+    const slotOf = (key: string): number => hashSlotOf(table.entryOf(key).redisKey);
+    const keysOf = masterIndexes.map((index) => keysWhere(table, 4, (slot) => portOfSlot(slot) === servers.ports[index]));
     const all = keysOf.flat();
     const healthyByRedis = async (): Promise<boolean> => [...(await round(tables, all)).values()].every((reason) => reason === 'ok');
     for (let i = 0; i < 50 && !(await healthyByRedis()); i++) await sleep(100);
@@ -406,7 +407,7 @@ describe('a circuit per master on a real Redis Cluster', () => {
         }
         await sleep(30);
       }
-      const errors = await Promise.allSettled(stoppedKeys.map((key) => thrown.consume(key, 1, 0)));
+      const errors = await Promise.allSettled(stoppedKeys.map((key) => Promise.resolve(thrown.consume(key, 1, 0))));
       const node = `Redis node 127.0.0.1:${stoppedPort}`;
       for (const e of errors) assert.ok(e.status === 'rejected' && e.reason instanceof FloodgateError && e.reason.message.includes(node), String(e.status === 'rejected' ? e.reason : e.value));
       assert.ok(

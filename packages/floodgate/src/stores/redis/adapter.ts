@@ -1,3 +1,5 @@
+import { FloodgateError, describeValue } from '../../core/errors.js';
+
 /**
  * RedisAdapter is everything {@link RedisStore} asks of a Redis client: run a script by SHA1, or by
  * source when the server does not have it yet, and on a cluster which node serves a slot. Build one
@@ -72,22 +74,35 @@ export interface NodeRedisClient {
    * `slot` (no entry until the cluster is connected). Read only with `{ cluster: true }`.
    */
   readonly slots?: ReadonlyArray<{ readonly master: { readonly address: string } } | undefined>;
+  /** A cluster's masters (node-redis's `RedisCluster.masters`); a single client has none. Its presence tells a cluster. */
+  readonly masters?: readonly unknown[];
   evalSha(sha1: string, options: NodeRedisEvalOptions): Promise<unknown>;
   eval(script: string, options: NodeRedisEvalOptions): Promise<unknown>;
 }
 
 /** NodeRedisAdapterOptions configures {@link nodeRedisAdapter}. */
 export interface NodeRedisAdapterOptions {
-  /** Set to true when the client is a cluster (`createCluster`); default false. */
+  /**
+   * Whether the client is a cluster (`createCluster`). Default: told by the client itself (a
+   * node-redis cluster has a `masters` list, a single client has none). `false` for a cluster is
+   * refused with `INVALID_OPTION`.
+   */
   cluster?: boolean;
 }
 
+/** isNodeRedisCluster returns whether `client` is a node-redis cluster: it lists its masters, as no single client does. */
+function isNodeRedisCluster(client: NodeRedisClient): boolean {
+  return Array.isArray(client.masters);
+}
+
 /**
- * nodeRedisAdapter returns a {@link RedisAdapter} over a node-redis client (`createClient()`) or,
- * with `{ cluster: true }`, a node-redis cluster (`createCluster()`). node-redis offers no flag to
- * tell them apart, so the caller says which; a cluster passed without it still works for single
- * keys, and `consumeAll` over keys of different slots fails with a `STORE_ERROR` saying so. On a
- * cluster its `nodeOf` reads the client's slot map (`slots[slot].master.address`).
+ * nodeRedisAdapter returns a {@link RedisAdapter} over a node-redis client (`createClient()`) or
+ * cluster (`createCluster()`), telling them apart as {@link ioredisAdapter} does: a node-redis
+ * cluster exposes its `masters`, a single client does not. On a cluster, batches and `consumeAll`
+ * are split by hash slot, and `nodeOf` reads the client's slot map (`slots[slot].master.address`).
+ *
+ * @throws FloodgateError `INVALID_OPTION` when `{ cluster: false }` is given with a cluster
+ * client: every batch over keys of several slots would fail with CROSSSLOT.
  *
  * @example
  * import { createClient } from 'redis';
@@ -96,7 +111,14 @@ export interface NodeRedisAdapterOptions {
  * const store = new RedisStore({ adapter: nodeRedisAdapter(client) });
  */
 export function nodeRedisAdapter(client: NodeRedisClient, options: NodeRedisAdapterOptions = {}): RedisAdapter {
-  const cluster = options.cluster === true;
+  if (typeof client !== 'object' || client === null || typeof client.evalSha !== 'function' || typeof client.eval !== 'function') {
+    throw new FloodgateError('INVALID_OPTION', `nodeRedisAdapter takes a node-redis client or cluster (createClient() or createCluster()), got ${describeValue(client)}`, 'client');
+  }
+  const detected = isNodeRedisCluster(client);
+  if (options.cluster === false && detected) {
+    throw new FloodgateError('INVALID_OPTION', 'nodeRedisAdapter: the client is a node-redis cluster (it lists its masters), but { cluster: false } was given; leave cluster out or set it to true', 'cluster');
+  }
+  const cluster = options.cluster ?? detected;
   return {
     cluster,
     ...(cluster ? { nodeOf: (slot: number): string | undefined => client.slots?.[slot]?.master.address } : {}),
