@@ -41,14 +41,16 @@ export interface FailureReportOptions {
 }
 
 /**
- * FailureReport logs a store outage once, when it begins (a store error, or a decision made by a
- * store's failure policy), and again only after a decision by a limit has shown the store back;
+ * FailureReport logs a store outage once per dimension, when it begins (a store error, or a
+ * decision made by a store's failure policy), and again only after a decision by that dimension's
+ * limit has shown its store back;
  * logs each failing option once per gate; and passes store errors that reach the gate to the
  * observer's `storeError` hook, as `store: "http:<dimension>"` with the policy the gate applied.
  */
 export class FailureReport {
-  /** down is true from the first failure seen until a decision made by a limit. */
+  /** down is true while some dimension is failing: from its first failure until its limit decides again. */
   down = false;
+  private readonly failing = new Set<string>();
   private readonly loggedOptions = new Set<string>();
 
   constructor(private readonly options: FailureReportOptions) {}
@@ -57,20 +59,26 @@ export class FailureReport {
   storeFailed(dimension: string, err: unknown, policy: StoreErrorPolicy): void {
     const error = err instanceof Error ? err : new Error(String(err));
     notify(this.options.observer, 'storeError', { store: `http:${dimension}`, error, policy, atMs: this.options.clock.now() });
-    if (this.down) return;
-    this.down = true;
+    if (!this.began(dimension)) return;
     this.options.logger.warn(`floodgate: the store of the "${dimension}" limit failed; onStoreError "${policy}" answers until it decides again`, err);
   }
 
   /** decided notes one decision of `dimension`: the start of an outage when a failure policy made it, the end when a limit did. */
   decided(dimension: string, decision: Decision): void {
     if (!isDegraded(decision)) {
-      if (decision.reason === 'ok' || decision.reason === 'limit') this.down = false;
+      if (this.down && (decision.reason === 'ok' || decision.reason === 'limit') && this.failing.delete(dimension)) this.down = this.failing.size > 0;
       return;
     }
-    if (this.down) return;
-    this.down = true;
+    if (!this.began(dimension)) return;
     this.options.logger.warn(`floodgate: the store of the "${dimension}" limit is failing; its onError "${decision.reason}" decides until it answers again`);
+  }
+
+  /** began marks `dimension` failing and tells whether that is news. */
+  private began(dimension: string): boolean {
+    if (this.failing.has(dimension)) return false;
+    this.failing.add(dimension);
+    this.down = true;
+    return true;
   }
 
   /** optionFailed logs an application fault (a failing option function, a bad key) once per option. */

@@ -14,6 +14,7 @@ export { FIELD, policyItem, retryAfterSeconds, serviceHead, serviceItem, windowM
 export { byFunction, byHeader, byIp, byRoute, byUser, firstOf, type ByIpOptions, type ByRouteOptions, type Identity } from './identity.js';
 export { DEFAULT_MAX_KEY_LENGTH, storeKey } from './keys.js';
 export type { Dimension, HttpLimitOptions, LimiterChoice, StoreErrorPolicy } from './options.js';
+export { OptionFunctionError } from './option-error.js';
 export { PROBLEM_CONTENT_TYPE, STATUS_OF, problemBody, type ProblemKind } from './problem.js';
 export { consoleLogger, type Logger } from './logger.js';
 export { RequestView, type HttpRequest, type Outcome } from './request.js';
