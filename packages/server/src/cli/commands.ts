@@ -1,0 +1,105 @@
+/** The work of each `floodgate` subcommand, apart from argument parsing. */
+import { watch } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import { pino } from 'pino';
+import { loadConfig } from '../config/load.js';
+import { ConfigError, formatProblem } from '../config/problems.js';
+import { jsonSchema } from '../config/schema.js';
+import { startDemoUpstream } from '../demo/upstream.js';
+import { Gateway } from '../gateway/gateway.js';
+import { LOG_REDACT_PATHS } from '../ops/redact.js';
+import type { ServeFlags } from './main.js';
+
+/** runCheck validates `file`, prints what it found, and returns the exit code (0 valid, 1 invalid). */
+export async function runCheck(file: string, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): Promise<number> {
+  try {
+    const { config } = await loadConfig(file);
+    const rules = config.routes.reduce((n, r) => n + r.rules.length, 0);
+    stdout.write(`${file}: valid (${config.routes.length} routes, ${rules} rules, ${config.store.type} store)\n`);
+    return 0;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    stderr.write(`${err.problems.map(formatProblem).join('\n')}\n${err.problems.length} problem${err.problems.length === 1 ? '' : 's'} found\n`);
+    return 1;
+  }
+}
+
+/** runSchema prints the config's JSON Schema and returns 0. */
+export function runSchema(stdout: NodeJS.WritableStream): number {
+  stdout.write(JSON.stringify(jsonSchema(), null, 2) + '\n');
+  return 0;
+}
+
+/** Time the file must be quiet before a change reloads it: editors write a file in several steps. */
+const WATCH_DEBOUNCE_MS = 100;
+
+/** runServe runs the gateway until SIGTERM or SIGINT, and returns the exit code. */
+export async function runServe(flags: ServeFlags): Promise<number> {
+  const log = pino({ name: 'floodgate', redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' } });
+  const file = resolve(flags.config);
+  if (flags.demoUpstream === true) {
+    const ok = await startDemo(file, log);
+    if (!ok) return 1;
+  }
+  let gateway: Gateway;
+  try {
+    gateway = await Gateway.start({ file, log, ...(flags.port === undefined ? {} : { port: flags.port }), ...(flags.adminPort === undefined ? {} : { adminPort: flags.adminPort }), drainTimeoutMs: flags.drainTimeoutMs });
+  } catch (err) {
+    if (err instanceof ConfigError) log.fatal({ problems: err.problems.map(formatProblem) }, 'the config is invalid; not starting');
+    else log.fatal({ error: (err as Error).message }, 'could not start');
+    return 1;
+  }
+  if (flags.demoUpstream === true) process.stderr.write(tryLine(gateway) + '\n');
+  const stopWatching = flags.watch ? watchFile(file, () => void gateway.reload('file changed')) : () => {};
+  process.on('SIGHUP', () => void gateway.reload('SIGHUP'));
+  await new Promise<void>((resolveStop) => {
+    const stop = (): void => {
+      stopWatching();
+      void gateway.shutdown().then(resolveStop);
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  process.exit(0);
+}
+
+/** The curl line a newcomer can run against the first route, to watch the headers count down to a 429. */
+function tryLine(gateway: Gateway): string {
+  const route = gateway.table.routes[0]!;
+  const path = route.path.source.replace(/\*$/, 'hello').replace(/:[^/]+/g, '1');
+  return `\nfloodgate is listening. Try, several times in a row:\n\n  curl -i http://127.0.0.1:${gateway.port}${path}\n\nand watch RateLimit count down to a 429. Metrics: http://127.0.0.1:${gateway.adminPort ?? '-'}/metrics\n`;
+}
+
+async function startDemo(file: string, log: pino.Logger): Promise<boolean> {
+  let upstream: URL;
+  try {
+    upstream = new URL((await loadConfig(file)).config.routes[0]!.upstream);
+  } catch {
+    return true; // The gateway reports the config's problems itself.
+  }
+  const host = upstream.hostname.replace(/^\[|\]$/g, '');
+  try {
+    await startDemoUpstream(host, Number(upstream.port || 80));
+    log.info({ upstream: upstream.origin }, 'demo upstream started');
+    return true;
+  } catch (err) {
+    log.fatal({ upstream: upstream.origin, error: (err as Error).message }, 'could not start the demo upstream: is that port taken?');
+    return false;
+  }
+}
+
+/** Watches the config's directory (editors often replace the file) and calls `onChange` once per burst of changes. */
+function watchFile(file: string, onChange: () => void): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  const name = basename(file);
+  const watcher = watch(dirname(file), (_event, changed) => {
+    if (changed !== null && changed !== name) return;
+    clearTimeout(timer);
+    timer = setTimeout(onChange, WATCH_DEBOUNCE_MS);
+  });
+  watcher.unref();
+  return () => {
+    clearTimeout(timer);
+    watcher.close();
+  };
+}

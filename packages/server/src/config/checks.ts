@@ -1,0 +1,92 @@
+/**
+ * The checks no schema expresses: names that must be unique, costs no policy can admit, rules and
+ * routes that can never apply, secrets named but not set, options that contradict each other.
+ */
+import { FloodgateError } from 'floodgate';
+import { policyOf } from './policy.js';
+import type { ConfigPath, ConfigProblem, Locator } from './problems.js';
+import type { GatewayConfig, RouteConfig, RuleConfig } from './schema.js';
+import { paramNamesOf, patternCovers } from './paths.js';
+
+/** checkConfig returns every problem of a schema-valid config (none: an empty list). */
+export function checkConfig(config: GatewayConfig, at: Locator, env: NodeJS.ProcessEnv): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const routeNames = new Set<string>();
+  config.routes.forEach((route, i) => {
+    if (routeNames.has(route.name)) problems.push(at.problem(['routes', i, 'name'], `the route name "${route.name}" is used twice`, 'give each route its own name'));
+    routeNames.add(route.name);
+    const shadowing = config.routes.slice(0, i).findIndex((earlier) => routeCovers(earlier, route));
+    if (shadowing >= 0) {
+      const by = config.routes[shadowing]!.name;
+      problems.push(at.problem(['routes', i, 'match'], `the route "${route.name}" is unreachable: route "${by}" (routes[${shadowing}]) comes first and matches every request it would`, 'move the more specific route above the general one, or narrow the earlier match'));
+    }
+    problems.push(...checkRules(route, ['routes', i], at, env));
+  });
+  problems.push(...checkStore(config, at, env));
+  if (config.admin !== undefined) problems.push(...checkSecret(config.admin.token, config.admin.tokenEnv, ['admin'], 'token', at, env));
+  return problems;
+}
+
+function checkRules(route: RouteConfig, path: ConfigPath, at: Locator, env: NodeJS.ProcessEnv): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const names = new Set<string>();
+  const params = paramNamesOf(route.match.path);
+  route.rules.forEach((rule, j) => {
+    const rp = [...path, 'rules', j];
+    if (names.has(rule.name)) problems.push(at.problem([...rp, 'name'], `the rule name "${rule.name}" is used twice in route "${route.name}"`, 'give each rule of a route its own name'));
+    names.add(rule.name);
+    problems.push(...checkPolicy(rule, rp, at));
+    if (rule.mode !== 'queue' && rule.queue !== undefined) problems.push(at.problem([...rp, 'queue'], `queue options are given but the rule's mode is "${rule.mode}"`, 'set mode: queue, or remove the queue options'));
+    const key = rule.key;
+    if (key.type === 'param' && !params.includes(key.name)) {
+      const known = params.length === 0 ? 'it has no parameters' : `its parameters are ${params.map((p) => `:${p}`).join(', ')}`;
+      problems.push(at.problem([...rp, 'key', 'name'], `the rule can never apply: the route's path ${route.match.path} has no parameter :${key.name} (${known})`, 'name a parameter of the route\'s path, or add it to match.path'));
+    }
+    if (key.type === 'jwt') problems.push(...checkSecret(key.secret, key.secretEnv, [...rp, 'key'], 'secret', at, env));
+  });
+  return problems;
+}
+
+function checkPolicy(rule: RuleConfig, rp: ConfigPath, at: Locator): ConfigProblem[] {
+  try {
+    const policy = policyOf(rule.policy);
+    if (rule.cost > policy.limit) {
+      return [at.problem([...rp, 'cost'], `a cost of ${rule.cost} can never be admitted: the policy admits at most ${policy.limit} at once, so every request would be refused`, `use a cost of at most ${policy.limit}, or raise the policy's limit`)];
+    }
+  } catch (err) {
+    if (!(err instanceof FloodgateError)) throw err;
+    const option = err.option?.split('.').at(-1);
+    return [at.problem(option === undefined ? [...rp, 'policy'] : [...rp, 'policy', option], err.message, 'change the number to one the policy accepts')];
+  }
+  return [];
+}
+
+function checkStore(config: GatewayConfig, at: Locator, env: NodeJS.ProcessEnv): ConfigProblem[] {
+  const s = config.store;
+  if (s.type !== 'redis') return [];
+  const problems: ConfigProblem[] = [];
+  if ((s.url === undefined) === (s.nodes === undefined)) {
+    problems.push(at.problem(['store'], 'a redis store needs exactly one of url (one server) and nodes (a cluster)', 'give url: redis://host:port, or nodes: [redis://host:port, ...]'));
+  }
+  if (s.passwordEnv !== undefined && env[s.passwordEnv] === undefined) {
+    problems.push(at.problem(['store', 'passwordEnv'], `the environment variable ${s.passwordEnv} is not set`, `set ${s.passwordEnv}, or remove passwordEnv`));
+  }
+  return problems;
+}
+
+function checkSecret(value: string | undefined, envName: string | undefined, path: ConfigPath, what: string, at: Locator, env: NodeJS.ProcessEnv): ConfigProblem[] {
+  if (value !== undefined && envName !== undefined) return [at.problem([...path, `${what}Env`], `both ${what} and ${what}Env are given`, `keep one: ${what}Env is better, since the file then holds no secret`)];
+  if (envName !== undefined && (env[envName] ?? '').length < 16) {
+    return [at.problem([...path, `${what}Env`], `the environment variable ${envName} is not set or is shorter than 16 characters`, `set ${envName} to a long random value before starting`)];
+  }
+  return [];
+}
+
+/** routeCovers tells whether `earlier` matches every request `later` matches. */
+function routeCovers(earlier: RouteConfig, later: RouteConfig): boolean {
+  const e = earlier.match;
+  const l = later.match;
+  if (e.host !== undefined && e.host.toLowerCase() !== l.host?.toLowerCase()) return false;
+  if (e.methods !== undefined && (l.methods === undefined || !l.methods.every((m) => e.methods!.includes(m)))) return false;
+  return patternCovers(e.path, l.path);
+}

@@ -1,0 +1,91 @@
+/**
+ * Loading a config file: YAML parsed with positions kept, validated by the strict schema and then
+ * by the checks no schema can express, every problem reported at once with its line and a fix.
+ */
+import { readFile } from 'node:fs/promises';
+import { LineCounter, parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { checkConfig } from './checks.js';
+import { ConfigError, Locator, type ConfigProblem } from './problems.js';
+import { configSchema, type GatewayConfig } from './schema.js';
+
+/** LoadedConfig is a checked config and where it came from. */
+export interface LoadedConfig {
+  readonly file: string;
+  readonly config: GatewayConfig;
+}
+
+/**
+ * loadConfig returns the checked config in `file`.
+ *
+ * @throws ConfigError `CONFIG_UNREADABLE` when the file cannot be read, `CONFIG_INVALID` listing every mistake.
+ * @example
+ * const { config } = await loadConfig('floodgate.yaml');
+ */
+export async function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): Promise<LoadedConfig> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const message = `cannot read the config file: ${(err as Error).message}`;
+    throw new ConfigError('CONFIG_UNREADABLE', [{ file, line: 0, column: 0, path: '', message, hint: 'give the path of a readable YAML file with --config' }]);
+  }
+  return { file, config: parseConfig(text, file, env) };
+}
+
+/**
+ * parseConfig returns the checked config in `text` (named `file` in problems).
+ *
+ * @throws ConfigError `CONFIG_INVALID` listing every mistake found.
+ */
+export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const locator = new Locator(file, doc, lines);
+  if (doc.errors.length > 0) {
+    const problems = doc.errors.map((e): ConfigProblem => {
+      const { line, col } = lines.linePos(e.pos[0]);
+      return { file, line, column: col, path: '', message: `YAML syntax: ${e.message.split('\n')[0]}`, hint: 'fix the YAML syntax at that line (indentation, a missing colon, an unclosed quote, a repeated key)' };
+    });
+    throw new ConfigError('CONFIG_INVALID', problems);
+  }
+  const parsed = configSchema.safeParse(doc.toJS() ?? {});
+  if (!parsed.success) throw new ConfigError('CONFIG_INVALID', parsed.error.issues.map((i) => issueProblem(locator, i)));
+  const problems = checkConfig(parsed.data, locator, env);
+  if (problems.length > 0) throw new ConfigError('CONFIG_INVALID', problems);
+  return parsed.data;
+}
+
+function issueProblem(locator: Locator, issue: z.core.$ZodIssue): ConfigProblem {
+  const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+  switch (issue.code) {
+    case 'unrecognized_keys': {
+      const keys = issue.keys.map((k) => `"${k}"`).join(', ');
+      return locator.problem([...path, issue.keys[0]!], `unknown key ${keys}`, 'remove it or correct its spelling; `floodgate schema` lists every key allowed');
+    }
+    case 'invalid_type':
+      return locator.problem(path, issue.input === undefined ? `missing ${issue.expected}` : issue.message, issue.input === undefined ? `add ${String(path.at(-1))}` : `write ${article(issue.expected)}`);
+    case 'invalid_union':
+      return locator.problem(path, unionMessage(issue), 'choose one of the kinds listed; `floodgate schema` shows each kind\'s keys');
+    case 'invalid_value':
+      return locator.problem(path, `${issue.message}`, `use one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`);
+    default:
+      return locator.problem(path, issue.message, hintOf(issue));
+  }
+}
+
+function unionMessage(issue: z.core.$ZodIssueInvalidUnion): string {
+  const note = (issue as { note?: string }).note;
+  return note === undefined ? issue.message : `${issue.message}: ${note}`;
+}
+
+function hintOf(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'too_small') return `use a value of at least ${String(issue.minimum)}${issue.inclusive === false ? ' (exclusive)' : ''}`;
+  if (issue.code === 'too_big') return `use a value of at most ${String(issue.maximum)}`;
+  if (issue.code === 'invalid_format') return 'write it in the form the message names';
+  return 'see `floodgate schema` for what this key takes';
+}
+
+function article(expected: string): string {
+  return /^[aeiou]/.test(expected) ? `an ${expected}` : `a ${expected}`;
+}

@@ -1,0 +1,120 @@
+/**
+ * The gateway's config file, as a strict zod schema: an unknown key anywhere is an error, every
+ * number says its unit in its name, and `floodgate schema` prints the same schema as JSON Schema.
+ */
+import { z } from 'zod';
+
+const positive = z.number().positive();
+const whole = z.number().int();
+const name = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'a name is 1-64 of A-Z a-z 0-9 _ . -');
+
+/** policySchema is one library policy, chosen by `algorithm`, with that factory's options. */
+export const policySchema = z.discriminatedUnion('algorithm', [
+  z.strictObject({ algorithm: z.literal('tokenBucket'), capacity: positive, refillPerSecond: positive }),
+  z.strictObject({ algorithm: z.literal('leakyBucket'), capacity: positive, leakPerSecond: positive }),
+  z.strictObject({ algorithm: z.literal('fixedWindow'), limit: positive, windowMs: positive }),
+  z.strictObject({ algorithm: z.literal('slidingWindowLog'), limit: whole.positive(), windowMs: positive }),
+  z.strictObject({ algorithm: z.literal('slidingWindowCounter'), limit: positive, windowMs: positive, subWindows: whole.positive().optional() }),
+  z.strictObject({ algorithm: z.literal('gcra'), rate: positive, periodMs: positive, maxBurst: whole.nonnegative().optional() }),
+]);
+
+const secretFields = {
+  /** The HS256 secret itself (prefer `secretEnv`: a secret in a file is a secret in backups). */
+  secret: z.string().min(16, 'an HS256 secret needs at least 16 characters').optional(),
+  /** The name of the environment variable holding the HS256 secret. */
+  secretEnv: z.string().min(1).optional(),
+};
+
+/** keySchema is who a request counts against. */
+export const keySchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('ip'), ipv6PrefixBits: whole.min(1).max(128).optional() }),
+  z.strictObject({ type: z.literal('header'), name: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a header name such as x-api-key') }),
+  z.strictObject({ type: z.literal('jwt'), claim: z.string().min(1), header: z.string().min(1).optional(), ...secretFields }),
+  z.strictObject({ type: z.literal('query'), name: z.string().min(1) }),
+  z.strictObject({ type: z.literal('param'), name: z.string().min(1) }),
+  z.strictObject({ type: z.literal('route') }),
+]);
+
+/** ruleSchema is one limit on a route. */
+export const ruleSchema = z.strictObject({
+  name,
+  policy: policySchema,
+  key: keySchema.default({ type: 'ip' }),
+  /** What one request costs under this rule (default 1). */
+  cost: z.number().nonnegative().default(1),
+  /** enforce (default) refuses with 429; shadow decides and reports only; queue delays instead of refusing. */
+  mode: z.enum(['enforce', 'shadow', 'queue']).default('enforce'),
+  queue: z.strictObject({ maxWaitMs: positive.default(1000), maxQueue: whole.nonnegative().default(100) }).optional(),
+});
+
+/** routeSchema is one route: what it matches, where it forwards, and its rules. */
+export const routeSchema = z.strictObject({
+  name,
+  match: z
+    .strictObject({
+      host: z.string().min(1).optional(),
+      methods: z.array(z.string().regex(/^[A-Z]+$/, 'an HTTP method in upper case, such as GET')).min(1).optional(),
+      path: z.string().startsWith('/', 'a path starts with /').default('/*'),
+    })
+    .default({ path: '/*' }),
+  upstream: z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL such as http://127.0.0.1:3000' }),
+  rules: z.array(ruleSchema).default([]),
+});
+
+/** storeSchema is where limiter state lives: this process's memory, or Redis shared by many gateways. */
+export const storeSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('memory'), maxKeys: whole.positive().optional() }),
+  z.strictObject({
+    type: z.literal('redis'),
+    url: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').optional(),
+    nodes: z.array(z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')).min(1).optional(),
+    passwordEnv: z.string().min(1).optional(),
+    timeoutMs: positive.default(100),
+    onError: z.enum(['fail-open', 'fail-closed']).default('fail-open'),
+    prefix: z.string().regex(/^[^{}]*$/, 'no { or }').optional(),
+  }),
+]);
+
+/** configSchema is the whole file. */
+export const configSchema = z.strictObject({
+  listen: z.strictObject({ host: z.string().default('127.0.0.1'), port: whole.min(0).max(65535).default(8080) }).default({ host: '127.0.0.1', port: 8080 }),
+  admin: z
+    .strictObject({
+      host: z.string().default('127.0.0.1'),
+      port: whole.min(0).max(65535).default(9090),
+      token: z.string().min(16, 'an admin token needs at least 16 characters').optional(),
+      tokenEnv: z.string().min(1).optional(),
+    })
+    .optional(),
+  store: storeSchema.default({ type: 'memory' }),
+  trustProxy: z.union([z.literal(false), whole.nonnegative(), z.array(z.string().min(1))]).default(false),
+  limits: z
+    .strictObject({
+      maxHeaderBytes: whole.min(1024).default(16_384),
+      maxBodyBytes: whole.nonnegative().default(10_485_760),
+      headersTimeoutMs: positive.default(10_000),
+      requestTimeoutMs: positive.default(30_000),
+      upstreamTimeoutMs: positive.default(30_000),
+      connectTimeoutMs: positive.default(5_000),
+    })
+    .default({ maxHeaderBytes: 16_384, maxBodyBytes: 10_485_760, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, upstreamTimeoutMs: 30_000, connectTimeoutMs: 5_000 }),
+  routes: z.array(routeSchema).min(1, 'at least one route is needed'),
+});
+
+/** GatewayConfig is a checked config file with its defaults filled in. */
+export type GatewayConfig = z.output<typeof configSchema>;
+/** RouteConfig is one checked route. */
+export type RouteConfig = GatewayConfig['routes'][number];
+/** RuleConfig is one checked rule. */
+export type RuleConfig = RouteConfig['rules'][number];
+/** PolicyConfig is one checked policy. */
+export type PolicyConfig = RuleConfig['policy'];
+/** KeyConfig is one checked identity. */
+export type KeyConfig = RuleConfig['key'];
+/** StoreConfig is the checked store. */
+export type StoreConfig = GatewayConfig['store'];
+
+/** jsonSchema returns the config's JSON Schema (draft 2020-12), for editors. */
+export function jsonSchema(): unknown {
+  return z.toJSONSchema(configSchema, { io: 'input' });
+}

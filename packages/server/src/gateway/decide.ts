@@ -1,0 +1,200 @@
+/**
+ * One request's admission under its route's rules: enforced rules decided together (all admit or
+ * none is charged), shadow rules decided and reported only, queued rules waited for in turn.
+ */
+import { FloodgateError, type Decision } from 'floodgate';
+import { FIELD, PROBLEM_CONTENT_TYPE, problemBody, retryAfterSeconds, serviceItem, type HeaderPair } from 'floodgate/http';
+import type { ProxyRequest } from './request.js';
+import type { CompiledRoute, CompiledRule } from './routes.js';
+
+/** RuleOutcome is how one rule answered one request, as counted in metrics. */
+export type RuleOutcome = 'admitted' | 'near_limit' | 'limited' | 'shadow_admitted' | 'shadow_limited' | 'queued' | 'queue_rejected' | 'fail_open' | 'fail_closed';
+
+/** DecisionReporter receives each rule's outcome and each store call's duration. */
+export interface DecisionReporter {
+  outcome(route: string, rule: string, outcome: RuleOutcome): void;
+  storeCall(operation: string, durationMs: number, ok: boolean): void;
+  queueDepth(route: string, rule: string, delta: number): void;
+}
+
+/** Admission is the answer for one request: pass it on with `headers`, or answer `status` with `headers` and `body`. */
+export interface Admission {
+  readonly allowed: boolean;
+  readonly status: number;
+  readonly headers: readonly HeaderPair[];
+  readonly body: string | undefined;
+}
+
+/** The share of a limit below which an admitted request counts as near its limit. */
+const NEAR_LIMIT_SHARE = 0.1;
+const ZERO = Object.freeze({ cost: 0 });
+const PASS: Admission = Object.freeze({ allowed: true, status: 0, headers: [], body: undefined });
+
+interface Applied {
+  readonly rule: CompiledRule;
+  readonly key: string;
+  decision: Decision;
+}
+
+/** AdmitOptions carries what {@link admit} needs besides the request. */
+export interface AdmitOptions {
+  readonly reporter: DecisionReporter;
+  /** What a store failure does when the store itself throws (its own `onError` usually answers first). */
+  readonly onStoreError: 'fail-open' | 'fail-closed';
+  /** Fires when the client goes away, to stop waiting in a queue. */
+  readonly signal: AbortSignal | undefined;
+  /** Whether the store is remote, so store calls are timed. */
+  readonly timed: boolean;
+}
+
+/** admit resolves to the admission of `req` on `route`. */
+export async function admit(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Promise<Admission> {
+  if (route.rules.length === 0) return PASS;
+  const shadow = route.shadow.length === 0 ? undefined : decideShadow(route, req, options);
+  let applied: Applied[];
+  try {
+    applied = await decideEnforced(route, req, options);
+  } catch (err) {
+    if (err instanceof FloodgateError && err.code !== 'STORE_ERROR' && err.code !== 'STORE_TIMEOUT' && err.code !== 'STORE_REPLY') throw err;
+    await shadow;
+    return storeFailed(route, options);
+  }
+  await shadow;
+  const refused = applied.filter((a) => !a.decision.allowed);
+  // A refused request is counted against the rules that refused it only: the others were refunded.
+  for (const a of refused.length > 0 ? refused : applied) report(route.name, a.rule, a.decision, options.reporter, '');
+  if (refused.length > 0) return refuse(applied, refused);
+  const queued = await waitInQueues(route, req, applied, options);
+  if (queued !== undefined) return queued;
+  return { allowed: true, status: 0, headers: headersOf(applied), body: undefined };
+}
+
+async function consume(rule: CompiledRule, key: string, options: AdmitOptions, peek = false): Promise<Decision> {
+  const started = options.timed ? performance.now() : 0;
+  try {
+    const d = peek ? await rule.limiter.peek(key, ZERO) : await rule.limiter.consume(key, rule.cost === 1 ? undefined : { cost: rule.cost });
+    if (options.timed) options.reporter.storeCall(peek ? 'peek' : 'consume', performance.now() - started, d.reason !== 'fail-open' && d.reason !== 'fail-closed');
+    return d;
+  } catch (err) {
+    if (options.timed) options.reporter.storeCall(peek ? 'peek' : 'consume', performance.now() - started, false);
+    throw err;
+  }
+}
+
+async function decideEnforced(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Promise<Applied[]> {
+  const applied: Applied[] = [];
+  for (const rule of route.enforce) {
+    const identity = rule.identity(req);
+    if (identity === undefined) continue;
+    const key = rule.keyOf(identity);
+    const decision = await consume(rule, key, options);
+    applied.push({ rule, key, decision });
+    if (!decision.allowed) {
+      await giveBack(applied.slice(0, -1), options);
+      for (const later of route.enforce.slice(route.enforce.indexOf(rule) + 1)) {
+        const id = later.identity(req);
+        if (id !== undefined) applied.push({ rule: later, key: later.keyOf(id), decision: await consume(later, later.keyOf(id), options, true) });
+      }
+      break;
+    }
+  }
+  return applied;
+}
+
+/** Refunds what `charged` took and replaces each decision by the rule's state after the refund. */
+async function giveBack(charged: readonly Applied[], options: AdmitOptions): Promise<void> {
+  for (const a of charged) {
+    if (a.rule.cost > 0) await a.rule.limiter.refund(a.key, a.rule.cost);
+    a.decision = await consume(a.rule, a.key, options, true);
+  }
+}
+
+async function decideShadow(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Promise<void> {
+  for (const rule of route.shadow) {
+    const identity = rule.identity(req);
+    if (identity === undefined) continue;
+    try {
+      report(route.name, rule, await consume(rule, rule.keyOf(identity), options), options.reporter, 'shadow_');
+    } catch {
+      // A shadow rule never changes the answer, not even when its store fails.
+    }
+  }
+}
+
+function report(route: string, rule: CompiledRule, d: Decision, reporter: DecisionReporter, prefix: '' | 'shadow_'): void {
+  let outcome: RuleOutcome;
+  if (d.reason === 'fail-open' || d.reason === 'fail-closed') outcome = d.reason === 'fail-open' ? 'fail_open' : 'fail_closed';
+  else if (prefix === 'shadow_') outcome = d.allowed ? 'shadow_admitted' : 'shadow_limited';
+  else if (!d.allowed) outcome = 'limited';
+  else outcome = d.remaining < d.limit * NEAR_LIMIT_SHARE ? 'near_limit' : 'admitted';
+  reporter.outcome(route, rule.name, outcome);
+}
+
+async function waitInQueues(route: CompiledRoute, req: ProxyRequest, applied: Applied[], options: AdmitOptions): Promise<Admission | undefined> {
+  const waited: Applied[] = [];
+  for (const rule of route.queue) {
+    const identity = rule.identity(req);
+    if (identity === undefined) continue;
+    const key = rule.keyOf(identity);
+    options.reporter.queueDepth(route.name, rule.name, 1);
+    try {
+      await rule.limiter.acquire(key, { cost: rule.cost, maxWaitMs: rule.maxWaitMs, ...(options.signal === undefined ? {} : { signal: options.signal }) });
+      options.reporter.outcome(route.name, rule.name, 'queued');
+      waited.push({ rule, key, decision: await consume(rule, key, options, true) });
+    } catch (err) {
+      options.reporter.outcome(route.name, rule.name, 'queue_rejected');
+      await giveBack(applied, options);
+      for (const w of waited) if (w.rule.cost > 0) await w.rule.limiter.refund(w.key, w.rule.cost);
+      return queueRefusal(rule, err);
+    } finally {
+      options.reporter.queueDepth(route.name, rule.name, -1);
+    }
+  }
+  applied.push(...waited);
+  return undefined;
+}
+
+function queueRefusal(rule: CompiledRule, err: unknown): Admission {
+  const code = err instanceof FloodgateError ? err.code : 'STORE_ERROR';
+  const detail = code === 'QUEUE_FULL' ? 'the queue for this client is full' : code === 'WAIT_TIMEOUT' ? `the request could not be admitted within ${rule.maxWaitMs} ms` : 'the request could not wait its turn';
+  const headers: HeaderPair[] = [[FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE], [FIELD.retryAfter, String(Math.max(1, Math.ceil(rule.maxWaitMs / 1000)))]];
+  return { allowed: false, status: 503, headers, body: problemBody('temporary-reduced-capacity', [rule.name], detail) };
+}
+
+function refuse(applied: readonly Applied[], refused: readonly Applied[]): Admission {
+  const decisions = refused.map((a) => a.decision);
+  const byLimit = decisions.some((d) => d.reason === 'limit' || d.reason === 'fallback');
+  const headers = headersOf(applied);
+  const retryAfter = retryAfterSeconds(decisions);
+  if (retryAfter !== undefined) headers.push([FIELD.retryAfter, String(retryAfter)]);
+  headers.push([FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]);
+  const names = refused.map((a) => a.rule.name);
+  if (byLimit) return { allowed: false, status: 429, headers, body: problemBody('quota-exceeded', names) };
+  return { allowed: false, status: 503, headers, body: problemBody('temporary-reduced-capacity', names) };
+}
+
+function storeFailed(route: CompiledRoute, options: AdmitOptions): Admission {
+  const open = options.onStoreError === 'fail-open';
+  for (const rule of route.enforce) options.reporter.outcome(route.name, rule.name, open ? 'fail_open' : 'fail_closed');
+  const mark: HeaderPair = ['floodgate-degraded', options.onStoreError];
+  if (open) return { allowed: true, status: 0, headers: [mark], body: undefined };
+  const headers: HeaderPair[] = [mark, [FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
+  return { allowed: false, status: 503, headers, body: problemBody('temporary-reduced-capacity', route.enforce.map((r) => r.name), 'the rate-limit store is unavailable') };
+}
+
+/** The draft headers of the applied rules, with the degraded mark when a store's failure policy decided. */
+function headersOf(applied: readonly Applied[]): HeaderPair[] {
+  if (applied.length === 0) return [];
+  let policy = '';
+  let service = '';
+  let degraded: string | undefined;
+  for (const a of applied) {
+    policy += (policy === '' ? '' : ', ') + a.rule.policyItem;
+    service += (service === '' ? '' : ', ') + serviceItem(a.rule.serviceHead, a.decision, undefined);
+    const r = a.decision.reason;
+    if (r === 'fail-open' || r === 'fail-closed' || r === 'fallback') degraded ??= r;
+  }
+  const out: HeaderPair[] = [[FIELD.policy, policy], [FIELD.service, service]];
+  if (degraded !== undefined) out.push(['floodgate-degraded', degraded]);
+  return out;
+}

@@ -1,0 +1,229 @@
+/**
+ * The gateway process: the traffic listener, the admin listener, the store, and the config they
+ * run, reloaded in place (on SIGHUP, on file change, or by the admin API) and drained on shutdown.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ClientIpResolver } from 'floodgate/http';
+import type { Logger } from 'pino';
+import { loadConfig } from '../config/load.js';
+import { ConfigError, formatProblem } from '../config/problems.js';
+import type { GatewayConfig } from '../config/schema.js';
+import { adminHandler, tokenDigest } from '../ops/admin.js';
+import { GatewayMetrics } from '../ops/metrics.js';
+import { redactConfig } from '../ops/redact.js';
+import { openStore, type GatewayStore } from '../store/store.js';
+import { Upstreams } from './proxy.js';
+import { RouteTable } from './routes.js';
+import { serveRequest, serveUpgrade, trustedPeers, type TrafficState } from './traffic.js';
+
+/** GatewayOptions configures {@link Gateway.start}. */
+export interface GatewayOptions {
+  /** The config file. */
+  readonly file: string;
+  readonly log: Logger;
+  readonly env?: NodeJS.ProcessEnv;
+  /** Overrides the config's `listen.port` (0: any free port). */
+  readonly port?: number;
+  /** Overrides the config's `admin.port` (0: any free port). */
+  readonly adminPort?: number;
+  /** Longest wait for in-flight requests on shutdown, in ms (default 10,000). */
+  readonly drainTimeoutMs?: number;
+}
+
+/** ReloadResult says whether a reload was applied and, when not, why. */
+export interface ReloadResult {
+  readonly applied: boolean;
+  readonly problems: readonly string[];
+}
+
+/**
+ * Gateway is one running `floodgate serve`: it returns from {@link Gateway.start} listening, and
+ * is ready once the store has answered a ping.
+ *
+ * @example
+ * const gateway = await Gateway.start({ file: 'floodgate.yaml', log: pino() });
+ * process.once('SIGTERM', () => void gateway.shutdown());
+ */
+export class Gateway implements TrafficState {
+  readonly metrics = new GatewayMetrics();
+  readonly upstreams: Upstreams;
+  readonly resolver: ClientIpResolver;
+  readonly onStoreError: 'fail-open' | 'fail-closed';
+  readonly remoteStore: boolean;
+  readonly isTrustedPeer: (peer: string) => boolean;
+  table: RouteTable;
+  private config: GatewayConfig;
+  private loadedAt = new Date();
+  private ready = false;
+  private draining = false;
+  private inFlight = 0;
+  private drained: (() => void) | undefined;
+  private readonly traffic: Server;
+  private admin: Server | undefined;
+
+  private constructor(
+    private readonly options: GatewayOptions,
+    config: GatewayConfig,
+    private readonly store: GatewayStore,
+    readonly log: Logger,
+  ) {
+    this.config = config;
+    this.upstreams = new Upstreams(config.limits);
+    this.resolver = new ClientIpResolver({ trustProxy: config.trustProxy }, { warn: (message: string) => log.warn(message) });
+    this.isTrustedPeer = trustedPeers(config.trustProxy);
+    this.onStoreError = config.store.type === 'redis' ? config.store.onError : 'fail-open';
+    this.remoteStore = store.kind !== 'memory';
+    this.table = RouteTable.build(config, store.store, this.env);
+    const l = config.limits;
+    this.traffic = createServer({ maxHeaderSize: l.maxHeaderBytes, headersTimeout: l.headersTimeoutMs, requestTimeout: l.requestTimeoutMs, keepAliveTimeout: 5_000 });
+    this.traffic.on('request', (req, res) => {
+      this.inFlight++;
+      res.once('close', () => this.requestEnded());
+      void serveRequest(this, req, res);
+    });
+    this.traffic.on('upgrade', (req, socket, head) => void serveUpgrade(this, req, socket, head));
+    this.traffic.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+      if (!socket.writable) return socket.destroy();
+      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+      socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    });
+  }
+
+  /** start loads the config, opens the store, listens on both ports and resolves once listening. */
+  static async start(options: GatewayOptions): Promise<Gateway> {
+    const env = options.env ?? process.env;
+    const { config } = await loadConfig(options.file, env);
+    const store = await openStore(config.store, env, (err) => options.log.warn({ error: err.message }, 'store connection error'));
+    const gateway = new Gateway(options, config, store, options.log);
+    await gateway.listen();
+    void gateway.becomeReady();
+    return gateway;
+  }
+
+  private get env(): NodeJS.ProcessEnv {
+    return this.options.env ?? process.env;
+  }
+
+  /** port is the traffic listener's port. */
+  get port(): number {
+    return (this.traffic.address() as AddressInfo).port;
+  }
+
+  /** adminPort is the admin listener's port, or undefined when there is none. */
+  get adminPort(): number | undefined {
+    return this.admin === undefined ? undefined : (this.admin.address() as AddressInfo).port;
+  }
+
+  private async listen(): Promise<void> {
+    const c = this.config;
+    await listenOn(this.traffic, this.options.port ?? c.listen.port, c.listen.host);
+    if (c.admin !== undefined || this.options.adminPort !== undefined) {
+      const token = c.admin?.tokenEnv !== undefined ? this.env[c.admin.tokenEnv] : c.admin?.token;
+      this.admin = createServer(
+        adminHandler({
+          metrics: this.metrics,
+          tokenDigest: token === undefined ? undefined : tokenDigest(token),
+          isReady: () => this.ready,
+          rule: (route, rule) => this.table.rule(route, rule),
+          activeConfig: () => ({ file: this.options.file, loadedAt: this.loadedAt.toISOString(), config: redactConfig(this.config) }),
+          reload: () => this.reload('admin API'),
+        }),
+      );
+      await listenOn(this.admin, this.options.adminPort ?? c.admin?.port ?? 9090, c.admin?.host ?? '127.0.0.1');
+    }
+    this.log.info({ port: this.port, adminPort: this.adminPort, routes: c.routes.map((r) => r.name), store: c.store.type }, 'listening');
+  }
+
+  /** Ready once the store answers a ping; retried every 200 ms until then. */
+  private async becomeReady(): Promise<void> {
+    while (!this.draining) {
+      try {
+        await this.store.ping(1_000);
+        this.ready = true;
+        this.metrics.setReady(true);
+        this.log.info('ready');
+        return;
+      } catch (err) {
+        this.log.warn({ error: (err as Error).message }, 'store not answering yet; not ready');
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  }
+
+  /**
+   * reload reads the config file again and applies its routes and rules, keeping the limiter (and
+   * so every counter) of each rule whose policy did not change. An invalid file changes nothing.
+   * Listener, admin, store and limits settings need a restart; a change to them is logged and kept aside.
+   */
+  async reload(why: string): Promise<ReloadResult> {
+    const started = performance.now();
+    let config: GatewayConfig;
+    try {
+      config = (await loadConfig(this.options.file, this.env)).config;
+    } catch (err) {
+      const problems = err instanceof ConfigError ? err.problems.map(formatProblem) : [(err as Error).message];
+      this.metrics.reload(false);
+      this.log.error({ why, problems }, 'config reload rejected; the running config stays in force');
+      return { applied: false, problems };
+    }
+    for (const part of ['listen', 'admin', 'store', 'limits', 'trustProxy'] as const) {
+      if (JSON.stringify(config[part]) !== JSON.stringify(this.config[part])) this.log.warn({ part }, `the "${part}" settings changed: they apply at the next restart`);
+    }
+    const previous = this.table;
+    const table = RouteTable.build({ ...config, store: this.config.store }, this.store.store, this.env, previous);
+    const kept = [...table.limiters.values()].filter((l) => [...previous.limiters.values()].includes(l)).length;
+    this.table = table;
+    this.config = { ...config, listen: this.config.listen, admin: this.config.admin, store: this.config.store, limits: this.config.limits, trustProxy: this.config.trustProxy };
+    this.loadedAt = new Date();
+    this.upstreams.retain(new Set(table.routes.map((r) => r.upstream.origin)));
+    this.metrics.reload(true);
+    this.log.info({ why, routes: table.routes.length, keptLimiters: kept, newLimiters: table.limiters.size - kept, tookMs: Math.round(performance.now() - started) }, 'config reloaded');
+    return { applied: true, problems: [] };
+  }
+
+  private requestEnded(): void {
+    this.inFlight--;
+    if (this.inFlight === 0 && this.drained !== undefined) this.drained();
+  }
+
+  /**
+   * shutdown stops being ready at once, stops accepting connections, waits for requests in flight
+   * (up to `drainTimeoutMs`), then closes every connection, pool and store connection.
+   */
+  async shutdown(): Promise<void> {
+    if (this.draining) return;
+    this.draining = true;
+    this.ready = false;
+    this.metrics.setReady(false);
+    this.log.info({ inFlight: this.inFlight }, 'shutting down: draining requests in flight');
+    const closed = new Promise<void>((resolve) => this.traffic.close(() => resolve()));
+    this.traffic.closeIdleConnections();
+    const drained = this.inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.drained = resolve));
+    const limit = this.options.drainTimeoutMs ?? 10_000;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), limit)));
+    const late = await Promise.race([drained.then(() => false), timedOut]);
+    clearTimeout(timer);
+    if (late) this.log.warn({ inFlight: this.inFlight }, 'drain timed out; closing the remaining connections');
+    this.traffic.closeAllConnections();
+    await closed;
+    await this.upstreams.close();
+    await this.store.close();
+    if (this.admin !== undefined) {
+      this.admin.closeAllConnections();
+      await new Promise<void>((resolve) => this.admin!.close(() => resolve()));
+    }
+    this.log.info('stopped');
+  }
+}
+
+function listenOn(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}

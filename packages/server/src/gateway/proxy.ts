@@ -1,0 +1,153 @@
+/**
+ * Forwarding to upstreams with undici: one keep-alive pool per upstream origin, bodies streamed
+ * both ways (a request body is counted as it passes, never buffered), upstream failures answered
+ * as 502 or 504 problem details.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { FIELD, PROBLEM_CONTENT_TYPE, type HeaderPair } from 'floodgate/http';
+import { Pool } from 'undici';
+import { downstreamHeaders, upstreamHeaders, type ForwardingFacts } from './forwarding.js';
+
+/** ProxyLimits are the proxy's timeouts and sizes. */
+export interface ProxyLimits {
+  readonly maxBodyBytes: number;
+  readonly upstreamTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+}
+
+/** UpstreamResult is how one forwarded request ended, for metrics and logs. */
+export interface UpstreamResult {
+  /** The status sent to the client (the upstream's, or 502/504/413 from the gateway). */
+  readonly status: number;
+  /** Time from sending upstream to the end of the response, in ms. */
+  readonly durationMs: number;
+  /** What went wrong, when the gateway answered for the upstream. */
+  readonly error: string | undefined;
+}
+
+/** BodyTooLargeError ends a request body that grew past `maxBodyBytes`. */
+class BodyTooLargeError extends Error {
+  override readonly name = 'BodyTooLargeError';
+}
+
+/** Upstreams holds one undici pool per upstream origin. */
+export class Upstreams {
+  private readonly pools = new Map<string, Pool>();
+
+  constructor(private readonly limits: ProxyLimits) {}
+
+  /** poolOf returns the keep-alive pool of an upstream origin, made on first use. */
+  poolOf(upstream: URL): Pool {
+    let pool = this.pools.get(upstream.origin);
+    if (pool === undefined) {
+      pool = new Pool(upstream.origin, {
+        connections: 256,
+        pipelining: 1,
+        keepAliveTimeout: 4_000,
+        headersTimeout: this.limits.upstreamTimeoutMs,
+        bodyTimeout: this.limits.upstreamTimeoutMs,
+        connectTimeout: this.limits.connectTimeoutMs,
+      });
+      this.pools.set(upstream.origin, pool);
+    }
+    return pool;
+  }
+
+  /** retain closes the pools of origins no longer in `origins`. */
+  retain(origins: ReadonlySet<string>): void {
+    for (const [origin, pool] of this.pools) {
+      if (origins.has(origin)) continue;
+      this.pools.delete(origin);
+      void pool.close().catch(() => {});
+    }
+  }
+
+  /** close closes every pool, letting requests in flight end. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.pools.values()].map((p) => p.close()));
+    this.pools.clear();
+  }
+
+  /**
+   * forward sends `req` to `upstream` and streams the answer to `res` with `extra` headers added;
+   * it never rejects: failures are answered (502, 504, 413) and reported in the result.
+   */
+  async forward(req: IncomingMessage, res: ServerResponse, options: { upstream: URL; facts: ForwardingFacts; extra: readonly HeaderPair[] }): Promise<UpstreamResult> {
+    const started = performance.now();
+    const abort = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableFinished) abort.abort();
+    };
+    res.once('close', onClose);
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > this.limits.maxBodyBytes) return this.fail(res, 413, `the request body is larger than ${this.limits.maxBodyBytes} bytes`, started);
+    const hasBody = declared > 0 || req.headers['transfer-encoding'] !== undefined;
+    try {
+      const reply = await this.poolOf(options.upstream).request({
+        path: pathOn(options.upstream, req.url ?? '/'),
+        method: req.method as 'GET',
+        headers: upstreamHeaders(req.headers, options.facts),
+        body: hasBody ? Readable.from(countedBody(req, this.limits.maxBodyBytes), { objectMode: false }) : null,
+        signal: abort.signal,
+      });
+      const headers = downstreamHeaders(reply.headers);
+      for (const [name, value] of options.extra) headers[name] = value;
+      res.writeHead(reply.statusCode, headers);
+      await pipeline(reply.body, res);
+      return { status: reply.statusCode, durationMs: performance.now() - started, error: undefined };
+    } catch (err) {
+      return this.failed(res, err, started);
+    } finally {
+      res.off('close', onClose);
+    }
+  }
+
+  private failed(res: ServerResponse, err: unknown, started: number): UpstreamResult {
+    const code = (err as { code?: string }).code ?? '';
+    const cause = (err as { cause?: unknown }).cause;
+    if (err instanceof BodyTooLargeError || cause instanceof BodyTooLargeError) return this.fail(res, 413, `the request body is larger than ${this.limits.maxBodyBytes} bytes`, started);
+    const timeout = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
+    const detail = timeout ? `the upstream did not answer within its timeout (${code})` : `the upstream failed: ${code || (err as Error).message}`;
+    return this.fail(res, timeout ? 504 : 502, detail, started);
+  }
+
+  private fail(res: ServerResponse, status: number, detail: string, started: number): UpstreamResult {
+    if (!res.headersSent && !res.destroyed) {
+      sendProblem(res, status, detail);
+    } else {
+      // The response had begun: the only honest signal left is to cut the connection.
+      res.destroy();
+    }
+    return { status, durationMs: performance.now() - started, error: detail };
+  }
+}
+
+const TITLES: Record<number, string> = { 404: 'Not Found', 413: 'Content Too Large', 502: 'Bad Gateway', 504: 'Gateway Timeout' };
+
+/** sendProblem answers `status` with an RFC 9457 problem body saying `detail`. */
+export function sendProblem(res: ServerResponse, status: number, detail: string, extra: readonly HeaderPair[] = []): void {
+  const body = JSON.stringify({ type: 'about:blank', title: TITLES[status] ?? 'Error', status, detail });
+  const headers: Record<string, string> = { [FIELD.contentType]: PROBLEM_CONTENT_TYPE, [FIELD.cacheControl]: 'no-store', 'content-length': String(Buffer.byteLength(body)) };
+  for (const [name, value] of extra) headers[name] = value;
+  if (status === 413) headers.connection = 'close';
+  res.writeHead(status, headers);
+  res.end(body);
+}
+
+/** The request target on the upstream: the upstream URL's path prefix, then the client's target. */
+function pathOn(upstream: URL, target: string): string {
+  const base = upstream.pathname === '/' ? '' : upstream.pathname.replace(/\/$/, '');
+  return base + (target.startsWith('/') ? target : '/' + target);
+}
+
+/** The request body as it arrives, failing once it passes `maxBytes`. */
+async function* countedBody(req: IncomingMessage, maxBytes: number): AsyncGenerator<Buffer> {
+  let total = 0;
+  for await (const chunk of req) {
+    total += (chunk as Buffer).length;
+    if (total > maxBytes) throw new BodyTooLargeError(`the request body passed ${maxBytes} bytes`);
+    yield chunk as Buffer;
+  }
+}

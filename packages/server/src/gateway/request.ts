@@ -1,0 +1,43 @@
+/** The gateway's view of one request: what identities read, over node's `IncomingMessage`. */
+import type { IncomingMessage } from 'node:http';
+import { RequestView, type ClientIpResolver } from 'floodgate/http';
+
+/** ProxyRequest is one request as the gateway's rules see it: method, path, route, parameters and headers. */
+export class ProxyRequest extends RequestView<IncomingMessage> {
+  /** The path without the query string. */
+  readonly path: string;
+  /** The query string without `?`, or '' when there is none. */
+  readonly query: string;
+
+  constructor(
+    raw: IncomingMessage,
+    resolver: ClientIpResolver,
+    /** The matched route's name. */
+    readonly routeName: string,
+    /** The path parameters of the matched route, e.g. `{ id: '42' }`. */
+    readonly params: Readonly<Record<string, string>>,
+  ) {
+    super(raw, resolver);
+    const url = raw.url ?? '/';
+    const q = url.indexOf('?');
+    this.path = q < 0 ? url : url.slice(0, q);
+    this.query = q < 0 ? '' : url.slice(q + 1);
+  }
+
+  get method(): string {
+    return this.raw.method ?? 'GET';
+  }
+
+  get route(): string {
+    return this.routeName;
+  }
+
+  header(name: string): string | undefined {
+    const value = this.raw.headers[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  }
+
+  protected remoteAddress(): string | undefined {
+    return this.raw.socket.remoteAddress;
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * The compiled route table: each route's matcher, upstream and rules, with a limiter per rule.
+ * Limiters are kept across reloads for rules whose policy did not change, so their counters live on.
+ */
+import { Limiter, type Store } from 'floodgate';
+import { policyItem, serviceHead, storeKey } from 'floodgate/http';
+import { policyOf } from '../config/policy.js';
+import { compilePath, type PathPattern } from '../config/paths.js';
+import type { GatewayConfig, RouteConfig, RuleConfig } from '../config/schema.js';
+import { identityOf, type RequestIdentity } from './identity.js';
+
+/** Longest store key, in UTF-16 code units; longer identities are hashed (see `storeKey`). */
+const MAX_KEY_LENGTH = 256;
+
+/** CompiledRule is one rule ready to decide: its limiter, identity and header parts. */
+export interface CompiledRule {
+  readonly name: string;
+  readonly mode: RuleConfig['mode'];
+  readonly cost: number;
+  readonly limiter: Limiter;
+  readonly identity: RequestIdentity;
+  /** Longest wait of a queued request, in ms (queue mode). */
+  readonly maxWaitMs: number;
+  /** The rule's `RateLimit-Policy` item. */
+  readonly policyItem: string;
+  /** The start of its `RateLimit` item. */
+  readonly serviceHead: string;
+  /** keyOf returns the store key for an identity. */
+  keyOf(identity: string): string;
+}
+
+/** CompiledRoute is one route: what it matches, where it forwards and what it enforces. */
+export interface CompiledRoute {
+  readonly name: string;
+  readonly host: string | undefined;
+  readonly methods: ReadonlySet<string> | undefined;
+  readonly path: PathPattern;
+  readonly upstream: URL;
+  readonly enforce: readonly CompiledRule[];
+  readonly shadow: readonly CompiledRule[];
+  readonly queue: readonly CompiledRule[];
+  /** Every rule, in config order. */
+  readonly rules: readonly CompiledRule[];
+}
+
+/** RouteMatch is a route with the path parameters of one request. */
+export interface RouteMatch {
+  readonly route: CompiledRoute;
+  readonly params: Record<string, string>;
+}
+
+/** RouteTable holds the compiled routes of one config and finds the route of a request. */
+export class RouteTable {
+  /** The limiters by rule signature, handed to the next table on reload. */
+  readonly limiters: ReadonlyMap<string, Limiter>;
+
+  private constructor(
+    readonly routes: readonly CompiledRoute[],
+    limiters: Map<string, Limiter>,
+  ) {
+    this.limiters = limiters;
+  }
+
+  /**
+   * build returns the table of `config`'s routes on `store`, reusing from `previous` the limiter
+   * of each rule whose route, name, mode and policy are unchanged (same store assumed).
+   */
+  static build(config: GatewayConfig, store: Store, env: NodeJS.ProcessEnv, previous?: RouteTable): RouteTable {
+    const limiters = new Map<string, Limiter>();
+    const routes = config.routes.map((route) => compileRoute(route, { store, env, previous: previous?.limiters, limiters }));
+    return new RouteTable(routes, limiters);
+  }
+
+  /** match returns the first route matching the request's host, method and path, or undefined. */
+  match(host: string | undefined, method: string, path: string): RouteMatch | undefined {
+    const bareHost = host === undefined ? undefined : hostWithoutPort(host);
+    for (const route of this.routes) {
+      if (route.methods !== undefined && !route.methods.has(method)) continue;
+      if (route.host !== undefined && !hostMatches(route.host, bareHost)) continue;
+      const params = route.path.match(path);
+      if (params !== undefined) return { route, params };
+    }
+    return undefined;
+  }
+
+  /** rule returns a route's rule by names, or undefined. */
+  rule(routeName: string, ruleName: string): CompiledRule | undefined {
+    return this.routes.find((r) => r.name === routeName)?.rules.find((r) => r.name === ruleName);
+  }
+}
+
+interface CompileContext {
+  readonly store: Store;
+  readonly env: NodeJS.ProcessEnv;
+  readonly previous: ReadonlyMap<string, Limiter> | undefined;
+  readonly limiters: Map<string, Limiter>;
+}
+
+function compileRoute(route: RouteConfig, ctx: CompileContext): CompiledRoute {
+  const rules = route.rules.map((rule) => compileRule(route.name, rule, ctx));
+  return {
+    name: route.name,
+    host: route.match.host?.toLowerCase(),
+    methods: route.match.methods === undefined ? undefined : new Set(route.match.methods),
+    path: compilePath(route.match.path),
+    upstream: new URL(route.upstream),
+    enforce: rules.filter((r) => r.mode === 'enforce'),
+    shadow: rules.filter((r) => r.mode === 'shadow'),
+    queue: rules.filter((r) => r.mode === 'queue'),
+    rules,
+  };
+}
+
+function compileRule(routeName: string, rule: RuleConfig, ctx: CompileContext): CompiledRule {
+  const maxQueue = rule.queue?.maxQueue ?? 100;
+  const signature = JSON.stringify([routeName, rule.name, rule.mode, maxQueue, rule.policy]);
+  let limiter = ctx.previous?.get(signature);
+  if (limiter === undefined) {
+    const policy = policyOf(rule.policy);
+    limiter = new Limiter({ policy, store: ctx.store, ...(rule.mode === 'queue' ? { maxQueue } : {}) });
+  }
+  ctx.limiters.set(signature, limiter);
+  const dimension = `${routeName}/${rule.name}`;
+  return {
+    name: rule.name,
+    mode: rule.mode,
+    cost: rule.cost,
+    limiter,
+    identity: identityOf(rule.key, ctx.env),
+    maxWaitMs: rule.queue?.maxWaitMs ?? 1000,
+    policyItem: policyItem({ name: rule.name, policy: limiter.policy, unit: 'requests', pk: undefined }),
+    serviceHead: serviceHead(rule.name),
+    keyOf: keyMaker(dimension),
+  };
+}
+
+/** A rule's store keys, remembering recent identities so a repeat client reuses one key string. */
+function keyMaker(dimension: string): (identity: string) => string {
+  const recent = new Map<string, string>();
+  return (identity) => {
+    let key = recent.get(identity);
+    if (key === undefined) {
+      key = storeKey(dimension, identity, MAX_KEY_LENGTH);
+      if (recent.size >= 4096) recent.clear();
+      recent.set(identity, key);
+    }
+    return key;
+  };
+}
+
+function hostWithoutPort(host: string): string {
+  const lower = host.toLowerCase();
+  if (lower.startsWith('[')) return lower.slice(0, lower.indexOf(']') + 1);
+  const colon = lower.lastIndexOf(':');
+  return colon < 0 ? lower : lower.slice(0, colon);
+}
+
+/** A route host `*.example.com` matches any subdomain of example.com; else the host must be equal. */
+function hostMatches(pattern: string, host: string | undefined): boolean {
+  if (host === undefined) return false;
+  if (pattern.startsWith('*.')) return host.endsWith(pattern.slice(1));
+  return host === pattern;
+}
+

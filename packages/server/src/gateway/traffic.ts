@@ -1,0 +1,156 @@
+/**
+ * The traffic port's handlers: each request is matched to a route, admitted under its rules and
+ * forwarded; each WebSocket upgrade likewise, then piped both ways.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { ClientIpResolver, HeaderPair } from 'floodgate/http';
+import type { Logger } from 'pino';
+import type { GatewayMetrics } from '../ops/metrics.js';
+import { admit, type Admission } from './decide.js';
+import { upstreamHeaders, type ForwardingFacts } from './forwarding.js';
+import { sendProblem, type Upstreams } from './proxy.js';
+import { ProxyRequest } from './request.js';
+import type { RouteMatch, RouteTable } from './routes.js';
+
+/** TrafficState is what the handlers read of the running gateway; `table` changes on reload. */
+export interface TrafficState {
+  readonly table: RouteTable;
+  readonly resolver: ClientIpResolver;
+  readonly upstreams: Upstreams;
+  readonly metrics: GatewayMetrics;
+  readonly log: Logger;
+  readonly onStoreError: 'fail-open' | 'fail-closed';
+  /** Whether store calls cross the network (and are timed). */
+  readonly remoteStore: boolean;
+  /** isTrustedPeer tells whether a peer's forwarding headers are kept. */
+  isTrustedPeer(peer: string): boolean;
+}
+
+/** trustedPeers returns the check of a `trustProxy` setting: any peer for a hop count, listed ones for a list. */
+export function trustedPeers(trustProxy: false | number | readonly string[]): (peer: string) => boolean {
+  if (trustProxy === false || trustProxy === 0) return () => false;
+  if (typeof trustProxy === 'number') return () => true;
+  const list = new BlockList();
+  for (const entry of trustProxy) {
+    const [address, bits] = entry.split('/') as [string, string | undefined];
+    const type = isIPv6(address) ? 'ipv6' : 'ipv4';
+    if (bits === undefined) list.addAddress(address, type);
+    else list.addSubnet(address, Number(bits), type);
+  }
+  return (peer) => {
+    const bare = peer.startsWith('::ffff:') && isIPv4(peer.slice(7)) ? peer.slice(7) : peer;
+    return list.check(bare, isIPv6(bare) ? 'ipv6' : 'ipv4');
+  };
+}
+
+/** serveRequest answers one request on the traffic port; it never rejects. */
+export async function serveRequest(state: TrafficState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const match = matchOf(state.table, req);
+  if (match === undefined) {
+    sendProblem(res, 404, `no route matches ${req.method ?? 'GET'} ${pathOf(req.url)}`);
+    state.metrics.response('(none)', 404, undefined);
+    return;
+  }
+  const route = match.route;
+  const admission = await admitRequest(state, match, req, res);
+  if (admission === undefined) return;
+  if (!admission.allowed) {
+    writeRefusal(res, admission);
+    state.metrics.response(route.name, admission.status, undefined);
+    return;
+  }
+  const result = await state.upstreams.forward(req, res, { upstream: route.upstream, facts: factsOf(state, req), extra: admission.headers });
+  state.metrics.response(route.name, result.status, result.durationMs);
+  if (result.error !== undefined) state.log.warn({ route: route.name, status: result.status, error: result.error }, 'upstream failed');
+}
+
+/** The admission of a request, or undefined when deciding failed (already answered with 500). */
+async function admitRequest(state: TrafficState, match: RouteMatch, req: IncomingMessage, res: ServerResponse): Promise<Admission | undefined> {
+  const view = new ProxyRequest(req, state.resolver, match.route.name, match.params);
+  let signal: AbortSignal | undefined;
+  if (match.route.queue.length > 0) {
+    const abort = new AbortController();
+    res.once('close', () => abort.abort());
+    signal = abort.signal;
+  }
+  try {
+    return await admit(match.route, view, { reporter: state.metrics, onStoreError: state.onStoreError, signal, timed: state.remoteStore });
+  } catch (err) {
+    state.log.error({ route: match.route.name, err }, 'deciding a request failed');
+    if (!res.headersSent) sendProblem(res, 500, 'the gateway could not decide this request');
+    return undefined;
+  }
+}
+
+/** serveUpgrade admits a WebSocket (or other) upgrade like a request, then pipes it to the upstream. */
+export async function serveUpgrade(state: TrafficState, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  socket.on('error', () => socket.destroy());
+  const match = matchOf(state.table, req);
+  if (match === undefined) return rawAnswer(socket, 404, [], JSON.stringify({ title: 'Not Found', status: 404 }));
+  const view = new ProxyRequest(req, state.resolver, match.route.name, match.params);
+  let admission: Admission;
+  try {
+    admission = await admit(match.route, view, { reporter: state.metrics, onStoreError: state.onStoreError, signal: undefined, timed: state.remoteStore });
+  } catch {
+    return rawAnswer(socket, 500, [], JSON.stringify({ title: 'Internal Server Error', status: 500 }));
+  }
+  state.metrics.response(match.route.name, admission.allowed ? 101 : admission.status, undefined);
+  if (!admission.allowed) return rawAnswer(socket, admission.status, admission.headers, admission.body ?? '');
+  try {
+    const up = await state.upstreams.poolOf(match.route.upstream).upgrade({
+      path: req.url ?? '/',
+      method: req.method ?? 'GET',
+      headers: upstreamHeaders(req.headers, factsOf(state, req)),
+      protocol: String(req.headers.upgrade ?? 'websocket'),
+    });
+    let text = 'HTTP/1.1 101 Switching Protocols\r\n';
+    for (const [name, value] of Object.entries(up.headers)) for (const v of [value ?? []].flat()) text += `${name}: ${v}\r\n`;
+    for (const [name, value] of admission.headers) text += `${name}: ${value}\r\n`;
+    socket.write(text + '\r\n');
+    if (head.length > 0) up.socket.write(head);
+    up.socket.on('error', () => socket.destroy());
+    socket.on('close', () => up.socket.destroy());
+    up.socket.on('close', () => socket.destroy());
+    up.socket.pipe(socket);
+    socket.pipe(up.socket);
+  } catch (err) {
+    state.log.warn({ route: match.route.name, error: (err as Error).message }, 'upstream upgrade failed');
+    rawAnswer(socket, 502, [], JSON.stringify({ title: 'Bad Gateway', status: 502, detail: 'the upstream refused or failed the upgrade' }));
+  }
+}
+
+function rawAnswer(socket: Duplex, status: number, headers: readonly HeaderPair[], body: string): void {
+  let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
+  const has = new Set(headers.map(([n]) => n));
+  for (const [name, value] of headers) text += `${name}: ${value}\r\n`;
+  if (!has.has('content-type')) text += 'content-type: application/problem+json\r\n';
+  text += `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+  socket.end(text);
+}
+
+function writeRefusal(res: ServerResponse, admission: Admission): void {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of admission.headers) headers[name] = value;
+  const body = admission.body ?? '';
+  headers['content-length'] = String(Buffer.byteLength(body));
+  res.writeHead(admission.status, headers);
+  res.end(body);
+}
+
+function matchOf(table: RouteTable, req: IncomingMessage): RouteMatch | undefined {
+  return table.match(req.headers.host, req.method ?? 'GET', pathOf(req.url));
+}
+
+function factsOf(state: TrafficState, req: IncomingMessage): ForwardingFacts {
+  const peer = req.socket.remoteAddress ?? 'unknown';
+  return { peer, proto: (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http', trusted: state.isTrustedPeer(peer) };
+}
+
+function pathOf(url: string | undefined): string {
+  if (url === undefined) return '/';
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}

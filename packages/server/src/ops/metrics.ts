@@ -1,0 +1,71 @@
+/**
+ * The gateway's Prometheus metrics (prom-client, on a registry of its own): decisions by route,
+ * rule and outcome; store latency, errors and circuit state; upstream latency and status; queue depth.
+ */
+import type { CircuitEvent, Observer } from 'floodgate';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { DecisionReporter, RuleOutcome } from '../gateway/decide.js';
+
+const CIRCUIT_VALUE: Record<CircuitEvent['state'], number> = { closed: 0, 'half-open': 1, open: 2 };
+
+/** GatewayMetrics holds every metric of one gateway process and feeds them. */
+export class GatewayMetrics implements DecisionReporter {
+  readonly registry = new Registry();
+  private readonly decisions = new Counter({ name: 'floodgate_decisions_total', help: 'Rate-limit decisions by route, rule and outcome (admitted, near_limit, limited, shadow_admitted, shadow_limited, queued, queue_rejected, fail_open, fail_closed).', labelNames: ['route', 'rule', 'outcome'], registers: [this.registry] });
+  private readonly storeSeconds = new Histogram({ name: 'floodgate_store_duration_seconds', help: 'Round trips to the rate-limit store.', labelNames: ['operation', 'result'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [this.registry] });
+  private readonly storeErrors = new Counter({ name: 'floodgate_store_errors_total', help: 'Store failures, by the failure policy that answered instead.', labelNames: ['policy'], registers: [this.registry] });
+  private readonly circuit = new Gauge({ name: 'floodgate_store_circuit_state', help: 'Store circuit breaker per node: 0 closed, 1 half-open, 2 open.', labelNames: ['node'], registers: [this.registry] });
+  private readonly upstreamSeconds = new Histogram({ name: 'floodgate_upstream_duration_seconds', help: 'Time from forwarding a request to the end of its response.', labelNames: ['route', 'status'], buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
+  private readonly responses = new Counter({ name: 'floodgate_responses_total', help: 'Responses sent, by route and status code.', labelNames: ['route', 'status'], registers: [this.registry] });
+  private readonly queue = new Gauge({ name: 'floodgate_queue_depth', help: 'Requests waiting in a queued rule.', labelNames: ['route', 'rule'], registers: [this.registry] });
+  private readonly reloads = new Counter({ name: 'floodgate_config_reloads_total', help: 'Config reloads by result (applied or rejected).', labelNames: ['result'], registers: [this.registry] });
+  private readonly ready = new Gauge({ name: 'floodgate_ready', help: '1 when the gateway is ready to serve.', registers: [this.registry] });
+  private readonly inFlight = new Gauge({ name: 'floodgate_in_flight_requests', help: 'Requests being served now.', registers: [this.registry] });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** observer is the library's {@link Observer} feeding these metrics, for stores that report through it. */
+  readonly observer: Observer = {
+    storeCall: (e) => this.storeCall(e.operation, e.durationMs, e.ok),
+    storeError: (e) => this.storeErrors.inc({ policy: e.policy }),
+    circuit: (e) => this.circuit.set({ node: e.node ?? 'default' }, CIRCUIT_VALUE[e.state]),
+  };
+
+  outcome(route: string, rule: string, outcome: RuleOutcome): void {
+    this.decisions.inc({ route, rule, outcome });
+    if (outcome === 'fail_open' || outcome === 'fail_closed') this.storeErrors.inc({ policy: outcome.replace('_', '-') });
+  }
+
+  storeCall(operation: string, durationMs: number, ok: boolean): void {
+    this.storeSeconds.observe({ operation, result: ok ? 'ok' : 'error' }, durationMs / 1000);
+  }
+
+  queueDepth(route: string, rule: string, delta: number): void {
+    this.queue.inc({ route, rule }, delta);
+  }
+
+  /** response counts one response, and its upstream time when it was forwarded. */
+  response(route: string, status: number, upstreamMs: number | undefined): void {
+    const labels = { route, status: String(status) };
+    this.responses.inc(labels);
+    if (upstreamMs !== undefined) this.upstreamSeconds.observe(labels, upstreamMs / 1000);
+  }
+
+  reload(applied: boolean): void {
+    this.reloads.inc({ result: applied ? 'applied' : 'rejected' });
+  }
+
+  setReady(ready: boolean): void {
+    this.ready.set(ready ? 1 : 0);
+  }
+
+  requestStarted(): void {
+    this.inFlight.inc();
+  }
+
+  requestEnded(): void {
+    this.inFlight.dec();
+  }
+}
