@@ -95,7 +95,7 @@ async function runGroup(group: readonly Item[], context: ConsumeAllContext): Pro
     while (params.length < 3) params.push('0');
     args.push(entry.lua.registered, String(cost), ...params);
   }
-  const reply = await context.runner.run(CONSUME_ALL_SCRIPT, keys, args);
+  const reply = await context.runner.run(CONSUME_ALL_SCRIPT, keys, args, 'consumeAll');
   const expected = `['1'|'0', then 4 fields per request] for ${group.length} requests`;
   if (!Array.isArray(reply) || reply.length !== 1 + 4 * group.length || (reply[0] !== '1' && reply[0] !== '0')) {
     throw replyError('the consume-all script', expected, reply);
