@@ -14,6 +14,7 @@ import { byIp, type Identity } from './identity.js';
 import { parseIpRange, type IpRange } from './ip.js';
 import { DEFAULT_MAX_KEY_LENGTH, MIN_MAX_KEY_LENGTH, MIN_PARTITION_SECRET_BYTES } from './keys.js';
 import { consoleLogger, type Logger } from './logger.js';
+import { withPreflightExempt } from './preflight.js';
 import type { HttpRequest, Outcome } from './request.js';
 
 /** LimiterChoice is a limiter, or a function choosing one per request (undefined: not limited). */
@@ -50,6 +51,12 @@ export interface HttpLimitOptions<Req = unknown> extends TrustProxyOptions {
   cost?: (req: HttpRequest<Req>) => number;
   /** Requests for which this returns true pass untouched: no charge, no headers. */
   skip?: (req: HttpRequest<Req>) => boolean;
+  /**
+   * Pass CORS preflights (`OPTIONS` with `Origin` and `Access-Control-Request-Method`) untouched,
+   * as `skip` would (default false: they are limited and charged like any request, as are HEAD
+   * requests). Browsers send a preflight before each non-simple cross-origin request.
+   */
+  exemptPreflight?: boolean;
   /** Client addresses and CIDR ranges that are never limited (matched against `req.ip`). */
   allowList?: readonly string[];
   /** After an admitted request ends, true gives its cost back, e.g. `(o) => o.statusCode < 400`. */
@@ -149,7 +156,7 @@ export function checkOptions<Req>(options: HttpLimitOptions<Req>): Settings<Req>
   return {
     dimensions: checkDimensions(o),
     cost: optionalFunction(o.cost, 'cost'),
-    skip: optionalFunction(o.skip, 'skip'),
+    skip: preflightSkip(o.exemptPreflight, optionalFunction(o.skip, 'skip')),
     allowList: (o.allowList ?? []).map((r, i) => parseIpRange(String(r), `allowList[${i}]`)),
     refundWhen: optionalFunction(o.refundWhen, 'refundWhen'),
     onStoreError,
@@ -195,6 +202,11 @@ function checkDimensions<Req>(o: HttpLimitOptions<Req>): CheckedDimension<Req>[]
       limiterOption: named('limiter'),
     };
   });
+}
+
+function preflightSkip<Req>(exempt: unknown, skip: ((req: HttpRequest<Req>) => boolean) | undefined): ((req: HttpRequest<Req>) => boolean) | undefined {
+  if (exempt !== undefined && typeof exempt !== 'boolean') throw invalid('exemptPreflight', 'true or false', exempt);
+  return exempt === true ? withPreflightExempt(skip) : skip;
 }
 
 function partitionSecret(value: unknown): Uint8Array | undefined {

@@ -87,3 +87,58 @@ describe('hono adapter: untrusted forwarding headers', () => {
     }
   });
 });
+
+describe('hono adapter: completed is truthful (issue 14)', () => {
+  it('under @hono/node-server, reports an aborted request as not completed, so refundWhen gives its cost back', async () => {
+    const clock = new ManualClock(0);
+    const lim = new Limiter({ policy: fixedWindow({ limit: 100, windowMs: 60_000 }), clock });
+    const outcomes: boolean[] = [];
+    const hono = new Hono();
+    hono.use('*', floodgateHono({ limiter: lim, refundWhen: (o) => (outcomes.push(o.completed), !o.completed) }));
+    let entered: () => void = () => {};
+    hono.get('/slow', async (c) => {
+      entered();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return c.text('late');
+    });
+    hono.get('/fast', (c) => c.text('fast'));
+    const server = createAdaptorServer({ fetch: hono.fetch }) as Parameters<typeof listen>[0];
+    const url = await listen(server);
+    try {
+      const aborts = 10;
+      for (let i = 0; i < aborts; i++) {
+        const controller = new AbortController();
+        const inHandler = new Promise<void>((resolve) => (entered = resolve));
+        const pending = fetch(`${url}/slow`, { signal: controller.signal }).catch(() => undefined);
+        await inHandler;
+        controller.abort();
+        await pending;
+      }
+      const done = await fetch(`${url}/fast`);
+      assert.equal(await done.text(), 'fast');
+      // Every settle has run once its connection closed: wait for them, bounded.
+      for (let i = 0; i < 100 && outcomes.length < aborts + 1; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(outcomes.filter((c) => !c).length, aborts);
+      assert.equal(outcomes.filter((c) => c).length, 1);
+      // The aborted requests were refunded: only the completed one still counts.
+      assert.equal(lim.peekSync('default/ip:127.0.0.1', { cost: 0 }).remaining, 99);
+    } finally {
+      await close(server);
+    }
+  });
+
+  it('elsewhere, reads the request signal: an aborted request is not completed', async () => {
+    const outcomes: boolean[] = [];
+    const hono = new Hono();
+    hono.use('*', floodgateHono({ limiter: limiter(), remoteAddress: () => '192.0.2.1', refundWhen: (o) => (outcomes.push(o.completed), false) }));
+    const controller = new AbortController();
+    hono.get('/t', (c) => {
+      controller.abort();
+      return c.text('t');
+    });
+    hono.get('/u', (c) => c.text('u'));
+    await hono.request('/t', { signal: controller.signal });
+    await hono.request('/u');
+    assert.deepEqual(outcomes, [false, true]);
+  });
+});

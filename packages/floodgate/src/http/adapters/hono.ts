@@ -23,7 +23,10 @@ export interface FloodgateHonoOptions extends HttpLimitOptions<Context> {
  * floodgateHono returns a Hono middleware that sets the rate-limit headers and awaits `next()` when
  * the request is admitted, and returns a 429 `Response` (`application/problem+json`, `Retry-After`)
  * when it is refused. `raw` in identities is Hono's `Context`; the route is the matched pattern.
- * With `refundWhen`, the outcome is read from `c.res` after the handler (500 when it threw).
+ * With `refundWhen`, the outcome's status is read from `c.res` (500 when the handler threw), and
+ * `completed` is truthful: under @hono/node-server it is whether node finished the response
+ * before the connection closed (an aborted request is not completed); elsewhere, whether the
+ * request's `signal` had not aborted by the time the handler returned.
  * Under @hono/node-server the headers are set on node's response, so they reach every Response
  * the app returns (one it builds with `new Response` too) but are not in `c.res.headers`.
  *
@@ -40,9 +43,21 @@ export function floodgateHono(options: FloodgateHonoOptions): MiddlewareHandler 
     const verdict: Verdict = checked instanceof Promise ? await checked : checked;
     if (!verdict.allowed) return new Response(verdict.body, { status: verdict.statusCode, headers: verdict.headers as [string, string][] });
     setHeaders(c, verdict);
+    if (verdict.charges === undefined) return next();
+    const outgoing = nodeServerOf(c)?.outgoing;
+    // Watched before the handler runs: a client that leaves while it runs closes the response first.
+    if (outgoing !== undefined && typeof outgoing.once === 'function') {
+      outgoing.once('close', () => gate.settle(verdict, { statusCode: statusOf(c), completed: outgoing.writableFinished === true }, view));
+      return next();
+    }
     await next();
-    if (verdict.charges !== undefined) gate.settle(verdict, { statusCode: c.error === undefined ? c.res.status : 500, completed: true }, view);
+    gate.settle(verdict, { statusCode: statusOf(c), completed: !c.req.raw.signal.aborted }, view);
   };
+}
+
+/** The status of the response the app gave (500 when its handler threw). */
+function statusOf(c: Context): number {
+  return c.error === undefined ? c.res.status : 500;
 }
 
 /** FetchRequestView is the request view over a Hono context and its fetch `Request`. */
@@ -109,7 +124,12 @@ function setHeaders(c: Context, verdict: Verdict): void {
 /** The node request and response @hono/node-server passes as `env` (or `env.server`), if any. */
 interface NodeServerEnv {
   incoming?: { socket?: { remoteAddress?: string }; headers?: Record<string, string | string[] | undefined>; rawHeaders?: string[] };
-  outgoing?: { headersSent?: boolean; setHeader?: (name: string, value: string) => unknown };
+  outgoing?: {
+    headersSent?: boolean;
+    writableFinished?: boolean;
+    setHeader?: (name: string, value: string) => unknown;
+    once?: (event: 'close', listener: () => void) => unknown;
+  };
 }
 
 function nodeServerOf(c: Context): NodeServerEnv | undefined {

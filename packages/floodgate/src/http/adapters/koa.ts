@@ -3,7 +3,10 @@ import type { Context, Middleware, Next } from 'koa';
 import { HttpGate } from '../gate.js';
 import type { HttpLimitOptions } from '../options.js';
 import type { Verdict } from '../verdict.js';
+import type { IncomingMessage } from 'node:http';
+import { consoleLogger } from '../logger.js';
 import { NodeRequestView, watchOutcome } from './node-request.js';
+import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 
 /**
  * floodgateKoa returns a Koa middleware that sets the rate-limit headers and goes on to `next()`
@@ -11,14 +14,22 @@ import { NodeRequestView, watchOutcome } from './node-request.js';
  * refused. `raw` in identities is Koa's `ctx`; the route is koa-router's matched pattern when the
  * middleware runs inside the router, else the path.
  *
+ * Upgrade requests (WebSocket) go to the server's `upgrade` listener, never through Koa:
+ * `server.on('upgrade', limit.upgrade(listener))` limits them with the same gate, with `raw`
+ * being node's `IncomingMessage`.
+ *
  * @example
  * const app = new Koa();
  * app.use(floodgateKoa({ limiter: new Limiter({ policy: gcra({ rate: 10, periodMs: 1000, maxBurst: 5 }) }) }));
  */
-export function floodgateKoa(options: HttpLimitOptions<Context>): Middleware {
+export function floodgateKoa(options: HttpLimitOptions<Context>): Middleware & { readonly upgrade: UpgradeGuard } {
   const gate = new HttpGate(options);
+  // Koa makes no context for an upgrade request: `raw` is node's own request there.
+  const viewOf = (req: IncomingMessage): NodeRequestView<Context> => new NodeRequestView(req as unknown as Context, gate.clientIp, req, undefined);
+  return Object.assign(floodgateKoaMiddleware, { upgrade: guardUpgrades(gate, options.logger ?? consoleLogger, viewOf) });
+
   // Not an async function: a synchronous verdict passes on `next()`'s own promise, one fewer per request.
-  return function floodgateKoaMiddleware(ctx: Context, next: Next): Promise<unknown> {
+  function floodgateKoaMiddleware(ctx: Context, next: Next): Promise<unknown> {
     const view = new NodeRequestView(ctx, gate.clientIp, ctx.req, koaRoute);
     let checked: Verdict | Promise<Verdict>;
     try {
@@ -28,7 +39,7 @@ export function floodgateKoa(options: HttpLimitOptions<Context>): Middleware {
     }
     if (checked instanceof Promise) return checked.then((verdict) => apply(gate, verdict, view, ctx, next));
     return apply(gate, checked, view, ctx, next);
-  };
+  }
 }
 
 /** Sets the verdict's headers, then answers a refusal or returns `next()`. */

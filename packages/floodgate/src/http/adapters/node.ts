@@ -2,10 +2,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpGate } from '../gate.js';
 import type { HttpLimitOptions } from '../options.js';
+import { consoleLogger } from '../logger.js';
 import { NodeRequestView, runConnectStyle, type NodeNext } from './node-request.js';
+import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 
-/** NodeMiddleware is a Connect-style middleware over node's own request and response. */
-export type NodeMiddleware = (req: IncomingMessage, res: ServerResponse, next: NodeNext) => void;
+export { floodgateUpgrade, type UpgradeGuard, type UpgradeListener } from './upgrade.js';
+
+/**
+ * NodeMiddleware is a Connect-style middleware over node's own request and response; its
+ * `upgrade` guards the server's `upgrade` listener with the same gate (see {@link UpgradeGuard}).
+ */
+export type NodeMiddleware = ((req: IncomingMessage, res: ServerResponse, next: NodeNext) => void) & { readonly upgrade: UpgradeGuard };
 
 /**
  * floodgateNode returns a Connect-style middleware for node:http: it sets the rate-limit headers
@@ -13,13 +20,19 @@ export type NodeMiddleware = (req: IncomingMessage, res: ServerResponse, next: N
  * `Retry-After`) itself when it is refused; errors go to `next(err)`. `raw` in identities is the
  * `IncomingMessage`; the route is the path, since node:http has no router.
  *
+ * A server with an `upgrade` listener hands upgrade requests (WebSocket) to it, not to this
+ * middleware: wrap the listener with `limit.upgrade(listener)` so that they are limited too.
+ * HEAD requests are limited like any other; CORS preflights too, unless `exemptPreflight` is set.
+ *
  * @example
  * const limit = floodgateNode({ limiter: new Limiter({ policy: tokenBucket({ capacity: 20, refillPerSecond: 5 }) }) });
  * http.createServer((req, res) => limit(req, res, (err) => (err ? fail(res, err) : handle(req, res)))).listen(8080);
  */
 export function floodgateNode(options: HttpLimitOptions<IncomingMessage>): NodeMiddleware {
   const gate = new HttpGate(options);
-  return function floodgateNodeMiddleware(req, res, next) {
-    runConnectStyle(gate, new NodeRequestView(req, gate.clientIp, req, undefined), res, next);
-  };
+  const viewOf = (req: IncomingMessage): NodeRequestView<IncomingMessage> => new NodeRequestView(req, gate.clientIp, req, undefined);
+  function floodgateNodeMiddleware(req: IncomingMessage, res: ServerResponse, next: NodeNext): void {
+    runConnectStyle(gate, viewOf(req), res, next);
+  }
+  return Object.assign(floodgateNodeMiddleware, { upgrade: guardUpgrades(gate, options.logger ?? consoleLogger, viewOf) });
 }
