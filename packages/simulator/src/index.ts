@@ -14,3 +14,8 @@ export { promiseOf, buildAlgorithm, describePolicy, type PolicyPromise } from '.
 export { SeededRandom, ZipfSampler } from './random.js';
 export { SimulatorError, type SimulatorErrorCode } from './errors.js';
 export type { Series } from './series.js';
+export { runSimulateCommand, type CommandIo } from './cli.js';
+export { renderCharts, type Chart } from './render/charts.js';
+export { renderHtmlReport } from './render/html-report.js';
+export { renderJsonSummary, renderTextSummary, summaryJson } from './render/summary.js';
+export { renderLineChart, type ChartLine, type ChartSeries, type LineChartOptions } from './render/svg-chart.js';

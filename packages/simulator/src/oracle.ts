@@ -18,7 +18,7 @@ export interface Score {
   readonly admittedCost: number;
   /** The most cost admitted on one key in any window of the promise's length: (t - windowMs, t]. */
   readonly maxInWindow: number;
-  /** Cost admitted beyond the promise's `maxAdmitted`, summed over every window overflow. */
+  /** Admitted cost beyond the promise: what an exact limiter holding `maxAdmitted` per window would have refused of the admitted stream. */
   readonly overAdmitted: number;
   /** Requests refused while their key's window held room under the promise (undefined: no such promise). */
   readonly wronglyRefused: number | undefined;
@@ -101,22 +101,40 @@ function admissionsOf(members: Int32Array, admittedAtMs: Float64Array, costs: Fl
   return { atMs, costs: out };
 }
 
-/** Slides (t - windowMs, t] over one key's admissions: largest sum, cost over the promise, total. */
+/**
+ * Slides (t - windowMs, t] over one key's admissions: the largest sum, the total, and the cost
+ * over the promise. That last is what an exact limiter holding the promise (at most
+ * `maxAdmitted` in any window) would have refused of this stream, deciding in time order: it
+ * keeps each admission that fits among those it kept, and counts the others. For unit costs no
+ * smaller set of removals leaves every window within the promise.
+ */
 function slideWindow(timeline: KeyTimeline, promise: PolicyPromise): { max: number; over: number; total: number } {
+  const { atMs, costs } = timeline;
+  const windowMs = promise.windowMs;
   const slack = 1e-9 * Math.max(1, promise.maxAdmitted);
+  const kept = new Int32Array(atMs.length);
+  let keptHead = 0;
+  let keptTail = 0;
+  let keptSum = 0;
   let sum = 0;
   let left = 0;
   let max = 0;
   let over = 0;
   let total = 0;
-  for (let j = 0; j < timeline.atMs.length; j++) {
-    const t = timeline.atMs[j]!;
-    const cost = timeline.costs[j]!;
-    while (timeline.atMs[left]! <= t - promise.windowMs) sum -= timeline.costs[left++]!;
+  for (let j = 0; j < atMs.length; j++) {
+    const t = atMs[j]!;
+    const cost = costs[j]!;
+    while (atMs[left]! <= t - windowMs) sum -= costs[left++]!;
+    while (keptHead < keptTail && atMs[kept[keptHead]!]! <= t - windowMs) keptSum -= costs[kept[keptHead++]!]!;
     sum += cost;
     total += cost;
     if (sum > max) max = sum;
-    if (sum > promise.maxAdmitted + slack) over += Math.min(cost, sum - promise.maxAdmitted);
+    if (keptSum + cost > promise.maxAdmitted + slack) {
+      over += cost;
+    } else {
+      kept[keptTail++] = j;
+      keptSum += cost;
+    }
   }
   return { max, over, total };
 }

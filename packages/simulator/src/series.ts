@@ -52,9 +52,11 @@ function windowPeaks(timeline: KeyTimeline, options: SeriesOptions): Float64Arra
   let left = 0;
   let j = 0;
   for (let s = 0; s < steps; s++) {
-    const endMs = s === steps - 1 ? Infinity : (s + 1) * bucketMs;
+    const endMs = (s + 1) * bucketMs;
+    // The last step also takes anything later (the series' times are clamped into it).
+    const takeUntilMs = s === steps - 1 ? Infinity : endMs;
     let peak = -1;
-    for (; j < timeline.atMs.length && timeline.atMs[j]! < endMs; j++) {
+    for (; j < timeline.atMs.length && timeline.atMs[j]! < takeUntilMs; j++) {
       const t = timeline.atMs[j]!;
       for (; timeline.atMs[left]! <= t - windowMs; left++) sum -= timeline.costs[left]!;
       sum += timeline.costs[j]!;

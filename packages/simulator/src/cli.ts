@@ -1,0 +1,154 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
+import { SimulatorError } from './errors.js';
+import { Fields } from './fields.js';
+import { renderCharts } from './render/charts.js';
+import { renderHtmlReport } from './render/html-report.js';
+import { renderJsonSummary, renderTextSummary } from './render/summary.js';
+import { simulate } from './simulate.js';
+import { parseTrace, traceFormatOf } from './trace.js';
+
+/** CommandIo is where {@link runSimulateCommand} writes and which directory relative paths start from. */
+export interface CommandIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  cwd: string;
+}
+
+const USAGE = `Usage: floodgate simulate --scenario <file.yaml|file.json> [--out <dir>] [--format text|json] [--seed <n>]
+
+Runs the scenario's traffic through each of its policies on virtual time, with floodgate's own
+limiters, and scores them against an exact oracle. Same scenario and seed, same bytes out.
+
+  -s, --scenario <file>   the scenario, YAML or JSON (trace files are read relative to it)
+  -o, --out <dir>         write report.html, admitted.svg, wait.svg, window.svg, summary.json and summary.txt
+  -f, --format <format>   the summary printed on stdout: text (default) or json
+      --seed <n>          override the scenario's seed
+  -h, --help              print this help
+
+Exit status: 0 done, 2 bad flags, scenario or trace, 1 a file could not be read or written.
+`;
+
+/**
+ * runSimulateCommand runs `floodgate simulate` with `args` (the words after `simulate`) and
+ * returns the exit code: 0 when done, 2 for a bad flag, scenario or trace (the message, naming
+ * the field, goes to `io.stderr`), 1 when a file could not be read or written.
+ *
+ * @example
+ * const code = await runSimulateCommand(['--scenario', 'boundary.yaml', '--out', 'report'],
+ *   { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() });
+ * process.exitCode = code;
+ */
+export async function runSimulateCommand(args: string[], io: CommandIo): Promise<number> {
+  try {
+    const flags = readFlags(args);
+    if (flags.help) {
+      io.stdout.write(USAGE);
+      return 0;
+    }
+    const scenarioPath = resolve(io.cwd, flags.scenario);
+    const scenario = await loadScenario(scenarioPath, flags.seed);
+    const result = await simulate(scenario);
+    if (flags.out !== undefined) await writeOutputs(resolve(io.cwd, flags.out), result);
+    io.stdout.write(flags.format === 'json' ? renderJsonSummary(result) : renderTextSummary(result));
+    return 0;
+  } catch (error) {
+    if (!(error instanceof SimulatorError)) throw error;
+    io.stderr.write(`floodgate simulate: ${error.message}\n`);
+    if (error.code === 'INVALID_ARGUMENT') io.stderr.write(`Run 'floodgate simulate --help' for usage.\n`);
+    return error.code === 'IO_ERROR' ? 1 : 2;
+  }
+}
+
+interface Flags {
+  help: boolean;
+  scenario: string;
+  out: string | undefined;
+  format: 'text' | 'json';
+  seed: number | undefined;
+}
+
+function readFlags(args: string[]): Flags {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args,
+      allowPositionals: false,
+      strict: true,
+      options: {
+        scenario: { type: 'string', short: 's' },
+        out: { type: 'string', short: 'o' },
+        format: { type: 'string', short: 'f' },
+        seed: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (error) {
+    throw new SimulatorError('INVALID_ARGUMENT', (error as Error).message, 'args', { cause: error });
+  }
+  if (values.help === true) return { help: true, scenario: '', out: undefined, format: 'text', seed: undefined };
+  if (typeof values.scenario !== 'string') throw new SimulatorError('INVALID_ARGUMENT', '--scenario <file> is required', '--scenario');
+  const format = values.format ?? 'text';
+  if (format !== 'text' && format !== 'json') throw new SimulatorError('INVALID_ARGUMENT', `--format must be text or json, got ${JSON.stringify(format)}`, '--format');
+  let seed: number | undefined;
+  if (values.seed !== undefined) {
+    seed = Number(values.seed);
+    if (!/^\d+$/.test(String(values.seed)) || seed > 2 ** 32 - 1) throw new SimulatorError('INVALID_ARGUMENT', `--seed must be a whole number from 0 to 4294967295, got ${JSON.stringify(values.seed)}`, '--seed');
+  }
+  return { help: false, scenario: values.scenario, out: values.out as string | undefined, format, seed };
+}
+
+/** Reads and parses the scenario file, reads its trace files into rows, and applies a seed override. */
+async function loadScenario(path: string, seed: number | undefined): Promise<unknown> {
+  const text = await readText(path, '--scenario');
+  let data: unknown;
+  try {
+    data = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new SimulatorError('INVALID_SCENARIO', `${path} is not valid ${path.endsWith('.json') ? 'JSON' : 'YAML'}: ${(error as Error).message}`, path, { cause: error });
+  }
+  new Fields(data, ''); // the top level must be an object before it is read below
+  const scenario = { ...(data as Record<string, unknown>) };
+  if (seed !== undefined) scenario.seed = seed;
+  if (Array.isArray(scenario.traffic)) {
+    scenario.traffic = await Promise.all(scenario.traffic.map((source: unknown, i: number) => loadTraceFile(source, i, dirname(path))));
+  }
+  return scenario;
+}
+
+/** A trace source with a `file` gets that file's rows (a source with inline rows is left as it is). */
+async function loadTraceFile(source: unknown, index: number, baseDir: string): Promise<unknown> {
+  if (typeof source !== 'object' || source === null) return source;
+  const s = source as Record<string, unknown>;
+  if (s.type !== 'trace' || typeof s.file !== 'string' || s.rows !== undefined) return source;
+  const file = resolve(baseDir, s.file);
+  const format = s.format === 'csv' || s.format === 'jsonl' ? s.format : traceFormatOf(file);
+  const rows = parseTrace(await readText(file, `traffic[${index}].file`), format, s.file);
+  return { ...s, rows };
+}
+
+async function readText(path: string, field: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    throw new SimulatorError('IO_ERROR', `cannot read ${path} (${field}): ${(error as Error).message}`, field, { cause: error });
+  }
+}
+
+async function writeOutputs(dir: string, result: Awaited<ReturnType<typeof simulate>>): Promise<void> {
+  const charts = renderCharts(result);
+  const files: Array<[string, string]> = [
+    ['report.html', renderHtmlReport(result, charts)],
+    ...charts.map((c): [string, string] => [`${c.id}.svg`, c.svg]),
+    ['summary.json', renderJsonSummary(result)],
+    ['summary.txt', renderTextSummary(result)],
+  ];
+  try {
+    await mkdir(dir, { recursive: true });
+    for (const [name, content] of files) await writeFile(resolve(dir, name), content);
+  } catch (error) {
+    throw new SimulatorError('IO_ERROR', `cannot write the report to ${dir}: ${(error as Error).message}`, '--out', { cause: error });
+  }
+}

@@ -1,0 +1,84 @@
+import type { SimulationResult } from '../simulate.js';
+import { renderCharts, type Chart } from './charts.js';
+import { colorOf, escapeXml, formatNumber } from './format.js';
+import { SUMMARY_HEADERS, summaryRows } from './summary.js';
+
+const STYLE = `
+body { font-family: Helvetica, Arial, sans-serif; margin: 2rem auto; max-width: 960px; color: #222; line-height: 1.45; }
+h1 { font-size: 1.6rem; margin-bottom: 0.2rem; }
+h2 { font-size: 1.15rem; margin-top: 2rem; }
+p.lead { color: #555; margin-top: 0; }
+table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.35rem 0.5rem; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f4f4f4; }
+td.bad { color: #b00020; font-weight: bold; }
+span.swatch { display: inline-block; width: 0.8rem; height: 0.8rem; margin-right: 0.4rem; vertical-align: -0.1rem; }
+figure { margin: 1rem 0; }
+figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+ul.lanes { font-size: 0.9rem; }
+pre { background: #f7f7f7; padding: 0.8rem; overflow-x: auto; font-size: 0.8rem; }
+`;
+
+/**
+ * renderHtmlReport returns a self-contained HTML page for a run: the summary table, the charts
+ * as inline SVG, each lane's policy and promise, and the scenario. It loads nothing (no external
+ * URL, no script), so it reads offline and without JavaScript. Same result, same bytes.
+ *
+ * @example
+ * writeFileSync('report.html', renderHtmlReport(await simulate(scenario)));
+ */
+export function renderHtmlReport(result: SimulationResult, charts: readonly Chart[] = renderCharts(result)): string {
+  const sc = result.scenario;
+  return [
+    '<!doctype html>',
+    '<html lang="en">',
+    '<head>',
+    '<meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    '<title>floodgate simulation</title>',
+    `<style>${STYLE}</style>`,
+    '</head>',
+    '<body>',
+    '<h1>floodgate simulation</h1>',
+    `<p class="lead">${result.arrivals.length} requests on ${result.arrivals.keys.length} key(s) over ${formatNumber(sc.durationMs)} ms of virtual time, seed ${sc.seed}; every lane runs floodgate's own code on a manual clock.</p>`,
+    summaryTable(result),
+    lanesList(result),
+    ...charts.map((c) => `<h2>${escapeXml(c.title)}</h2>\n<figure id="chart-${c.id}">\n${c.svg}</figure>`),
+    '<h2>Scenario</h2>',
+    `<pre>${escapeXml(JSON.stringify(sc, scenarioReplacer, 2))}</pre>`,
+    '</body>',
+    '</html>',
+    '',
+  ].join('\n');
+}
+
+function summaryTable(result: SimulationResult): string {
+  const head = `<tr>${SUMMARY_HEADERS.map((h) => `<th>${escapeXml(h)}</th>`).join('')}</tr>`;
+  const rows = summaryRows(result).map((cells, i) => {
+    const score = result.lanes[i]!.score;
+    const tds = cells.map((cell, c) => {
+      const bad = (c === 4 && score.overAdmitted > 0) || (c === 5 && (score.wronglyRefused ?? 0) > 0);
+      const content = c === 0 ? `<span class="swatch" style="background:${colorOf(i)}"></span>${escapeXml(cell)}` : escapeXml(cell);
+      return `<td${bad ? ' class="bad"' : ''}>${content}</td>`;
+    });
+    return `<tr>${tds.join('')}</tr>`;
+  });
+  return `<table class="summary">\n<thead>${head}</thead>\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>`;
+}
+
+function lanesList(result: SimulationResult): string {
+  const items = result.lanes.map((lane) => {
+    const p = lane.promise;
+    const guaranteed = p.guaranteed === undefined ? '' : `, never refuses below ${formatNumber(p.guaranteed)}`;
+    return `<li><strong>${escapeXml(lane.name)}</strong>: ${escapeXml(lane.description)}. Promise: at most ${formatNumber(p.maxAdmitted)} in any ${formatNumber(p.windowMs)} ms${guaranteed}.</li>`;
+  });
+  return `<ul class="lanes">\n${items.join('\n')}\n</ul>`;
+}
+
+/** Writes infinities as strings and trace rows as their count, so the scenario prints in full and short. */
+function scenarioReplacer(this: unknown, key: string, value: unknown): unknown {
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
+  if (key === 'rows' && Array.isArray(value)) return `${value.length} rows`;
+  return value;
+}

@@ -1,0 +1,161 @@
+import { escapeXml, formatNumber, niceTicks } from './format.js';
+
+/** ChartLine is one line of a series: a value per time step. */
+export interface ChartLine {
+  /** Class of the path, e.g. `admitted` or `refused`. */
+  readonly kind: string;
+  readonly values: Float64Array;
+  /** SVG stroke-dasharray, e.g. `5 3`; solid when absent. */
+  readonly dash?: string;
+}
+
+/** ChartSeries is one policy's lines in a chart, drawn in one colour with one legend entry. */
+export interface ChartSeries {
+  readonly name: string;
+  readonly color: string;
+  readonly lines: readonly ChartLine[];
+  /** A horizontal line at this value in the series' colour (the limit), when set. */
+  readonly limit?: number;
+}
+
+/** LineChartOptions describes a chart of values over time. */
+export interface LineChartOptions {
+  /** Used for the SVG's id prefix and `data-chart`; kebab-case. */
+  readonly id: string;
+  readonly title: string;
+  readonly yLabel: string;
+  /** Width of one time step, in ms; the x axis is in seconds. */
+  readonly stepMs: number;
+  readonly series: readonly ChartSeries[];
+  /** A grey background line (the offered load), when set. */
+  readonly reference?: { readonly label: string; readonly values: Float64Array };
+  /** Extra legend lines explaining the line styles, e.g. `dashed: refused`. */
+  readonly notes?: readonly string[];
+}
+
+const WIDTH = 900;
+const HEIGHT = 380;
+const PLOT = { left: 70, right: 700, top: 44, bottom: 320 };
+
+/**
+ * renderLineChart returns a self-contained SVG document: a line chart of each series over time,
+ * with an x axis (seconds) and y axis carrying ticks and labels, a light grid, one `<g
+ * class="series">` per series, limit lines, and a legend. Numbers are printed to two decimals, so
+ * the same options always give the same bytes.
+ *
+ * @example
+ * const svg = renderLineChart({ id: 'admitted', title: 'Admitted per second', yLabel: 'requests/s',
+ *   stepMs: 100, series: [{ name: 'fixed', color: '#0072b2', lines: [{ kind: 'admitted', values }] }] });
+ */
+export function renderLineChart(options: LineChartOptions): string {
+  const steps = Math.max(1, ...options.series.flatMap((s) => s.lines.map((l) => l.values.length)));
+  const yMax = Math.max(maxOf(options), 1e-9);
+  const yTicks = niceTicks(yMax);
+  const yTop = yTicks[yTicks.length - 1]!;
+  const xSpanS = (steps * options.stepMs) / 1000;
+  const xTicks = niceTicks(xSpanS, 8).filter((t) => t <= xSpanS + 1e-9);
+  const x = (s: number): number => PLOT.left + (s / xSpanS) * (PLOT.right - PLOT.left);
+  const y = (v: number): number => PLOT.bottom - (v / yTop) * (PLOT.bottom - PLOT.top);
+  const pointX = (i: number): number => x(((i + 0.5) * options.stepMs) / 1000);
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="${options.id}-title" data-chart="${options.id}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+    `<title id="${options.id}-title">${escapeXml(options.title)}</title>`,
+    `<rect class="background" x="0" y="0" width="${WIDTH}" height="${HEIGHT}" fill="#ffffff"/>`,
+    `<text class="chart-title" x="${PLOT.left}" y="24" font-size="15" font-weight="bold" fill="#222">${escapeXml(options.title)}</text>`,
+    grid(yTicks, y),
+    xAxis(xTicks, x),
+    yAxis(yTicks, y, options.yLabel),
+  ];
+  if (options.reference !== undefined) {
+    parts.push(`<g class="reference" data-name="${escapeXml(options.reference.label)}"><path class="line" d="${pathOf(options.reference.values, pointX, y)}" fill="none" stroke="#b0b0b0" stroke-width="1.5"/></g>`);
+  }
+  for (const series of options.series) parts.push(seriesGroup(series, pointX, y));
+  parts.push(legend(options), '</svg>');
+  return parts.join('\n') + '\n';
+}
+
+function maxOf(options: LineChartOptions): number {
+  let max = 0;
+  for (const s of options.series) {
+    for (const l of s.lines) for (const v of l.values) if (v > max) max = v;
+    if (s.limit !== undefined && s.limit > max) max = s.limit;
+  }
+  if (options.reference !== undefined) for (const v of options.reference.values) if (v > max) max = v;
+  return max * 1.05;
+}
+
+function pathOf(values: Float64Array, x: (i: number) => number, y: (v: number) => number): string {
+  const points: string[] = [];
+  for (let i = 0; i < values.length; i++) points.push(`${i === 0 ? 'M' : 'L'}${coord(x(i))} ${coord(y(values[i]!))}`);
+  return points.join(' ');
+}
+
+function coord(value: number): string {
+  return formatNumber(value, 2);
+}
+
+function grid(ticks: number[], y: (v: number) => number): string {
+  const lines = ticks.map((t) => `<line x1="${PLOT.left}" x2="${PLOT.right}" y1="${coord(y(t))}" y2="${coord(y(t))}" stroke="#ececec"/>`);
+  return `<g class="grid">${lines.join('')}</g>`;
+}
+
+function xAxis(ticks: number[], x: (s: number) => number): string {
+  const marks = ticks.map(
+    (t) => `<g class="tick"><line x1="${coord(x(t))}" x2="${coord(x(t))}" y1="${PLOT.bottom}" y2="${PLOT.bottom + 6}" stroke="#333"/><text x="${coord(x(t))}" y="${PLOT.bottom + 20}" text-anchor="middle" fill="#333">${formatNumber(t)}</text></g>`,
+  );
+  return [
+    `<g class="axis x-axis">`,
+    `<line class="domain" x1="${PLOT.left}" x2="${PLOT.right}" y1="${PLOT.bottom}" y2="${PLOT.bottom}" stroke="#333"/>`,
+    ...marks,
+    `<text class="axis-label" x="${(PLOT.left + PLOT.right) / 2}" y="${PLOT.bottom + 44}" text-anchor="middle" fill="#222">time (s)</text>`,
+    `</g>`,
+  ].join('\n');
+}
+
+function yAxis(ticks: number[], y: (v: number) => number, label: string): string {
+  const marks = ticks.map(
+    (t) => `<g class="tick"><line x1="${PLOT.left - 6}" x2="${PLOT.left}" y1="${coord(y(t))}" y2="${coord(y(t))}" stroke="#333"/><text x="${PLOT.left - 9}" y="${coord(y(t) + 4)}" text-anchor="end" fill="#333">${formatNumber(t)}</text></g>`,
+  );
+  const middle = (PLOT.top + PLOT.bottom) / 2;
+  return [
+    `<g class="axis y-axis">`,
+    `<line class="domain" x1="${PLOT.left}" x2="${PLOT.left}" y1="${PLOT.top}" y2="${PLOT.bottom}" stroke="#333"/>`,
+    ...marks,
+    `<text class="axis-label" x="16" y="${middle}" text-anchor="middle" fill="#222" transform="rotate(-90 16 ${middle})">${escapeXml(label)}</text>`,
+    `</g>`,
+  ].join('\n');
+}
+
+function seriesGroup(series: ChartSeries, x: (i: number) => number, y: (v: number) => number): string {
+  const name = escapeXml(series.name);
+  const lines = series.lines.map(
+    (l) => `<path class="line ${l.kind}" d="${pathOf(l.values, x, y)}" fill="none" stroke="${series.color}" stroke-width="2"${l.dash === undefined ? '' : ` stroke-dasharray="${l.dash}"`} stroke-linejoin="round"/>`,
+  );
+  if (series.limit !== undefined) {
+    const ly = coord(y(series.limit));
+    lines.push(`<line class="limit" x1="${PLOT.left}" x2="${PLOT.right}" y1="${ly}" y2="${ly}" stroke="${series.color}" stroke-width="1.5" stroke-dasharray="8 4" opacity="0.8"/>`);
+  }
+  return `<g class="series" data-name="${name}">\n${lines.join('\n')}\n</g>`;
+}
+
+function legend(options: LineChartOptions): string {
+  const left = PLOT.right + 20;
+  const items = options.series.map(
+    (s, i) =>
+      `<g class="legend-item" data-name="${escapeXml(s.name)}"><rect x="${left}" y="${PLOT.top + i * 20}" width="14" height="14" fill="${s.color}"/><text x="${left + 20}" y="${PLOT.top + i * 20 + 11}" fill="#222">${escapeXml(clip(s.name, 24))}</text></g>`,
+  );
+  let row = options.series.length;
+  if (options.reference !== undefined) {
+    items.push(`<g class="legend-item reference"><rect x="${left}" y="${PLOT.top + row * 20 + 6}" width="14" height="3" fill="#b0b0b0"/><text x="${left + 20}" y="${PLOT.top + row * 20 + 11}" fill="#555">${escapeXml(options.reference.label)}</text></g>`);
+    row++;
+  }
+  for (const note of options.notes ?? []) {
+    items.push(`<text class="legend-note" x="${left}" y="${PLOT.top + row * 20 + 11}" fill="#555">${escapeXml(note)}</text>`);
+    row++;
+  }
+  return `<g class="legend">\n${items.join('\n')}\n</g>`;
+}
+
+function clip(text: string, length: number): string {
+  return text.length > length ? `${text.slice(0, length - 1)}…` : text;
+}
