@@ -49,7 +49,7 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
     });
     throw new ConfigError('CONFIG_INVALID', problems);
   }
-  const parsed = configSchema.safeParse(doc.toJS() ?? {});
+  const parsed = configSchema.safeParse(doc.toJS() ?? {}, { reportInput: true });
   if (!parsed.success) throw new ConfigError('CONFIG_INVALID', parsed.error.issues.map((i) => issueProblem(locator, i)));
   const problems = checkConfig(parsed.data, locator, env);
   if (problems.length > 0) throw new ConfigError('CONFIG_INVALID', problems);

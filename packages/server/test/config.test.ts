@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { runCheck, runSchema } from '../src/cli/commands.js';
+import { loadConfig, parseConfig } from '../src/config/load.js';
+import { ConfigError } from '../src/config/problems.js';
+
+const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
+
+/** Each fixture holds one mistake (many-problems holds three): where it must be reported, and what the message says. */
+const EXPECTED: Record<string, readonly (readonly [line: number, path: string, says: string])[]> = {
+  'bad-upstream': [[3, 'routes[0].upstream', 'an http:// or https:// URL']],
+  'cost-above-limit': [[7, 'routes[0].rules[0].cost', 'a cost of 6 can never be admitted: the policy admits at most 5']],
+  'duplicate-route': [[5, 'routes[1].name', 'the route name "api" is used twice']],
+  'duplicate-rule': [[7, 'routes[0].rules[1].name', 'the rule name "per-ip" is used twice']],
+  'duplicate-yaml-key': [[3, '', 'Map keys must be unique']],
+  'library-refuses': [[6, 'routes[0].rules[0].policy.limit', 'slidingWindowLog.limit must be at most']],
+  'many-problems': [
+    [1, 'listen.port', 'Too big'],
+    [7, 'routes[0].rules[0].policy.capacity', 'Too small'],
+    [8, 'routes[0].rules[0].colour', 'unknown key "colour"'],
+  ],
+  'missing-key': [[6, 'routes[0].rules[0].policy.refillPerSecond', 'missing number']],
+  'no-routes': [[1, 'routes', 'at least one route is needed']],
+  'not-positive': [[6, 'routes[0].rules[0].policy.limit', 'Too small']],
+  'queue-without-mode': [[7, 'routes[0].rules[0].queue', 'queue options are given but the rule\'s mode is "enforce"']],
+  'redis-password-unset': [[4, 'store.passwordEnv', 'FLOODGATE_TEST_UNSET_PASSWORD is not set']],
+  'redis-url-and-nodes': [[2, 'store', 'exactly one of url (one server) and nodes (a cluster)']],
+  'secret-env-unset': [[7, 'routes[0].rules[0].key.secretEnv', 'FLOODGATE_TEST_UNSET_SECRET is not set']],
+  'secret-twice': [[7, 'routes[0].rules[0].key.secretEnv', 'both secret and secretEnv are given']],
+  'short-admin-token': [[1, 'admin.token', 'at least 16 characters']],
+  'unknown-algorithm': [[6, 'routes[0].rules[0].policy.algorithm', "Expected 'tokenBucket' | 'leakyBucket'"]],
+  'unknown-key': [[7, 'routes[0].rules[0].limt', 'unknown key "limt"']],
+  'unknown-mode': [[7, 'routes[0].rules[0].mode', 'expected one of "enforce"|"shadow"|"queue"']],
+  'unknown-param': [[8, 'routes[0].rules[0].key.name', 'has no parameter :user (its parameters are :id)']],
+  'unreachable-route': [[5, 'routes[1].match', 'the route "users" is unreachable: route "all"']],
+  'wrong-type': [[6, 'routes[0].rules[0].policy.capacity', 'expected number, received string']],
+  'yaml-syntax': [[5, '', 'YAML syntax']],
+};
+
+async function problemsOf(name: string): Promise<ConfigError> {
+  try {
+    await loadConfig(join(FIXTURES, `${name}.yaml`), {});
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `${name}: a ConfigError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail(`${name}: the fixture was accepted`);
+}
+
+describe('config errors: one fixture per message', () => {
+  it('has an expectation for every fixture, and a fixture for every expectation', () => {
+    const files = readdirSync(FIXTURES).map((f) => f.replace(/\.yaml$/, '')).sort();
+    assert.deepEqual(files, Object.keys(EXPECTED).sort());
+  });
+
+  for (const [name, expected] of Object.entries(EXPECTED)) {
+    it(`${name}: reported at its line and path, with a fix`, async () => {
+      const err = await problemsOf(name);
+      assert.equal(err.code, 'CONFIG_INVALID');
+      const wanted = name === 'yaml-syntax' ? err.problems.slice(0, 1) : err.problems;
+      assert.equal(wanted.length, expected.length, `${name}: ${err.message}`);
+      expected.forEach(([line, path, says], i) => {
+        const p = wanted.find((q) => q.path === path && q.line === line);
+        assert.ok(p !== undefined, `${name}: problem ${i} at line ${line} ${path}; got\n${err.message}`);
+        assert.ok(p.message.includes(says), `${name}: "${p.message}" says "${says}"`);
+        assert.ok(p.hint.length > 10, `${name}: a fix is given`);
+        assert.ok(p.file.endsWith(`${name}.yaml`));
+      });
+      assert.match(err.message, new RegExp(`${name}\\.yaml:\\d+:\\d+`));
+    });
+  }
+
+  it('an unreadable file is CONFIG_UNREADABLE, naming the file', async () => {
+    await assert.rejects(loadConfig(join(FIXTURES, 'no-such-file.yaml')), (err: unknown) => err instanceof ConfigError && err.code === 'CONFIG_UNREADABLE' && err.message.includes('no-such-file.yaml'));
+  });
+});
+
+describe('config: defaults and the offline commands', () => {
+  it('fills defaults: memory store, enforce mode, cost 1, identity by ip, match everything', () => {
+    const c = parseConfig('routes:\n  - name: a\n    upstream: http://127.0.0.1:1\n    rules:\n      - name: r\n        policy: { algorithm: gcra, rate: 1, periodMs: 1000 }\n', 'x.yaml', {});
+    assert.equal(c.store.type, 'memory');
+    assert.deepEqual(c.routes[0]!.rules[0]!.key, { type: 'ip' });
+    assert.equal(c.routes[0]!.rules[0]!.mode, 'enforce');
+    assert.equal(c.routes[0]!.rules[0]!.cost, 1);
+    assert.equal(c.routes[0]!.match.path, '/*');
+  });
+
+  it('check exits 0 on the example config and 1 with every problem on a bad one', async () => {
+    const out = new PassThrough();
+    const err = new PassThrough();
+    let text = '';
+    err.on('data', (c: Buffer) => (text += c.toString()));
+    const example = join(FIXTURES, '..', '..', '..', '..', 'examples', 'gateway', 'floodgate.yaml');
+    assert.equal(await runCheck(example, out, err), 0);
+    assert.equal(await runCheck(join(FIXTURES, 'many-problems.yaml'), out, err), 1);
+    assert.match(text, /3 problems found/);
+    assert.match(text, /many-problems\.yaml:8:\d+ routes\[0\]\.rules\[0\]\.colour: unknown key "colour" \(fix: /);
+  });
+
+  it('schema prints a JSON Schema that forbids unknown keys', () => {
+    const out = new PassThrough();
+    let text = '';
+    out.on('data', (c: Buffer) => (text += c.toString()));
+    assert.equal(runSchema(out), 0);
+    const schema = JSON.parse(text) as { $schema: string; additionalProperties: boolean; required: string[]; properties: Record<string, unknown> };
+    assert.match(schema.$schema, /json-schema\.org/);
+    assert.equal(schema.additionalProperties, false);
+    assert.deepEqual(schema.required, ['routes']);
+    assert.ok('store' in schema.properties && 'limits' in schema.properties);
+  });
+});

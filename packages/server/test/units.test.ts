@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { compilePath, patternCovers } from '../src/config/paths.js';
+import { downstreamHeaders, upstreamHeaders } from '../src/gateway/forwarding.js';
+import { jwtClaim, signHs256 } from '../src/gateway/jwt.js';
+import { redactConfig } from '../src/ops/redact.js';
+import { trustedPeers } from '../src/gateway/traffic.js';
+
+describe('path patterns', () => {
+  it('match literal paths, parameters and a final wildcard', () => {
+    assert.deepEqual(compilePath('/users/:id').match('/users/42'), { id: '42' });
+    assert.equal(compilePath('/users/:id').match('/users/'), undefined);
+    assert.equal(compilePath('/users/:id').match('/users/42/x'), undefined);
+    assert.deepEqual(compilePath('/users/:id/*').match('/users/a%20b/x/y'), { id: 'a b' });
+    assert.deepEqual(compilePath('/api/*').match('/api'), {});
+    assert.deepEqual(compilePath('/api/*').match('/api/v1/x'), {});
+    assert.equal(compilePath('/api/*').match('/apix'), undefined);
+    assert.deepEqual(compilePath('/*').match('/anything/at/all'), {});
+    assert.deepEqual(compilePath('/health').match('/health'), {});
+    assert.equal(compilePath('/health').match('/health/'), undefined);
+  });
+
+  it('know when an earlier pattern covers a later one', () => {
+    assert.ok(patternCovers('/*', '/users/:id'));
+    assert.ok(patternCovers('/users/:x', '/users/:id'));
+    assert.ok(patternCovers('/users/:x', '/users/me'));
+    assert.ok(!patternCovers('/users/me', '/users/:id'));
+    assert.ok(!patternCovers('/users/:id', '/users/*'));
+    assert.ok(!patternCovers('/a/*', '/b/*'));
+  });
+});
+
+describe('forwarding headers', () => {
+  const facts = { peer: '192.0.2.7', proto: 'http', trusted: false };
+
+  it('drop hop-by-hop fields, those the Connection header names, and Host', () => {
+    const out = upstreamHeaders({ host: 'gw', connection: 'keep-alive, X-Secret', 'x-secret': '1', 'keep-alive': 'timeout=5', te: 'trailers', 'proxy-authorization': 'x', upgrade: 'h2c', accept: 'text/plain' }, facts);
+    assert.deepEqual(Object.keys(out).sort(), ['accept', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto']);
+  });
+
+  it('start the forwarding fields afresh from an untrusted peer, so a client cannot forge them', () => {
+    const out = upstreamHeaders({ host: 'example.com', 'x-forwarded-for': '10.0.0.1', forwarded: 'for=10.0.0.1', 'x-forwarded-proto': 'https' }, facts);
+    assert.equal(out['x-forwarded-for'], '192.0.2.7');
+    assert.equal(out['x-forwarded-proto'], 'http');
+    assert.equal(out['x-forwarded-host'], 'example.com');
+    assert.equal(out.forwarded, 'for=192.0.2.7;host=example.com;proto=http');
+  });
+
+  it('append to the forwarding fields of a trusted peer, quoting IPv6 in Forwarded', () => {
+    const out = upstreamHeaders({ host: 'example.com:8443', 'x-forwarded-for': '10.0.0.1', forwarded: 'for=10.0.0.1', 'x-forwarded-proto': 'https' }, { peer: '2001:db8::1', proto: 'http', trusted: true });
+    assert.equal(out['x-forwarded-for'], '10.0.0.1, 2001:db8::1');
+    assert.equal(out['x-forwarded-proto'], 'https');
+    assert.equal(out.forwarded, 'for=10.0.0.1, for="[2001:db8::1]";host="example.com:8443";proto=http');
+  });
+
+  it('drop hop-by-hop fields of responses too', () => {
+    const out = downstreamHeaders({ connection: 'close, x-hop', 'x-hop': '1', 'transfer-encoding': 'chunked', 'content-type': 'text/plain', 'set-cookie': ['a=1', 'b=2'] });
+    assert.deepEqual(out, { 'content-type': 'text/plain', 'set-cookie': ['a=1', 'b=2'] });
+  });
+
+  it('trust peers by hop count or by listed addresses and ranges', () => {
+    assert.equal(trustedPeers(false)('127.0.0.1'), false);
+    assert.equal(trustedPeers(1)('203.0.113.9'), true);
+    const listed = trustedPeers(['10.0.0.0/8', '::1']);
+    assert.equal(listed('10.1.2.3'), true);
+    assert.equal(listed('::ffff:10.1.2.3'), true);
+    assert.equal(listed('::1'), true);
+    assert.equal(listed('192.0.2.1'), false);
+  });
+});
+
+describe('JWT claims', () => {
+  const secret = 'a-test-secret-long-enough';
+  const nowMs = 1_700_000_000_000;
+
+  it('read a claim unverified, or verified with the HS256 secret', () => {
+    const token = signHs256({ sub: 'alice', exp: nowMs / 1000 + 60 }, secret);
+    assert.equal(jwtClaim(token, { claim: 'sub', secret: undefined, nowMs }), 'alice');
+    assert.equal(jwtClaim(token, { claim: 'sub', secret, nowMs }), 'alice');
+  });
+
+  it('refuse a bad signature, another algorithm, an expired token and garbage when verifying', () => {
+    const forged = signHs256({ sub: 'alice' }, 'another-secret-entirely');
+    assert.equal(jwtClaim(forged, { claim: 'sub', secret, nowMs }), undefined);
+    const expired = signHs256({ sub: 'alice', exp: nowMs / 1000 - 1 }, secret);
+    assert.equal(jwtClaim(expired, { claim: 'sub', secret, nowMs }), undefined);
+    const [, body, sig] = signHs256({ sub: 'alice' }, secret).split('.');
+    const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${body}.${sig}`;
+    assert.equal(jwtClaim(none, { claim: 'sub', secret, nowMs }), undefined);
+    assert.equal(jwtClaim('not.a.jwt', { claim: 'sub', secret: undefined, nowMs }), undefined);
+    assert.equal(jwtClaim('x', { claim: 'sub', secret: undefined, nowMs }), undefined);
+  });
+});
+
+describe('redaction', () => {
+  it('hides tokens, secrets, passwords and URL passwords', () => {
+    const out = redactConfig({ admin: { token: 'abc', port: 1 }, store: { url: 'redis://user:hunter2@host:1' }, routes: [{ rules: [{ key: { secret: 's' } }] }] });
+    assert.equal(JSON.stringify(out).includes('hunter2'), false);
+    assert.deepEqual(out, { admin: { token: '[redacted]', port: 1 }, store: { url: 'redis://user:[redacted]@host:1' }, routes: [{ rules: [{ key: { secret: '[redacted]' } }] }] });
+  });
+});
