@@ -29,3 +29,4 @@ export { decisionHttpHandler, decideJson, envoyJson, MAX_BODY_BYTES } from './ht
 export { rateLimitHeaders } from './headers.js';
 export { counterKey, type DescriptorEntry, type Match, type Rule } from './rules.js';
 export { UNIT_MS, UNITS, type RateLimitUnit } from './units.js';
+export { DecisionClient, type ClientDecision, type ClientDescriptor, type ClientOnError, type ClientRequest, type ClientStatus, type DecisionClientOptions } from './client.js';

@@ -1,0 +1,255 @@
+/**
+ * DecisionClient: asks a remote floodgate decision service, over its JSON API (undici) or Envoy's
+ * gRPC API, with the failure vocabulary of floodgate's stores: a deadline (`timeoutMs`), typed
+ * `FloodgateError` codes, and `onError` deciding what a failure answers.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { FloodgateError } from 'floodgate';
+import { Pool } from 'undici';
+import { loadRateLimitService } from './grpc.js';
+
+/** ClientOnError is what a failed call answers: reject (`throw`), admit (`fail-open`) or refuse (`fail-closed`). */
+export type ClientOnError = 'throw' | 'fail-open' | 'fail-closed';
+
+/** DecisionClientOptions configures a {@link DecisionClient}. */
+export interface DecisionClientOptions {
+  /** The service: `http://host:port` for the JSON API, `grpc://host:port` for Envoy's gRPC API. */
+  url: string;
+  /** How long a call may take before it fails with `STORE_TIMEOUT`, in ms (default 250). */
+  timeoutMs?: number;
+  /** What a failed or late call answers (default `throw`); a malformed request always throws. */
+  onError?: ClientOnError;
+  /** HTTP connections kept to the service (default 8; JSON API only). */
+  connections?: number;
+}
+
+/** ClientDescriptor is one descriptor to ask about: its entries, and optionally its own hits or limit. */
+export interface ClientDescriptor {
+  /** The entries in order, as `[key, value]` pairs or `{ key, value }` objects. */
+  entries: ReadonlyArray<readonly [string, string] | { key: string; value: string }>;
+  /** This descriptor's hits (0 asks without counting). */
+  hitsAddend?: number;
+  /** A limit replacing the configured one. */
+  limit?: { requestsPerUnit: number; unit: 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' };
+}
+
+/** ClientRequest is one question: a domain and its descriptors. */
+export interface ClientRequest {
+  domain: string;
+  descriptors: readonly ClientDescriptor[];
+  /** Hits for descriptors without their own (default 1). */
+  hitsAddend?: number;
+}
+
+/** ClientStatus is the service's answer for one descriptor. */
+export interface ClientStatus {
+  readonly code: 'OK' | 'OVER_LIMIT';
+  readonly limit: { readonly requestsPerUnit: number; readonly unit: string; readonly name: string | undefined } | undefined;
+  readonly remaining: number;
+  readonly durationUntilResetMs: number;
+}
+
+/** ClientDecision is the answer to a request; `reason` says who decided (`fail-open`/`fail-closed`: `onError`). */
+export interface ClientDecision {
+  readonly allowed: boolean;
+  readonly statuses: readonly ClientStatus[];
+  readonly headers: ReadonlyArray<readonly [string, string]>;
+  readonly reason: 'ok' | 'limit' | 'fail-open' | 'fail-closed';
+}
+
+type Raw = Record<string, unknown>;
+
+function entriesOf(d: ClientDescriptor): Array<{ key: string; value: string }> {
+  return d.entries.map((e) => (Array.isArray(e) ? { key: e[0] as string, value: e[1] as string } : (e as { key: string; value: string })));
+}
+
+function secondsText(text: unknown): number {
+  return typeof text === 'string' && /^\d+(\.\d+)?s$/.test(text) ? Math.round(Number(text.slice(0, -1)) * 1000) : 0;
+}
+
+function replyError(message: string): FloodgateError {
+  return new FloodgateError('STORE_REPLY', `decision service: ${message}`);
+}
+
+/** decisionOf checks and maps a RateLimitResponse (proto names or proto3 JSON names). */
+function decisionOf(raw: unknown, json: boolean): ClientDecision {
+  const r = raw as Raw | null;
+  const code = r?.[json ? 'overallCode' : 'overall_code'];
+  const statuses = r?.statuses;
+  if ((code !== 'OK' && code !== 'OVER_LIMIT') || !Array.isArray(statuses)) throw replyError(`expected a RateLimitResponse with overall code OK or OVER_LIMIT, got ${JSON.stringify(raw)?.slice(0, 200)}`);
+  const headers = ((r?.[json ? 'responseHeadersToAdd' : 'response_headers_to_add'] ?? []) as Array<{ key: string; value: string }>).map((h) => [h.key, h.value] as const);
+  return {
+    allowed: code === 'OK',
+    statuses: statuses.map((s: Raw) => {
+      const limit = s[json ? 'currentLimit' : 'current_limit'] as Raw | null | undefined;
+      const duration = s[json ? 'durationUntilReset' : 'duration_until_reset'] as Raw | string | null | undefined;
+      return {
+        code: s.code === 'OVER_LIMIT' ? 'OVER_LIMIT' : 'OK',
+        limit: limit == null ? undefined : { requestsPerUnit: Number(limit[json ? 'requestsPerUnit' : 'requests_per_unit'] ?? 0), unit: String(limit.unit), name: typeof limit.name === 'string' && limit.name !== '' ? limit.name : undefined },
+        remaining: Number(s[json ? 'limitRemaining' : 'limit_remaining'] ?? 0),
+        durationUntilResetMs: json ? secondsText(duration) : duration == null ? 0 : Number((duration as Raw).seconds) * 1000 + Math.round(Number((duration as Raw).nanos) / 1e6),
+      };
+    }),
+    headers,
+    reason: code === 'OK' ? 'ok' : 'limit',
+  };
+}
+
+/** Transport sends one request and resolves to the decision, or rejects with a FloodgateError. */
+interface Transport {
+  send(request: ClientRequest, timeoutMs: number): Promise<ClientDecision>;
+  close(): Promise<void>;
+}
+
+function jsonBody(request: ClientRequest): string {
+  return JSON.stringify({
+    domain: request.domain,
+    hits_addend: request.hitsAddend,
+    descriptors: request.descriptors.map((d) => ({
+      entries: entriesOf(d),
+      hits_addend: d.hitsAddend,
+      limit: d.limit === undefined ? undefined : { requests_per_unit: d.limit.requestsPerUnit, unit: d.limit.unit },
+    })),
+  });
+}
+
+class HttpTransport implements Transport {
+  private readonly pool: Pool;
+  constructor(origin: string, connections: number) {
+    this.pool = new Pool(origin, { connections, pipelining: 1 });
+  }
+
+  async send(request: ClientRequest, timeoutMs: number): Promise<ClientDecision> {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), timeoutMs);
+    try {
+      const res = await this.pool.request({ path: '/json', method: 'POST', body: jsonBody(request), headers: { 'content-type': 'application/json' }, signal: abort.signal });
+      const text = await res.body.text();
+      if (res.statusCode === 200 || res.statusCode === 429) return decisionOf(parseJson(text), true);
+      const error = (parseJson(text) as { error?: { message?: string; field?: string } } | undefined)?.error;
+      if (res.statusCode === 400) throw new FloodgateError('INVALID_OPTION', `decision service refused the request: ${error?.message ?? text}`, `request.${error?.field ?? ''}`);
+      throw new FloodgateError(res.statusCode >= 500 ? 'STORE_ERROR' : 'STORE_REPLY', `decision service answered HTTP ${res.statusCode}: ${error?.message ?? text.slice(0, 200)}`);
+    } catch (error) {
+      throw typed(error, abort.signal.aborted, timeoutMs);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw replyError(`the body is not JSON: ${text.slice(0, 200)}`);
+  }
+}
+
+function typed(error: unknown, timedOut: boolean, timeoutMs: number): FloodgateError {
+  if (timedOut) return new FloodgateError('STORE_TIMEOUT', `decision service did not answer within ${timeoutMs} ms`);
+  if (error instanceof FloodgateError) return error;
+  const wrapped = new FloodgateError('STORE_ERROR', `decision service call failed: ${(error as Error)?.message ?? String(error)}`);
+  wrapped.cause = error;
+  return wrapped;
+}
+
+type RlsClient = grpc.Client & { ShouldRateLimit(req: unknown, options: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: unknown) => void): void };
+
+class GrpcTransport implements Transport {
+  private readonly client: RlsClient;
+  constructor(target: string) {
+    const Service = loadRateLimitService();
+    this.client = new Service(target, grpc.credentials.createInsecure()) as unknown as RlsClient;
+  }
+
+  send(request: ClientRequest, timeoutMs: number): Promise<ClientDecision> {
+    const message = {
+      domain: request.domain,
+      hits_addend: request.hitsAddend ?? 0,
+      descriptors: request.descriptors.map((d) => ({
+        entries: entriesOf(d),
+        hits_addend: d.hitsAddend === undefined ? null : { value: String(d.hitsAddend) },
+        limit: d.limit === undefined ? null : { requests_per_unit: d.limit.requestsPerUnit, unit: d.limit.unit },
+      })),
+    };
+    return new Promise((resolve, reject) => {
+      this.client.ShouldRateLimit(message, { deadline: Date.now() + timeoutMs }, (error, response) => {
+        if (error === null) {
+          try {
+            resolve(decisionOf(response, false));
+          } catch (e) {
+            reject(e as Error);
+          }
+          return;
+        }
+        if (error.code === grpc.status.INVALID_ARGUMENT) reject(new FloodgateError('INVALID_OPTION', `decision service refused the request: ${error.details}`, 'request'));
+        else reject(typed(error, error.code === grpc.status.DEADLINE_EXCEEDED, timeoutMs));
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    this.client.close();
+    return Promise.resolve();
+  }
+}
+
+/**
+ * DecisionClient asks a floodgate decision service whether requests may pass. Failures are typed
+ * as the library's stores type them: `STORE_TIMEOUT` past `timeoutMs`, `STORE_ERROR` when the
+ * service cannot be reached or cannot decide, `STORE_REPLY` for an answer it cannot read; with
+ * `onError: 'fail-open'` or `'fail-closed'` such a failure answers instead, saying so in
+ * `reason`. A request the service calls malformed always rejects with `INVALID_OPTION`.
+ *
+ * @example
+ * const client = new DecisionClient({ url: 'grpc://127.0.0.1:8081', timeoutMs: 50, onError: 'fail-open' });
+ * const decision = await client.shouldRateLimit({ domain: 'api', descriptors: [{ entries: [['user', userId]] }] });
+ * if (!decision.allowed) reply(429);
+ */
+export class DecisionClient {
+  private readonly transport: Transport;
+  private readonly timeoutMs: number;
+  private readonly onError: ClientOnError;
+
+  constructor(options: DecisionClientOptions) {
+    const url = parseUrl(options?.url);
+    this.timeoutMs = options.timeoutMs ?? 250;
+    if (!Number.isFinite(this.timeoutMs) || this.timeoutMs <= 0) throw new FloodgateError('INVALID_OPTION', `DecisionClient.timeoutMs must be a number above 0, got ${String(options.timeoutMs)}`, 'DecisionClient.timeoutMs');
+    this.onError = options.onError ?? 'throw';
+    if (!['throw', 'fail-open', 'fail-closed'].includes(this.onError)) throw new FloodgateError('INVALID_OPTION', `DecisionClient.onError must be throw, fail-open or fail-closed, got ${String(options.onError)}`, 'DecisionClient.onError');
+    this.transport = url.protocol === 'grpc:' ? new GrpcTransport(url.host) : new HttpTransport(url.origin, options.connections ?? 8);
+  }
+
+  /** shouldRateLimit resolves to the service's decision for `request`, charging it when admitted. */
+  async shouldRateLimit(request: ClientRequest): Promise<ClientDecision> {
+    try {
+      return await this.transport.send(request, this.timeoutMs);
+    } catch (error) {
+      if (this.onError === 'throw' || !(error instanceof FloodgateError) || error.code === 'INVALID_OPTION') throw error;
+      const statuses = request.descriptors.map((): ClientStatus => ({ code: this.onError === 'fail-open' ? 'OK' : 'OVER_LIMIT', limit: undefined, remaining: 0, durationUntilResetMs: 0 }));
+      return { allowed: this.onError === 'fail-open', statuses, headers: [], reason: this.onError };
+    }
+  }
+
+  /** close ends the client's connections. */
+  close(): Promise<void> {
+    return this.transport.close();
+  }
+}
+
+function parseUrl(text: unknown): URL {
+  let url: URL | undefined;
+  try {
+    url = typeof text === 'string' ? new URL(text) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || !['http:', 'https:', 'grpc:'].includes(url.protocol) || url.host === '') {
+    throw new FloodgateError('INVALID_OPTION', `DecisionClient.url must be http://host:port (JSON API) or grpc://host:port (gRPC), got ${JSON.stringify(text)}`, 'DecisionClient.url');
+  }
+  return url;
+}
