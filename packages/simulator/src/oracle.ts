@@ -152,7 +152,7 @@ function countWronglyRefused(members: Int32Array, arrivals: Arrivals, admittedAt
     const t = arrivals.atMs[i]!;
     for (; right < timeline.atMs.length && timeline.atMs[right]! <= t; right++) sum += timeline.costs[right]!;
     for (; left < right && timeline.atMs[left]! <= t - promise.windowMs; left++) sum -= timeline.costs[left]!;
-    if (sum + arrivals.costs[i]! <= guaranteed - slack) wrong++;
+    if (sum + arrivals.costs[i]! <= guaranteed + slack) wrong++;
   }
   return wrong;
 }
