@@ -1,4 +1,5 @@
 import type { Decision } from './decision.js';
+import { FloodgateError, describeValue } from './errors.js';
 
 /**
  * Algorithm is one rate-limiting rule with its parameters fixed and checked, as made by a factory
@@ -14,8 +15,20 @@ import type { Decision } from './decision.js';
  * backwards) never creates capacity.
  */
 export interface Algorithm {
-  /** name is the algorithm's stable kebab-case name, for example `token-bucket`. */
+  /** name is the algorithm's stable kebab-case name, for example `token-bucket`; for people and keys, never dispatched on. */
   readonly name: string;
+  /**
+   * kind identifies the rule apart from its parameters: one symbol per rule, exported beside its
+   * factory (`TOKEN_BUCKET`, `FIXED_WINDOW`, ...). A store that runs rules elsewhere (the Redis
+   * store's Lua scripts) finds its implementation by it; an algorithm without one runs in memory only.
+   */
+  readonly kind?: symbol;
+  /**
+   * windowMs is how long the policy takes to restore its whole limit from empty, in ms: the window
+   * of a window policy, `capacity / rate` for a bucket, `limit` emission intervals for GCRA. It is
+   * the quota window (`w`) of the IETF draft's `RateLimit-Policy`; undefined when the policy has none.
+   */
+  readonly windowMs?: number;
   /** params are the validated parameters, as numbers, for stores and introspection. */
   readonly params: Readonly<Record<string, number>>;
   /** limit is the most cost a fresh key admits at once; decisions report it. */
@@ -47,6 +60,24 @@ export interface Algorithm {
    * reserve: a waiter retries after `retryAfterMs`.
    */
   reserve?(cells: Float64Array, at: number, nowMs: number, cost: number, maxWaitMs: number): number;
+  /**
+   * scaled returns the same rule with `share` (above 0, at most 1) of this policy's limit and rate
+   * and the same windows: what one of several processes admits on its own when they share the
+   * limit and cannot reach their shared store (a local fallback). Integer limits stay at least 1.
+   * Without it, a policy has no local fallback.
+   */
+  scaled?(share: number): Algorithm;
+}
+
+/**
+ * checkShare returns `share` when it is a number above 0 and at most 1, else throws
+ * `INVALID_OPTION` naming `option`; {@link Algorithm.scaled} implementations call it first.
+ */
+export function checkShare(share: number, option: string): number {
+  if (typeof share !== 'number' || !(share > 0 && share <= 1)) {
+    throw new FloodgateError('INVALID_OPTION', `${option} must be a number above 0 and at most 1, got ${describeValue(share)}`, option);
+  }
+  return share;
 }
 
 /**

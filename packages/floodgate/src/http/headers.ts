@@ -33,17 +33,11 @@ export const FIELD = Object.freeze({
 export const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**
- * windowMsOf returns the time in ms a policy takes to restore its whole limit (the draft's `w`):
- * the window of a window policy, `capacity / rate` for a bucket, `limit * periodMs / rate` for
- * GCRA; undefined for a policy whose parameters do not say.
+ * windowMsOf returns the time in ms a policy takes to restore its whole limit (the draft's `w`), as
+ * the policy itself states it ({@link Algorithm.windowMs}); undefined for a policy that has none.
  */
 export function windowMsOf(policy: Algorithm): number | undefined {
-  const p = policy.params;
-  if (p.windowMs !== undefined) return p.windowMs;
-  if (p.capacity !== undefined && p.refillPerSecond !== undefined) return (p.capacity / p.refillPerSecond) * 1000;
-  if (p.capacity !== undefined && p.leakPerSecond !== undefined) return (p.capacity / p.leakPerSecond) * 1000;
-  if (p.rate !== undefined && p.periodMs !== undefined) return (policy.limit * p.periodMs) / p.rate;
-  return undefined;
+  return policy.windowMs;
 }
 
 /** ceilSeconds rounds a duration in ms up to whole seconds (0 for none). */

@@ -128,8 +128,11 @@ describe('input is checked before anything is sent', () => {
     for (const [options, message] of bad) {
       assert.throws(() => new RedisStore(options as never), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && message.test(e.message));
     }
-    const foreign = { ...fixedWindow({ limit: 1, windowMs: 1 }), name: 'home-made' } as Algorithm;
-    assert.throws(() => new RedisStore({ adapter: never }).bind(foreign), /cannot run the algorithm "home-made"/);
+    const { kind: _kind, ...withoutKind } = fixedWindow({ limit: 1, windowMs: 1 });
+    const foreign = { ...withoutKind, name: 'home-made' } as Algorithm;
+    assert.throws(() => new RedisStore({ adapter: never }).bind(foreign), /cannot run the algorithm "home-made": the Redis store has no script for its kind/);
+    const unknownKind = { ...fixedWindow({ limit: 1, windowMs: 1 }), kind: Symbol('home-made') } as Algorithm;
+    assert.throws(() => new RedisStore({ adapter: never }).bind(unknownKind), /no script for its kind/);
   });
 
   test('a Limiter over the store answers by promise; the ...Sync methods say why not', async () => {

@@ -1,4 +1,4 @@
-import { countSlack, type Algorithm } from '../algorithm.js';
+import { checkShare, countSlack, type Algorithm } from '../algorithm.js';
 import { makeDecision, type Decision } from '../decision.js';
 import { checkCost, durationMs, positiveNumber, requireObject } from '../validate.js';
 
@@ -14,8 +14,12 @@ export interface FixedWindowOptions {
 const START = 0;
 const COUNT = 1;
 
+/** FIXED_WINDOW is the {@link Algorithm.kind} of {@link fixedWindow}'s policies. */
+export const FIXED_WINDOW: unique symbol = Symbol('fixed-window');
+
 class FixedWindow implements Algorithm {
   readonly name = 'fixed-window';
+  readonly kind = FIXED_WINDOW;
   readonly width = 2;
   readonly params: Readonly<Record<string, number>>;
 
@@ -24,7 +28,7 @@ class FixedWindow implements Algorithm {
 
   constructor(
     readonly limit: number,
-    private readonly windowMs: number,
+    readonly windowMs: number,
   ) {
     this.slack = countSlack(limit);
     this.params = { limit, windowMs };
@@ -75,6 +79,10 @@ class FixedWindow implements Algorithm {
 
   restAtMs(cells: Float64Array, at: number): number {
     return cells[at + COUNT]! > 0 ? cells[at + START]! + this.windowMs : -Infinity;
+  }
+
+  scaled(share: number): Algorithm {
+    return new FixedWindow(this.limit * checkShare(share, 'share'), this.windowMs);
   }
 
   checkCost(cost: number): void {

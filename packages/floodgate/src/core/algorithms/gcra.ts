@@ -1,4 +1,4 @@
-import { TIME_EPSILON_MS, type Algorithm } from '../algorithm.js';
+import { checkShare, TIME_EPSILON_MS, type Algorithm } from '../algorithm.js';
 import { ceilMs, makeDecision, type Decision } from '../decision.js';
 import { checkCost, positiveInteger, positiveNumber, requireObject } from '../validate.js';
 
@@ -15,8 +15,12 @@ export interface GcraOptions {
 // Cells: [0] theoretical arrival time (TAT) in ms; -Infinity for a fresh key.
 const TAT = 0;
 
+/** GCRA is the {@link Algorithm.kind} of {@link gcra}'s policies. */
+export const GCRA: unique symbol = Symbol('gcra');
+
 class Gcra implements Algorithm {
   readonly name = 'gcra';
+  readonly kind = GCRA;
   readonly width = 1;
   readonly limit: number;
   readonly params: Readonly<Record<string, number>>;
@@ -25,11 +29,22 @@ class Gcra implements Algorithm {
   /** Delay variation tolerance: how far ahead of now the TAT may run, in ms. */
   private readonly toleranceMs: number;
 
+  /** The time `limit` units take to be restored: `limit` emission intervals, in ms. */
+  readonly windowMs: number;
+
   constructor(rate: number, periodMs: number, maxBurst: number) {
     this.params = { rate, periodMs, maxBurst };
     this.limit = maxBurst + 1;
     this.intervalMs = periodMs / rate;
     this.toleranceMs = this.intervalMs * this.limit;
+    this.windowMs = (this.limit * periodMs) / rate;
+  }
+
+  /** scaled takes `share` of the rate and of the burst (`maxBurst + 1`, rounded, at least 1). */
+  scaled(share: number): Algorithm {
+    checkShare(share, 'share');
+    const p = this.params;
+    return new Gcra(p.rate! * share, p.periodMs!, Math.max(0, Math.round(this.limit * share) - 1));
   }
 
   init(cells: Float64Array, at: number): void {

@@ -1,4 +1,4 @@
-import type { Algorithm } from '../algorithm.js';
+import { checkShare, type Algorithm } from '../algorithm.js';
 import { makeDecision, type Decision } from '../decision.js';
 import { FloodgateError } from '../errors.js';
 import { checkCost, durationMs, positiveInteger, requireObject } from '../validate.js';
@@ -20,14 +20,18 @@ const HEAD = 0;
 const COUNT = 1;
 const RING = 2;
 
+/** SLIDING_WINDOW_LOG is the {@link Algorithm.kind} of {@link slidingWindowLog}'s policies. */
+export const SLIDING_WINDOW_LOG: unique symbol = Symbol('sliding-window-log');
+
 class SlidingWindowLog implements Algorithm {
   readonly name = 'sliding-window-log';
+  readonly kind = SLIDING_WINDOW_LOG;
   readonly width: number;
   readonly params: Readonly<Record<string, number>>;
 
   constructor(
     readonly limit: number,
-    private readonly windowMs: number,
+    readonly windowMs: number,
   ) {
     this.width = RING + limit;
     this.params = { limit, windowMs };
@@ -103,6 +107,11 @@ class SlidingWindowLog implements Algorithm {
   restAtMs(cells: Float64Array, at: number): number {
     const count = cells[at + COUNT]!;
     return count > 0 ? this.entry(cells, at, count - 1) + this.windowMs : -Infinity;
+  }
+
+  /** scaled keeps a whole-number limit (one logged time per unit), rounded down, at least 1. */
+  scaled(share: number): Algorithm {
+    return new SlidingWindowLog(Math.max(1, Math.floor(this.limit * checkShare(share, 'share'))), this.windowMs);
   }
 
   checkCost(cost: number): void {

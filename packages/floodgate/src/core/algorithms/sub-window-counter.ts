@@ -1,4 +1,4 @@
-import { countSlack, type Algorithm } from '../algorithm.js';
+import { checkShare, countSlack, type Algorithm } from '../algorithm.js';
 import { makeDecision, type Decision } from '../decision.js';
 import { checkCost } from '../validate.js';
 
@@ -7,6 +7,9 @@ import { checkCost } from '../validate.js';
 const NEWEST = 0;
 const COUNTS = 1;
 
+/** SUB_WINDOW_COUNTER is the {@link Algorithm.kind} of `slidingWindowCounter`'s form with `subWindows`. */
+export const SUB_WINDOW_COUNTER: unique symbol = Symbol('sub-window-counter');
+
 /**
  * SubWindowCounter is the sliding window counter's exact-to-a-sub-window form: the window is cut
  * into `subWindows` aligned sub-windows whose counts are summed. A finer cut is more precise and
@@ -14,6 +17,7 @@ const COUNTS = 1;
  */
 export class SubWindowCounter implements Algorithm {
   readonly name = 'sliding-window-counter';
+  readonly kind = SUB_WINDOW_COUNTER;
   readonly width: number;
   readonly params: Readonly<Record<string, number>>;
   private readonly subWindowMs: number;
@@ -23,7 +27,7 @@ export class SubWindowCounter implements Algorithm {
 
   constructor(
     readonly limit: number,
-    windowMs: number,
+    readonly windowMs: number,
     private readonly subWindows: number,
   ) {
     this.width = COUNTS + subWindows;
@@ -125,6 +129,10 @@ export class SubWindowCounter implements Algorithm {
       if (cells[at + COUNTS + this.ring(k)]! > 0) return (k + this.subWindows) * this.subWindowMs;
     }
     return -Infinity;
+  }
+
+  scaled(share: number): Algorithm {
+    return new SubWindowCounter(this.limit * checkShare(share, 'share'), this.windowMs, this.subWindows);
   }
 
   checkCost(cost: number): void {

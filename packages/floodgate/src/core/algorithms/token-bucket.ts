@@ -1,4 +1,4 @@
-import { countSlack, type Algorithm } from '../algorithm.js';
+import { checkShare, countSlack, type Algorithm } from '../algorithm.js';
 import { ceilMs, makeDecision, type Decision } from '../decision.js';
 import { checkCost, positiveNumber, requireObject } from '../validate.js';
 
@@ -18,6 +18,18 @@ export interface LeakyBucketOptions {
   leakPerSecond: number;
 }
 
+/** TOKEN_BUCKET is the {@link Algorithm.kind} of {@link tokenBucket}'s policies. */
+export const TOKEN_BUCKET: unique symbol = Symbol('token-bucket');
+
+/** LEAKY_BUCKET is the {@link Algorithm.kind} of {@link leakyBucket}'s policies (the token bucket's rule, read as a level). */
+export const LEAKY_BUCKET: unique symbol = Symbol('leaky-bucket');
+
+/** The two readings of one bucket: the name and the rate parameter each is known by. */
+const FORMS = {
+  [TOKEN_BUCKET]: { name: 'token-bucket', rateParam: 'refillPerSecond' },
+  [LEAKY_BUCKET]: { name: 'leaky-bucket', rateParam: 'leakPerSecond' },
+} as const;
+
 // Cells: [0] tokens available, [1] time of the last update in ms.
 const TOKENS = 0;
 const UPDATED = 1;
@@ -30,17 +42,25 @@ const UPDATED = 1;
 class ContinuousBucket implements Algorithm {
   readonly width = 2;
   readonly limit: number;
+  readonly name: string;
+  readonly params: Readonly<Record<string, number>>;
+  /** The time an empty bucket takes to fill, in ms: `capacity / rate`. */
+  readonly windowMs: number;
   private readonly perMs: number;
   private readonly msPerToken: number;
   /** Tolerance for comparing counts and costs: {@link countSlack} of the limit. */
   private readonly slack: number;
 
+  /** Creates the bucket of `kind`, which says the name and rate parameter it answers to. */
   constructor(
-    readonly name: string,
-    readonly params: Readonly<Record<string, number>>,
+    readonly kind: typeof TOKEN_BUCKET | typeof LEAKY_BUCKET,
     capacity: number,
-    perSecond: number,
+    private readonly perSecond: number,
   ) {
+    const form = FORMS[kind];
+    this.name = form.name;
+    this.params = { capacity, [form.rateParam]: perSecond };
+    this.windowMs = (capacity / perSecond) * 1000;
     this.limit = capacity;
     this.perMs = perSecond / 1000;
     this.msPerToken = 1000 / perSecond;
@@ -117,6 +137,11 @@ class ContinuousBucket implements Algorithm {
     return cells[at + UPDATED]! + (this.limit - cells[at + TOKENS]!) / this.perMs;
   }
 
+  scaled(share: number): Algorithm {
+    checkShare(share, 'share');
+    return new ContinuousBucket(this.kind, this.limit * share, this.perSecond * share);
+  }
+
   checkCost(cost: number): void {
     checkCost(cost, this.limit, this.name);
   }
@@ -138,7 +163,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm {
   const o = requireObject<TokenBucketOptions>(options, 'tokenBucket');
   const capacity = positiveNumber(o.capacity, 'tokenBucket.capacity');
   const refillPerSecond = positiveNumber(o.refillPerSecond, 'tokenBucket.refillPerSecond');
-  return new ContinuousBucket('token-bucket', { capacity, refillPerSecond }, capacity, refillPerSecond);
+  return new ContinuousBucket(TOKEN_BUCKET, capacity, refillPerSecond);
 }
 
 /**
@@ -155,5 +180,5 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm {
   const o = requireObject<LeakyBucketOptions>(options, 'leakyBucket');
   const capacity = positiveNumber(o.capacity, 'leakyBucket.capacity');
   const leakPerSecond = positiveNumber(o.leakPerSecond, 'leakyBucket.leakPerSecond');
-  return new ContinuousBucket('leaky-bucket', { capacity, leakPerSecond }, capacity, leakPerSecond);
+  return new ContinuousBucket(LEAKY_BUCKET, capacity, leakPerSecond);
 }

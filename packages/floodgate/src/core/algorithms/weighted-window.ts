@@ -1,4 +1,4 @@
-import { countSlack, type Algorithm } from '../algorithm.js';
+import { checkShare, countSlack, type Algorithm } from '../algorithm.js';
 import { makeDecision, type Decision } from '../decision.js';
 import { checkCost } from '../validate.js';
 
@@ -7,12 +7,16 @@ const START = 0;
 const PREV = 1;
 const CURR = 2;
 
+/** WEIGHTED_WINDOW is the {@link Algorithm.kind} of `slidingWindowCounter`'s estimating form (no `subWindows`). */
+export const WEIGHTED_WINDOW: unique symbol = Symbol('weighted-window');
+
 /**
  * WeightedWindow is the sliding window counter's estimating form: windows aligned to the epoch,
  * and the previous window's count weighted by how much of it the sliding window still covers.
  */
 export class WeightedWindow implements Algorithm {
   readonly name = 'sliding-window-counter';
+  readonly kind = WEIGHTED_WINDOW;
   readonly width = 3;
   readonly params: Readonly<Record<string, number>>;
   // Scratch for the window as seen at a given time; read right after `view` (no allocation).
@@ -25,7 +29,7 @@ export class WeightedWindow implements Algorithm {
 
   constructor(
     readonly limit: number,
-    private readonly windowMs: number,
+    readonly windowMs: number,
   ) {
     this.slack = countSlack(limit);
     this.params = { limit, windowMs };
@@ -104,6 +108,10 @@ export class WeightedWindow implements Algorithm {
     const start = cells[at + START]!;
     if (cells[at + CURR]! > 0) return start + 2 * this.windowMs;
     return cells[at + PREV]! > 0 ? start + this.windowMs : -Infinity;
+  }
+
+  scaled(share: number): Algorithm {
+    return new WeightedWindow(this.limit * checkShare(share, 'share'), this.windowMs);
   }
 
   checkCost(cost: number): void {

@@ -1,9 +1,4 @@
 import type { Algorithm } from '../../core/algorithm.js';
-import { fixedWindow } from '../../core/algorithms/fixed-window.js';
-import { gcra } from '../../core/algorithms/gcra.js';
-import { slidingWindowCounter } from '../../core/algorithms/sliding-window-counter.js';
-import { slidingWindowLog } from '../../core/algorithms/sliding-window-log.js';
-import { leakyBucket, tokenBucket } from '../../core/algorithms/token-bucket.js';
 import type { Clock } from '../../core/clock.js';
 import type { Decision } from '../../core/decision.js';
 import { notify, type Observer, type StoreErrorEvent } from '../../core/events.js';
@@ -54,28 +49,16 @@ export function checkOnError(value: unknown, option: string): OnError {
 }
 
 /**
- * scaledPolicy returns `algorithm` with `share` of its limit and rate (at least 1 for whole-number
- * limits), the same windows, for the local fallback.
+ * scaledPolicy returns `algorithm` with `share` of its limit and rate and the same windows, for the
+ * local fallback: the algorithm's own {@link Algorithm.scaled}.
+ *
+ * @throws FloodgateError `INVALID_OPTION` for an algorithm that cannot be scaled (it has no `scaled`).
  */
 export function scaledPolicy(algorithm: Algorithm, share: number): Algorithm {
-  const p = algorithm.params;
-  const n = (name: string): number => p[name]!;
-  switch (algorithm.name) {
-    case 'token-bucket':
-      return tokenBucket({ capacity: n('capacity') * share, refillPerSecond: n('refillPerSecond') * share });
-    case 'leaky-bucket':
-      return leakyBucket({ capacity: n('capacity') * share, leakPerSecond: n('leakPerSecond') * share });
-    case 'fixed-window':
-      return fixedWindow({ limit: n('limit') * share, windowMs: n('windowMs') });
-    case 'sliding-window-log':
-      return slidingWindowLog({ limit: Math.max(1, Math.floor(n('limit') * share)), windowMs: n('windowMs') });
-    case 'sliding-window-counter':
-      return slidingWindowCounter({ limit: n('limit') * share, windowMs: n('windowMs'), ...(p.subWindows === undefined ? {} : { subWindows: n('subWindows') }) });
-    case 'gcra':
-      return gcra({ rate: n('rate') * share, periodMs: n('periodMs'), maxBurst: Math.max(0, Math.round((n('maxBurst') + 1) * share) - 1) });
-    default:
-      throw new FloodgateError('INVALID_OPTION', `RedisStore.onError: no local fallback for the algorithm ${JSON.stringify(algorithm.name)}`, 'RedisStore.onError');
+  if (typeof algorithm.scaled !== 'function') {
+    throw new FloodgateError('INVALID_OPTION', `RedisStore.onError: no local fallback for the algorithm ${JSON.stringify(algorithm.name)}: it has no scaled(share)`, 'RedisStore.onError');
   }
+  return algorithm.scaled(share);
 }
 
 /** FailurePolicyOptions configures a {@link FailurePolicy}. */

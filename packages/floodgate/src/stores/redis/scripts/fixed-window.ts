@@ -1,3 +1,6 @@
+import { FIXED_WINDOW } from '../../../core/algorithms/fixed-window.js';
+import type { LuaRule } from './rule.js';
+
 /**
  * FIXED_WINDOW_LUA is `src/core/algorithms/fixed-window.ts` in Lua, step for step.
  * Params: limit, windowMs. Cells: [0] start of the counted window (-Infinity: none), [1] count.
@@ -64,3 +67,10 @@ ALGORITHMS['fixed-window'] = function(p)
   return A
 end
 `;
+
+/** FIXED_WINDOW_RULE runs fixed window policies with FIXED_WINDOW_LUA. */
+export const FIXED_WINDOW_RULE: LuaRule = {
+  module: 'fixed-window',
+  source: FIXED_WINDOW_LUA,
+  runs: [{ kind: FIXED_WINDOW, registered: 'fixed-window', params: ['limit', 'windowMs'] }],
+};

@@ -1,3 +1,6 @@
+import { GCRA } from '../../../core/algorithms/gcra.js';
+import type { LuaRule } from './rule.js';
+
 /**
  * GCRA_LUA is `src/core/algorithms/gcra.ts` in Lua, step for step.
  * Params: rate, periodMs, maxBurst. Cells: [0] theoretical arrival time in ms (-Infinity: fresh).
@@ -57,3 +60,10 @@ ALGORITHMS['gcra'] = function(p)
   return A
 end
 `;
+
+/** GCRA_RULE runs gcra policies with GCRA_LUA. */
+export const GCRA_RULE: LuaRule = {
+  module: 'gcra',
+  source: GCRA_LUA,
+  runs: [{ kind: GCRA, registered: 'gcra', params: ['rate', 'periodMs', 'maxBurst'] }],
+};

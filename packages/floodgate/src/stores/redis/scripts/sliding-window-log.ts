@@ -1,3 +1,6 @@
+import { SLIDING_WINDOW_LOG } from '../../../core/algorithms/sliding-window-log.js';
+import type { LuaRule } from './rule.js';
+
 /**
  * SLIDING_WINDOW_LOG_LUA is `src/core/algorithms/sliding-window-log.ts` in Lua, step for step.
  * Params: limit, windowMs. Cells: [0] ring index of the oldest entry, [1] entries held,
@@ -84,3 +87,10 @@ ALGORITHMS['sliding-window-log'] = function(p)
   return A
 end
 `;
+
+/** SLIDING_WINDOW_LOG_RULE runs sliding window log policies with SLIDING_WINDOW_LOG_LUA. */
+export const SLIDING_WINDOW_LOG_RULE: LuaRule = {
+  module: 'sliding-window-log',
+  source: SLIDING_WINDOW_LOG_LUA,
+  runs: [{ kind: SLIDING_WINDOW_LOG, registered: 'sliding-window-log', params: ['limit', 'windowMs'] }],
+};

@@ -1,3 +1,6 @@
+import { SUB_WINDOW_COUNTER } from '../../../core/algorithms/sub-window-counter.js';
+import type { LuaRule } from './rule.js';
+
 /**
  * SUB_WINDOW_COUNTER_LUA is `src/core/algorithms/sub-window-counter.ts` (the sliding window
  * counter cut into sub-windows) in Lua, step for step. Params: limit, windowMs, subWindows.
@@ -107,3 +110,10 @@ ALGORITHMS['sub-window-counter'] = function(p)
   return A
 end
 `;
+
+/** SUB_WINDOW_COUNTER_RULE runs sub window counter policies with SUB_WINDOW_COUNTER_LUA. */
+export const SUB_WINDOW_COUNTER_RULE: LuaRule = {
+  module: 'sub-window-counter',
+  source: SUB_WINDOW_COUNTER_LUA,
+  runs: [{ kind: SUB_WINDOW_COUNTER, registered: 'sub-window-counter', params: ['limit', 'windowMs', 'subWindows'] }],
+};

@@ -1,3 +1,6 @@
+import { LEAKY_BUCKET, TOKEN_BUCKET } from '../../../core/algorithms/token-bucket.js';
+import type { LuaRule } from './rule.js';
+
 /**
  * TOKEN_BUCKET_LUA is `src/core/algorithms/token-bucket.ts` in Lua, step for step, registered as
  * both `token-bucket` and `leaky-bucket` (the same rule). Params: capacity, per-second rate.
@@ -81,3 +84,13 @@ end
 ALGORITHMS['token-bucket'] = continuous_bucket
 ALGORITHMS['leaky-bucket'] = continuous_bucket
 `;
+
+/** TOKEN_BUCKET_RULE runs token bucket policies with TOKEN_BUCKET_LUA. */
+export const TOKEN_BUCKET_RULE: LuaRule = {
+  module: 'token-bucket',
+  source: TOKEN_BUCKET_LUA,
+  runs: [
+    { kind: TOKEN_BUCKET, registered: 'token-bucket', params: ['capacity', 'refillPerSecond'] },
+    { kind: LEAKY_BUCKET, registered: 'leaky-bucket', params: ['capacity', 'leakPerSecond'] },
+  ],
+};

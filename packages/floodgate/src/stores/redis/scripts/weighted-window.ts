@@ -1,3 +1,6 @@
+import { WEIGHTED_WINDOW } from '../../../core/algorithms/weighted-window.js';
+import type { LuaRule } from './rule.js';
+
 /**
  * WEIGHTED_WINDOW_LUA is `src/core/algorithms/weighted-window.ts` (the sliding window counter's
  * estimating form) in Lua, step for step. Params: limit, windowMs.
@@ -83,3 +86,10 @@ ALGORITHMS['weighted-window'] = function(p)
   return A
 end
 `;
+
+/** WEIGHTED_WINDOW_RULE runs weighted window policies with WEIGHTED_WINDOW_LUA. */
+export const WEIGHTED_WINDOW_RULE: LuaRule = {
+  module: 'weighted-window',
+  source: WEIGHTED_WINDOW_LUA,
+  runs: [{ kind: WEIGHTED_WINDOW, registered: 'weighted-window', params: ['limit', 'windowMs'] }],
+};
