@@ -7,14 +7,16 @@
  * @packageDocumentation
  */
 export { decide, type Algorithm } from './core/algorithm.js';
-export { ManualClock, systemClock, type Clock } from './core/clock.js';
+export { ManualClock, monotonicClock, systemClock, type Clock } from './core/clock.js';
 export type { Decision } from './core/decision.js';
 export { FloodgateError, type FloodgateErrorCode } from './core/errors.js';
-export { fixedWindow, type FixedWindowOptions } from './core/algorithms/fixed-window.js';
-export { gcra, type GcraOptions } from './core/algorithms/gcra.js';
+export { FIXED_WINDOW, fixedWindow, type FixedWindowOptions } from './core/algorithms/fixed-window.js';
+export { GCRA, gcra, type GcraOptions } from './core/algorithms/gcra.js';
 export { MAX_SUB_WINDOWS, slidingWindowCounter, type SlidingWindowCounterOptions } from './core/algorithms/sliding-window-counter.js';
-export { MAX_LOG_LIMIT, slidingWindowLog, type SlidingWindowLogOptions } from './core/algorithms/sliding-window-log.js';
-export { leakyBucket, tokenBucket, type LeakyBucketOptions, type TokenBucketOptions } from './core/algorithms/token-bucket.js';
+export { MAX_LOG_LIMIT, SLIDING_WINDOW_LOG, slidingWindowLog, type SlidingWindowLogOptions } from './core/algorithms/sliding-window-log.js';
+export { WEIGHTED_WINDOW } from './core/algorithms/weighted-window.js';
+export { SUB_WINDOW_COUNTER } from './core/algorithms/sub-window-counter.js';
+export { LEAKY_BUCKET, TOKEN_BUCKET, leakyBucket, tokenBucket, type LeakyBucketOptions, type TokenBucketOptions } from './core/algorithms/token-bucket.js';
 export { Limiter, type ConsumeOptions, type LimiterOptions } from './limiter.js';
 export { MemoryStore, MemoryTable, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { MaybePromise, PolicyStore, Store, SyncPolicyStore } from './stores/store.js';
