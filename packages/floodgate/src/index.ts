@@ -18,8 +18,10 @@ export { WEIGHTED_WINDOW } from './core/algorithms/weighted-window.js';
 export { SUB_WINDOW_COUNTER } from './core/algorithms/sub-window-counter.js';
 export { LEAKY_BUCKET, TOKEN_BUCKET, leakyBucket, tokenBucket, type LeakyBucketOptions, type TokenBucketOptions } from './core/algorithms/token-bucket.js';
 export { Limiter, type ConsumeOptions, type LimiterOptions } from './limiter.js';
-export { MemoryStore, MemoryTable, type MemoryStoreOptions } from './stores/memory-store.js';
-export type { MaybePromise, PolicyStore, Store, SyncPolicyStore } from './stores/store.js';
+export { consumeAll, consumeAllSync, type LimitEntry, type LimitsDecision } from './limits.js';
+export { FAIL_CLOSED_RETRY_MS, type FailurePolicy } from './stores/guarded-table.js';
+export { MemoryStore, MemoryTable, policyIdentity, type MemoryStoreOptions } from './stores/memory-store.js';
+export type { MaybePromise, PolicyStore, Store, StoreConsumeAllResult, StoreRequest, SyncPolicyStore } from './stores/store.js';
 export {
   SmoothRateLimiter,
   type SmoothBurstyOptions,

@@ -2,33 +2,13 @@ import type { Algorithm } from './core/algorithm.js';
 import { systemClock, type Clock } from './core/clock.js';
 import type { Decision } from './core/decision.js';
 import { FloodgateError } from './core/errors.js';
-import { isTimers, systemTimers, type Timers } from './core/timers.js';
-import { requireObject } from './core/validate.js';
-import { MemoryStore } from './stores/memory-store.js';
-import { invalidKey, isKey, type PolicyStore, type Store, type SyncPolicyStore } from './stores/store.js';
+import { notify, type Observer } from './core/events.js';
+import type { Timers } from './core/timers.js';
+import { limiterParts, type LimiterOptions } from './limiter-options.js';
+import { invalidKey, isKey, type MaybePromise, type PolicyStore, type Store, type SyncPolicyStore } from './stores/store.js';
 import { AcquireQueues, type AcquireOptions } from './waiting/acquire-queue.js';
-import { checkQueueBound } from './waiting/validate.js';
 
-/** LimiterOptions configures a {@link Limiter}. */
-export interface LimiterOptions {
-  /** The policy every key is held to, e.g. `tokenBucket({ capacity: 10, refillPerSecond: 5 })`. */
-  policy: Algorithm;
-  /** Where key state lives (default: a new {@link MemoryStore}). */
-  store?: Store;
-  /** Source of the current time (default {@link systemClock}); stores with their own clock ignore it. */
-  clock?: Clock;
-  /**
-   * Timers that {@link Limiter.acquire} waits on: default the `clock` itself when it is also
-   * {@link Timers} (a {@link ManualClock} is), else {@link systemTimers}. There is at most one
-   * timer per key with waiters, and none while nobody waits.
-   */
-  timers?: Timers;
-  /**
-   * Most {@link Limiter.acquire} calls that may wait on one key at once (default Infinity); one
-   * more is refused at once with `QUEUE_FULL`. 0 means no call waits: each passes now or is refused.
-   */
-  maxQueue?: number;
-}
+export type { LimiterOptions } from './limiter-options.js';
 
 /** ConsumeOptions are the per-request options of {@link Limiter.consume}. */
 export interface ConsumeOptions {
@@ -41,7 +21,10 @@ export interface ConsumeOptions {
  * works with any store, and a `...Sync` form for synchronous stores (the memory store) that
  * decides with no promise at all.
  *
- * A rejected request spends nothing.
+ * A rejected request spends nothing. A key must be a non-empty string: anything else is refused
+ * with `INVALID_KEY` before the store sees it. An asynchronous store's failures and silences are
+ * answered by `onError` (default fail-open) within `timeoutMs` (see {@link LimiterOptions}).
+ * Decisions go to `observer.decision` when one is given; with none, nothing is built.
  *
  * @example
  * const limiter = new Limiter({ policy: tokenBucket({ capacity: 10, refillPerSecond: 5 }) });
@@ -51,33 +34,46 @@ export interface ConsumeOptions {
 export class Limiter {
   /** policy is the algorithm this limiter applies. */
   readonly policy: Algorithm;
-  /** table is the store's state table for this policy. */
+  /** store is the store this limiter's policy is bound to. */
+  readonly store: Store;
+  /** table is the store's state table for this policy (behind the deadline and `onError` for an asynchronous store). */
   readonly table: PolicyStore;
+  /** name is what this limiter's events carry (`LimiterOptions.name`, default the policy's name). */
+  readonly name: string;
+  /** observer receives this limiter's events; undefined when none was given. */
+  readonly observer: Observer | undefined;
+  /** reportKeys is whether events carry keys. */
+  readonly reportKeys: boolean;
+  /** The observer when it has a `decision` hook, else undefined: the one check a decision pays. */
+  private readonly watcher: Observer | undefined;
   private readonly clock: Clock;
   /** Whether consume and peek may skip reading the clock: the store owns its clock and ours is the system's. */
   private readonly clockFree: boolean;
   /** The table again when it is synchronous, else undefined (checked once, not per call). */
-  private readonly syncTable: SyncPolicyStore | undefined;
+  private syncTable: SyncPolicyStore | undefined;
+  /** The table calls go to: {@link table} until {@link close}. */
+  private active: PolicyStore;
   private readonly timers: Timers;
   private readonly maxQueue: number;
+  private closed = false;
   /** The lines of {@link acquire} callers, made on first use. */
   private waiting: AcquireQueues | undefined;
 
   constructor(options: LimiterOptions) {
-    const o = requireObject<LimiterOptions>(options, 'Limiter');
-    if (typeof o.policy !== 'object' || o.policy === null || typeof o.policy.consume !== 'function') {
-      throw new FloodgateError('INVALID_OPTION', 'Limiter.policy must be an algorithm, e.g. tokenBucket({ capacity: 10, refillPerSecond: 5 })', 'Limiter.policy');
-    }
-    this.policy = o.policy;
-    this.clock = o.clock ?? systemClock;
-    this.table = (o.store ?? new MemoryStore()).bind(o.policy);
+    const parts = limiterParts(options);
+    this.policy = parts.policy;
+    this.store = parts.store;
+    this.table = parts.table;
+    this.active = parts.table;
+    this.name = parts.name;
+    this.observer = parts.observer;
+    this.reportKeys = parts.reportKeys;
+    this.watcher = typeof parts.observer?.decision === 'function' ? parts.observer : undefined;
+    this.clock = parts.clock;
+    this.timers = parts.timers;
+    this.maxQueue = parts.maxQueue;
     this.syncTable = this.table.synchronous ? (this.table as SyncPolicyStore) : undefined;
     this.clockFree = this.table.ownsClock === true && this.clock === systemClock;
-    if (o.timers !== undefined && !isTimers(o.timers)) {
-      throw new FloodgateError('INVALID_OPTION', 'Limiter.timers must have setTimer and clearTimer, like systemTimers or a ManualClock', 'Limiter.timers');
-    }
-    this.timers = o.timers ?? (isTimers(this.clock) ? this.clock : systemTimers);
-    this.maxQueue = checkQueueBound(o.maxQueue, 'Limiter.maxQueue', Infinity);
   }
 
   /**
@@ -95,7 +91,8 @@ export class Limiter {
    * `WAIT_TIMEOUT` when the wait would exceed (or has exceeded) `maxWaitMs`; `ABORTED` when
    * `options.signal` fires (the signal's reason is the error's `cause`); `QUEUE_FULL` when the
    * caller cannot pass at once and `maxQueue` callers already wait on the key; `INVALID_COST` or
-   * `COST_EXCEEDS_LIMIT` for a cost the policy can never admit.
+   * `COST_EXCEEDS_LIMIT` for a cost the policy can never admit. The observer's `queue` hook sees
+   * each line's depth change.
    *
    * @example
    * const limiter = new Limiter({ policy: tokenBucket({ capacity: 10, refillPerSecond: 5 }), maxQueue: 100 });
@@ -104,48 +101,72 @@ export class Limiter {
    */
   acquire(key: string, options?: AcquireOptions): Promise<void> {
     if (!isKey(key)) return Promise.reject(invalidKey(key, 'Limiter.acquire'));
-    this.waiting ??= new AcquireQueues({ policy: this.policy, table: this.table, clock: this.clock, timers: this.timers, maxQueue: this.maxQueue });
+    if (this.closed) return Promise.reject(closedError());
+    this.waiting ??= new AcquireQueues({
+      policy: this.policy,
+      table: this.active,
+      clock: this.clock,
+      timers: this.timers,
+      maxQueue: this.maxQueue,
+      depthChanged: typeof this.observer?.queue === 'function' ? this.depthReporter(this.observer) : undefined,
+    });
     return this.waiting.acquire(key, options);
   }
 
   /** consume resolves to the decision for a request of `options.cost` (default 1) on `key`, charging it when admitted. */
   consume(key: string, options?: ConsumeOptions): Promise<Decision> {
-    // Not async: an asynchronous store's promise is handed back as it is (Promise.resolve returns
-    // a native promise unchanged), without the extra turns an async wrapper would add.
     if (!isKey(key)) return Promise.reject(invalidKey(key, 'Limiter.consume'));
+    const cost = options?.cost ?? 1;
+    const nowMs = this.clockFree ? NaN : this.clock.now();
+    let answer: MaybePromise<Decision>;
     try {
-      return Promise.resolve(this.table.consume(key, options?.cost ?? 1, this.clockFree ? NaN : this.clock.now()));
+      answer = this.active.consume(key, cost, nowMs);
     } catch (error) {
       return Promise.reject(error as Error);
     }
+    // Not async: an asynchronous store's promise is handed back as it is (Promise.resolve returns
+    // a native promise unchanged), without the extra turns an async wrapper would add.
+    return this.watcher === undefined ? Promise.resolve(answer) : this.reported('consume', key, cost, answer, nowMs);
   }
 
   /** consumeSync returns the decision for a request on `key` with no promise; needs a synchronous store. */
   consumeSync(key: string, options?: ConsumeOptions): Decision {
     if (!isKey(key)) throw invalidKey(key, 'Limiter.consumeSync');
-    return this.sync().consume(key, options?.cost ?? 1, this.clock.now());
+    const cost = options?.cost ?? 1;
+    const nowMs = this.clock.now();
+    const decision = this.sync().consume(key, cost, nowMs);
+    if (this.watcher !== undefined) this.report('consume', key, cost, decision, nowMs);
+    return decision;
   }
 
   /** peek resolves to what {@link consume} would answer now, without charging. */
   peek(key: string, options?: ConsumeOptions): Promise<Decision> {
     if (!isKey(key)) return Promise.reject(invalidKey(key, 'Limiter.peek'));
+    const cost = options?.cost ?? 1;
+    const nowMs = this.clockFree ? NaN : this.clock.now();
+    let answer: MaybePromise<Decision>;
     try {
-      return Promise.resolve(this.table.peek(key, options?.cost ?? 1, this.clockFree ? NaN : this.clock.now()));
+      answer = this.active.peek(key, cost, nowMs);
     } catch (error) {
       return Promise.reject(error as Error);
     }
+    return this.watcher === undefined ? Promise.resolve(answer) : this.reported('peek', key, cost, answer, nowMs);
   }
 
   /** peekSync returns what {@link consumeSync} would answer now, without charging. */
   peekSync(key: string, options?: ConsumeOptions): Decision {
     if (!isKey(key)) throw invalidKey(key, 'Limiter.peekSync');
-    return this.sync().peek(key, options?.cost ?? 1, this.clock.now());
+    const cost = options?.cost ?? 1;
+    const nowMs = this.clock.now();
+    const decision = this.sync().peek(key, cost, nowMs);
+    if (this.watcher !== undefined) this.report('peek', key, cost, decision, nowMs);
+    return decision;
   }
 
   /** refund gives `cost` back to `key` (never above the policy's limit), for example when a request turned out not to count. */
   async refund(key: string, cost: number): Promise<void> {
     if (!isKey(key)) throw invalidKey(key, 'Limiter.refund');
-    await this.table.refund(key, cost, this.clock.now());
+    await this.active.refund(key, cost, this.clock.now());
   }
 
   /** refundSync is {@link refund} with no promise; needs a synchronous store. */
@@ -157,7 +178,7 @@ export class Limiter {
   /** reset forgets `key`, so its next request is treated as a fresh key's. */
   async reset(key: string): Promise<void> {
     if (!isKey(key)) throw invalidKey(key, 'Limiter.reset');
-    await this.table.reset(key);
+    await this.active.reset(key);
   }
 
   /** resetSync is {@link reset} with no promise; needs a synchronous store. */
@@ -166,10 +187,89 @@ export class Limiter {
     this.sync().reset(key);
   }
 
+  /**
+   * close releases this limiter's bind of its policy (`Store.release`): once no limiter binds an
+   * equal policy, the memory store drops its table and every key's state. Every later call fails
+   * with `LIMITER_CLOSED`. Closing twice does nothing. Waiters already in `acquire` are served.
+   *
+   * @example
+   * const next = new Limiter({ policy: tokenBucket(config.api), store });   // same policy: same table, same counts
+   * current.close();                                                        // a changed policy's table is freed
+   */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.syncTable = undefined;
+    this.active = CLOSED_TABLE;
+    this.store.release?.(this.policy);
+  }
+
+  /**
+   * nowMsForStore returns the time this limiter hands its store: the clock's, or NaN when the
+   * store decides on its own clock (see `PolicyStore.ownsClock`). For `consumeAll`.
+   */
+  nowMsForStore(): number {
+    return this.clockFree ? NaN : this.clock.now();
+  }
+
+  /** syncTableOrUndefined returns the synchronous table calls go to, or undefined (an asynchronous store, or closed). For `consumeAll`. */
+  syncTableOrUndefined(): SyncPolicyStore | undefined {
+    return this.syncTable;
+  }
+
+  /** activeTable returns the table calls go to; it fails with `LIMITER_CLOSED` after {@link close}. For `consumeAll`. */
+  activeTable(): PolicyStore {
+    return this.active;
+  }
+
+  /** report hands a decision event to the observer (call only when one listens: `hasDecisionObserver`). */
+  report(operation: 'consume' | 'peek', key: string, cost: number, decision: Decision, nowMs: number): void {
+    const atMs = Number.isNaN(nowMs) ? this.clock.now() : nowMs;
+    notify(this.watcher, 'decision', { limiter: this.name, key: this.reportKeys ? key : undefined, cost, operation, decision, atMs });
+  }
+
+  /** hasDecisionObserver returns whether decisions are reported. */
+  get hasDecisionObserver(): boolean {
+    return this.watcher !== undefined;
+  }
+
+  private reported(operation: 'consume' | 'peek', key: string, cost: number, answer: MaybePromise<Decision>, nowMs: number): Promise<Decision> {
+    if (!(answer instanceof Promise)) {
+      this.report(operation, key, cost, answer, nowMs);
+      return Promise.resolve(answer);
+    }
+    return answer.then((decision) => {
+      this.report(operation, key, cost, decision, nowMs);
+      return decision;
+    });
+  }
+
+  private depthReporter(observer: Observer): (key: string, depth: number) => void {
+    return (key, depth) => notify(observer, 'queue', { queue: this.name, key: this.reportKeys ? key : undefined, depth, atMs: this.clock.now() });
+  }
+
   private sync(): SyncPolicyStore {
     if (this.syncTable === undefined) {
+      if (this.closed) throw closedError();
       throw new FloodgateError('STORE_NOT_SYNC', 'this limiter\'s store answers asynchronously: use consume/peek/refund/reset (promises) instead of the ...Sync methods', 'store');
     }
     return this.syncTable;
   }
 }
+
+function closedError(): FloodgateError {
+  return new FloodgateError('LIMITER_CLOSED', 'this limiter was closed (Limiter.close released its policy\'s table): build a new Limiter', 'Limiter');
+}
+
+function refuseClosed(): never {
+  throw closedError();
+}
+
+/** The table of a closed limiter: every call fails with `LIMITER_CLOSED`. */
+const CLOSED_TABLE: PolicyStore = Object.freeze({
+  synchronous: false,
+  consume: refuseClosed,
+  peek: refuseClosed,
+  refund: refuseClosed,
+  reset: refuseClosed,
+});

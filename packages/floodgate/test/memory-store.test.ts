@@ -3,8 +3,9 @@ import { describe, test } from 'node:test';
 import { FloodgateError, MemoryStore, fixedWindow, gcra, slidingWindowLog, tokenBucket } from '../src/index.js';
 
 describe('MemoryStore at its maxKeys bound', () => {
+  // A sliding window has no overflow tier (see overflow-memory-store.test.ts for those that do).
   test('a flood of fresh keys cannot evict, and so reset, a throttled key', () => {
-    const table = new MemoryStore({ maxKeys: 100 }).bind(tokenBucket({ capacity: 5, refillPerSecond: 1 }));
+    const table = new MemoryStore({ maxKeys: 100 }).bind(slidingWindowLog({ limit: 5, windowMs: 5000 }));
     for (let i = 0; i < 5; i++) assert.equal(table.consume('victim', 1, 0).allowed, true);
     assert.equal(table.consume('victim', 1, 0).allowed, false);
     let refused = 0;
@@ -23,9 +24,9 @@ describe('MemoryStore at its maxKeys bound', () => {
   });
 
   test('a store-full refusal says when the soonest examined key comes to rest', () => {
-    const table = new MemoryStore({ maxKeys: 2 }).bind(tokenBucket({ capacity: 2, refillPerSecond: 1 }));
+    const table = new MemoryStore({ maxKeys: 2 }).bind(slidingWindowLog({ limit: 2, windowMs: 1000 }));
     table.consume('a', 1, 0); // rests at 1000
-    table.consume('b', 2, 0); // rests at 2000
+    table.consume('b', 2, 300); // rests at 1300
     const d = table.consume('c', 1, 400);
     assert.equal(d.allowed, false);
     assert.equal(d.reason, 'store-full');
@@ -61,7 +62,8 @@ describe('MemoryStore at its maxKeys bound', () => {
     assert.equal(store.size, 2);
     const policy = tokenBucket({ capacity: 1, refillPerSecond: 1 });
     assert.equal(store.bind(policy), store.bind(policy), 'binding the same policy twice gives the same table');
-    assert.notEqual(store.bind(policy), a, 'an equal but separate policy gets its own table');
+    assert.equal(store.bind(policy), a, 'an equal policy (same name and parameters) gets the same table');
+    assert.notEqual(store.bind(tokenBucket({ capacity: 2, refillPerSecond: 1 })), a, 'a different one gets its own');
   });
 
   test('refuses bad keys and options with typed errors', () => {

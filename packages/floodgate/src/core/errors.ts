@@ -12,6 +12,7 @@
  * - `WAIT_TIMEOUT`: a wait for admission or a permit would exceed, or has exceeded, `maxWaitMs`.
  * - `ABORTED`: the caller's `AbortSignal` fired while the request waited; `cause` is the signal's reason.
  * - `QUEUE_FULL`: a request could not pass at once and the queue it would wait in was full.
+ * - `LIMITER_CLOSED`: a limiter was used after `close()` released its policy's table.
  */
 export type FloodgateErrorCode =
   | 'INVALID_OPTION'
@@ -24,7 +25,8 @@ export type FloodgateErrorCode =
   | 'STORE_TIMEOUT'
   | 'WAIT_TIMEOUT'
   | 'ABORTED'
-  | 'QUEUE_FULL';
+  | 'QUEUE_FULL'
+  | 'LIMITER_CLOSED';
 
 /**
  * FloodgateError is the one error class floodgate throws for bad input. `code` is stable across

@@ -3,7 +3,9 @@ import { ceilMs, type Decision } from '../core/decision.js';
 import { FloodgateError, describeValue } from '../core/errors.js';
 import { positiveInteger } from '../core/validate.js';
 import { KEY_CELLS, KeyTable, MAX_KEY_LENGTH } from './key-table.js';
+import { OverflowSketch } from './overflow-sketch.js';
 import type { Store, SyncPolicyStore } from './store.js';
+import type { RestorableTable, UndoLog } from './undo-log.js';
 
 /** MemoryStoreOptions configures {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -34,17 +36,24 @@ const SWEEP_WHEN_FULL = 64;
  * window) is forgotten, which changes no decision.
  *
  * At the `maxKeys` bound, a new key first looks for a key at rest to replace; if none is found,
- * the new key is refused with a decision whose reason is `store-full`, and no key is evicted.
- * Keys that are throttled, or have spent anything not yet restored, are never forgotten: flooding
- * the store with fresh keys cannot reset anyone's limit. The cost of that guarantee is that new
- * keys are refused while the store is full of keys not at rest.
+ * no key is evicted and the new key is decided by the overflow tier ({@link OverflowSketch}, made
+ * the first time the table is full: 4 rows of `maxKeys` 8-byte cells, 32 bytes per key of
+ * capacity), a count-min sketch of the policy's state that can only over-count: no key is ever
+ * admitted beyond its limit, and an honest newcomer is refused only when its cells are shared
+ * with keys that spent enough (measured: with 10x `maxKeys` keys of one unit each in flight, no
+ * newcomer refused for limits of 10 or more). Refunds to keys decided there are not applied
+ * (they only over-count), and they cannot `reserve`. The sliding windows have no such tier: their
+ * new keys are refused with reason `store-full`. Keys that are throttled, or have spent anything
+ * not yet restored, are never forgotten: flooding the store with fresh keys cannot reset anyone's
+ * limit.
  *
  * @example
  * const store = new MemoryStore({ maxKeys: 100_000 });
  * const limiter = new Limiter({ policy: gcra({ rate: 10, periodMs: 1000, maxBurst: 5 }), store });
  */
 export class MemoryStore implements Store {
-  private readonly tables = new Map<Algorithm, MemoryTable>();
+  /** Tables by policy identity ({@link policyIdentity}), each with the number of binds not yet released. */
+  private readonly tables = new Map<string, { table: MemoryTable; binds: number }>();
   private readonly maxKeys: number;
   private readonly maxKeyLength: number;
 
@@ -60,20 +69,44 @@ export class MemoryStore implements Store {
     }
   }
 
-  /** bind returns the synchronous table for `algorithm`, creating it on first use. */
+  /**
+   * bind returns the synchronous table for `algorithm`, creating it on first use. An equal policy
+   * (same name and parameters, see {@link policyIdentity}) gets the same table, so a limiter
+   * rebuilt from an unchanged config keeps every key's state. Each bind counts until
+   * {@link release}d.
+   */
   bind(algorithm: Algorithm): MemoryTable {
-    let table = this.tables.get(algorithm);
-    if (table === undefined) {
-      table = new MemoryTable(algorithm, this.maxKeys, this.maxKeyLength);
-      this.tables.set(algorithm, table);
+    const id = policyIdentity(algorithm);
+    let entry = this.tables.get(id);
+    if (entry === undefined) {
+      entry = { table: new MemoryTable(algorithm, this.maxKeys, this.maxKeyLength), binds: 0 };
+      this.tables.set(id, entry);
     }
-    return table;
+    entry.binds++;
+    return entry.table;
+  }
+
+  /**
+   * release undoes one {@link bind} of `algorithm` (or an equal policy). When no bind is left the
+   * table and every key in it are dropped: its memory can be collected, and a later bind starts
+   * from fresh keys. Releasing a policy that is not bound does nothing.
+   */
+  release(algorithm: Algorithm): void {
+    const id = policyIdentity(algorithm);
+    const entry = this.tables.get(id);
+    if (entry === undefined) return;
+    if (--entry.binds <= 0) this.tables.delete(id);
+  }
+
+  /** policies returns how many policy tables the store holds (each bound and not yet released). */
+  get policies(): number {
+    return this.tables.size;
   }
 
   /** size returns the number of keys held, across every bound policy. */
   get size(): number {
     let size = 0;
-    for (const table of this.tables.values()) size += table.size;
+    for (const { table } of this.tables.values()) size += table.size;
     return size;
   }
 }
@@ -82,7 +115,7 @@ export class MemoryStore implements Store {
  * MemoryTable is one policy's keys in a {@link MemoryStore}: a {@link SyncPolicyStore} that
  * answers without promises.
  */
-export class MemoryTable implements SyncPolicyStore {
+export class MemoryTable implements SyncPolicyStore, RestorableTable {
   readonly synchronous = true;
   private readonly keys: KeyTable;
   /**
@@ -104,6 +137,8 @@ export class MemoryTable implements SyncPolicyStore {
   private sweepCursor = 0;
   /** Earliest rest time among the slots the last sweep examined and kept. */
   private soonestRestMs = Infinity;
+  /** The overflow tier, made the first time the table is full (undefined: not yet; null: none for this policy). */
+  private overflow: OverflowSketch | null | undefined = undefined;
 
   constructor(
     private readonly algorithm: Algorithm,
@@ -126,8 +161,40 @@ export class MemoryTable implements SyncPolicyStore {
   consume(key: string, cost: number, nowMs: number): Decision {
     if (cost !== 1 || !this.unitCostValid) this.algorithm.checkCost(cost);
     const slot = this.slotFor(key, nowMs);
-    if (slot < 0) return storeFull(this.algorithm.limit, this.soonestRestMs - nowMs);
+    if (slot < 0) return this.overflowConsume(key, cost, nowMs);
     return this.algorithm.consume(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
+  }
+
+  /**
+   * consumeSaving is {@link consume} that first saves the key's state in `log` when `cost` is above
+   * 0, so that `log.undo()` puts it back exactly (a decision over several limits that is refused).
+   */
+  consumeSaving(key: string, cost: number, nowMs: number, log: UndoLog): Decision {
+    if (cost !== 1 || !this.unitCostValid) this.algorithm.checkCost(cost);
+    const found = this.find(key);
+    const slot = found >= 0 ? found : this.insert(key, nowMs);
+    if (slot < 0) return storeFull(this.algorithm.limit, this.soonestRestMs - nowMs);
+    const at = slot * this.stride + KEY_CELLS;
+    // A key charged more than 0 is not at rest, so no sweep frees its slot before the undo.
+    if (cost > 0) log.save(this, slot, this.keys.records, at, this.algorithm.width, found < 0 ? key : undefined);
+    return this.algorithm.consume(this.keys.records, at, nowMs, cost);
+  }
+
+  /** stateOf returns a copy of `key`'s state cells, or undefined for a key not held (for tests and inspection). */
+  stateOf(key: string): Float64Array | undefined {
+    const slot = this.find(key);
+    if (slot < 0) return undefined;
+    const at = slot * this.stride + KEY_CELLS;
+    return this.keys.records.slice(at, at + this.algorithm.width);
+  }
+
+  /** restoreState writes a state saved by {@link consumeSaving} back into `slot`, or forgets the key the step added. */
+  restoreState(slot: number, saved: Float64Array, offset: number, insertedKey: string | undefined): void {
+    if (insertedKey !== undefined) {
+      this.forget(slot, insertedKey);
+      return;
+    }
+    this.keys.records.set(saved.subarray(offset, offset + this.algorithm.width), slot * this.stride + KEY_CELLS);
   }
 
   /** peek answers what {@link consume} would, charging nothing and storing no new key. */
@@ -137,6 +204,7 @@ export class MemoryTable implements SyncPolicyStore {
     if (slot >= 0) return this.algorithm.peek(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
     // An unknown key reads as fresh, and reading it stores nothing.
     this.checkKey(key);
+    if (this.overflow) return this.overflow.peek(key, cost, nowMs);
     this.algorithm.init(this.scratch, 0, nowMs);
     return this.algorithm.peek(this.scratch, 0, nowMs, cost);
   }
@@ -201,6 +269,12 @@ export class MemoryTable implements SyncPolicyStore {
     this.keys.remove(slot);
   }
 
+  /** A new key the full table cannot hold: decided by the overflow tier, or `store-full` for a policy without one. */
+  private overflowConsume(key: string, cost: number, nowMs: number): Decision {
+    if (this.overflow === undefined) this.overflow = OverflowSketch.create(this.algorithm, { cellsPerRow: this.maxKeys }) ?? null;
+    return this.overflow === null ? storeFull(this.algorithm.limit, this.soonestRestMs - nowMs) : this.overflow.consume(key, cost, nowMs);
+  }
+
   /** The slot for `key`, adding a fresh key (sweeping as it goes); -1 when full and nothing is at rest. */
   private slotFor(key: string, nowMs: number): number {
     const existing = this.find(key);
@@ -215,6 +289,8 @@ export class MemoryTable implements SyncPolicyStore {
     const slot = this.keys.findOrInsert(key);
     this.remember(key, slot);
     this.algorithm.init(this.keys.records, slot * this.stride + KEY_CELLS, nowMs);
+    // A key the overflow tier decided keeps what it spent there.
+    this.overflow?.seed(key, this.keys.records, slot * this.stride + KEY_CELLS, nowMs);
     return slot;
   }
 
@@ -248,6 +324,19 @@ export class MemoryTable implements SyncPolicyStore {
       throw new FloodgateError('INVALID_KEY', `key must be a non-empty string of at most ${this.maxKeyLength} code units (MemoryStore.maxKeyLength), got ${what}`, 'key');
     }
   }
+}
+
+/**
+ * policyIdentity returns the string that makes two algorithms the same policy for a store: the
+ * name, the state width and every parameter. Two algorithms with equal identities decide alike,
+ * so they may share keys' state.
+ */
+export function policyIdentity(algorithm: Algorithm): string {
+  const params = algorithm.params;
+  const names = typeof params === 'object' && params !== null ? Object.keys(params).sort() : [];
+  let id = `${algorithm.name}/${algorithm.width}`;
+  for (const name of names) id += `/${name}=${params[name]}`;
+  return id;
 }
 
 function isValidCost(algorithm: Algorithm, cost: number): boolean {

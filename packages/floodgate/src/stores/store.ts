@@ -22,6 +22,12 @@ export interface PolicyStore {
    * it comes to need local time.
    */
   readonly ownsClock?: boolean;
+  /**
+   * decidesFailures is true when the store applies its own deadline and failure policy (Redis's
+   * `timeoutMs` and `onError`): its answers already say `fail-open`, `fail-closed` or `fallback`,
+   * and a {@link Limiter} adds no deadline or failure policy of its own.
+   */
+  readonly decidesFailures?: boolean;
   /** consume decides a request of `cost` for `key` and charges it only when admitted. */
   consume(key: string, cost: number, nowMs: number): MaybePromise<Decision>;
   /** peek answers what `consume` would, without charging. */
@@ -55,6 +61,33 @@ export interface SyncPolicyStore extends PolicyStore {
 export interface Store {
   /** bind returns the state table for `algorithm`, creating it on first use. */
   bind(algorithm: Algorithm): PolicyStore;
+  /**
+   * release undoes one `bind` of `algorithm`, so that the store may drop the table once nobody
+   * binds it (the memory store does). Optional: stores without it keep their tables.
+   */
+  release?(algorithm: Algorithm): void;
+  /**
+   * consumeAll, on stores that can, decides several requests on this store together and charges
+   * them only when every one is admitted (Redis: one script per hash slot). `nowMs` is the
+   * caller's time, read only by stores that do not own their clock.
+   */
+  consumeAll?(requests: readonly StoreRequest[], nowMs?: number): Promise<StoreConsumeAllResult>;
+}
+
+/** StoreRequest is one request of {@link Store.consumeAll}: a policy, a key, a cost (default 1). */
+export interface StoreRequest {
+  readonly policy: Algorithm;
+  readonly key: string;
+  readonly cost?: number;
+}
+
+/**
+ * StoreConsumeAllResult is the answer of {@link Store.consumeAll}: `allowed` when every request was
+ * admitted and charged, else nothing stays charged; `decisions[i]` answers request i.
+ */
+export interface StoreConsumeAllResult {
+  readonly allowed: boolean;
+  readonly decisions: readonly Decision[];
 }
 
 /**

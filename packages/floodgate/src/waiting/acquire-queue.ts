@@ -30,6 +30,8 @@ export interface AcquireQueuesOptions {
   readonly timers: Timers;
   /** Most waiters per key: a whole number, or Infinity. */
   readonly maxQueue: number;
+  /** Told each key's line depth after it changed (the observer's `queue` hook); absent: nothing is reported. */
+  readonly depthChanged?: ((key: string, depth: number) => void) | undefined;
 }
 
 /** The promise of every caller admitted at once: settled, shared, never rejected. */
@@ -50,7 +52,7 @@ export class AcquireQueues {
   private readonly policy: Algorithm;
 
   constructor(options: AcquireQueuesOptions) {
-    const { policy, table, clock, timers, maxQueue } = options;
+    const { policy, table, clock, timers, maxQueue, depthChanged } = options;
     this.policy = policy;
     this.syncTable = table.synchronous ? (table as SyncPolicyStore) : undefined;
     this.context = {
@@ -59,6 +61,7 @@ export class AcquireQueues {
       timers,
       maxQueue,
       limit: policy.limit,
+      depthChanged,
       forget: (key, queue) => {
         if (this.queues.get(key) === queue) this.queues.delete(key);
       },

@@ -15,6 +15,8 @@ export interface KeyQueueContext {
   readonly maxQueue: number;
   /** The policy's limit: the most cost one store call may carry. */
   readonly limit: number;
+  /** Told the line's depth after each change, when someone listens. */
+  readonly depthChanged: ((key: string, depth: number) => void) | undefined;
   /** forget is called once a key's queue holds no waiter and no store call is in flight. */
   forget(key: string, queue: KeyQueue): void;
 }
@@ -76,6 +78,7 @@ export abstract class KeyQueue {
     });
     const seq = this.ring.push(settle, cost, timeMs);
     if (signal !== undefined) (this.hooks ??= new AbortHooks(this.abort)).add(seq, signal);
+    this.context.depthChanged?.(this.key, this.ring.live);
     return promise;
   }
 
@@ -84,6 +87,7 @@ export abstract class KeyQueue {
     const settle = this.ring.take(seq);
     if (settle === undefined) return;
     this.hooks?.remove(seq);
+    this.context.depthChanged?.(this.key, this.ring.live);
     settle();
   }
 
@@ -92,6 +96,7 @@ export abstract class KeyQueue {
     const settle = this.ring.take(seq);
     if (settle === undefined) return;
     this.hooks?.remove(seq);
+    this.context.depthChanged?.(this.key, this.ring.live);
     rejectVia(settle, error);
   }
 

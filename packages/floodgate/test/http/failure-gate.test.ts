@@ -34,7 +34,8 @@ function recorders(): Recorded {
 function twoDimensions(store: Store, onStoreError: HttpLimitOptions['onStoreError'], r: Recorded): { gate: HttpGate<FakeRequest>; local: Limiter } {
   const clock = new ManualClock(5_000);
   const local = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), clock });
-  const shared = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), clock, store });
+  // onError 'throw' on the limiter: the store's error reaches the gate, as these tests intend.
+  const shared = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), clock, store, onError: 'throw' });
   const options: HttpLimitOptions<FakeRequest> = {
     dimensions: [{ name: 'local', limiter: local }, { name: 'shared', limiter: shared }],
     logger: r.logger,
@@ -112,7 +113,7 @@ describe('a store error that reaches the gate (STORE_ERROR, as a RedisStore on t
       refund: async () => {},
       reset: async () => {},
     };
-    const limiter = new Limiter({ policy: fixedWindow({ limit: 100, windowMs: 1000 }), clock: new ManualClock(), store: { bind: () => table } });
+    const limiter = new Limiter({ policy: fixedWindow({ limit: 100, windowMs: 1000 }), clock: new ManualClock(), store: { bind: () => table }, onError: 'throw' });
     const gate = new HttpGate<FakeRequest>({ limiter, logger: r.logger });
     const once = async (): Promise<Verdict> => gate.check(new FakeView(gate.clientIp, {}));
     await once();

@@ -27,7 +27,8 @@ const policies: Record<string, () => Algorithm> = {
 };
 
 function limiter(policy: Algorithm, clock: ManualClock, store?: Store): Limiter {
-  return new Limiter({ policy, clock, ...(store ? { store } : {}) });
+  // onError 'throw': a store's errors reach the gate, whose onStoreError these tests are about.
+  return new Limiter({ policy, clock, ...(store ? { store, onError: 'throw' as const } : {}) });
 }
 
 async function run(gate: HttpGate<FakeRequest>, request: FakeRequest = {}): Promise<Verdict> {

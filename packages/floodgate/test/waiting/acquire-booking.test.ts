@@ -238,8 +238,8 @@ describe('acquire on an asynchronous store', () => {
         reserve: () => Promise.reject(failure),
       }),
     };
-    const limiter = new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 1 }), store, clock });
-    await assert.rejects(limiter.acquire('k'), failure);
+    const limiter = new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 1 }), store, clock, onError: 'throw' });
+    await assert.rejects(limiter.acquire('k'), (e) => e instanceof FloodgateError && e.code === 'STORE_ERROR' && e.cause === failure);
     assert.equal(clock.timerCount(), 0);
   });
 });

@@ -109,7 +109,9 @@ async function checkScenario(policy: Algorithm, store: Store, waiters: readonly 
   const expected = chargedByAdmissions(policy, waiters, run.outcomes, nowMs);
   assert.deepEqual(await run.limiter.peek('key', { cost: 0 }), expected, 'the store holds exactly what the admissions cost');
   assert.equal(run.clock.timerCount(), 0, 'no timer left once nobody waits');
-  assert.ok(run.peakTimers <= 1, `one timer for the key at most, saw ${run.peakTimers}`);
+  // One timer for the key's line; an asynchronous store adds one for the deadline of its pending calls.
+  const mostTimers = run.limiter.table.synchronous ? 1 : 2;
+  assert.ok(run.peakTimers <= mostTimers, `${mostTimers} timers at most, saw ${run.peakTimers}`);
   return run;
 }
 

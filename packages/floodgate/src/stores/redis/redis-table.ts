@@ -39,6 +39,8 @@ export interface TableContext {
  */
 export class RedisTable implements PolicyStore {
   readonly synchronous = false;
+  /** Always true: `timeoutMs` and `onError` decide failures here, so a Limiter adds no deadline or policy of its own. */
+  readonly decidesFailures = true;
   /** True outside test mode: decisions are made on Redis's clock, so `nowMs` may be NaN (see {@link PolicyStore.ownsClock}). */
   readonly ownsClock: boolean;
   private readonly script: LuaScript;

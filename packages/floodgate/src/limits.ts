@@ -1,0 +1,230 @@
+/**
+ * Decisions over several limits at once: a request is admitted only if every limit admits it,
+ * and a refused request is charged nowhere.
+ */
+import type { Decision } from './core/decision.js';
+import { FloodgateError, describeValue } from './core/errors.js';
+import { Limiter } from './limiter.js';
+import { MemoryTable } from './stores/memory-store.js';
+import { invalidKey, isKey, type Store, type SyncPolicyStore } from './stores/store.js';
+import { UndoLog } from './stores/undo-log.js';
+import { consumeAcross, never, reportItems, type Item, type LimitsDecision } from './limits-across.js';
+
+export type { LimitsDecision } from './limits-across.js';
+
+/** LimitEntry is one limit a request is held to: a limiter, the key it is counted under, and its cost (default 1). */
+export interface LimitEntry {
+  readonly limiter: Limiter;
+  readonly key: string;
+  readonly cost?: number;
+}
+
+/** The log of one synchronous step; the step runs to its end before anything else can. */
+const LOG = new UndoLog();
+
+/**
+ * consumeAllSync decides a request over several limits on synchronous stores (the memory store)
+ * in one synchronous step: each entry is charged in order and, if any refuses, every charge is
+ * undone exactly (the keys' state is put back bit for bit) before the step ends, so no other
+ * request ever sees a charge that is taken back. Entries after a refusing one are only peeked, so
+ * every limit is still reported. An entry whose cost is above its limit is refused with
+ * `retryAfterMs: Infinity` (no wait can cure it) instead of throwing.
+ *
+ * It throws `INVALID_OPTION` for an entry that is not `{ limiter, key, cost? }`, `INVALID_KEY`,
+ * `INVALID_COST`, and `STORE_NOT_SYNC` when an entry's store answers with promises (use
+ * {@link consumeAll}); nothing stays charged when it throws.
+ *
+ * @example
+ * const perIp = new Limiter({ policy: tokenBucket({ capacity: 100, refillPerSecond: 10 }), name: 'ip' });
+ * const perUser = new Limiter({ policy: fixedWindow({ limit: 1000, windowMs: 3_600_000 }), name: 'user' });
+ * const { allowed, decisions } = consumeAllSync([{ limiter: perIp, key: ip }, { limiter: perUser, key: userId }]);
+ * if (!allowed) reply(429, { 'retry-after': Math.ceil(Math.max(...decisions.filter((d) => !d.allowed).map((d) => d.retryAfterMs)) / 1000) });
+ */
+export function consumeAllSync(entries: readonly LimitEntry[]): LimitsDecision {
+  if (!Array.isArray(entries)) throw notEntries('consumeAllSync');
+  const n = entries.length;
+  const decisions = new Array<Decision>(n);
+  let refusedAt = -1;
+  const charges: Charges = { refunds: undefined };
+  try {
+    for (let i = 0; i < n; i++) {
+      const d = chargeSync(entries[i], i, charges);
+      decisions[i] = d;
+      if (!d.allowed) {
+        refusedAt = i;
+        break;
+      }
+    }
+  } catch (error) {
+    undo(charges);
+    throw error;
+  }
+  if (refusedAt < 0) {
+    LOG.clear();
+    reportAll(entries, decisions, true);
+    return { allowed: true, decisions };
+  }
+  undo(charges);
+  for (let i = refusedAt + 1; i < n; i++) decisions[i] = lookSync(entries[i], i);
+  reportAll(entries, decisions, false);
+  return { allowed: false, decisions };
+}
+
+/**
+ * consumeAll decides a request over several limits on any stores, resolving to every entry's
+ * decision; the request is admitted only if all admit, and a refused request is charged nowhere.
+ *
+ * - All entries on synchronous stores: {@link consumeAllSync}, one step.
+ * - All entries on one store that decides several requests itself (`Store.consumeAll`, as
+ *   `RedisStore` does: one atomic script per hash slot; across slots of a cluster, see its
+ *   documentation): that store's call. Should it fail, the entries are decided as below, each by
+ *   its own table's failure policy.
+ * - Otherwise, across stores: first every limit is looked at without charging (synchronous ones
+ *   at once, asynchronous ones in parallel; a lone asynchronous entry skips its look), and if any
+ *   refuses nothing is charged. Then the asynchronous entries are charged in parallel, and last the
+ *   synchronous ones in one step. A charge is taken back only when a limit that admitted the look
+ *   refuses the charge, which needs a concurrent request to have taken that limit's last capacity
+ *   in between (within one round trip). The bound on what such a race costs others: each entry
+ *   already charged holds at most its `cost`, for at most the round trips of the charge and of its
+ *   refund (both within the limiters' `timeoutMs`), and is then refunded; synchronous limits are
+ *   charged last and so are never charged and taken back.
+ *
+ * A store's failure is answered by each limiter's failure policy (`fail-open` admits; it never
+ * refuses the request by itself); an error that policy lets through (`throw`) rejects, after the
+ * charges made so far are refunded. Bad entries reject with the errors {@link consumeAllSync} throws.
+ *
+ * @example
+ * const { allowed, decisions } = await consumeAll([
+ *   { limiter: perIp, key: ip },                    // memory store
+ *   { limiter: perUser, key: userId, cost: 2 },     // a RedisStore
+ * ]);
+ */
+export function consumeAll(entries: readonly LimitEntry[]): Promise<LimitsDecision> {
+  try {
+    if (!Array.isArray(entries)) throw notEntries('consumeAll');
+    const items = entries.map(checkItem);
+    if (items.every((item) => item.sync !== undefined)) return Promise.resolve(consumeAllSync(entries));
+    const store = sharedStore(items);
+    if (store !== undefined) return consumeOnStore(store, items);
+    return consumeAcross(items);
+  } catch (error) {
+    return Promise.reject(error as Error);
+  }
+}
+
+interface SyncRefund {
+  readonly table: SyncPolicyStore;
+  readonly key: string;
+  readonly cost: number;
+  readonly nowMs: number;
+}
+
+/** What a synchronous step has charged outside the undo log (tables other than the memory store's). */
+interface Charges {
+  refunds: SyncRefund[] | undefined;
+}
+
+function notEntries(where: string): FloodgateError {
+  return new FloodgateError('INVALID_OPTION', `${where} takes an array of { limiter, key, cost? }`, 'entries');
+}
+
+function checkEntry(entry: LimitEntry | undefined, i: number, where: string): void {
+  if (typeof entry !== 'object' || entry === null || !(entry.limiter instanceof Limiter)) {
+    throw new FloodgateError('INVALID_OPTION', `${where}: entry ${i} must be { limiter, key, cost? } with a Limiter, got ${describeValue(entry)}`, `entries[${i}]`);
+  }
+  if (!isKey(entry.key)) throw invalidKey(entry.key, `${where}: entry ${i}`);
+}
+
+/** Charges entry `i` within the synchronous step, saving what an undo needs. */
+function chargeSync(entry: LimitEntry | undefined, i: number, charges: Charges): Decision {
+  checkEntry(entry, i, 'consumeAllSync');
+  const { limiter, key } = entry!;
+  const cost = entry!.cost ?? 1;
+  const table = syncTableOf(limiter, i);
+  const nowMs = limiter.nowMsForStore();
+  try {
+    if (table instanceof MemoryTable) return table.consumeSaving(key, cost, nowMs, LOG);
+    const decision = table.consume(key, cost, nowMs);
+    if (decision.allowed && cost > 0) (charges.refunds ??= []).push({ table, key, cost, nowMs });
+    return decision;
+  } catch (error) {
+    if (error instanceof FloodgateError && error.code === 'COST_EXCEEDS_LIMIT') return never(table.peek(key, 0, nowMs));
+    throw error;
+  }
+}
+
+/** Peeks entry `i` as a look after a refusal: what it would answer, charging nothing. */
+function lookSync(entry: LimitEntry | undefined, i: number): Decision {
+  checkEntry(entry, i, 'consumeAllSync');
+  const { limiter, key } = entry!;
+  const table = syncTableOf(limiter, i);
+  const nowMs = limiter.nowMsForStore();
+  const cost = entry!.cost ?? 1;
+  return cost > limiter.policy.limit ? never(table.peek(key, 0, nowMs)) : table.peek(key, cost, nowMs);
+}
+
+function syncTableOf(limiter: Limiter, i: number): SyncPolicyStore {
+  const table = limiter.syncTableOrUndefined();
+  if (table === undefined) {
+    throw new FloodgateError('STORE_NOT_SYNC', `consumeAllSync: entry ${i}'s limiter (${limiter.name}) has an asynchronous store or was closed: use consumeAll`, `entries[${i}]`);
+  }
+  return table;
+}
+
+function undo(charges: Charges): void {
+  LOG.undo();
+  const refunds = charges.refunds;
+  if (refunds === undefined) return;
+  for (let i = refunds.length - 1; i >= 0; i--) {
+    const { table, key, cost, nowMs } = refunds[i]!;
+    table.refund(key, cost, nowMs);
+  }
+}
+
+/** Reports each entry's decision to its limiter's observer: a charge as `consume`, a trial as `peek`. */
+function reportAll(entries: readonly LimitEntry[], decisions: readonly Decision[], allowed: boolean): void {
+  for (let i = 0; i < entries.length; i++) {
+    const { limiter, key } = entries[i]!;
+    if (!limiter.hasDecisionObserver) continue;
+    const d = decisions[i]!;
+    limiter.report(allowed || !d.allowed ? 'consume' : 'peek', key, entries[i]!.cost ?? 1, d, NaN);
+  }
+}
+
+function checkItem(entry: LimitEntry | undefined, i: number): Item {
+  checkEntry(entry, i, 'consumeAll');
+  const { limiter, key } = entry!;
+  const cost = entry!.cost ?? 1;
+  let isNever = false;
+  try {
+    limiter.policy.checkCost(cost);
+  } catch (error) {
+    if (!(error instanceof FloodgateError && error.code === 'COST_EXCEEDS_LIMIT')) throw error;
+    isNever = true;
+  }
+  return { limiter, key, cost, sync: limiter.syncTableOrUndefined(), never: isNever };
+}
+
+/** The one store every entry shares, when it decides several requests itself and no entry is refused by its cost. */
+function sharedStore(items: readonly Item[]): Store | undefined {
+  const store = items[0]?.limiter.store;
+  if (store === undefined || typeof store.consumeAll !== 'function') return undefined;
+  for (const item of items) if (item.limiter.store !== store || item.never) return undefined;
+  return store;
+}
+
+async function consumeOnStore(store: Store, items: readonly Item[]): Promise<LimitsDecision> {
+  const requests = items.map(({ limiter, key, cost }) => ({ policy: limiter.policy, key, cost }));
+  const nowMs = items[0]!.limiter.nowMsForStore();
+  let result;
+  try {
+    result = await store.consumeAll!(requests, Number.isNaN(nowMs) ? undefined : nowMs);
+  } catch (error) {
+    if (error instanceof FloodgateError && /^(INVALID_|COST_)/.test(error.code)) throw error;
+    return consumeAcross(items);
+  }
+  const decisions = [...result.decisions];
+  reportItems(items, decisions, result.allowed);
+  return { allowed: result.allowed, decisions };
+}
+
