@@ -1,0 +1,150 @@
+import assert from 'node:assert/strict';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { renderCharts, renderHtmlReport, simulate, type Chart, type SimulationResult } from '../src/index.js';
+import { PALETTE } from '../src/render/format.js';
+
+/** Where the rendered charts are kept after the run, to be looked at. */
+const PNG_DIR = join(tmpdir(), 'floodgate-simulator-charts');
+
+const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+interface ChartDom {
+  xTicks: string[];
+  yTicks: string[];
+  axisLabels: string[];
+  series: string[];
+  legend: string[];
+  drawnPaths: number;
+  limitLines: number;
+}
+
+/**
+ * Loads `html` into the page. The TypeScript loader names functions with a `__name` helper that
+ * the page lacks; the functions passed to page.evaluate get an identity one.
+ */
+async function show(page: Page, html: string): Promise<void> {
+  await page.setContent(html);
+  await page.evaluate('globalThis.__name = (f) => f');
+}
+
+/** Reads the chart's structure from the DOM, as the browser laid it out. */
+function readChartDom(page: Page): Promise<ChartDom> {
+  return page.evaluate(() => {
+    const texts = (selector: string) => [...document.querySelectorAll(selector)].map((e) => e.textContent ?? '');
+    const drawn = [...document.querySelectorAll('g.series path')].filter((p) => {
+      const box = (p as SVGGraphicsElement).getBBox();
+      return box.width > 100;
+    });
+    return {
+      xTicks: texts('g.x-axis g.tick text'),
+      yTicks: texts('g.y-axis g.tick text'),
+      axisLabels: texts('g.axis text.axis-label'),
+      series: [...document.querySelectorAll('g.series')].map((g) => g.getAttribute('data-name') ?? ''),
+      legend: [...document.querySelectorAll('g.legend g.legend-item[data-name]')].map((g) => g.textContent ?? ''),
+      drawnPaths: drawn.length,
+      limitLines: document.querySelectorAll('g.series line.limit').length,
+    };
+  });
+}
+
+/** Counts, in a PNG, the pixels that are not white and those near each colour given. */
+async function countPixels(page: Page, png: Buffer, colors: readonly string[]): Promise<{ ink: number; perColor: number[] }> {
+  return page.evaluate(
+    async ({ data, colors }) => {
+      const img = new Image();
+      img.src = `data:image/png;base64,${data}`;
+      await img.decode();
+      const canvas = document.createElement('canvas');
+      canvas.width = img.width;
+      canvas.height = img.height;
+      const ctx = canvas.getContext('2d')!;
+      ctx.drawImage(img, 0, 0);
+      const px = ctx.getImageData(0, 0, img.width, img.height).data;
+      const rgb = colors.map((c) => [1, 3, 5].map((i) => parseInt(c.slice(i, i + 2), 16)));
+      const perColor = rgb.map(() => 0);
+      let ink = 0;
+      for (let i = 0; i < px.length; i += 4) {
+        const [r, g, b] = [px[i]!, px[i + 1]!, px[i + 2]!];
+        if (r < 245 || g < 245 || b < 245) ink++;
+        rgb.forEach(([cr, cg, cb], k) => {
+          if (Math.abs(r - cr!) + Math.abs(g - cg!) + Math.abs(b - cb!) < 60) perColor[k]!++;
+        });
+      }
+      return { ink, perColor };
+    },
+    { data: png.toString('base64'), colors: [...colors] },
+  );
+}
+
+describe('the charts, looked at in headless Chromium', () => {
+  let browser: Browser;
+  let page: Page;
+  let result: SimulationResult;
+  let charts: Chart[];
+
+  before(async () => {
+    result = await simulate({
+      seed: 2,
+      durationMs: 4000,
+      bucketMs: 50,
+      traffic: [
+        { type: 'boundary-burst', boundaryMs: 1000, count: 60 },
+        { type: 'poisson', ratePerSecond: 90, startMs: 1500 },
+      ],
+      policies: [
+        { name: 'fixed window', policy: { type: 'fixed-window', limit: 60, windowMs: 1000 } },
+        { name: 'sliding log', policy: { type: 'sliding-window-log', limit: 60, windowMs: 1000 } },
+        { name: 'bucket, wait', mode: 'wait', maxWaitMs: 400, policy: { type: 'token-bucket', capacity: 20, refillPerSecond: 60 } },
+      ],
+    });
+    charts = renderCharts(result);
+    await mkdir(PNG_DIR, { recursive: true });
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: LAUNCH_ARGS });
+    page = await browser.newPage({ viewport: { width: 900, height: 380 } });
+    // Nothing may be fetched: the charts and the report are self-contained.
+    await page.route('**/*', (route) => (route.request().url().startsWith('data:') ? route.continue() : route.abort()));
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  it('draws axes with ticks and labels, one series per policy, a legend, and pixels in every series colour', async () => {
+    const names = result.lanes.map((l) => l.name);
+    for (const chart of charts) {
+      await show(page, `<!doctype html><html><body style="margin:0;background:#fff">${chart.svg}</body></html>`);
+      const dom = await readChartDom(page);
+      assert.ok(dom.xTicks.length >= 4, `${chart.id}: x ticks ${dom.xTicks}`);
+      assert.equal(dom.xTicks[0], '0');
+      assert.ok(dom.yTicks.length >= 3, `${chart.id}: y ticks ${dom.yTicks}`);
+      assert.equal(dom.axisLabels.length, 2);
+      assert.equal(dom.axisLabels[0], 'time (s)');
+      assert.deepEqual(dom.series, names, `${chart.id}: one series per policy`);
+      assert.deepEqual(dom.legend, names, `${chart.id}: a legend entry per policy`);
+      assert.ok(dom.drawnPaths >= names.length, `${chart.id}: every series laid out across the plot`);
+      if (chart.id === 'window') assert.equal(dom.limitLines, names.length, 'a limit line per policy');
+      const png = await page.locator('svg').screenshot({ path: join(PNG_DIR, `${chart.id}.png`) });
+      const pixels = await countPixels(page, png, PALETTE.slice(0, names.length));
+      assert.ok(pixels.ink > 5000, `${chart.id}: ${pixels.ink} non-white pixels`);
+      pixels.perColor.forEach((n, k) => assert.ok(n > 100, `${chart.id}: series ${names[k]} has ${n} pixels of its colour`));
+    }
+  });
+
+  it('renders the HTML report offline, with its table and charts', async () => {
+    const html = renderHtmlReport(result, charts);
+    await writeFile(join(PNG_DIR, 'report.html'), html);
+    await page.setViewportSize({ width: 1000, height: 800 });
+    await show(page, html);
+    const shape = await page.evaluate(() => ({
+      rows: document.querySelectorAll('table.summary tbody tr').length,
+      charts: document.querySelectorAll('figure svg').length,
+      scripts: document.querySelectorAll('script').length,
+      title: document.querySelector('h1')?.textContent,
+    }));
+    assert.deepEqual(shape, { rows: 3, charts: 3, scripts: 0, title: 'floodgate simulation' });
+    await page.screenshot({ path: join(PNG_DIR, 'report.png'), fullPage: true });
+  });
+});

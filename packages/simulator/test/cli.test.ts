@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { runSimulateCommand } from '../src/index.js';
+
+/** Runs the command with captured output. */
+async function run(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  stdout.on('data', (b: Buffer) => out.push(b));
+  stderr.on('data', (b: Buffer) => err.push(b));
+  const code = await runSimulateCommand(args, { stdout, stderr, cwd });
+  return { code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
+}
+
+const SCENARIO = `# a replayed trace beside generated traffic
+seed: 4
+durationMs: 3000
+bucketMs: 50
+traffic:
+  - type: trace
+    file: traces/requests.csv
+  - type: poisson
+    ratePerSecond: 40
+    keys: { count: 5, zipfExponent: 1, prefix: "user:" }
+policies:
+  - name: fixed
+    policy: { type: fixed-window, limit: 20, windowMs: 1000 }
+  - name: gcra
+    policy: { type: gcra, rate: 20, periodMs: 1000, maxBurst: 4 }
+  - name: wait
+    mode: wait
+    maxWaitMs: 200
+    policy: { type: token-bucket, capacity: 5, refillPerSecond: 20 }
+`;
+
+/** A trace: a boundary burst on alice, a few weighted requests on bob. */
+function traceCsv(): string {
+  const lines = ['atMs,key,cost'];
+  for (let i = 0; i < 25; i++) lines.push(`${999 - (i % 3)},alice`);
+  for (let i = 0; i < 25; i++) lines.push(`1000,alice`);
+  for (let i = 0; i < 10; i++) lines.push(`${1500 + i * 10},bob,2`);
+  return lines.join('\n') + '\n';
+}
+
+describe('floodgate simulate', () => {
+  let dir = '';
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'floodgate-simulate-'));
+    await writeFile(join(dir, 'scenario.yaml'), SCENARIO);
+    await mkdir(join(dir, 'traces'));
+    await writeFile(join(dir, 'traces', 'requests.csv'), traceCsv());
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('runs a scenario file and writes the report, the charts and the summaries', async () => {
+    const { code, stdout, stderr } = await run(['--scenario', 'scenario.yaml', '--out', 'report'], dir);
+    assert.equal(stderr, '');
+    assert.equal(code, 0);
+    assert.match(stdout, /^floodgate simulation: \d+ requests over 3000 ms, seed 4, 7 key\(s\)/);
+    assert.match(stdout, /fixed\s+\d+\s+\d+\s+\d+ \/ 40/);
+    const files = (await readdir(join(dir, 'report'))).sort();
+    assert.deepEqual(files, ['admitted.svg', 'report.html', 'summary.json', 'summary.txt', 'wait.svg', 'window.svg']);
+    assert.equal(await readFile(join(dir, 'report', 'summary.txt'), 'utf8'), stdout);
+    const summary = JSON.parse(await readFile(join(dir, 'report', 'summary.json'), 'utf8'));
+    assert.equal(summary.lanes.length, 3);
+    assert.equal(summary.scenario.traffic[0].rows, 60, 'the trace file was read: 60 rows');
+    const fixed = summary.lanes[0].score;
+    assert.equal(fixed.maxInWindow, 40, 'the trace puts 25 + 25 across the boundary on alice; the fixed window admits 2 x 20');
+    const html = await readFile(join(dir, 'report', 'report.html'), 'utf8');
+    assert.doesNotMatch(html, /<script|https?:\/\/(?!www\.w3\.org\/2000\/svg)/, 'self-contained: no script, no external URL');
+    assert.equal((html.match(/<svg /g) ?? []).length, 3);
+  });
+
+  it('gives the same bytes for the same input, and other bytes for another seed', async () => {
+    await run(['-s', 'scenario.yaml', '-o', 'again'], dir);
+    await run(['-s', 'scenario.yaml', '-o', 'seeded', '--seed', '5'], dir);
+    for (const name of ['report.html', 'admitted.svg', 'wait.svg', 'window.svg', 'summary.json']) {
+      const first = await readFile(join(dir, 'report', name));
+      assert.ok(first.equals(await readFile(join(dir, 'again', name))), `${name} is byte-identical`);
+      assert.ok(!first.equals(await readFile(join(dir, 'seeded', name))), `${name} changes with the seed`);
+    }
+  });
+
+  it('prints a JSON summary on request', async () => {
+    const { code, stdout } = await run(['-s', 'scenario.yaml', '--format', 'json'], dir);
+    assert.equal(code, 0);
+    const summary = JSON.parse(stdout);
+    assert.deepEqual(summary.lanes.map((l: { name: string }) => l.name), ['fixed', 'gcra', 'wait']);
+    assert.equal(summary.scenario.policies[0].maxWaitMs, 'Infinity');
+  });
+
+  it('exits 2 naming the field of a bad scenario, and 2 for a bad flag', async () => {
+    await writeFile(join(dir, 'bad.yaml'), SCENARIO.replace('limit: 20', 'limit: -3'));
+    const bad = await run(['-s', 'bad.yaml'], dir);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /policies\[0\]\.policy\.limit must be greater than 0, got -3/);
+    assert.equal(bad.stdout, '');
+    await writeFile(join(dir, 'broken.yaml'), 'durationMs: [1, 2\n');
+    assert.match((await run(['-s', 'broken.yaml'], dir)).stderr, /broken\.yaml is not valid YAML/);
+    await writeFile(join(dir, 'badtrace.yaml'), SCENARIO.replace('traces/requests.csv', 'bad.csv'));
+    await writeFile(join(dir, 'bad.csv'), '0,a\nlater,b\n');
+    const trace = await run(['-s', 'badtrace.yaml'], dir);
+    assert.equal(trace.code, 2);
+    assert.match(trace.stderr, /trace line bad\.csv:2 atMs must be a finite number/);
+    for (const args of [['--nope'], [], ['-s', 'scenario.yaml', '--format', 'xml'], ['-s', 'scenario.yaml', '--seed', '-1']]) {
+      const r = await run(args, dir);
+      assert.equal(r.code, 2, args.join(' '));
+      assert.match(r.stderr, /^floodgate simulate: /);
+    }
+  });
+
+  it('exits 1 when a file cannot be read or written', async () => {
+    const missing = await run(['-s', 'missing.yaml'], dir);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /cannot read .*missing\.yaml/);
+    await writeFile(join(dir, 'a-file'), '');
+    const unwritable = await run(['-s', 'scenario.yaml', '-o', 'a-file/report'], dir);
+    assert.equal(unwritable.code, 1);
+    assert.match(unwritable.stderr, /cannot write the report/);
+  });
+
+  it('prints its usage', async () => {
+    const { code, stdout } = await run(['--help'], dir);
+    assert.equal(code, 0);
+    assert.match(stdout, /^Usage: floodgate simulate --scenario/);
+  });
+});
