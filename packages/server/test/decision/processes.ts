@@ -8,6 +8,7 @@ const MAIN = fileURLToPath(new URL('../../src/decision/main.ts', import.meta.url
 
 /** ServiceProcess is one running decision service. */
 export interface ServiceProcess {
+  readonly pid: number;
   readonly grpcPort: number;
   readonly httpPort: number;
   stop(): Promise<void>;
@@ -33,6 +34,7 @@ export async function startServiceProcess(args: readonly string[]): Promise<Serv
   const ports = await ready;
   return {
     ...ports,
+    pid: child.pid!,
     stop: async () => {
       if (child.exitCode !== null) return;
       const exited = once(child, 'exit');
