@@ -4,6 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { ClientIpResolver } from 'floodgate/http';
 import type { Logger } from 'pino';
 import { loadConfig } from '../config/load.js';
@@ -60,6 +61,8 @@ export class Gateway implements TrafficState {
   private inFlight = 0;
   private drained: (() => void) | undefined;
   private readonly traffic: Server;
+  /** Upgraded sockets (both ends of each tunnel) still open. */
+  private readonly tunnels = new Set<Duplex>();
   private admin: Server | undefined;
 
   private constructor(
@@ -182,6 +185,12 @@ export class Gateway implements TrafficState {
     return { applied: true, problems: [] };
   }
 
+  /** track keeps an upgraded socket until it closes. */
+  track(socket: Duplex): void {
+    this.tunnels.add(socket);
+    socket.once('close', () => this.tunnels.delete(socket));
+  }
+
   private requestEnded(): void {
     this.inFlight--;
     if (this.inFlight === 0 && this.drained !== undefined) this.drained();
@@ -207,6 +216,7 @@ export class Gateway implements TrafficState {
     clearTimeout(timer);
     if (late) this.log.warn({ inFlight: this.inFlight }, 'drain timed out; closing the remaining connections');
     this.traffic.closeAllConnections();
+    for (const socket of this.tunnels) socket.destroy();
     await closed;
     await this.upstreams.close();
     await this.store.close();

@@ -64,9 +64,9 @@ export class Upstreams {
     }
   }
 
-  /** close closes every pool, letting requests in flight end. */
+  /** close ends every pool and its connections (upgraded sockets included): call it once requests have drained. */
   async close(): Promise<void> {
-    await Promise.allSettled([...this.pools.values()].map((p) => p.close()));
+    await Promise.allSettled([...this.pools.values()].map((p) => p.destroy()));
     this.pools.clear();
   }
 

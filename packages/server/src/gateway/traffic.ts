@@ -27,6 +27,8 @@ export interface TrafficState {
   readonly remoteStore: boolean;
   /** isTrustedPeer tells whether a peer's forwarding headers are kept. */
   isTrustedPeer(peer: string): boolean;
+  /** track keeps an upgraded socket until it closes, so that shutdown can end it. */
+  track(socket: Duplex): void;
 }
 
 /** trustedPeers returns the check of a `trustProxy` setting: any peer for a hop count, listed ones for a list. */
@@ -88,6 +90,7 @@ async function admitRequest(state: TrafficState, match: RouteMatch, req: Incomin
 /** serveUpgrade admits a WebSocket (or other) upgrade like a request, then pipes it to the upstream. */
 export async function serveUpgrade(state: TrafficState, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
   socket.on('error', () => socket.destroy());
+  state.track(socket);
   const match = matchOf(state.table, req);
   if (match === undefined) return rawAnswer(socket, 404, [], JSON.stringify({ title: 'Not Found', status: 404 }));
   const view = new ProxyRequest(req, state.resolver, match.route.name, match.params);
@@ -109,6 +112,7 @@ export async function serveUpgrade(state: TrafficState, req: IncomingMessage, so
     let text = 'HTTP/1.1 101 Switching Protocols\r\n';
     for (const [name, value] of Object.entries(up.headers)) for (const v of [value ?? []].flat()) text += `${name}: ${v}\r\n`;
     for (const [name, value] of admission.headers) text += `${name}: ${value}\r\n`;
+    state.track(up.socket);
     socket.write(text + '\r\n');
     if (head.length > 0) up.socket.write(head);
     up.socket.on('error', () => socket.destroy());

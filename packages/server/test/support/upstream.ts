@@ -45,7 +45,10 @@ export async function startUpstream(): Promise<TestUpstream> {
       res.end(body);
     });
   });
+  const tunnels = new Set<import('node:stream').Duplex>();
   server.on('upgrade', (req, socket) => {
+    tunnels.add(socket);
+    socket.once('close', () => tunnels.delete(socket));
     received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, bodyBytes: 0 });
     socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: test\r\n\r\n');
     socket.on('data', (chunk: Buffer) => socket.write(chunk));
@@ -65,6 +68,7 @@ export async function startUpstream(): Promise<TestUpstream> {
     close: () =>
       new Promise<void>((resolve) => {
         for (const res of held) res.destroy();
+        for (const socket of tunnels) socket.destroy();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
