@@ -22,62 +22,61 @@ interface ChartDom {
   limitLines: number;
 }
 
-/**
- * Loads `html` into the page. The TypeScript loader names functions with a `__name` helper that
- * the page lacks; the functions passed to page.evaluate get an identity one.
- */
-async function show(page: Page, html: string): Promise<void> {
-  await page.setContent(html);
-  await page.evaluate('globalThis.__name = (f) => f');
-}
+// The browser-side code is plain JavaScript in strings: it runs in the page, where the DOM is,
+// and is neither type-checked against node's globals nor rewritten by the TypeScript loader.
 
 /** Reads the chart's structure from the DOM, as the browser laid it out. */
-function readChartDom(page: Page): Promise<ChartDom> {
-  return page.evaluate(() => {
-    const texts = (selector: string) => [...document.querySelectorAll(selector)].map((e) => e.textContent ?? '');
-    const drawn = [...document.querySelectorAll('g.series path')].filter((p) => {
-      const box = (p as SVGGraphicsElement).getBBox();
-      return box.width > 100;
+const READ_CHART_DOM = `(() => {
+  const texts = (selector) => [...document.querySelectorAll(selector)].map((e) => e.textContent ?? '');
+  const drawn = [...document.querySelectorAll('g.series path')].filter((p) => p.getBBox().width > 100);
+  return {
+    xTicks: texts('g.x-axis g.tick text'),
+    yTicks: texts('g.y-axis g.tick text'),
+    axisLabels: texts('g.axis text.axis-label'),
+    series: [...document.querySelectorAll('g.series')].map((g) => g.getAttribute('data-name') ?? ''),
+    legend: [...document.querySelectorAll('g.legend g.legend-item[data-name]')].map((g) => g.textContent ?? ''),
+    drawnPaths: drawn.length,
+    limitLines: document.querySelectorAll('g.series line.limit').length,
+  };
+})()`;
+
+/** Decodes a PNG (base64) in the page and counts the pixels not white, and those near each colour. */
+const COUNT_PIXELS = `(async ({ data, colors }) => {
+  const img = new Image();
+  img.src = 'data:image/png;base64,' + data;
+  await img.decode();
+  const canvas = document.createElement('canvas');
+  canvas.width = img.width;
+  canvas.height = img.height;
+  const ctx = canvas.getContext('2d');
+  ctx.drawImage(img, 0, 0);
+  const px = ctx.getImageData(0, 0, img.width, img.height).data;
+  const rgb = colors.map((c) => [1, 3, 5].map((i) => parseInt(c.slice(i, i + 2), 16)));
+  const perColor = rgb.map(() => 0);
+  let ink = 0;
+  for (let i = 0; i < px.length; i += 4) {
+    const r = px[i], g = px[i + 1], b = px[i + 2];
+    if (r < 245 || g < 245 || b < 245) ink++;
+    rgb.forEach(([cr, cg, cb], k) => {
+      if (Math.abs(r - cr) + Math.abs(g - cg) + Math.abs(b - cb) < 60) perColor[k]++;
     });
-    return {
-      xTicks: texts('g.x-axis g.tick text'),
-      yTicks: texts('g.y-axis g.tick text'),
-      axisLabels: texts('g.axis text.axis-label'),
-      series: [...document.querySelectorAll('g.series')].map((g) => g.getAttribute('data-name') ?? ''),
-      legend: [...document.querySelectorAll('g.legend g.legend-item[data-name]')].map((g) => g.textContent ?? ''),
-      drawnPaths: drawn.length,
-      limitLines: document.querySelectorAll('g.series line.limit').length,
-    };
-  });
+  }
+  return { ink, perColor };
+})`;
+
+const READ_REPORT = `(() => ({
+  rows: document.querySelectorAll('table.summary tbody tr').length,
+  charts: document.querySelectorAll('figure svg').length,
+  scripts: document.querySelectorAll('script').length,
+  title: document.querySelector('h1')?.textContent,
+}))()`;
+
+function readChartDom(page: Page): Promise<ChartDom> {
+  return page.evaluate(READ_CHART_DOM) as Promise<ChartDom>;
 }
 
-/** Counts, in a PNG, the pixels that are not white and those near each colour given. */
-async function countPixels(page: Page, png: Buffer, colors: readonly string[]): Promise<{ ink: number; perColor: number[] }> {
-  return page.evaluate(
-    async ({ data, colors }) => {
-      const img = new Image();
-      img.src = `data:image/png;base64,${data}`;
-      await img.decode();
-      const canvas = document.createElement('canvas');
-      canvas.width = img.width;
-      canvas.height = img.height;
-      const ctx = canvas.getContext('2d')!;
-      ctx.drawImage(img, 0, 0);
-      const px = ctx.getImageData(0, 0, img.width, img.height).data;
-      const rgb = colors.map((c) => [1, 3, 5].map((i) => parseInt(c.slice(i, i + 2), 16)));
-      const perColor = rgb.map(() => 0);
-      let ink = 0;
-      for (let i = 0; i < px.length; i += 4) {
-        const [r, g, b] = [px[i]!, px[i + 1]!, px[i + 2]!];
-        if (r < 245 || g < 245 || b < 245) ink++;
-        rgb.forEach(([cr, cg, cb], k) => {
-          if (Math.abs(r - cr!) + Math.abs(g - cg!) + Math.abs(b - cb!) < 60) perColor[k]!++;
-        });
-      }
-      return { ink, perColor };
-    },
-    { data: png.toString('base64'), colors: [...colors] },
-  );
+function countPixels(page: Page, png: Buffer, colors: readonly string[]): Promise<{ ink: number; perColor: number[] }> {
+  return page.evaluate(`${COUNT_PIXELS}(${JSON.stringify({ data: png.toString('base64'), colors })})`) as Promise<{ ink: number; perColor: number[] }>;
 }
 
 describe('the charts, looked at in headless Chromium', () => {
@@ -115,7 +114,7 @@ describe('the charts, looked at in headless Chromium', () => {
   it('draws axes with ticks and labels, one series per policy, a legend, and pixels in every series colour', async () => {
     const names = result.lanes.map((l) => l.name);
     for (const chart of charts) {
-      await show(page, `<!doctype html><html><body style="margin:0;background:#fff">${chart.svg}</body></html>`);
+      await page.setContent(`<!doctype html><html><body style="margin:0;background:#fff">${chart.svg}</body></html>`);
       const dom = await readChartDom(page);
       assert.ok(dom.xTicks.length >= 4, `${chart.id}: x ticks ${dom.xTicks}`);
       assert.equal(dom.xTicks[0], '0');
@@ -137,13 +136,8 @@ describe('the charts, looked at in headless Chromium', () => {
     const html = renderHtmlReport(result, charts);
     await writeFile(join(PNG_DIR, 'report.html'), html);
     await page.setViewportSize({ width: 1000, height: 800 });
-    await show(page, html);
-    const shape = await page.evaluate(() => ({
-      rows: document.querySelectorAll('table.summary tbody tr').length,
-      charts: document.querySelectorAll('figure svg').length,
-      scripts: document.querySelectorAll('script').length,
-      title: document.querySelector('h1')?.textContent,
-    }));
+    await page.setContent(html);
+    const shape = await page.evaluate(READ_REPORT);
     assert.deepEqual(shape, { rows: 3, charts: 3, scripts: 0, title: 'floodgate simulation' });
     await page.screenshot({ path: join(PNG_DIR, 'report.png'), fullPage: true });
   });
