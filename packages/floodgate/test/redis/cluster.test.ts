@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createClient, createCluster } from 'redis';
 import { describe, test } from 'node:test';
 import { FloodgateError, fixedWindow, gcra, tokenBucket } from '../../src/index.js';
-import { RedisStore, hashSlotOf, ioredisAdapter, nodeRedisAdapter } from '../../src/stores/redis/index.js';
+import { CONSUME_ALL_SCRIPT, RedisStore, hashSlotOf, ioredisAdapter, nodeRedisAdapter, type RedisAdapter } from '../../src/stores/redis/index.js';
 import { runConformance } from '../conformance/suite.js';
 import { beforeStop, useRedisCluster } from './setup.js';
 
@@ -13,6 +13,24 @@ const get = useRedisCluster();
 runConformance('redis store on a cluster (ioredis)', (algorithm) =>
   new RedisStore({ adapter: ioredisAdapter(get().client), prefix: 'conf:', unsafeTestTime: true }).bind(algorithm),
 );
+
+/**
+ * chargeCounting wraps `inner`, counting the consume-all scripts (the charges) it sends by EVALSHA
+ * (an EVAL after NOSCRIPT is the same charge); when given, `beforeCharge` runs before each charge
+ * is sent (and is waited for), to stage a racing request.
+ */
+function chargeCounting(inner: RedisAdapter, beforeCharge?: () => Promise<unknown>): { adapter: RedisAdapter; charges: () => number } {
+  let charges = 0;
+  const isCharge = (sha1: string): boolean => sha1 === CONSUME_ALL_SCRIPT.sha1;
+  const evalsha: RedisAdapter['evalsha'] = async (sha1, keys, args) => {
+    if (isCharge(sha1)) {
+      charges++;
+      await beforeCharge?.();
+    }
+    return inner.evalsha(sha1, keys, args);
+  };
+  return { adapter: { ...inner, evalsha }, charges: () => charges };
+}
 
 describe('consumeAll on a cluster', () => {
   const perSecond = gcra({ rate: 10, periodMs: 1000, maxBurst: 2 });
@@ -32,19 +50,52 @@ describe('consumeAll on a cluster', () => {
     assert.equal((await s.bind(perSecond).peek('user:42', 0, 0)).remaining, 3);
   });
 
-  test('keys in different slots: two-phase, and a refusal gives back what the other slot charged', async () => {
-    const s = store('c2:');
+  test('keys in different slots: a refusal on the first look charges nothing and sends no charge', async () => {
+    const { adapter, charges } = chargeCounting(ioredisAdapter(get().client));
+    const s = new RedisStore({ adapter, prefix: 'c2:', unsafeTestTime: true });
     const bucket = tokenBucket({ capacity: 3, refillPerSecond: 0.001 });
     const [a, b] = ['ip:1.2.3.4', 'user:7'];
     assert.notEqual(hashSlotOf(s.bind(bucket).entryOf(a).redisKey), hashSlotOf(s.bind(perMinute).entryOf(b).redisKey));
     const both = await s.consumeAll([{ policy: bucket, key: a }, { policy: perMinute, key: b, cost: 4 }], 0);
     assert.equal(both.allowed, true);
+    assert.equal(charges(), 2, 'admitted: one charge script per slot');
     assert.equal((await s.bind(bucket).peek(a, 0, 0)).remaining, 2);
     const refused = await s.consumeAll([{ policy: bucket, key: a, cost: 2 }, { policy: perMinute, key: b, cost: 2 }], 0);
     assert.equal(refused.allowed, false);
     assert.deepEqual(refused.decisions.map((d) => d.allowed), [true, false]);
-    assert.equal((await s.bind(bucket).peek(a, 0, 0)).remaining, 2, 'the admitted slot was refunded');
+    assert.equal(charges(), 2, 'refused on the look: no charge script was sent');
+    assert.equal((await s.bind(bucket).peek(a, 0, 0)).remaining, 2);
     assert.equal((await s.bind(perMinute).peek(b, 0, 0)).remaining, 1);
+  });
+
+  test('a request that takes the room between the look and the charge: the slot that charged is refunded', async () => {
+    const plain = new RedisStore({ adapter: ioredisAdapter(get().client), prefix: 'c5:', unsafeTestTime: true });
+    const bucket = tokenBucket({ capacity: 3, refillPerSecond: 0.001 });
+    const [a, b] = ['ip:9.9.9.9', 'user:8'];
+    let raced: Promise<unknown> | undefined;
+    const { adapter } = chargeCounting(ioredisAdapter(get().client), () => (raced ??= plain.bind(perMinute).consume(b, 5, 0)));
+    const s = new RedisStore({ adapter, prefix: 'c5:', unsafeTestTime: true });
+    const result = await s.consumeAll([{ policy: bucket, key: a, cost: 2 }, { policy: perMinute, key: b }], 0);
+    assert.equal(result.allowed, false);
+    assert.deepEqual(result.decisions.map((d) => d.allowed), [true, false], 'a charged, b taken by the racer');
+    assert.equal((await s.bind(bucket).peek(a, 0, 0)).remaining, 3, 'a was refunded');
+  });
+
+  test('the neighbour bound: an exhausted user never takes room from the IP it shares (10 trials of 60 + 20 at once)', async () => {
+    const ipPolicy = tokenBucket({ capacity: 20, refillPerSecond: 0.001 });
+    const userPolicy = tokenBucket({ capacity: 1, refillPerSecond: 0.001 });
+    for (let trial = 0; trial < 10; trial++) {
+      const s = new RedisStore({ adapter: ioredisAdapter(get().client), prefix: `c6-${trial}:`, onError: 'throw' });
+      const ip = 'ip:10.0.0.1';
+      await s.bind(userPolicy).consume('user:greedy', 1, Number.NaN); // exhausted
+      const request = (user: string): Promise<boolean> => s.consumeAll([{ policy: ipPolicy, key: ip }, { policy: userPolicy, key: user }]).then((r) => r.allowed);
+      const greedy = Array.from({ length: 60 }, () => request('user:greedy'));
+      const neighbours = Array.from({ length: 20 }, (_, i) => request(`user:n${i}`));
+      const [g, n] = await Promise.all([Promise.all(greedy), Promise.all(neighbours)]);
+      assert.equal(g.filter(Boolean).length, 0, `trial ${trial}: the exhausted user is refused`);
+      assert.equal(n.filter(Boolean).length, 20, `trial ${trial}: every neighbour fits in the IP's 20 and is admitted`);
+      assert.equal((await s.bind(ipPolicy).peek(ip, 0, Number.NaN)).remaining, 0, `trial ${trial}: the IP was charged by the neighbours only`);
+    }
   });
 
   test('node-redis: a cluster client is told apart without being told; { cluster: false } on one is refused', async () => {

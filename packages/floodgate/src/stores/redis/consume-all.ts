@@ -11,8 +11,11 @@ export interface ConsumeAllEntry {
   readonly redisKey: string;
   readonly lua: LuaPolicy;
   readonly algorithm: Algorithm;
-  /** The table the request belongs to: only its refund is used, to undo a cross-slot charge. */
-  readonly table: { refund(key: string, cost: number, nowMs: number): Promise<void> };
+  /** The table the request belongs to: across slots, its peek looks first and its refund undoes a charge. */
+  readonly table: {
+    peek(key: string, cost: number, nowMs: number): Promise<Decision>;
+    refund(key: string, cost: number, nowMs: number): Promise<void>;
+  };
 }
 
 /** ConsumeAllRequest is one request of {@link RedisStore.consumeAll}: a policy, a key, a cost (default 1). */
@@ -50,12 +53,21 @@ interface Item {
 
 /**
  * consumeAll runs {@link RedisStore.consumeAll}: one script when every key shares a slot (or the
- * server is not a cluster), else one script per slot and a refund of the admitted slots when any
- * slot refuses.
+ * server is not a cluster); across slots, a look at every limit first, then one script per slot
+ * and a refund of the slots that admitted when another refused or failed.
  */
 export async function consumeAll(requests: readonly ConsumeAllRequest[], context: ConsumeAllContext): Promise<ConsumeAllResult> {
+  const items = itemsOf(requests, context);
+  if (items.length === 0) return { allowed: true, decisions: [] };
+  const groups = context.cluster ? groupBySlot(items) : [items];
+  if (groups.length === 1) return runGroup(items, context);
+  return acrossSlots(items, groups, context);
+}
+
+/** Checks every request (policy, key, cost) before anything is sent. */
+function itemsOf(requests: readonly ConsumeAllRequest[], context: ConsumeAllContext): Item[] {
   if (!Array.isArray(requests)) throw new FloodgateError('INVALID_OPTION', 'consumeAll takes an array of { policy, key, cost? }', 'requests');
-  const items = requests.map((request: ConsumeAllRequest | null | undefined, index): Item => {
+  return requests.map((request: ConsumeAllRequest | null | undefined, index): Item => {
     if (typeof request !== 'object' || request === null || typeof request.policy?.consume !== 'function') {
       throw new FloodgateError('INVALID_OPTION', `consumeAll request ${index} must be { policy, key, cost? } with a policy such as tokenBucket(...)`, `requests[${index}]`);
     }
@@ -64,15 +76,34 @@ export async function consumeAll(requests: readonly ConsumeAllRequest[], context
     entry.algorithm.checkCost(cost);
     return { index, entry, cost };
   });
-  if (items.length === 0) return { allowed: true, decisions: [] };
-  const groups = context.cluster ? groupBySlot(items) : [items];
-  const answers = await Promise.all(groups.map((group) => runGroup(group, context)));
+}
+
+/**
+ * Keys in several slots: every limit is peeked (batched per slot), and a request that any refuses
+ * is refused having charged nothing. Only a request that every limit admitted on the peek is
+ * charged, one script per slot; when another request took the room in between (or a slot failed),
+ * the slots that charged are refunded at once.
+ */
+async function acrossSlots(items: readonly Item[], groups: readonly Item[][], context: ConsumeAllContext): Promise<ConsumeAllResult> {
+  const nowMs = nowOf(context);
+  const looked = await Promise.all(items.map(({ entry, cost }) => entry.table.peek(entry.key, cost, nowMs)));
+  if (!looked.every((decision) => decision.allowed)) return { allowed: false, decisions: looked };
+  const settled = await Promise.allSettled(groups.map((group) => runGroup(group, context)));
   const decisions: Decision[] = new Array<Decision>(items.length);
+  let allowed = true;
+  let failure: PromiseRejectedResult | undefined;
   for (const [g, group] of groups.entries()) {
-    for (const [i, item] of group.entries()) decisions[item.index] = answers[g]!.decisions[i]!;
+    const answer = settled[g]!;
+    if (answer.status === 'rejected') {
+      failure ??= answer;
+      allowed = false;
+      continue;
+    }
+    allowed &&= answer.value.allowed;
+    for (const [i, item] of group.entries()) decisions[item.index] = answer.value.decisions[i]!;
   }
-  const allowed = answers.every((answer) => answer.allowed);
-  if (!allowed && groups.length > 1) await refundAdmitted(groups, answers, context);
+  if (!allowed) await refundAdmitted(groups, settled, context);
+  if (failure !== undefined) throw failure.reason;
   return { allowed, decisions };
 }
 
@@ -108,11 +139,12 @@ async function runGroup(group: readonly Item[], context: ConsumeAllContext): Pro
   return { allowed: reply[0] === '1', decisions };
 }
 
-/** The second phase across slots: give back what the slots that admitted charged. */
-async function refundAdmitted(groups: readonly Item[][], answers: readonly ConsumeAllResult[], context: ConsumeAllContext): Promise<void> {
+/** Gives back what the slots that admitted charged. */
+async function refundAdmitted(groups: readonly Item[][], answers: ReadonlyArray<PromiseSettledResult<ConsumeAllResult>>, context: ConsumeAllContext): Promise<void> {
   const refunds: Array<Promise<void>> = [];
   for (const [g, group] of groups.entries()) {
-    if (!answers[g]!.allowed) continue;
+    const answer = answers[g]!;
+    if (answer.status !== 'fulfilled' || !answer.value.allowed) continue;
     for (const { entry, cost } of group) refunds.push(entry.table.refund(entry.key, cost, nowOf(context)));
   }
   const results = await Promise.allSettled(refunds);
@@ -124,6 +156,7 @@ async function refundAdmitted(groups: readonly Item[][], answers: readonly Consu
   }
 }
 
+/** The caller's time for the tables: the test time, or NaN (the tables decide on Redis's TIME). */
 function nowOf(context: ConsumeAllContext): number {
-  return context.time === '' ? 0 : Number(context.time);
+  return context.time === '' ? Number.NaN : Number(context.time);
 }

@@ -155,11 +155,21 @@ export class RedisStore implements Store {
    *
    * When all keys share a hash slot (always on a single Redis; on a cluster when the keys share a
    * hash tag, as one user key under several policies does) it is one script and one round trip:
-   * all or nothing, atomically. On a cluster with keys in different slots it is two-phase: each
-   * slot's requests are decided atomically, and when any slot refuses, the slots that admitted get
-   * their cost refunded. No limit ever admits more than it allows; other requests may briefly see
-   * the charge before its refund; and when a window boundary passes between charge and refund, the
-   * refund of a windowed policy may return slightly more or less than was charged.
+   * all or nothing, atomically.
+   *
+   * On a cluster with keys in different slots no single script can see them all, so it is done in
+   * two steps, with this bound: (1) every limit is peeked (batched per slot, in parallel);
+   * a request any limit refuses is refused there, having charged nothing anywhere, so a request
+   * refused by one limit (an exhausted user) never takes room from another (its IP) that others
+   * share. (2) A request every limit admitted is charged, one script per slot, in parallel. Only
+   * when another request took the room of some limit between (1) and (2), or a slot failed, does
+   * a slot refuse after others charged: those are refunded at once, so such a charge is visible to
+   * other requests for at most the slowest slot's round trip of (2) plus that of the refund (each
+   * bounded by `timeoutMs`), and only to the extent of the requests racing that way; a slot that
+   * failed makes the call reject with its error once the others are refunded. No limit ever admits more than it allows; a window
+   * boundary passing between charge and refund may make a windowed policy's refund return slightly
+   * more or less than was charged; a refund that fails leaves the charge until it refills (the
+   * call then rejects with `STORE_ERROR` saying so). An admitted request costs two round trips.
    *
    * `nowMs` is read only in test mode (`unsafeTestTime`), defaulting to the store's `clock`.
    *
