@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { decide, fixedWindow, gcra, leakyBucket, MemoryStore, tokenBucket, type Algorithm } from '../src/index.js';
+
+describe('MemoryStore overflow tier: open to newcomers under an identity flood', () => {
+  it('decides new keys past maxKeys by the sketch: the throttled key stays throttled, newcomers pass', () => {
+    const maxKeys = 1000;
+    const table = new MemoryStore({ maxKeys }).bind(tokenBucket({ capacity: 10, refillPerSecond: 0.01 }));
+    for (let i = 0; i < 10; i++) assert.equal(table.consume('victim', 1, 0).allowed, true);
+    assert.equal(table.consume('victim', 1, 0).reason, 'limit');
+    for (let i = 0; i < 10 * maxKeys; i++) table.consume(`minted:${i}`, 1, 10);
+    assert.ok(table.size <= maxKeys);
+    let refused = 0;
+    for (let i = 0; i < 1000; i++) {
+      const d = table.consume(`honest:${i}`, 1, 20);
+      if (!d.allowed) refused++;
+      else assert.equal(d.reason, 'ok');
+    }
+    assert.ok(refused <= 10, `at most 1% of honest newcomers refused, got ${refused}`);
+    assert.equal(table.consume('victim', 1, 20).allowed, false, 'the throttled key is never evicted');
+    // A minted key that spends beyond its limit through the sketch is refused there too.
+    let admitted = 0;
+    for (let i = 0; i < 20; i++) if (table.consume('minted:7', 1, 30).allowed) admitted++;
+    assert.ok(admitted <= 9, `minted:7 admitted ${admitted} more after its first unit`);
+  });
+
+  it('keeps what a key spent in the sketch when it moves into the exact table', () => {
+    const table = new MemoryStore({ maxKeys: 1 }).bind(gcra({ rate: 1, periodMs: 1000, maxBurst: 2 }));
+    assert.equal(table.consume('a', 1, 0).allowed, true); // rests at 1000
+    for (let i = 0; i < 3; i++) assert.equal(table.consume('x', 1, 500).allowed, true); // by the sketch
+    assert.equal(table.consume('x', 1, 500).allowed, false);
+    assert.equal(table.peek('x', 1, 600).allowed, false, 'peek reads the sketch');
+    // At 1000 'a' is at rest and makes room: 'x' enters the exact table with its spending.
+    assert.equal(table.consume('x', 1, 1000).allowed, false);
+    assert.equal(table.size, 1);
+    assert.equal(table.consume('x', 1, 1500).allowed, true, 'and recovers at the policy\'s rate');
+  });
+
+  const policies: Record<string, () => Algorithm> = {
+    'fixed window': () => fixedWindow({ limit: 3, windowMs: 1000 }),
+    'token bucket': () => tokenBucket({ capacity: 3, refillPerSecond: 2 }),
+    'leaky bucket': () => leakyBucket({ capacity: 2, leakPerSecond: 3 }),
+    gcra: () => gcra({ rate: 2, periodMs: 1000, maxBurst: 2 }),
+  };
+  const step = fc.record({ key: fc.integer({ min: 0, max: 9 }), cost: fc.constantFrom(1, 1, 2, 0.5), advanceMs: fc.constantFrom(0, 0, 5, 120, 400, 1000) });
+  for (const [name, make] of Object.entries(policies)) {
+    it(`${name}: through the exact table, the sketch and back, no key is ever admitted beyond its limit`, () => {
+      fc.assert(
+        fc.property(fc.array(step, { maxLength: 150 }), fc.integer({ min: 1, max: 4 }), (steps, maxKeys) => {
+          const policy = make();
+          const table = new MemoryStore({ maxKeys }).bind(policy);
+          const exact = new Map<number, Float64Array>();
+          let nowMs = 1_000_000;
+          for (const s of steps) {
+            nowMs += s.advanceMs;
+            if (!table.consume(`k${s.key}`, s.cost, nowMs).allowed) continue;
+            const { state, decision } = decide(policy, exact.get(s.key), nowMs, s.cost);
+            assert.ok(decision.allowed, `k${s.key} admitted beyond the policy at ${nowMs}`);
+            exact.set(s.key, state);
+          }
+          assert.ok(table.size <= maxKeys);
+        }),
+        { numRuns: 300 },
+      );
+    });
+  }
+});
