@@ -57,8 +57,9 @@ export async function runServe(flags: ServeFlags): Promise<number> {
       stopWatching();
       void gateway.shutdown().then(resolveStop);
     };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    // Repeated signals change nothing: the drain under way ends the process.
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
   });
   process.exit(0);
 }

@@ -58,6 +58,7 @@ export class Gateway implements TrafficState {
   private loadedAt = new Date();
   private ready = false;
   private draining = false;
+  private stopping: Promise<void> | undefined;
   private inFlight = 0;
   private drained: (() => void) | undefined;
   private readonly traffic: Server;
@@ -200,8 +201,12 @@ export class Gateway implements TrafficState {
    * shutdown stops being ready at once, stops accepting connections, waits for requests in flight
    * (up to `drainTimeoutMs`), then closes every connection, pool and store connection.
    */
-  async shutdown(): Promise<void> {
-    if (this.draining) return;
+  shutdown(): Promise<void> {
+    this.stopping ??= this.drainAndClose();
+    return this.stopping;
+  }
+
+  private async drainAndClose(): Promise<void> {
     this.draining = true;
     this.ready = false;
     this.metrics.setReady(false);
