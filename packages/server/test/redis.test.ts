@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startRedisServer, type RedisServers } from '../../floodgate/test/support/redis-server.js';
+import { startGateway, type GatewayProcess } from './support/gateway-process.js';
+import { call, metricValue, type Reply } from './support/http.js';
+import { startUpstream, type TestUpstream } from './support/upstream.js';
+
+function config(redisPort: number, upstream: string, prefix: string): string {
+  return `
+store: { type: redis, url: "redis://127.0.0.1:${redisPort}", timeoutMs: 100, onError: fail-open, prefix: "${prefix}" }
+routes:
+  - name: shared
+    match: { path: /shared }
+    upstream: ${upstream}
+    rules:
+      - name: whole-route
+        policy: { algorithm: fixedWindow, limit: 10, windowMs: 600000 }
+        key: { type: route }
+  - name: outage
+    match: { path: /outage }
+    upstream: ${upstream}
+    rules:
+      - name: whole-route
+        policy: { algorithm: gcra, rate: 1, periodMs: 600000, maxBurst: 2 }
+        key: { type: route }
+`;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('floodgate serve on a real Redis', () => {
+  let redis: RedisServers;
+  let upstream: TestUpstream;
+  let a: GatewayProcess;
+  let b: GatewayProcess;
+
+  before(async () => {
+    redis = await startRedisServer();
+    upstream = await startUpstream();
+    const prefix = `fg-gw-test-${process.pid}:`;
+    [a, b] = await Promise.all([startGateway(config(redis.ports[0]!, upstream.origin, prefix)), startGateway(config(redis.ports[0]!, upstream.origin, prefix))]);
+    await Promise.all([a.waitForLog('ready'), b.waitForLog('ready')]);
+  });
+  after(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    await upstream?.close();
+    await redis?.stop();
+  });
+
+  it('two gateway processes hold one shared limit exactly', async () => {
+    const replies: Reply[] = [];
+    // 30 requests, 3 at a time, spread over both gateways.
+    for (let i = 0; i < 10; i++) replies.push(...(await Promise.all([call(a.url('/shared')), call(b.url('/shared')), call(i % 2 === 0 ? a.url('/shared') : b.url('/shared'))])));
+    assert.equal(replies.filter((r) => r.status === 200).length, 10);
+    assert.equal(replies.filter((r) => r.status === 429).length, 20);
+    const remaining = replies.filter((r) => r.status === 200).map((r) => Number(/r=(\d+)/.exec(String(r.headers.ratelimit))![1]));
+    assert.deepEqual(remaining.sort((x, y) => x - y), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 'each admission saw the one shared count');
+  });
+
+  it('answers within its timeout as fail-open while Redis hangs, and decides by Redis again soon after it returns', async () => {
+    assert.equal((await call(a.url('/outage'))).status, 200);
+    redis.signal(0, 'SIGSTOP');
+    try {
+      for (let i = 0; i < 6; i++) {
+        const started = performance.now();
+        const r = await call(i % 2 === 0 ? a.url('/outage') : b.url('/outage'));
+        const tookMs = performance.now() - started;
+        assert.equal(r.status, 200, 'fail-open admits');
+        assert.equal(r.headers['floodgate-degraded'], 'fail-open');
+        assert.ok(tookMs < 1_500, `answered in ${tookMs.toFixed(0)} ms while Redis hung (timeout 100 ms)`);
+      }
+    } finally {
+      redis.signal(0, 'SIGCONT');
+    }
+    const back = performance.now();
+    let decidedByRedis: Reply | undefined;
+    while (performance.now() - back < 5_000) {
+      const r = await call(a.url('/outage'));
+      if (r.headers['floodgate-degraded'] === undefined) {
+        decidedByRedis = r;
+        break;
+      }
+      await sleep(20);
+    }
+    assert.ok(decidedByRedis !== undefined, 'Redis decides again after it returns');
+    const recoveredMs = performance.now() - back;
+    assert.ok(recoveredMs < 1_000, `decided by Redis ${recoveredMs.toFixed(0)} ms after it returned`);
+    assert.match(String(decidedByRedis.headers.ratelimit), /"whole-route";r=\d/);
+    const metrics = (await call(a.adminUrl('/metrics'))).body;
+    assert.ok(metricValue(metrics, 'floodgate_decisions_total', { route: 'outage', outcome: 'fail_open' }) >= 3);
+    assert.ok(metricValue(metrics, 'floodgate_store_duration_seconds_count', { operation: 'consume' }) >= 5);
+  });
+
+  it('fails open while Redis is down, and recovers when it restarts', async () => {
+    await redis.kill(0);
+    const down = await call(b.url('/outage'));
+    assert.equal(down.status, 200);
+    assert.equal(down.headers['floodgate-degraded'], 'fail-open');
+    await redis.restart(0);
+    const back = performance.now();
+    let recovered = false;
+    while (performance.now() - back < 5_000 && !recovered) {
+      const r = await call(b.url('/outage'));
+      recovered = r.headers['floodgate-degraded'] === undefined;
+      if (!recovered) await sleep(20);
+    }
+    assert.ok(recovered, 'decided by Redis again after the restart');
+  });
+});
