@@ -55,7 +55,7 @@ describe('the default failure policy is fail-open, and the README snippet is saf
     assert.deepEqual(unhandled, []);
   });
 
-  test('the first calls of a client made just before they are sent: never a rejection', async () => {
+  test('calls made on a client still connecting to a live server: every one resolves, none rejects', async () => {
     const client = new Redis({ host: '127.0.0.1', port: servers.ports[0]! });
     const store = new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 50, prefix: 'start:' });
     const limiter = new Limiter({ policy: gcra({ rate: 100, periodMs: 60_000, maxBurst: 20 }), store });

@@ -95,16 +95,18 @@ export interface RedisStoreOptions {
  * Key layout: `${prefix}${algorithm}:${paramsHash}:{${key}}`; the user's key is the hash tag, so one
  * key's states under several policies share a Redis Cluster slot.
  *
- * Failures: every operation settles within `timeoutMs`. After `failuresToOpen` failures in a row
- * a circuit opens and nothing more is sent (so no queue of commands grows while Redis is away)
- * until a probe, one operation every `probeIntervalMs`, gets an answer. Meanwhile `onError`
- * decides: reject, admit (`fail-open`), refuse (`fail-closed`) or decide locally with a share of
- * the limit (`fallback`). On a Redis Cluster there is a circuit per master (when the adapter
+ * Failures: every operation settles within `timeoutMs` (default 1000 ms). After `failuresToOpen`
+ * failures in a row a circuit opens and nothing more is sent (so no queue of commands grows while
+ * Redis is away) until a probe, one operation every `probeIntervalMs`, gets an answer. Meanwhile
+ * `onError` decides (default `'fail-open'`): admit (`fail-open`), refuse (`fail-closed`), decide
+ * locally with a share of the limit (`fallback`), or reject (`throw`). On a Redis Cluster there is a circuit per master (when the adapter
  * tells the store which node serves a slot, as both built-in adapters do), so a master that is
  * down or hung only sends its own keys to `onError`: keys on the other masters are still decided
  * by Redis, and after a failover the new master starts with a closed circuit. Floods: refusals
  * are remembered until their retry time and answered locally. Throughput: decisions issued in
- * one tick go to Redis as one script per hash slot.
+ * one tick go to Redis as one script per hash slot. Time: deadlines, probe intervals and the
+ * over-limit cache read the `clock` and `timers` options, so a `ManualClock` drives an outage in
+ * a test; the `observer` option hears every round trip, error, circuit change and fallback.
  *
  * @example
  * import { Redis } from 'ioredis';
