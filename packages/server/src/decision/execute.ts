@@ -1,10 +1,10 @@
 /**
- * Deciding a request's limits together: every enforcing limit admits it, or none is charged. A
- * refused request spends nothing anywhere (unlike Envoy's service, whose refused hits still
- * count); a limit in shadow mode is charged only when it admits, and never refuses the request.
+ * Deciding a request's limits together, on the library's multi-limit decision (`consumeAll`):
+ * every enforcing limit admits the request, or none is charged. A refused request spends nothing
+ * anywhere (unlike Envoy's service, whose refused hits still count); a limit in shadow mode is
+ * charged only when it and the request are admitted, and never refuses the request.
  */
-import type { Decision, Limiter } from 'floodgate';
-import type { ConsumeAllRequest, ConsumeAllResult } from 'floodgate/redis';
+import { consumeAll, consumeAllSync, type Decision, type LimitEntry, type Limiter } from 'floodgate';
 
 /** Charge is one limit of a request: a key under a limiter, with the hits to charge. */
 export interface Charge {
@@ -16,14 +16,10 @@ export interface Charge {
   readonly enforcing: boolean;
 }
 
-/** AllOrNothingStore is a store that decides several limits in one atomic step (`RedisStore.consumeAll`). */
-export interface AllOrNothingStore {
-  consumeAll(requests: readonly ConsumeAllRequest[]): Promise<ConsumeAllResult>;
-}
-
-/** hasConsumeAll returns whether `store` decides several limits at once. */
-export function hasConsumeAll(store: unknown): store is AllOrNothingStore {
-  return typeof (store as Partial<AllOrNothingStore> | undefined)?.consumeAll === 'function';
+/** Outcome is the request's verdict and one decision per charge, in order. */
+export interface Outcome {
+  readonly allowed: boolean;
+  readonly decisions: Decision[];
 }
 
 function askCostOf(c: Charge): number {
@@ -48,59 +44,59 @@ function uncharged(d: Decision, cost: number): Decision {
   return { ...d, remaining: Math.min(d.limit, Math.floor(d.remaining + cost)) };
 }
 
-/**
- * decideSync decides `charges` on synchronous stores (the memory store) at one instant: it asks
- * every limit first, then charges only if every enforcing limit admits. `refused` is true when
- * the request is refused already (a limit of 0): then nothing is charged.
- */
-export function decideSync(charges: readonly Charge[], refused: boolean): { allowed: boolean; decisions: Decision[] } {
-  const asked = charges.map((c) => (fits(c) ? c.limiter.peekSync(c.key, { cost: askCostOf(c) }) : never(c.limiter.peekSync(c.key, { cost: 0 }))));
-  let allowed = !refused && charges.every((c, i) => !c.enforcing || asked[i]!.allowed);
-  if (!allowed) return { allowed, decisions: asked.map((d, i) => uncharged(d, askCostOf(charges[i]!))) };
-  const decisions: Decision[] = [];
-  const taken: Charge[] = [];
-  for (const [i, c] of charges.entries()) {
-    if (c.cost === 0 || !asked[i]!.allowed) {
-      decisions.push(uncharged(asked[i]!, askCostOf(c)));
-      continue;
-    }
-    const d = c.limiter.consumeSync(c.key, { cost: c.cost });
-    decisions.push(d);
-    if (d.allowed) taken.push(c);
-    else if (c.enforcing) allowed = false; // the same key twice in one request, together over its limit
-  }
-  if (!allowed) for (const c of taken) c.limiter.refundSync(c.key, c.cost);
-  return { allowed, decisions };
+function lookSync(c: Charge): Decision {
+  return fits(c) ? uncharged(c.limiter.peekSync(c.key, { cost: askCostOf(c) }), askCostOf(c)) : never(c.limiter.peekSync(c.key, { cost: 0 }));
+}
+
+async function look(c: Charge): Promise<Decision> {
+  return fits(c) ? uncharged(await c.limiter.peek(c.key, { cost: askCostOf(c) }), askCostOf(c)) : never(await c.limiter.peek(c.key, { cost: 0 }));
+}
+
+/** enforcedOf returns the entries the request must be admitted by: enforcing, with hits to charge. */
+function enforcedOf(charges: readonly Charge[]): LimitEntry[] {
+  return charges.filter((c) => c.enforcing && c.cost > 0).map((c) => ({ limiter: c.limiter, key: c.key, cost: c.cost }));
+}
+
+/** merge puts the enforced decisions (from `together`) and the others back in charge order. */
+function merge(charges: readonly Charge[], together: { allowed: boolean; decisions: readonly Decision[] }, others: readonly (Decision | undefined)[]): Decision[] {
+  let e = 0;
+  return charges.map((c, i) => {
+    if (!(c.enforcing && c.cost > 0)) return others[i]!;
+    const d = together.decisions[e++]!;
+    return together.allowed ? d : uncharged(d, c.cost);
+  });
 }
 
 /**
- * decideAsync decides `charges` on an asynchronous store. With `consumeAll` (Redis) the enforcing
- * charges go as one script when they share a slot (one round trip); otherwise each is charged and
- * the admitted ones are refunded when any refuses. Shadow charges are charged on their own, in the
- * same tick, and refunded when the request is refused.
+ * decideSync decides `charges` on synchronous stores (the memory store) in one synchronous step.
+ * `refused` is true when the request is refused already (a limit of 0): nothing is charged.
  */
-export async function decideAsync(charges: readonly Charge[], refused: boolean, store: unknown): Promise<{ allowed: boolean; decisions: Decision[] }> {
-  const blocked = refused || charges.some((c) => c.enforcing && !fits(c));
-  if (blocked) {
-    const asked = await Promise.all(charges.map((c) => (fits(c) ? c.limiter.peek(c.key, { cost: askCostOf(c) }) : c.limiter.peek(c.key, { cost: 0 }).then(never))));
-    return { allowed: false, decisions: asked.map((d, i) => uncharged(d, askCostOf(charges[i]!))) };
-  }
-  const enforcing = charges.filter((c) => c.enforcing && c.cost > 0);
-  const all = hasConsumeAll(store) ? store.consumeAll(enforcing.map((c) => ({ policy: c.limiter.policy, key: c.key, cost: c.cost }))) : consumeEach(enforcing);
+export function decideSync(charges: readonly Charge[], refused: boolean): Outcome {
+  if (refused) return { allowed: false, decisions: charges.map(lookSync) };
+  const together = consumeAllSync(enforcedOf(charges));
   const others = charges.map((c) => {
     if (c.enforcing && c.cost > 0) return undefined;
-    if (c.cost === 0 || !fits(c)) return (fits(c) ? c.limiter.peek(c.key, { cost: 1 }) : c.limiter.peek(c.key, { cost: 0 }).then(never)).then((d) => uncharged(d, askCostOf(c)));
+    if (!together.allowed || c.cost === 0 || !fits(c)) return lookSync(c);
+    return c.limiter.consumeSync(c.key, { cost: c.cost });
+  });
+  return { allowed: together.allowed, decisions: merge(charges, together, others) };
+}
+
+/**
+ * decideAsync decides `charges` on an asynchronous store. On a RedisStore the enforcing charges
+ * are one script when they share a hash slot (one round trip per request); shadow charges go in
+ * the same tick, and are refunded when the request is refused.
+ */
+export async function decideAsync(charges: readonly Charge[], refused: boolean): Promise<Outcome> {
+  if (refused) return { allowed: false, decisions: await Promise.all(charges.map(look)) };
+  const all = consumeAll(enforcedOf(charges));
+  const others = charges.map((c) => {
+    if (c.enforcing && c.cost > 0) return undefined;
+    if (c.cost === 0 || !fits(c)) return look(c);
     return c.limiter.consume(c.key, { cost: c.cost });
   });
   const [together, ...rest] = await Promise.all([all, ...others]);
-  const decisions: Decision[] = [];
-  let e = 0;
-  for (const [i, c] of charges.entries()) {
-    if (c.enforcing && c.cost > 0) {
-      const d = together.decisions[e++]!;
-      decisions.push(together.allowed ? d : uncharged(d, c.cost));
-    } else decisions.push(rest[i]!);
-  }
+  const decisions = merge(charges, together, rest);
   if (!together.allowed) await refundShadows(charges, decisions);
   return { allowed: together.allowed, decisions };
 }
@@ -113,14 +109,4 @@ async function refundShadows(charges: readonly Charge[], decisions: Decision[]):
     decisions[i] = uncharged(decisions[i]!, c.cost);
   }
   await Promise.all(refunds);
-}
-
-/** consumeEach charges each request, and gives the admitted ones back when any refuses. */
-async function consumeEach(charges: readonly Charge[]): Promise<ConsumeAllResult> {
-  const decisions = await Promise.all(charges.map((c) => c.limiter.consume(c.key, { cost: c.cost })));
-  const allowed = decisions.every((d) => d.allowed);
-  if (!allowed) {
-    await Promise.all(charges.map((c, i) => (decisions[i]!.allowed ? c.limiter.refund(c.key, c.cost) : undefined)));
-  }
-  return { allowed, decisions };
 }

@@ -5,6 +5,10 @@
  *
  *   node --conditions=floodgate-source --import tsx packages/server/src/decision/main.ts \
  *     --config ratelimit.yaml --grpc-port 8081 --http-port 8080 [--host 127.0.0.1] [--redis 127.0.0.1:6380]
+ *     [--on-store-error throw|fail-open|fail-closed]
+ *
+ * When Redis fails, the default (`throw`) answers gRPC UNAVAILABLE (HTTP 503), so that Envoy's own
+ * failure mode (`failure_mode_deny`) decides; `fail-open` and `fail-closed` answer instead.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -46,13 +50,18 @@ function loadConfigs(paths: readonly string[]): DescriptorConfig {
   return merged.config;
 }
 
-async function redisStore(address: string): Promise<{ store: Store; close: () => void }> {
+type OnStoreError = 'throw' | 'fail-open' | 'fail-closed';
+
+async function redisStore(address: string, onError: OnStoreError): Promise<{ store: Store; close: () => void }> {
   const match = /^(.+):(\d+)$/.exec(address);
   if (match === null) fail(`--redis must be host:port, got ${JSON.stringify(address)}`);
   const { Redis } = await import('ioredis');
   const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
   const client = new Redis({ host: match[1], port: Number(match[2]), maxRetriesPerRequest: 1, retryStrategy: () => 100 });
-  return { store: new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 500 }), close: () => client.disconnect() };
+  // Connection errors reach callers through the store (its deadline and failure policy); without a
+  // listener ioredis would print each reconnection attempt.
+  client.on('error', () => undefined);
+  return { store: new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 500, onError }), close: () => client.disconnect() };
 }
 
 async function main(): Promise<void> {
@@ -63,11 +72,14 @@ async function main(): Promise<void> {
       'http-port': { type: 'string' },
       host: { type: 'string' },
       redis: { type: 'string' },
+      'on-store-error': { type: 'string' },
     },
   });
   if (values.config === undefined || values.config.length === 0) fail('--config <file.yaml> is required (repeat it for several files)');
   const config = loadConfigs(values.config);
-  const redis = values.redis === undefined ? undefined : await redisStore(values.redis);
+  const onError = values['on-store-error'] ?? 'throw';
+  if (onError !== 'throw' && onError !== 'fail-open' && onError !== 'fail-closed') fail(`--on-store-error must be throw, fail-open or fail-closed, got ${JSON.stringify(onError)}`);
+  const redis = values.redis === undefined ? undefined : await redisStore(values.redis, onError);
   const service = createDecisionService({ domains: config.domains, store: redis?.store });
   const servers = await startDecisionServers({ service, grpcPort: portOf(values['grpc-port'], '--grpc-port'), httpPort: portOf(values['http-port'], '--http-port'), host: values.host });
   process.stdout.write(`${JSON.stringify({ ready: true, grpcPort: servers.grpcPort ?? null, httpPort: servers.httpPort ?? null })}\n`);

@@ -4,7 +4,7 @@
  */
 import { FloodgateError, Limiter, MemoryStore, notify, systemClock, type Algorithm, type Clock, type Decision, type Observer, type Store } from 'floodgate';
 import type { DomainSpec } from './config.js';
-import { decideAsync, decideSync, type Charge } from './execute.js';
+import { decideAsync, decideSync, type Charge, type Outcome } from './execute.js';
 import { rateLimitHeaders } from './headers.js';
 import { DecisionError, type DecisionRequest, type RequestDescriptor } from './request.js';
 import { DomainRules, Policies, counterKey, overrideRule, type Match, type Rule } from './rules.js';
@@ -114,9 +114,9 @@ export class DecisionService {
       if (p.rule.policy === undefined) refused ||= !p.rule.shadowMode;
       else charges.push({ limiter: this.limiterOf(p.rule.policy), key: p.key, cost: p.cost, enforcing: !p.rule.shadowMode });
     }
-    let outcome: { allowed: boolean; decisions: Decision[] };
+    let outcome: Outcome;
     try {
-      outcome = this.synchronous ? decideSync(charges, refused) : await decideAsync(charges, refused, this.store);
+      outcome = this.synchronous ? decideSync(charges, refused) : await decideAsync(charges, refused);
     } catch (error) {
       if (error instanceof FloodgateError && (error.code === 'INVALID_KEY' || error.code === 'INVALID_COST')) throw new DecisionError('INVALID_REQUEST', error.message, 'descriptors');
       const failed = new DecisionError('STORE_FAILED', `the store could not decide: ${(error as Error).message}`);
@@ -144,7 +144,11 @@ export class DecisionService {
   private limiterOf(policy: Algorithm): Limiter {
     let limiter = this.limiters.get(policy);
     if (limiter === undefined) {
-      limiter = new Limiter({ policy, store: this.store, clock: this.clock });
+      const table = this.store.bind(policy);
+      // A store failure reaches the caller (gRPC UNAVAILABLE), whose own failure mode decides, as
+      // Envoy's `failure_mode_deny` does; a store with its own failure policy (Redis) keeps it.
+      const guarded = !table.synchronous && table.decidesFailures !== true;
+      limiter = new Limiter({ policy, store: this.store, clock: this.clock, ...(guarded ? { onError: 'throw' as const } : {}) });
       this.limiters.set(policy, limiter);
     }
     return limiter;
@@ -164,7 +168,7 @@ export class DecisionService {
     return plans.map((p) => (p.rule?.name !== undefined && replaced.has(p.rule.name) ? { ...p, rule: undefined } : p));
   }
 
-  private answer(plans: readonly Plan[], charges: readonly Charge[], outcome: { allowed: boolean; decisions: Decision[] }): DecisionResult {
+  private answer(plans: readonly Plan[], charges: readonly Charge[], outcome: Outcome): DecisionResult {
     const nowMs = this.clock.now();
     let c = 0;
     const statuses = plans.map((p): DescriptorStatus => {

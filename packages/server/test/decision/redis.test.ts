@@ -23,6 +23,7 @@ describe('several decision-service processes on one real Redis', () => {
   before(async () => {
     redis = await startRedisServer();
     admin = new Redis({ host: '127.0.0.1', port: redis.ports[0]!, lazyConnect: true });
+    admin.on('error', () => undefined); // the test kills Redis on purpose
     await admin.connect();
     const args = ['--config', fixturePath('shared.yaml'), '--redis', `127.0.0.1:${redis.ports[0]!}`];
     processes.push(...(await Promise.all([startServiceProcess(args), startServiceProcess(args), startServiceProcess(args)])));

@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ManualClock, MemoryStore, type Algorithm, type DecisionEvent, type PolicyStore, type Store } from 'floodgate';
+import { createDecisionService, DecisionError, parseDecisionRequest, type DecisionService } from '../../src/decision/index.js';
+import { domainsOf, fixtureDomains, START_MS } from './support.js';
+
+/** An asynchronous store with no consumeAll: a MemoryStore answering through promises. */
+class PromiseStore implements Store {
+  readonly inner = new MemoryStore();
+  bind(algorithm: Algorithm): PolicyStore {
+    const t = this.inner.bind(algorithm);
+    return {
+      synchronous: false,
+      consume: async (key, cost, nowMs) => t.consume(key, cost, nowMs),
+      peek: async (key, cost, nowMs) => t.peek(key, cost, nowMs),
+      refund: async (key, cost, nowMs) => t.refund(key, cost, nowMs),
+      reset: async (key) => t.reset(key),
+    };
+  }
+}
+
+/** A store whose every call fails, as a store whose backend is down does. */
+const brokenStore: Store = {
+  bind: () => ({
+    synchronous: false,
+    consume: () => Promise.reject(new Error('connection refused')),
+    peek: () => Promise.reject(new Error('connection refused')),
+    refund: () => Promise.reject(new Error('connection refused')),
+    reset: () => Promise.reject(new Error('connection refused')),
+  }),
+};
+
+const CONFIG = [
+  'domain: app',
+  'descriptors:',
+  '  - key: user',
+  '    rate_limit: { unit: minute, requests_per_unit: 3 }',
+  '  - key: team',
+  '    rate_limit: { unit: minute, requests_per_unit: 1 }',
+  '  - key: trial',
+  '    shadow_mode: true',
+  '    rate_limit: { unit: minute, requests_per_unit: 2 }',
+  '  - key: bucket',
+  '    rate_limit: { unit: minute, requests_per_unit: 60, algorithm: token-bucket }',
+  '  - key: smooth',
+  '    rate_limit: { unit: minute, requests_per_unit: 6, algorithm: gcra }',
+  '  - key: sliding',
+  '    rate_limit: { unit: minute, requests_per_unit: 10, algorithm: sliding-window }',
+  '',
+].join('\n');
+
+/** ask decides `pairs` as one request of `hits` each; hits 0 asks without counting (mode peek). */
+function ask(service: DecisionService, pairs: Array<[string, string]>, hits?: number) {
+  const request = parseDecisionRequest({ domain: 'app', hits_addend: hits, descriptors: pairs.map(([key, value]) => ({ entries: [{ key, value }] })) });
+  return service.shouldRateLimit(request, hits === 0 ? 'peek' : 'consume');
+}
+
+for (const [name, makeStore] of [['the memory store', () => new MemoryStore()], ['an asynchronous store without consumeAll', () => new PromiseStore()]] as const) {
+  describe(`decision service on ${name}`, () => {
+    it('a refused request is charged nowhere; a shadow limit is charged only for admitted requests', async () => {
+      const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS), store: makeStore() });
+      assert.equal((await ask(service, [['user', 'a'], ['team', 't'], ['trial', 'x']])).overallCode, 'OK');
+      const refused = await ask(service, [['user', 'a'], ['team', 't'], ['trial', 'x']]);
+      assert.equal(refused.overallCode, 'OVER_LIMIT');
+      assert.deepEqual(refused.statuses.map((s) => [s.code, s.limitRemaining]), [['OK', 2], ['OVER_LIMIT', 0], ['OK', 1]]);
+      const after = await ask(service, [['user', 'a'], ['trial', 'x']]);
+      assert.deepEqual(after.statuses.map((s) => s.limitRemaining), [1, 0], 'user and trial were charged once each by the refused request: not at all');
+      const shadowed = await ask(service, [['user', 'a'], ['trial', 'x']]);
+      assert.deepEqual([shadowed.overallCode, shadowed.statuses[1]!.code, shadowed.statuses[1]!.shadowed], ['OK', 'OK', true]);
+    });
+
+    it('each algorithm counts as floodgate defines it', async () => {
+      const clock = new ManualClock(START_MS);
+      const service = createDecisionService({ domains: domainsOf(CONFIG), clock, store: makeStore() });
+      assert.equal((await ask(service, [['bucket', 'b']], 60)).statuses[0]!.limitRemaining, 0);
+      clock.advance(30_000);
+      assert.equal((await ask(service, [['bucket', 'b']], 0)).statuses[0]!.limitRemaining, 30, 'half a minute refills half the bucket');
+      assert.equal((await ask(service, [['smooth', 's']], 6)).overallCode, 'OK');
+      const gcraRefused = await ask(service, [['smooth', 's']]);
+      assert.deepEqual([gcraRefused.overallCode, gcraRefused.statuses[0]!.durationUntilResetMs], ['OVER_LIMIT', 10_000], 'GCRA: one every 10 s');
+      await ask(service, [['sliding', 'w']], 10);
+      clock.advance(60_000);
+      assert.equal((await ask(service, [['sliding', 'w']], 0)).statuses[0]!.limitRemaining, 5, 'half way into the next window, half of the previous one still weighs');
+    });
+  });
+}
+
+describe('decision service', () => {
+  it('reports a decision event per counted descriptor, named as Envoy names its statistics (detailed_metric)', async () => {
+    const events: DecisionEvent[] = [];
+    const domains = fixtureDomains('readme-examples.yaml');
+    const service = createDecisionService({ domains, clock: new ManualClock(START_MS), observer: { decision: (e) => events.push(e) } });
+    await service.shouldRateLimit(parseDecisionRequest({ domain: 'example8', descriptors: [{ entries: [{ key: 'key1', value: 'free' }] }, { entries: [{ key: 'key1', value: 'value1' }] }] }));
+    await service.shouldRateLimit(parseDecisionRequest({ domain: 'messaging', descriptors: [{ entries: [{ key: 'message_type', value: 'marketing' }, { key: 'to_number', value: '2061111111' }] }] }));
+    assert.deepEqual(events.map((e) => [e.limiter, e.operation, e.decision.remaining]), [
+      ['example8.key1_free', 'consume', 9],
+      ['example8.key1_value1', 'consume', 19],
+      ['messaging.message_type_marketing.to_number', 'consume', 4],
+    ]);
+  });
+
+  it('reload swaps the rules and keeps the counters of unchanged limits', async () => {
+    const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS) });
+    await ask(service, [['user', 'r']]);
+    service.reload(domainsOf(CONFIG.replace('domain: app', 'domain: app\n# reloaded')));
+    assert.equal((await ask(service, [['user', 'r']])).statuses[0]!.limitRemaining, 1);
+    service.reload(domainsOf('domain: other\n'));
+    assert.deepEqual(service.domains, ['other']);
+    assert.equal((await ask(service, [['user', 'r']])).statuses[0]!.rule, undefined);
+  });
+
+  it('a failing store rejects with DecisionError STORE_FAILED carrying the cause', async () => {
+    const service = createDecisionService({ domains: domainsOf(CONFIG), store: brokenStore });
+    await assert.rejects(ask(service, [['user', 'a']]), (e: DecisionError) => {
+      assert.equal(e.code, 'STORE_FAILED');
+      assert.match(e.message, /connection refused/);
+      assert.ok(e.cause instanceof Error);
+      return true;
+    });
+    assert.equal((await ask(service, [['unknown', 'a']])).overallCode, 'OK', 'no limit: no store call');
+  });
+});
