@@ -14,11 +14,32 @@ export interface Arrivals {
   readonly keys: readonly string[];
 }
 
-/** Requests of one source, in time order, growing as they are generated. */
+/** Requests of one source, in time order, in typed arrays that double as they fill. */
 class Batch {
-  atMs: number[] = [];
-  keyIds: number[] = [];
-  costs: number[] = [];
+  length = 0;
+  atMs = new Float64Array(1024);
+  keyIds = new Int32Array(1024);
+  costs = new Float64Array(1024);
+
+  push(atMs: number, keyId: number, cost: number): void {
+    if (this.length === this.atMs.length) this.grow();
+    this.atMs[this.length] = atMs;
+    this.keyIds[this.length] = keyId;
+    this.costs[this.length++] = cost;
+  }
+
+  private grow(): void {
+    const size = this.atMs.length * 2;
+    const atMs = new Float64Array(size);
+    const keyIds = new Int32Array(size);
+    const costs = new Float64Array(size);
+    atMs.set(this.atMs);
+    keyIds.set(this.keyIds);
+    costs.set(this.costs);
+    this.atMs = atMs;
+    this.keyIds = keyIds;
+    this.costs = costs;
+  }
 }
 
 /** Names keys and hands out their ids, first come first numbered. */
@@ -54,22 +75,16 @@ function generateSource(spec: TrafficSpec, durationMs: number, random: SeededRan
     const rows = [...spec.rows].sort((a, b) => a.atMs - b.atMs);
     for (const row of rows) {
       if (row.atMs >= durationMs) break;
-      push(batch, row.atMs, names.idOf(row.key ?? 'k'), row.cost ?? 1);
+      batch.push(row.atMs, names.idOf(row.key ?? 'k'), row.cost ?? 1);
     }
     return batch;
   }
   const keyOf = keyPicker(spec, random, names);
   const emit = (atMs: number): void => {
-    if (atMs >= 0 && atMs < durationMs) push(batch, atMs, keyOf(), spec.cost);
+    if (atMs >= 0 && atMs < durationMs) batch.push(atMs, keyOf(), spec.cost);
   };
   forEachTime(spec, random, emit);
   return batch;
-}
-
-function push(batch: Batch, atMs: number, keyId: number, cost: number): void {
-  batch.atMs.push(atMs);
-  batch.keyIds.push(keyId);
-  batch.costs.push(cost);
 }
 
 /** Calls `emit` with each arrival time of a generated source, in increasing order. */
@@ -137,7 +152,11 @@ function keyPicker(spec: SourceBase, random: SeededRandom, names: KeyNames): () 
 
 /** Merges batches (each in time order) into one, stable: on equal times the earlier batch first. */
 function mergeBatches(batches: Batch[], keys: string[]): Arrivals {
-  const length = batches.reduce((n, b) => n + b.atMs.length, 0);
+  if (batches.length === 1) {
+    const only = batches[0]!;
+    return { length: only.length, atMs: only.atMs.slice(0, only.length), keyIds: only.keyIds.slice(0, only.length), costs: only.costs.slice(0, only.length), keys };
+  }
+  const length = batches.reduce((n, b) => n + b.length, 0);
   const atMs = new Float64Array(length);
   const keyIds = new Int32Array(length);
   const costs = new Float64Array(length);
@@ -146,7 +165,7 @@ function mergeBatches(batches: Batch[], keys: string[]): Arrivals {
     let best = -1;
     for (let b = 0; b < batches.length; b++) {
       const h = heads[b]!;
-      if (h < batches[b]!.atMs.length && (best === -1 || batches[b]!.atMs[h]! < batches[best]!.atMs[heads[best]!]!)) best = b;
+      if (h < batches[b]!.length && (best === -1 || batches[b]!.atMs[h]! < batches[best]!.atMs[heads[best]!]!)) best = b;
     }
     const batch = batches[best]!;
     const h = heads[best]!++;

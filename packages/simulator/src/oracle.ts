@@ -34,71 +34,81 @@ export interface KeyTimeline {
 }
 
 /**
- * scoreLane returns the {@link Score} of a lane from each arrival's admission time (NaN: refused)
- * against `promise`, with the hottest key's admissions for the rolling-window chart. Per key, the
- * admissions are put in time order and a window of `promise.windowMs` slides over them: its
- * largest sum is `maxInWindow`, each cost that takes it past `maxAdmitted` is over-admitted, and
- * a refusal at t is wrong when the admitted cost in (t - windowMs, t] plus its own is at most
- * `guaranteed`. Exact, and linear in the requests (plus a sort of any key admitted out of order).
+ * scoreLane returns the {@link Score} of a lane from each arrival's admission time (NaN:
+ * refused) against `promise`, with the hottest key's admissions for the rolling-window chart. Per
+ * key, the admissions are put in time order and a window of `promise.windowMs` slides over them:
+ * its largest sum is `maxInWindow`, the cost an exact limiter holding `maxAdmitted` would have
+ * refused of them is `overAdmitted`, and a refusal at t is wrong when the admitted cost in
+ * (t - windowMs, t] plus its own is at most `guaranteed`. Exact, and linear in the requests
+ * (plus a sort of any key admitted out of order); one typed array per measure, none per key.
  */
 export function scoreLane(arrivals: Arrivals, admittedAtMs: Float64Array, promise: PolicyPromise): { score: Score; hottest: KeyTimeline } {
-  const groups = groupByKey(arrivals);
+  const admissions = admissionsByKey(arrivals, admittedAtMs);
+  const { offsets, atMs, costs } = admissions;
+  const scratch = new Int32Array(atMs.length);
   let maxInWindow = 0;
   let overAdmitted = 0;
-  let wronglyRefused = 0;
-  let hottest: { key: number; cost: number; timeline: KeyTimeline } = { key: 0, cost: -1, timeline: { atMs: new Float64Array(0), costs: new Float64Array(0) } };
+  let admittedCost = 0;
+  let hottest = { key: 0, cost: -1 };
   for (let k = 0; k < arrivals.keys.length; k++) {
-    const members = groups.order.subarray(groups.offsets[k]!, groups.offsets[k + 1]!);
-    const timeline = admissionsOf(members, admittedAtMs, arrivals.costs);
-    const slide = slideWindow(timeline, promise);
+    const timeline = { atMs: atMs.subarray(offsets[k]!, offsets[k + 1]!), costs: costs.subarray(offsets[k]!, offsets[k + 1]!) };
+    const slide = slideWindow(timeline, promise, scratch);
     maxInWindow = Math.max(maxInWindow, slide.max);
     overAdmitted += slide.over;
-    if (promise.guaranteed !== undefined) wronglyRefused += countWronglyRefused(members, arrivals, admittedAtMs, timeline, promise);
-    if (slide.total > hottest.cost) hottest = { key: k, cost: slide.total, timeline };
+    admittedCost += slide.total;
+    if (slide.total > hottest.cost) hottest = { key: k, cost: slide.total };
   }
-  const waits = waitsOf(arrivals, admittedAtMs);
+  const waits = waitsOf(arrivals, admittedAtMs, atMs.length);
   const score: Score = {
     requests: arrivals.length,
-    admitted: waits.length,
-    refused: arrivals.length - waits.length,
-    admittedCost: sumAdmitted(arrivals, admittedAtMs),
+    admitted: atMs.length,
+    refused: arrivals.length - atMs.length,
+    admittedCost,
     maxInWindow,
     overAdmitted,
-    wronglyRefused: promise.guaranteed === undefined ? undefined : wronglyRefused,
+    wronglyRefused: promise.guaranteed === undefined ? undefined : countWronglyRefused(arrivals, admittedAtMs, admissions, promise),
     waitMs: percentiles(waits),
     hottestKey: arrivals.keys[hottest.key] ?? '',
   };
-  return { score, hottest: hottest.timeline };
+  const h = hottest.key;
+  return { score, hottest: { atMs: atMs.slice(offsets[h]!, offsets[h + 1]!), costs: costs.slice(offsets[h]!, offsets[h + 1]!) } };
 }
 
-/** Arrival indices grouped by key (a counting sort): key k's are order[offsets[k]..offsets[k+1]), in arrival order. */
-function groupByKey(arrivals: Arrivals): { order: Int32Array; offsets: Int32Array } {
-  const offsets = new Int32Array(arrivals.keys.length + 1);
-  for (let i = 0; i < arrivals.length; i++) offsets[arrivals.keyIds[i]! + 1]!++;
-  for (let k = 0; k < arrivals.keys.length; k++) offsets[k + 1]! += offsets[k]!;
-  const next = offsets.slice(0, arrivals.keys.length);
-  const order = new Int32Array(arrivals.length);
-  for (let i = 0; i < arrivals.length; i++) order[next[arrivals.keyIds[i]!]!++] = i;
-  return { order, offsets };
+/** Admissions grouped by key (a counting sort): key k's are [offsets[k], offsets[k+1]), each key's in time order. */
+interface Admissions {
+  readonly offsets: Int32Array;
+  readonly atMs: Float64Array;
+  readonly costs: Float64Array;
 }
 
-/** One key's admissions sorted by admission time (ties in arrival order). */
-function admissionsOf(members: Int32Array, admittedAtMs: Float64Array, costs: Float64Array): KeyTimeline {
-  const admitted: number[] = [];
-  let sorted = true;
-  for (const i of members) {
-    if (Number.isNaN(admittedAtMs[i]!)) continue;
-    if (admitted.length > 0 && admittedAtMs[i]! < admittedAtMs[admitted[admitted.length - 1]!]!) sorted = false;
-    admitted.push(i);
+function admissionsByKey(arrivals: Arrivals, admittedAtMs: Float64Array): Admissions {
+  // Here and below, `at === at` is false only for NaN: a refusal.
+  const keyCount = arrivals.keys.length;
+  const offsets = new Int32Array(keyCount + 1);
+  for (let i = 0; i < arrivals.length; i++) if (admittedAtMs[i] === admittedAtMs[i]) offsets[arrivals.keyIds[i]! + 1]!++;
+  for (let k = 0; k < keyCount; k++) offsets[k + 1]! += offsets[k]!;
+  const total = offsets[keyCount]!;
+  const next = offsets.slice(0, keyCount);
+  const order = new Int32Array(total);
+  for (let i = 0; i < arrivals.length; i++) if (admittedAtMs[i] === admittedAtMs[i]) order[next[arrivals.keyIds[i]!]!++] = i;
+  for (let k = 0; k < keyCount; k++) sortSegment(order.subarray(offsets[k]!, offsets[k + 1]!), admittedAtMs);
+  const atMs = new Float64Array(total);
+  const costs = new Float64Array(total);
+  for (let j = 0; j < total; j++) {
+    atMs[j] = admittedAtMs[order[j]!]!;
+    costs[j] = arrivals.costs[order[j]!]!;
   }
-  if (!sorted) admitted.sort((a, b) => admittedAtMs[a]! - admittedAtMs[b]! || a - b);
-  const atMs = new Float64Array(admitted.length);
-  const out = new Float64Array(admitted.length);
-  for (let j = 0; j < admitted.length; j++) {
-    atMs[j] = admittedAtMs[admitted[j]!]!;
-    out[j] = costs[admitted[j]!]!;
+  return { offsets, atMs, costs };
+}
+
+/** Sorts one key's arrival indices by admission time (ties in arrival order), when they are not in order already. */
+function sortSegment(segment: Int32Array, admittedAtMs: Float64Array): void {
+  for (let j = 1; j < segment.length; j++) {
+    if (admittedAtMs[segment[j]!]! < admittedAtMs[segment[j - 1]!]!) {
+      segment.sort((a, b) => admittedAtMs[a]! - admittedAtMs[b]! || a - b);
+      return;
+    }
   }
-  return { atMs, costs: out };
 }
 
 /**
@@ -108,11 +118,10 @@ function admissionsOf(members: Int32Array, admittedAtMs: Float64Array, costs: Fl
  * keeps each admission that fits among those it kept, and counts the others. For unit costs no
  * smaller set of removals leaves every window within the promise.
  */
-function slideWindow(timeline: KeyTimeline, promise: PolicyPromise): { max: number; over: number; total: number } {
+function slideWindow(timeline: KeyTimeline, promise: PolicyPromise, kept: Int32Array = new Int32Array(timeline.atMs.length)): { max: number; over: number; total: number } {
   const { atMs, costs } = timeline;
   const windowMs = promise.windowMs;
   const slack = 1e-9 * Math.max(1, promise.maxAdmitted);
-  const kept = new Int32Array(atMs.length);
   let keptHead = 0;
   let keptTail = 0;
   let keptSum = 0;
@@ -139,37 +148,44 @@ function slideWindow(timeline: KeyTimeline, promise: PolicyPromise): { max: numb
   return { max, over, total };
 }
 
-/** Refusals of one key made while its window, admissions up to then, held room under `guaranteed`. */
-function countWronglyRefused(members: Int32Array, arrivals: Arrivals, admittedAtMs: Float64Array, timeline: KeyTimeline, promise: PolicyPromise): number {
+/**
+ * Refusals made while their key's window, admissions up to then, held room under `guaranteed`.
+ * One pass in arrival order, with a window (two cursors and a sum) per key.
+ */
+function countWronglyRefused(arrivals: Arrivals, admittedAtMs: Float64Array, admissions: Admissions, promise: PolicyPromise): number {
   const guaranteed = promise.guaranteed!;
   const slack = 1e-9 * Math.max(1, guaranteed);
+  const { offsets, atMs, costs } = admissions;
+  const left = offsets.slice(0, arrivals.keys.length);
+  const right = offsets.slice(0, arrivals.keys.length);
+  const sums = new Float64Array(arrivals.keys.length);
   let wrong = 0;
-  let sum = 0;
-  let left = 0;
-  let right = 0;
-  for (const i of members) {
-    if (!Number.isNaN(admittedAtMs[i]!)) continue;
+  for (let i = 0; i < arrivals.length; i++) {
+    if (admittedAtMs[i] === admittedAtMs[i]) continue;
+    const k = arrivals.keyIds[i]!;
     const t = arrivals.atMs[i]!;
-    for (; right < timeline.atMs.length && timeline.atMs[right]! <= t; right++) sum += timeline.costs[right]!;
-    for (; left < right && timeline.atMs[left]! <= t - promise.windowMs; left++) sum -= timeline.costs[left]!;
+    const end = offsets[k + 1]!;
+    let sum = sums[k]!;
+    let r = right[k]!;
+    let l = left[k]!;
+    for (; r < end && atMs[r]! <= t; r++) sum += costs[r]!;
+    for (; l < r && atMs[l]! <= t - promise.windowMs; l++) sum -= costs[l]!;
+    sums[k] = sum;
+    right[k] = r;
+    left[k] = l;
     if (sum + arrivals.costs[i]! <= guaranteed + slack) wrong++;
   }
   return wrong;
 }
 
-function sumAdmitted(arrivals: Arrivals, admittedAtMs: Float64Array): number {
-  let sum = 0;
-  for (let i = 0; i < arrivals.length; i++) if (!Number.isNaN(admittedAtMs[i]!)) sum += arrivals.costs[i]!;
-  return sum;
-}
-
-function waitsOf(arrivals: Arrivals, admittedAtMs: Float64Array): Float64Array {
-  const waits: number[] = [];
+function waitsOf(arrivals: Arrivals, admittedAtMs: Float64Array, admitted: number): Float64Array {
+  const waits = new Float64Array(admitted);
+  let j = 0;
   for (let i = 0; i < arrivals.length; i++) {
     const at = admittedAtMs[i]!;
-    if (!Number.isNaN(at)) waits.push(at - arrivals.atMs[i]!);
+    if (at === at) waits[j++] = at - arrivals.atMs[i]!;
   }
-  return Float64Array.from(waits).sort();
+  return waits.sort();
 }
 
 /** percentiles returns nearest-rank percentiles of `sorted` (ascending); all 0 when empty. */
