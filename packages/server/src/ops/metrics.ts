@@ -33,13 +33,26 @@ export class GatewayMetrics implements DecisionReporter {
     circuit: (e) => this.circuit.set({ node: e.node ?? 'default' }, CIRCUIT_VALUE[e.state]),
   };
 
+  /** Label children by their joined values: prom-client hashes a label object on every call otherwise. */
+  private readonly children = new Map<string, { inc(): void } | { observe(v: number): void }>();
+
+  private child<T>(key: string, make: () => T): T {
+    let c = this.children.get(key) as T | undefined;
+    if (c === undefined) {
+      c = make();
+      this.children.set(key, c as never);
+    }
+    return c;
+  }
+
   outcome(route: string, rule: string, outcome: RuleOutcome): void {
-    this.decisions.inc({ route, rule, outcome });
+    this.child(`d\0${route}\0${rule}\0${outcome}`, () => this.decisions.labels(route, rule, outcome)).inc();
     if (outcome === 'fail_open' || outcome === 'fail_closed') this.storeErrors.inc({ policy: outcome.replace('_', '-') });
   }
 
   storeCall(operation: string, durationMs: number, ok: boolean): void {
-    this.storeSeconds.observe({ operation, result: ok ? 'ok' : 'error' }, durationMs / 1000);
+    const result = ok ? 'ok' : 'error';
+    this.child(`s\0${operation}\0${result}`, () => this.storeSeconds.labels(operation, result)).observe(durationMs / 1000);
   }
 
   queueDepth(route: string, rule: string, delta: number): void {
@@ -48,9 +61,8 @@ export class GatewayMetrics implements DecisionReporter {
 
   /** response counts one response, and its upstream time when it was forwarded. */
   response(route: string, status: number, upstreamMs: number | undefined): void {
-    const labels = { route, status: String(status) };
-    this.responses.inc(labels);
-    if (upstreamMs !== undefined) this.upstreamSeconds.observe(labels, upstreamMs / 1000);
+    this.child(`r\0${route}\0${status}`, () => this.responses.labels(route, String(status))).inc();
+    if (upstreamMs !== undefined) this.child(`u\0${route}\0${status}`, () => this.upstreamSeconds.labels(route, String(status))).observe(upstreamMs / 1000);
   }
 
   reload(applied: boolean): void {
