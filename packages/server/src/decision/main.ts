@@ -4,7 +4,8 @@
  * once it listens; stops on SIGTERM or SIGINT.
  *
  *   node --conditions=floodgate-source --import tsx packages/server/src/decision/main.ts \
- *     --config ratelimit.yaml --grpc-port 8081 --http-port 8080 [--host 127.0.0.1] [--redis 127.0.0.1:6380]
+ *     --config ratelimit.yaml --grpc-port 8081 --http-port 8080 [--host 127.0.0.1]
+ *     [--redis 127.0.0.1:6380 | --redis-cluster 127.0.0.1:7000,127.0.0.1:7001]
  *     [--on-store-error throw|fail-open|fail-closed]
  *
  * When Redis fails, the default (`throw`) answers gRPC UNAVAILABLE (HTTP 503), so that Envoy's own
@@ -52,12 +53,19 @@ function loadConfigs(paths: readonly string[]): DescriptorConfig {
 
 type OnStoreError = 'throw' | 'fail-open' | 'fail-closed';
 
-async function redisStore(address: string, onError: OnStoreError): Promise<{ store: Store; close: () => void }> {
+function hostPort(address: string, flag: string): { host: string; port: number } {
   const match = /^(.+):(\d+)$/.exec(address);
-  if (match === null) fail(`--redis must be host:port, got ${JSON.stringify(address)}`);
-  const { Redis } = await import('ioredis');
+  if (match === null) fail(`${flag} must be host:port, got ${JSON.stringify(address)}`);
+  return { host: match[1]!, port: Number(match[2]) };
+}
+
+/** redisStore connects to one Redis (`--redis host:port`) or a Redis Cluster (`--redis-cluster host:port,host:port`). */
+async function redisStore(address: string, cluster: boolean, onError: OnStoreError): Promise<{ store: Store; close: () => void }> {
+  const { Redis, Cluster } = await import('ioredis');
   const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
-  const client = new Redis({ host: match[1], port: Number(match[2]), maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+  const client = cluster
+    ? new Cluster(address.split(',').map((a) => hostPort(a, '--redis-cluster')), { slotsRefreshInterval: 1000, clusterRetryStrategy: () => 100, redisOptions: { maxRetriesPerRequest: 1 } })
+    : new Redis({ ...hostPort(address, '--redis'), maxRetriesPerRequest: 1, retryStrategy: () => 100 });
   // Connection errors reach callers through the store (its deadline and failure policy); without a
   // listener ioredis would print each reconnection attempt.
   client.on('error', () => undefined);
@@ -72,6 +80,7 @@ async function main(): Promise<void> {
       'http-port': { type: 'string' },
       host: { type: 'string' },
       redis: { type: 'string' },
+      'redis-cluster': { type: 'string' },
       'on-store-error': { type: 'string' },
     },
   });
@@ -79,7 +88,8 @@ async function main(): Promise<void> {
   const config = loadConfigs(values.config);
   const onError = values['on-store-error'] ?? 'throw';
   if (onError !== 'throw' && onError !== 'fail-open' && onError !== 'fail-closed') fail(`--on-store-error must be throw, fail-open or fail-closed, got ${JSON.stringify(onError)}`);
-  const redis = values.redis === undefined ? undefined : await redisStore(values.redis, onError);
+  const redisAddress = values['redis-cluster'] ?? values.redis;
+  const redis = redisAddress === undefined ? undefined : await redisStore(redisAddress, values['redis-cluster'] !== undefined, onError);
   const service = createDecisionService({ domains: config.domains, store: redis?.store });
   const servers = await startDecisionServers({ service, grpcPort: portOf(values['grpc-port'], '--grpc-port'), httpPort: portOf(values['http-port'], '--http-port'), host: values.host });
   process.stdout.write(`${JSON.stringify({ ready: true, grpcPort: servers.grpcPort ?? null, httpPort: servers.httpPort ?? null })}\n`);
