@@ -4,8 +4,9 @@
  *
  * Each server of bench/http.ts (its `--serve` mode: bare, floodgate, floodgate with the draft
  * headers off, a no-op middleware, the framework's own rate-limit peer, and `fixed`: a middleware
- * that sets the two draft headers to constants, the least any limiter that writes them can cost)
- * runs under callgrind with instrumentation off. One keep-alive connection sends `--warmup`
+ * that sets the two draft headers to constants, the least any limiter that writes them can cost;
+ * `counting`: floodgate with `remaining` counting down on every request, and `floor`: the same two
+ * headers with the same changing values and no limiter) runs under callgrind with instrumentation off. One keep-alive connection sends `--warmup`
  * requests so that V8 has compiled what it will; then instrumentation goes on, `--settle` more
  * requests pass uncounted, and `--windows` windows of `--requests` requests each are counted
  * (counters zeroed before and dumped after each window, requests sent one at a time). It prints
@@ -25,7 +26,7 @@
  * only by such additions. The least windows of one server differed by up to 2.5% between runs.
  *
  *   node --conditions=floodgate-source --import tsx bench/http-instructions.ts [--requests 2000] [--windows 3]
- *        [--warmup 6000] [--settle 8000] [--parallel 2] [filter...]
+ *        [--warmup 6000] [--settle 8000] [--parallel 2] [--subjects bare,counting,floor] [filter...]
  *
  * About 1.5 minutes per server; two run at once by default, so about 20 minutes for all 26.
  */
@@ -42,11 +43,11 @@ const HTTP_BENCH = fileURLToPath(new URL('./http.ts', import.meta.url));
 const CHILD_FLAGS = ['--predictable', '--conditions=floodgate-source', '--import', 'tsx'];
 /** Each framework's subjects, in the order printed; `peer` only where the framework has one. */
 const CELLS: Record<string, readonly string[]> = {
-  node: ['bare', 'floodgate', 'quiet', 'noop', 'fixed'],
-  express: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'peer'],
-  fastify: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'peer'],
-  koa: ['bare', 'floodgate', 'quiet', 'noop', 'fixed'],
-  hono: ['bare', 'floodgate', 'quiet', 'noop', 'fixed'],
+  node: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'counting', 'floor'],
+  express: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'peer', 'counting', 'floor'],
+  fastify: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'peer', 'counting', 'floor'],
+  koa: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'counting', 'floor'],
+  hono: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'counting', 'floor'],
 };
 
 /** Sends `count` GET / requests one after another over one keep-alive connection. */
@@ -121,12 +122,15 @@ async function main(): Promise<void> {
       warmup: { type: 'string', default: '6000' },
       settle: { type: 'string', default: '8000' },
       parallel: { type: 'string', default: '2' },
+      subjects: { type: 'string' },
     },
   });
+  const only = values.subjects?.split(',');
+  if (only !== undefined && !only.includes('bare')) only.push('bare');
   const o = { requests: Number(values.requests), warmup: Number(values.warmup), settle: Number(values.settle), windows: Number(values.windows) };
   const cells = Object.entries(CELLS)
     .filter(([framework]) => positionals.length === 0 || positionals.some((p) => framework.includes(p)))
-    .flatMap(([framework, subjects]) => subjects.map((subject) => `${framework}:${subject}`));
+    .flatMap(([framework, subjects]) => subjects.filter((s) => only === undefined || only.includes(s)).map((subject) => `${framework}:${subject}`));
   const results = new Map<string, number[]>();
   const queue = [...cells];
   const worker = async (): Promise<void> => {
@@ -137,15 +141,18 @@ async function main(): Promise<void> {
     }
   };
   await Promise.all(Array.from({ length: Number(values.parallel) }, worker));
-  console.log(['framework', 'subject', 'instructions/req (least window)', 'all windows', '÷ bare', 'bare ÷ it'].join('\t'));
+  console.log(['framework', 'subject', 'instructions/req (least window)', 'all windows', '÷ bare', 'bare ÷ it', 'floor ÷ it'].join('\t'));
   for (const cell of cells) {
     const [framework, subject] = cell.split(':') as [string, string];
     const bare = Math.min(...results.get(`${framework}:bare`)!);
     const windows = results.get(cell)!;
     const it = Math.min(...windows);
-    console.log([framework, subject, Math.round(it), `${Math.round(it)}-${Math.round(Math.max(...windows))}`, (it / bare).toFixed(3), (bare / it).toFixed(3)].join('\t'));
+    const floor = subject === 'counting' ? results.get(`${framework}:floor`) : undefined;
+    const toFloor = floor === undefined ? '-' : (Math.min(...floor) / it).toFixed(3);
+    console.log([framework, subject, Math.round(it), `${Math.round(it)}-${Math.round(Math.max(...windows))}`, (it / bare).toFixed(3), (bare / it).toFixed(3), toFloor].join('\t'));
   }
-  console.log('\n"bare ÷ it" is the share of the bare server\'s requests/s a CPU-bound server would keep (least windows).');
+  console.log('\n"bare ÷ it" is the share of the bare server\'s requests/s a CPU-bound server would keep (least windows);');
+  console.log('"floor ÷ it", for counting, the share of its floor\'s (the same changing headers, no limiter).');
 }
 
 await main();

@@ -6,6 +6,10 @@
  * also floodgate with its draft headers off, which shows what writing the two headers costs. With
  * `--fixed`, also a middleware that sets the two headers to constants and does nothing else: what
  * the framework charges for the headers alone, the least any limiter that sends them can cost.
+ * With `--counting`, also floodgate with a limit so high that it is never reached but `remaining`
+ * counts down on every request (a fixed window of 10^9 an hour, so no admitted verdict is ever
+ * reused), beside its floor: a middleware with no limiter that sets the same two headers to the
+ * same values, changing per request (a counter for `r`, the seconds to the window's end for `t`).
  * Every server runs in its own child process (this file, with `--serve`); the load generator in
  * another. It prints requests/s and ratios; nothing is asserted.
  *
@@ -17,7 +21,7 @@
  * measured in many short rounds, alternating, and each ratio is the median of the rounds' own.
  *
  *   node --conditions=floodgate-source --import tsx bench/http.ts [--client wrk|autocannon] [--no-pin]
- *        [--duration 1] [--rounds 9] [--warmup 2] [--connections 10] [--noop] [--quiet] [--fixed] [filter...]
+ *        [--duration 1] [--rounds 9] [--warmup 2] [--connections 10] [--noop] [--quiet] [--fixed] [--counting] [filter...]
  *
  * About 11 s per cell by default (2 s warm-up, then 9 rounds of 1 s), so about 2.5 minutes in all.
  */
@@ -31,7 +35,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 type Framework = 'node' | 'express' | 'fastify' | 'koa' | 'hono';
-type Subject = 'bare' | 'floodgate' | 'peer' | 'noop' | 'quiet' | 'fixed';
+type Subject = 'bare' | 'floodgate' | 'peer' | 'noop' | 'quiet' | 'fixed' | 'counting' | 'floor';
 
 const FRAMEWORKS: readonly Framework[] = ['node', 'express', 'fastify', 'koa', 'hono'];
 const PEERS: Partial<Record<Framework, string>> = { express: 'express-rate-limit', fastify: '@fastify/rate-limit' };
@@ -47,12 +51,22 @@ async function floodgateLimiter() {
   return new Limiter({ policy: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }) });
 }
 
-/** Whether `subject` runs floodgate: with its default headers, or (`quiet`) with the draft headers off. */
-const isFloodgate = (subject: Subject): boolean => subject === 'floodgate' || subject === 'quiet';
+/** The `counting` subjects' limit: never reached in a run, so every request is admitted and `remaining` only falls. */
+const COUNTING_LIMIT = 1e9;
+const COUNTING_WINDOW_MS = 3_600_000;
+
+/** A fixed window of {@link COUNTING_LIMIT} an hour: `remaining` is new on every request. */
+async function countingLimiter() {
+  const { Limiter, fixedWindow } = await import('floodgate');
+  return new Limiter({ policy: fixedWindow({ limit: COUNTING_LIMIT, windowMs: COUNTING_WINDOW_MS }) });
+}
+
+/** Whether `subject` runs floodgate: with its default headers, `quiet` with the draft headers off, `counting` counting down. */
+const isFloodgate = (subject: Subject): boolean => subject === 'floodgate' || subject === 'quiet' || subject === 'counting';
 
 /** floodgate's options for `subject`: `quiet` turns the draft headers off, to show what writing them costs. */
 async function floodgateOptions(subject: Subject) {
-  return { limiter: await floodgateLimiter(), draftHeaders: subject !== 'quiet' };
+  return { limiter: subject === 'counting' ? await countingLimiter() : await floodgateLimiter(), draftHeaders: subject !== 'quiet' };
 }
 
 /** A Connect-style middleware that does nothing. */
@@ -75,6 +89,29 @@ function fixedConnect(_req: unknown, res: ServerResponse, next: () => void): voi
   next();
 }
 
+/**
+ * The floor of the `counting` subject: no limiter, the same two headers with the same values as
+ * floodgate sends there, `r` counting down per request and `t` the seconds to the end of the
+ * window (windows start at multiples of their length, as floodgate's fixed window's do).
+ */
+const floor = {
+  remaining: COUNTING_LIMIT,
+  policy: `"default";q=${COUNTING_LIMIT};w=${COUNTING_WINDOW_MS / 1000}`,
+  headers(set: (name: string, value: string) => unknown): void {
+    const now = Date.now();
+    const endMs = (Math.floor(now / COUNTING_WINDOW_MS) + 1) * COUNTING_WINDOW_MS;
+    floor.remaining--;
+    set('ratelimit-policy', floor.policy);
+    set('ratelimit', '"default";r=' + floor.remaining + ';t=' + Math.ceil((endMs - now) / 1000));
+  },
+};
+
+/** A Connect-style middleware that sets the floor's headers and goes on. */
+function floorConnect(_req: unknown, res: ServerResponse, next: () => void): void {
+  floor.headers((name, value) => res.setHeader(name, value));
+  next();
+}
+
 function hello(_req: IncomingMessage, res: ServerResponse): void {
   res.setHeader('content-type', 'text/plain');
   res.end('ok');
@@ -83,6 +120,7 @@ function hello(_req: IncomingMessage, res: ServerResponse): void {
 async function serveNode(subject: Subject): Promise<ReturnType<typeof createServer>> {
   if (subject === 'bare') return createServer(hello);
   if (subject === 'fixed') return createServer((req, res) => fixedConnect(req, res, () => hello(req, res)));
+  if (subject === 'floor') return createServer((req, res) => floorConnect(req, res, () => hello(req, res)));
   if (subject === 'noop') return createServer((req, res) => noopConnect(req, res, () => hello(req, res)));
   const { floodgateNode } = await import('floodgate/http/node');
   const limit = floodgateNode(await floodgateOptions(subject));
@@ -96,6 +134,7 @@ async function serveExpress(subject: Subject): Promise<ReturnType<typeof createS
   if (subject === 'peer') app.use((await import('express-rate-limit')).rateLimit({ windowMs: 60_000, limit: HUGE }));
   if (subject === 'noop') app.use(noopConnect);
   if (subject === 'fixed') app.use(fixedConnect);
+  if (subject === 'floor') app.use(floorConnect);
   app.get('/', (_req, res) => void res.send('ok'));
   return createServer(app);
 }
@@ -106,6 +145,7 @@ async function serveKoa(subject: Subject): Promise<ReturnType<typeof createServe
   if (isFloodgate(subject)) app.use((await import('floodgate/http/koa')).floodgateKoa(await floodgateOptions(subject)));
   if (subject === 'noop') app.use((_ctx, next) => next());
   if (subject === 'fixed') app.use((ctx, next) => (fixedConnect(ctx.req, ctx.res, () => {}), next()));
+  if (subject === 'floor') app.use((ctx, next) => (floorConnect(ctx.req, ctx.res, () => {}), next()));
   app.use((ctx) => void (ctx.body = 'ok'));
   return createServer(app.callback());
 }
@@ -118,6 +158,7 @@ async function serveHono(subject: Subject): Promise<ReturnType<typeof createServ
   if (subject === 'noop') app.use('*', async (_c, next) => void (await next()));
   // As floodgate's adapter does under @hono/node-server: on node's response, which Hono's reaches.
   if (subject === 'fixed') app.use('*', async (c, next) => void (fixedConnect(undefined, (c.env as { outgoing: ServerResponse }).outgoing, () => {}), await next()));
+  if (subject === 'floor') app.use('*', async (c, next) => void (floorConnect(undefined, (c.env as { outgoing: ServerResponse }).outgoing, () => {}), await next()));
   app.get('/', (c) => c.text('ok'));
   return createAdaptorServer({ fetch: app.fetch }) as ReturnType<typeof createServer>;
 }
@@ -132,6 +173,12 @@ async function serveFastify(subject: Subject): Promise<number> {
   if (subject === 'fixed') {
     app.addHook('onRequest', (_request, reply, done) => {
       for (const [name, value] of FIXED_HEADERS) void reply.header(name, value);
+      done();
+    });
+  }
+  if (subject === 'floor') {
+    app.addHook('onRequest', (_request, reply, done) => {
+      floor.headers((name, value) => reply.header(name, value));
       done();
     });
   }
@@ -302,16 +349,19 @@ interface RunOptions {
   quiet: boolean;
   /** Also measure the framework with the two draft headers set to constants by a middleware, and no limiter. */
   fixed: boolean;
+  /** Also measure floodgate with `remaining` counting down, beside its floor (the same headers, no limiter). */
+  counting: boolean;
   client: Client;
   place: Placement;
 }
 
-function cellsOf(framework: Framework, o: Pick<RunOptions, 'noop' | 'quiet' | 'fixed'>): string[] {
+function cellsOf(framework: Framework, o: Pick<RunOptions, 'noop' | 'quiet' | 'fixed' | 'counting'>): string[] {
   const cells = [`${framework}:bare`, `${framework}:floodgate`];
   if (PEERS[framework] !== undefined) cells.push(`${framework}:peer`);
   if (o.noop) cells.push(`${framework}:noop`);
   if (o.quiet) cells.push(`${framework}:quiet`);
   if (o.fixed) cells.push(`${framework}:fixed`);
+  if (o.counting) cells.push(`${framework}:counting`, `${framework}:floor`);
   return cells;
 }
 
@@ -346,9 +396,30 @@ function printTable(results: Map<string, Load[]>, o: Pick<RunOptions, 'rounds'>)
   for (const r of rows) console.log(r.map((c, i) => (i === 0 || i === 4 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
   console.log(`Requests/s are medians of ${o.rounds} rounds. Each ratio is the median of the rounds' own ratios (both cells measured`);
   console.log('seconds apart), with the lowest and highest round in brackets; above 1x favours floodgate.');
+  printCounting(results);
   for (const [cell, loads] of results) {
     if (loads.some((l) => l.non2xx > 0 || l.errors > 0)) console.log(`warning: ${cell} had non-2xx responses or errors`);
   }
+}
+
+/** The `--counting` table: floodgate counting down beside the bare framework and beside its floor. */
+function printCounting(results: Map<string, Load[]>): void {
+  const rows = [['framework', 'bare req/s', 'floor req/s', 'counting req/s', 'counting/bare', 'counting/floor', 'floor/bare']];
+  const ratio = (a: Load[] | undefined, b: Load[] | undefined): string => {
+    const r = pairedRatios(a, b);
+    return r === undefined ? '-' : `${r.median.toFixed(3)}x (${r.min.toFixed(2)}-${r.max.toFixed(2)})`;
+  };
+  for (const f of FRAMEWORKS) {
+    const loads = (s: Subject): Load[] | undefined => results.get(`${f}:${s}`);
+    if (loads('counting') === undefined || loads('bare') === undefined) continue;
+    const rps = (s: Subject): string => Math.round(median(loads(s)!.map((l) => l.requestsPerSecond))).toLocaleString('en-US');
+    rows.push([f, rps('bare'), rps('floor'), rps('counting'), ratio(loads('counting'), loads('bare')), ratio(loads('counting'), loads('floor')), ratio(loads('floor'), loads('bare'))]);
+  }
+  if (rows.length === 1) return;
+  console.log('');
+  console.log(`With remaining counting down on every request (a fixed window of ${COUNTING_LIMIT} per hour), and its floor:`);
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
 }
 
 async function main(): Promise<void> {
@@ -365,6 +436,7 @@ async function main(): Promise<void> {
       noop: { type: 'boolean', default: false },
       quiet: { type: 'boolean', default: false },
       fixed: { type: 'boolean', default: false },
+      counting: { type: 'boolean', default: false },
     },
   });
   if (values.serve !== undefined) return serve(values.serve);
@@ -380,6 +452,7 @@ async function main(): Promise<void> {
     noop: values.noop,
     quiet: values.quiet,
     fixed: values.fixed,
+    counting: values.counting,
     client: clientName === 'wrk' ? wrk(place) : autocannon(place),
     place,
   };

@@ -67,7 +67,8 @@ export class VerdictWriter<Req> {
     const plain = settings.draftHeaders && settings.legacyReset === undefined && !settings.partitionKeys && settings.refundWhen === undefined;
     const policy = only?.policyItem;
     const head = only?.serviceHead ?? '';
-    this.memo = plain && policy !== undefined ? new AdmitMemo((d) => admitted([[FIELD.policy, policy], [FIELD.service, serviceItem(head, d, undefined)]])) : undefined;
+    const policyPair: HeaderPair = [FIELD.policy, policy ?? ''];
+    this.memo = plain && policy !== undefined ? new AdmitMemo((d) => admitted([policyPair, [FIELD.service, serviceItem(head, d, undefined)]])) : undefined;
     const fixed = !settings.partitionKeys && settings.dimensions.every((d) => d.policyItem !== undefined);
     this.allPolicies = fixed ? settings.dimensions.map((d) => d.policyItem!).join(', ') : undefined;
   }

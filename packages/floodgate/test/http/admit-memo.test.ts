@@ -79,3 +79,21 @@ describe('HttpGate with the admit memo', () => {
     }
   });
 });
+
+describe('AdmitMemo when remaining counts down on every request', () => {
+  it('pauses after a run of misses, answering the same values, and remembers again after the pause', () => {
+    let made = 0;
+    const memo = new AdmitMemo((d) => ((made++), { item: serviceItem(HEAD, d, undefined) }));
+    for (let r = 100_000; r > 100_000 - 64; r--) memo.valueOf(admitted(r, 5_000));
+    const beforePause = made;
+    // Paused: a repeated pair is made afresh (nothing kept), and still answered right.
+    const a = memo.valueOf(admitted(7, 5_000));
+    const b = memo.valueOf(admitted(7, 5_000));
+    assert.equal(made, beforePause + 2);
+    assert.equal(a.item, '"api";r=7;t=5');
+    assert.notEqual(a, b);
+    for (let i = 0; i < 4096; i++) memo.valueOf(admitted(50_000 - i, 5_000));
+    const c = memo.valueOf(admitted(7, 5_000));
+    assert.equal(memo.valueOf(admitted(7, 5_000)), c, 'remembering again after the pause');
+  });
+});
