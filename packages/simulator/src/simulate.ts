@@ -9,6 +9,9 @@ import { buildAlgorithm, describePolicy, promiseOf, type LimiterPolicySpec, type
 import type { LaneSpec, Scenario } from './scenario.js';
 import { seriesOf, type Series } from './series.js';
 
+/** The most chart steps a run is cut into; admissions later than that many steps count in the last. */
+const MAX_STEPS = 10_000;
+
 /** LaneResult is how one lane of a scenario did. */
 export interface LaneResult {
   readonly name: string;
@@ -25,7 +28,7 @@ export interface LaneResult {
 export interface SimulationResult {
   readonly scenario: Scenario;
   readonly arrivals: Arrivals;
-  /** Time the charts cover, in ms: the scenario's duration, or later if a queued request was admitted later. */
+  /** Time the charts cover, in ms: the scenario's duration, or later if a queued request was admitted later (at most 10,000 steps). */
   readonly horizonMs: number;
   /** Number of chart steps of `scenario.bucketMs`. */
   readonly steps: number;
@@ -59,7 +62,7 @@ export async function simulate(scenario: Scenario | unknown): Promise<Simulation
   for (const [index, lane] of checked.policies.entries()) outcomes.push(await runLane(lane, arrivals, { seed: checked.seed + index, path: `policies[${index}]` }));
   let horizonMs = checked.durationMs;
   for (const admittedAtMs of outcomes) for (const at of admittedAtMs) if (at >= horizonMs) horizonMs = at + checked.bucketMs / 2;
-  const steps = Math.max(1, Math.ceil(horizonMs / checked.bucketMs));
+  const steps = Math.max(1, Math.min(MAX_STEPS, Math.ceil(horizonMs / checked.bucketMs)));
   const lanes = checked.policies.map((lane, index) => laneResult(lane, arrivals, outcomes[index]!, { bucketMs: checked.bucketMs, steps }));
   return { scenario: checked, arrivals, horizonMs: steps * checked.bucketMs, steps, offered: offeredLoad(arrivals, checked.bucketMs, steps), lanes };
 }
