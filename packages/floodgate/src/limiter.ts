@@ -46,7 +46,8 @@ export class Limiter {
   readonly reportKeys: boolean;
   /** The observer when it has a `decision` hook, else undefined: the one check a decision pays. */
   private readonly watcher: Observer | undefined;
-  private readonly clock: Clock;
+  /** clock is the clock this limiter reads (`LimiterOptions.clock`). */
+  readonly clock: Clock;
   /** Whether consume and peek may skip reading the clock: the store owns its clock and ours is the system's. */
   private readonly clockFree: boolean;
   /** The table again when it is synchronous, else undefined (checked once, not per call). */

@@ -2,6 +2,7 @@
  * Decisions over several limits at once: a request is admitted only if every limit admits it,
  * and a refused request is charged nowhere.
  */
+import type { Clock } from './core/clock.js';
 import type { Decision } from './core/decision.js';
 import { FloodgateError, describeValue } from './core/errors.js';
 import { Limiter } from './limiter.js';
@@ -19,8 +20,47 @@ export interface LimitEntry {
   readonly cost?: number;
 }
 
-/** The log of one synchronous step; the step runs to its end before anything else can. */
-const LOG = new UndoLog();
+/**
+ * Step is the state of one synchronous step: what to undo, and the instant it decides at (each
+ * clock is read once per step). Steps run to their end before anything else can, so one serves all.
+ */
+class Step {
+  readonly log = new UndoLog();
+  /** Charges on tables other than the memory store's, given back by refund. */
+  readonly refunds: SyncRefund[] = [];
+  private clock: Clock | undefined = undefined;
+  private nowMs = 0;
+
+  /** now returns the step's time on `limiter`'s clock. */
+  now(limiter: Limiter): number {
+    const clock = limiter.clock;
+    if (clock !== this.clock) {
+      this.clock = clock;
+      this.nowMs = clock.now();
+    }
+    return this.nowMs;
+  }
+
+  /** undo puts back everything charged, the latest first. */
+  undo(): void {
+    this.log.undo();
+    const refunds = this.refunds;
+    for (let i = refunds.length - 1; i >= 0; i--) {
+      const { table, key, cost, nowMs } = refunds[i]!;
+      table.refund(key, cost, nowMs);
+    }
+    this.end();
+  }
+
+  /** end closes the step, keeping every charge. */
+  end(): void {
+    this.log.clear();
+    if (this.refunds.length > 0) this.refunds.length = 0;
+    this.clock = undefined;
+  }
+}
+
+const STEP = new Step();
 
 /**
  * consumeAllSync decides a request over several limits on synchronous stores (the memory store)
@@ -45,10 +85,9 @@ export function consumeAllSync(entries: readonly LimitEntry[]): LimitsDecision {
   const n = entries.length;
   const decisions = new Array<Decision>(n);
   let refusedAt = -1;
-  const charges: Charges = { refunds: undefined };
   try {
     for (let i = 0; i < n; i++) {
-      const d = chargeSync(entries[i], i, charges);
+      const d = chargeSync(entries[i], i);
       decisions[i] = d;
       if (!d.allowed) {
         refusedAt = i;
@@ -56,16 +95,17 @@ export function consumeAllSync(entries: readonly LimitEntry[]): LimitsDecision {
       }
     }
   } catch (error) {
-    undo(charges);
+    STEP.undo();
     throw error;
   }
   if (refusedAt < 0) {
-    LOG.clear();
+    STEP.end();
     reportAll(entries, decisions, true);
     return { allowed: true, decisions };
   }
-  undo(charges);
+  STEP.undo();
   for (let i = refusedAt + 1; i < n; i++) decisions[i] = lookSync(entries[i], i);
+  STEP.end();
   reportAll(entries, decisions, false);
   return { allowed: false, decisions };
 }
@@ -119,11 +159,6 @@ interface SyncRefund {
   readonly nowMs: number;
 }
 
-/** What a synchronous step has charged outside the undo log (tables other than the memory store's). */
-interface Charges {
-  refunds: SyncRefund[] | undefined;
-}
-
 function notEntries(where: string): FloodgateError {
   return new FloodgateError('INVALID_OPTION', `${where} takes an array of { limiter, key, cost? }`, 'entries');
 }
@@ -136,16 +171,16 @@ function checkEntry(entry: LimitEntry | undefined, i: number, where: string): vo
 }
 
 /** Charges entry `i` within the synchronous step, saving what an undo needs. */
-function chargeSync(entry: LimitEntry | undefined, i: number, charges: Charges): Decision {
+function chargeSync(entry: LimitEntry | undefined, i: number): Decision {
   checkEntry(entry, i, 'consumeAllSync');
   const { limiter, key } = entry!;
   const cost = entry!.cost ?? 1;
   const table = syncTableOf(limiter, i);
-  const nowMs = limiter.nowMsForStore();
+  const nowMs = STEP.now(limiter);
   try {
-    if (table instanceof MemoryTable) return table.consumeSaving(key, cost, nowMs, LOG);
+    if (table instanceof MemoryTable) return table.consumeSaving(key, cost, nowMs, STEP.log);
     const decision = table.consume(key, cost, nowMs);
-    if (decision.allowed && cost > 0) (charges.refunds ??= []).push({ table, key, cost, nowMs });
+    if (decision.allowed && cost > 0) STEP.refunds.push({ table, key, cost, nowMs });
     return decision;
   } catch (error) {
     if (error instanceof FloodgateError && error.code === 'COST_EXCEEDS_LIMIT') return never(table.peek(key, 0, nowMs));
@@ -158,7 +193,7 @@ function lookSync(entry: LimitEntry | undefined, i: number): Decision {
   checkEntry(entry, i, 'consumeAllSync');
   const { limiter, key } = entry!;
   const table = syncTableOf(limiter, i);
-  const nowMs = limiter.nowMsForStore();
+  const nowMs = STEP.now(limiter);
   const cost = entry!.cost ?? 1;
   return cost > limiter.policy.limit ? never(table.peek(key, 0, nowMs)) : table.peek(key, cost, nowMs);
 }
@@ -169,16 +204,6 @@ function syncTableOf(limiter: Limiter, i: number): SyncPolicyStore {
     throw new FloodgateError('STORE_NOT_SYNC', `consumeAllSync: entry ${i}'s limiter (${limiter.name}) has an asynchronous store or was closed: use consumeAll`, `entries[${i}]`);
   }
   return table;
-}
-
-function undo(charges: Charges): void {
-  LOG.undo();
-  const refunds = charges.refunds;
-  if (refunds === undefined) return;
-  for (let i = refunds.length - 1; i >= 0; i--) {
-    const { table, key, cost, nowMs } = refunds[i]!;
-    table.refund(key, cost, nowMs);
-  }
 }
 
 /** Reports each entry's decision to its limiter's observer: a charge as `consume`, a trial as `peek`. */

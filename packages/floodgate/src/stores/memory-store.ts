@@ -137,6 +137,16 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   private sweepCursor = 0;
   /** Earliest rest time among the slots the last sweep examined and kept. */
   private soonestRestMs = Infinity;
+  /**
+   * The last refusal, by slot, time and cost. A refusal changes no state, so the same request on
+   * the same key at the same instant (a flood within one clock tick) gets the same answer, without
+   * building it again. Any other change to that slot's state (a charge, refund, reserve, reset,
+   * undo or eviction) forgets it. Decisions are shared as they are: never mutate one.
+   */
+  private refusedSlot = -1;
+  private refusedAtMs = NaN;
+  private refusedCost = NaN;
+  private refusal: Decision | undefined = undefined;
   /** The overflow tier, made the first time the table is full (undefined: not yet; null: none for this policy). */
   private overflow: OverflowSketch | null | undefined = undefined;
 
@@ -162,7 +172,18 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     if (cost !== 1 || !this.unitCostValid) this.algorithm.checkCost(cost);
     const slot = this.slotFor(key, nowMs);
     if (slot < 0) return this.overflowConsume(key, cost, nowMs);
-    return this.algorithm.consume(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
+    if (slot === this.refusedSlot && nowMs === this.refusedAtMs && cost === this.refusedCost) return this.refusal!;
+    const decision = this.algorithm.consume(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
+    if (!decision.allowed) this.rememberRefusal(slot, nowMs, cost, decision);
+    else if (slot === this.refusedSlot) this.refusedSlot = -1;
+    return decision;
+  }
+
+  private rememberRefusal(slot: number, nowMs: number, cost: number, decision: Decision): void {
+    this.refusedSlot = slot;
+    this.refusedAtMs = nowMs;
+    this.refusedCost = cost;
+    this.refusal = decision;
   }
 
   /**
@@ -175,6 +196,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     const slot = found >= 0 ? found : this.insert(key, nowMs);
     if (slot < 0) return storeFull(this.algorithm.limit, this.soonestRestMs - nowMs);
     const at = slot * this.stride + KEY_CELLS;
+    if (slot === this.refusedSlot) this.refusedSlot = -1;
     // A key charged more than 0 is not at rest, so no sweep frees its slot before the undo.
     if (cost > 0) log.save(this, slot, this.keys.records, at, this.algorithm.width, found < 0 ? key : undefined);
     return this.algorithm.consume(this.keys.records, at, nowMs, cost);
@@ -190,6 +212,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
 
   /** restoreState writes a state saved by {@link consumeSaving} back into `slot`, or forgets the key the step added. */
   restoreState(slot: number, saved: Float64Array, offset: number, insertedKey: string | undefined): void {
+    if (slot === this.refusedSlot) this.refusedSlot = -1;
     if (insertedKey !== undefined) {
       this.forget(slot, insertedKey);
       return;
@@ -213,6 +236,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   refund(key: string, cost: number, nowMs: number): void {
     this.algorithm.checkCost(cost);
     const slot = this.find(key);
+    if (slot === this.refusedSlot) this.refusedSlot = -1;
     if (slot >= 0) this.algorithm.refund(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
     else this.checkKey(key);
   }
@@ -222,6 +246,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     this.algorithm.checkCost(cost);
     const slot = this.slotFor(key, nowMs);
     if (slot < 0) return -1;
+    if (slot === this.refusedSlot) this.refusedSlot = -1;
     return this.algorithm.reserve!(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost, maxWaitMs);
   }
 
@@ -261,6 +286,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   }
 
   private forget(slot: number, key: string): void {
+    if (slot === this.refusedSlot) this.refusedSlot = -1;
     this.recent.delete(key);
     if (slot === this.lastSlot) {
       this.lastKey = NO_KEY;

@@ -17,16 +17,19 @@ export interface RestorableTable {
  * within one synchronous step: no other request can see the state in between.
  */
 export class UndoLog {
-  private tables: RestorableTable[] = [];
-  private slots: number[] = [];
-  private offsets: number[] = [];
-  private inserted: Array<string | undefined> = [];
-  private saved = new Float64Array(32);
+  // Parallel arrays, reused from step to step: a step saves a few states, and saving must cost
+  // little more than the charge it precedes.
+  private readonly tables: Array<RestorableTable | undefined> = [];
+  private readonly slots: number[] = [];
+  private readonly offsets: number[] = [];
+  private readonly inserted: Array<string | undefined> = [];
+  private saved = new Float64Array(64);
+  private count = 0;
   private used = 0;
 
   /** length returns how many states are saved. */
   get length(): number {
-    return this.tables.length;
+    return this.count;
   }
 
   /**
@@ -34,27 +37,31 @@ export class UndoLog {
    * `insertedKey` is the key when the step has just added it (an undo then forgets it).
    */
   save(table: RestorableTable, slot: number, records: Float64Array, at: number, width: number, insertedKey?: string): void {
-    if (this.used + width > this.saved.length) this.grow(this.used + width);
-    this.saved.set(records.subarray(at, at + width), this.used);
-    this.tables.push(table);
-    this.slots.push(slot);
-    this.offsets.push(this.used);
-    this.inserted.push(insertedKey);
-    this.used += width;
+    const used = this.used;
+    if (used + width > this.saved.length) this.grow(used + width);
+    const saved = this.saved;
+    for (let j = 0; j < width; j++) saved[used + j] = records[at + j]!;
+    const i = this.count++;
+    this.tables[i] = table;
+    this.slots[i] = slot;
+    this.offsets[i] = used;
+    this.inserted[i] = insertedKey;
+    this.used = used + width;
   }
 
   /** undo puts every saved state back, the latest first, and empties the log. */
   undo(): void {
-    for (let i = this.tables.length - 1; i >= 0; i--) this.tables[i]!.restoreState(this.slots[i]!, this.saved, this.offsets[i]!, this.inserted[i]);
+    for (let i = this.count - 1; i >= 0; i--) this.tables[i]!.restoreState(this.slots[i]!, this.saved, this.offsets[i]!, this.inserted[i]);
     this.clear();
   }
 
-  /** clear forgets every saved state (the step succeeded). */
+  /** clear forgets every saved state (the step succeeded), holding no reference to a table or key. */
   clear(): void {
-    this.tables.length = 0;
-    this.slots.length = 0;
-    this.offsets.length = 0;
-    this.inserted.length = 0;
+    for (let i = 0; i < this.count; i++) {
+      this.tables[i] = undefined;
+      this.inserted[i] = undefined;
+    }
+    this.count = 0;
     this.used = 0;
   }
 
