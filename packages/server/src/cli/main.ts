@@ -8,6 +8,7 @@ import { runCheck, runSchema, runServe } from './commands.js';
 const program = new Command('floodgate')
   .description('floodgate: a rate-limiting reverse proxy run from one config file')
   .showHelpAfterError()
+  .enablePositionalOptions()
   .exitOverride();
 
 program
@@ -36,6 +37,18 @@ program
   .description('print the config file\'s JSON Schema, for editors')
   .action(() => {
     process.exitCode = runSchema(process.stdout);
+  });
+
+program
+  .command('simulate')
+  .description('run traffic through policies on virtual time and score them (see floodgate simulate --help)')
+  .helpOption(false)
+  .allowUnknownOption()
+  .allowExcessArguments()
+  .argument('[args...]', 'the simulator\'s own arguments, passed through')
+  .action(async (args: string[]) => {
+    const { runSimulateCommand } = await import('floodgate-simulator');
+    process.exitCode = await runSimulateCommand(args, { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() });
   });
 
 /** ServeFlags are `floodgate serve`'s options as commander parses them. */

@@ -10,10 +10,9 @@ import type { CompiledRoute, CompiledRule } from './routes.js';
 /** RuleOutcome is how one rule answered one request, as counted in metrics. */
 export type RuleOutcome = 'admitted' | 'near_limit' | 'limited' | 'shadow_admitted' | 'shadow_limited' | 'queued' | 'queue_rejected' | 'fail_open' | 'fail_closed';
 
-/** DecisionReporter receives each rule's outcome and each store call's duration. */
+/** DecisionReporter receives each rule's outcome and each change of a queue's depth (store calls reach metrics through the store's observer). */
 export interface DecisionReporter {
   outcome(route: string, rule: string, outcome: RuleOutcome): void;
-  storeCall(operation: string, durationMs: number, ok: boolean): void;
   queueDepth(route: string, rule: string, delta: number): void;
 }
 
@@ -43,8 +42,6 @@ export interface AdmitOptions {
   readonly onStoreError: 'fail-open' | 'fail-closed';
   /** Fires when the client goes away, to stop waiting in a queue. */
   readonly signal: AbortSignal | undefined;
-  /** Whether the store is remote, so store calls are timed. */
-  readonly timed: boolean;
 }
 
 /** admit resolves to the admission of `req` on `route`. */
@@ -69,16 +66,8 @@ export async function admit(route: CompiledRoute, req: ProxyRequest, options: Ad
   return { allowed: true, status: 0, headers: headersOf(applied), body: undefined };
 }
 
-async function consume(rule: CompiledRule, key: string, options: AdmitOptions, peek = false): Promise<Decision> {
-  const started = options.timed ? performance.now() : 0;
-  try {
-    const d = peek ? await rule.limiter.peek(key, ZERO) : await rule.limiter.consume(key, rule.cost === 1 ? undefined : { cost: rule.cost });
-    if (options.timed) options.reporter.storeCall(peek ? 'peek' : 'consume', performance.now() - started, d.reason !== 'fail-open' && d.reason !== 'fail-closed');
-    return d;
-  } catch (err) {
-    if (options.timed) options.reporter.storeCall(peek ? 'peek' : 'consume', performance.now() - started, false);
-    throw err;
-  }
+function consume(rule: CompiledRule, key: string, peek = false): Promise<Decision> {
+  return peek ? rule.limiter.peek(key, ZERO) : rule.limiter.consume(key, rule.cost === 1 ? undefined : { cost: rule.cost });
 }
 
 async function decideEnforced(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Promise<Applied[]> {
@@ -87,13 +76,13 @@ async function decideEnforced(route: CompiledRoute, req: ProxyRequest, options: 
     const identity = rule.identity(req);
     if (identity === undefined) continue;
     const key = rule.keyOf(identity);
-    const decision = await consume(rule, key, options);
+    const decision = await consume(rule, key);
     applied.push({ rule, key, decision });
     if (!decision.allowed) {
       await giveBack(applied.slice(0, -1), options);
       for (const later of route.enforce.slice(route.enforce.indexOf(rule) + 1)) {
         const id = later.identity(req);
-        if (id !== undefined) applied.push({ rule: later, key: later.keyOf(id), decision: await consume(later, later.keyOf(id), options, true) });
+        if (id !== undefined) applied.push({ rule: later, key: later.keyOf(id), decision: await consume(later, later.keyOf(id), true) });
       }
       break;
     }
@@ -105,7 +94,7 @@ async function decideEnforced(route: CompiledRoute, req: ProxyRequest, options: 
 async function giveBack(charged: readonly Applied[], options: AdmitOptions): Promise<void> {
   for (const a of charged) {
     if (a.rule.cost > 0) await a.rule.limiter.refund(a.key, a.rule.cost);
-    a.decision = await consume(a.rule, a.key, options, true);
+    a.decision = await consume(a.rule, a.key, true);
   }
 }
 
@@ -114,7 +103,7 @@ async function decideShadow(route: CompiledRoute, req: ProxyRequest, options: Ad
     const identity = rule.identity(req);
     if (identity === undefined) continue;
     try {
-      report(route.name, rule, await consume(rule, rule.keyOf(identity), options), options.reporter, 'shadow_');
+      report(route.name, rule, await consume(rule, rule.keyOf(identity)), options.reporter, 'shadow_');
     } catch {
       // A shadow rule never changes the answer, not even when its store fails.
     }
@@ -140,7 +129,7 @@ async function waitInQueues(route: CompiledRoute, req: ProxyRequest, applied: Ap
     try {
       await rule.limiter.acquire(key, { cost: rule.cost, maxWaitMs: rule.maxWaitMs, ...(options.signal === undefined ? {} : { signal: options.signal }) });
       options.reporter.outcome(route.name, rule.name, 'queued');
-      waited.push({ rule, key, decision: await consume(rule, key, options, true) });
+      waited.push({ rule, key, decision: await consume(rule, key, true) });
     } catch (err) {
       options.reporter.outcome(route.name, rule.name, 'queue_rejected');
       await giveBack(applied, options);

@@ -47,11 +47,9 @@ export interface ReloadResult {
  * process.once('SIGTERM', () => void gateway.shutdown());
  */
 export class Gateway implements TrafficState {
-  readonly metrics = new GatewayMetrics();
   readonly upstreams: Upstreams;
   readonly resolver: ClientIpResolver;
   readonly onStoreError: 'fail-open' | 'fail-closed';
-  readonly remoteStore: boolean;
   readonly isTrustedPeer: (peer: string) => boolean;
   table: RouteTable;
   private config: GatewayConfig;
@@ -66,18 +64,21 @@ export class Gateway implements TrafficState {
   private readonly tunnels = new Set<Duplex>();
   private admin: Server | undefined;
 
+  readonly log: Logger;
+
   private constructor(
     private readonly options: GatewayOptions,
     config: GatewayConfig,
     private readonly store: GatewayStore,
-    readonly log: Logger,
+    readonly metrics: GatewayMetrics,
   ) {
+    this.log = options.log;
+    const log = this.log;
     this.config = config;
     this.upstreams = new Upstreams(config.limits);
     this.resolver = new ClientIpResolver({ trustProxy: config.trustProxy }, { warn: (message: string) => log.warn(message) });
     this.isTrustedPeer = trustedPeers(config.trustProxy);
     this.onStoreError = config.store.type === 'redis' ? config.store.onError : 'fail-open';
-    this.remoteStore = store.kind !== 'memory';
     this.table = RouteTable.build(config, store.store, this.env);
     const l = config.limits;
     this.traffic = createServer({ maxHeaderSize: l.maxHeaderBytes, headersTimeout: l.headersTimeoutMs, requestTimeout: l.requestTimeoutMs, keepAliveTimeout: 5_000 });
@@ -98,8 +99,9 @@ export class Gateway implements TrafficState {
   static async start(options: GatewayOptions): Promise<Gateway> {
     const env = options.env ?? process.env;
     const { config } = await loadConfig(options.file, env);
-    const store = await openStore(config.store, env, (err) => options.log.warn({ error: err.message }, 'store connection error'));
-    const gateway = new Gateway(options, config, store, options.log);
+    const metrics = new GatewayMetrics();
+    const store = await openStore(config.store, { env, observer: metrics.observer, onBackendError: (err) => options.log.warn({ error: err.message }, 'store connection error') });
+    const gateway = new Gateway(options, config, store, metrics);
     await gateway.listen();
     void gateway.becomeReady();
     return gateway;

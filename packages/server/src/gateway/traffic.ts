@@ -23,8 +23,6 @@ export interface TrafficState {
   readonly metrics: GatewayMetrics;
   readonly log: Logger;
   readonly onStoreError: 'fail-open' | 'fail-closed';
-  /** Whether store calls cross the network (and are timed). */
-  readonly remoteStore: boolean;
   /** isTrustedPeer tells whether a peer's forwarding headers are kept. */
   isTrustedPeer(peer: string): boolean;
   /** track keeps an upgraded socket until it closes, so that shutdown can end it. */
@@ -79,7 +77,7 @@ async function admitRequest(state: TrafficState, match: RouteMatch, req: Incomin
     signal = abort.signal;
   }
   try {
-    return await admit(match.route, view, { reporter: state.metrics, onStoreError: state.onStoreError, signal, timed: state.remoteStore });
+    return await admit(match.route, view, { reporter: state.metrics, onStoreError: state.onStoreError, signal });
   } catch (err) {
     state.log.error({ route: match.route.name, err }, 'deciding a request failed');
     if (!res.headersSent) sendProblem(res, 500, 'the gateway could not decide this request');
@@ -96,7 +94,7 @@ export async function serveUpgrade(state: TrafficState, req: IncomingMessage, so
   const view = new ProxyRequest(req, state.resolver, match.route.name, match.params);
   let admission: Admission;
   try {
-    admission = await admit(match.route, view, { reporter: state.metrics, onStoreError: state.onStoreError, signal: undefined, timed: state.remoteStore });
+    admission = await admit(match.route, view, { reporter: state.metrics, onStoreError: state.onStoreError, signal: undefined });
   } catch {
     return rawAnswer(socket, 500, [], JSON.stringify({ title: 'Internal Server Error', status: 500 }));
   }

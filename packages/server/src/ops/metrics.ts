@@ -47,7 +47,6 @@ export class GatewayMetrics implements DecisionReporter {
 
   outcome(route: string, rule: string, outcome: RuleOutcome): void {
     this.child(`d\0${route}\0${rule}\0${outcome}`, () => this.decisions.labels(route, rule, outcome)).inc();
-    if (outcome === 'fail_open' || outcome === 'fail_closed') this.storeErrors.inc({ policy: outcome.replace('_', '-') });
   }
 
   storeCall(operation: string, durationMs: number, ok: boolean): void {

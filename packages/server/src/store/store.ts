@@ -2,7 +2,7 @@
  * The gateway's store from config: one memory store for this process, or a Redis store (one
  * server or a cluster, through ioredis) shared by every gateway on it.
  */
-import { MemoryStore, type Store } from 'floodgate';
+import { MemoryStore, type Observer, type Store } from 'floodgate';
 import type { StoreConfig } from '../config/schema.js';
 
 /** GatewayStore is the store the rules share, and how to check and close its backend. */
@@ -23,11 +23,21 @@ interface IoredisLike {
   on(event: 'error', listener: (err: Error) => void): unknown;
 }
 
+/** StoreSeams are what {@link openStore} needs besides the config. */
+export interface StoreSeams {
+  readonly env: NodeJS.ProcessEnv;
+  /** Hears every Redis round trip, failure and circuit change (for metrics). */
+  readonly observer: Observer;
+  /** Hears connection errors of the Redis client. */
+  onBackendError(err: Error): void;
+}
+
 /**
  * openStore returns the store a config names. Redis connections are made lazily by ioredis, and
  * retried every 100 ms while Redis is away, so the gateway recovers within a fraction of a second.
  */
-export async function openStore(config: StoreConfig, env: NodeJS.ProcessEnv, onBackendError: (err: Error) => void): Promise<GatewayStore> {
+export async function openStore(config: StoreConfig, seams: StoreSeams): Promise<GatewayStore> {
+  const { env, observer, onBackendError } = seams;
   if (config.type === 'memory') {
     const store = new MemoryStore(config.maxKeys === undefined ? {} : { maxKeys: config.maxKeys });
     return { store, kind: 'memory', ping: async () => {}, close: async () => {} };
@@ -46,6 +56,7 @@ export async function openStore(config: StoreConfig, env: NodeJS.ProcessEnv, onB
     adapter: ioredisAdapter(client as unknown as Parameters<typeof ioredisAdapter>[0]),
     timeoutMs: config.timeoutMs,
     onError: config.onError,
+    observer,
     ...(config.prefix === undefined ? {} : { prefix: config.prefix }),
   });
   const like = client as unknown as IoredisLike;

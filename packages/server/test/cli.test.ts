@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const HERE = dirname(fileURLToPath(import.meta.url));
+const BIN = join(HERE, '..', 'bin', 'floodgate.js');
+
+/** Runs the `floodgate` launcher as a user would, and returns its exit code and output. */
+async function floodgate(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { timeout: 20_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('the floodgate command', () => {
+  it('has --help on every command', async () => {
+    const top = await floodgate('--help');
+    assert.equal(top.code, 0);
+    for (const command of ['serve', 'check', 'schema', 'simulate']) assert.match(top.stdout, new RegExp(`^  ${command}\\b`, 'm'));
+    const serve = await floodgate('serve', '--help');
+    assert.equal(serve.code, 0);
+    assert.match(serve.stdout, /--config <file>/);
+    assert.match(serve.stdout, /--demo-upstream/);
+    const check = await floodgate('check', '--help');
+    assert.match(check.stdout, /Usage: floodgate check \[options\] <file>/);
+  });
+
+  it('check exits 1 with located problems, through the launcher', async () => {
+    const bad = await floodgate('check', join(HERE, 'fixtures', 'unknown-key.yaml'));
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /unknown-key\.yaml:7:\d+ routes\[0\]\.rules\[0\]\.limt: unknown key "limt"/);
+  });
+
+  it('passes simulate\'s arguments through to the simulator, exit code included', async () => {
+    const help = await floodgate('simulate', '--help');
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /Usage: floodgate simulate --scenario/);
+    const bad = await floodgate('simulate', '--no-such-flag');
+    assert.equal(bad.code, 2);
+  });
+
+  it('serve refuses an invalid config and exits 1, naming the problem', async () => {
+    const r = await floodgate('serve', '--config', join(HERE, 'fixtures', 'cost-above-limit.yaml'), '--port', '0');
+    assert.equal(r.code, 1);
+    assert.match(r.stdout, /a cost of 6 can never be admitted/);
+  });
+});
