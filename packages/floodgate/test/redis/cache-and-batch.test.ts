@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { fixedWindow, gcra, slidingWindowLog, tokenBucket, type Decision } from '../../src/index.js';
+import { ManualClock, fixedWindow, gcra, slidingWindowLog, tokenBucket, type Decision } from '../../src/index.js';
 import { BATCH_SCRIPT, OverLimitCache, RedisStore, ioredisAdapter, type RedisAdapter, type RedisStoreOptions } from '../../src/stores/redis/index.js';
 import { useRedis } from './setup.js';
 
@@ -76,6 +76,23 @@ describe('the over-limit cache answers refusals it is sure of, without Redis', (
       for (let i = 0; i < 5; i++) await t.consume('k', 1, 0);
       assert.equal(calls.length, 5);
     }
+  });
+
+  test('on the store\'s clock: a refusal is answered locally until its retry time, then Redis is asked again', async () => {
+    const clock = new ManualClock(5000);
+    let calls = 0;
+    const refuse = (): Promise<unknown> => (calls++, Promise.resolve(['0', '0', '100', '100']));
+    const t = new RedisStore({ adapter: { cluster: false, evalsha: refuse, eval: refuse }, maxBatchSize: 1, clock, timers: clock }).bind(window);
+    assert.equal((await t.consume('k', 1, Number.NaN)).retryAfterMs, 100);
+    clock.advance(60);
+    const cached = await t.consume('k', 1, Number.NaN);
+    assert.deepEqual([cached.allowed, cached.retryAfterMs, calls], [false, 40, 1], 'answered locally, counting down on the clock');
+    clock.advance(38);
+    await t.consume('k', 1, Number.NaN);
+    assert.equal(calls, 1, 'still certain at 98 ms');
+    clock.advance(1);
+    await t.consume('k', 1, Number.NaN);
+    assert.equal(calls, 2, 'from 99 ms (retry rounded up) Redis is asked');
   });
 
   test('it is bounded: the oldest entry makes room', () => {
