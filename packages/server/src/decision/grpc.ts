@@ -8,6 +8,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { DecisionError, parseDecisionRequest } from './request.js';
 import { MAX_UINT32, type DecisionResult, type DecisionService, type DescriptorStatus } from './service.js';
 import { RESPONSE_UNIT_NUMBER } from './units.js';
+import { encodeRateLimitResponse } from './wire.js';
 
 /** PROTO_ROOT is the folder holding Envoy's protos, for include paths. */
 export const PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));
@@ -60,7 +61,32 @@ function grpcErrorOf(error: unknown): Partial<grpc.StatusObject> {
   return { code: grpc.status.INTERNAL, details: `internal error: ${(error as Error)?.message ?? String(error)}` };
 }
 
-/** rateLimitHandlers returns the gRPC handlers of `RateLimitService` over `service`. */
+/**
+ * rateLimitServiceDefinition returns `RateLimitService` as {@link rateLimitHandlers} answer it:
+ * its response serializer takes a {@link DecisionResult} and writes Envoy's `RateLimitResponse`
+ * directly ({@link encodeRateLimitResponse}).
+ */
+export function rateLimitServiceDefinition(): grpc.ServiceDefinition {
+  const definition = loadRateLimitService().service;
+  const method = definition.ShouldRateLimit!;
+  return { ...definition, ShouldRateLimit: { ...method, responseSerialize: (result: DecisionResult) => encodeRateLimitResponse(result) } };
+}
+
+/**
+ * addRateLimitService adds Envoy's `RateLimitService` over `service` to a gRPC server.
+ *
+ * @example
+ * const server = new grpc.Server();
+ * addRateLimitService(server, service);
+ */
+export function addRateLimitService(server: grpc.Server, service: DecisionService): void {
+  server.addService(rateLimitServiceDefinition(), rateLimitHandlers(service));
+}
+
+/**
+ * rateLimitHandlers returns the gRPC handlers of `RateLimitService` over `service`; they answer
+ * {@link DecisionResult}s, for the serializer of {@link rateLimitServiceDefinition}.
+ */
 export function rateLimitHandlers(service: DecisionService): grpc.UntypedServiceImplementation {
   return {
     ShouldRateLimit(call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) {
@@ -72,7 +98,7 @@ export function rateLimitHandlers(service: DecisionService): grpc.UntypedService
         return;
       }
       service.shouldRateLimit(request).then(
-        (result) => callback(null, toResponseMessage(result)),
+        (result) => callback(null, result),
         (error: unknown) => callback(grpcErrorOf(error)),
       );
     },

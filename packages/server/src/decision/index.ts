@@ -24,7 +24,8 @@ export {
 export { createDecisionService, DecisionService, MAX_UINT32, type DecideMode, type DecisionResult, type DecisionServiceOptions, type DescriptorStatus } from './service.js';
 export { DecisionError, parseDecisionRequest, REQUEST_LIMITS, type DecisionErrorCode, type DecisionRequest, type RequestDescriptor } from './request.js';
 export { startDecisionServers, type DecisionServers, type DecisionServersOptions } from './servers.js';
-export { loadRateLimitService, PROTO_LOADER_OPTIONS, PROTO_ROOT, rateLimitHandlers, toResponseMessage } from './grpc.js';
+export { addRateLimitService, loadRateLimitService, PROTO_LOADER_OPTIONS, PROTO_ROOT, rateLimitHandlers, rateLimitServiceDefinition, toResponseMessage } from './grpc.js';
+export { encodeRateLimitResponse } from './wire.js';
 export { decisionHttpHandler, decideJson, envoyJson, MAX_BODY_BYTES } from './http.js';
 export { rateLimitHeaders } from './headers.js';
 export { counterKey, type DescriptorEntry, type Match, type Rule } from './rules.js';

@@ -4,7 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
-import { loadRateLimitService, rateLimitHandlers } from './grpc.js';
+import { addRateLimitService } from './grpc.js';
 import { decisionHttpHandler } from './http.js';
 import type { DecisionService } from './service.js';
 
@@ -31,7 +31,7 @@ export interface DecisionServers {
 
 function listenGrpc(service: DecisionService, host: string, port: number): Promise<{ server: grpc.Server; port: number }> {
   const server = new grpc.Server();
-  server.addService(loadRateLimitService().service, rateLimitHandlers(service));
+  addRateLimitService(server, service);
   const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   return new Promise((resolve, reject) => {
     server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => {
