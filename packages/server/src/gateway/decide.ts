@@ -50,7 +50,7 @@ export async function admit(route: CompiledRoute, req: ProxyRequest, options: Ad
   const shadow = route.shadow.length === 0 ? undefined : decideShadow(route, req, options);
   let applied: Applied[];
   try {
-    applied = await decideEnforced(route, req, options);
+    applied = await decideEnforced(route, req);
   } catch (err) {
     if (err instanceof FloodgateError && err.code !== 'STORE_ERROR' && err.code !== 'STORE_TIMEOUT' && err.code !== 'STORE_REPLY') throw err;
     await shadow;
@@ -70,7 +70,7 @@ function consume(rule: CompiledRule, key: string, peek = false): Promise<Decisio
   return peek ? rule.limiter.peek(key, ZERO) : rule.limiter.consume(key, rule.cost === 1 ? undefined : { cost: rule.cost });
 }
 
-async function decideEnforced(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Promise<Applied[]> {
+async function decideEnforced(route: CompiledRoute, req: ProxyRequest): Promise<Applied[]> {
   const applied: Applied[] = [];
   for (const rule of route.enforce) {
     const identity = rule.identity(req);
@@ -79,7 +79,7 @@ async function decideEnforced(route: CompiledRoute, req: ProxyRequest, options: 
     const decision = await consume(rule, key);
     applied.push({ rule, key, decision });
     if (!decision.allowed) {
-      await giveBack(applied.slice(0, -1), options);
+      await giveBack(applied.slice(0, -1));
       for (const later of route.enforce.slice(route.enforce.indexOf(rule) + 1)) {
         const id = later.identity(req);
         if (id !== undefined) applied.push({ rule: later, key: later.keyOf(id), decision: await consume(later, later.keyOf(id), true) });
@@ -91,7 +91,7 @@ async function decideEnforced(route: CompiledRoute, req: ProxyRequest, options: 
 }
 
 /** Refunds what `charged` took and replaces each decision by the rule's state after the refund. */
-async function giveBack(charged: readonly Applied[], options: AdmitOptions): Promise<void> {
+async function giveBack(charged: readonly Applied[]): Promise<void> {
   for (const a of charged) {
     if (a.rule.cost > 0) await a.rule.limiter.refund(a.key, a.rule.cost);
     a.decision = await consume(a.rule, a.key, true);
@@ -132,7 +132,7 @@ async function waitInQueues(route: CompiledRoute, req: ProxyRequest, applied: Ap
       waited.push({ rule, key, decision: await consume(rule, key, true) });
     } catch (err) {
       options.reporter.outcome(route.name, rule.name, 'queue_rejected');
-      await giveBack(applied, options);
+      await giveBack(applied);
       for (const w of waited) if (w.rule.cost > 0) await w.rule.limiter.refund(w.key, w.rule.cost);
       return queueRefusal(rule, err);
     } finally {
