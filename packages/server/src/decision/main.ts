@@ -6,8 +6,9 @@
  *   node --conditions=floodgate-source --import tsx packages/server/src/decision/main.ts \
  *     --config ratelimit.yaml --grpc-port 8081 --http-port 8080 [--host 127.0.0.1]
  *     [--redis 127.0.0.1:6380 | --redis-cluster 127.0.0.1:7000,127.0.0.1:7001]
- *     [--on-store-error throw|fail-open|fail-closed]
+ *     [--on-store-error throw|fail-open|fail-closed] [--check]
  *
+ * `--check` reads the configs, prints their domains (or every error, exiting 2) and stops.
  * When Redis fails, the default (`throw`) answers gRPC UNAVAILABLE (HTTP 503), so that Envoy's own
  * failure mode (`failure_mode_deny`) decides; `fail-open` and `fail-closed` answer instead.
  */
@@ -82,10 +83,15 @@ async function main(): Promise<void> {
       redis: { type: 'string' },
       'redis-cluster': { type: 'string' },
       'on-store-error': { type: 'string' },
+      check: { type: 'boolean' },
     },
   });
   if (values.config === undefined || values.config.length === 0) fail('--config <file.yaml> is required (repeat it for several files)');
   const config = loadConfigs(values.config);
+  if (values.check === true) {
+    process.stdout.write(`${values.config.join(', ')}: ${config.domains.length} domain(s): ${config.domains.map((d) => d.domain).join(', ')}\n`);
+    return;
+  }
   const onError = values['on-store-error'] ?? 'throw';
   if (onError !== 'throw' && onError !== 'fail-open' && onError !== 'fail-closed') fail(`--on-store-error must be throw, fail-open or fail-closed, got ${JSON.stringify(onError)}`);
   const redisAddress = values['redis-cluster'] ?? values.redis;

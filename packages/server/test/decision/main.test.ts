@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { after, describe, it } from 'node:test';
+import { fixturePath, GrpcRls, rl } from './support.js';
+import { startServiceProcess } from './processes.js';
+
+const run = promisify(execFile);
+const MAIN = fileURLToPath(new URL('../../src/decision/main.ts', import.meta.url));
+
+async function main(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', MAIN, ...args], { timeout: 20_000 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('main.ts', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'floodgate-decision-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('--check reads envoyproxy/ratelimit example configs and names their domains', async () => {
+    const res = await main(['--check', '--config', fixturePath('example.yaml'), '--config', fixturePath('config.yaml'), '--config', fixturePath('quota.yaml')]);
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, /3 domain\(s\): rl, mongo_cps, quota/);
+  });
+
+  it('a bad config stops it with every error, by file, line and path, and exit code 2', async () => {
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(bad, 'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n  - key: j\n    shadow: true\n');
+    const res = await main(['--config', bad, '--config', fixturePath('config.yaml'), '--config', fixturePath('config.yaml'), '--grpc-port', '0']);
+    assert.equal(res.code, 2);
+    assert.match(res.stderr, /bad\.yaml:4:\d+: descriptors\[0\]\.rate_limit\.unit: unknown unit "fortnight"/);
+    assert.match(res.stderr, /bad\.yaml:6:5: descriptors\[1\]\.shadow: unknown key "shadow"/);
+    assert.match(res.stderr, /domain "mongo_cps" is already defined in .*config\.yaml/);
+    assert.equal((await main(['--grpc-port', '0'])).code, 2);
+    assert.match((await main(['--config', join(dir, 'missing.yaml')])).stderr, /missing\.yaml: cannot read/);
+  });
+
+  it('serves Envoy\'s gRPC API as a process, and stops on SIGTERM', async () => {
+    const p = await startServiceProcess(['--config', fixturePath('example.yaml')]);
+    const client = new GrpcRls(p.grpcPort);
+    try {
+      const res = await client.call(rl('rl', [[['foo', 'p']]]));
+      assert.equal(res.statuses[0]!.current_limit!.requests_per_unit, 2);
+    } finally {
+      client.close();
+      await p.stop();
+    }
+  });
+});
