@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startRedisServer, type RedisServers } from '../../floodgate/test/support/redis-server.js';
+import { startRedisCluster, startRedisServer, type RedisServers } from '../../floodgate/test/support/redis-server.js';
 import { startGateway, type GatewayProcess } from './support/gateway-process.js';
 import { call, metricValue, type Reply } from './support/http.js';
 import { startUpstream, type TestUpstream } from './support/upstream.js';
 
-function config(redisPort: number, upstream: string, prefix: string): string {
+function config(redisPort: number, upstream: string, prefix: string, store?: string): string {
   return `
-store: { type: redis, url: "redis://127.0.0.1:${redisPort}", timeoutMs: 100, onError: fail-open, prefix: "${prefix}" }
+${store ?? `store: { type: redis, url: "redis://127.0.0.1:${redisPort}", timeoutMs: 100, onError: fail-open, prefix: "${prefix}" }`}
 routes:
   - name: shared
     match: { path: /shared }
@@ -106,5 +106,32 @@ describe('floodgate serve on a real Redis', () => {
       if (!recovered) await sleep(20);
     }
     assert.ok(recovered, 'decided by Redis again after the restart');
+  });
+});
+
+describe('floodgate serve on a real Redis Cluster', () => {
+  it('two gateway processes hold one shared limit exactly, per key, across the cluster\'s slots', async () => {
+    const cluster = await startRedisCluster();
+    const upstream = await startUpstream();
+    const nodes = cluster.ports.map((p) => `"redis://127.0.0.1:${p}"`).join(', ');
+    const yaml = config(0, upstream.origin, '', `store: { type: redis, nodes: [${nodes}], timeoutMs: 1000, onError: fail-closed }`).replace(/key: \{ type: route \}/, 'key: { type: header, name: x-tenant }');
+    const gateways = await Promise.all([startGateway(yaml), startGateway(yaml)]);
+    try {
+      await Promise.all(gateways.map((g) => g.waitForLog('ready')));
+      const tenants = ['alpha', 'beta', 'gamma', 'delta'];
+      const replies = await Promise.all(
+        Array.from({ length: 64 }, (_, i) => call(gateways[i % 2]!.url('/shared'), { headers: { 'x-tenant': tenants[i % 4]! } }).then((r) => ({ tenant: tenants[i % 4]!, r }))),
+      );
+      for (const t of tenants) {
+        const mine = replies.filter((x) => x.tenant === t);
+        assert.equal(mine.filter((x) => x.r.status === 200).length, 10, `${t}: exactly the limit admitted across both gateways`);
+        assert.equal(mine.filter((x) => x.r.status === 429).length, 6);
+        assert.ok(mine.every((x) => x.r.headers['floodgate-degraded'] === undefined), 'every decision was made by Redis');
+      }
+    } finally {
+      await Promise.all(gateways.map((g) => g.stop()));
+      await upstream.close();
+      await cluster.stop();
+    }
   });
 });
