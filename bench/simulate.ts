@@ -61,7 +61,7 @@ function bareLoop(algorithm: Algorithm, arrivals: Arrivals): number {
 }
 
 const millions = (rate: number): string => `${(rate / 1e6).toFixed(2)} M/s`;
-const row = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(44) : c.padStart(16))).join('');
+const row = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(44) : c.padStart(18))).join('');
 
 const POLICIES: Array<[string, PolicySpec]> = [
   ['fixed-window', { type: 'fixed-window', limit: 1000, windowMs: 1000 }],

@@ -43,6 +43,7 @@ describe('bad scenarios', () => {
     rejects({ ...base, policies: [{ ...policies[0], distribution: { nodes: 2, outage: { startMs: 5, endMs: 1, onError: 'local' } } }] }, 'policies[0].distribution.outage.endMs', /after startMs/);
     rejects({ ...base, policies: [{ ...policies[0], distribution: { nodes: 2, outage: { startMs: 0, endMs: 1, onError: 'local', share: 2 } } }] }, 'policies[0].distribution.outage.share', /at most 1/);
     rejects({ ...base, bucketMs: 0.01 }, 'bucketMs', /more than 5000 steps/);
+    rejects({ ...base, durationMs: 3_600_000, traffic: [traffic[0], { type: 'poisson', ratePerSecond: 10_000 }] }, 'traffic[1]', /about 36036000 requests, more than the 20000000/);
   });
 
   it("passes the library's own checks through, naming the option", async () => {
