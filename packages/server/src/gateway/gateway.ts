@@ -85,9 +85,15 @@ export class Gateway implements TrafficState {
     this.traffic.on('request', (req, res) => {
       this.inFlight++;
       res.once('close', () => this.requestEnded());
-      void serveRequest(this, req, res);
+      serveRequest(this, req, res).catch((err: unknown) => {
+        // serveRequest answers every failure it knows of; anything else ends this request only.
+        this.log.error({ error: (err as Error).message }, 'request failed unexpectedly');
+        res.destroy();
+      });
     });
-    this.traffic.on('upgrade', (req, socket, head) => void serveUpgrade(this, req, socket, head));
+    this.traffic.on('upgrade', (req, socket, head) => {
+      serveUpgrade(this, req, socket, head).catch(() => socket.destroy());
+    });
     this.traffic.on('clientError', (err: NodeJS.ErrnoException, socket) => {
       if (!socket.writable) return socket.destroy();
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
