@@ -34,7 +34,8 @@ Exit status: 0 done, 2 bad flags, scenario or trace, 1 a file could not be read 
 /**
  * runSimulateCommand runs `floodgate simulate` with `args` (the words after `simulate`) and
  * returns the exit code: 0 when done, 2 for a bad flag, scenario or trace (the message, naming
- * the field, goes to `io.stderr`), 1 when a file could not be read or written.
+ * the field, goes to `io.stderr`), 1 when a file could not be read or written (or, reported the
+ * same way, on a fault of the simulator itself).
  *
  * @example
  * const code = await runSimulateCommand(['--scenario', 'boundary.yaml', '--out', 'report'],
@@ -55,7 +56,11 @@ export async function runSimulateCommand(args: string[], io: CommandIo): Promise
     io.stdout.write(flags.format === 'json' ? renderJsonSummary(result) : renderTextSummary(result));
     return 0;
   } catch (error) {
-    if (!(error instanceof SimulatorError)) throw error;
+    if (!(error instanceof SimulatorError)) {
+      // A fault of the simulator itself, not of the input: reported, never a crash of the CLI.
+      io.stderr.write(`floodgate simulate: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      return 1;
+    }
     io.stderr.write(`floodgate simulate: ${error.message}\n`);
     if (error.code === 'INVALID_ARGUMENT') io.stderr.write(`Run 'floodgate simulate --help' for usage.\n`);
     return error.code === 'IO_ERROR' ? 1 : 2;

@@ -27,11 +27,20 @@ export function buildAlgorithm(spec: LimiterPolicySpec, path: string, share = 1)
   try {
     return factory(spec, share);
   } catch (error) {
-    if (!(error instanceof FloodgateError)) throw error;
-    const option = error.option?.split('.').pop();
-    const field = option === undefined ? path : `${path}.${option}`;
-    throw new SimulatorError('INVALID_SCENARIO', `scenario field ${field}: ${error.message}`, field, { cause: error });
+    throw scenarioErrorOf(error, path);
   }
+}
+
+/**
+ * scenarioErrorOf returns `error` as an `INVALID_SCENARIO` {@link SimulatorError} naming the
+ * option under `path` when it is the library's `FloodgateError` about an option (a value the
+ * library refuses), and `error` itself otherwise.
+ */
+export function scenarioErrorOf(error: unknown, path: string): unknown {
+  if (!(error instanceof FloodgateError) || error.code !== 'INVALID_OPTION') return error;
+  const option = error.option?.split('.').pop();
+  const field = option === undefined ? path : `${path}.${option}`;
+  return new SimulatorError('INVALID_SCENARIO', `scenario field ${field}: ${error.message}`, field, { cause: error });
 }
 
 function factory(spec: LimiterPolicySpec, share: number): Algorithm {

@@ -5,7 +5,7 @@ import { runRefuse } from './engine/refuse.js';
 import { runWait } from './engine/wait.js';
 import { scoreLane, type Score } from './oracle.js';
 import { parseScenario } from './parse-scenario.js';
-import { buildAlgorithm, describePolicy, promiseOf, type LimiterPolicySpec, type PolicyPromise } from './policy.js';
+import { buildAlgorithm, describePolicy, promiseOf, scenarioErrorOf, type LimiterPolicySpec, type PolicyPromise } from './policy.js';
 import type { LaneSpec, Scenario } from './scenario.js';
 import { seriesOf, type Series } from './series.js';
 
@@ -59,7 +59,14 @@ export async function simulate(scenario: Scenario | unknown): Promise<Simulation
   const checked = parseScenario(scenario);
   const arrivals = generateArrivals(checked.traffic, checked.durationMs, checked.seed);
   const outcomes: Float64Array[] = [];
-  for (const [index, lane] of checked.policies.entries()) outcomes.push(await runLane(lane, arrivals, { seed: checked.seed + index, path: `policies[${index}]` }));
+  for (const [index, lane] of checked.policies.entries()) {
+    const path = `policies[${index}]`;
+    try {
+      outcomes.push(await runLane(lane, arrivals, { seed: checked.seed + index, path }));
+    } catch (error) {
+      throw scenarioErrorOf(error, `${path}.policy`);
+    }
+  }
   let horizonMs = checked.durationMs;
   for (const admittedAtMs of outcomes) for (const at of admittedAtMs) if (at >= horizonMs) horizonMs = at + checked.bucketMs / 2;
   const steps = Math.max(1, Math.min(MAX_STEPS, Math.ceil(horizonMs / checked.bucketMs)));

@@ -47,13 +47,19 @@ describe('bad scenarios', () => {
   });
 
   it("passes the library's own checks through, naming the option", async () => {
-    const bad = { ...base, policies: [{ name: 'sub', policy: { type: 'sliding-window-counter', limit: 10, windowMs: 1000, subWindows: 3 } }] };
-    await assert.rejects(simulate(bad), (error: unknown) => {
-      assert.ok(error instanceof SimulatorError);
-      assert.equal(error.code, 'INVALID_SCENARIO');
-      assert.equal(error.field, 'policies[0].policy.subWindows');
-      return true;
-    });
+    const cases: Array<[unknown, string]> = [
+      [{ type: 'sliding-window-counter', limit: 10, windowMs: 1000, subWindows: 3 }, 'policies[0].policy.subWindows'],
+      [{ type: 'smooth-warming-up', permitsPerSecond: 10, warmupMs: 0.0001 }, 'policies[0].policy.warmupMs'],
+      [{ type: 'sliding-window-log', limit: 1e9, windowMs: 1000 }, 'policies[0].policy.limit'],
+    ];
+    for (const [policy, field] of cases) {
+      await assert.rejects(simulate({ ...base, policies: [{ name: 'p', policy }] }), (error: unknown) => {
+        assert.ok(error instanceof SimulatorError, String(error));
+        assert.equal(error.code, 'INVALID_SCENARIO');
+        assert.equal(error.field, field);
+        return true;
+      });
+    }
   });
 
   it('fills in defaults', () => {

@@ -5,7 +5,7 @@ import type { PolicySpec } from '../scenario.js';
 /**
  * runShape returns, for each arrival, the time its turn came in a `LeakyGate` (the leaky bucket
  * as a queue: one turn every `intervalMs` per key, at most `capacity` waiting), or NaN when the
- * gate refused it because the queue was full.
+ * gate refused it because the queue was full. Each request takes one turn, whatever its cost.
  */
 export function runShape(spec: Extract<PolicySpec, { type: 'shaping-queue' }>, arrivals: Arrivals): Float64Array {
   const gates = new Array<LeakyGate | undefined>(arrivals.keys.length);
