@@ -8,7 +8,9 @@
  *     [--redis 127.0.0.1:6380 | --redis-cluster 127.0.0.1:7000,127.0.0.1:7001]
  *     [--on-store-error throw|fail-open|fail-closed] [--check]
  *
- * `--check` reads the configs, prints their domains (or every error, exiting 2) and stops.
+ * `--check` reads the configs, prints their domains (or every error, exiting 2) and stops. SIGHUP
+ * reads the configs again and serves them, keeping every counter of an unchanged limit; a config
+ * with errors is refused and the previous one kept.
  * When Redis fails, the default (`throw`) answers gRPC UNAVAILABLE (HTTP 503), so that Envoy's own
  * failure mode (`failure_mode_deny`) decides; `fail-open` and `fail-closed` answer instead.
  */
@@ -17,7 +19,7 @@ import { parseArgs } from 'node:util';
 import type { Store } from 'floodgate';
 import { formatConfigError, mergeDescriptorConfigs, parseDescriptorConfig, type DescriptorConfig } from './config.js';
 import { startDecisionServers } from './servers.js';
-import { createDecisionService } from './service.js';
+import { createDecisionService, type DecisionService } from './service.js';
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n`);
@@ -31,7 +33,8 @@ function portOf(text: string | undefined, flag: string): number | undefined {
   return port;
 }
 
-function loadConfigs(paths: readonly string[]): DescriptorConfig {
+/** loadConfigs reads and merges every config file, or returns every error found. */
+function loadConfigs(paths: readonly string[]): { config: DescriptorConfig } | { errors: string[] } {
   const parsed: DescriptorConfig[] = [];
   const errors: string[] = [];
   for (const path of paths) {
@@ -48,8 +51,7 @@ function loadConfigs(paths: readonly string[]): DescriptorConfig {
   }
   const merged = mergeDescriptorConfigs(parsed);
   if ('errors' in merged) errors.push(...merged.errors.map(formatConfigError));
-  if (errors.length > 0 || 'errors' in merged) fail(errors.join('\n'));
-  return merged.config;
+  return errors.length > 0 || 'errors' in merged ? { errors } : merged;
 }
 
 type OnStoreError = 'throw' | 'fail-open' | 'fail-closed';
@@ -73,6 +75,17 @@ async function redisStore(address: string, cluster: boolean, onError: OnStoreErr
   return { store: new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 500, onError }), close: () => client.disconnect() };
 }
 
+/** reload serves the configs as they are now; with any error it keeps serving the previous ones and says why. */
+function reload(service: DecisionService, paths: readonly string[]): void {
+  const loaded = loadConfigs(paths);
+  if ('errors' in loaded) {
+    process.stderr.write(`config reload refused, still serving the previous config:\n${loaded.errors.join('\n')}\n`);
+    return;
+  }
+  service.reload(loaded.config.domains);
+  process.stderr.write(`config reloaded: ${loaded.config.domains.map((d) => d.domain).join(', ')}\n`);
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -87,7 +100,10 @@ async function main(): Promise<void> {
     },
   });
   if (values.config === undefined || values.config.length === 0) fail('--config <file.yaml> is required (repeat it for several files)');
-  const config = loadConfigs(values.config);
+  const paths = values.config;
+  const loaded = loadConfigs(paths);
+  if ('errors' in loaded) fail(loaded.errors.join('\n'));
+  const config = loaded.config;
   if (values.check === true) {
     process.stdout.write(`${values.config.join(', ')}: ${config.domains.length} domain(s): ${config.domains.map((d) => d.domain).join(', ')}\n`);
     return;
@@ -105,6 +121,7 @@ async function main(): Promise<void> {
       process.exit(0);
     });
   };
+  process.on('SIGHUP', () => reload(service, paths));
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
+import type { Store } from 'floodgate';
 import { domainsOf, postJson, rl, run, type Running } from './support.js';
 
 const CONFIG = [
@@ -104,5 +105,32 @@ describe('JSON API', () => {
     const health = await request(`http://127.0.0.1:${port}/healthcheck`);
     assert.equal(health.statusCode, 200);
     assert.equal(await health.body.text(), 'OK');
+  });
+});
+
+describe('JSON API with a failing store', () => {
+  const failing: Store = {
+    bind: () => ({
+      synchronous: false,
+      consume: () => Promise.reject(new Error('backend down')),
+      peek: () => Promise.reject(new Error('backend down')),
+      refund: () => Promise.reject(new Error('backend down')),
+      reset: () => Promise.reject(new Error('backend down')),
+    }),
+  };
+  let r: Running;
+  before(async () => {
+    r = await run(domainsOf(CONFIG), failing);
+  });
+  after(() => r.close());
+
+  it('answers 503 STORE_FAILED with the cause, on /json and /v1/decide, and keeps serving', async () => {
+    for (const path of ['/json', '/v1/decide', '/json']) {
+      const res = await postJson(r.servers.httpPort!, path, rl('api', [[['user', 'a']]]));
+      assert.equal(res.status, 503);
+      const error = res.json.error as { code: string; message: string };
+      assert.equal(error.code, 'STORE_FAILED');
+      assert.match(error.message, /backend down/);
+    }
   });
 });

@@ -44,6 +44,32 @@ describe('main.ts', () => {
     assert.match((await main(['--config', join(dir, 'missing.yaml')])).stderr, /missing\.yaml: cannot read/);
   });
 
+  it('SIGHUP reloads the config; a config with errors is refused and the previous one kept', async () => {
+    const path = join(dir, 'reload.yaml');
+    writeFileSync(path, 'domain: live\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 2 }\n');
+    const p = await startServiceProcess(['--config', path]);
+    const client = new GrpcRls(p.grpcPort);
+    const limitNow = async (): Promise<number | undefined> => (await client.call(rl('live', [[['k', 'v']]]))).statuses[0]!.current_limit?.requests_per_unit;
+    const until = async (expected: number): Promise<void> => {
+      for (let i = 0; i < 100 && (await limitNow()) !== expected; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    };
+    try {
+      assert.equal(await limitNow(), 2);
+      writeFileSync(path, 'domain: live\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 7 }\n');
+      process.kill(p.pid, 'SIGHUP');
+      await until(7);
+      assert.equal(await limitNow(), 7);
+      writeFileSync(path, 'domain: live\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 9, burst: 1 }\n');
+      process.kill(p.pid, 'SIGHUP');
+      for (let i = 0; i < 100 && !p.stderr().includes('config reload refused'); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.match(p.stderr(), /config reload refused, still serving the previous config:\n.*reload\.yaml:4:\d+: descriptors\[0\]\.rate_limit\.burst: unknown key "burst"/);
+      assert.equal(await limitNow(), 7, 'the bad config was refused');
+    } finally {
+      client.close();
+      await p.stop();
+    }
+  });
+
   it('serves Envoy\'s gRPC API as a process, and stops on SIGTERM', async () => {
     const p = await startServiceProcess(['--config', fixturePath('example.yaml')]);
     const client = new GrpcRls(p.grpcPort);

@@ -9,6 +9,8 @@ const MAIN = fileURLToPath(new URL('../../src/decision/main.ts', import.meta.url
 /** ServiceProcess is one running decision service. */
 export interface ServiceProcess {
   readonly pid: number;
+  /** stderr returns what the process has written to stderr so far. */
+  stderr(): string;
   readonly grpcPort: number;
   readonly httpPort: number;
   stop(): Promise<void>;
@@ -35,6 +37,7 @@ export async function startServiceProcess(args: readonly string[]): Promise<Serv
   return {
     ...ports,
     pid: child.pid!,
+    stderr: () => stderr,
     stop: async () => {
       if (child.exitCode !== null) return;
       const exited = once(child, 'exit');
