@@ -1,21 +1,28 @@
 /**
- * The limiter layer's hot paths beside the hand-written Map bucket, in one process, round by
- * round: every round runs each subject for about `--round-ms`, and each ratio is taken within a
- * round (so both sides saw the same machine load), then the median over rounds is printed.
+ * The limiter layer's hot paths beside the hand-written Map bucket. Every subject runs in its own
+ * Node process (one library's JIT state never shapes another's), one after the other, and the
+ * whole sequence is repeated `--cycles` times; each ratio is taken within a cycle (both sides ran
+ * seconds apart, under the same machine load) and the median over cycles is printed, with the
+ * range. `--order harness` runs the subjects in the order listed here every cycle; `shuffled` in
+ * a new random order each cycle; `both` does each.
  *
- *   node --conditions=floodgate-source --expose-gc --import tsx bench/cases/limits.ts [--rounds 15] [--round-ms 60] [--order harness|shuffled|both]
+ *   node --conditions=floodgate-source --expose-gc --import tsx bench/cases/limits.ts [--cycles 5] [--order both]
+ *
+ * Rates are calls per ms of this process's CPU time (see {@link timeRun}).
  *
  * Subjects: the Map bucket and floodgate (`consumeSync`, `await consume`), admitting and refusing
  * one hot key; floodgate with an observer that has no hooks (present, nothing listening); and two
  * limits decided together (`consumeAllSync`) beside one limit decided twice (`consumeSync` x2).
- * `--order harness` runs the subjects in the order listed here every round; `shuffled` in a new
- * random order each round. Nothing is asserted.
+ * Nothing is asserted.
  */
 
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Limiter, MemoryStore, consumeAllSync, tokenBucket, type LimitEntry } from 'floodgate';
 import { MapTokenBucket } from '../subjects/map-bucket.js';
 import { HOT_KEY, HUGE, HUGE_REFILL_PER_SECOND, TINY_REFILL_PER_SECOND } from '../subjects/settings.js';
+import { runChild } from '../support/spawn.js';
 import { median } from '../support/timing.js';
 
 type Run = (n: number) => number | Promise<number>;
@@ -100,23 +107,36 @@ const RATIOS: ReadonlyArray<readonly [string, string, string]> = [
   ['two limits together ÷ one limit twice (decisions/s)', 'two-limits/together', 'two-limits/twice'],
 ];
 
+/**
+ * The CPU time (user + system, ms) this process spent on `run(n)`. CPU time, not wall time: on a
+ * machine shared with other work, wall time counts the time other processes ran, CPU time does not.
+ */
 async function timeRun(run: Run, n: number): Promise<number> {
-  const t0 = performance.now();
+  const t0 = process.cpuUsage();
   const r = run(n);
   if (typeof r !== 'number') await r;
-  return performance.now() - t0;
+  const { user, system } = process.cpuUsage(t0);
+  return (user + system) / 1000;
 }
 
-/** Calls per round so that each subject takes about `roundMs`. */
-async function calibrate(runs: Record<string, Run>, roundMs: number): Promise<Record<string, number>> {
-  const sizes: Record<string, number> = {};
-  for (const [name, run] of Object.entries(runs)) {
-    let n = 1000;
-    let ms = await timeRun(run, n);
-    for (let k = 0; k < 30 && ms < 20; k++) ms = await timeRun(run, (n *= 2));
-    sizes[name] = Math.max(1000, Math.round((n / ms) * roundMs));
+/** The child: warm `name` up, then time `rounds` rounds of about `roundMs`; print the median rate (calls/ms). */
+async function measureOne(name: string, rounds: number, roundMs: number): Promise<void> {
+  const run = subjects()[name];
+  if (run === undefined) throw new Error(`no subject ${name}`);
+  let n = 1000;
+  const start = performance.now();
+  let ms = await timeRun(run, n);
+  while (ms < 20 || performance.now() - start < 300) {
+    if (ms < 20) n *= 2;
+    ms = await timeRun(run, n);
   }
-  return sizes;
+  const size = Math.max(1000, Math.round((n / ms) * roundMs));
+  const rates: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    (globalThis as { gc?: () => void }).gc?.();
+    rates.push(size / (await timeRun(run, size)));
+  }
+  console.log(JSON.stringify({ name, rate: median(rates) }));
 }
 
 function shuffled<T>(items: readonly T[]): T[] {
@@ -128,35 +148,42 @@ function shuffled<T>(items: readonly T[]): T[] {
   return out;
 }
 
-async function measure(order: 'harness' | 'shuffled', rounds: number, roundMs: number): Promise<Record<string, number[]>> {
-  const runs = subjects();
-  const sizes = await calibrate(runs, roundMs);
-  await calibrate(runs, roundMs); // a second pass: every path warm before timing
-  const rates: Record<string, number[]> = Object.fromEntries(Object.keys(runs).map((name) => [name, []]));
-  for (let r = 0; r < rounds; r++) {
-    const names = order === 'harness' ? Object.keys(runs) : shuffled(Object.keys(runs));
-    for (const name of names) {
-      (globalThis as { gc?: () => void }).gc?.();
-      const n = sizes[name]!;
-      rates[name]!.push(n / (await timeRun(runs[name]!, n)));
+async function cycles(order: 'harness' | 'shuffled', count: number): Promise<Record<string, number[]>> {
+  const names = Object.keys(subjects());
+  const rates: Record<string, number[]> = Object.fromEntries(names.map((name) => [name, []]));
+  for (let c = 0; c < count; c++) {
+    for (const name of order === 'harness' ? names : shuffled(names)) {
+      const { rate } = (await runChild(ROOT, 'bench/cases/limits.ts', ['--subject', name])) as { rate: number };
+      rates[name]!.push(rate);
     }
   }
   return rates;
 }
 
 function report(order: string, rates: Record<string, number[]>): void {
-  console.log(`\norder: ${order}; million calls/s, median of ${rates['map/sync/admit']!.length} rounds`);
+  console.log(`\norder: ${order}; million calls/s, median of ${rates['map/sync/admit']!.length} cycles (one process per subject per cycle)`);
   for (const [name, samples] of Object.entries(rates)) console.log(`  ${name.padEnd(28)} ${(median(samples) / 1000).toFixed(2).padStart(7)}`);
-  console.log('ratios (median of the per-round ratios, [min-max]):');
+  console.log('ratios (median of the per-cycle ratios, [min-max]):');
   for (const [label, top, bottom] of RATIOS) {
-    const perRound = rates[top]!.map((rate, i) => rate / rates[bottom]![i]!);
+    const perCycle = rates[top]!.map((rate, i) => rate / rates[bottom]![i]!);
     const fmt = (x: number): string => x.toFixed(2);
-    console.log(`  ${label.padEnd(52)} ${fmt(median(perRound))}  [${fmt(Math.min(...perRound))}-${fmt(Math.max(...perRound))}]`);
+    console.log(`  ${label.padEnd(52)} ${fmt(median(perCycle))}  [${fmt(Math.min(...perCycle))}-${fmt(Math.max(...perCycle))}]`);
   }
 }
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '15' }, 'round-ms': { type: 'string', default: '60' }, order: { type: 'string', default: 'both' } } });
-const rounds = Number(values.rounds);
-const roundMs = Number(values['round-ms']);
-const orders = values.order === 'both' ? (['harness', 'shuffled'] as const) : [values.order as 'harness' | 'shuffled'];
-for (const order of orders) report(order, await measure(order, rounds, roundMs));
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const { values } = parseArgs({
+  options: {
+    subject: { type: 'string' },
+    cycles: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '5' },
+    'round-ms': { type: 'string', default: '100' },
+    order: { type: 'string', default: 'both' },
+  },
+});
+if (values.subject !== undefined) {
+  await measureOne(values.subject, Number(values.rounds), Number(values['round-ms']));
+} else {
+  const orders = values.order === 'both' ? (['harness', 'shuffled'] as const) : [values.order as 'harness' | 'shuffled'];
+  for (const order of orders) report(order, await cycles(order, Number(values.cycles)));
+}

@@ -16,6 +16,9 @@ export interface ConsumeOptions {
   cost?: number;
 }
 
+/** LIMITER_BRAND marks every {@link Limiter}, so that a multi-limit decision tells one from a look-alike cheaply. */
+export const LIMITER_BRAND: unique symbol = Symbol('floodgate.Limiter');
+
 /**
  * Limiter applies one policy to many keys through a store. Every method has a promise form that
  * works with any store, and a `...Sync` form for synchronous stores (the memory store) that
@@ -46,6 +49,10 @@ export class Limiter {
   readonly reportKeys: boolean;
   /** The observer when it has a `decision` hook, else undefined: the one check a decision pays. */
   private readonly watcher: Observer | undefined;
+  /** hasDecisionObserver is whether decisions are reported (the observer has a `decision` hook). */
+  readonly hasDecisionObserver: boolean;
+  /** The brand {@link LIMITER_BRAND}: always true. */
+  readonly [LIMITER_BRAND] = true;
   /** clock is the clock this limiter reads (`LimiterOptions.clock`). */
   readonly clock: Clock;
   /** Whether consume and peek may skip reading the clock: the store owns its clock and ours is the system's. */
@@ -70,6 +77,7 @@ export class Limiter {
     this.observer = parts.observer;
     this.reportKeys = parts.reportKeys;
     this.watcher = typeof parts.observer?.decision === 'function' ? parts.observer : undefined;
+    this.hasDecisionObserver = this.watcher !== undefined;
     this.clock = parts.clock;
     this.timers = parts.timers;
     this.maxQueue = parts.maxQueue;
@@ -229,10 +237,6 @@ export class Limiter {
     notify(this.watcher, 'decision', { limiter: this.name, key: this.reportKeys ? key : undefined, cost, operation, decision, atMs });
   }
 
-  /** hasDecisionObserver returns whether decisions are reported. */
-  get hasDecisionObserver(): boolean {
-    return this.watcher !== undefined;
-  }
 
   private reported(operation: 'consume' | 'peek', key: string, cost: number, answer: MaybePromise<Decision>, nowMs: number): Promise<Decision> {
     if (!(answer instanceof Promise)) {
