@@ -54,7 +54,7 @@ export function toResponseMessage(result: DecisionResult): Record<string, unknow
   };
 }
 
-/** grpcStatusOf maps a failure to a gRPC status: INVALID_ARGUMENT for bad requests, UNAVAILABLE for store failures. */
+/** grpcErrorOf returns the gRPC status of a failure: INVALID_ARGUMENT for a bad request, UNAVAILABLE for a store failure. */
 function grpcErrorOf(error: unknown): Partial<grpc.StatusObject> {
   if (error instanceof DecisionError && error.code === 'INVALID_REQUEST') return { code: grpc.status.INVALID_ARGUMENT, details: error.message };
   if (error instanceof DecisionError) return { code: grpc.status.UNAVAILABLE, details: error.message };
