@@ -29,6 +29,7 @@ const EXPECTED: Record<string, readonly (readonly [line: number, path: string, s
   'queue-without-mode': [[7, 'routes[0].rules[0].queue', 'queue options are given but the rule\'s mode is "enforce"']],
   'redis-password-unset': [[4, 'store.passwordEnv', 'FLOODGATE_TEST_UNSET_PASSWORD is not set']],
   'redis-url-and-nodes': [[2, 'store', 'exactly one of url (one server) and nodes (a cluster)']],
+  'request-timeout-below-headers': [[1, 'limits.requestTimeoutMs', 'is shorter than headersTimeoutMs']],
   'secret-env-unset': [[7, 'routes[0].rules[0].key.secretEnv', 'FLOODGATE_TEST_UNSET_SECRET is not set']],
   'secret-twice': [[7, 'routes[0].rules[0].key.secretEnv', 'both secret and secretEnv are given']],
   'short-admin-token': [[1, 'admin.token', 'at least 16 characters']],

@@ -21,7 +21,7 @@ async function closedPort(): Promise<number> {
 function configFor(upstream: string, dead: string): string {
   return `
 admin: { tokenEnv: FG_TEST_ADMIN_TOKEN }
-limits: { maxBodyBytes: 1000, maxHeaderBytes: 4096, upstreamTimeoutMs: 600, connectTimeoutMs: 600 }
+limits: { maxBodyBytes: 1000, maxHeaderBytes: 4096, upstreamTimeoutMs: 600, connectTimeoutMs: 600, headersTimeoutMs: 800, requestTimeoutMs: 5000 }
 routes:
   - name: limited
     match: { path: /limited/* }
@@ -253,6 +253,21 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
     assert.equal(huge.status, 431);
   });
 
+  it('closes on a client that stalls in the middle of its headers (slowloris) with 408', async () => {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(gw.port, '127.0.0.1', () => socket.write('GET /limited/slow HTTP/1.1\r\nhost: gw\r\nx-a: 1\r\n'));
+      let got = '';
+      const timer = setTimeout(() => reject(new Error('the stalled connection was never closed')), 8_000);
+      socket.on('data', (c: Buffer) => (got += c.toString('latin1')));
+      socket.on('close', () => {
+        clearTimeout(timer);
+        resolve(got);
+      });
+      socket.on('error', () => {});
+    });
+    assert.match(answer, /^HTTP\/1\.1 408/);
+  });
+
   it('proxies WebSocket upgrades both ways and limits them like requests', async () => {
     const first = await upgrade(gw.port);
     assert.match(first.head, /^HTTP\/1\.1 101/);
@@ -277,6 +292,7 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
     assert.ok(metricValue(text, 'floodgate_upstream_duration_seconds_count', { route: 'limited', status: '200' }) >= 3);
     assert.equal(metricValue(text, 'floodgate_queue_depth', { route: 'queued', rule: 'outflow' }), 0);
     assert.equal(metricValue(text, 'floodgate_ready'), 1);
+    assert.equal(metricValue(text, 'floodgate_in_flight_requests'), 0);
   });
 
   it('serves health and readiness, and the admin API only with the token', async () => {

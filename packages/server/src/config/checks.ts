@@ -23,6 +23,9 @@ export function checkConfig(config: GatewayConfig, at: Locator, env: NodeJS.Proc
     problems.push(...checkRules(route, ['routes', i], at, env));
   });
   problems.push(...checkStore(config, at, env));
+  if (config.limits.requestTimeoutMs < config.limits.headersTimeoutMs) {
+    problems.push(at.problem(['limits', 'requestTimeoutMs'], `requestTimeoutMs (${config.limits.requestTimeoutMs}) is shorter than headersTimeoutMs (${config.limits.headersTimeoutMs}): the whole request cannot take less time than its headers`, 'make requestTimeoutMs at least headersTimeoutMs'));
+  }
   if (config.admin !== undefined) problems.push(...checkSecret(config.admin.token, config.admin.tokenEnv, ['admin'], 'token', at, env));
   return problems;
 }

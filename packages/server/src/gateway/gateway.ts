@@ -73,6 +73,7 @@ export class Gateway implements TrafficState {
     readonly metrics: GatewayMetrics,
   ) {
     this.log = options.log;
+    metrics.inFlightCount = () => this.inFlight;
     const log = this.log;
     this.config = config;
     this.upstreams = new Upstreams(config.limits);
@@ -81,7 +82,9 @@ export class Gateway implements TrafficState {
     this.onStoreError = config.store.type === 'redis' ? config.store.onError : 'fail-open';
     this.table = RouteTable.build(config, store.store, this.env);
     const l = config.limits;
-    this.traffic = createServer({ maxHeaderSize: l.maxHeaderBytes, headersTimeout: l.headersTimeoutMs, requestTimeout: l.requestTimeoutMs, keepAliveTimeout: 5_000 });
+    // Node checks the two timeouts on an interval (30 s by default): check often enough to honour them.
+    const connectionsCheckingInterval = Math.max(50, Math.min(1_000, l.headersTimeoutMs / 4));
+    this.traffic = createServer({ maxHeaderSize: l.maxHeaderBytes, headersTimeout: l.headersTimeoutMs, requestTimeout: l.requestTimeoutMs, keepAliveTimeout: 5_000, connectionsCheckingInterval });
     this.traffic.on('request', (req, res) => {
       this.inFlight++;
       res.once('close', () => this.requestEnded());

@@ -20,7 +20,14 @@ export class GatewayMetrics implements DecisionReporter {
   private readonly queue = new Gauge({ name: 'floodgate_queue_depth', help: 'Requests waiting in a queued rule.', labelNames: ['route', 'rule'], registers: [this.registry] });
   private readonly reloads = new Counter({ name: 'floodgate_config_reloads_total', help: 'Config reloads by result (applied or rejected).', labelNames: ['result'], registers: [this.registry] });
   private readonly ready = new Gauge({ name: 'floodgate_ready', help: '1 when the gateway is ready to serve.', registers: [this.registry] });
-  private readonly inFlight = new Gauge({ name: 'floodgate_in_flight_requests', help: 'Requests being served now.', registers: [this.registry] });
+  /** inFlightCount returns the requests being served now; the gateway sets it, the scrape reads it. */
+  inFlightCount: () => number = () => 0;
+  private readonly inFlight: Gauge = new Gauge({
+    name: 'floodgate_in_flight_requests',
+    help: 'Requests being served now.',
+    registers: [this.registry],
+    collect: (): void => this.inFlight.set(this.inFlightCount()),
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -45,15 +52,18 @@ export class GatewayMetrics implements DecisionReporter {
     return c;
   }
 
+  /** outcome counts one rule's answer to one request. */
   outcome(route: string, rule: string, outcome: RuleOutcome): void {
     this.child(`d\0${route}\0${rule}\0${outcome}`, () => this.decisions.labels(route, rule, outcome)).inc();
   }
 
+  /** storeCall records one store round trip's duration. */
   storeCall(operation: string, durationMs: number, ok: boolean): void {
     const result = ok ? 'ok' : 'error';
     this.child(`s\0${operation}\0${result}`, () => this.storeSeconds.labels(operation, result)).observe(durationMs / 1000);
   }
 
+  /** queueDepth moves a queued rule's depth by `delta`. */
   queueDepth(route: string, rule: string, delta: number): void {
     this.queue.inc({ route, rule }, delta);
   }
@@ -64,19 +74,14 @@ export class GatewayMetrics implements DecisionReporter {
     if (upstreamMs !== undefined) this.child(`u\0${route}\0${status}`, () => this.upstreamSeconds.labels(route, String(status))).observe(upstreamMs / 1000);
   }
 
+  /** reload counts one config reload, applied or rejected. */
   reload(applied: boolean): void {
     this.reloads.inc({ result: applied ? 'applied' : 'rejected' });
   }
 
+  /** setReady sets the readiness gauge. */
   setReady(ready: boolean): void {
     this.ready.set(ready ? 1 : 0);
   }
 
-  requestStarted(): void {
-    this.inFlight.inc();
-  }
-
-  requestEnded(): void {
-    this.inFlight.dec();
-  }
 }
