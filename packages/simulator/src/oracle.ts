@@ -181,11 +181,17 @@ function countWronglyRefused(arrivals: Arrivals, admittedAtMs: Float64Array, adm
 function waitsOf(arrivals: Arrivals, admittedAtMs: Float64Array, admitted: number): Float64Array {
   const waits = new Float64Array(admitted);
   let j = 0;
+  let anyWait = false;
   for (let i = 0; i < arrivals.length; i++) {
     const at = admittedAtMs[i]!;
-    if (at === at) waits[j++] = at - arrivals.atMs[i]!;
+    if (at === at) {
+      const wait = at - arrivals.atMs[i]!;
+      waits[j++] = wait;
+      if (wait !== 0) anyWait = true;
+    }
   }
-  return waits.sort();
+  // Refuse mode admits at once: all zeros are sorted already.
+  return anyWait ? waits.sort() : waits;
 }
 
 /** percentiles returns nearest-rank percentiles of `sorted` (ascending); all 0 when empty. */

@@ -68,7 +68,9 @@ export async function simulate(scenario: Scenario | unknown): Promise<Simulation
     }
   }
   let horizonMs = checked.durationMs;
-  for (const admittedAtMs of outcomes) for (const at of admittedAtMs) if (at >= horizonMs) horizonMs = at + checked.bucketMs / 2;
+  for (const admittedAtMs of outcomes) {
+    for (let i = 0; i < admittedAtMs.length; i++) if (admittedAtMs[i]! >= horizonMs) horizonMs = admittedAtMs[i]! + checked.bucketMs / 2;
+  }
   const steps = Math.max(1, Math.min(MAX_STEPS, Math.ceil(horizonMs / checked.bucketMs)));
   const lanes = checked.policies.map((lane, index) => laneResult(lane, arrivals, outcomes[index]!, { bucketMs: checked.bucketMs, steps }));
   return { scenario: checked, arrivals, horizonMs: steps * checked.bucketMs, steps, offered: offeredLoad(arrivals, checked.bucketMs, steps), lanes };

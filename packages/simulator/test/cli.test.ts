@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { runSimulateCommand } from '../src/index.js';
 
@@ -125,6 +126,18 @@ describe('floodgate simulate', () => {
     const unwritable = await run(['-s', 'scenario.yaml', '-o', 'a-file/report'], dir);
     assert.equal(unwritable.code, 1);
     assert.match(unwritable.stderr, /cannot write the report/);
+  });
+
+  it('runs every scenario shipped beside it', async () => {
+    const shipped = fileURLToPath(new URL('../scenarios', import.meta.url));
+    const files = (await readdir(shipped)).filter((f) => f.endsWith('.yaml'));
+    assert.ok(files.length >= 4, `scenarios: ${files.join(', ')}`);
+    for (const file of files) {
+      const { code, stdout, stderr } = await run(['-s', join(shipped, file), '--format', 'json'], dir);
+      assert.equal(stderr, '', file);
+      assert.equal(code, 0, file);
+      assert.ok(JSON.parse(stdout).lanes.length >= 3, file);
+    }
   });
 
   it('prints its usage', async () => {
