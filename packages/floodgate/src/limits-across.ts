@@ -60,7 +60,8 @@ export async function consumeAcross(items: readonly Item[]): Promise<LimitsDecis
     if (decisions.some((d) => !d.allowed)) return finish(items, decisions, false);
   }
   const charged: number[] = [];
-  const settled = await Promise.allSettled(pending.map((i) => charge(items[i]!)));
+  // async: a charge that throws at once is a rejection too, and the others are still awaited.
+  const settled = await Promise.allSettled(pending.map(async (i) => charge(items[i]!)));
   let failure: unknown;
   for (const [j, outcome] of settled.entries()) {
     const i = pending[j]!;

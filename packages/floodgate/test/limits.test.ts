@@ -213,6 +213,15 @@ describe('consumeAll: several limits on any stores', () => {
     assert.equal(await leftAsync(x, 'k'), 0, 'decided entry by entry after the batch failed');
   });
 
+  test('a closed limiter among asynchronous ones rejects with LIMITER_CLOSED and leaves nothing charged', async () => {
+    const clock = new ManualClock(0);
+    const good = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), store: delayedStore(), clock });
+    const closed = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), store: delayedStore(), clock });
+    closed.close();
+    await assert.rejects(consumeAll([{ limiter: good, key: 'k' }, { limiter: closed, key: 'k' }]), (e) => e instanceof FloodgateError && e.code === 'LIMITER_CLOSED');
+    assert.equal(await leftAsync(good, 'k'), 5);
+  });
+
   test('a store failure under onError throw rejects, and what was charged elsewhere is refunded', async () => {
     const clock = new ManualClock(0);
     const good = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), store: delayedStore(), clock });

@@ -47,6 +47,12 @@ const SWEEP_WHEN_FULL = 64;
  * not yet restored, are never forgotten: flooding the store with fresh keys cannot reset anyone's
  * limit.
  *
+ * Policies are told apart by name and parameters ({@link policyIdentity}), not by object: a
+ * configuration reloaded into new limiters on the same store finds every key of an unchanged
+ * policy as it was. Keys of a policy that changed are not converted: the changed policy gets a
+ * new table and its keys start fresh, and the old table (with its keys' state) is dropped once
+ * the last limiter bound to it is closed ({@link MemoryStore.release}, `Limiter.close`).
+ *
  * @example
  * const store = new MemoryStore({ maxKeys: 100_000 });
  * const limiter = new Limiter({ policy: gcra({ rate: 10, periodMs: 1000, maxBurst: 5 }), store });
