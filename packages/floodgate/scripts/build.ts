@@ -91,8 +91,9 @@ export async function stagePackage(stageDir: string): Promise<string> {
  * the tarball's absolute path in `destination`. It never touches the package folder.
  */
 export async function packTarball(destination: string): Promise<string> {
-  const stageDir = await stagePackage(await mkdtemp(join(tmpdir(), 'floodgate-stage-')));
+  const stageDir = await mkdtemp(join(tmpdir(), 'floodgate-stage-'));
   try {
+    await stagePackage(stageDir);
     const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', destination], { cwd: stageDir });
     const [packed] = JSON.parse(stdout) as { filename: string }[];
     if (packed === undefined) throw new Error(`npm pack printed no tarball: ${stdout}`);
