@@ -66,6 +66,27 @@ describe('the boundary burst', () => {
   });
 });
 
+describe('the sliding window counter', () => {
+  it('stays within twice its limit; its weighted estimate refuses some requests an exact window would admit, its sub-windows none', async () => {
+    const result = await simulate({
+      durationMs: 4000,
+      traffic: [{ type: 'boundary-burst', boundaryMs: 1000, count: limit }, { type: 'constant', ratePerSecond: 150, startMs: 1500 }],
+      policies: [
+        { name: 'weighted', policy: { type: 'sliding-window-counter', limit, windowMs: 1000 } },
+        { name: 'sub-windows', policy: { type: 'sliding-window-counter', limit, windowMs: 1000, subWindows: 10 } },
+      ],
+    });
+    for (const name of ['weighted', 'sub-windows']) {
+      const score = lane(result, name).score;
+      assert.ok(score.maxInWindow <= 2 * limit, `${name}: ${score.maxInWindow}`);
+      assert.equal(score.overAdmitted, 0);
+    }
+    assert.ok(lane(result, 'weighted').score.wronglyRefused! > 0, 'the weighted estimate counts some of the previous window that has left');
+    // The counted sub-windows lie inside the trailing window: a refusal means that window is full.
+    assert.equal(lane(result, 'sub-windows').score.wronglyRefused, 0);
+  });
+});
+
 describe('rate policies', () => {
   const policies: Array<{ name: string; policy: PolicySpec; burst: number; perMs: number }> = [
     { name: 'gcra', policy: { type: 'gcra', rate: 50, periodMs: 1000, maxBurst: 9 }, burst: 10, perMs: 0.05 },
