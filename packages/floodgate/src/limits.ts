@@ -83,14 +83,15 @@ const STEP = new Step();
 export function consumeAllSync(entries: readonly LimitEntry[]): LimitsDecision {
   if (!Array.isArray(entries)) throw notEntries('consumeAllSync');
   const n = entries.length;
-  const decisions: Decision[] = [];
+  // Sized at once: pushing would allocate room for 16.
+  const decisions = new Array<Decision>(n);
   let refusedAt = -1;
   let observed = false;
   try {
     for (let i = 0; i < n; i++) {
       // The last entry's charge is never undone: if it refuses it charged nothing.
       const d = chargeSync(entries[i], i, i < n - 1);
-      decisions.push(d);
+      decisions[i] = d;
       observed ||= entries[i]!.limiter.hasDecisionObserver;
       if (!d.allowed) {
         refusedAt = i;
@@ -107,7 +108,7 @@ export function consumeAllSync(entries: readonly LimitEntry[]): LimitsDecision {
     return { allowed: true, decisions };
   }
   STEP.undo();
-  for (let i = refusedAt + 1; i < n; i++) decisions.push(lookSync(entries[i], i));
+  for (let i = refusedAt + 1; i < n; i++) decisions[i] = lookSync(entries[i], i);
   STEP.end();
   reportAll(entries, decisions, false);
   return { allowed: false, decisions };
