@@ -1,11 +1,11 @@
 /**
- * Every ```ts block of the package README is type-checked against the source (one program, the
+ * Every ```ts block of the package README and of docs/*.md is type-checked against the source (one program, the
  * workspace's compiler options) and then run as its own module, the Redis ones against a
  * test-started redis-server. A snippet that no longer compiles or throws fails here.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -17,6 +17,7 @@ import { WORKSPACE_MODULES } from './support/temp-app.js';
 
 const run = promisify(execFile);
 const README = fileURLToPath(new URL('../../README.md', import.meta.url));
+const DOCS = fileURLToPath(new URL('../../../../docs/', import.meta.url));
 const WORKSPACE_TSCONFIG = fileURLToPath(new URL('../../../../tsconfig.json', import.meta.url));
 
 /** snippetsOf returns the body of every ```ts fenced block in a Markdown text, in order. */
@@ -32,7 +33,13 @@ function typeCheck(files: readonly string[], dir: string): string {
   return ts.formatDiagnostics(ts.getPreEmitDiagnostics(program), formatHost);
 }
 
-describe('the README snippets', { timeout: 180_000 }, () => {
+/** markdownFiles returns the package README and every page under docs/. */
+async function markdownFiles(): Promise<string[]> {
+  const docs = (await readdir(DOCS)).filter((f) => f.endsWith('.md')).sort();
+  return [README, ...docs.map((f) => join(DOCS, f))];
+}
+
+describe('the README and docs snippets', { timeout: 180_000 }, () => {
   let dir: string;
   let files: string[];
   let redis: RedisServers | undefined;
@@ -42,7 +49,8 @@ describe('the README snippets', { timeout: 180_000 }, () => {
     dir = await mkdtemp(join(tmpdir(), 'floodgate-snippets-'));
     await symlink(WORKSPACE_MODULES, join(dir, 'node_modules'), 'dir');
     await writeFile(join(dir, 'package.json'), '{ "type": "module" }');
-    const snippets = snippetsOf(await readFile(README, 'utf8'));
+    const snippets: string[] = [];
+    for (const page of await markdownFiles()) snippets.push(...snippetsOf(await readFile(page, 'utf8')));
     files = await Promise.all(snippets.map(async (code, i) => {
       const file = join(dir, `snippet-${i + 1}.ts`);
       await writeFile(file, code);
@@ -56,7 +64,7 @@ describe('the README snippets', { timeout: 180_000 }, () => {
   });
 
   it('finds the snippets', () => {
-    assert.ok(files.length >= 10, `found ${files.length}`);
+    assert.ok(files.length >= 15, `found ${files.length}`);
   });
 
   it('type-check against the source', () => {
