@@ -10,10 +10,24 @@ import type { CompiledRoute, CompiledRule } from './routes.js';
 /** RuleOutcome is how one rule answered one request, as counted in metrics. */
 export type RuleOutcome = 'admitted' | 'near_limit' | 'limited' | 'shadow_admitted' | 'shadow_limited' | 'queued' | 'queue_rejected' | 'fail_open' | 'fail_closed';
 
+/** RuleDecision is one rule's answer to one request with the store key it counted against (for the dashboard). */
+export interface RuleDecision {
+  readonly route: string;
+  readonly rule: string;
+  readonly key: string;
+  readonly outcome: RuleOutcome;
+  /** The limiter's decision; undefined for a queue refusal, which `reason` explains. */
+  readonly decision: Decision | undefined;
+  /** The decision's reason, or the queue's error code (`QUEUE_FULL`, `WAIT_TIMEOUT`). */
+  readonly reason: string;
+}
+
 /** DecisionReporter receives each rule's outcome and each change of a queue's depth (store calls reach metrics through the store's observer). */
 export interface DecisionReporter {
   outcome(route: string, rule: string, outcome: RuleOutcome): void;
   queueDepth(route: string, rule: string, delta: number): void;
+  /** decided, when present, also receives each enforced or shadow decision and each queue refusal with its key. */
+  decided?(event: RuleDecision): void;
 }
 
 /** Admission is the answer for one request: pass it on with `headers`, or answer `status` with `headers` and `body`. */
@@ -59,7 +73,7 @@ export async function admit(route: CompiledRoute, req: ProxyRequest, options: Ad
   await shadow;
   const refused = applied.filter((a) => !a.decision.allowed);
   // A refused request is counted against the rules that refused it only: the others were refunded.
-  for (const a of refused.length > 0 ? refused : applied) report(route.name, a.rule, a.decision, options.reporter, '');
+  for (const a of refused.length > 0 ? refused : applied) report(route.name, a, options.reporter, '');
   if (refused.length > 0) return refuse(applied, refused);
   const queued = await waitInQueues(route, req, applied, options);
   if (queued !== undefined) return queued;
@@ -103,20 +117,23 @@ async function decideShadow(route: CompiledRoute, req: ProxyRequest, options: Ad
     const identity = rule.identity(req);
     if (identity === undefined) continue;
     try {
-      report(route.name, rule, await consume(rule, rule.keyOf(identity)), options.reporter, 'shadow_');
+      const key = rule.keyOf(identity);
+      report(route.name, { rule, key, decision: await consume(rule, key) }, options.reporter, 'shadow_');
     } catch {
       // A shadow rule never changes the answer, not even when its store fails.
     }
   }
 }
 
-function report(route: string, rule: CompiledRule, d: Decision, reporter: DecisionReporter, prefix: '' | 'shadow_'): void {
+function report(route: string, applied: Applied, reporter: DecisionReporter, prefix: '' | 'shadow_'): void {
+  const { rule, key, decision: d } = applied;
   let outcome: RuleOutcome;
   if (d.reason === 'fail-open' || d.reason === 'fail-closed') outcome = d.reason === 'fail-open' ? 'fail_open' : 'fail_closed';
   else if (prefix === 'shadow_') outcome = d.allowed ? 'shadow_admitted' : 'shadow_limited';
   else if (!d.allowed) outcome = 'limited';
   else outcome = d.remaining < d.limit * NEAR_LIMIT_SHARE ? 'near_limit' : 'admitted';
   reporter.outcome(route, rule.name, outcome);
+  reporter.decided?.({ route, rule: rule.name, key, outcome, decision: d, reason: d.reason });
 }
 
 async function waitInQueues(route: CompiledRoute, req: ProxyRequest, applied: Applied[], options: AdmitOptions): Promise<Admission | undefined> {
@@ -132,6 +149,7 @@ async function waitInQueues(route: CompiledRoute, req: ProxyRequest, applied: Ap
       waited.push({ rule, key, decision: await consume(rule, key, true) });
     } catch (err) {
       options.reporter.outcome(route.name, rule.name, 'queue_rejected');
+      options.reporter.decided?.({ route: route.name, rule: rule.name, key, outcome: 'queue_rejected', decision: undefined, reason: err instanceof FloodgateError ? err.code : 'STORE_ERROR' });
       await giveBack(applied);
       for (const w of waited) if (w.rule.cost > 0) await w.rule.limiter.refund(w.key, w.rule.cost);
       return queueRefusal(rule, err);

@@ -1,0 +1,125 @@
+/**
+ * The dashboard's memory: per route and rule, the outcome rates, the keys most often over their
+ * limit (space-saving) and those nearest it; the recent refusals; the store's health. All of it
+ * bounded, fed by the gateway's decision reporter and the store's observer, read as snapshots.
+ */
+import { systemClock, type Clock, type Observer } from 'floodgate';
+import type { RuleDecision, RuleOutcome } from '../gateway/decide.js';
+import { NearLimit } from './near-limit.js';
+import { OutcomeSeries, RATE_GROUPS, type RateGroup } from './rates.js';
+import { RefusalRing, type Refusal } from './refusals.js';
+import { SpaceSaving } from './space-saving.js';
+import { StoreHealth } from './store-health.js';
+
+/** BoardOptions configures a {@link Board}; every bound has a default. */
+export interface BoardOptions {
+  /** The clock, in ms since the epoch (default the system clock). */
+  readonly clock?: Clock;
+  /** Keys monitored per rule by the over-limit sketch (default 64). */
+  readonly sketchCapacity?: number;
+  /** Keys held per rule as nearest their limit (default 32). */
+  readonly nearCapacity?: number;
+  /** How long an over-limit event takes to count half as much, in ms (default 10,000). */
+  readonly halfLifeMs?: number;
+  /** How long a key stays "near its limit" after its latest decision, in ms (default 10,000). */
+  readonly staleMs?: number;
+  /** How many recent refusals are kept (default 200). */
+  readonly refusals?: number;
+}
+
+/** RuleBoard is the dashboard's memory of one route's rule. */
+export interface RuleBoard {
+  readonly route: string;
+  readonly rule: string;
+  readonly series: OutcomeSeries;
+  readonly overLimit: SpaceSaving;
+  readonly near: NearLimit;
+}
+
+/** RateView is one rule's rates per group: per second over the last 10 s, and totals since the start. */
+export type RateView = Readonly<Record<RateGroup, { readonly perSecond: number; readonly total: number }>>;
+
+/**
+ * Board returns the dashboard's state of one gateway process and takes its events: give it as
+ * the traffic's `DecisionReporter` (beside metrics) and {@link Board.observer} to the store.
+ * Memory is bounded whatever the traffic: per rule, 60 x 9 counts, `sketchCapacity` and
+ * `nearCapacity` keys; `refusals` entries; 2,048 store round trips. Keys are held as the store
+ * names them (at most 256 characters); how they are shown is the renderer's choice.
+ *
+ * @example
+ * const board = new Board();
+ * board.outcome('api', 'per-ip', 'limited');
+ * board.rates('api', 'per-ip').limited.total; // 1
+ */
+export class Board {
+  readonly clock: Clock;
+  readonly refused: RefusalRing;
+  readonly store: StoreHealth;
+  /** observer is the store's seam into {@link Board.store}. */
+  readonly observer: Observer;
+  readonly startedAtMs: number;
+  private readonly boards = new Map<string, RuleBoard>();
+  private readonly options: Required<Omit<BoardOptions, 'clock' | 'refusals'>>;
+
+  constructor(options: BoardOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+    this.refused = new RefusalRing(options.refusals ?? 200);
+    this.store = new StoreHealth(() => this.clock.now());
+    this.observer = this.store.observer;
+    this.startedAtMs = this.clock.now();
+    this.options = { sketchCapacity: options.sketchCapacity ?? 64, nearCapacity: options.nearCapacity ?? 32, halfLifeMs: options.halfLifeMs ?? 10_000, staleMs: options.staleMs ?? 10_000 };
+  }
+
+  /** outcome counts one rule's outcome for one request, now. */
+  outcome(route: string, rule: string, outcome: RuleOutcome): void {
+    this.boardOf(route, rule).series.add(outcome, this.clock.now());
+  }
+
+  /** decided takes one rule's decision with its key: the sketches, and the ring when it refused. */
+  decided(e: RuleDecision): void {
+    const nowMs = this.clock.now();
+    const board = this.boardOf(e.route, e.rule);
+    const d = e.decision;
+    if (d !== undefined) board.near.observe(e.key, d, nowMs);
+    const over = e.outcome === 'limited' || e.outcome === 'shadow_limited' || e.outcome === 'queue_rejected' || e.outcome === 'fail_closed';
+    if (!over) return;
+    board.overLimit.add(e.key, 1, nowMs);
+    if (e.outcome === 'shadow_limited') return;
+    this.refused.record({ route: e.route, rule: e.rule, key: e.key, limit: d?.limit ?? 0, remaining: d?.remaining ?? 0, retryAfterMs: d?.retryAfterMs ?? 0, reason: e.reason, atMs: nowMs });
+  }
+
+  /** rates returns a rule's rates now; zeros for a rule not seen yet. */
+  rates(route: string, rule: string, windowSeconds = 10): RateView {
+    const series = this.boardOf(route, rule).series;
+    const nowMs = this.clock.now();
+    const view = {} as Record<RateGroup, { perSecond: number; total: number }>;
+    for (const group of Object.keys(RATE_GROUPS) as RateGroup[]) {
+      const outcomes = RATE_GROUPS[group];
+      view[group] = { perSecond: series.perSecond(outcomes, windowSeconds, nowMs), total: outcomes.reduce((n, o) => n + series.total(o), 0) };
+    }
+    return view;
+  }
+
+  /** boardOf returns a rule's board, made on first use. */
+  boardOf(route: string, rule: string): RuleBoard {
+    const id = `${route}\0${rule}`;
+    let board = this.boards.get(id);
+    if (board === undefined) {
+      const o = this.options;
+      board = { route, rule, series: new OutcomeSeries(), overLimit: new SpaceSaving({ capacity: o.sketchCapacity, halfLifeMs: o.halfLifeMs }), near: new NearLimit({ capacity: o.nearCapacity, staleMs: o.staleMs }) };
+      this.boards.set(id, board);
+    }
+    return board;
+  }
+
+  /** retain forgets the boards of rules not in `active` (route and rule names), after a reload removed them. */
+  retain(active: readonly { readonly route: string; readonly rule: string }[]): void {
+    const keep = new Set(active.map((r) => `${r.route}\0${r.rule}`));
+    for (const id of this.boards.keys()) if (!keep.has(id)) this.boards.delete(id);
+  }
+
+  /** latestRefusals returns up to `n` recent refusals, newest first. */
+  latestRefusals(n: number): Refusal[] {
+    return this.refused.latest(n);
+  }
+}

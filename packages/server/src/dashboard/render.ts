@@ -1,0 +1,97 @@
+/**
+ * The dashboard's HTML, rendered on the server from a snapshot: every number is in the markup, so
+ * the page reads without JavaScript; the live updates send the same fragments again.
+ */
+import type { DashboardView, RuleView } from './view.js';
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** esc returns `text` with the five HTML-special characters escaped (keys and names come from clients and configs). */
+export function esc(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+function rate(n: number): string {
+  return n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2);
+}
+
+function count(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+function clockTime(ms: number): string {
+  return new Date(ms).toISOString().slice(11, 23);
+}
+
+function ms(n: number | undefined): string {
+  return n === undefined ? '–' : n < 10 ? n.toFixed(2) : n.toFixed(1);
+}
+
+/** renderLive returns the live part of the page (everything but the config): the fragment each update replaces. */
+export function renderLive(view: DashboardView): string {
+  return [summary(view), rulesTable(view), topKeys(view), refusals(view), store(view)].join('\n');
+}
+
+function summary(view: DashboardView): string {
+  const uptimeS = Math.max(0, Math.round((view.atMs - view.startedAtMs) / 1000));
+  const status = view.ready ? '<span class="ok">ready</span>' : '<span class="bad">not ready</span>';
+  return `<p class="summary" id="summary">Gateway ${status} · snapshot at <time id="snapshot-at" data-ms="${view.atMs}">${clockTime(view.atMs)} UTC</time> · up ${count(uptimeS)} s · config loaded ${esc(view.config.loadedAt)}</p>`;
+}
+
+const GROUPS = ['admitted', 'limited', 'shadow', 'degraded'] as const;
+
+function rulesTable(view: DashboardView): string {
+  const head = `<tr><th>route</th><th>rule</th><th>mode</th><th>policy</th>${GROUPS.map((g) => `<th class="num">${g} /s</th>`).join('')}${GROUPS.map((g) => `<th class="num">${g}</th>`).join('')}<th>last 60 s</th></tr>`;
+  const rows = view.rules.map((r) => {
+    const rates = GROUPS.map((g) => `<td class="num rate-${g}">${rate(r.rates[g].perSecond)}</td>`).join('');
+    const totals = GROUPS.map((g) => `<td class="num total-${g}">${count(r.rates[g].total)}</td>`).join('');
+    return `<tr data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><td>${esc(r.route)}</td><td>${esc(r.rule)}</td><td><span class="mode mode-${esc(r.mode)}">${esc(r.mode)}</span></td><td><code>${esc(r.policy)}</code></td>${rates}${totals}<td>${sparkline(r)}</td></tr>`;
+  });
+  return section('rates', 'Decisions per route and rule', `<p class="note">Rates per second over the last 10 s; counts since the gateway started. Admitted includes near-limit and queued; limited includes queue refusals; degraded is the store's failure policy deciding.</p><table><thead>${head}</thead><tbody>${rows.join('') || '<tr><td colspan="13">no rules</td></tr>'}</tbody></table>`);
+}
+
+/** An inline SVG of admitted (green) and limited (red) per second over the last minute. */
+function sparkline(r: RuleView): string {
+  const width = 120;
+  const height = 28;
+  const max = Math.max(1, ...r.admittedSeries, ...r.limitedSeries);
+  const line = (series: readonly number[]): string =>
+    series.map((v, i) => `${((i / Math.max(1, series.length - 1)) * width).toFixed(1)},${(height - 1 - (v / max) * (height - 2)).toFixed(1)}`).join(' ');
+  return `<svg class="spark" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="admitted and limited per second, last 60 s, peak ${count(max)}/s"><polyline fill="none" stroke="#2e7d32" stroke-width="1.5" points="${line(r.admittedSeries)}"/><polyline fill="none" stroke="#c62828" stroke-width="1.5" points="${line(r.limitedSeries)}"/></svg>`;
+}
+
+function topKeys(view: DashboardView): string {
+  const cards = view.rules.filter((r) => r.overLimit.length > 0 || r.near.length > 0).map((r) => {
+    const over = r.overLimit.map((k) => `<tr><td class="key">${esc(k.key)}</td><td class="num">${rate(k.perSecond)}</td><td class="num">±${rate(k.errorPerSecond)}</td></tr>`).join('');
+    const near = r.near.map((k) => `<tr><td class="key">${esc(k.key)}</td><td><meter min="0" max="1" value="${k.usedShare.toFixed(3)}">${Math.round(k.usedShare * 100)}%</meter> ${Math.round(k.usedShare * 100)}%</td><td class="num">${count(k.remaining)} / ${count(k.limit)}</td><td class="num">${(k.ageMs / 1000).toFixed(1)} s</td></tr>`).join('');
+    return `<div class="card" data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><h3>${esc(r.route)} / ${esc(r.rule)}</h3>
+<table class="over-limit"><caption>Most often over the limit (refusals /s, decayed; error at most ±${rate(r.overLimitBoundPerSecond)})</caption><thead><tr><th>key</th><th class="num">/s</th><th class="num">error</th></tr></thead><tbody>${over || '<tr><td colspan="3">none lately</td></tr>'}</tbody></table>
+<table class="near-limit"><caption>Nearest the limit (at their latest request)</caption><thead><tr><th>key</th><th>used</th><th class="num">remaining</th><th class="num">age</th></tr></thead><tbody>${near || '<tr><td colspan="4">none lately</td></tr>'}</tbody></table></div>`;
+  });
+  return section('keys', 'Top keys', cards.length === 0 ? '<p class="note">No key has been near or over its limit lately.</p>' : `<div class="cards">${cards.join('\n')}</div>`);
+}
+
+function refusals(view: DashboardView): string {
+  const rows = view.refusals.map((f) => `<tr><td><time>${clockTime(f.atMs)}</time></td><td>${esc(f.route)}</td><td>${esc(f.rule)}</td><td class="key">${esc(f.key)}</td><td class="num">${count(f.limit)}</td><td class="num">${count(f.remaining)}</td><td class="num">${count(f.retryAfterMs)}</td><td>${esc(f.reason)}</td></tr>`);
+  const body = `<p class="note">${count(view.refusalsTotal)} refusals since the start; the latest ${view.refusals.length} (times in UTC).</p><table><thead><tr><th>time</th><th>route</th><th>rule</th><th>key</th><th class="num">limit</th><th class="num">remaining</th><th class="num">retry after ms</th><th>reason</th></tr></thead><tbody>${rows.join('') || '<tr><td colspan="8">no refusals yet</td></tr>'}</tbody></table>`;
+  return section('refusals', 'Recent refusals', body);
+}
+
+function store(view: DashboardView): string {
+  const h = view.store.health;
+  const circuits = Object.entries(h.circuits).map(([node, state]) => `${esc(node)}: <span class="${state === 'closed' ? 'ok' : 'bad'}">${esc(state)}</span>`).join(', ') || 'closed (no change reported)';
+  const errors = Object.entries(h.errorsByPolicy).map(([policy, n]) => `${esc(policy)} ${count(n)}`).join(', ') || 'none';
+  const last = h.lastError === undefined ? '' : `<tr><th>latest failure</th><td>${clockTime(h.lastError.atMs)} UTC: ${esc(h.lastError.message)}</td></tr>`;
+  const memory = view.store.kind === 'memory' ? '<p class="note">The memory store answers in-process: no round trips to time.</p>' : '';
+  const rows = `<tr><th>backend</th><td id="store-kind">${esc(view.store.kind)}</td></tr><tr><th>round trips (last ${view.store.windowMs / 1000} s)</th><td>${count(h.calls)}, ${count(h.failedCalls)} failed</td></tr><tr><th>latency p50 / p99 / max</th><td>${ms(h.p50Ms)} / ${ms(h.p99Ms)} / ${ms(h.maxMs)} ms</td></tr><tr><th>failures by policy (since start)</th><td>${errors}</td></tr><tr><th>circuit</th><td>${circuits}</td></tr><tr><th>local fallback</th><td>${h.fallbackActive ? '<span class="bad">deciding</span>' : 'off'}</td></tr>${last}`;
+  return section('store', 'Store', `${memory}<table class="facts"><tbody>${rows}</tbody></table>`);
+}
+
+/** renderConfig returns the config part of the page: the file, when it was loaded and its content (secrets redacted). */
+export function renderConfig(view: DashboardView): string {
+  return `<h2>Active config</h2><p class="note">From <code>${esc(view.config.file)}</code>, loaded ${esc(view.config.loadedAt)}; secrets redacted.</p><details><summary>Show the config</summary><pre>${esc(view.config.text)}</pre></details>`;
+}
+
+function section(id: string, title: string, body: string): string {
+  return `<section id="${id}"><h2>${esc(title)}</h2>${body}</section>`;
+}
