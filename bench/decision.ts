@@ -65,6 +65,8 @@ function cpuMs(pid: number): number {
 type Call = (i: number) => Promise<unknown>;
 
 interface Result {
+  /** Calls made and answered in the run. */
+  readonly count: number;
   readonly perSecond: number;
   readonly perCpuSecond: number;
   readonly p50Ms: number;
@@ -96,7 +98,7 @@ async function drive(call: Call, ms: number, pid: number | undefined): Promise<R
   const cpu = pid === undefined ? elapsedMs : cpuMs(pid) - cpuStart;
   latencies.sort((a, b) => a - b);
   const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
-  return { perSecond: (latencies.length * 1000) / elapsedMs, perCpuSecond: (latencies.length * 1000) / Math.max(1, cpu), p50Ms: at(0.5), p99Ms: at(0.99), errors };
+  return { count: latencies.length, perSecond: (latencies.length * 1000) / elapsedMs, perCpuSecond: (latencies.length * 1000) / Math.max(1, cpu), p50Ms: at(0.5), p99Ms: at(0.99), errors };
 }
 
 function grpcCaller(port: number): { call: Call; close: () => void } {
@@ -205,7 +207,7 @@ async function redisRun(config: string): Promise<{ rows: string[][]; perRequest:
     const result = await drive(g.call, DURATION_MS, service.grpc.pid);
     const after = await commandCounts(admin);
     g.close();
-    const requests = Math.round((result.perSecond * DURATION_MS) / 1000);
+    const requests = result.count;
     const perRequest = [...after.entries()].map(([cmd, n]) => [cmd, ((n - (before.get(cmd) ?? 0)) / requests).toFixed(3)]).filter(([, v]) => v !== '0.000');
     return { rows: [row('gRPC ShouldRateLimit, Redis store', result)], perRequest };
   } finally {
