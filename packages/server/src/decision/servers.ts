@@ -4,6 +4,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
+import { FloodgateError } from 'floodgate';
 import { addRateLimitService } from './grpc.js';
 import { decisionHttpHandler } from './http.js';
 import type { DecisionService } from './service.js';
@@ -27,6 +28,12 @@ export interface DecisionServers {
   readonly httpPort: number | undefined;
   /** close stops both listeners: calls in flight are answered, idle connections closed. */
   close(): Promise<void>;
+}
+
+function checkPort(port: unknown, name: string): void {
+  if (port !== undefined && (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535)) {
+    throw new FloodgateError('INVALID_OPTION', `startDecisionServers.${name} must be a port from 0 (any free port) to 65535, got ${String(port)}`, `startDecisionServers.${name}`);
+  }
 }
 
 function listenGrpc(service: DecisionService, host: string, port: number): Promise<{ server: grpc.Server; port: number }> {
@@ -80,6 +87,9 @@ function closeHttp(server: Server): Promise<void> {
  * process.on('SIGTERM', () => void servers.close());
  */
 export async function startDecisionServers(options: DecisionServersOptions): Promise<DecisionServers> {
+  checkPort(options.grpcPort, 'grpcPort');
+  checkPort(options.httpPort, 'httpPort');
+  if (options.grpcPort === undefined && options.httpPort === undefined) throw new FloodgateError('INVALID_OPTION', 'startDecisionServers needs grpcPort, httpPort or both', 'grpcPort');
   const host = options.host ?? '127.0.0.1';
   const grpcServer = options.grpcPort === undefined ? undefined : await listenGrpc(options.service, host, options.grpcPort);
   let httpServer: { server: Server; port: number } | undefined;

@@ -75,6 +75,10 @@ export class DecisionService {
   private readonly synchronous: boolean;
 
   constructor(options: DecisionServiceOptions) {
+    if (typeof options !== 'object' || options === null) throw new FloodgateError('INVALID_OPTION', 'createDecisionService takes { domains, store?, clock?, observer? }', 'options');
+    if (options.store !== undefined && typeof (options.store as Partial<Store> | null)?.bind !== 'function') {
+      throw new FloodgateError('INVALID_OPTION', 'createDecisionService.store must be a floodgate store (MemoryStore, RedisStore)', 'createDecisionService.store');
+    }
     this.store = options.store ?? new MemoryStore();
     this.clock = options.clock ?? systemClock;
     this.observer = options.observer;
@@ -88,10 +92,15 @@ export class DecisionService {
     return [...this.rules.keys()];
   }
 
-  /** reload serves `domains` from now on; counters of unchanged limits carry on. */
+  /** reload serves `domains` from now on; counters of unchanged limits carry on. It throws `INVALID_OPTION` (and changes nothing) for a malformed list or a domain given twice. */
   reload(domains: readonly DomainSpec[]): void {
+    if (!Array.isArray(domains)) throw new FloodgateError('INVALID_OPTION', 'domains must be an array of domains, as parseDescriptorConfig returns them in config.domains', 'domains');
     const next = new Map<string, DomainRules>();
-    for (const d of domains) next.set(d.domain, new DomainRules(d, this.policies));
+    for (const [i, d] of domains.entries()) {
+      if (typeof d?.domain !== 'string' || !Array.isArray(d.descriptors)) throw new FloodgateError('INVALID_OPTION', `domains[${i}] is not a domain from parseDescriptorConfig`, `domains[${i}]`);
+      if (next.has(d.domain)) throw new FloodgateError('INVALID_OPTION', `domain ${JSON.stringify(d.domain)} is given twice`, `domains[${i}]`);
+      next.set(d.domain, new DomainRules(d, this.policies));
+    }
     this.rules = next;
   }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ManualClock, MemoryStore, type Algorithm, type DecisionEvent, type PolicyStore, type Store } from 'floodgate';
-import { createDecisionService, DecisionError, parseDecisionRequest, type DecisionService } from '../../src/decision/index.js';
+import { FloodgateError, ManualClock, MemoryStore, type Algorithm, type DecisionEvent, type PolicyStore, type Store } from 'floodgate';
+import { createDecisionService, DecisionError, parseDecisionRequest, startDecisionServers, type DecisionService } from '../../src/decision/index.js';
 import { domainsOf, fixtureDomains, START_MS } from './support.js';
 
 /** An asynchronous store with no consumeAll: a MemoryStore answering through promises. */
@@ -118,5 +118,21 @@ describe('decision service', () => {
       return true;
     });
     assert.equal((await ask(service, [['unknown', 'a']])).overallCode, 'OK', 'no limit: no store call');
+  });
+});
+
+describe('decision service options', () => {
+  it('bad domains, store or ports are INVALID_OPTION naming them', async () => {
+    const option = (name: string) => (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === name;
+    assert.throws(() => createDecisionService({ domains: 'api' as never }), option('domains'));
+    assert.throws(() => createDecisionService({ domains: [{ nope: 1 }] as never }), option('domains[0]'));
+    assert.throws(() => createDecisionService({ domains: [...domainsOf(CONFIG), ...domainsOf(CONFIG)] }), option('domains[1]'));
+    assert.throws(() => createDecisionService({ domains: [], store: {} as never }), option('createDecisionService.store'));
+    const service = createDecisionService({ domains: domainsOf(CONFIG) });
+    assert.throws(() => service.reload(null as never), option('domains'));
+    assert.deepEqual(service.domains, ['app'], 'a refused reload changes nothing');
+    await assert.rejects(startDecisionServers({ service, grpcPort: 70_000 }), option('startDecisionServers.grpcPort'));
+    await assert.rejects(startDecisionServers({ service, httpPort: 1.5 }), option('startDecisionServers.httpPort'));
+    await assert.rejects(startDecisionServers({ service }), option('grpcPort'));
   });
 });
