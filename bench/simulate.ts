@@ -14,7 +14,8 @@
  *   which do more per request.
  *
  * Each figure is the median of several rounds, alternating subject and floor; ± is half the
- * spread of the rounds.
+ * spread of the rounds. `cpu` is the same rate per second of this process's CPU time, which a
+ * busy shared machine disturbs less than wall time.
  */
 import { parseArgs } from 'node:util';
 import { Limiter, ManualClock, MemoryStore, type Algorithm } from 'floodgate';
@@ -25,25 +26,33 @@ const ROUNDS = flags.quick === true ? 3 : 7;
 const ARRIVALS = flags.quick === true ? 300_000 : 1_000_000;
 
 interface Figure {
+  /** Median decisions per second of wall time. */
   median: number;
+  /** Half the spread of the rounds' wall-time rates. */
   spread: number;
+  /** Median decisions per second of this process's CPU time (all its threads): steadier on a shared machine. */
+  cpuMedian: number;
 }
 
-/** Runs each subject `ROUNDS` times, alternately, and returns each one's median rate in decisions a second. */
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+
+/** Runs each subject `ROUNDS` times, alternately, and returns each one's median rates in decisions a second. */
 async function measure(subjects: Array<() => Promise<number> | number>): Promise<Figure[]> {
   const rates: number[][] = subjects.map(() => []);
+  const cpuRates: number[][] = subjects.map(() => []);
   for (let round = 0; round < ROUNDS + 1; round++) {
     for (const [i, subject] of subjects.entries()) {
       const started = performance.now();
+      const cpu = process.cpuUsage();
       const decisions = await subject();
       const seconds = (performance.now() - started) / 1000;
-      if (round > 0) rates[i]!.push(decisions / seconds); // the first round warms up
+      const used = process.cpuUsage(cpu);
+      if (round === 0) continue; // the first round warms up
+      rates[i]!.push(decisions / seconds);
+      cpuRates[i]!.push(decisions / ((used.user + used.system) / 1e6));
     }
   }
-  return rates.map((r) => {
-    const sorted = [...r].sort((a, b) => a - b);
-    return { median: sorted[sorted.length >> 1]!, spread: (sorted[sorted.length - 1]! - sorted[0]!) / 2 };
-  });
+  return rates.map((r, i) => ({ median: median(r), spread: (Math.max(...r) - Math.min(...r)) / 2, cpuMedian: median(cpuRates[i]!) }));
 }
 
 /** The floor: the same arrivals straight into `consumeSync` on a manual clock, nothing recorded but a count. */
@@ -61,7 +70,8 @@ function bareLoop(algorithm: Algorithm, arrivals: Arrivals): number {
 }
 
 const millions = (rate: number): string => `${(rate / 1e6).toFixed(2)} M/s`;
-const row = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(44) : c.padStart(18))).join('');
+const shown = (f: Figure): string => `${millions(f.median)} ±${((100 * f.spread) / f.median).toFixed(0)}% (cpu ${(f.cpuMedian / 1e6).toFixed(2)})`;
+const row = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(42) : c.padStart(30))).join('');
 
 const POLICIES: Array<[string, PolicySpec]> = [
   ['fixed-window', { type: 'fixed-window', limit: 1000, windowMs: 1000 }],
@@ -89,7 +99,7 @@ async function engineCases(): Promise<void> {
       const lane = laneOf(name, policy);
       const algorithm = buildAlgorithm(policy as Parameters<typeof buildAlgorithm>[0], 'policy');
       const [sim, bare] = await measure([async () => (await runLane(lane, arrivals, { seed: 1, path: 'p' })).length, () => (bareLoop(algorithm, arrivals), arrivals.length)]);
-      console.log(row([`${name}, ${spreadName}`, `${millions(sim!.median)} ±${((100 * sim!.spread) / sim!.median).toFixed(0)}%`, `${millions(bare!.median)} ±${((100 * bare!.spread) / bare!.median).toFixed(0)}%`, `${(sim!.median / bare!.median).toFixed(2)}x`]));
+      console.log(row([`${name}, ${spreadName}`, shown(sim!), shown(bare!), `${(sim!.median / bare!.median).toFixed(2)}x`]));
     }
   }
 }
@@ -104,7 +114,7 @@ async function wholeRun(): Promise<void> {
     ],
   };
   const [whole] = await measure([async () => (await simulate(scenario)).arrivals.length * 2]);
-  console.log(`\nwhole run (generate, 2 lanes, oracle, series), 1,000 Zipf keys: ${millions(whole!.median)} decisions ±${((100 * whole!.spread) / whole!.median).toFixed(0)}%`);
+  console.log(`\nwhole run (generate, 2 lanes, oracle, series), 1,000 Zipf keys: ${shown(whole!)} decisions`);
 }
 
 async function queueingCases(): Promise<void> {
@@ -120,7 +130,7 @@ async function queueingCases(): Promise<void> {
   console.log(`\nqueueing engines: ${arrivals.length.toLocaleString('en')} arrivals on 100 keys`);
   for (const lane of lanes) {
     const [figure] = await measure([async () => (await runLane(lane, arrivals, { seed: 1, path: 'p' })).length]);
-    console.log(row([lane.name, `${millions(figure!.median)} ±${((100 * figure!.spread) / figure!.median).toFixed(0)}%`]));
+    console.log(row([lane.name, shown(figure!)]));
   }
 }
 

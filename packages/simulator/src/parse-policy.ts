@@ -13,6 +13,7 @@ export function parseLane(value: unknown, path: string): LaneSpec {
   const maxWaitMs = f.number('maxWaitMs', { min: 0, max: Infinity }, Infinity);
   const isLimiter = (LIMITER_POLICIES as readonly string[]).includes(policy.type);
   if (!isLimiter && f.has('mode')) throw invalid(f.at('mode'), `does not apply to ${policy.type}, which always queues`);
+  if (isLimiter && mode === 'refuse' && f.has('maxWaitMs')) throw invalid(f.at('maxWaitMs'), "applies only with mode 'wait' (refuse mode never waits)");
   let distribution: DistributionSpec | undefined;
   if (f.has('distribution')) {
     if (!isLimiter || mode !== 'refuse') throw invalid(f.at('distribution'), 'applies only to a limiter policy in refuse mode');

@@ -38,6 +38,7 @@ describe('bad scenarios', () => {
     rejects({ ...base, policies: [{ name: 'p', policy: { type: 'gcra', rate: 1, periodMs: 1000, maxBurst: 1, burst: 2 } }] }, 'policies[0].policy.burst', /not a known field/);
     rejects({ ...base, policies: [{ name: 'p', mode: 'queue', policy: policies[0]!.policy }] }, 'policies[0].mode', /'refuse', 'wait'/);
     rejects({ ...base, policies: [...policies, ...policies] }, 'policies[1].name', /unique/);
+    rejects({ ...base, policies: [{ ...policies[0], maxWaitMs: 100 }] }, 'policies[0].maxWaitMs', /only with mode 'wait'/);
     rejects({ ...base, policies: [{ name: 's', mode: 'wait', policy: { type: 'shaping-queue', intervalMs: 10, capacity: 5 } }] }, 'policies[0].mode', /always queues/);
     rejects({ ...base, policies: [{ ...policies[0], distribution: { nodes: 2, skewMs: [1] } }] }, 'policies[0].distribution.skewMs', /one offset per node/);
     rejects({ ...base, policies: [{ ...policies[0], distribution: { nodes: 2, outage: { startMs: 5, endMs: 1, onError: 'local' } } }] }, 'policies[0].distribution.outage.endMs', /after startMs/);
