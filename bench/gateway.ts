@@ -128,11 +128,17 @@ function floodgateYaml(upstreamPort: number, rules: 'none' | 'admit-all' | 'keys
       - name: per-route
         policy: { algorithm: slidingWindowCounter, limit: ${HUGE}, windowMs: 60000 }
         key: { type: route }`;
+  // Every request adds a key to the shadow rule, and the route rule refuses it with a 429 at
+  // once: the keys are held by the gateway without a round trip upstream per key.
   const keys = `
     rules:
       - name: per-key
+        mode: shadow
         policy: { algorithm: tokenBucket, capacity: 100, refillPerSecond: 0.001 }
-        key: { type: query, name: k }`;
+        key: { type: query, name: k }
+      - name: closed
+        policy: { algorithm: fixedWindow, limit: 1, windowMs: 3600000 }
+        key: { type: route }`;
   const body = rules === 'none' ? '' : rules === 'admit-all' ? admitAll : keys;
   return `${store}\nroutes:\n  - name: all\n    upstream: http://127.0.0.1:${upstreamPort}${body}\n`;
 }
@@ -192,18 +198,41 @@ interface WrkResult {
   readonly rps: number;
   readonly p99Ms: number;
   readonly non2xx: number;
+  /** CPU time the proxy's processes spent per request, in µs (user + system): steady however loaded the machine is. */
+  readonly cpuUsPerRequest: number;
 }
 
-function wrk(port: number, seconds: number, connections: number, script?: string): WrkResult {
+/** The CPU ticks (user + system) a process and its children processes have used, from /proc. */
+function cpuTicks(pid: number): number {
+  let total = 0;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  total += Number(fields[11]) + Number(fields[12]);
+  let children = '';
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+  } catch {
+    // No children list: count the process alone.
+  }
+  for (const child of children === '' ? [] : children.split(' ')) total += cpuTicks(Number(child));
+  return total;
+}
+
+const TICK_US = 1_000_000 / Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
+
+function wrk(port: number, seconds: number, connections: number, script?: string, pid?: number): WrkResult {
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', ...(script === undefined ? [] : ['-s', script]), `http://127.0.0.1:${port}/bench`];
   const [cmd, argv] = pinned('1', 'wrk', args);
+  const ticksBefore = pid === undefined ? 0 : cpuTicks(pid);
   const r = spawnSync(cmd, argv, { encoding: 'utf8' });
+  const ticks = pid === undefined ? NaN : cpuTicks(pid) - ticksBefore;
   const text = r.stdout;
+  const requests = Number(/(\d+) requests in/.exec(text)?.[1] ?? NaN);
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? NaN);
   const p99 = /99%\s+([\d.]+)(us|ms|s)/.exec(text);
   const p99Ms = p99 === null ? NaN : Number(p99[1]) * (p99[2] === 'us' ? 0.001 : p99[2] === 's' ? 1000 : 1);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(text)?.[1] ?? 0);
-  return { rps, p99Ms, non2xx };
+  return { rps, p99Ms, non2xx, cpuUsPerRequest: (ticks * TICK_US) / requests };
 }
 
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -223,7 +252,7 @@ async function rssPerKey(dir: string, upstreamPort: number, keys: number, connec
     // Each wrk connection takes its own stretch of keys; the run ends when all `keys` are sent.
     await writeFile(script, `local n = 0\nlocal limit = ${keys}\nrequest = function()\n  n = n + 1\n  if n > limit then wrk.thread:stop() end\n  return wrk.format("GET", "/bench?k=" .. n)\nend\n`);
     const started = performance.now();
-    wrk(gw.port, 3600, 1, script);
+    wrk(gw.port, 3600, Math.min(connections, 16), script);
     const seconds = (performance.now() - started) / 1000;
     await new Promise((r) => setTimeout(r, 500));
     return { bytesPerKey: ((rssKb(gw.child.pid!) - before) * 1024) / keys, seconds };
@@ -267,7 +296,7 @@ async function main(): Promise<void> {
     running.push(...cells);
     for (const c of cells) wrk(c.port, 1, connections);
     const results = new Map<string, WrkResult[]>(cells.map((c) => [c.name, []]));
-    for (let r = 0; r < rounds; r++) for (const c of cells) results.get(c.name)!.push(wrk(c.port, seconds, connections));
+    for (let r = 0; r < rounds; r++) for (const c of cells) results.get(c.name)!.push(wrk(c.port, seconds, connections, undefined, c.child.pid));
     report(results, connections);
     const keys = Number(values.keys);
     if (keys > 0 && (only === undefined || only.includes('keys'))) {
@@ -284,15 +313,17 @@ async function main(): Promise<void> {
 
 function report(results: Map<string, WrkResult[]>, connections: number): void {
   const rps = (n: string): number => median(results.get(n)?.map((r) => r.rps) ?? [NaN]);
+  const cpu = (n: string): number => median(results.get(n)?.map((r) => r.cpuUsPerRequest) ?? [NaN]);
   const p99 = (n: string): number => median(results.get(n)?.map((r) => r.p99Ms) ?? [NaN]);
   console.log(`wrk, ${connections} connections, ${PIN ? 'proxies pinned to CPU 0, upstream and wrk to CPU 1' : 'no CPU pinning'}; medians of the rounds`);
-  console.log('subject            req/s     p99 ms   non-2xx');
-  for (const [name, rs] of results) console.log(`${name.padEnd(16)} ${rps(name).toFixed(0).padStart(7)}   ${p99(name).toFixed(2).padStart(7)}   ${rs.reduce((n, r) => n + r.non2xx, 0)}`);
-  const ratio = (a: string, b: string): string => (results.has(a) && results.has(b) ? `${(rps(a) / rps(b)).toFixed(3)}x` : 'n/a');
+  console.log('subject            req/s     p99 ms   CPU µs/req   non-2xx');
+  for (const [name, rs] of results) console.log(`${name.padEnd(16)} ${rps(name).toFixed(0).padStart(7)}   ${p99(name).toFixed(2).padStart(7)}   ${cpu(name).toFixed(1).padStart(10)}   ${rs.reduce((n, r) => n + r.non2xx, 0)}`);
+  // Two ratios: by requests/s, and by CPU time per request (the requests/s each would reach on a core of its own).
+  const ratio = (a: string, b: string): string => (results.has(a) && results.has(b) ? `${(rps(a) / rps(b)).toFixed(3)}x by req/s, ${(cpu(b) / cpu(a)).toFixed(3)}x by CPU per request` : 'n/a');
   console.log(`\nfloodgate (admit-all limits) / plain undici proxy: ${ratio('floodgate', 'undici')}`);
   console.log(`floodgate / @fastify/http-proxy + @fastify/rate-limit: ${ratio('floodgate', 'fastify')}`);
   console.log(`floodgate / nginx limit_req: ${ratio('floodgate', 'nginx')}`);
-  console.log(`floodgate / floodgate with no rules: ${ratio('floodgate', 'floodgate-none')} (limits cost ${results.has('floodgate-none') ? ((1 - rps('floodgate') / rps('floodgate-none')) * 100).toFixed(1) : 'n/a'}%)`);
+  console.log(`floodgate / floodgate with no rules: ${ratio('floodgate', 'floodgate-none')} (limits cost ${results.has('floodgate-none') ? ((cpu('floodgate') / cpu('floodgate-none') - 1) * 100).toFixed(1) : 'n/a'}% more CPU per request)`);
   console.log(`p99 added by the limits: ${(p99('floodgate') - p99('floodgate-none')).toFixed(2)} ms; by Redis: ${(p99('floodgate-redis') - p99('floodgate')).toFixed(2)} ms`);
 }
 

@@ -3,6 +3,7 @@
  * both ways (a request body is counted as it passes, never buffered), upstream failures answered
  * as 502 or 504 problem details.
  */
+import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -76,9 +77,10 @@ export class Upstreams {
    */
   async forward(req: IncomingMessage, res: ServerResponse, options: { upstream: URL; facts: ForwardingFacts; extra: readonly HeaderPair[] }): Promise<UpstreamResult> {
     const started = performance.now();
-    const abort = new AbortController();
+    // undici takes an emitter as its signal: lighter than an AbortController and its DOMException per request.
+    const abort = new EventEmitter();
     const onClose = (): void => {
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) abort.emit('abort');
     };
     res.once('close', onClose);
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -90,7 +92,7 @@ export class Upstreams {
         method: req.method as 'GET',
         headers: upstreamHeaders(req.headers, options.facts),
         body: hasBody ? Readable.from(countedBody(req, this.limits.maxBodyBytes), { objectMode: false }) : null,
-        signal: abort.signal,
+        signal: abort,
       });
       const headers = downstreamHeaders(reply.headers);
       for (const [name, value] of options.extra) headers[name] = value;
