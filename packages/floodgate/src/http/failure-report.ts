@@ -60,7 +60,7 @@ export class FailureReport {
     const error = err instanceof Error ? err : new Error(String(err));
     notify(this.options.observer, 'storeError', { store: `http:${dimension}`, error, policy, atMs: this.options.clock.now() });
     if (!this.began(dimension)) return;
-    this.options.logger.warn(`floodgate: the store of the "${dimension}" limit failed; onStoreError "${policy}" answers until it decides again`, err);
+    this.options.logger.warn(`floodgate: the store behind "${dimension}" failed; onStoreError "${policy}" answers until it decides again`, err);
   }
 
   /** decided notes one decision of `dimension`: the start of an outage when a failure policy made it, the end when a limit did. */
@@ -70,7 +70,7 @@ export class FailureReport {
       return;
     }
     if (!this.began(dimension)) return;
-    this.options.logger.warn(`floodgate: the store of the "${dimension}" limit is failing; its onError "${decision.reason}" decides until it answers again`);
+    this.options.logger.warn(`floodgate: the store behind "${dimension}" is failing; its onError "${decision.reason}" decides until it answers again`);
   }
 
   /** began marks `dimension` failing and tells whether that is news. */

@@ -4,6 +4,7 @@
  */
 import type { Decision } from '../core/decision.js';
 import type { ConsumeOptions } from '../limiter.js';
+import { consumeAll, consumeAllSync, type LimitEntry } from '../limits.js';
 import { ClientIpResolver } from './client-ip.js';
 import { FailureReport, isStoreFailure } from './failure-report.js';
 import { inRange, parseIp } from './ip.js';
@@ -11,15 +12,17 @@ import { StoreKeys } from './keys.js';
 import { checkOptions, type HttpLimitOptions, type Settings } from './options.js';
 import type { HttpRequest, Outcome } from './request.js';
 import { chosenLimiter, costOf, identityOf, skipOf } from './user-functions.js';
-import { PASS, VerdictWriter, type Charge, type Plan, type Verdict } from './verdict.js';
+import { PASS, VerdictWriter, type Plan, type Verdict } from './verdict.js';
 
 const ZERO_COST: ConsumeOptions = Object.freeze({ cost: 0 });
 
 /**
- * HttpGate decides requests for the adapters. `check` consumes from each dimension in order; if
- * one refuses, the dimensions already charged are refunded, so a refused request spends nothing
- * anywhere, and the others are peeked so that every policy is still reported. When every limiter
- * is synchronous (the memory store) the whole decision is made without a promise.
+ * HttpGate decides requests for the adapters. The dimensions that apply to a request are decided
+ * together by the limiter layer ({@link consumeAllSync} on synchronous stores, {@link consumeAll}
+ * otherwise): a request is admitted only if every limit admits it, a refused request is charged
+ * nowhere, and no request is ever refused because of a charge that is later taken back. Every
+ * policy is still reported. When every limiter is synchronous (the memory store) the whole
+ * decision is made without a promise.
  *
  * @example
  * const gate = new HttpGate({ limiter: new Limiter({ policy: fixedWindow({ limit: 100, windowMs: 60_000 }) }) });
@@ -73,7 +76,7 @@ export class HttpGate<Req = unknown> {
     } catch (err) {
       // Under `throw`, a synchronous store's error has been reported already: it goes on to the caller.
       if (this.settings.onStoreError === 'throw' && isStoreFailure(err)) throw err;
-      return this.failed(err, undefined, 0, 0);
+      return this.failed(err, undefined);
     }
   }
 
@@ -113,19 +116,30 @@ export class HttpGate<Req = unknown> {
     return { dimension, limiter, key, pk };
   }
 
-  /** checkOne is the common single-dimension check: what {@link decideSync} decides, without its arrays. */
+  /** checkOne is the common single-dimension check: the limiter's own decision, without arrays. */
   private checkOne(req: HttpRequest<Req>, cost: number): Verdict | Promise<Verdict> {
     const p = this.planOf(0, req);
     if (p === undefined) return PASS;
-    if (!p.limiter.table.synchronous || cost > p.limiter.policy.limit) return this.decide([p], cost);
+    if (!p.limiter.table.synchronous) return this.decideOneAsync(p, cost);
+    if (cost > p.limiter.policy.limit) return this.decideSync([p], cost);
     let d: Decision;
     try {
       d = p.limiter.consumeSync(p.key, cost === 1 ? undefined : { cost });
     } catch (err) {
-      return this.failed(err, [p], 0, cost);
+      return this.failed(err, [p]);
     }
     if (d.reason !== 'ok' || this.report.down) this.report.decided(p.dimension.name, d);
     return d.allowed ? this.writer.admitOne(p, d, cost) : this.writer.refuse([p], [d]);
+  }
+
+  private async decideOneAsync(p: Plan<Req>, cost: number): Promise<Verdict> {
+    let d: Decision;
+    try {
+      d = cost > p.limiter.policy.limit ? never(await p.limiter.peek(p.key, ZERO_COST)) : await p.limiter.consume(p.key, cost === 1 ? undefined : { cost });
+    } catch (err) {
+      return this.failed(err, [p]);
+    }
+    return this.answer([p], [d], cost);
   }
 
   private decide(plans: readonly Plan<Req>[], cost: number): Verdict | Promise<Verdict> {
@@ -133,112 +147,82 @@ export class HttpGate<Req = unknown> {
     return this.decideSync(plans, cost);
   }
 
+  /**
+   * decideSync decides several limits on synchronous stores in one step (the limiter layer's
+   * {@link consumeAllSync}): a refused request is charged nowhere, and no other request ever sees
+   * a charge taken back.
+   */
   private decideSync(plans: readonly Plan<Req>[], cost: number): Verdict {
-    const options = cost === 1 ? undefined : { cost };
-    const decisions: Decision[] = [];
-    let at = 0;
+    let decisions: Decision[];
     try {
-      for (; at < plans.length; at++) {
-        const p = plans[at]!;
-        const d = cost > p.limiter.policy.limit ? never(p.limiter.peekSync(p.key, ZERO_COST)) : p.limiter.consumeSync(p.key, options);
-        decisions.push(d);
-        if (!d.allowed) return this.refuseSync(plans, decisions, cost);
-      }
+      const result = consumeAllSync(entriesOf(plans, cost));
+      decisions = result.decisions.slice();
+      // A refused request was charged nowhere: the limits that would have admitted it report what they have left.
+      if (!result.allowed) for (let i = 0; i < plans.length; i++) if (decisions[i]!.allowed) decisions[i] = plans[i]!.limiter.peekSync(plans[i]!.key, ZERO_COST);
     } catch (err) {
-      return this.failed(err, plans, at, cost);
+      return this.failed(err, plans);
     }
-    this.noteAll(plans, decisions);
-    return this.writer.admit(plans, decisions, cost);
-  }
-
-  /** Gives back what earlier dimensions took, then reports every policy as it now stands. */
-  private refuseSync(plans: readonly Plan<Req>[], decisions: Decision[], cost: number): Verdict {
-    const options = cost === 1 ? undefined : { cost };
-    for (let i = 0; i < decisions.length - 1; i++) {
-      const q = plans[i]!;
-      q.limiter.refundSync(q.key, cost);
-      decisions[i] = q.limiter.peekSync(q.key, ZERO_COST);
-    }
-    for (let i = decisions.length; i < plans.length; i++) {
-      const q = plans[i]!;
-      const later = cost > q.limiter.policy.limit ? undefined : q.limiter.peekSync(q.key, options);
-      decisions.push(later !== undefined && !later.allowed ? later : q.limiter.peekSync(q.key, ZERO_COST));
-    }
-    this.noteAll(plans, decisions);
-    return this.writer.refuse(plans, decisions);
-  }
-
-  private async decideAsync(plans: readonly Plan<Req>[], cost: number): Promise<Verdict> {
-    const options = cost === 1 ? undefined : { cost };
-    const decisions: Decision[] = [];
-    let at = 0;
-    try {
-      for (; at < plans.length; at++) {
-        const p = plans[at]!;
-        const d = cost > p.limiter.policy.limit ? never(await p.limiter.peek(p.key, ZERO_COST)) : await p.limiter.consume(p.key, options);
-        decisions.push(d);
-        if (!d.allowed) return await this.refuseAsync(plans, decisions, cost);
-      }
-    } catch (err) {
-      return this.failed(err, plans, at, cost);
-    }
-    this.noteAll(plans, decisions);
-    return this.writer.admit(plans, decisions, cost);
-  }
-
-  private async refuseAsync(plans: readonly Plan<Req>[], decisions: Decision[], cost: number): Promise<Verdict> {
-    const options = cost === 1 ? undefined : { cost };
-    for (let i = 0; i < decisions.length - 1; i++) {
-      const q = plans[i]!;
-      await q.limiter.refund(q.key, cost);
-      decisions[i] = await q.limiter.peek(q.key, ZERO_COST);
-    }
-    for (let i = decisions.length; i < plans.length; i++) {
-      const q = plans[i]!;
-      const later = cost > q.limiter.policy.limit ? undefined : await q.limiter.peek(q.key, options);
-      decisions.push(later !== undefined && !later.allowed ? later : await q.limiter.peek(q.key, ZERO_COST));
-    }
-    this.noteAll(plans, decisions);
-    return this.writer.refuse(plans, decisions);
-  }
-
-  /** Tells the failure report of each decision, so that an outage is logged as it begins. */
-  private noteAll(plans: readonly Plan<Req>[], decisions: readonly Decision[]): void {
-    for (let i = 0; i < decisions.length; i++) this.report.decided(plans[i]!.dimension.name, decisions[i]!);
+    return this.answer(plans, decisions, cost);
   }
 
   /**
-   * failed answers an error met while deciding, `plans[0..at)` having been charged `cost`: a
-   * store error from `plans[at]`'s limiter by `onStoreError`; anything else (a failing option
-   * function, a key the store refuses) as the application's fault, a 500. A refused request is
-   * charged nowhere; a request admitted by `fail-open` keeps its charges.
+   * decideAsync decides several limits over any stores with the limiter layer's {@link consumeAll}:
+   * a refused request is charged nowhere, and a request that one limit refuses never holds a
+   * charge on the others that its neighbours could be refused by.
    */
-  private failed(err: unknown, plans: readonly Plan<Req>[] | undefined, at: number, cost: number): Verdict {
-    const charged: Charge[] = (plans ?? []).slice(0, at).map((p) => ({ dimension: p.dimension.name, limiter: p.limiter, key: p.key, cost }));
-    if (plans === undefined || at >= plans.length || !isStoreFailure(err)) {
+  private async decideAsync(plans: readonly Plan<Req>[], cost: number): Promise<Verdict> {
+    let decisions: readonly Decision[];
+    try {
+      const result = await consumeAll(entriesOf(plans, cost));
+      decisions = result.allowed ? result.decisions : await Promise.all(result.decisions.map((d, i) => (d.allowed ? standing(plans[i]!, d) : d)));
+    } catch (err) {
+      return this.failed(err, plans);
+    }
+    return this.answer(plans, decisions, cost);
+  }
+
+  /** answer turns the decisions of `plans` into the verdict, telling the failure report of each. */
+  private answer(plans: readonly Plan<Req>[], decisions: readonly Decision[], cost: number): Verdict {
+    for (let i = 0; i < decisions.length; i++) this.report.decided(plans[i]!.dimension.name, decisions[i]!);
+    for (const d of decisions) if (!d.allowed) return this.writer.refuse(plans, decisions);
+    return plans.length === 1 ? this.writer.admitOne(plans[0]!, decisions[0]!, cost) : this.writer.admit(plans, decisions, cost);
+  }
+
+  /**
+   * failed answers an error met while deciding `plans` (nothing stays charged: the limiter layer
+   * undoes or refunds what it charged before it throws): a store error by `onStoreError`, naming
+   * the dimensions on asynchronous stores; anything else (a failing option function, a key the
+   * store refuses) as the application's fault, a 500.
+   */
+  private failed(err: unknown, plans: readonly Plan<Req>[] | undefined): Verdict {
+    if (plans === undefined || !isStoreFailure(err)) {
       this.report.optionFailed(err);
-      for (const c of charged) void refundQuietly(c);
       return this.writer.broken();
     }
+    const remote = plans.filter((p) => !p.limiter.table.synchronous);
+    const names = (remote.length > 0 ? remote : plans).map((p) => p.dimension.name);
     const policy = this.settings.onStoreError;
-    const name = plans[at]!.dimension.name;
-    this.report.storeFailed(name, err, policy);
-    if (policy === 'fail-open') return this.writer.degraded(name, charged, policy);
-    for (const c of charged) void refundQuietly(c);
+    this.report.storeFailed(names.join(', '), err, policy);
     if (policy === 'throw') throw err;
-    return this.writer.degraded(name, [], policy);
+    return this.writer.degraded(names, policy);
+  }
+}
+
+/** The limiter layer's entries for `plans` at `cost`: a plan is already an entry of cost 1. */
+function entriesOf<Req>(plans: readonly Plan<Req>[], cost: number): readonly LimitEntry[] {
+  return cost === 1 ? plans : plans.map((p) => ({ limiter: p.limiter, key: p.key, cost }));
+}
+
+/** What a limit that a refused request was not charged to has left; its trial decision when looking fails. */
+async function standing<Req>(p: Plan<Req>, trial: Decision): Promise<Decision> {
+  try {
+    return await p.limiter.peek(p.key, ZERO_COST);
+  } catch {
+    return trial;
   }
 }
 
 /** A refusal that no wait can cure: the cost is above the policy's limit. */
 function never(state: Decision): Decision {
   return { ...state, allowed: false, retryAfterMs: Infinity, reason: 'limit' };
-}
-
-async function refundQuietly(charge: Charge): Promise<void> {
-  try {
-    await charge.limiter.refund(charge.key, charge.cost);
-  } catch {
-    // The store is failing already, and the failure was logged once.
-  }
 }

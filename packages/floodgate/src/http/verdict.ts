@@ -108,18 +108,18 @@ export class VerdictWriter<Req> {
   }
 
   /**
-   * degraded returns the verdict when a store error reached the gate on dimension `failed`:
-   * admitted and marked (`fail-open`, keeping `charges` for refunds by outcome), or 503
-   * `temporary-reduced-capacity` (`fail-closed`). No `RateLimit` is claimed: nothing was decided.
+   * degraded returns the verdict when a store error reached the gate on the dimensions `failed`:
+   * admitted and marked (`fail-open`), or 503 `temporary-reduced-capacity` with `Retry-After: 1`
+   * (`fail-closed`).
+   * Nothing was charged and nothing was decided, so no `RateLimit` is claimed.
    */
-  degraded(failed: string, charges: readonly Charge[], policy: 'fail-open' | 'fail-closed'): Verdict {
+  degraded(failed: readonly string[], policy: 'fail-open' | 'fail-closed'): Verdict {
     const s = this.settings;
     const mark: HeaderPair[] = s.degradedHeader === undefined ? [] : [[s.degradedHeader, policy]];
-    if (policy === 'fail-open') {
-      return { allowed: true, statusCode: 0, headers: mark, body: undefined, charges: s.refundWhen === undefined ? undefined : charges };
-    }
-    const headers: HeaderPair[] = [...mark, [FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
-    const body = problemBody('temporary-reduced-capacity', [failed], 'the rate-limit store is unavailable');
+    if (policy === 'fail-open') return { allowed: true, statusCode: 0, headers: mark, body: undefined, charges: undefined };
+    // When the store answers again is unknown: a second, as the limiter layer's own fail-closed says.
+    const headers: HeaderPair[] = [...mark, [FIELD.retryAfter, '1'], [FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
+    const body = problemBody('temporary-reduced-capacity', failed, 'the rate-limit store is unavailable');
     return { allowed: false, statusCode: 503, headers, body, charges: undefined };
   }
 

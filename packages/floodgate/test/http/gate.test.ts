@@ -185,7 +185,7 @@ describe('store failures', () => {
       assert.deepEqual(v.headers, [['floodgate-degraded', 'fail-open']]);
     }
     assert.equal(logger.messages.length, 1);
-    assert.match(logger.messages[0]!, /the store of the "shared" limit failed; onStoreError "fail-open" answers/);
+    assert.match(logger.messages[0]!, /the store behind "shared" failed; onStoreError "fail-open" answers/);
   });
 
   it('fails closed when asked: 503 temporary-reduced-capacity, nothing spent', async () => {
@@ -196,7 +196,7 @@ describe('store failures', () => {
     const body = JSON.parse(v.body!) as Record<string, unknown>;
     assert.equal(body.type, 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity');
     assert.deepEqual(body['violated-policies'], ['shared']);
-    assert.deepEqual(Object.fromEntries(v.headers), { 'floodgate-degraded': 'fail-closed', 'cache-control': 'no-store', 'content-type': 'application/problem+json' });
+    assert.deepEqual(Object.fromEntries(v.headers), { 'floodgate-degraded': 'fail-closed', 'retry-after': '1', 'cache-control': 'no-store', 'content-type': 'application/problem+json' });
     await new Promise((resolve) => setTimeout(resolve, 5));
     assert.equal(await remaining(o.dimensions![0]!.limiter as Limiter, 'local/ip:127.0.0.1'), 5);
   });
