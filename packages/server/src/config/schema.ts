@@ -84,6 +84,8 @@ export const configSchema = z.strictObject({
       port: whole.min(0).max(65535).default(9090),
       token: z.string().min(16, 'an admin token needs at least 16 characters').optional(),
       tokenEnv: z.string().min(1).optional(),
+      /** The live dashboard at /dashboard (on when there is a token); `keys` shows keys in full, truncated or as a keyed hash. */
+      dashboard: z.strictObject({ enabled: z.boolean().default(true), keys: z.enum(['full', 'truncate', 'hash']).default('full') }).optional(),
     })
     .optional(),
   store: storeSchema.default({ type: 'memory' }),

@@ -18,8 +18,8 @@ h3 { font-size: .95rem; margin: .2rem 0 .4rem; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid var(--line); vertical-align: middle; }
 th { font-weight: 600; color: var(--muted); font-size: .8rem; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.key { font-family: ui-monospace, Menlo, Consolas, monospace; word-break: break-all; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.key { font-family: ui-monospace, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
 caption { text-align: left; font-size: .8rem; color: var(--muted); padding: .3rem 0; }
 code, pre { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .85rem; }
 pre { background: var(--bg); padding: .6rem; overflow: auto; max-height: 24rem; }
@@ -32,7 +32,7 @@ pre { background: var(--bg); padding: .6rem; overflow: auto; max-height: 24rem; 
 .mode { font-size: .75rem; padding: 0 .35rem; border-radius: 3px; background: #e8eef2; }
 .mode-shadow { background: #fff3cd; }
 .mode-queue { background: #e3f2fd; }
-.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(26rem, 1fr)); gap: 1rem; }
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(32rem, 1fr)); gap: 1rem; }
 .card { border: 1px solid var(--line); border-radius: 4px; padding: .5rem .75rem; }
 .card table { margin-bottom: .5rem; }
 .facts th { width: 16rem; }

@@ -5,15 +5,19 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { combineObservers } from 'floodgate';
 import { ClientIpResolver } from 'floodgate/http';
 import type { Logger } from 'pino';
 import { loadConfig } from '../config/load.js';
 import { ConfigError, formatProblem } from '../config/problems.js';
 import type { GatewayConfig } from '../config/schema.js';
+import { Board } from '../dashboard/board.js';
+import { mountDashboard } from '../dashboard/mount.js';
 import { adminHandler, tokenDigest } from '../ops/admin.js';
 import { GatewayMetrics } from '../ops/metrics.js';
 import { redactConfig } from '../ops/redact.js';
 import { openStore, type GatewayStore } from '../store/store.js';
+import type { DecisionReporter } from './decide.js';
 import { Upstreams } from './proxy.js';
 import { RouteTable } from './routes.js';
 import { serveRequest, serveUpgrade, trustedPeers, type TrafficState } from './traffic.js';
@@ -52,6 +56,8 @@ export class Gateway implements TrafficState {
   readonly onStoreError: 'fail-open' | 'fail-closed';
   readonly isTrustedPeer: (peer: string) => boolean;
   table: RouteTable;
+  /** Where decisions go: the metrics, and the dashboard's board once the dashboard is mounted. */
+  reporter: DecisionReporter;
   private config: GatewayConfig;
   private loadedAt = new Date();
   private ready = false;
@@ -71,7 +77,10 @@ export class Gateway implements TrafficState {
     config: GatewayConfig,
     private readonly store: GatewayStore,
     readonly metrics: GatewayMetrics,
+    /** The dashboard's memory, fed by decisions when the dashboard is on and by the store's observer. */
+    readonly board: Board,
   ) {
+    this.reporter = metrics;
     this.log = options.log;
     metrics.inFlightCount = () => this.inFlight;
     const log = this.log;
@@ -109,8 +118,9 @@ export class Gateway implements TrafficState {
     const env = options.env ?? process.env;
     const { config } = await loadConfig(options.file, env);
     const metrics = new GatewayMetrics();
-    const store = await openStore(config.store, { env, observer: metrics.observer, onBackendError: (err) => options.log.warn({ error: err.message }, 'store connection error') });
-    const gateway = new Gateway(options, config, store, metrics);
+    const board = new Board();
+    const store = await openStore(config.store, { env, observer: combineObservers(metrics.observer, board.observer), onBackendError: (err) => options.log.warn({ error: err.message }, 'store connection error') });
+    const gateway = new Gateway(options, config, store, metrics, board);
     await gateway.listen();
     void gateway.becomeReady();
     return gateway;
@@ -135,14 +145,19 @@ export class Gateway implements TrafficState {
     await listenOn(this.traffic, this.options.port ?? c.listen.port, c.listen.host);
     if (c.admin !== undefined || this.options.adminPort !== undefined) {
       const token = c.admin?.tokenEnv !== undefined ? this.env[c.admin.tokenEnv] : c.admin?.token;
+      const digest = token === undefined ? undefined : tokenDigest(token);
+      const activeConfig = (): { file: string; loadedAt: string; config: unknown } => ({ file: this.options.file, loadedAt: this.loadedAt.toISOString(), config: redactConfig(this.config) });
+      const dashboard = mountDashboard({ board: this.board, metrics: this.metrics, tokenDigest: digest, settings: c.admin?.dashboard, storeKind: this.store.kind, table: () => this.table, activeConfig, isReady: () => this.ready });
+      if (dashboard !== undefined) this.reporter = dashboard.reporter;
       this.admin = createServer(
         adminHandler({
           metrics: this.metrics,
-          tokenDigest: token === undefined ? undefined : tokenDigest(token),
+          tokenDigest: digest,
           isReady: () => this.ready,
           rule: (route, rule) => this.table.rule(route, rule),
-          activeConfig: () => ({ file: this.options.file, loadedAt: this.loadedAt.toISOString(), config: redactConfig(this.config) }),
+          activeConfig,
           reload: () => this.reload('admin API'),
+          dashboard: dashboard?.endpoints,
         }),
       );
       await listenOn(this.admin, this.options.adminPort ?? c.admin?.port ?? 9090, c.admin?.host ?? '127.0.0.1');

@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { ClientIpResolver, HeaderPair } from 'floodgate/http';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../ops/metrics.js';
-import { admit, type Admission } from './decide.js';
+import { admit, type Admission, type DecisionReporter } from './decide.js';
 import { upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 import { sendProblem, type Upstreams } from './proxy.js';
 import { ProxyRequest } from './request.js';
@@ -21,6 +21,8 @@ export interface TrafficState {
   readonly resolver: ClientIpResolver;
   readonly upstreams: Upstreams;
   readonly metrics: GatewayMetrics;
+  /** Where decisions are reported: the metrics, and the dashboard when it is on. */
+  readonly reporter: DecisionReporter;
   readonly log: Logger;
   readonly onStoreError: 'fail-open' | 'fail-closed';
   /** isTrustedPeer tells whether a peer's forwarding headers are kept. */
@@ -77,7 +79,7 @@ async function admitRequest(state: TrafficState, match: RouteMatch, req: Incomin
     signal = abort.signal;
   }
   try {
-    return await admit(match.route, view, { reporter: state.metrics, onStoreError: state.onStoreError, signal });
+    return await admit(match.route, view, { reporter: state.reporter, onStoreError: state.onStoreError, signal });
   } catch (err) {
     state.log.error({ route: match.route.name, err }, 'deciding a request failed');
     if (!res.headersSent) sendProblem(res, 500, 'the gateway could not decide this request');
@@ -94,7 +96,7 @@ export async function serveUpgrade(state: TrafficState, req: IncomingMessage, so
   const view = new ProxyRequest(req, state.resolver, match.route.name, match.params);
   let admission: Admission;
   try {
-    admission = await admit(match.route, view, { reporter: state.metrics, onStoreError: state.onStoreError, signal: undefined });
+    admission = await admit(match.route, view, { reporter: state.reporter, onStoreError: state.onStoreError, signal: undefined });
   } catch {
     return rawAnswer(socket, 500, [], JSON.stringify({ title: 'Internal Server Error', status: 500 }));
   }

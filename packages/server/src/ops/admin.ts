@@ -6,6 +6,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from 'floodgate';
+import type { DashboardEndpoints } from '../dashboard/http.js';
 import type { CompiledRule } from '../gateway/routes.js';
 import type { GatewayMetrics } from './metrics.js';
 
@@ -20,6 +21,8 @@ export interface AdminContext {
   /** activeConfig returns the running config, redacted, with when it was loaded. */
   activeConfig(): unknown;
   reload(): Promise<{ applied: boolean; problems: readonly string[] }>;
+  /** The dashboard's endpoints under `/dashboard`; undefined when it is off. */
+  readonly dashboard?: DashboardEndpoints | undefined;
 }
 
 /** tokenDigest returns the SHA-256 of a token: digests of equal length are compared in constant time. */
@@ -43,6 +46,10 @@ async function route(ctx: AdminContext, req: IncomingMessage, res: ServerRespons
     res.writeHead(200, { 'content-type': ctx.metrics.registry.contentType });
     res.end(body);
     return;
+  }
+  if (url.pathname === '/dashboard' || url.pathname.startsWith('/dashboard/')) {
+    if (ctx.dashboard === undefined) return json(res, 404, { error: 'the dashboard is off: set admin.tokenEnv (or admin.token) in the config, and leave admin.dashboard.enabled on' });
+    return ctx.dashboard.serve(req, res, url.pathname);
   }
   if (!url.pathname.startsWith('/admin/')) return json(res, 404, { error: `no such endpoint: ${url.pathname}` });
   if (ctx.tokenDigest === undefined) return json(res, 404, { error: 'the admin API is off: set admin.tokenEnv (or admin.token) in the config' });

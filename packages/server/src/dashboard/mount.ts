@@ -1,0 +1,64 @@
+/** The dashboard fitted into a gateway: its endpoints, and a decision reporter feeding both metrics and the board. */
+import type { DecisionReporter } from '../gateway/decide.js';
+import type { RouteTable } from '../gateway/routes.js';
+import type { Board } from './board.js';
+import { DashboardEndpoints } from './http.js';
+import { keyShower, type KeyDisplay } from './keys.js';
+import type { DashboardSource } from './view.js';
+
+/** DashboardSettings are the config's `admin.dashboard` settings. */
+export interface DashboardSettings {
+  readonly enabled: boolean;
+  readonly keys: KeyDisplay;
+}
+
+/** MountOptions is what {@link mountDashboard} needs of the gateway. */
+export interface MountOptions {
+  readonly board: Board;
+  /** The reporter decisions already go to (the metrics). */
+  readonly metrics: DecisionReporter;
+  /** The SHA-256 of the admin token; undefined when there is none (then there is no dashboard). */
+  readonly tokenDigest: Buffer | undefined;
+  readonly settings: DashboardSettings | undefined;
+  readonly storeKind: string;
+  /** table returns the active route table (it changes on reload). */
+  table(): RouteTable;
+  activeConfig: DashboardSource['activeConfig'];
+  isReady(): boolean;
+}
+
+/** MountedDashboard is the dashboard's endpoints and the reporter to decide with. */
+export interface MountedDashboard {
+  readonly endpoints: DashboardEndpoints;
+  readonly reporter: DecisionReporter;
+}
+
+/**
+ * mountDashboard returns the dashboard's endpoints and the reporter that feeds it beside the
+ * metrics, or undefined when the dashboard is off (no admin token, or `admin.dashboard.enabled:
+ * false`): then decisions go to the metrics alone and cost nothing more.
+ *
+ * @example
+ * const mounted = mountDashboard({ board, metrics, tokenDigest, settings: config.admin?.dashboard, storeKind: 'memory', table: () => gateway.table, activeConfig, isReady });
+ */
+export function mountDashboard(options: MountOptions): MountedDashboard | undefined {
+  if (options.tokenDigest === undefined || options.settings?.enabled === false) return undefined;
+  const { board, metrics } = options;
+  const source: DashboardSource = {
+    board,
+    rules: () => options.table().routes.flatMap((route) => route.rules.map((r) => ({ route: route.name, rule: r.name, mode: r.mode, policy: r.policyItem }))),
+    activeConfig: options.activeConfig,
+    isReady: options.isReady,
+    storeKind: options.storeKind,
+    showKey: keyShower(options.settings?.keys ?? 'full'),
+  };
+  const reporter: DecisionReporter = {
+    outcome(route, rule, outcome) {
+      metrics.outcome(route, rule, outcome);
+      board.outcome(route, rule, outcome);
+    },
+    queueDepth: (route, rule, delta) => metrics.queueDepth(route, rule, delta),
+    decided: (event) => board.decided(event),
+  };
+  return { endpoints: new DashboardEndpoints({ source, tokenDigest: options.tokenDigest }), reporter };
+}

@@ -1,0 +1,129 @@
+/**
+ * The dashboard in a real browser: Debian's headless Chromium driven by playwright-core, against
+ * a gateway process under traffic from a real client.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { chromium, type Browser } from 'playwright-core';
+import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
+import { call } from '../support/http.js';
+import { startUpstream, type TestUpstream } from '../support/upstream.js';
+
+const TOKEN = 'dashboard-browser-token-0123456789';
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const SCREENSHOT = join(tmpdir(), 'floodgate-dashboard.png');
+
+function configFor(upstream: string): string {
+  return `
+admin: { tokenEnv: FG_DASHBOARD_TOKEN }
+routes:
+  - name: api
+    match: { path: /api/* }
+    upstream: ${upstream}
+    rules:
+      - name: per-client
+        policy: { algorithm: fixedWindow, limit: 5, windowMs: 600000 }
+        key: { type: header, name: x-client }
+      - name: trial
+        mode: shadow
+        policy: { algorithm: tokenBucket, capacity: 50, refillPerSecond: 1 }
+        key: { type: header, name: x-client }
+`;
+}
+
+/** Sends requests as a few light clients and one greedy one until stopped; returns a stop function. */
+function traffic(gw: GatewayProcess): () => Promise<void> {
+  let running = true;
+  let sent = 0;
+  const loop = (async () => {
+    while (running) {
+      const client = sent % 3 === 0 ? `light-${sent % 4}` : 'greedy-client';
+      await call(gw.url(`/api/items/${sent}`), { headers: { 'x-client': client } });
+      sent++;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return async () => {
+    running = false;
+    await loop;
+  };
+}
+
+describe('the dashboard in headless Chromium, against a gateway under traffic', { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed` }, () => {
+  let upstream: TestUpstream;
+  let gw: GatewayProcess;
+  let browser: Browser;
+  let stopTraffic: () => Promise<void> = async () => {};
+
+  before(async () => {
+    upstream = await startUpstream();
+    [gw, browser] = await Promise.all([startGateway(configFor(upstream.origin), { env: { FG_DASHBOARD_TOKEN: TOKEN } }), chromium.launch({ executablePath: CHROMIUM, args: ARGS, timeout: 15_000 })]);
+    await gw.waitForLog('ready');
+    stopTraffic = traffic(gw);
+  });
+  after(async () => {
+    await stopTraffic();
+    await browser?.close();
+    assert.equal(await gw?.stop(), 0);
+    await upstream?.close();
+  });
+
+  it('refuses the page without the token, and with a wrong one', async () => {
+    const bare = await browser.newContext();
+    // Headless Chromium cannot show the login prompt, so the browser's own request client asks without credentials.
+    const asked = await bare.request.get(gw.adminUrl('/dashboard'));
+    assert.equal(asked.status(), 401);
+    assert.match(asked.headers()['www-authenticate'] ?? '', /^Basic realm="floodgate dashboard"/);
+    await bare.close();
+    const wrong = await browser.newContext({ httpCredentials: { username: 'admin', password: 'not-the-token-0123456789' } });
+    const page = await wrong.newPage();
+    const response = await page.goto(gw.adminUrl('/dashboard'));
+    assert.equal(response?.status(), 401);
+    assert.equal(await page.locator('#rates').count(), 0, 'nothing of the dashboard is shown');
+    await wrong.close();
+  });
+
+  it('loads with the token (HTTP Basic), moves live, lists the throttled key and keeps a screenshot', async () => {
+    const context = await browser.newContext({ httpCredentials: { username: 'admin', password: TOKEN }, viewport: { width: 1400, height: 900 } });
+    const page = await context.newPage();
+    const response = await page.goto(gw.adminUrl('/dashboard'));
+    assert.equal(response?.status(), 200);
+    const row = page.locator('#rates tr[data-route="api"][data-rule="per-client"]');
+    const first = Number((await row.locator('.total-admitted').textContent())!.replace(/,/g, ''));
+    // The page changes without a reload: the event stream replaces the live sections.
+    await page.waitForFunction(
+      (before) => {
+        // Runs in the page: the tests are compiled without the DOM's types.
+        const page = globalThis as unknown as { document: { querySelector(selector: string): { textContent: string | null } | null } };
+        const cell = page.document.querySelector('#rates tr[data-rule="per-client"] .total-admitted');
+        return cell !== null && Number(cell.textContent!.replace(/,/g, '')) > before;
+      },
+      first,
+      { timeout: 5_000 },
+    );
+    assert.match((await page.locator('#conn').textContent())!, /^live/);
+    const over = page.locator('.card[data-route="api"][data-rule="per-client"] table.over-limit td.key').first();
+    await over.waitFor({ timeout: 5_000 });
+    assert.equal(await over.textContent(), 'header:x-client:greedy-client', 'the throttled key leads the top list');
+    const refusal = page.locator('#refusals tbody tr').first();
+    assert.match((await refusal.textContent())!, /per-client.*header:x-client:greedy-client.*limit/);
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    console.log(`dashboard screenshot: ${SCREENSHOT}`);
+    assert.ok(existsSync(SCREENSHOT));
+    await context.close();
+  });
+
+  it('reads without JavaScript: the numbers are in the HTML', async () => {
+    const context = await browser.newContext({ httpCredentials: { username: 'admin', password: TOKEN }, javaScriptEnabled: false });
+    const page = await context.newPage();
+    await page.goto(gw.adminUrl('/dashboard'));
+    const limited = Number((await page.locator('#rates tr[data-rule="per-client"] .total-limited').textContent())!.replace(/,/g, ''));
+    assert.ok(limited > 0, `limited total ${limited}`);
+    assert.match((await page.locator('#store-kind').textContent())!, /memory/);
+    await context.close();
+  });
+});
