@@ -146,6 +146,26 @@ describe('rate policies', () => {
   });
 });
 
+describe('wait mode', () => {
+  it('stamps each admission with the virtual time the limiter let it through', async () => {
+    const result = await simulate({
+      durationMs: 100,
+      traffic: [{ type: 'burst', atMs: 0, count: 25 }],
+      policies: [
+        { name: 'bucket', mode: 'wait', policy: { type: 'token-bucket', capacity: 10, refillPerSecond: 10 } },
+        { name: 'window', mode: 'wait', policy: { type: 'fixed-window', limit: 10, windowMs: 1000 } },
+        { name: 'window, 1.5 s', mode: 'wait', maxWaitMs: 1500, policy: { type: 'fixed-window', limit: 10, windowMs: 1000 } },
+      ],
+    });
+    const at = (name: string) => [...lane(result, name).admittedAtMs];
+    const tenAtZero = Array.from({ length: 10 }, () => 0);
+    assert.deepEqual(at('bucket'), [...tenAtZero, ...Array.from({ length: 15 }, (_, i) => 100 * (i + 1))]);
+    assert.deepEqual(at('window'), [...tenAtZero, ...Array.from({ length: 10 }, () => 1000), ...Array.from({ length: 5 }, () => 2000)]);
+    assert.deepEqual(at('window, 1.5 s'), [...tenAtZero, ...Array.from({ length: 10 }, () => 1000), ...Array.from({ length: 5 }, () => NaN)]);
+    assert.deepEqual(lane(result, 'bucket').score.waitMs, { p50: 300, p90: 1300, p99: 1500, max: 1500 });
+  });
+});
+
 describe('shaping and warm-up', () => {
   it("keeps the shaping queue's outflow flat within 1% while a backlog lasts", async () => {
     const intervalMs = 7.5;
