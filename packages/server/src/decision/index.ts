@@ -31,3 +31,4 @@ export { rateLimitHeaders } from './headers.js';
 export { counterKey, type DescriptorEntry, type Match, type Rule } from './rules.js';
 export { UNIT_MS, UNITS, type RateLimitUnit } from './units.js';
 export { DecisionClient, type ClientDecision, type ClientDescriptor, type ClientOnError, type ClientRequest, type ClientStatus, type DecisionClientOptions } from './client.js';
+export { addHealthService, HEALTH_SERVICES, loadHealthService } from './health.js';

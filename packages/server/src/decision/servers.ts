@@ -6,13 +6,14 @@ import type { AddressInfo } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { FloodgateError } from 'floodgate';
 import { addRateLimitService } from './grpc.js';
+import { addHealthService } from './health.js';
 import { decisionHttpHandler } from './http.js';
 import type { DecisionService } from './service.js';
 
 /** DecisionServersOptions configures {@link startDecisionServers}. */
 export interface DecisionServersOptions {
   service: DecisionService;
-  /** The gRPC port (0: any free port); undefined starts no gRPC listener. */
+  /** The gRPC port (0: any free port), serving Envoy's RateLimitService and gRPC health checks; undefined starts no gRPC listener. */
   grpcPort?: number;
   /** The HTTP port for the JSON API (0: any free port); undefined starts no HTTP listener. */
   httpPort?: number;
@@ -39,6 +40,7 @@ function checkPort(port: unknown, name: string): void {
 function listenGrpc(service: DecisionService, host: string, port: number): Promise<{ server: grpc.Server; port: number }> {
   const server = new grpc.Server();
   addRateLimitService(server, service);
+  addHealthService(server);
   const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   return new Promise((resolve, reject) => {
     server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => {

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { loadHealthService } from '../../src/decision/index.js';
+import { domainsOf, run, type Running } from './support.js';
+
+describe('gRPC health checking (grpc.health.v1.Health)', () => {
+  let r: Running;
+  let client: grpc.Client & {
+    Check(req: unknown, options: grpc.CallOptions, cb: (e: grpc.ServiceError | null, v: { status: string }) => void): void;
+    Watch(req: unknown): grpc.ClientReadableStream<{ status: string }>;
+  };
+  before(async () => {
+    r = await run(domainsOf('domain: d\n'));
+    const Health = loadHealthService();
+    client = new Health(`127.0.0.1:${r.servers.grpcPort!}`, grpc.credentials.createInsecure()) as never;
+  });
+  after(async () => {
+    client.close();
+    await r.close();
+  });
+
+  const check = (service: string) =>
+    new Promise<{ status: string }>((resolve, reject) => client.Check({ service }, { deadline: Date.now() + 5000 }, (e, v) => (e === null ? resolve(v) : reject(e))));
+
+  it('answers SERVING for the server and for RateLimitService, NOT_FOUND for other names', async () => {
+    assert.deepEqual(await check(''), { status: 'SERVING' });
+    assert.deepEqual(await check('envoy.service.ratelimit.v3.RateLimitService'), { status: 'SERVING' });
+    await assert.rejects(check('some.Other'), (e: grpc.ServiceError) => e.code === grpc.status.NOT_FOUND);
+  });
+
+  it('Watch sends the status at once and stays open until cancelled', async () => {
+    for (const [service, expected] of [['', 'SERVING'], ['some.Other', 'SERVICE_UNKNOWN']] as const) {
+      const stream = client.Watch({ service });
+      const first = await new Promise<{ status: string }>((resolve, reject) => {
+        stream.once('data', resolve);
+        stream.once('error', reject);
+      });
+      assert.equal(first.status, expected);
+      stream.on('error', () => undefined); // the cancellation itself
+      stream.cancel();
+    }
+  });
+});
