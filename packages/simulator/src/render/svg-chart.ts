@@ -57,10 +57,13 @@ export function renderLineChart(options: LineChartOptions): string {
   const x = (s: number): number => PLOT.left + (s / xSpanS) * (PLOT.right - PLOT.left);
   const y = (v: number): number => PLOT.bottom - (v / yTop) * (PLOT.bottom - PLOT.top);
   const pointX = (i: number): number => x(((i + 0.5) * options.stepMs) / 1000);
+  // The legend may run below the plot when there are many series: the picture grows to hold it.
+  const legendRows = options.series.length + (options.reference === undefined ? 0 : 1) + (options.notes?.length ?? 0);
+  const height = Math.max(HEIGHT, PLOT.top + legendRows * 20 + 16);
   const parts = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-labelledby="${options.id}-title" data-chart="${options.id}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-labelledby="${options.id}-title" data-chart="${options.id}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
     `<title id="${options.id}-title">${escapeXml(options.title)}</title>`,
-    `<rect class="background" x="0" y="0" width="${WIDTH}" height="${HEIGHT}" fill="#ffffff"/>`,
+    `<rect class="background" x="0" y="0" width="${WIDTH}" height="${height}" fill="#ffffff"/>`,
     `<text class="chart-title" x="${PLOT.left}" y="24" font-size="15" font-weight="bold" fill="#222">${escapeXml(options.title)}</text>`,
     grid(yTicks, y),
     xAxis(xTicks, x),
