@@ -3,9 +3,9 @@ import { describe, test } from 'node:test';
 import { FloodgateError, MemoryStore, fixedWindow, gcra, slidingWindowLog, tokenBucket } from '../src/index.js';
 
 describe('MemoryStore at its maxKeys bound', () => {
-  // A sliding window has no overflow tier (see overflow-memory-store.test.ts for those that do).
+  // Without the overflow tier (see overflow-memory-store.test.ts for the store with it).
   test('a flood of fresh keys cannot evict, and so reset, a throttled key', () => {
-    const table = new MemoryStore({ maxKeys: 100 }).bind(slidingWindowLog({ limit: 5, windowMs: 5000 }));
+    const table = new MemoryStore({ maxKeys: 100, overflow: false }).bind(tokenBucket({ capacity: 5, refillPerSecond: 1 }));
     for (let i = 0; i < 5; i++) assert.equal(table.consume('victim', 1, 0).allowed, true);
     assert.equal(table.consume('victim', 1, 0).allowed, false);
     let refused = 0;
@@ -24,9 +24,9 @@ describe('MemoryStore at its maxKeys bound', () => {
   });
 
   test('a store-full refusal says when the soonest examined key comes to rest', () => {
-    const table = new MemoryStore({ maxKeys: 2 }).bind(slidingWindowLog({ limit: 2, windowMs: 1000 }));
+    const table = new MemoryStore({ maxKeys: 2, overflow: false }).bind(tokenBucket({ capacity: 2, refillPerSecond: 1 }));
     table.consume('a', 1, 0); // rests at 1000
-    table.consume('b', 2, 300); // rests at 1300
+    table.consume('b', 2, 0); // rests at 2000
     const d = table.consume('c', 1, 400);
     assert.equal(d.allowed, false);
     assert.equal(d.reason, 'store-full');

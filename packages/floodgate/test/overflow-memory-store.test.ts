@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { decide, fixedWindow, gcra, leakyBucket, MemoryStore, tokenBucket, type Algorithm } from '../src/index.js';
+import { decide, fixedWindow, FloodgateError, gcra, leakyBucket, MemoryStore, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm } from '../src/index.js';
 
 describe('MemoryStore overflow tier: open to newcomers under an identity flood', () => {
   it('decides new keys past maxKeys by the sketch: the throttled key stays throttled, newcomers pass', () => {
@@ -42,6 +42,9 @@ describe('MemoryStore overflow tier: open to newcomers under an identity flood',
     'token bucket': () => tokenBucket({ capacity: 3, refillPerSecond: 2 }),
     'leaky bucket': () => leakyBucket({ capacity: 2, leakPerSecond: 3 }),
     gcra: () => gcra({ rate: 2, periodMs: 1000, maxBurst: 2 }),
+    'sliding window log': () => slidingWindowLog({ limit: 3, windowMs: 1000 }),
+    'sliding window counter': () => slidingWindowCounter({ limit: 3, windowMs: 1000 }),
+    'sliding window, sub-windows': () => slidingWindowCounter({ limit: 3, windowMs: 1000, subWindows: 5 }),
   };
   const step = fc.record({ key: fc.integer({ min: 0, max: 9 }), cost: fc.constantFrom(1, 1, 2, 0.5), advanceMs: fc.constantFrom(0, 0, 5, 120, 400, 1000) });
   for (const [name, make] of Object.entries(policies)) {
@@ -54,8 +57,9 @@ describe('MemoryStore overflow tier: open to newcomers under an identity flood',
           let nowMs = 1_000_000;
           for (const s of steps) {
             nowMs += s.advanceMs;
-            if (!table.consume(`k${s.key}`, s.cost, nowMs).allowed) continue;
-            const { state, decision } = decide(policy, exact.get(s.key), nowMs, s.cost);
+            const cost = policy.name === 'sliding-window-log' ? Math.ceil(s.cost) : s.cost;
+            if (!table.consume(`k${s.key}`, cost, nowMs).allowed) continue;
+            const { state, decision } = decide(policy, exact.get(s.key), nowMs, cost);
             assert.ok(decision.allowed, `k${s.key} admitted beyond the policy at ${nowMs}`);
             exact.set(s.key, state);
           }
@@ -65,4 +69,11 @@ describe('MemoryStore overflow tier: open to newcomers under an identity flood',
       );
     });
   }
+
+  it('refuses new keys as store-full with overflow: false, and a bad overflow option with a typed error', () => {
+    const table = new MemoryStore({ maxKeys: 1, overflow: false }).bind(gcra({ rate: 1, periodMs: 1000, maxBurst: 2 }));
+    table.consume('a', 1, 0);
+    assert.equal(table.consume('b', 1, 0).reason, 'store-full');
+    assert.throws(() => new MemoryStore({ overflow: 'yes' as unknown as boolean }), (err: unknown) => err instanceof FloodgateError && err.option === 'MemoryStore.overflow');
+  });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { decide, fixedWindow, gcra, leakyBucket, slidingWindowLog, tokenBucket, type Algorithm } from '../src/index.js';
+import { decide, fixedWindow, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm } from '../src/index.js';
 import { OverflowSketch } from '../src/stores/overflow-sketch.js';
 
 const policies: Record<string, () => Algorithm> = {
@@ -9,9 +9,16 @@ const policies: Record<string, () => Algorithm> = {
   'token bucket': () => tokenBucket({ capacity: 5, refillPerSecond: 4 }),
   'leaky bucket': () => leakyBucket({ capacity: 3.5, leakPerSecond: 2 }),
   gcra: () => gcra({ rate: 4, periodMs: 1000, maxBurst: 4 }),
+  'sliding window log': () => slidingWindowLog({ limit: 5, windowMs: 1000 }),
+  'sliding window counter': () => slidingWindowCounter({ limit: 5, windowMs: 1000 }),
+  'sliding window, sub-windows': () => slidingWindowCounter({ limit: 5, windowMs: 1000, subWindows: 4 }),
 };
+/** The policies whose sketch decides exactly as the policy for a key alone in its cells. */
+const exactAlone = ['fixed window', 'token bucket', 'leaky bucket', 'gcra'];
 
 const step = fc.record({ key: fc.integer({ min: 0, max: 11 }), cost: fc.constantFrom(0, 1, 1, 1, 2, 0.5), advanceMs: fc.constantFrom(0, 0, 0, 1, 37, 250, 999, 1001) });
+/** Costs the policy accepts: the sliding log counts whole units only. */
+const costFor = (policy: Algorithm, cost: number): number => (policy.name === 'sliding-window-log' ? Math.ceil(cost) : cost);
 
 describe('overflow sketch: never admits a key beyond its limit', () => {
   for (const [name, make] of Object.entries(policies)) {
@@ -24,9 +31,10 @@ describe('overflow sketch: never admits a key beyond its limit', () => {
           let nowMs = 1_700_000_000_000;
           for (const s of steps) {
             nowMs += s.advanceMs;
-            if (!sketch.consume(`k${s.key}`, s.cost, nowMs).allowed) continue;
+            const cost = costFor(policy, s.cost);
+            if (!sketch.consume(`k${s.key}`, cost, nowMs).allowed) continue;
             // Replay the admitted request on the key's own exact state: it must fit there too.
-            const { state, decision } = decide(policy, exact.get(s.key), nowMs, s.cost);
+            const { state, decision } = decide(policy, exact.get(s.key), nowMs, cost);
             assert.ok(decision.allowed, `key ${s.key} admitted by the sketch beyond the policy at ${nowMs}`);
             exact.set(s.key, state);
           }
@@ -37,8 +45,8 @@ describe('overflow sketch: never admits a key beyond its limit', () => {
   }
 
   it('decides exactly as the policy for a key alone in its cells', () => {
-    for (const make of Object.values(policies)) {
-      const policy = make();
+    for (const name of exactAlone) {
+      const policy = policies[name]!();
       const sketch = OverflowSketch.create(policy, { cellsPerRow: 1 << 16, seed: 7 })!;
       let state: Float64Array | undefined;
       let nowMs = 1_700_000_000_000;
@@ -53,8 +61,20 @@ describe('overflow sketch: never admits a key beyond its limit', () => {
     }
   });
 
-  it('has no sketch for the sliding windows, which keep refusing as store-full', () => {
-    assert.equal(OverflowSketch.create(slidingWindowLog({ limit: 5, windowMs: 1000 }), { cellsPerRow: 8 }), undefined);
+  it('holds a sliding window\'s key alone to at most its limit per two aligned windows, never more than the policy', () => {
+    for (const name of ['sliding window log', 'sliding window counter', 'sliding window, sub-windows']) {
+      const sketch = OverflowSketch.create(policies[name]!(), { cellsPerRow: 1 << 12, seed: 3 })!;
+      const nowMs = 1_700_000_000_000; // a multiple of the window
+      let admitted = 0;
+      for (let t = 0; t < 2000; t += 50) if (sketch.consume('alone', 1, nowMs + t).allowed) admitted++;
+      assert.equal(admitted, 5, name);
+      assert.equal(sketch.consume('alone', 1, nowMs + 2000).allowed, true, `${name}: two windows on, the first window's count is gone`);
+    }
+  });
+
+  it('has no sketch for a policy of a kind it does not know', () => {
+    const custom: Algorithm = { ...fixedWindow({ limit: 5, windowMs: 1000 }), kind: Symbol('custom') } as Algorithm;
+    assert.equal(OverflowSketch.create(custom, { cellsPerRow: 8 }), undefined);
   });
 
   it('seeds a key moving into the exact table with what it spent here', () => {
@@ -92,7 +112,8 @@ describe('overflow sketch: the newcomer bound', () => {
     }
   });
 
-  it('says how much memory it takes: 4 rows of 8-byte cells', () => {
+  it('says how much memory it takes: 4 rows of 8-byte cells, two sets for the sliding windows', () => {
     assert.equal(OverflowSketch.create(fixedWindow({ limit: 1, windowMs: 1 }), { cellsPerRow: 1000 })!.bytes, 32_000);
+    assert.equal(OverflowSketch.create(slidingWindowLog({ limit: 1, windowMs: 1 }), { cellsPerRow: 1000 })!.bytes, 64_000);
   });
 });

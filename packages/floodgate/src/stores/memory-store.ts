@@ -13,6 +13,11 @@ export interface MemoryStoreOptions {
   maxKeys?: number;
   /** Longest key accepted, in UTF-16 code units (default 1024, at most 16,384). */
   maxKeyLength?: number;
+  /**
+   * Whether new keys that a full table cannot hold are decided by the overflow tier (default
+   * true; see {@link MemoryStore}); false refuses them with reason `store-full`.
+   */
+  overflow?: boolean;
 }
 
 /** MAX_KEYS is the largest `maxKeys` a {@link MemoryStore} accepts. */
@@ -38,14 +43,14 @@ const SWEEP_WHEN_FULL = 64;
  * At the `maxKeys` bound, a new key first looks for a key at rest to replace; if none is found,
  * no key is evicted and the new key is decided by the overflow tier ({@link OverflowSketch}, made
  * the first time the table is full: 4 rows of `maxKeys` 8-byte cells, 32 bytes per key of
- * capacity), a count-min sketch of the policy's state that can only over-count: no key is ever
- * admitted beyond its limit, and an honest newcomer is refused only when its cells are shared
- * with keys that spent enough (measured: with 10x `maxKeys` keys of one unit each in flight, no
- * newcomer refused for limits of 10 or more). Refunds to keys decided there are not applied
- * (they only over-count), and they cannot `reserve`. The sliding windows have no such tier: their
- * new keys are refused with reason `store-full`. Keys that are throttled, or have spent anything
- * not yet restored, are never forgotten: flooding the store with fresh keys cannot reset anyone's
- * limit.
+ * capacity, twice that for the sliding windows), a count-min sketch of the policy's state that can
+ * only over-count: no key is ever admitted beyond its limit, and an honest newcomer is refused
+ * only when its cells are shared with keys that spent enough (measured: with 10x `maxKeys` keys of
+ * one unit each in flight, no newcomer refused for limits of 10 or more). Refunds to keys decided
+ * there are not applied (they only over-count), and they cannot `reserve`. With `overflow: false`
+ * (or a policy the tier does not know) such new keys are refused with reason `store-full`. Keys
+ * that are throttled, or have spent anything not yet restored, are never forgotten: flooding the
+ * store with fresh keys cannot reset anyone's limit.
  *
  * Policies are told apart by name and parameters ({@link policyIdentity}), not by object: a
  * configuration reloaded into new limiters on the same store finds every key of an unchanged
@@ -62,6 +67,7 @@ export class MemoryStore implements Store {
   private readonly tables = new Map<string, { table: MemoryTable; binds: number }>();
   private readonly maxKeys: number;
   private readonly maxKeyLength: number;
+  private readonly overflow: boolean;
 
   /** Creates an empty store; nothing is allocated until a policy binds to it. */
   constructor(options: MemoryStoreOptions = {}) {
@@ -70,6 +76,10 @@ export class MemoryStore implements Store {
       throw new FloodgateError('INVALID_OPTION', `MemoryStore.maxKeys must be at most ${MAX_KEYS}, got ${this.maxKeys}`, 'MemoryStore.maxKeys');
     }
     this.maxKeyLength = positiveInteger(options.maxKeyLength ?? 1024, 'MemoryStore.maxKeyLength');
+    this.overflow = options.overflow ?? true;
+    if (typeof this.overflow !== 'boolean') {
+      throw new FloodgateError('INVALID_OPTION', `MemoryStore.overflow must be true or false, got ${describeValue(this.overflow)}`, 'MemoryStore.overflow');
+    }
     if (this.maxKeyLength > MAX_KEY_LENGTH) {
       throw new FloodgateError('INVALID_OPTION', `MemoryStore.maxKeyLength must be at most ${MAX_KEY_LENGTH}, got ${this.maxKeyLength}`, 'MemoryStore.maxKeyLength');
     }
@@ -85,7 +95,7 @@ export class MemoryStore implements Store {
     const id = policyIdentity(algorithm);
     let entry = this.tables.get(id);
     if (entry === undefined) {
-      entry = { table: new MemoryTable(algorithm, this.maxKeys, this.maxKeyLength), binds: 0 };
+      entry = { table: new MemoryTable(algorithm, this.maxKeys, this.maxKeyLength, this.overflow), binds: 0 };
       this.tables.set(id, entry);
     }
     entry.binds++;
@@ -160,7 +170,9 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     private readonly algorithm: Algorithm,
     private readonly maxKeys: number,
     private readonly maxKeyLength: number,
+    overflowTier = true,
   ) {
+    if (!overflowTier) this.overflow = null;
     this.keys = new KeyTable(algorithm.width);
     this.stride = this.keys.stride;
     this.unitCostValid = isValidCost(algorithm, 1);

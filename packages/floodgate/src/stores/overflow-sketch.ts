@@ -5,6 +5,12 @@
  * newcomer is refused only when, in every row, its cell is shared with keys that spent enough.
  */
 import { countSlack, TIME_EPSILON_MS, type Algorithm } from '../core/algorithm.js';
+import { FIXED_WINDOW } from '../core/algorithms/fixed-window.js';
+import { GCRA } from '../core/algorithms/gcra.js';
+import { SLIDING_WINDOW_LOG } from '../core/algorithms/sliding-window-log.js';
+import { SUB_WINDOW_COUNTER } from '../core/algorithms/sub-window-counter.js';
+import { LEAKY_BUCKET, TOKEN_BUCKET } from '../core/algorithms/token-bucket.js';
+import { WEIGHTED_WINDOW } from '../core/algorithms/weighted-window.js';
 import { makeDecision, type Decision } from '../core/decision.js';
 
 /** OVERFLOW_ROWS is the number of rows (independent hashes) of an {@link OverflowSketch}. */
@@ -15,16 +21,24 @@ export const OVERFLOW_ROWS = 4;
  * - `window`: the cost counted in the current window (fixed window), all cells cleared when the
  *   window turns, which every key of the policy does at the same instant;
  * - `tat`: the time the key's spending is all restored (token and leaky bucket, GCRA: their
- *   state is exactly that one time, their `restAtMs`), compared with `limit` units' worth.
+ *   state is exactly that one time, their `restAtMs`), compared with `limit` units' worth;
+ * - `sliding`: the costs counted in the current and the previous aligned window of `windowMs`
+ *   (sliding window log, sliding window counter in both forms). Any span those policies count
+ *   (the last `windowMs`; the previous and current aligned windows; the last n sub-windows) lies
+ *   within those two windows, so their sum over-counts it. A key decided here gets at most
+ *   `limit` per two windows: stricter than the policy, never looser.
  */
-type SketchKind = 'window' | 'tat';
+type SketchKind = 'window' | 'tat' | 'sliding';
 
-const KINDS: Readonly<Record<string, SketchKind>> = {
-  'fixed-window': 'window',
-  'token-bucket': 'tat',
-  'leaky-bucket': 'tat',
-  gcra: 'tat',
-};
+const KINDS: ReadonlyMap<symbol, SketchKind> = new Map<symbol, SketchKind>([
+  [FIXED_WINDOW, 'window'],
+  [TOKEN_BUCKET, 'tat'],
+  [LEAKY_BUCKET, 'tat'],
+  [GCRA, 'tat'],
+  [SLIDING_WINDOW_LOG, 'sliding'],
+  [WEIGHTED_WINDOW, 'sliding'],
+  [SUB_WINDOW_COUNTER, 'sliding'],
+]);
 
 /** OverflowSketchOptions sizes an {@link OverflowSketch}. */
 export interface OverflowSketchOptions {
@@ -54,52 +68,58 @@ export interface OverflowSketchOptions {
  * `cellsPerRow` keys in flight of one unit each and L >= 33, that is at most 1%.
  */
 export class OverflowSketch {
-  private readonly cells: Float64Array;
-  private readonly kind: SketchKind;
-  /** ms one unit of cost takes to restore (`tat`), or the window length (`window`). */
+  /** The cells: TATs (`tat`), or the counts of the current window (`window`, `sliding`). */
+  private cells: Float64Array;
+  /** The counts of the previous window (`sliding` only). */
+  private previous: Float64Array | undefined;
+  /** ms one unit of cost takes to restore (`tat`), or the window's length. */
   private readonly unitMs: number;
-  /** The window the `window` counts belong to. */
+  /** The window the counts belong to (`window`, `sliding`). */
   private windowStartMs = -Infinity;
-  /** Largest shortfall of the time check (`tat`), or of the count check (`window`), still admitted. */
+  /** Largest shortfall of the time check (`tat`), or of the count check, still admitted. */
   private readonly slack: number;
   private readonly hashSeed: number;
   /** The cell of each row for the key last hashed; reused, so a decision allocates nothing. */
   private readonly slots = new Int32Array(OVERFLOW_ROWS);
+  /** The least current-window count among the key last hashed's cells (`sliding`). */
+  private leastCurrent = 0;
 
   private constructor(
     private readonly algorithm: Algorithm,
-    kind: SketchKind,
+    private readonly kind: SketchKind,
     private readonly cellsPerRow: number,
     seed: number,
   ) {
-    this.kind = kind;
-    this.unitMs = unitMsOf(algorithm, kind);
+    const windowMs = algorithm.windowMs!;
+    this.unitMs = kind === 'tat' ? windowMs / algorithm.limit : windowMs;
     this.slack = kind === 'tat' ? Math.min(TIME_EPSILON_MS, countSlack(algorithm.limit) * this.unitMs) : countSlack(algorithm.limit);
     this.cells = new Float64Array(OVERFLOW_ROWS * cellsPerRow).fill(kind === 'tat' ? -Infinity : 0);
+    if (kind === 'sliding') this.previous = new Float64Array(OVERFLOW_ROWS * cellsPerRow);
     this.hashSeed = seed >>> 0;
   }
 
   /**
-   * create returns a sketch for `algorithm`, or undefined for a policy with no sound one-number
-   * sketch (the sliding windows, whose state is a log or several counters): those keep refusing
-   * new keys as `store-full` when the exact table is full.
+   * create returns a sketch for `algorithm`, or undefined for a policy it has no sound reduction
+   * for (one without a {@link Algorithm.kind} floodgate knows, or without `windowMs`): such a
+   * policy's new keys are refused as `store-full` when the exact table is full.
    */
   static create(algorithm: Algorithm, options: OverflowSketchOptions): OverflowSketch | undefined {
-    const kind = KINDS[algorithm.name];
-    if (kind === undefined) return undefined;
+    const kind = algorithm.kind === undefined ? undefined : KINDS.get(algorithm.kind);
+    const windowMs = algorithm.windowMs;
+    if (kind === undefined || windowMs === undefined || !(windowMs > 0) || !Number.isFinite(windowMs)) return undefined;
     return new OverflowSketch(algorithm, kind, options.cellsPerRow, options.seed ?? Math.floor(Math.random() * 2 ** 32));
   }
 
-  /** bytes returns the memory the sketch's cells take. */
+  /** bytes returns the memory the sketch's cells take: 32 bytes per cell of a row, 64 for the sliding windows. */
   get bytes(): number {
-    return this.cells.byteLength;
+    return this.cells.byteLength + (this.previous?.byteLength ?? 0);
   }
 
   /** consume decides a request of `cost` on `key` at `nowMs` from the sketch, charging it when admitted. */
   consume(key: string, cost: number, nowMs: number): Decision {
     const estimate = this.estimate(key, nowMs);
     const decision = this.answer(estimate, nowMs, cost);
-    if (decision.allowed && cost > 0) this.raise(this.kind === 'tat' ? Math.max(estimate, nowMs) + cost * this.unitMs : estimate + cost);
+    if (decision.allowed && cost > 0) this.raise(this.raisedTo(estimate, nowMs, cost));
     return decision;
   }
 
@@ -110,7 +130,8 @@ export class OverflowSketch {
 
   /**
    * seed writes the sketch's estimate for `key` into `cells` at `at`, a record just initialised
-   * as of `nowMs`, so that a key moving into the exact table keeps at least what it spent here.
+   * as of `nowMs`, so that a key moving into the exact table keeps at least what it spent here
+   * (charged at `nowMs`, so it is restored no sooner than it would have been).
    */
   seed(key: string, cells: Float64Array, at: number, nowMs: number): void {
     const estimate = this.estimate(key, nowMs);
@@ -118,9 +139,9 @@ export class OverflowSketch {
     if (spent > 0) this.algorithm.consume(cells, at, nowMs, Math.min(spent, this.algorithm.limit));
   }
 
-  /** The least of the key's cells (and remembers them in `slots`), after turning the window if due. */
+  /** The key's estimate (and remembers its cells in `slots`), after turning the window if due. */
   private estimate(key: string, nowMs: number): number {
-    if (this.kind === 'window') this.turnWindow(nowMs);
+    if (this.kind !== 'tat') this.turnWindow(nowMs);
     // Two hashes in one pass over the key: FNV-1a from two seeds, each then through murmur3's finaliser.
     let a = (0x811c9dc5 ^ this.hashSeed) >>> 0;
     let b = (0x811c9dc5 ^ this.hashSeed ^ 0x9e3779b9) >>> 0;
@@ -132,12 +153,22 @@ export class OverflowSketch {
     const h1 = mix(a);
     const h2 = mix(b) | 1;
     let least = Infinity;
+    let leastCurrent = Infinity;
     for (let row = 0; row < OVERFLOW_ROWS; row++) {
       const slot = row * this.cellsPerRow + ((h1 + Math.imul(row, h2)) >>> 0) % this.cellsPerRow;
       this.slots[row] = slot;
-      least = Math.min(least, this.cells[slot]!);
+      const current = this.cells[slot]!;
+      leastCurrent = Math.min(leastCurrent, current);
+      least = Math.min(least, this.previous === undefined ? current : current + this.previous[slot]!);
     }
+    this.leastCurrent = leastCurrent;
     return least;
+  }
+
+  /** What an admitted request's cells must hold at least: the key's new TAT, or its new current count. */
+  private raisedTo(estimate: number, nowMs: number, cost: number): number {
+    if (this.kind === 'tat') return Math.max(estimate, nowMs) + cost * this.unitMs;
+    return (this.kind === 'sliding' ? this.leastCurrent : estimate) + cost;
   }
 
   /** Raises each remembered cell to at least `value`. */
@@ -148,42 +179,43 @@ export class OverflowSketch {
     }
   }
 
-  /** Clears the counts when `nowMs` is in a later window; a clock gone back stays in the current one. */
+  /** Moves the counts on when `nowMs` is in a later window; a clock gone back stays in the current one. */
   private turnWindow(nowMs: number): void {
     const startMs = Math.floor(nowMs / this.unitMs) * this.unitMs;
     if (startMs <= this.windowStartMs) return;
+    const next = startMs === this.windowStartMs + this.unitMs;
     this.windowStartMs = startMs;
-    this.cells.fill(0);
+    if (this.previous === undefined) {
+      this.cells.fill(0);
+    } else if (next) {
+      // The current window becomes the previous one; the old previous, cleared, the current.
+      const old = this.previous.fill(0);
+      this.previous = this.cells;
+      this.cells = old;
+    } else {
+      this.previous.fill(0);
+      this.cells.fill(0);
+    }
   }
 
   private answer(estimate: number, nowMs: number, cost: number): Decision {
     const limit = this.algorithm.limit;
-    if (this.kind === 'window') {
-      const allowed = estimate + cost <= limit + this.slack;
-      const after = allowed ? estimate + cost : estimate;
-      const untilEndMs = this.windowStartMs + this.unitMs - nowMs;
-      return makeDecision(allowed, limit, limit - after, untilEndMs, after > 0 ? untilEndMs : 0);
+    if (this.kind === 'tat') {
+      const toleranceMs = limit * this.unitMs;
+      const tat = Math.max(estimate, nowMs);
+      const allowed = cost === 0 || tat + cost * this.unitMs - nowMs <= toleranceMs + this.slack;
+      const settled = allowed ? tat + cost * this.unitMs : tat;
+      return makeDecision(allowed, limit, (toleranceMs - (settled - nowMs)) / this.unitMs, tat + cost * this.unitMs - toleranceMs - nowMs, settled - nowMs);
     }
-    const toleranceMs = limit * this.unitMs;
-    const tat = Math.max(estimate, nowMs);
-    const allowed = cost === 0 || tat + cost * this.unitMs - nowMs <= toleranceMs + this.slack;
-    const settled = allowed ? tat + cost * this.unitMs : tat;
-    return makeDecision(allowed, limit, (toleranceMs - (settled - nowMs)) / this.unitMs, tat + cost * this.unitMs - toleranceMs - nowMs, settled - nowMs);
+    const allowed = estimate + cost <= limit + this.slack;
+    const after = allowed ? estimate + cost : estimate;
+    const untilEndMs = this.windowStartMs + this.unitMs - nowMs;
+    if (this.kind === 'window') return makeDecision(allowed, limit, limit - after, untilEndMs, after > 0 ? untilEndMs : 0);
+    // Sliding: the previous window's counts leave at this window's end, the current one's a window later.
+    const current = allowed ? this.leastCurrent + cost : this.leastCurrent;
+    const retryMs = current + cost <= limit + this.slack ? untilEndMs : untilEndMs + this.unitMs;
+    return makeDecision(allowed, limit, limit - after, retryMs, current > 0 ? untilEndMs + this.unitMs : after > 0 ? untilEndMs : 0);
   }
-}
-
-/**
- * The ms one unit of cost takes to restore, read from the policy itself: a fresh key charged at
- * time 0 comes back to rest that many ms per unit later; for a window, the window's length (the
- * key rests when the window that began at 0 ends).
- */
-function unitMsOf(algorithm: Algorithm, kind: SketchKind): number {
-  const cost = Math.min(1, algorithm.limit);
-  const probe = new Float64Array(algorithm.width);
-  algorithm.init(probe, 0, 0);
-  algorithm.consume(probe, 0, 0, cost);
-  const restMs = algorithm.restAtMs(probe, 0);
-  return kind === 'window' ? restMs : restMs / cost;
 }
 
 /** murmur3's 32-bit finaliser: every input bit moves every output bit. */
