@@ -67,32 +67,44 @@ function merge(charges: readonly Charge[], together: { allowed: boolean; decisio
   });
 }
 
+/** asksRefuse returns whether an enforcing question (hits 0) says that one more hit would be refused. */
+function asksRefuse(charges: readonly Charge[], asks: readonly (Decision | undefined)[]): boolean {
+  return charges.some((c, i) => c.enforcing && c.cost === 0 && !asks[i]!.allowed);
+}
+
 /**
  * decideSync decides `charges` on synchronous stores (the memory store) in one synchronous step.
- * `refused` is true when the request is refused already (a limit of 0): nothing is charged.
+ * `refused` is true when the request is refused already (a limit of 0): nothing is charged. A
+ * question (hits 0) is answered as of before the request, and an enforcing one that says one more
+ * hit would be refused refuses the request: a condition that costs nothing.
  */
 export function decideSync(charges: readonly Charge[], refused: boolean): Outcome {
-  if (refused) return { allowed: false, decisions: charges.map(lookSync) };
+  const asks = charges.map((c) => (c.cost === 0 ? lookSync(c) : undefined));
+  if (refused || asksRefuse(charges, asks)) return { allowed: false, decisions: charges.map((c, i) => asks[i] ?? lookSync(c)) };
   const together = consumeAllSync(enforcedOf(charges));
-  const others = charges.map((c) => {
+  const others = charges.map((c, i) => {
     if (c.enforcing && c.cost > 0) return undefined;
-    if (!together.allowed || c.cost === 0 || !fits(c)) return lookSync(c);
+    if (c.cost === 0) return asks[i];
+    if (!together.allowed || !fits(c)) return lookSync(c);
     return c.limiter.consumeSync(c.key, { cost: c.cost });
   });
   return { allowed: together.allowed, decisions: merge(charges, together, others) };
 }
 
 /**
- * decideAsync decides `charges` on an asynchronous store. On a RedisStore the enforcing charges
- * are one script when they share a hash slot (one round trip per request); shadow charges go in
- * the same tick, and are refunded when the request is refused.
+ * decideAsync decides `charges` on an asynchronous store, as {@link decideSync} does. On a
+ * RedisStore the enforcing charges are one script when they share a hash slot (one round trip per
+ * request); shadow charges go in the same tick, and are refunded when the request is refused.
+ * Questions (hits 0) are asked first, in one round trip of their own.
  */
 export async function decideAsync(charges: readonly Charge[], refused: boolean): Promise<Outcome> {
-  if (refused) return { allowed: false, decisions: await Promise.all(charges.map(look)) };
+  const asks = charges.some((c) => c.cost === 0) ? await Promise.all(charges.map((c) => (c.cost === 0 ? look(c) : undefined))) : [];
+  if (refused || asksRefuse(charges, asks)) return { allowed: false, decisions: await Promise.all(charges.map((c, i) => asks[i] ?? look(c))) };
   const all = consumeAll(enforcedOf(charges));
-  const others = charges.map((c) => {
+  const others = charges.map((c, i) => {
     if (c.enforcing && c.cost > 0) return undefined;
-    if (c.cost === 0 || !fits(c)) return look(c);
+    if (c.cost === 0) return asks[i];
+    if (!fits(c)) return look(c);
     return c.limiter.consume(c.key, { cost: c.cost });
   });
   const [together, ...rest] = await Promise.all([all, ...others]);

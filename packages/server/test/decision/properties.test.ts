@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { ManualClock, MemoryStore, type Algorithm, type PolicyStore, type Store } from 'floodgate';
+import { createDecisionService, DecisionError, parseDecisionRequest } from '../../src/decision/index.js';
+import { domainsOf, START_MS } from './support.js';
+
+const CONFIG = [
+  'domain: p',
+  'descriptors:',
+  '  - key: a',
+  '    rate_limit: { unit: year, requests_per_unit: 5 }',
+  '  - key: b',
+  '    rate_limit: { unit: year, requests_per_unit: 7, algorithm: sliding-window }',
+  '  - key: c',
+  '    shadow_mode: true',
+  '    rate_limit: { unit: year, requests_per_unit: 3 }',
+  '',
+].join('\n');
+const LIMIT: Record<string, number> = { a: 5, b: 7, c: 3 };
+
+/** An asynchronous store with no consumeAll, over a MemoryStore. */
+class PromiseStore implements Store {
+  private readonly inner = new MemoryStore();
+  bind(algorithm: Algorithm): PolicyStore {
+    const t = this.inner.bind(algorithm);
+    return {
+      synchronous: false,
+      consume: async (key, cost, nowMs) => t.consume(key, cost, nowMs),
+      peek: async (key, cost, nowMs) => t.peek(key, cost, nowMs),
+      refund: async (key, cost, nowMs) => t.refund(key, cost, nowMs),
+      reset: async (key) => t.reset(key),
+    };
+  }
+}
+
+const descriptorArb = fc.record({ key: fc.constantFrom('a', 'b', 'c'), value: fc.constantFrom('x', 'y'), hits: fc.integer({ min: 0, max: 4 }) });
+const requestArb = fc.array(descriptorArb, { minLength: 1, maxLength: 3 });
+
+/**
+ * The model: a request is admitted when every enforcing descriptor (a, b) with hits fits what is
+ * left (the same counter twice counts twice) and every enforcing question (hits 0) has one hit
+ * left before the request; then every such descriptor is charged, and each shadow one (c) that
+ * fits too. A refused request charges nothing.
+ */
+function modelStep(charged: Map<string, number>, request: ReadonlyArray<{ key: string; value: string; hits: number }>): boolean {
+  const trial = new Map(charged);
+  let admitted = request.every((d) => d.key === 'c' || d.hits > 0 || (charged.get(`${d.key}=${d.value}`) ?? 0) + 1 <= LIMIT[d.key]!);
+  for (const d of request) {
+    if (d.key === 'c' || d.hits === 0) continue;
+    const id = `${d.key}=${d.value}`;
+    const after = (trial.get(id) ?? 0) + d.hits;
+    if (after > LIMIT[d.key]!) admitted = false;
+    trial.set(id, after);
+  }
+  if (!admitted) return false;
+  for (const d of request) {
+    if (d.key !== 'c' || d.hits === 0) continue;
+    const id = `${d.key}=${d.value}`;
+    if ((trial.get(id) ?? 0) + d.hits <= LIMIT.c!) trial.set(id, (trial.get(id) ?? 0) + d.hits);
+  }
+  for (const [k, v] of trial) charged.set(k, v);
+  return true;
+}
+
+function toRequest(request: ReadonlyArray<{ key: string; value: string; hits: number }>) {
+  return parseDecisionRequest({ domain: 'p', descriptors: request.map((d) => ({ entries: [{ key: d.key, value: d.value }], hits_addend: { value: String(d.hits) } })) });
+}
+
+for (const [name, makeStore] of [['the memory store', () => new MemoryStore()], ['an asynchronous store', () => new PromiseStore()]] as const) {
+  describe(`properties on ${name}`, () => {
+    it('every verdict and every counter is the all-or-nothing model\'s: a refused request is charged nowhere', async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(requestArb, { minLength: 1, maxLength: 25 }), async (requests) => {
+          const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS), store: makeStore() });
+          const charged = new Map<string, number>();
+          for (const request of requests) {
+            const result = await service.shouldRateLimit(toRequest(request));
+            assert.equal(result.overallCode === 'OK', modelStep(charged, request), JSON.stringify(request));
+          }
+          for (const key of ['a', 'b', 'c']) {
+            for (const value of ['x', 'y']) {
+              const peek = await service.shouldRateLimit(parseDecisionRequest({ domain: 'p', descriptors: [{ entries: [{ key, value }] }] }), 'peek');
+              assert.equal(peek.statuses[0]!.limitRemaining, LIMIT[key]! - (charged.get(`${key}=${value}`) ?? 0), `${key}=${value}`);
+            }
+          }
+        }),
+        { numRuns: 100 },
+      );
+    });
+  });
+}
+
+describe('properties of request parsing', () => {
+  it('any JSON value is a checked request or a DecisionError, and a checked one is decided without a crash', async () => {
+    const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS) });
+    const entry = fc.record({ key: fc.oneof(fc.string(), fc.constant('a'), fc.integer()), value: fc.oneof(fc.string(), fc.constant('x'), fc.constant(null)) }, { requiredKeys: [] });
+    const descriptor = fc.record({ entries: fc.oneof(fc.array(entry, { maxLength: 3 }), fc.anything()), hits_addend: fc.oneof(fc.integer(), fc.double(), fc.string(), fc.record({ value: fc.string() })), limit: fc.anything() }, { requiredKeys: [] });
+    const body = fc.oneof(
+      fc.anything(),
+      fc.record({ domain: fc.oneof(fc.constant('p'), fc.string(), fc.integer()), descriptors: fc.oneof(fc.array(descriptor, { maxLength: 4 }), fc.anything()), hits_addend: fc.oneof(fc.integer(), fc.double(), fc.bigInt().map(String)) }, { requiredKeys: [] }),
+    );
+    await fc.assert(
+      fc.asyncProperty(body, async (raw) => {
+        let request;
+        try {
+          request = parseDecisionRequest(raw);
+        } catch (error) {
+          assert.ok(error instanceof DecisionError && error.code === 'INVALID_REQUEST', String(error));
+          return;
+        }
+        const result = await service.shouldRateLimit(request);
+        assert.equal(result.statuses.length, request.descriptors.length);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
