@@ -49,7 +49,7 @@ const PLOT = { left: 70, right: 700, top: 44, bottom: 320 };
  */
 export function renderLineChart(options: LineChartOptions): string {
   const steps = Math.max(1, ...options.series.flatMap((s) => s.lines.map((l) => l.values.length)));
-  const yMax = Math.max(maxOf(options), 1e-9);
+  const yMax = Math.max(maxOf(options), 1);
   const yTicks = niceTicks(yMax);
   const yTop = yTicks[yTicks.length - 1]!;
   const xSpanS = (steps * options.stepMs) / 1000;
