@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
+import { Redis } from 'ioredis';
+import { RedisStore, ioredisAdapter } from 'floodgate/redis';
+import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
 import fc from 'fast-check';
 import { ManualClock, MemoryStore, type Algorithm, type PolicyStore, type Store } from 'floodgate';
 import { createDecisionService, DecisionError, parseDecisionRequest } from '../../src/decision/index.js';
@@ -67,29 +70,44 @@ function toRequest(request: ReadonlyArray<{ key: string; value: string; hits: nu
   return parseDecisionRequest({ domain: 'p', descriptors: request.map((d) => ({ entries: [{ key: d.key, value: d.value }], hits_addend: { value: String(d.hits) } })) });
 }
 
-for (const [name, makeStore] of [['the memory store', () => new MemoryStore()], ['an asynchronous store', () => new PromiseStore()]] as const) {
-  describe(`properties on ${name}`, () => {
-    it('every verdict and every counter is the all-or-nothing model\'s: a refused request is charged nowhere', async () => {
-      await fc.assert(
-        fc.asyncProperty(fc.array(requestArb, { minLength: 1, maxLength: 25 }), async (requests) => {
-          const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS), store: makeStore() });
-          const charged = new Map<string, number>();
-          for (const request of requests) {
-            const result = await service.shouldRateLimit(toRequest(request));
-            assert.equal(result.overallCode === 'OK', modelStep(charged, request), JSON.stringify(request));
-          }
-          for (const key of ['a', 'b', 'c']) {
-            for (const value of ['x', 'y']) {
-              const peek = await service.shouldRateLimit(parseDecisionRequest({ domain: 'p', descriptors: [{ entries: [{ key, value }] }] }), 'peek');
-              assert.equal(peek.statuses[0]!.limitRemaining, LIMIT[key]! - (charged.get(`${key}=${value}`) ?? 0), `${key}=${value}`);
-            }
-          }
-        }),
-        { numRuns: 100 },
-      );
-    });
-  });
+/** allOrNothing checks the service on `makeStore()` stores against the model over `numRuns` random runs. */
+async function allOrNothing(makeStore: () => Store, numRuns: number): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(fc.array(requestArb, { minLength: 1, maxLength: 25 }), async (requests) => {
+      const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS), store: makeStore() });
+      const charged = new Map<string, number>();
+      for (const request of requests) {
+        const result = await service.shouldRateLimit(toRequest(request));
+        assert.equal(result.overallCode === 'OK', modelStep(charged, request), JSON.stringify(request));
+      }
+      for (const key of ['a', 'b', 'c']) {
+        for (const value of ['x', 'y']) {
+          const peek = await service.shouldRateLimit(parseDecisionRequest({ domain: 'p', descriptors: [{ entries: [{ key, value }] }] }), 'peek');
+          assert.equal(peek.statuses[0]!.limitRemaining, LIMIT[key]! - (charged.get(`${key}=${value}`) ?? 0), `${key}=${value}`);
+        }
+      }
+    }),
+    { numRuns },
+  );
 }
+
+describe('properties: every verdict and every counter is the all-or-nothing model\'s (a refused request is charged nowhere)', () => {
+  let redis: RedisServers;
+  let client: Redis;
+  let run = 0;
+  before(async () => {
+    redis = await startRedisServer();
+    client = new Redis({ host: '127.0.0.1', port: redis.ports[0]! });
+  });
+  after(async () => {
+    client.disconnect();
+    await redis.stop();
+  });
+
+  it('on the memory store', () => allOrNothing(() => new MemoryStore(), 100));
+  it('on an asynchronous store without consumeAll', () => allOrNothing(() => new PromiseStore(), 100));
+  it('on a real Redis (one script per request)', () => allOrNothing(() => new RedisStore({ adapter: ioredisAdapter(client), prefix: `prop${run++}:`, onError: 'throw' }), 30));
+});
 
 describe('properties of request parsing', () => {
   it('any JSON value is a checked request or a DecisionError, and a checked one is decided without a crash', async () => {
