@@ -6,7 +6,6 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { FIELD, PROBLEM_CONTENT_TYPE, type HeaderPair } from 'floodgate/http';
 import { Pool } from 'undici';
 import { downstreamHeaders, upstreamHeaders, type ForwardingFacts } from './forwarding.js';
@@ -86,19 +85,24 @@ export class Upstreams {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > this.limits.maxBodyBytes) return this.fail(res, 413, `the request body is larger than ${this.limits.maxBodyBytes} bytes`, started);
     const hasBody = declared > 0 || req.headers['transfer-encoding'] !== undefined;
+    let status = 0;
     try {
-      const reply = await this.poolOf(options.upstream).request({
+      // undici's stream API writes the upstream's body straight into `res`: no Readable in between.
+      const request = {
         path: pathOn(options.upstream, req.url ?? '/'),
         method: req.method as 'GET',
         headers: upstreamHeaders(req.headers, options.facts),
         body: hasBody ? Readable.from(countedBody(req, this.limits.maxBodyBytes), { objectMode: false }) : null,
         signal: abort,
+      };
+      await this.poolOf(options.upstream).stream(request, (reply) => {
+        status = reply.statusCode;
+        const headers = downstreamHeaders(reply.headers);
+        for (const [name, value] of options.extra) headers[name] = value;
+        res.writeHead(status, headers);
+        return res;
       });
-      const headers = downstreamHeaders(reply.headers);
-      for (const [name, value] of options.extra) headers[name] = value;
-      res.writeHead(reply.statusCode, headers);
-      await pipeline(reply.body, res);
-      return { status: reply.statusCode, durationMs: performance.now() - started, error: undefined };
+      return { status, durationMs: performance.now() - started, error: undefined };
     } catch (err) {
       return this.failed(res, err, started);
     } finally {
