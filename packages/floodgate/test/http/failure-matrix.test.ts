@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Cluster, Redis } from 'ioredis';
 import { byHeader, type HttpLimitOptions, type StoreErrorPolicy } from '../../src/http/index.js';
-import { fixedWindow, Limiter, MemoryStore, type LimiterOptions, type Observer, type Store, type StoreErrorEvent } from '../../src/index.js';
+import { Limiter, tokenBucket, MemoryStore, type LimiterOptions, type Observer, type Store, type StoreErrorEvent } from '../../src/index.js';
 import { ioredisAdapter, RedisStore, type OnError } from '../../src/redis.js';
 import { startRedisCluster, startRedisServer, type RedisServers } from '../support/redis-server.js';
 import { failingCustomStore, type FailingKind } from './failure-stores.js';
@@ -20,6 +20,12 @@ const USER_LIMIT = 4;
 const REQUESTS = 5;
 const IP_LIMIT = 100;
 const REQUEST_TIMEOUT_MS = 5000;
+
+/**
+ * A bucket of `capacity` that refills too slowly to matter within a case: unlike a fixed window,
+ * no boundary of the wall clock can reset it in the middle of one.
+ */
+const slowBucket = (capacity: number) => tokenBucket({ capacity, refillPerSecond: capacity / 1e6 });
 
 /** How a case must be answered. */
 type Answer = 'ok' | 'fail-open' | 'fail-closed' | 'fallback' | 'app-error';
@@ -179,9 +185,9 @@ async function runAdapter(c: Case, adapter: string, index: number): Promise<{ se
   const storeEvents: StoreErrorEvent[] = [];
   const storeObserver: Observer = { storeError: (e) => void storeEvents.push(e) };
   const opened = await c.backend.open(c.onError, `matrix:${index}:${adapter}:`, storeObserver);
-  const ip = new Limiter({ policy: fixedWindow({ limit: IP_LIMIT, windowMs: 60_000 }) });
+  const ip = new Limiter({ policy: slowBucket(IP_LIMIT) });
   const guard: Partial<LimiterOptions> = c.backend.custom ? { timeoutMs: 100, observer: storeObserver, ...(c.onError === undefined ? {} : { onError: c.onError as 'fail-closed' | 'throw' }) } : {};
-  const user = new Limiter({ policy: fixedWindow({ limit: USER_LIMIT, windowMs: 60_000 }), store: opened.store, ...guard });
+  const user = new Limiter({ policy: slowBucket(USER_LIMIT), store: opened.store, ...guard });
   const options: HttpLimitOptions<unknown> = {
     dimensions: [{ name: 'ip', limiter: ip }, { name: 'user', limiter: user, key: byHeader('x-user') }],
     logger: { warn: (message) => void logs.push(message) },

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { Agent, fetch } from 'undici';
 import { byHeader, byIp, type HttpLimitOptions } from '../../src/http/index.js';
-import { fixedWindow, Limiter, MemoryStore, type Decision, type PolicyStore, type Store } from '../../src/index.js';
+import { Limiter, tokenBucket, MemoryStore, type Decision, type PolicyStore, type Store } from '../../src/index.js';
 import { ioredisAdapter, RedisStore } from '../../src/redis.js';
 import { startRedisServer, type RedisServers } from '../support/redis-server.js';
 import { adapters, type Running } from './servers.js';
@@ -84,8 +84,9 @@ function optionsFor(kind: StoreKind, prefix: string): HttpLimitOptions<unknown> 
   // A deadline far above any round trip: this test is about a race between requests, not about timeouts
   // (a consumeAll that timed out while its script still ran would be retried limit by limit).
   const store = kind === 'redis' ? new RedisStore({ adapter: ioredisAdapter(client), prefix, timeoutMs: 30_000 }) : delayedStore(5);
-  const ip = new Limiter({ policy: fixedWindow({ limit: IP_LIMIT, windowMs: 600_000 }), store });
-  const user = new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 600_000 }), store });
+  const ip = new Limiter({ policy: tokenBucket({ capacity: IP_LIMIT, refillPerSecond: IP_LIMIT / 1e6 }), store });
+  // Buckets that refill too slowly to matter in a run: no wall-clock window boundary resets them mid-trial.
+  const user = new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 1e-6 }), store });
   return {
     trustProxy: 1,
     dimensions: [
