@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { PACKAGE_DIR } from '../../scripts/build.js';
 import { startRedisServer, type RedisServers } from '../support/redis-server.js';
 import { compile, makeApp, packAndUnpack, runApp, type AppSpec, type Packed } from './support/temp-app.js';
 import { checkManifest, importGraph, isPackage } from './support/tarball.js';
@@ -55,7 +56,13 @@ const CASES: AppCase[] = [
     runs: [['out/main.js', twoRequests]],
   },
   {
-    spec: { name: 'hono', type: 'module', links: ['hono', '@hono/node-server', '@types/node'], tsconfigs: { 'tsconfig.json': BUNDLER } },
+    // Hono's own types use the fetch API's DOM types (MessageEvent, CloseEvent), so its apps add DOM.
+    spec: {
+      name: 'hono',
+      type: 'module',
+      links: ['hono', '@hono/node-server', '@types/node'],
+      tsconfigs: { 'tsconfig.json': { ...BUNDLER, lib: ['ES2022', 'DOM'] } },
+    },
     runs: [['out/main.js', twoRequests]],
   },
   {
@@ -111,6 +118,11 @@ describe('the packed tarball', { timeout: 300_000 }, () => {
     const cjs = files.filter((f) => f.startsWith('dist/cjs/') && f !== 'dist/cjs/package.json').map((f) => f.slice('dist/cjs/'.length));
     assert.deepEqual(cjs.sort(), esm.sort(), 'the two builds hold the same modules');
     assert.ok(esm.some((f) => f.endsWith('.d.ts')) && esm.some((f) => f.endsWith('.js')));
+  });
+
+  it('refuses to pack the workspace folder itself, whose manifest points at sources', async () => {
+    const packing = run('npm', ['pack', '--dry-run', '--json'], { cwd: PACKAGE_DIR });
+    await assert.rejects(packing, (error: Error & { stderr?: string }) => /pack:tarball/.test(error.stderr ?? ''));
   });
 
   it('has a manifest without the source condition, whose every target is shipped', async () => {

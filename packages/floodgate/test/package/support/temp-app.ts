@@ -51,7 +51,7 @@ export interface AppSpec {
 }
 
 /** STRICT holds the options every app compiles with: strict, and never skipLibCheck. */
-const STRICT = { strict: true, skipLibCheck: false, target: 'ES2022', lib: ['ES2022', 'DOM'], noEmitOnError: true };
+const STRICT = { strict: true, skipLibCheck: false, target: 'ES2022', lib: ['ES2022'], types: ['node'], noEmitOnError: true };
 
 /** makeApp lays out the app under `packed.root/apps/<name>` and returns its folder. */
 export async function makeApp(packed: Packed, spec: AppSpec): Promise<string> {
