@@ -58,7 +58,8 @@ export class Board {
   /** observer is the store's seam into {@link Board.store}. */
   readonly observer: Observer;
   readonly startedAtMs: number;
-  private readonly boards = new Map<string, RuleBoard>();
+  /** Boards by route, then rule: two lookups and no string built per decision. */
+  private readonly boards = new Map<string, Map<string, RuleBoard>>();
   private readonly options: Required<Omit<BoardOptions, 'clock' | 'refusals'>>;
 
   constructor(options: BoardOptions = {}) {
@@ -102,12 +103,13 @@ export class Board {
 
   /** boardOf returns a rule's board, made on first use. */
   boardOf(route: string, rule: string): RuleBoard {
-    const id = `${route}\0${rule}`;
-    let board = this.boards.get(id);
+    let rules = this.boards.get(route);
+    if (rules === undefined) this.boards.set(route, (rules = new Map()));
+    let board = rules.get(rule);
     if (board === undefined) {
       const o = this.options;
       board = { route, rule, series: new OutcomeSeries(), overLimit: new SpaceSaving({ capacity: o.sketchCapacity, halfLifeMs: o.halfLifeMs }), near: new NearLimit({ capacity: o.nearCapacity, staleMs: o.staleMs }) };
-      this.boards.set(id, board);
+      rules.set(rule, board);
     }
     return board;
   }
@@ -115,7 +117,10 @@ export class Board {
   /** retain forgets the boards of rules not in `active` (route and rule names), after a reload removed them. */
   retain(active: readonly { readonly route: string; readonly rule: string }[]): void {
     const keep = new Set(active.map((r) => `${r.route}\0${r.rule}`));
-    for (const id of this.boards.keys()) if (!keep.has(id)) this.boards.delete(id);
+    for (const [route, rules] of this.boards) {
+      for (const rule of rules.keys()) if (!keep.has(`${route}\0${rule}`)) rules.delete(rule);
+      if (rules.size === 0) this.boards.delete(route);
+    }
   }
 
   /** latestRefusals returns up to `n` recent refusals, newest first. */

@@ -38,8 +38,8 @@ const RESCALE_ABOVE = 1e200;
  * decayed weight of the whole stream over the capacity). Every key whose true decayed count is
  * above `min` is monitored. An unmonitored key's true count is at most `min`.
  *
- * Memory: `capacity` entries (a key reference, two doubles, a heap slot and a map entry each),
- * about 100 bytes plus the key's characters per entry. Updates cost O(log capacity).
+ * Memory: `capacity` entries (a key reference, two doubles and an index each, a heap slot and a
+ * map entry), about 120 bytes plus the key's characters per entry. Updates cost O(log capacity).
  * Time going backwards is taken as no time passing (an event is never weighted above one at `now`).
  *
  * @example
@@ -50,12 +50,9 @@ const RESCALE_ABOVE = 1e200;
 export class SpaceSaving {
   readonly capacity: number;
   readonly halfLifeMs: number;
-  /** The heap of keys, smallest scaled count first. */
-  private readonly keys: string[] = [];
-  private readonly counts: number[] = [];
-  private readonly errors: number[] = [];
-  /** Each monitored key's index in the heap. */
-  private readonly slots = new Map<string, number>();
+  /** The heap of entries, smallest scaled count first; each entry knows its index, so a swap touches no map. */
+  private readonly heap: Entry[] = [];
+  private readonly entries = new Map<string, Entry>();
   private landmarkMs: number | undefined;
   private latestMs = -Infinity;
 
@@ -68,31 +65,30 @@ export class SpaceSaving {
 
   /** size returns how many keys are monitored now (at most `capacity`). */
   get size(): number {
-    return this.keys.length;
+    return this.heap.length;
   }
 
   /** add counts `weight` (>= 0) for `key` at `timeMs`. */
   add(key: string, weight: number, timeMs: number): void {
     if (!(weight > 0)) return;
     const scaled = weight * this.scaleAt(timeMs);
-    const slot = this.slots.get(key);
-    if (slot !== undefined) {
-      this.counts[slot]! += scaled;
-      this.siftDown(slot);
-    } else if (this.keys.length < this.capacity) {
-      this.keys.push(key);
-      this.counts.push(scaled);
-      this.errors.push(0);
-      this.slots.set(key, this.keys.length - 1);
-      this.siftUp(this.keys.length - 1);
+    const entry = this.entries.get(key);
+    if (entry !== undefined) {
+      entry.count += scaled;
+      this.siftDown(entry.index);
+    } else if (this.heap.length < this.capacity) {
+      const added: Entry = { key, count: scaled, error: 0, index: this.heap.length };
+      this.heap.push(added);
+      this.entries.set(key, added);
+      this.siftUp(added.index);
     } else {
       // Space-saving's step: the new key takes the smallest counter's place and inherits its count as error.
-      const min = this.counts[0]!;
-      this.slots.delete(this.keys[0]!);
-      this.keys[0] = key;
-      this.counts[0] = min + scaled;
-      this.errors[0] = min;
-      this.slots.set(key, 0);
+      const least = this.heap[0]!;
+      this.entries.delete(least.key);
+      least.key = key;
+      least.error = least.count;
+      least.count += scaled;
+      this.entries.set(key, least);
       this.siftDown(0);
     }
   }
@@ -100,14 +96,14 @@ export class SpaceSaving {
   /** top returns up to `n` monitored keys, largest count first, with counts decayed to `nowMs`. */
   top(n: number, nowMs: number): HeavyHitter[] {
     const divisor = this.scaleAt(Math.max(nowMs, this.latestMs), false);
-    const order = this.keys.map((_, i) => i).sort((a, b) => this.counts[b]! - this.counts[a]!);
-    return order.slice(0, Math.max(0, n)).map((i) => ({ key: this.keys[i]!, count: this.counts[i]! / divisor, error: this.errors[i]! / divisor }));
+    const order = [...this.heap].sort((a, b) => b.count - a.count);
+    return order.slice(0, Math.max(0, n)).map((e) => ({ key: e.key, count: e.count / divisor, error: e.error / divisor }));
   }
 
   /** minCount returns the smallest monitored count decayed to `nowMs` (0 until the table is full): the error bound. */
   minCount(nowMs: number): number {
-    if (this.keys.length < this.capacity) return 0;
-    return this.counts[0]! / this.scaleAt(Math.max(nowMs, this.latestMs), false);
+    if (this.heap.length < this.capacity) return 0;
+    return this.heap[0]!.count / this.scaleAt(Math.max(nowMs, this.latestMs), false);
   }
 
   /** The forward-decay factor at `timeMs`; moving the landmark rescales the table when it grows too large. */
@@ -118,9 +114,10 @@ export class SpaceSaving {
     if (advance) this.latestMs = t;
     let factor = 2 ** ((t - this.landmarkMs) / this.halfLifeMs);
     if (factor > RESCALE_ABOVE && advance) {
-      for (let i = 0; i < this.counts.length; i++) {
-        this.counts[i]! /= factor;
-        this.errors[i]! /= factor;
+      // Dividing every counter by one factor keeps their order, so the heap stays valid.
+      for (const e of this.heap) {
+        e.count /= factor;
+        e.error /= factor;
       }
       this.landmarkMs = t;
       factor = 1;
@@ -129,22 +126,24 @@ export class SpaceSaving {
   }
 
   private siftUp(i: number): void {
+    const heap = this.heap;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (this.counts[parent]! <= this.counts[i]!) return;
+      if (heap[parent]!.count <= heap[i]!.count) return;
       this.swap(i, parent);
       i = parent;
     }
   }
 
   private siftDown(i: number): void {
-    const n = this.keys.length;
+    const heap = this.heap;
+    const n = heap.length;
     for (;;) {
       const l = 2 * i + 1;
       const r = l + 1;
       let least = i;
-      if (l < n && this.counts[l]! < this.counts[least]!) least = l;
-      if (r < n && this.counts[r]! < this.counts[least]!) least = r;
+      if (l < n && heap[l]!.count < heap[least]!.count) least = l;
+      if (r < n && heap[r]!.count < heap[least]!.count) least = r;
       if (least === i) return;
       this.swap(i, least);
       i = least;
@@ -152,16 +151,19 @@ export class SpaceSaving {
   }
 
   private swap(a: number, b: number): void {
-    const k = this.keys[a]!;
-    const c = this.counts[a]!;
-    const e = this.errors[a]!;
-    this.keys[a] = this.keys[b]!;
-    this.counts[a] = this.counts[b]!;
-    this.errors[a] = this.errors[b]!;
-    this.keys[b] = k;
-    this.counts[b] = c;
-    this.errors[b] = e;
-    this.slots.set(this.keys[a], a);
-    this.slots.set(k, b);
+    const ea = this.heap[a]!;
+    const eb = this.heap[b]!;
+    this.heap[a] = eb;
+    this.heap[b] = ea;
+    eb.index = a;
+    ea.index = b;
   }
+}
+
+/** One monitored key: its scaled count, the error it inherited, and its place in the heap. */
+interface Entry {
+  key: string;
+  count: number;
+  error: number;
+  index: number;
 }

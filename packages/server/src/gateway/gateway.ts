@@ -12,6 +12,7 @@ import { loadConfig } from '../config/load.js';
 import { ConfigError, formatProblem } from '../config/problems.js';
 import type { GatewayConfig } from '../config/schema.js';
 import { Board } from '../dashboard/board.js';
+import { LoopClock } from '../dashboard/loop-clock.js';
 import { mountDashboard } from '../dashboard/mount.js';
 import { adminHandler, tokenDigest } from '../ops/admin.js';
 import { GatewayMetrics } from '../ops/metrics.js';
@@ -118,7 +119,7 @@ export class Gateway implements TrafficState {
     const env = options.env ?? process.env;
     const { config } = await loadConfig(options.file, env);
     const metrics = new GatewayMetrics();
-    const board = new Board();
+    const board = new Board({ clock: new LoopClock() });
     const store = await openStore(config.store, { env, observer: combineObservers(metrics.observer, board.observer), onBackendError: (err) => options.log.warn({ error: err.message }, 'store connection error') });
     const gateway = new Gateway(options, config, store, metrics, board);
     await gateway.listen();
