@@ -7,6 +7,7 @@ import type { Timers } from './core/timers.js';
 import { limiterParts, type LimiterOptions } from './limiter-options.js';
 import { invalidKey, isKey, type MaybePromise, type PolicyStore, type Store, type SyncPolicyStore } from './stores/store.js';
 import { AcquireQueues, type AcquireOptions } from './waiting/acquire-queue.js';
+import { isThenable } from './waiting/key-queue.js';
 
 export type { LimiterOptions } from './limiter-options.js';
 
@@ -239,11 +240,11 @@ export class Limiter {
 
 
   private reported(operation: 'consume' | 'peek', key: string, cost: number, answer: MaybePromise<Decision>, nowMs: number): Promise<Decision> {
-    if (!(answer instanceof Promise)) {
+    if (!isThenable(answer)) {
       this.report(operation, key, cost, answer, nowMs);
       return Promise.resolve(answer);
     }
-    return answer.then((decision) => {
+    return Promise.resolve(answer).then((decision) => {
       this.report(operation, key, cost, decision, nowMs);
       return decision;
     });
