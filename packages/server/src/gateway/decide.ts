@@ -67,21 +67,25 @@ export async function admit(route: CompiledRoute, req: ProxyRequest, options: Ad
     applied = await decideEnforced(route, req);
   } catch (err) {
     if (err instanceof FloodgateError && err.code !== 'STORE_ERROR' && err.code !== 'STORE_TIMEOUT' && err.code !== 'STORE_REPLY') throw err;
-    await shadow;
+    if (shadow !== undefined) await shadow;
     return storeFailed(route, options);
   }
-  await shadow;
+  if (shadow !== undefined) await shadow;
   const refused = applied.filter((a) => !a.decision.allowed);
   // A refused request is counted against the rules that refused it only: the others were refunded.
   for (const a of refused.length > 0 ? refused : applied) report(route.name, a, options.reporter, '');
   if (refused.length > 0) return refuse(applied, refused);
-  const queued = await waitInQueues(route, req, applied, options);
+  const queued = route.queue.length === 0 ? undefined : await waitInQueues(route, req, applied, options);
   if (queued !== undefined) return queued;
   return { allowed: true, status: 0, headers: headersOf(applied), body: undefined };
 }
 
-function consume(rule: CompiledRule, key: string, peek = false): Promise<Decision> {
-  return peek ? rule.limiter.peek(key, ZERO) : rule.limiter.consume(key, rule.cost === 1 ? undefined : { cost: rule.cost });
+/** A rule's decision: without a promise on a synchronous store (the memory store), so no await is paid for it. */
+function consume(rule: CompiledRule, key: string, peek = false): Decision | Promise<Decision> {
+  const l = rule.limiter;
+  const options = rule.cost === 1 ? undefined : { cost: rule.cost };
+  if (l.table.synchronous) return peek ? l.peekSync(key, ZERO) : l.consumeSync(key, options);
+  return peek ? l.peek(key, ZERO) : l.consume(key, options);
 }
 
 async function decideEnforced(route: CompiledRoute, req: ProxyRequest): Promise<Applied[]> {
@@ -90,7 +94,8 @@ async function decideEnforced(route: CompiledRoute, req: ProxyRequest): Promise<
     const identity = rule.identity(req);
     if (identity === undefined) continue;
     const key = rule.keyOf(identity);
-    const decision = await consume(rule, key);
+    const pending = consume(rule, key);
+    const decision = pending instanceof Promise ? await pending : pending;
     applied.push({ rule, key, decision });
     if (!decision.allowed) {
       await giveBack(applied.slice(0, -1));
