@@ -133,9 +133,11 @@ export function consumeAllSync(entries: readonly LimitEntry[]): LimitsDecision {
  *   refund (both within the limiters' `timeoutMs`), and is then refunded; synchronous limits are
  *   charged last and so are never charged and taken back.
  *
- * A store's failure is answered by each limiter's failure policy (`fail-open` admits; it never
- * refuses the request by itself); an error that policy lets through (`throw`) rejects, after the
- * charges made so far are refunded. Bad entries reject with the errors {@link consumeAllSync} throws.
+ * A store's failure is answered by the failure policy of that entry's limiter (or store): a
+ * `fail-open` decision admits its entry, a `fail-closed` one refuses the request like any other
+ * refusal (nothing charged anywhere); an error that policy lets through (`throw`) rejects, after
+ * the charges made so far are refunded. Bad entries reject with the errors {@link consumeAllSync}
+ * throws.
  *
  * @example
  * const { allowed, decisions } = await consumeAll([
