@@ -241,5 +241,11 @@ describe('consumeAll: several limits on any stores', () => {
     const result = await consumeAll([{ limiter: good, key: 'k' }, { limiter: open, key: 'k' }]);
     assert.equal(result.allowed, true, 'fail-open (the default) admits');
     assert.equal(result.decisions[1]!.reason, 'fail-open');
+    const before = await leftAsync(good, 'k');
+    const closed = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), store: broken, clock, onError: 'fail-closed' });
+    const refused = await consumeAll([{ limiter: good, key: 'k' }, { limiter: closed, key: 'k' }]);
+    assert.equal(refused.allowed, false, 'fail-closed refuses the request');
+    assert.equal(refused.decisions[1]!.reason, 'fail-closed');
+    assert.equal(await leftAsync(good, 'k'), before, 'and the other limit\'s charge was given back');
   });
 });
