@@ -80,6 +80,8 @@ function listen(server: ReturnType<typeof createServer>): Promise<number> {
 interface Running {
   readonly name: string;
   readonly port: number;
+  /** The admin port of a floodgate gateway (metrics); 0 for the others. */
+  readonly adminPort: number;
   readonly child: ChildProcess;
 }
 
@@ -101,7 +103,7 @@ function startProcess(name: string, cpu: string, command: string, args: readonly
       const m = /PORT (\d+)/.exec(out) ?? /"port":(\d+).*"msg":"listening"/.exec(out);
       if (m !== null) {
         clearTimeout(timer);
-        resolve({ name, port: Number(m[1]), child });
+        resolve({ name, port: Number(m[1]), adminPort: Number(/"adminPort":(\d+)/.exec(out)?.[1] ?? 0), child });
       }
     });
     child.once('exit', (code) => reject(new Error(`${name} exited (${String(code)}): ${err}`)));
@@ -172,7 +174,7 @@ http {
   const [cmd, argv] = pinned('0', '/usr/sbin/nginx', ['-p', prefix, '-e', join(prefix, 'error.log'), '-c', join(prefix, 'nginx.conf'), '-g', 'daemon off;']);
   const child = spawn(cmd, argv, { stdio: 'ignore' });
   await waitForPort(port);
-  return { name: 'nginx', port, child };
+  return { name: 'nginx', port, adminPort: 0, child };
 }
 
 async function freePort(): Promise<number> {
@@ -249,16 +251,30 @@ async function rssPerKey(dir: string, upstreamPort: number, keys: number, connec
     wrk(gw.port, 2, connections);
     const before = rssKb(gw.child.pid!);
     const script = join(dir, 'keys.lua');
-    // Each wrk connection takes its own stretch of keys; the run ends when all `keys` are sent.
-    await writeFile(script, `local n = 0\nlocal limit = ${keys}\nrequest = function()\n  n = n + 1\n  if n > limit then wrk.thread:stop() end\n  return wrk.format("GET", "/bench?k=" .. n)\nend\n`);
+    // One counter per wrk thread (there is one), so every request carries a new key; past `keys`
+    // the requests repeat a key already held, and the run is stopped once the gateway holds them all.
+    await writeFile(script, `local n = 0\nlocal limit = ${keys}\nrequest = function()\n  if n < limit then n = n + 1 end\n  return wrk.format("GET", "/bench?k=" .. n)\nend\n`);
     const started = performance.now();
-    wrk(gw.port, 3600, Math.min(connections, 16), script);
+    const [cmd, argv] = pinned('1', 'wrk', ['-t1', `-c${Math.min(connections, 16)}`, '-d3600s', '-s', script, `http://127.0.0.1:${gw.port}/bench`]);
+    const load = spawn(cmd, argv, { stdio: 'ignore' });
+    try {
+      while ((await keysHeld(gw.adminPort)) < keys) await new Promise((r) => setTimeout(r, 500));
+    } finally {
+      load.kill('SIGTERM');
+    }
     const seconds = (performance.now() - started) / 1000;
     await new Promise((r) => setTimeout(r, 500));
     return { bytesPerKey: ((rssKb(gw.child.pid!) - before) * 1024) / keys, seconds };
   } finally {
     gw.child.kill('SIGTERM');
   }
+}
+
+/** The keys the `keys` gateway holds: its shadow rule's decisions, from its metrics. */
+async function keysHeld(adminPort: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('floodgate_decisions_total{') && l.includes('rule="per-key"') && l.includes('outcome="shadow_admitted"'));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 async function startRedis(dir: string): Promise<{ port: number; child: ChildProcess } | undefined> {
