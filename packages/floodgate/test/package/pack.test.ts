@@ -79,7 +79,7 @@ const CASES: AppCase[] = [
     runs: [
       ['out/main.js', { ...twoRequests, code: 'INVALID_OPTION', kinds: ['function', 'function'] }],
       ['out16/main.js', { ...twoRequests, code: 'INVALID_OPTION', kinds: ['function', 'function'] }],
-      ['require.cjs', { allowed: [true, false], code: 'INVALID_COST', kinds: ['function', 'function', 'function'] }],
+      ['require.cjs', { allowed: [true, false], code: 'INVALID_COST', kinds: ['function', 'function', 'function'], builds: ['cjs'] }],
     ],
   },
 ];

@@ -16,4 +16,7 @@ try {
 const limiter = new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 1 }) });
 const allowed = [limiter.consumeSync('k').allowed, limiter.consumeSync('k').allowed];
 const kinds = [typeof byIp, typeof floodgateExpress, typeof ioredisAdapter];
-console.log(JSON.stringify({ allowed, code, kinds }));
+// Every entry point loads the CommonJS build, never the ES modules through require(esm).
+const entries = ['floodgate', 'floodgate/http', 'floodgate/http/express', 'floodgate/redis'];
+const builds = [...new Set(entries.map((name) => /\/dist\/(cjs|esm)\//.exec(require.resolve(name))?.[1]))];
+console.log(JSON.stringify({ allowed, code, kinds, builds }));
