@@ -1,7 +1,7 @@
 /**
  * The documentation stays true to the code: the error-code page lists exactly the codes of
  * `FloodgateErrorCode`, each with its meaning, causes and fix, and every relative link in the
- * package README and docs/ points at a file that exists.
+ * package README, the examples' README and docs/ points at a file that exists.
  */
 import assert from 'node:assert/strict';
 import { access, readdir, readFile } from 'node:fs/promises';
@@ -42,9 +42,9 @@ describe('docs/errors.md', () => {
   });
 });
 
-describe('links in the README and docs', () => {
+describe('links in the READMEs and docs', () => {
   it('point at files that exist', async () => {
-    const pages = [join(ROOT, 'packages/floodgate/README.md'), ...(await readdir(join(ROOT, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => join(ROOT, 'docs', f))];
+    const pages = [join(ROOT, 'packages/floodgate/README.md'), join(ROOT, 'examples/README.md'), ...(await readdir(join(ROOT, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => join(ROOT, 'docs', f))];
     const broken: string[] = [];
     for (const page of pages) {
       const text = await readFile(page, 'utf8');
