@@ -50,7 +50,7 @@ async function tsc(project: string, outDir: string): Promise<void> {
  * and returns `distDir`. It rejects with tsc's diagnostics when either build has errors.
  */
 export async function buildDist(distDir: string): Promise<string> {
-  await rm(distDir, { recursive: true, force: true });
+  await Promise.all(['esm', 'cjs'].map((build) => rm(join(distDir, build), { recursive: true, force: true })));
   await Promise.all([tsc('tsconfig.build.json', join(distDir, 'esm')), tsc('tsconfig.cjs.json', join(distDir, 'cjs'))]);
   await writeFile(join(distDir, 'cjs', 'package.json'), '{\n  "type": "commonjs"\n}\n');
   return distDir;

@@ -1,6 +1,6 @@
 /**
  * The API reference is generated from the TSDoc by TypeDoc (`npm run docs:api -w floodgate`, into
- * docs/api). This test converts every entry point the package exports, as that command does, and
+ * packages/floodgate/dist/api). This test converts every entry point the package exports, as that command does, and
  * fails on any exported class, interface, function, variable, type or enum without documentation.
  * A second test holds the filter to TypeDoc's message format, so that it cannot pass by missing.
  */
