@@ -4,10 +4,25 @@
  */
 import { FIELD, policyItem, retryAfterSeconds, serviceHead, serviceItem } from 'floodgate/http';
 import type { Decision } from 'floodgate';
+import type { Rule } from './rules.js';
 import type { DescriptorStatus } from './service.js';
 import { UNIT_MS } from './units.js';
 
 const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** The `RateLimit-Policy` member of each rule under each name it was sent with: they never change. */
+const POLICY_ITEMS = new WeakMap<Rule, Map<string, string>>();
+
+function policyItemOf(rule: Rule, name: string): string {
+  let byName = POLICY_ITEMS.get(rule);
+  if (byName === undefined) POLICY_ITEMS.set(rule, (byName = new Map()));
+  let item = byName.get(name);
+  if (item === undefined) {
+    item = rule.policy === undefined ? `"${name}";q=0;w=${Math.max(1, Math.ceil(UNIT_MS[rule.unit!] / 1000))}` : policyItem({ name, policy: rule.policy, unit: 'requests', pk: undefined });
+    byName.set(name, item);
+  }
+  return item;
+}
 
 /**
  * rateLimitHeaders returns `[name, value]` pairs for `statuses`: each descriptor with a limit is
@@ -24,14 +39,12 @@ export function rateLimitHeaders(statuses: readonly DescriptorStatus[], overallC
     let name = s.rule.name !== undefined && POLICY_NAME.test(s.rule.name) ? s.rule.name : `d${i}`;
     if (used.has(name)) name = `d${i}`;
     used.add(name);
+    policies.push(policyItemOf(s.rule, name));
     if (s.decision !== undefined && s.rule.policy !== undefined) {
-      policies.push(policyItem({ name, policy: s.rule.policy, unit: 'requests', pk: undefined }));
       services.push(serviceItem(serviceHead(name), s.decision, undefined));
       if (s.code === 'OVER_LIMIT') refused.push(s.decision);
     } else {
-      // A limit of 0: nothing is ever admitted, and the unit says how long the window is.
-      const unitSeconds = Math.max(1, Math.ceil(UNIT_MS[s.rule.unit!] / 1000));
-      policies.push(`"${name}";q=0;w=${unitSeconds}`);
+      // A limit of 0: nothing is ever admitted; `t` is the rest of the unit's window.
       services.push(`"${name}";r=0;t=${Math.ceil(s.durationUntilResetMs / 1000)}`);
     }
   });

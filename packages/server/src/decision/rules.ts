@@ -50,9 +50,17 @@ export interface DescriptorEntry {
   readonly value: string;
 }
 
-/** Policies makes one policy per (algorithm, requests per unit, unit), shared by every rule that has them. */
+/** MAX_SHARED is how many distinct policies (and override rules) are kept for reuse; past it, each is made anew. */
+export const MAX_SHARED = 4096;
+
+/**
+ * Policies makes one policy per (algorithm, requests per unit, unit), shared by every rule that
+ * has them. Requests can name limits of their own (overrides), so at most {@link MAX_SHARED}
+ * distinct overrides are accepted, and no table, limiter or cache grows past that.
+ */
 export class Policies {
   private readonly made = new Map<string, Algorithm>();
+  private readonly overrides = new Map<string, Rule>();
 
   /** policyOf returns the policy admitting `requestsPerUnit` per `unit` under `algorithm`; needs `requestsPerUnit` > 0. */
   policyOf(algorithm: DecisionAlgorithm, requestsPerUnit: number, unit: RateLimitUnit): Algorithm {
@@ -60,9 +68,32 @@ export class Policies {
     let policy = this.made.get(id);
     if (policy === undefined) {
       policy = makePolicy(algorithm, requestsPerUnit, UNIT_MS[unit]);
-      this.made.set(id, policy);
+      if (this.made.size < MAX_SHARED) this.made.set(id, policy);
     }
     return policy;
+  }
+
+  /**
+   * overrideRule returns the rule for a request's own `limit` override: Envoy's fixed window, not
+   * shadowed; undefined when {@link MAX_SHARED} other overrides are in use already.
+   */
+  overrideRule(requestsPerUnit: number, unit: RateLimitUnit): Rule | undefined {
+    const id = `${requestsPerUnit}/${unit}`;
+    let rule = this.overrides.get(id);
+    if (rule === undefined) {
+      if (this.overrides.size >= MAX_SHARED) return undefined;
+      rule = {
+        requestsPerUnit,
+        unit,
+        unlimited: false,
+        name: undefined,
+        replaces: [],
+        shadowMode: false,
+        policy: requestsPerUnit > 0 ? this.policyOf('fixed-window', requestsPerUnit, unit) : undefined,
+      };
+      this.overrides.set(id, rule);
+    }
+    return rule;
   }
 }
 
@@ -141,19 +172,6 @@ function ruleOf(spec: DescriptorSpec, policies: Policies): Rule | undefined {
     replaces: r.replaces,
     shadowMode: spec.shadowMode,
     policy: limited ? policies.policyOf(r.algorithm, requestsPerUnit, r.unit!) : undefined,
-  };
-}
-
-/** overrideRule returns the rule for a request's own `limit` override: Envoy's fixed window, not shadowed. */
-export function overrideRule(policies: Policies, requestsPerUnit: number, unit: RateLimitUnit): Rule {
-  return {
-    requestsPerUnit,
-    unit,
-    unlimited: false,
-    name: undefined,
-    replaces: [],
-    shadowMode: false,
-    policy: requestsPerUnit > 0 ? policies.policyOf('fixed-window', requestsPerUnit, unit) : undefined,
   };
 }
 

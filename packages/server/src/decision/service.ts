@@ -7,7 +7,7 @@ import type { DomainSpec } from './config.js';
 import { decideAsync, decideSync, type Charge, type Outcome } from './execute.js';
 import { rateLimitHeaders } from './headers.js';
 import { DecisionError, type DecisionRequest, type RequestDescriptor } from './request.js';
-import { DomainRules, Policies, counterKey, overrideRule, type Match, type Rule } from './rules.js';
+import { DomainRules, MAX_SHARED, Policies, counterKey, type Match, type Rule } from './rules.js';
 import { UNIT_MS } from './units.js';
 
 /** MAX_UINT32 is what Envoy's service reports as the remaining hits of an unlimited descriptor. */
@@ -68,7 +68,8 @@ interface Plan {
 export class DecisionService {
   private rules = new Map<string, DomainRules>();
   private readonly policies = new Policies();
-  private readonly limiters = new Map<Algorithm, Limiter>();
+  /** A limiter per policy, kept while a rule holds the policy. */
+  private readonly limiters = new WeakMap<Algorithm, Limiter>();
   private readonly store: Store;
   private readonly clock: Clock;
   private readonly observer: Observer | undefined;
@@ -163,12 +164,18 @@ export class DecisionService {
     return limiter;
   }
 
+  private overrideOf(limit: NonNullable<RequestDescriptor['limit']>, index: number): Rule {
+    const rule = this.policies.overrideRule(limit.requestsPerUnit, limit.unit);
+    if (rule === undefined) throw new DecisionError('INVALID_REQUEST', `descriptors[${index}].limit: ${MAX_SHARED} distinct limit overrides are in use already; use the config for more`, `descriptors[${index}].limit`);
+    return rule;
+  }
+
   /** plan finds each descriptor's rule, then drops the rules that another applying rule replaces. */
   private plan(request: DecisionRequest, mode: DecideMode): Plan[] {
     const domain = this.rules.get(request.domain);
-    const plans = request.descriptors.map((d): Plan => {
+    const plans = request.descriptors.map((d, i): Plan => {
       const match = d.limit === undefined ? domain?.match(d.entries) : undefined;
-      const rule = d.limit !== undefined ? overrideRule(this.policies, d.limit.requestsPerUnit, d.limit.unit) : match?.rule;
+      const rule = d.limit !== undefined ? this.overrideOf(d.limit, i) : match?.rule;
       return { match, rule, key: counterKey(request.domain, d.entries), cost: mode === 'peek' ? 0 : costOf(d, request) };
     });
     const replaced = new Set<string>();

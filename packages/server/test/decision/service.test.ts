@@ -121,6 +121,16 @@ describe('decision service', () => {
   });
 });
 
+describe('decision service limits on what requests can make it hold', () => {
+  it('at most 4096 distinct limit overrides, then INVALID_REQUEST; known ones still served', async () => {
+    const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS) });
+    const withLimit = (rpu: number) => parseDecisionRequest({ domain: 'app', descriptors: [{ entries: [{ key: 'any', value: 'v' }], limit: { requests_per_unit: rpu, unit: 'HOUR' } }] });
+    for (let rpu = 1; rpu <= 4096; rpu++) await service.shouldRateLimit(withLimit(rpu));
+    await assert.rejects(service.shouldRateLimit(withLimit(5000)), (e: DecisionError) => e.code === 'INVALID_REQUEST' && /4096 distinct limit overrides/.test(e.message));
+    assert.equal((await service.shouldRateLimit(withLimit(7))).statuses[0]!.limitRemaining, 5);
+  });
+});
+
 describe('decision service options', () => {
   it('bad domains, store or ports are INVALID_OPTION naming them', async () => {
     const option = (name: string) => (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === name;
