@@ -76,6 +76,19 @@ describe('Board and its snapshot', () => {
     assert.equal(board.boardOf('api', 'gone').series.total('limited'), 0, "the removed rule's board was dropped");
   });
 
+  it('refuses fail-closed into the ring only: a store failure puts no key near or over its limit', () => {
+    const board = new Board({ clock: new ManualClock(START_MS) });
+    const closed = { ...decision(false, 0), reason: 'fail-closed' } as Decision;
+    feed(board, 'per-ip', 'ip:10.0.0.1', closed, 'fail_closed');
+    feed(board, 'per-ip', 'ip:10.0.0.2', { ...decision(true, 0), reason: 'fail-open' } as Decision, 'fail_open');
+    const view = snapshot(sourceOf(board));
+    const perIp = view.rules.find((r) => r.rule === 'per-ip')!;
+    assert.deepEqual(view.refusals.map((r) => [r.key, r.reason]), [['ip:10.0.0.1', 'fail-closed']]);
+    assert.deepEqual(perIp.overLimit, []);
+    assert.deepEqual(perIp.near, []);
+    assert.equal(perIp.rates.degraded.total, 2);
+  });
+
   it('reports store latency, failures and circuits from the store observer', () => {
     const clock = new ManualClock(START_MS);
     const board = new Board({ clock });
