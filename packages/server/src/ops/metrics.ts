@@ -40,27 +40,20 @@ export class GatewayMetrics implements DecisionReporter {
     circuit: (e) => this.circuit.set({ node: e.node ?? 'default' }, CIRCUIT_VALUE[e.state]),
   };
 
-  /** Label children by their joined values: prom-client hashes a label object on every call otherwise. */
-  private readonly children = new Map<string, { inc(): void } | { observe(v: number): void }>();
-
-  private child<T>(key: string, make: () => T): T {
-    let c = this.children.get(key) as T | undefined;
-    if (c === undefined) {
-      c = make();
-      this.children.set(key, c as never);
-    }
-    return c;
-  }
+  private readonly decisionChildren = new LabelChildren((route, rule, outcome) => this.decisions.labels(route, rule, outcome));
+  private readonly storeChildren = new LabelChildren((operation, result) => this.storeSeconds.labels(operation, result));
+  private readonly responseChildren = new LabelChildren((route, status) => this.responses.labels(route, status));
+  private readonly upstreamChildren = new LabelChildren((route, status) => this.upstreamSeconds.labels(route, status));
 
   /** outcome counts one rule's answer to one request. */
   outcome(route: string, rule: string, outcome: RuleOutcome): void {
-    this.child(`d\0${route}\0${rule}\0${outcome}`, () => this.decisions.labels(route, rule, outcome)).inc();
+    this.decisionChildren.of(route, rule, outcome).inc();
   }
 
   /** storeCall records one store round trip's duration. */
   storeCall(operation: string, durationMs: number, ok: boolean): void {
     const result = ok ? 'ok' : 'error';
-    this.child(`s\0${operation}\0${result}`, () => this.storeSeconds.labels(operation, result)).observe(durationMs / 1000);
+    this.storeChildren.of(operation, result, '').observe(durationMs / 1000);
   }
 
   /** queueDepth moves a queued rule's depth by `delta`. */
@@ -70,8 +63,8 @@ export class GatewayMetrics implements DecisionReporter {
 
   /** response counts one response, and its upstream time when it was forwarded. */
   response(route: string, status: number, upstreamMs: number | undefined): void {
-    this.child(`r\0${route}\0${status}`, () => this.responses.labels(route, String(status))).inc();
-    if (upstreamMs !== undefined) this.child(`u\0${route}\0${status}`, () => this.upstreamSeconds.labels(route, String(status))).observe(upstreamMs / 1000);
+    this.responseChildren.of(route, status, '').inc();
+    if (upstreamMs !== undefined) this.upstreamChildren.of(route, status, '').observe(upstreamMs / 1000);
   }
 
   /** reload counts one config reload, applied or rejected. */
@@ -84,4 +77,28 @@ export class GatewayMetrics implements DecisionReporter {
     this.ready.set(ready ? 1 : 0);
   }
 
+}
+
+/**
+ * LabelChildren finds a metric's child by up to three label values through nested maps: prom-client
+ * would hash a label object on every call, and a joined key would build a new string per call.
+ */
+class LabelChildren<T> {
+  private readonly root = new Map<string | number, Map<string | number, Map<string, T>>>();
+
+  constructor(private readonly make: (...values: string[]) => T) {}
+
+  /** of returns the child for the values (`''` for an unused third), made on first use. */
+  of(a: string, b: string | number, c: string): T {
+    let byB = this.root.get(a);
+    if (byB === undefined) this.root.set(a, (byB = new Map()));
+    let byC = byB.get(b);
+    if (byC === undefined) byB.set(b, (byC = new Map()));
+    let child = byC.get(c);
+    if (child === undefined) {
+      child = c === '' ? this.make(a, String(b)) : this.make(a, String(b), c);
+      byC.set(c, child);
+    }
+    return child;
+  }
 }
