@@ -93,14 +93,17 @@ export class Board {
     this.refused.record({ route: e.route, rule: e.rule, key: e.key, limit: d?.limit ?? 0, remaining: d?.remaining ?? 0, retryAfterMs: d?.retryAfterMs ?? 0, reason: e.reason, atMs: nowMs });
   }
 
-  /** rates returns a rule's rates now; zeros for a rule not seen yet. */
+  /** rates returns a rule's rates now (per second over the last `windowSeconds` whole seconds, or those since the start); zeros for a rule not seen yet. */
   rates(route: string, rule: string, windowSeconds = 10): RateView {
     const series = this.boardOf(route, rule).series;
     const nowMs = this.clock.now();
+    // Seconds before the board began would count as idle ones: average over the seconds it has seen.
+    const seen = Math.floor(nowMs / 1000) - Math.floor(this.startedAtMs / 1000);
+    const window = Math.max(1, Math.min(windowSeconds, seen));
     const view = {} as Record<RateGroup, { perSecond: number; total: number }>;
     for (const group of Object.keys(RATE_GROUPS) as RateGroup[]) {
       const outcomes = RATE_GROUPS[group];
-      view[group] = { perSecond: series.perSecond(outcomes, windowSeconds, nowMs), total: outcomes.reduce((n, o) => n + series.total(o), 0) };
+      view[group] = { perSecond: series.perSecond(outcomes, window, nowMs), total: outcomes.reduce((n, o) => n + series.total(o), 0) };
     }
     return view;
   }

@@ -64,6 +64,16 @@ describe('Board and its snapshot', () => {
     assert.equal(view.store.kind, 'redis');
   });
 
+  it('averages rates over the seconds since the start while fewer than 10 have passed', () => {
+    const clock = new ManualClock(START_MS);
+    const board = new Board({ clock });
+    for (let s = 0; s < 3; s++) {
+      for (let i = 0; i < 4; i++) board.outcome('api', 'per-ip', 'admitted');
+      clock.advance(1_000);
+    }
+    assert.equal(board.rates('api', 'per-ip').admitted.perSecond, 4);
+  });
+
   it('records queue refusals with their error, and keys a removed rule no longer', () => {
     const clock = new ManualClock(START_MS);
     const board = new Board({ clock });
@@ -117,7 +127,7 @@ describe('Board and its snapshot', () => {
     assert.ok(!html.includes('<script>alert(1)'), 'a key is never markup');
     assert.ok(html.includes('h:&lt;script&gt;alert(1)&lt;/script&gt;'));
     assert.match(html, /<td class="num total-limited">1<\/td>/);
-    assert.match(html, /<td class="num rate-limited">0\.10<\/td>/);
+    assert.match(html, /<td class="num rate-limited">1\.00<\/td>/, 'one refusal in the one second seen');
     assert.ok(html.includes('<time>03:04:05.000</time>'), 'the refusal time in UTC');
     assert.ok(html.includes('/etc/floodgate.yaml') && html.includes('[redacted]'));
     assert.ok(!/https?:\/\//.test(html), 'no external URL');
