@@ -14,7 +14,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { fixedWindow, gcra, MemoryStore, tokenBucket, type Algorithm } from '../packages/floodgate/src/index.js';
+import { fixedWindow, gcra, MemoryStore, slidingWindowCounter, tokenBucket, type Algorithm } from '../packages/floodgate/src/index.js';
 import { OverflowSketch } from '../packages/floodgate/src/stores/overflow-sketch.js';
 
 const ROUNDS = 7;
@@ -22,6 +22,7 @@ const POLICIES: Record<string, () => Algorithm> = {
   'fixed-window': () => fixedWindow({ limit: 100, windowMs: 3_600_000 }),
   gcra: () => gcra({ rate: 1, periodMs: 3_600_000, maxBurst: 99 }),
   'token-bucket': () => tokenBucket({ capacity: 100, refillPerSecond: 0.001 }),
+  'sliding-counter': () => slidingWindowCounter({ limit: 100, windowMs: 3_600_000 }),
 };
 
 function option(name: string, fallback: number): number {

@@ -329,7 +329,9 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   private insert(key: string, nowMs: number): number {
     this.checkKey(key);
     this.sweep(nowMs, SWEEP_PER_INSERT);
-    if (this.keys.size >= this.maxKeys && this.sweep(nowMs, SWEEP_WHEN_FULL, 1) === 0) return -1;
+    // Once the overflow tier decides what does not fit, a long search for a key at rest buys nothing but time.
+    const search = this.overflow ? SWEEP_PER_INSERT : SWEEP_WHEN_FULL;
+    if (this.keys.size >= this.maxKeys && this.sweep(nowMs, search, 1) === 0) return -1;
     const slot = this.keys.findOrInsert(key);
     this.remember(key, slot);
     this.algorithm.init(this.keys.records, slot * this.stride + KEY_CELLS, nowMs);
