@@ -74,6 +74,23 @@ describe('Board and its snapshot', () => {
     assert.equal(board.rates('api', 'per-ip').admitted.perSecond, 4);
   });
 
+  it('stays bounded under a flood of distinct keys, and still finds the one heavy key in it', () => {
+    const clock = new ManualClock(START_MS);
+    const board = new Board({ clock });
+    for (let i = 0; i < 100_000; i++) {
+      feed(board, 'per-ip', `ip:flood-${i}`, decision(false, 0), 'limited');
+      if (i % 4 === 0) feed(board, 'per-ip', 'ip:heavy', decision(false, 0), 'limited');
+      if (i % 1_000 === 0) clock.advance(100);
+    }
+    const b = board.boardOf('api', 'per-ip');
+    assert.equal(b.overLimit.size, 64);
+    assert.ok(b.near.size <= 32);
+    assert.equal(board.latestRefusals(1_000).length, 200);
+    const top = snapshot(sourceOf(board)).rules[0]!.overLimit;
+    assert.equal(top[0]!.key, 'ip:heavy', 'a key with a fifth of the refusals stands out of 100,000');
+    assert.ok(top[0]!.errorPerSecond <= top[0]!.perSecond / 4, 'its error is small beside its count');
+  });
+
   it('records queue refusals with their error, and keys a removed rule no longer', () => {
     const clock = new ManualClock(START_MS);
     const board = new Board({ clock });
