@@ -63,9 +63,11 @@ export class DashboardEndpoints {
 
   private stream(req: IncomingMessage, res: ServerResponse): void {
     if (this.streams.size >= (this.options.maxStreams ?? 16)) return plain(res, 503, 'too many dashboard streams are open', { 'retry-after': '5' });
+    // Rendered before the head is sent, so that a failure can still be answered with a 500.
+    const first = eventOf(renderUpdate(snapshot(this.options.source)));
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', 'x-content-type-options': 'nosniff' });
     if (req.method === 'HEAD') return void res.end();
-    res.write(`retry: 2000\n\n${eventOf(renderUpdate(snapshot(this.options.source)))}`);
+    res.write(`retry: 2000\n\n${first}`);
     this.streams.add(res);
     res.once('close', () => {
       this.streams.delete(res);
@@ -79,7 +81,14 @@ export class DashboardEndpoints {
 
   private tick(): void {
     if (this.streams.size === 0) return this.stopTimer();
-    const event = eventOf(renderUpdate(snapshot(this.options.source)));
+    let event: string;
+    try {
+      event = eventOf(renderUpdate(snapshot(this.options.source)));
+    } catch {
+      // A timer's exception would end the gateway; the viewers reconnect instead (and get a 500 if it persists).
+      for (const res of this.streams) res.destroy();
+      return;
+    }
     for (const res of this.streams) {
       if (res.writableLength > MAX_BUFFERED_BYTES) res.destroy();
       else res.write(event);

@@ -109,3 +109,43 @@ describe('dashboard endpoints (a real HTTP server and client)', () => {
     assert.match(body, /^retry: 2000\n\nevent: snapshot\n/);
   });
 });
+
+describe('dashboard endpoints when a snapshot fails', () => {
+  it('answers 500 (through the admin handler) and never throws from its timer', async () => {
+    let broken = false;
+    const source: DashboardSource = {
+      board: new Board(),
+      rules: () => {
+        if (broken) throw new Error('broken source');
+        return [];
+      },
+      activeConfig: () => ({ file: 'x', loadedAt: '', config: {} }),
+      isReady: () => true,
+      storeKind: 'memory',
+      showKey: keyShower('full'),
+    };
+    const endpoints = new DashboardEndpoints({ source, tokenDigest: tokenDigest(TOKEN), intervalMs: 20 });
+    const server = createServer((req, res) => {
+      try {
+        endpoints.serve(req, res, new URL(req.url ?? '/', 'http://x').pathname);
+      } catch {
+        res.writeHead(500).end();
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const stream = await request(`${base}/dashboard/events`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      assert.equal(stream.statusCode, 200);
+      broken = true;
+      await assert.rejects(stream.body.text(), 'the stream is ended, the process lives on');
+      const again = await request(`${base}/dashboard/events`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      await again.body.text();
+      assert.equal(again.statusCode, 500);
+    } finally {
+      endpoints.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
