@@ -35,7 +35,8 @@ interface Standing {
  * as using nothing). A key already held is updated by every decision, so its share may fall.
  *
  * Exactness: the table is exact when fewer than `capacity` keys reach `minShare` within `staleMs`;
- * beyond that, a key may be left out only while `capacity` other keys use at least its share.
+ * beyond that, a key is left out only when, at its latest decision, `capacity` other keys used at
+ * least its share (those keys may use less since, until they are decided again).
  * Memory: `capacity` entries of 4 numbers and a key. An insertion into a full table scans it once
  * (O(capacity)); an update of a held key is one map lookup.
  *

@@ -47,7 +47,7 @@ function rulesTable(view: DashboardView): string {
     const totals = GROUPS.map((g) => `<td class="num total-${g}">${count(r.rates[g].total)}</td>`).join('');
     return `<tr data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><td>${esc(r.route)}</td><td>${esc(r.rule)}</td><td><span class="mode mode-${esc(r.mode)}">${esc(r.mode)}</span></td><td><code>${esc(r.policy)}</code></td>${rates}${totals}<td>${sparkline(r)}</td></tr>`;
   });
-  return section('rates', 'Decisions per route and rule', `<p class="note">Rates per second over the last 10 s; counts since the gateway started. Admitted includes near-limit and queued; limited includes queue refusals; degraded is the store's failure policy deciding.</p><table><thead>${head}</thead><tbody>${rows.join('') || '<tr><td colspan="13">no rules</td></tr>'}</tbody></table>`);
+  return section('rates', 'Decisions per route and rule', `<p class="note">Rates per second over the last 10 s; counts since the gateway started. Admitted includes near-limit and queued; limited includes queue refusals; degraded is the store's failure policy deciding. The last 60 s: admitted in green, limited in red.</p><table><thead>${head}</thead><tbody>${rows.join('') || '<tr><td colspan="13">no rules</td></tr>'}</tbody></table>`);
 }
 
 /** An inline SVG of admitted (green) and limited (red) per second over the last minute. */

@@ -63,7 +63,7 @@ const REFUSALS_SHOWN = 25;
 /** The window of the store's latency figures, in ms. */
 const STORE_WINDOW_MS = 10_000;
 
-/** snapshot returns the dashboard as it stands now, keys shown as `source.showKey` says. */
+/** snapshot returns the dashboard as it stands now, keys shown as `source.showKey` says; it also drops the boards of rules no longer in the config. */
 export function snapshot(source: DashboardSource): DashboardView {
   const board = source.board;
   const nowMs = board.clock.now();

@@ -38,9 +38,15 @@ describe('NearLimit: the keys nearest their limit lately, bounded', () => {
         const near = new NearLimit({ capacity, staleMs: 1e9, minShare: 0 });
         const latest = new Map<string, number>();
         for (const s of steps) {
+          const share = 1 - s.remaining / 10;
           near.observe(`k${s.key}`, { limit: 10, remaining: s.remaining }, 0);
-          latest.set(`k${s.key}`, 1 - s.remaining / 10);
+          latest.set(`k${s.key}`, share);
           assert.ok(near.size <= capacity);
+          const held = near.top(capacity, 0);
+          if (share > 0 && !held.some((k) => k.key === `k${s.key}`)) {
+            assert.equal(held.length, capacity, 'a key is left out only when the table is full');
+            for (const k of held) assert.ok(k.usedShare >= share, `left out at ${share} while ${k.key} holds ${k.usedShare}`);
+          }
         }
         const top = near.top(capacity, 0);
         for (const k of top) assert.equal(k.usedShare, latest.get(k.key), 'a held key shows its latest decision');
