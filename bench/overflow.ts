@@ -6,9 +6,11 @@
  * - `overflow`: the table is full of keys that are not at rest, so every fresh key is decided by
  *   the count-min sketch (after the table has looked for a key at rest to replace).
  *
- * One process per case, rounds of `--keys` fresh keys each (strings made before timing), the median
- * reported with half the min-max spread; the ratio is overflow / exact for the same policy. The
- * sketch's memory is printed per key of capacity. Nothing is asserted.
+ * One process per case and pair: the two cases of a policy run alternately, `PAIRS` times, each
+ * child timing `CHILD_ROUNDS` rounds of `--keys` fresh keys (strings made before timing) after a
+ * warm-up round; the ratio overflow / exact is taken pair by pair (so load that drifts during the
+ * run moves both sides of a ratio alike) and its median printed with the range. The sketch's memory
+ * is printed per key of capacity. Nothing is asserted.
  *
  *   node --conditions=floodgate-source --import tsx bench/overflow.ts [--keys 200000] [--max-keys 100000]
  */
@@ -17,7 +19,8 @@ import { fileURLToPath } from 'node:url';
 import { fixedWindow, gcra, MemoryStore, slidingWindowCounter, tokenBucket, type Algorithm } from '../packages/floodgate/src/index.js';
 import { OverflowSketch } from '../packages/floodgate/src/stores/overflow-sketch.js';
 
-const ROUNDS = 7;
+const CHILD_ROUNDS = 3;
+const PAIRS = 5;
 const POLICIES: Record<string, () => Algorithm> = {
   'fixed-window': () => fixedWindow({ limit: 100, windowMs: 3_600_000 }),
   gcra: () => gcra({ rate: 1, periodMs: 3_600_000, maxBurst: 99 }),
@@ -33,14 +36,14 @@ function option(name: string, fallback: number): number {
 /** Runs one case in this process and prints `{ rates }` as JSON: decisions/s of each round. */
 function child(policyName: string, mode: string, keys: number, maxKeys: number): void {
   const policy = POLICIES[policyName]!();
-  const room = mode === 'exact' ? maxKeys + (ROUNDS + 1) * keys : maxKeys;
+  const room = mode === 'exact' ? maxKeys + (CHILD_ROUNDS + 1) * keys : maxKeys;
   const table = new MemoryStore({ maxKeys: room }).bind(policy);
   const nowMs = 1_700_000_000_000;
   // Keys that are not at rest for the whole run: the table is full of them in `overflow`.
   for (let i = 0; i < maxKeys; i++) table.consume(`held:${i}`, 1, nowMs);
   // One warm-up round, then the timed ones, each on keys never seen.
   const rates: number[] = [];
-  for (let round = 0; round <= ROUNDS; round++) {
+  for (let round = 0; round <= CHILD_ROUNDS; round++) {
     const fresh = Array.from({ length: keys }, (_, i) => `fresh:${round}:${i}`);
     let admitted = 0;
     const start = process.hrtime.bigint();
@@ -57,22 +60,33 @@ function median(values: number[]): number {
   return sorted[sorted.length >> 1]!;
 }
 
+/** Runs one case in a child process and returns its median decisions/s. */
+function runCase(policyName: string, mode: string, keys: number, maxKeys: number): number {
+  const self = fileURLToPath(import.meta.url);
+  const run = spawnSync(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', self, 'child', policyName, mode, String(keys), String(maxKeys)], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`${policyName}/${mode} failed: ${run.stderr}`);
+  const { rates } = JSON.parse(run.stdout.trim().split('\n').pop()!) as { rates: number[] };
+  return median(rates);
+}
+
 function parent(): void {
   const keys = option('--keys', 200_000);
   const maxKeys = option('--max-keys', 100_000);
-  const self = fileURLToPath(import.meta.url);
-  console.log(`fresh keys per round: ${keys}, maxKeys: ${maxKeys}, ${ROUNDS} rounds, median ± half spread`);
+  console.log(`fresh keys per round: ${keys}, maxKeys: ${maxKeys}; ${PAIRS} pairs of processes, ${CHILD_ROUNDS} rounds each`);
   for (const policyName of Object.keys(POLICIES)) {
-    const result: Record<string, number> = {};
-    for (const mode of ['exact', 'overflow']) {
-      const run = spawnSync(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', self, 'child', policyName, mode, String(keys), String(maxKeys)], { encoding: 'utf8' });
-      if (run.status !== 0) throw new Error(`${policyName}/${mode} failed: ${run.stderr}`);
-      const { rates } = JSON.parse(run.stdout.trim().split('\n').pop()!) as { rates: number[] };
-      result[mode] = median(rates);
-      const spread = (Math.max(...rates) - Math.min(...rates)) / 2;
-      console.log(`${policyName.padEnd(13)} ${mode.padEnd(9)} ${(median(rates) / 1e6).toFixed(2)} M decisions/s ± ${(spread / 1e6).toFixed(2)}`);
+    const exact: number[] = [];
+    const overflow: number[] = [];
+    const ratios: number[] = [];
+    for (let pair = 0; pair < PAIRS; pair++) {
+      exact.push(runCase(policyName, 'exact', keys, maxKeys));
+      overflow.push(runCase(policyName, 'overflow', keys, maxKeys));
+      ratios.push(overflow[pair]! / exact[pair]!);
     }
-    console.log(`${policyName.padEnd(13)} overflow / exact: ${(result.overflow! / result.exact!).toFixed(2)}x`);
+    const m = (values: number[]): string => (median(values) / 1e6).toFixed(2);
+    console.log(
+      `${policyName.padEnd(16)} exact ${m(exact)} M/s, overflow ${m(overflow)} M/s; overflow / exact ${median(ratios).toFixed(2)}x ` +
+        `(pairs ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`,
+    );
   }
   const sketch = OverflowSketch.create(POLICIES.gcra!(), { cellsPerRow: maxKeys })!;
   console.log(`sketch memory: ${sketch.bytes} bytes for maxKeys ${maxKeys} = ${sketch.bytes / maxKeys} B per key of capacity (allocated when the table first fills)`);
