@@ -77,3 +77,15 @@ describe('MemoryStore overflow tier: open to newcomers under an identity flood',
     assert.throws(() => new MemoryStore({ overflow: 'yes' as unknown as boolean }), (err: unknown) => err instanceof FloodgateError && err.option === 'MemoryStore.overflow');
   });
 });
+
+describe('MemoryStore overflow tier: bookings', () => {
+  it('books a key the full table cannot hold in the sketch, so acquire-style waits still work', () => {
+    const table = new MemoryStore({ maxKeys: 1 }).bind(gcra({ rate: 1, periodMs: 1000, maxBurst: 1 }));
+    table.consume('a', 1, 0);
+    assert.equal(table.reserve!('x', 1, 0, 0), 0);
+    assert.equal(table.reserve!('x', 1, 0, 0), 0);
+    assert.equal(table.reserve!('x', 1, 0, 500), -1, 'the next slot is 1000 ms away');
+    assert.equal(table.reserve!('x', 1, 0, 5000), 1000);
+    assert.equal(table.consume('x', 1, 1000).allowed, false, 'the booked slot is taken');
+  });
+});

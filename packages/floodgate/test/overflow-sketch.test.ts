@@ -117,3 +117,38 @@ describe('overflow sketch: the newcomer bound', () => {
     assert.equal(OverflowSketch.create(slidingWindowLog({ limit: 1, windowMs: 1 }), { cellsPerRow: 1000 })!.bytes, 64_000);
   });
 });
+
+describe('overflow sketch: bookings (reserve) for the buckets and GCRA', () => {
+  const booking = fc.record({ key: fc.integer({ min: 0, max: 7 }), cost: fc.constantFrom(1, 1, 2, 0.5), advanceMs: fc.constantFrom(0, 0, 3, 100, 700), maxWaitMs: fc.constantFrom(0, 50, 500, 5000) });
+  for (const name of ['token bucket', 'leaky bucket', 'gcra']) {
+    it(`${name}: every booked request proceeds when the exact policy admits it (collisions forced)`, () => {
+      fc.assert(
+        fc.property(fc.array(booking, { maxLength: 120 }), fc.integer({ min: 1, max: 3 }), (steps, cellsPerRow) => {
+          const policy = policies[name]!();
+          const sketch = OverflowSketch.create(policy, { cellsPerRow, seed: 5 })!;
+          const proceeds = new Map<number, { atMs: number; cost: number }[]>();
+          let nowMs = 1_700_000_000_000;
+          for (const s of steps) {
+            nowMs += s.advanceMs;
+            const waitMs = sketch.reserve(`k${s.key}`, s.cost, nowMs, s.maxWaitMs);
+            assert.ok(waitMs <= s.maxWaitMs);
+            if (waitMs >= 0) proceeds.set(s.key, [...(proceeds.get(s.key) ?? []), { atMs: nowMs + waitMs, cost: s.cost }]);
+          }
+          for (const [key, list] of proceeds) {
+            let state: Float64Array | undefined;
+            for (const p of [...list].sort((a, b) => a.atMs - b.atMs)) {
+              const { state: next, decision } = decide(policy, state, p.atMs, p.cost);
+              assert.ok(decision.allowed, `k${key} proceeds at ${p.atMs} beyond the policy`);
+              state = next;
+            }
+          }
+        }),
+        { numRuns: 300 },
+      );
+    });
+  }
+
+  it('books nothing for the window policies', () => {
+    assert.equal(OverflowSketch.create(fixedWindow({ limit: 5, windowMs: 1000 }), { cellsPerRow: 8 })!.reserve('k', 1, 0, 1000), -1);
+  });
+});

@@ -47,10 +47,10 @@ const SWEEP_WHEN_FULL = 64;
  * only over-count: no key is ever admitted beyond its limit, and an honest newcomer is refused
  * only when its cells are shared with keys that spent enough (measured: with 10x `maxKeys` keys of
  * one unit each in flight, no newcomer refused for limits of 10 or more). Refunds to keys decided
- * there are not applied (they only over-count), and they cannot `reserve`. With `overflow: false`
- * (or a policy the tier does not know) such new keys are refused with reason `store-full`. Keys
- * that are throttled, or have spent anything not yet restored, are never forgotten: flooding the
- * store with fresh keys cannot reset anyone's limit.
+ * there are not applied (they only over-count); bookings (`reserve`) are made there too. With
+ * `overflow: false` (or a policy the tier does not know) such new keys are refused with reason
+ * `store-full`. Keys that are throttled, or have spent anything not yet restored, are never
+ * forgotten: flooding the store with fresh keys cannot reset anyone's limit.
  *
  * Policies are told apart by name and parameters ({@link policyIdentity}), not by object: a
  * configuration reloaded into new limiters on the same store finds every key of an unchanged
@@ -263,7 +263,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   reserve?(key: string, cost: number, nowMs: number, maxWaitMs: number): number {
     this.algorithm.checkCost(cost);
     const slot = this.slotFor(key, nowMs);
-    if (slot < 0) return -1;
+    if (slot < 0) return this.overflowTier()?.reserve(key, cost, nowMs, maxWaitMs) ?? -1;
     if (slot === this.refusedSlot) this.refusedSlot = -1;
     return this.algorithm.reserve!(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost, maxWaitMs);
   }
@@ -315,8 +315,14 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
 
   /** A new key the full table cannot hold: decided by the overflow tier, or `store-full` for a policy without one. */
   private overflowConsume(key: string, cost: number, nowMs: number): Decision {
+    const tier = this.overflowTier();
+    return tier === null ? storeFull(this.algorithm.limit, this.soonestRestMs - nowMs) : tier.consume(key, cost, nowMs);
+  }
+
+  /** The overflow tier, made the first time the table is full; null when off or unknown to the policy. */
+  private overflowTier(): OverflowSketch | null {
     if (this.overflow === undefined) this.overflow = OverflowSketch.create(this.algorithm, { cellsPerRow: this.maxKeys }) ?? null;
-    return this.overflow === null ? storeFull(this.algorithm.limit, this.soonestRestMs - nowMs) : this.overflow.consume(key, cost, nowMs);
+    return this.overflow;
   }
 
   /** The slot for `key`, adding a fresh key (sweeping as it goes); -1 when full and nothing is at rest. */

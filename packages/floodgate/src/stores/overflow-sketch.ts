@@ -11,7 +11,7 @@ import { SLIDING_WINDOW_LOG } from '../core/algorithms/sliding-window-log.js';
 import { SUB_WINDOW_COUNTER } from '../core/algorithms/sub-window-counter.js';
 import { LEAKY_BUCKET, TOKEN_BUCKET } from '../core/algorithms/token-bucket.js';
 import { WEIGHTED_WINDOW } from '../core/algorithms/weighted-window.js';
-import { makeDecision, type Decision } from '../core/decision.js';
+import { ceilMs, makeDecision, type Decision } from '../core/decision.js';
 
 /** OVERFLOW_ROWS is the number of rows (independent hashes) of an {@link OverflowSketch}. */
 export const OVERFLOW_ROWS = 4;
@@ -126,6 +126,21 @@ export class OverflowSketch {
   /** peek answers what {@link consume} would, charging nothing. */
   peek(key: string, cost: number, nowMs: number): Decision {
     return this.answer(this.estimate(key, nowMs), nowMs, cost);
+  }
+
+  /**
+   * reserve books `cost` on `key` at `nowMs` for the buckets and GCRA (see {@link Algorithm.reserve}):
+   * the ms to wait, counted from the key's estimate, or -1 when that exceeds `maxWaitMs` (nothing
+   * charged). The request then proceeds when the exact policy would have admitted it at the
+   * latest. -1 for the window policies, which do not book.
+   */
+  reserve(key: string, cost: number, nowMs: number, maxWaitMs: number): number {
+    if (this.kind !== 'tat') return -1;
+    const tat = Math.max(this.estimate(key, nowMs), nowMs);
+    const waitMs = ceilMs(tat + cost * this.unitMs - this.algorithm.limit * this.unitMs - this.slack - nowMs);
+    if (waitMs > maxWaitMs) return -1;
+    if (cost > 0) this.raise(Math.max(tat, nowMs + waitMs) + cost * this.unitMs);
+    return waitMs;
   }
 
   /**
