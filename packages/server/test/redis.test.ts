@@ -23,6 +23,16 @@ routes:
       - name: whole-route
         policy: { algorithm: gcra, rate: 1, periodMs: 600000, maxBurst: 2 }
         key: { type: route }
+  - name: neighbours
+    match: { path: /neighbours }
+    upstream: ${upstream}
+    rules:
+      - name: ip
+        policy: { algorithm: fixedWindow, limit: 23, windowMs: 600000 }
+        key: { type: ip }
+      - name: user
+        policy: { algorithm: fixedWindow, limit: 2, windowMs: 600000 }
+        key: { type: header, name: x-user }
 `;
 }
 
@@ -55,6 +65,21 @@ describe('floodgate serve on a real Redis', () => {
     assert.equal(replies.filter((r) => r.status === 429).length, 20);
     const remaining = replies.filter((r) => r.status === 200).map((r) => Number(/r=(\d+)/.exec(String(r.headers.ratelimit))![1]));
     assert.deepEqual(remaining.sort((x, y) => x - y), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 'each admission saw the one shared count');
+  });
+
+  it('never refuses a neighbour on the same address for a charge taken back: the refusals of an exhausted user charge nothing', async () => {
+    const as = (user: string): Promise<Reply> => call(a.url('/neighbours'), { headers: { 'x-user': user } });
+    assert.deepEqual((await Promise.all([as('greedy'), as('greedy')])).map((r) => r.status), [200, 200]);
+    // 60 refused requests of the exhausted user race 20 neighbours for the address's last 21 units.
+    const greedy = Array.from({ length: 60 }, () => as('greedy'));
+    const neighbours = Array.from({ length: 20 }, (_, i) => as(`neighbour-${i}`));
+    const [g, n] = await Promise.all([Promise.all(greedy), Promise.all(neighbours)]);
+    assert.ok(g.every((r) => r.status === 429 && /"user"/.test(r.body)), 'every request of the exhausted user is refused by its user rule');
+    const wrong = n.filter((r) => r.status !== 200);
+    assert.equal(wrong.length, 0, `neighbours refused: ${wrong.map((r) => r.body).join(' | ')}`);
+    const last = await as('neighbour-last');
+    assert.equal(last.status, 200, 'the address had exactly 1 unit left: 23 - 2 - 20');
+    assert.equal((await as('neighbour-after')).status, 429);
   });
 
   it('answers within its timeout as fail-open while Redis hangs, and decides by Redis again soon after it returns', async () => {

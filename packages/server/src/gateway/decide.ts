@@ -2,7 +2,7 @@
  * One request's admission under its route's rules: enforced rules decided together (all admit or
  * none is charged), shadow rules decided and reported only, queued rules waited for in turn.
  */
-import { FloodgateError, type Decision } from 'floodgate';
+import { FloodgateError, consumeAll, consumeAllSync, type Decision, type LimitEntry } from 'floodgate';
 import { FIELD, PROBLEM_CONTENT_TYPE, problemBody, retryAfterSeconds, serviceItem, type HeaderPair } from 'floodgate/http';
 import type { ProxyRequest } from './request.js';
 import type { CompiledRoute, CompiledRule } from './routes.js';
@@ -88,23 +88,28 @@ function consume(rule: CompiledRule, key: string, peek = false): Decision | Prom
   return peek ? l.peek(key, ZERO) : l.consume(key, options);
 }
 
+/**
+ * decideEnforced decides the route's enforced rules together through the library's multi-limit
+ * decision: admitted only if every rule admits, and a refused request is charged nowhere (no
+ * neighbour ever sees a charge that is later taken back). On a refusal, the rules that would have
+ * admitted are looked at again without charging, so their headers tell their real state.
+ */
 async function decideEnforced(route: CompiledRoute, req: ProxyRequest): Promise<Applied[]> {
-  const applied: Applied[] = [];
+  const entries: LimitEntry[] = [];
+  const rules: CompiledRule[] = [];
+  let sync = true;
   for (const rule of route.enforce) {
     const identity = rule.identity(req);
     if (identity === undefined) continue;
-    const key = rule.keyOf(identity);
-    const pending = consume(rule, key);
-    const decision = pending instanceof Promise ? await pending : pending;
-    applied.push({ rule, key, decision });
-    if (!decision.allowed) {
-      await giveBack(applied.slice(0, -1));
-      for (const later of route.enforce.slice(route.enforce.indexOf(rule) + 1)) {
-        const id = later.identity(req);
-        if (id !== undefined) applied.push({ rule: later, key: later.keyOf(id), decision: await consume(later, later.keyOf(id), true) });
-      }
-      break;
-    }
+    entries.push({ limiter: rule.limiter, key: rule.keyOf(identity), cost: rule.cost });
+    rules.push(rule);
+    sync &&= rule.limiter.table.synchronous;
+  }
+  if (entries.length === 0) return [];
+  const result = sync ? consumeAllSync(entries) : await consumeAll(entries);
+  const applied: Applied[] = entries.map((e, i) => ({ rule: rules[i]!, key: e.key, decision: result.decisions[i]! }));
+  if (!result.allowed) {
+    for (const a of applied) if (a.decision.allowed) a.decision = await consume(a.rule, a.key, true);
   }
   return applied;
 }
