@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { decide, fixedWindow, FloodgateError, gcra, leakyBucket, MemoryStore, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm } from '../src/index.js';
+import { consumeAllSync, decide, fixedWindow, FloodgateError, gcra, leakyBucket, Limiter, ManualClock, MemoryStore, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm } from '../src/index.js';
 
 describe('MemoryStore overflow tier: open to newcomers under an identity flood', () => {
   it('decides new keys past maxKeys by the sketch: the throttled key stays throttled, newcomers pass', () => {
@@ -87,5 +87,23 @@ describe('MemoryStore overflow tier: bookings', () => {
     assert.equal(table.reserve!('x', 1, 0, 500), -1, 'the next slot is 1000 ms away');
     assert.equal(table.reserve!('x', 1, 0, 5000), 1000);
     assert.equal(table.consume('x', 1, 1000).allowed, false, 'the booked slot is taken');
+  });
+});
+
+describe('MemoryStore overflow tier: several limits at once', () => {
+  it('consumeAllSync admits newcomers past a full table instead of refusing them as store-full', () => {
+    const store = new MemoryStore({ maxKeys: 100 });
+    const clock = new ManualClock(0);
+    const perIp = new Limiter({ policy: fixedWindow({ limit: 10, windowMs: 60_000 }), store, clock });
+    const perUser = new Limiter({ policy: tokenBucket({ capacity: 10, refillPerSecond: 1e-6 }), store, clock });
+    for (let i = 0; i < 1000; i++) consumeAllSync([{ limiter: perIp, key: `ip:${i}` }, { limiter: perUser, key: `user:${i}` }]);
+    let admitted = 0;
+    for (let i = 0; i < 100; i++) if (consumeAllSync([{ limiter: perIp, key: `ip:new${i}` }, { limiter: perUser, key: `user:new${i}` }]).allowed) admitted++;
+    assert.ok(admitted >= 99, `admitted ${admitted} of 100`);
+    // And a key spent through the sketch is refused there.
+    for (let i = 0; i < 10; i++) consumeAllSync([{ limiter: perIp, key: 'ip:x' }, { limiter: perUser, key: 'user:x' }]);
+    const over = consumeAllSync([{ limiter: perIp, key: 'ip:x' }, { limiter: perUser, key: 'user:x' }]);
+    assert.equal(over.allowed, false);
+    assert.equal(over.decisions[0]!.reason, 'limit');
   });
 });

@@ -212,7 +212,8 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     if (cost !== 1 || !this.unitCostValid) this.algorithm.checkCost(cost);
     const found = this.find(key);
     const slot = found >= 0 ? found : this.insert(key, nowMs);
-    if (slot < 0) return storeFull(this.algorithm.limit, this.soonestRestMs - nowMs);
+    // A key the overflow tier decides is charged there and not undone: it only over-counts.
+    if (slot < 0) return this.overflowConsume(key, cost, nowMs);
     const at = slot * this.stride + KEY_CELLS;
     if (slot === this.refusedSlot) this.refusedSlot = -1;
     // A key charged more than 0 is not at rest, so no sweep frees its slot before the undo.
