@@ -23,6 +23,13 @@ export function checkConfig(config: GatewayConfig, at: Locator, env: NodeJS.Proc
     problems.push(...checkRules(route, ['routes', i], at, env));
   });
   problems.push(...checkStore(config, at, env));
+  if (config.routes.length === 0 && config.rateLimitService === undefined) {
+    problems.push(at.problem(['routes'], 'the config serves nothing: it needs routes, a rateLimitService, or both', 'add a route under routes:, or a rateLimitService: section with Envoy descriptor files'));
+  }
+  const service = config.rateLimitService;
+  if (service !== undefined && service.grpc === undefined && service.http === undefined) {
+    problems.push(at.problem(['rateLimitService'], 'the rateLimitService has no listener: it needs grpc, http or both', 'add grpc: { port: 8081 } (for Envoy) and/or http: { port: 8082 } (the JSON API)'));
+  }
   if (config.limits.requestTimeoutMs < config.limits.headersTimeoutMs) {
     problems.push(at.problem(['limits', 'requestTimeoutMs'], `requestTimeoutMs (${config.limits.requestTimeoutMs}) is shorter than headersTimeoutMs (${config.limits.headersTimeoutMs}): the whole request cannot take less time than its headers`, 'make requestTimeoutMs at least headersTimeoutMs'));
   }

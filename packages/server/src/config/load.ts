@@ -5,7 +5,9 @@
 import { readFile } from 'node:fs/promises';
 import { LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
+import type { DomainSpec } from '../decision/config.js';
 import { checkConfig } from './checks.js';
+import { loadDescriptorFiles } from './descriptors.js';
 import { ConfigError, Locator, type ConfigProblem } from './problems.js';
 import { configSchema, type GatewayConfig } from './schema.js';
 
@@ -13,10 +15,15 @@ import { configSchema, type GatewayConfig } from './schema.js';
 export interface LoadedConfig {
   readonly file: string;
   readonly config: GatewayConfig;
+  /** The rateLimitService's domains, read from its descriptor files (empty without the section). */
+  readonly domains: readonly DomainSpec[];
+  /** The descriptor files' absolute paths (empty without a rateLimitService). */
+  readonly descriptorFiles: readonly string[];
 }
 
 /**
- * loadConfig returns the checked config in `file`.
+ * loadConfig returns the checked config in `file`, with the domains of its rateLimitService's
+ * descriptor files (read relative to `file`).
  *
  * @throws ConfigError `CONFIG_UNREADABLE` when the file cannot be read, `CONFIG_INVALID` listing every mistake.
  * @example
@@ -30,7 +37,10 @@ export async function loadConfig(file: string, env: NodeJS.ProcessEnv = process.
     const message = `cannot read the config file: ${(err as Error).message}`;
     throw new ConfigError('CONFIG_UNREADABLE', [{ file, line: 0, column: 0, path: '', message, hint: 'give the path of a readable YAML file with --config' }]);
   }
-  return { file, config: parseConfig(text, file, env) };
+  const config = parseConfig(text, file, env);
+  const descriptors = await loadDescriptorFiles(config, file, text);
+  if ('problems' in descriptors) throw new ConfigError('CONFIG_INVALID', descriptors.problems);
+  return { file, config, domains: descriptors.domains, descriptorFiles: descriptors.files };
 }
 
 /**

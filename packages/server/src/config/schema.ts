@@ -75,6 +75,22 @@ export const storeSchema = z.discriminatedUnion('type', [
   }),
 ]);
 
+const listener = z.strictObject({ host: z.string().default('127.0.0.1'), port: whole.min(0).max(65535) });
+
+/**
+ * rateLimitServiceSchema is the decision service `floodgate serve` runs beside the routes: Envoy's
+ * `RateLimitService` over gRPC and the JSON API over HTTP, on the gateway's store, for the domains
+ * of Envoy descriptor files (paths relative to this config file).
+ */
+export const rateLimitServiceSchema = z.strictObject({
+  /** Envoy's `envoy.service.ratelimit.v3.RateLimitService` and gRPC health checks. */
+  grpc: listener.optional(),
+  /** The JSON API: `POST /json`, `POST /v1/decide`, `GET /healthcheck`. */
+  http: listener.optional(),
+  /** Envoy descriptor config files (envoyproxy/ratelimit's format), relative to this file. */
+  descriptors: z.array(z.string().min(1)).min(1, 'name at least one Envoy descriptor file'),
+});
+
 /** configSchema is the whole file. */
 export const configSchema = z.strictObject({
   listen: z.strictObject({ host: z.string().default('127.0.0.1'), port: whole.min(0).max(65535).default(8080) }).default({ host: '127.0.0.1', port: 8080 }),
@@ -100,7 +116,9 @@ export const configSchema = z.strictObject({
       connectTimeoutMs: positive.default(5_000),
     })
     .default({ maxHeaderBytes: 16_384, maxBodyBytes: 10_485_760, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, upstreamTimeoutMs: 30_000, connectTimeoutMs: 5_000 }),
-  routes: z.array(routeSchema).min(1, 'at least one route is needed'),
+  /** The routes to proxy; a config needs routes, a rateLimitService, or both. */
+  routes: z.array(routeSchema).default([]),
+  rateLimitService: rateLimitServiceSchema.optional(),
 });
 
 /** GatewayConfig is a checked config file with its defaults filled in. */
@@ -113,6 +131,8 @@ export type RuleConfig = RouteConfig['rules'][number];
 export type PolicyConfig = RuleConfig['policy'];
 /** KeyConfig is one checked identity. */
 export type KeyConfig = RuleConfig['key'];
+/** RateLimitServiceConfig is the checked rateLimitService section. */
+export type RateLimitServiceConfig = NonNullable<GatewayConfig['rateLimitService']>;
 /** StoreConfig is the checked store. */
 export type StoreConfig = GatewayConfig['store'];
 
