@@ -13,9 +13,10 @@ import type { ServeFlags } from './main.js';
 /** runCheck validates `file`, prints what it found, and returns the exit code (0 valid, 1 invalid). */
 export async function runCheck(file: string, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): Promise<number> {
   try {
-    const { config } = await loadConfig(file);
+    const { config, domains } = await loadConfig(file);
     const rules = config.routes.reduce((n, r) => n + r.rules.length, 0);
-    stdout.write(`${file}: valid (${config.routes.length} routes, ${rules} rules, ${config.store.type} store)\n`);
+    const service = config.rateLimitService === undefined ? '' : `, a rate limit service for ${domains.length} domain${domains.length === 1 ? '' : 's'}: ${domains.map((d) => d.domain).join(', ')}`;
+    stdout.write(`${file}: valid (${config.routes.length} routes, ${rules} rules, ${config.store.type} store${service})\n`);
     return 0;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
@@ -50,7 +51,7 @@ export async function runServe(flags: ServeFlags): Promise<number> {
     return 1;
   }
   if (flags.demoUpstream === true) process.stderr.write(tryLine(gateway) + '\n');
-  const stopWatching = flags.watch ? watchFile(file, () => void gateway.reload('file changed')) : () => {};
+  const stopWatching = flags.watch ? watchFiles(() => [file, ...gateway.descriptorFiles], () => void gateway.reload('file changed')) : () => {};
   process.on('SIGHUP', () => void gateway.reload('SIGHUP'));
   await new Promise<void>((resolveStop) => {
     const stop = (): void => {
@@ -66,7 +67,8 @@ export async function runServe(flags: ServeFlags): Promise<number> {
 
 /** The curl line a newcomer can run against the first route, to watch the headers count down to a 429. */
 function tryLine(gateway: Gateway): string {
-  const route = gateway.table.routes[0]!;
+  const route = gateway.table.routes[0];
+  if (route === undefined) return `\nfloodgate is listening (no routes). Metrics: http://127.0.0.1:${gateway.adminPort ?? '-'}/metrics\n`;
   const path = route.path.source.replace(/\*$/, 'hello').replace(/:[^/]+/g, '1');
   return `\nfloodgate is listening. Try, several times in a row:\n\n  curl -i http://127.0.0.1:${gateway.port}${path}\n\nand watch RateLimit count down to a 429. Metrics: http://127.0.0.1:${gateway.adminPort ?? '-'}/metrics\n`;
 }
@@ -74,7 +76,9 @@ function tryLine(gateway: Gateway): string {
 async function startDemo(file: string, log: pino.Logger): Promise<boolean> {
   let upstream: URL;
   try {
-    upstream = new URL((await loadConfig(file)).config.routes[0]!.upstream);
+    const first = (await loadConfig(file)).config.routes[0];
+    if (first === undefined) return true; // Nothing to stand in front of.
+    upstream = new URL(first.upstream);
   } catch {
     return true; // The gateway reports the config's problems itself.
   }
@@ -89,18 +93,23 @@ async function startDemo(file: string, log: pino.Logger): Promise<boolean> {
   }
 }
 
-/** Watches the config's directory (editors often replace the file) and calls `onChange` once per burst of changes. */
-function watchFile(file: string, onChange: () => void): () => void {
+/**
+ * Watches the directories of the config and of its descriptor files (editors often replace a file)
+ * and calls `onChange` once per burst of changes to any file `files()` names now.
+ */
+function watchFiles(files: () => readonly string[], onChange: () => void): () => void {
   let timer: NodeJS.Timeout | undefined;
-  const name = basename(file);
-  const watcher = watch(dirname(file), (_event, changed) => {
-    if (changed !== null && changed !== name) return;
-    clearTimeout(timer);
-    timer = setTimeout(onChange, WATCH_DEBOUNCE_MS);
+  const watchers = [...new Set(files().map((f) => dirname(f)))].map((dir) => {
+    const watcher = watch(dir, (_event, changed) => {
+      if (changed !== null && !files().some((f) => dirname(f) === dir && basename(f) === changed)) return;
+      clearTimeout(timer);
+      timer = setTimeout(onChange, WATCH_DEBOUNCE_MS);
+    });
+    watcher.unref();
+    return watcher;
   });
-  watcher.unref();
   return () => {
     clearTimeout(timer);
-    watcher.close();
+    for (const w of watchers) w.close();
   };
 }

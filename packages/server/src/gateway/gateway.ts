@@ -18,7 +18,9 @@ import { adminHandler, tokenDigest } from '../ops/admin.js';
 import { GatewayMetrics } from '../ops/metrics.js';
 import { redactConfig } from '../ops/redact.js';
 import { openStore, type GatewayStore } from '../store/store.js';
+import type { DomainSpec } from '../decision/config.js';
 import type { DecisionReporter } from './decide.js';
+import { RateLimitServiceHost } from './rate-limit-service.js';
 import { Upstreams } from './proxy.js';
 import { RouteTable } from './routes.js';
 import { serveRequest, serveUpgrade, trustedPeers, type TrafficState } from './traffic.js';
@@ -70,12 +72,18 @@ export class Gateway implements TrafficState {
   /** Upgraded sockets (both ends of each tunnel) still open. */
   private readonly tunnels = new Set<Duplex>();
   private admin: Server | undefined;
+  /** The rate limit service, when the config has a rateLimitService section. */
+  private service: RateLimitServiceHost | undefined;
+  /** The descriptor files the rate limit service was loaded from (absolute paths). */
+  descriptorFiles: readonly string[];
 
   readonly log: Logger;
 
   private constructor(
     private readonly options: GatewayOptions,
     config: GatewayConfig,
+    private readonly domains: readonly DomainSpec[],
+    descriptorFiles: readonly string[],
     private readonly store: GatewayStore,
     readonly metrics: GatewayMetrics,
     /** The dashboard's memory, fed by decisions when the dashboard is on and by the store's observer. */
@@ -86,6 +94,7 @@ export class Gateway implements TrafficState {
     metrics.inFlightCount = () => this.inFlight;
     const log = this.log;
     this.config = config;
+    this.descriptorFiles = descriptorFiles;
     this.upstreams = new Upstreams(config.limits);
     this.resolver = new ClientIpResolver({ trustProxy: config.trustProxy }, { warn: (message: string) => log.warn(message) });
     this.isTrustedPeer = trustedPeers(config.trustProxy);
@@ -117,12 +126,17 @@ export class Gateway implements TrafficState {
   /** start loads the config, opens the store, listens on both ports and resolves once listening. */
   static async start(options: GatewayOptions): Promise<Gateway> {
     const env = options.env ?? process.env;
-    const { config } = await loadConfig(options.file, env);
+    const { config, domains, descriptorFiles } = await loadConfig(options.file, env);
     const metrics = new GatewayMetrics();
     const board = new Board({ clock: new LoopClock() });
     const store = await openStore(config.store, { env, observer: combineObservers(metrics.observer, board.observer), onBackendError: (err) => options.log.warn({ error: err.message }, 'store connection error') });
-    const gateway = new Gateway(options, config, store, metrics, board);
-    await gateway.listen();
+    const gateway = new Gateway(options, config, domains, descriptorFiles, store, metrics, board);
+    try {
+      await gateway.listen();
+    } catch (err) {
+      await gateway.shutdown();
+      throw err;
+    }
     void gateway.becomeReady();
     return gateway;
   }
@@ -141,13 +155,26 @@ export class Gateway implements TrafficState {
     return this.admin === undefined ? undefined : (this.admin.address() as AddressInfo).port;
   }
 
+  /** rateLimitService is the running rate limit service's ports and domains, or undefined without one. */
+  get rateLimitService(): ReturnType<RateLimitServiceHost['summary']> | undefined {
+    return this.service?.summary();
+  }
+
   private async listen(): Promise<void> {
     const c = this.config;
     await listenOn(this.traffic, this.options.port ?? c.listen.port, c.listen.host);
+    if (c.rateLimitService !== undefined) {
+      this.service = await RateLimitServiceHost.start({ section: c.rateLimitService, domains: this.domains, store: this.store.store, metrics: this.metrics, log: this.log });
+    }
     if (c.admin !== undefined || this.options.adminPort !== undefined) {
       const token = c.admin?.tokenEnv !== undefined ? this.env[c.admin.tokenEnv] : c.admin?.token;
       const digest = token === undefined ? undefined : tokenDigest(token);
-      const activeConfig = (): { file: string; loadedAt: string; config: unknown } => ({ file: this.options.file, loadedAt: this.loadedAt.toISOString(), config: redactConfig(this.config) });
+      const activeConfig = (): { file: string; loadedAt: string; config: unknown; rateLimitService?: unknown } => ({
+        file: this.options.file,
+        loadedAt: this.loadedAt.toISOString(),
+        config: redactConfig(this.config),
+        ...(this.service === undefined ? {} : { rateLimitService: { ...this.service.summary(), descriptorFiles: this.descriptorFiles } }),
+      });
       const dashboard = mountDashboard({ board: this.board, metrics: this.metrics, tokenDigest: digest, settings: c.admin?.dashboard, storeKind: this.store.kind, table: () => this.table, activeConfig, isReady: () => this.ready });
       if (dashboard !== undefined) this.reporter = dashboard.reporter;
       this.admin = createServer(
@@ -163,7 +190,8 @@ export class Gateway implements TrafficState {
       );
       await listenOn(this.admin, this.options.adminPort ?? c.admin?.port ?? 9090, c.admin?.host ?? '127.0.0.1');
     }
-    this.log.info({ port: this.port, adminPort: this.adminPort, routes: c.routes.map((r) => r.name), store: c.store.type }, 'listening');
+    const service = this.service === undefined ? {} : { grpcPort: this.service.grpcPort, httpPort: this.service.httpPort, domains: this.service.service.domains };
+    this.log.info({ port: this.port, adminPort: this.adminPort, routes: c.routes.map((r) => r.name), store: c.store.type, ...service }, 'listening');
   }
 
   /** Ready once the store answers a ping; retried every 200 ms until then. */
@@ -190,8 +218,10 @@ export class Gateway implements TrafficState {
   async reload(why: string): Promise<ReloadResult> {
     const started = performance.now();
     let config: GatewayConfig;
+    let loaded: Awaited<ReturnType<typeof loadConfig>>;
     try {
-      config = (await loadConfig(this.options.file, this.env)).config;
+      loaded = await loadConfig(this.options.file, this.env);
+      config = loaded.config;
     } catch (err) {
       const problems = err instanceof ConfigError ? err.problems.map(formatProblem) : [(err as Error).message];
       this.metrics.reload(false);
@@ -201,16 +231,33 @@ export class Gateway implements TrafficState {
     for (const part of ['listen', 'admin', 'store', 'limits', 'trustProxy'] as const) {
       if (JSON.stringify(config[part]) !== JSON.stringify(this.config[part])) this.log.warn({ part }, `the "${part}" settings changed: they apply at the next restart`);
     }
+    const rateLimitService = this.reloadService(config, loaded.domains);
+    if (rateLimitService === this.config.rateLimitService) loaded = { ...loaded, descriptorFiles: this.descriptorFiles };
     const previous = this.table;
     const table = RouteTable.build({ ...config, store: this.config.store }, this.store.store, this.env, previous);
     const kept = [...table.limiters.values()].filter((l) => [...previous.limiters.values()].includes(l)).length;
     this.table = table;
-    this.config = { ...config, listen: this.config.listen, admin: this.config.admin, store: this.config.store, limits: this.config.limits, trustProxy: this.config.trustProxy };
+    this.config = { ...config, listen: this.config.listen, admin: this.config.admin, store: this.config.store, limits: this.config.limits, trustProxy: this.config.trustProxy, rateLimitService };
+    this.descriptorFiles = loaded.descriptorFiles;
     this.loadedAt = new Date();
     this.upstreams.retain(new Set(table.routes.map((r) => r.upstream.origin)));
     this.metrics.reload(true);
-    this.log.info({ why, routes: table.routes.length, keptLimiters: kept, newLimiters: table.limiters.size - kept, tookMs: Math.round(performance.now() - started) }, 'config reloaded');
+    this.log.info({ why, routes: table.routes.length, domains: this.service?.service.domains, keptLimiters: kept, newLimiters: table.limiters.size - kept, tookMs: Math.round(performance.now() - started) }, 'config reloaded');
     return { applied: true, problems: [] };
+  }
+
+  /**
+   * reloadService gives the running rate limit service its new domains and returns the section now
+   * in force; adding or removing the section needs a restart, so that is logged and the old one kept.
+   */
+  private reloadService(config: GatewayConfig, domains: readonly DomainSpec[]): GatewayConfig['rateLimitService'] {
+    const next = config.rateLimitService;
+    if (this.service === undefined || next === undefined) {
+      if ((this.service === undefined) !== (next === undefined)) this.log.warn({ part: 'rateLimitService' }, `the rate limit service was ${next === undefined ? 'removed' : 'added'}: that applies at the next restart`);
+      return this.config.rateLimitService;
+    }
+    this.service.reload(next, domains);
+    return { ...next, grpc: this.config.rateLimitService?.grpc, http: this.config.rateLimitService?.http };
   }
 
   /** track keeps an upgraded socket until it closes. */
@@ -238,7 +285,8 @@ export class Gateway implements TrafficState {
     this.ready = false;
     this.metrics.setReady(false);
     this.log.info({ inFlight: this.inFlight }, 'shutting down: draining requests in flight');
-    const closed = new Promise<void>((resolve) => this.traffic.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => (this.traffic.listening ? this.traffic.close(() => resolve()) : resolve()));
+    const serviceClosed = this.service?.close() ?? Promise.resolve();
     this.traffic.closeIdleConnections();
     const drained = this.inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.drained = resolve));
     const limit = this.options.drainTimeoutMs ?? 10_000;
@@ -250,6 +298,7 @@ export class Gateway implements TrafficState {
     this.traffic.closeAllConnections();
     for (const socket of this.tunnels) socket.destroy();
     await closed;
+    await serviceClosed;
     await this.upstreams.close();
     await this.store.close();
     if (this.admin !== undefined) {

@@ -12,6 +12,7 @@ const CIRCUIT_VALUE: Record<CircuitEvent['state'], number> = { closed: 0, 'half-
 export class GatewayMetrics implements DecisionReporter {
   readonly registry = new Registry();
   private readonly decisions = new Counter({ name: 'floodgate_decisions_total', help: 'Rate-limit decisions by route, rule and outcome (admitted, near_limit, limited, shadow_admitted, shadow_limited, queued, queue_rejected, fail_open, fail_closed).', labelNames: ['route', 'rule', 'outcome'], registers: [this.registry] });
+  private readonly serviceDecisions = new Counter({ name: 'floodgate_ratelimit_service_decisions_total', help: 'Decisions of the rate limit service (Envoy gRPC and JSON API) by domain, descriptor (its metric key after the domain) and outcome (admitted, limited, fail_open, fail_closed; peek_ before those only asked).', labelNames: ['domain', 'descriptor', 'outcome'], registers: [this.registry] });
   private readonly storeSeconds = new Histogram({ name: 'floodgate_store_duration_seconds', help: 'Round trips to the rate-limit store.', labelNames: ['operation', 'result'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [this.registry] });
   private readonly storeErrors = new Counter({ name: 'floodgate_store_errors_total', help: 'Store failures, by the failure policy that answered instead.', labelNames: ['policy'], registers: [this.registry] });
   private readonly circuit = new Gauge({ name: 'floodgate_store_circuit_state', help: 'Store circuit breaker per node: 0 closed, 1 half-open, 2 open.', labelNames: ['node'], registers: [this.registry] });
@@ -41,6 +42,7 @@ export class GatewayMetrics implements DecisionReporter {
   };
 
   private readonly decisionChildren = new LabelChildren((route, rule, outcome) => this.decisions.labels(route, rule, outcome));
+  private readonly serviceChildren = new LabelChildren((domain, descriptor, outcome) => this.serviceDecisions.labels(domain, descriptor, outcome));
   private readonly storeChildren = new LabelChildren((operation, result) => this.storeSeconds.labels(operation, result));
   private readonly responseChildren = new LabelChildren((route, status) => this.responses.labels(route, status));
   private readonly upstreamChildren = new LabelChildren((route, status) => this.upstreamSeconds.labels(route, status));
@@ -48,6 +50,11 @@ export class GatewayMetrics implements DecisionReporter {
   /** outcome counts one rule's answer to one request. */
   outcome(route: string, rule: string, outcome: RuleOutcome): void {
     this.decisionChildren.of(route, rule, outcome).inc();
+  }
+
+  /** serviceDecision counts one descriptor decided by the rate limit service. */
+  serviceDecision(domain: string, descriptor: string, outcome: string): void {
+    this.serviceChildren.of(domain, descriptor, outcome).inc();
   }
 
   /** storeCall records one store round trip's duration. */

@@ -1,0 +1,119 @@
+/**
+ * The decision service inside `floodgate serve`: Envoy's gRPC `RateLimitService` and the JSON API
+ * on the gateway's own store, their decisions counted in the gateway's metrics, reloaded with the
+ * config and closed (calls in flight answered) on shutdown.
+ */
+import type { Observer, Store } from 'floodgate';
+import type { Logger } from 'pino';
+import type { RateLimitServiceConfig } from '../config/schema.js';
+import type { DomainSpec } from '../decision/config.js';
+import { startDecisionServers, type DecisionServers } from '../decision/servers.js';
+import { createDecisionService, type DecisionService } from '../decision/service.js';
+import type { GatewayMetrics } from '../ops/metrics.js';
+
+/** At most this many distinct descriptor labels (a `detailed_metric` names values); later ones count as `other`. */
+export const MAX_DESCRIPTOR_LABELS = 2_000;
+
+/** RateLimitServiceHostOptions configures {@link RateLimitServiceHost.start}. */
+export interface RateLimitServiceHostOptions {
+  readonly section: RateLimitServiceConfig;
+  readonly domains: readonly DomainSpec[];
+  /** The gateway's store: the service's counters live beside the routes'. */
+  readonly store: Store;
+  readonly metrics: GatewayMetrics;
+  readonly log: Logger;
+}
+
+/**
+ * RateLimitServiceHost is a running decision service with its listeners. {@link RateLimitServiceHost.start}
+ * resolves once both listeners it was asked for are up.
+ *
+ * @example
+ * const host = await RateLimitServiceHost.start({ section, domains, store, metrics, log });
+ * await host.close();
+ */
+export class RateLimitServiceHost {
+  private readonly labels = new Set<string>();
+
+  private constructor(
+    readonly service: DecisionService,
+    private readonly servers: DecisionServers,
+    private section: RateLimitServiceConfig,
+    private readonly log: Logger,
+  ) {}
+
+  /** start creates the service on `options.store` and starts its listeners. */
+  static async start(options: RateLimitServiceHostOptions): Promise<RateLimitServiceHost> {
+    const { section, metrics } = options;
+    // The observer is made before the host it reports through.
+    const made: { host?: RateLimitServiceHost } = {};
+    const observer: Observer = { decision: (e) => made.host?.count(metrics, e.limiter, e.operation, e.decision.reason) };
+    const service = createDecisionService({ domains: options.domains, store: options.store, observer });
+    const grpcHost = section.grpc?.host;
+    const httpHost = section.http?.host;
+    // One host serves both listeners; start them apart when they differ.
+    const servers = grpcHost !== undefined && httpHost !== undefined && grpcHost !== httpHost ? await startApart(service, section) : await startDecisionServers({ service, grpcPort: section.grpc?.port, httpPort: section.http?.port, host: grpcHost ?? httpHost ?? '127.0.0.1' });
+    made.host = new RateLimitServiceHost(service, servers, section, options.log);
+    return made.host;
+  }
+
+  /** grpcPort is the gRPC listener's port, or undefined when there is none. */
+  get grpcPort(): number | undefined {
+    return this.servers.grpcPort;
+  }
+
+  /** httpPort is the JSON API's port, or undefined when there is none. */
+  get httpPort(): number | undefined {
+    return this.servers.httpPort;
+  }
+
+  /** summary returns what the admin API's config dump shows of the running service. */
+  summary(): { grpcPort: number | null; httpPort: number | null; domains: string[] } {
+    return { grpcPort: this.grpcPort ?? null, httpPort: this.httpPort ?? null, domains: this.service.domains };
+  }
+
+  /** reload serves `domains` from now on (counters of unchanged limits carry on); a listener change is logged and applies at the next restart. */
+  reload(section: RateLimitServiceConfig, domains: readonly DomainSpec[]): void {
+    for (const part of ['grpc', 'http'] as const) {
+      if (JSON.stringify(section[part]) !== JSON.stringify(this.section[part])) this.log.warn({ part: `rateLimitService.${part}` }, `the "rateLimitService.${part}" settings changed: they apply at the next restart`);
+    }
+    this.service.reload(domains);
+    this.section = { ...section, grpc: this.section.grpc, http: this.section.http };
+  }
+
+  /** close stops both listeners; calls in flight are answered first. */
+  close(): Promise<void> {
+    return this.servers.close();
+  }
+
+  private count(metrics: GatewayMetrics, name: string, operation: 'consume' | 'peek', reason: string): void {
+    const { domain, descriptor } = this.split(name);
+    const outcome = reason === 'ok' ? 'admitted' : reason === 'limit' ? 'limited' : reason.replace('-', '_');
+    metrics.serviceDecision(domain, descriptor, operation === 'peek' ? `peek_${outcome}` : outcome);
+  }
+
+  /** split parts a metric key `domain.key_value.key` at its domain (the longest domain served that prefixes it). */
+  private split(name: string): { domain: string; descriptor: string } {
+    let domain = '';
+    for (const d of this.service.domains) if (d.length > domain.length && (name === d || name.startsWith(`${d}.`))) domain = d;
+    let descriptor = domain === '' ? name : name.slice(domain.length + 1);
+    const label = `${domain}\u0000${descriptor}`;
+    if (!this.labels.has(label)) {
+      if (this.labels.size >= MAX_DESCRIPTOR_LABELS) descriptor = 'other';
+      else this.labels.add(label);
+    }
+    return { domain, descriptor };
+  }
+}
+
+async function startApart(service: DecisionService, section: RateLimitServiceConfig): Promise<DecisionServers> {
+  const grpc = await startDecisionServers({ service, grpcPort: section.grpc!.port, host: section.grpc!.host });
+  let http: DecisionServers;
+  try {
+    http = await startDecisionServers({ service, httpPort: section.http!.port, host: section.http!.host });
+  } catch (err) {
+    await grpc.close();
+    throw err;
+  }
+  return { grpcPort: grpc.grpcPort, httpPort: http.httpPort, close: async () => void (await Promise.all([grpc.close(), http.close()])) };
+}
