@@ -75,7 +75,7 @@ export class VerdictWriter<Req> {
 
   /** admit returns the verdict for a request every dimension admitted. */
   admit(plans: readonly Plan<Req>[], decisions: readonly Decision[], cost: number): Verdict {
-    const charges = this.settings.refundWhen === undefined ? undefined : plans.map((p) => ({ dimension: p.dimension.name, limiter: p.limiter, key: p.key, cost }));
+    const charges = this.settings.refundWhen === undefined ? undefined : chargesOf(plans, decisions, cost);
     return { allowed: true, statusCode: 0, headers: this.headers(plans, decisions), body: undefined, charges };
   }
 
@@ -83,7 +83,7 @@ export class VerdictWriter<Req> {
   admitOne(plan: Plan<Req>, decision: Decision, cost: number): Verdict {
     if (this.memo !== undefined && decision.reason === 'ok' && plan.limiter === plan.dimension.limiter) return this.memo.valueOf(decision);
     const s = this.settings;
-    const charges = s.refundWhen === undefined ? undefined : [{ dimension: plan.dimension.name, limiter: plan.limiter, key: plan.key, cost }];
+    const charges = s.refundWhen === undefined || decision.reason === 'fail-open' ? undefined : [{ dimension: plan.dimension.name, limiter: plan.limiter, key: plan.key, cost }];
     let headers: HeaderPair[];
     if (s.legacyReset !== undefined || decision.reason !== 'ok') headers = this.headers([plan], [decision]);
     else if (s.draftHeaders) headers = [[FIELD.policy, policyItemOf(plan)], [FIELD.service, serviceItem(plan.dimension.serviceHead, decision, plan.pk)]];
@@ -170,6 +170,19 @@ export class VerdictWriter<Req> {
     }
     return out;
   }
+}
+
+/**
+ * What an admitted request was charged, to give back by outcome: not where `fail-open` admitted
+ * it, since nothing was charged there and a refund would hand out quota once the store is back.
+ */
+function chargesOf<Req>(plans: readonly Plan<Req>[], decisions: readonly Decision[], cost: number): Charge[] | undefined {
+  const charges: Charge[] = [];
+  for (let i = 0; i < plans.length; i++) {
+    const p = plans[i]!;
+    if (decisions[i]!.reason !== 'fail-open') charges.push({ dimension: p.dimension.name, limiter: p.limiter, key: p.key, cost });
+  }
+  return charges.length === 0 ? undefined : charges;
 }
 
 /** Whether a store's failure policy answered without deciding: no remaining quota can be claimed. */

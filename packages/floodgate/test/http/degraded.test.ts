@@ -81,4 +81,15 @@ describe("decisions made by a store's failure policy are marked", () => {
     const v = await run(gateOver(decidedBy('ok', true)));
     assert.equal(header(v, 'floodgate-degraded'), undefined);
   });
+
+  it('with refundWhen, nothing is given back where fail-open admitted: nothing was charged there', async () => {
+    const clock = new ManualClock();
+    const local = new Limiter({ policy: fixedWindow({ limit: 3, windowMs: 1000 }), clock });
+    const shared = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), clock, store: decidedBy('fail-open', true) });
+    const both = new HttpGate<FakeRequest>({ dimensions: [{ name: 'local', limiter: local }, { name: 'shared', limiter: shared }], refundWhen: () => true, logger: memoryLogger() });
+    const v = await run(both);
+    assert.deepEqual(v.charges?.map((c) => c.dimension), ['local']);
+    const only = new HttpGate<FakeRequest>({ limiter: shared, refundWhen: () => true, logger: memoryLogger() });
+    assert.equal((await run(only)).charges, undefined);
+  });
 });
