@@ -1,9 +1,10 @@
 /**
- * The `floodgate` command line: `serve` runs the gateway, `check` validates a config offline,
- * `schema` prints the config's JSON Schema.
+ * The `floodgate` command line: `serve` runs the gateway, `ratelimit` runs the rate limit service
+ * alone, `check` validates a config offline, `schema` prints the config's JSON Schema.
  */
 import { Command } from 'commander';
 import { runCheck, runSchema, runServe } from './commands.js';
+import { runRatelimit } from './ratelimit.js';
 
 const program = new Command('floodgate')
   .description('floodgate: a rate-limiting reverse proxy run from one config file')
@@ -22,6 +23,23 @@ program
   .option('--drain-timeout-ms <ms>', 'longest wait for requests in flight on shutdown', (v) => Number(v), 10_000)
   .action(async (opts: ServeFlags) => {
     process.exitCode = await runServe(opts);
+  });
+
+program
+  .command('ratelimit')
+  .description('run only the rate limit service: Envoy\'s gRPC RateLimitService and the JSON API, from Envoy descriptor files')
+  .requiredOption('-c, --config <file>', 'an Envoy descriptor file (repeat for several; a domain may be defined once)', (v: string, all: string[] = []) => [...all, v])
+  .option('--grpc-port <port>', 'serve Envoy\'s RateLimitService (and gRPC health) on this port (0: any free port)', parsePort)
+  .option('--http-port <port>', 'serve the JSON API (POST /json, POST /v1/decide) on this port (0: any free port)', parsePort)
+  .option('--host <address>', 'the address to listen on', '127.0.0.1')
+  .option('--redis <host:port>', 'keep counters in this Redis (redis://host:port also accepted), shared by every service on it')
+  .option('--redis-cluster <host:port,...>', 'keep counters in this Redis Cluster')
+  .option('--on-store-error <policy>', 'when Redis fails: throw (gRPC UNAVAILABLE, so Envoy\'s failure_mode_deny decides), fail-open or fail-closed', 'throw')
+  .option('--check', 'only read the descriptor files, print their domains (or every error) and stop')
+  .addHelpText('after', '\nWith neither port given it serves gRPC on 8081 and the JSON API on 8080. SIGHUP re-reads the files;\na file with errors is refused and the running config kept. To run it beside routes, use the\nrateLimitService section of a `floodgate serve` config instead.')
+  .action(async (opts: { config: string[]; grpcPort?: number; httpPort?: number; host: string; redis?: string; redisCluster?: string; onStoreError: string; check?: boolean }) => {
+    process.exitCode = await runRatelimit(opts, { stdout: process.stdout, stderr: process.stderr, signals: process });
+    if (opts.check !== true) process.exit(process.exitCode);
   });
 
 program

@@ -1,0 +1,138 @@
+/**
+ * `floodgate ratelimit`: the decision service alone, for people who only want Envoy's rate limit
+ * service (and the JSON API) from Envoy descriptor files, on the memory store or on Redis.
+ */
+import { readFileSync } from 'node:fs';
+import type { Store } from 'floodgate';
+import { formatConfigError, mergeDescriptorConfigs, parseDescriptorConfig, type DescriptorConfig } from '../decision/config.js';
+import { startDecisionServers } from '../decision/servers.js';
+import { createDecisionService, type DecisionService } from '../decision/service.js';
+
+/** RatelimitFlags are `floodgate ratelimit`'s options. */
+export interface RatelimitFlags {
+  /** Envoy descriptor files (several: a domain may be defined once). */
+  readonly config: readonly string[];
+  /** The gRPC port (Envoy's RateLimitService); with neither port given, 8081. */
+  readonly grpcPort?: number | undefined;
+  /** The JSON API's port; with neither port given, 8080. */
+  readonly httpPort?: number | undefined;
+  readonly host?: string | undefined;
+  /** One Redis, as `host:port` or `redis://host:port`. */
+  readonly redis?: string | undefined;
+  /** A Redis Cluster, as `host:port,host:port`. */
+  readonly redisCluster?: string | undefined;
+  readonly onStoreError?: string | undefined;
+  /** Only read the configs, print their domains, and stop. */
+  readonly check?: boolean | undefined;
+}
+
+/** RatelimitIo is where `floodgate ratelimit` writes, and the process signals it listens to. */
+export interface RatelimitIo {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WritableStream;
+  readonly signals: Pick<NodeJS.Process, 'on' | 'once'>;
+}
+
+type OnStoreError = 'throw' | 'fail-open' | 'fail-closed';
+
+/** loadDescriptorPaths reads and merges every descriptor file, or returns every error found as `file:line:column: path: message`. */
+export function loadDescriptorPaths(paths: readonly string[]): { config: DescriptorConfig } | { errors: string[] } {
+  const parsed: DescriptorConfig[] = [];
+  const errors: string[] = [];
+  for (const path of paths) {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (error) {
+      errors.push(`${path}: cannot read: ${(error as Error).message}`);
+      continue;
+    }
+    const result = parseDescriptorConfig(text, path);
+    if ('errors' in result) errors.push(...result.errors.map(formatConfigError));
+    else parsed.push(result.config);
+  }
+  const merged = mergeDescriptorConfigs(parsed);
+  if ('errors' in merged) errors.push(...merged.errors.map(formatConfigError));
+  return errors.length > 0 || 'errors' in merged ? { errors } : merged;
+}
+
+class UsageError extends Error {}
+
+function hostPort(address: string, flag: string): { host: string; port: number } {
+  const match = /^(?:rediss?:\/\/)?(.+):(\d+)\/?$/.exec(address);
+  if (match === null) throw new UsageError(`${flag} must be host:port, got ${JSON.stringify(address)}`);
+  return { host: match[1]!.replace(/^\[|\]$/g, ''), port: Number(match[2]) };
+}
+
+/** redisStore connects to one Redis or a Redis Cluster; connection errors reach callers through the store. */
+async function redisStore(address: string, cluster: boolean, onError: OnStoreError): Promise<{ store: Store; close: () => void }> {
+  const nodes = cluster ? address.split(',').map((a) => hostPort(a, '--redis-cluster')) : [hostPort(address, '--redis')];
+  const { Redis, Cluster } = await import('ioredis');
+  const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
+  const client = cluster
+    ? new Cluster(nodes, { slotsRefreshInterval: 1000, clusterRetryStrategy: () => 100, redisOptions: { maxRetriesPerRequest: 1 } })
+    : new Redis({ ...nodes[0]!, maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+  // Without a listener ioredis would print each reconnection attempt.
+  client.on('error', () => undefined);
+  return { store: new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 500, onError }), close: () => client.disconnect() };
+}
+
+function reload(service: DecisionService, paths: readonly string[], stderr: NodeJS.WritableStream): void {
+  const loaded = loadDescriptorPaths(paths);
+  if ('errors' in loaded) {
+    stderr.write(`config reload refused, still serving the previous config:\n${loaded.errors.join('\n')}\n`);
+    return;
+  }
+  service.reload(loaded.config.domains);
+  stderr.write(`config reloaded: ${loaded.config.domains.map((d) => d.domain).join(', ')}\n`);
+}
+
+function onStoreErrorOf(value: string | undefined): OnStoreError {
+  const onError = value ?? 'throw';
+  if (onError !== 'throw' && onError !== 'fail-open' && onError !== 'fail-closed') throw new UsageError(`--on-store-error must be throw, fail-open or fail-closed, got ${JSON.stringify(onError)}`);
+  return onError;
+}
+
+/**
+ * runRatelimit runs the decision service until SIGTERM or SIGINT and resolves with the exit code:
+ * 0 after a clean stop (or a good `--check`), 2 for a bad config or flag. Once it listens it prints
+ * `{"ready":true,"grpcPort":N,"httpPort":M}`; SIGHUP reads the configs again (a config with errors
+ * is refused and the previous one kept).
+ *
+ * @example
+ * process.exitCode = await runRatelimit({ config: ['ratelimit.yaml'], grpcPort: 8081 }, { stdout: process.stdout, stderr: process.stderr, signals: process });
+ */
+export async function runRatelimit(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
+  try {
+    return await serve(flags, io);
+  } catch (error) {
+    io.stderr.write(error instanceof UsageError ? `${error.message}\n` : `decision service failed to start: ${(error as Error).message}\n`);
+    return 2;
+  }
+}
+
+async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
+  if (flags.config.length === 0) throw new UsageError('--config <file.yaml> is required (repeat it for several files)');
+  const loaded = loadDescriptorPaths(flags.config);
+  if ('errors' in loaded) throw new UsageError(loaded.errors.join('\n'));
+  const { domains } = loaded.config;
+  if (flags.check === true) {
+    io.stdout.write(`${flags.config.join(', ')}: ${domains.length} domain(s): ${domains.map((d) => d.domain).join(', ')}\n`);
+    return 0;
+  }
+  const onError = onStoreErrorOf(flags.onStoreError);
+  const address = flags.redisCluster ?? flags.redis;
+  const redis = address === undefined ? undefined : await redisStore(address, flags.redisCluster !== undefined, onError);
+  const service = createDecisionService({ domains, store: redis?.store });
+  const neither = flags.grpcPort === undefined && flags.httpPort === undefined;
+  const servers = await startDecisionServers({ service, grpcPort: neither ? 8081 : flags.grpcPort, httpPort: neither ? 8080 : flags.httpPort, host: flags.host });
+  io.stdout.write(`${JSON.stringify({ ready: true, grpcPort: servers.grpcPort ?? null, httpPort: servers.httpPort ?? null })}\n`);
+  io.signals.on('SIGHUP', () => reload(service, flags.config, io.stderr));
+  await new Promise<void>((resolve) => {
+    io.signals.once('SIGTERM', resolve);
+    io.signals.once('SIGINT', resolve);
+  });
+  await servers.close();
+  redis?.close();
+  return 0;
+}
