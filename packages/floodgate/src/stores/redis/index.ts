@@ -23,6 +23,7 @@ export {
 export type { ConsumeAllEntry, ConsumeAllRequest, ConsumeAllResult } from './consume-all.js';
 export { hashSlotOf, policyIdOf, redisKeyOf } from './key-layout.js';
 export { RedisStore, type RedisStoreOptions } from './redis-store.js';
+export { MEMORY_CHECK_SCRIPT, assessMemory, type RedisEvictionRisk, type RedisMemoryReport } from './memory-check.js';
 export { RedisTable } from './redis-table.js';
 export type { LocalFallback, OnError } from './failure-policy.js';
 export { OverLimitCache } from './over-limit-cache.js';

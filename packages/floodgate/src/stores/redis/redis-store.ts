@@ -10,6 +10,7 @@ import { Batcher } from './batcher.js';
 import { Circuit, type CircuitRouter, type CircuitState } from './circuit.js';
 import { NodeCircuits } from './node-circuits.js';
 import { consumeAll, type ConsumeAllRequest, type ConsumeAllResult } from './consume-all.js';
+import { checkRedisMemory, routingKeys, type RedisMemoryReport } from './memory-check.js';
 import { checkOnError, type OnError } from './failure-policy.js';
 import { RedisTable, type TableContext } from './redis-table.js';
 import { ScriptRunner } from './runner.js';
@@ -121,6 +122,7 @@ export class RedisStore implements Store {
   private readonly clock: Clock;
   private readonly cluster: boolean;
   private readonly tableOf: (algorithm: Algorithm) => RedisTable;
+  private readonly adapter: RedisAdapter;
 
   /** Creates a store over `options.adapter`; it sends nothing to Redis until first used. */
   constructor(options: RedisStoreOptions) {
@@ -129,6 +131,7 @@ export class RedisStore implements Store {
     const testTime = optionalBoolean(o.unsafeTestTime, 'RedisStore.unsafeTestTime');
     this.clock = checkClock(o.clock) ?? (testTime ? systemClock : monotonicClock);
     this.cluster = adapter.cluster;
+    this.adapter = adapter;
     const onError = checkOnError(o.onError ?? 'fail-open', 'RedisStore.onError');
     this.context = contextOf(o, adapter, { testTime, clock: this.clock });
     this.tableOf = tablesOf(this.context, onError);
@@ -149,6 +152,25 @@ export class RedisStore implements Store {
    */
   withOnError(onError: OnError): Store {
     return { bind: tablesOf(this.context, checkOnError(onError, 'RedisStore.withOnError')) };
+  }
+
+  /**
+   * checkMemory returns, for the Redis behind this store (each master of a cluster whose slot map
+   * the client knows), its `maxmemory`, `maxmemory-policy` and whether a throttled key can be
+   * evicted there, which resets its limit: `risk: 'evicts-limit-state'` under every `allkeys-*` and
+   * `volatile-*` policy with a bound. Call it once after connecting and log or alert on the
+   * reports whose risk is not `unbounded` or `refuses-writes`. It reads INFO through a script (CONFIG
+   * is often refused on managed Redis); it never rejects: what it cannot read is `risk: 'unknown'`.
+   * No script can tell that a key it expected was evicted (a missing key reads as a fresh one),
+   * so this check, made before traffic, is the guard.
+   *
+   * @example
+   * for (const report of await store.checkMemory()) {
+   *   if (report.risk === 'evicts-limit-state' || report.risk === 'unknown') log.warn(report.message);
+   * }
+   */
+  checkMemory(): Promise<RedisMemoryReport[]> {
+    return checkRedisMemory(this.context.runner, routingKeys(this.adapter, this.context.prefix));
   }
 
   /**
