@@ -169,6 +169,35 @@ describe('a throttled key when Redis fills up', () => {
   }
 });
 
+describe('noeviction, full, decisions batched in one tick (one script, each decision on its own)', () => {
+  const expected: Record<'fail-open' | 'fail-closed' | 'throw', Array<[boolean, string] | RegExp>> = {
+    // fail-open admits what Redis could not write: a newcomer passes unlimited while Redis is full.
+    'fail-open': [[false, 'limit'], [true, 'fail-open'], [false, 'limit']],
+    'fail-closed': [[false, 'limit'], [false, 'fail-closed'], [false, 'limit']],
+    throw: [[false, 'limit'], /batch script failed .*OOM.*maxmemory.*onError/, [false, 'limit']],
+  };
+  for (const [onError, outcomes] of Object.entries(expected)) {
+    test(`${onError}: the throttled key is refused by its limit, the newcomer as onError says`, async () => {
+      const client = get().client;
+      const limiter = new Limiter({ policy: POLICIES['fixed window']!, store: storeOf(onError as OnError) });
+      await throttle(limiter, 'victim');
+      await client.config('SET', 'maxmemory', String((await usedMemoryBytes(client)) + 256 * 1024));
+      await fill(client, { withTtl: false, stop: async () => false });
+      const settled = await Promise.allSettled([limiter.consume('victim'), limiter.consume('newcomer'), limiter.consume('victim')]);
+      settled.forEach((outcome, i) => {
+        const want = outcomes[i]!;
+        if (want instanceof RegExp) {
+          assert.ok(outcome.status === 'rejected' && outcome.reason instanceof FloodgateError && outcome.reason.code === 'STORE_ERROR');
+          assert.match(outcome.reason.message, want);
+        } else {
+          assert.ok(outcome.status === 'fulfilled');
+          assert.deepEqual(pick(outcome.value), want);
+        }
+      });
+    });
+  }
+});
+
 describe('per-key memory of each policy (MEMORY USAGE), for sizing maxmemory', () => {
   test('every single-value state stays under 160 bytes; the log grows with its limit', async () => {
     const client = get().client;

@@ -1,7 +1,7 @@
 import type { Decision } from '../../core/decision.js';
 import { FloodgateError } from '../../core/errors.js';
 import { hashSlotOf } from './key-layout.js';
-import { parseDecisionAt, replyError, textOf, type ScriptRunner } from './runner.js';
+import { hintFor, parseDecisionAt, replyError, textOf, type ScriptRunner } from './runner.js';
 import { BATCH_SCRIPT } from './scripts/index.js';
 
 /** BatchOp is what a batched decision does: charge when admitted, or only look. */
@@ -156,7 +156,7 @@ function batchError(request: BatchRequest, reply: readonly unknown[], offset: nu
     return replyError(`the batch script (${request.op} on ${request.redisKey})`, '[allowed, remaining, retryAfterMs, resetMs]', reply.slice(offset, offset + 4));
   }
   const cause = new Error(textOf(reply[offset + 1]) ?? 'unknown error');
-  const error = new FloodgateError('STORE_ERROR', `RedisStore: the batch script failed for ${request.redisKey}: ${cause.message}`);
+  const error = new FloodgateError('STORE_ERROR', `RedisStore: the batch script failed for ${request.redisKey}: ${cause.message}${hintFor(cause.message)}`);
   error.cause = cause;
   return error;
 }

@@ -121,12 +121,15 @@ function messageOf(error: unknown): string {
 /** What an OOM reply means for limits, appended to its message. */
 const OOM_HINT = ': Redis is full (used memory above its maxmemory, under maxmemory-policy noeviction) and refuses writes; keys already refused stay refused, while new keys and admissions are decided by RedisStore.onError until memory is freed or maxmemory raised (see RedisStore.checkMemory)';
 
+/** hintFor returns what to add to a Redis error `message` to say what it means and what to do ('' when nothing). */
+export function hintFor(message: string): string {
+  if (message.includes('CROSSSLOT')) return ': the keys are in different hash slots; tell the adapter it talks to a cluster ({ cluster: true }) or give the keys one hash tag';
+  return /(^|[\s:])OOM\b/.test(message) ? OOM_HINT : '';
+}
+
 function storeError(script: LuaScript, cause: unknown): FloodgateError {
   const message = messageOf(cause);
-  const hint = message.includes('CROSSSLOT')
-    ? ': the keys are in different hash slots; tell the adapter it talks to a cluster ({ cluster: true }) or give the keys one hash tag'
-    : message.startsWith('OOM') ? OOM_HINT : '';
-  const error = new FloodgateError('STORE_ERROR', `RedisStore: the ${script.name} script failed: ${message}${hint}`);
+  const error = new FloodgateError('STORE_ERROR', `RedisStore: the ${script.name} script failed: ${message}${hintFor(message)}`);
   error.cause = cause;
   return error;
 }
