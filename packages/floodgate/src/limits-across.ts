@@ -81,6 +81,16 @@ export async function consumeAcross(items: readonly Item[]): Promise<LimitsDecis
   return finish(items, decisions, true);
 }
 
+/**
+ * lookAll decides `items` by looking only, charging nothing: the answer after a store call that may
+ * or may not have run (a reply that timed out or came back garbled), where charging again could
+ * count the request twice.
+ */
+export async function lookAll(items: readonly Item[]): Promise<LimitsDecision> {
+  const decisions = await Promise.all(items.map(look));
+  return finish(items, decisions, decisions.every((d) => d.allowed));
+}
+
 function finish(items: readonly Item[], decisions: Decision[], allowed: boolean): LimitsDecision {
   reportItems(items, decisions, allowed);
   return { allowed, decisions };

@@ -9,7 +9,7 @@ import { LIMITER_BRAND, type Limiter } from './limiter.js';
 import { MemoryTable } from './stores/memory-store.js';
 import { invalidKey, isKey, type Store, type SyncPolicyStore } from './stores/store.js';
 import { UndoLog } from './stores/undo-log.js';
-import { consumeAcross, never, reportItems, type Item, type LimitsDecision } from './limits-across.js';
+import { consumeAcross, lookAll, never, reportItems, type Item, type LimitsDecision } from './limits-across.js';
 
 export type { LimitsDecision } from './limits-across.js';
 
@@ -121,8 +121,11 @@ export function consumeAllSync(entries: readonly LimitEntry[]): LimitsDecision {
  * - All entries on synchronous stores: {@link consumeAllSync}, one step.
  * - All entries on one store that decides several requests itself (`Store.consumeAll`, as
  *   `RedisStore` does: one atomic script per hash slot; across slots of a cluster, see its
- *   documentation): that store's call. Should it fail, the entries are decided as below, each by
- *   its own table's failure policy.
+ *   documentation): that store's call. Should it fail before running (`STORE_ERROR`), the entries
+ *   are decided as below, each by its own table's failure policy; should its reply time out or
+ *   come back garbled (`STORE_TIMEOUT`, `STORE_REPLY`), the call may have charged, so each limit is
+ *   only looked at (its failure policy answering if the store still fails) and nothing is charged
+ *   again.
  * - Otherwise, across stores: first every limit is looked at without charging (synchronous ones
  *   at once, asynchronous ones in parallel; a lone asynchronous entry skips its look), and if any
  *   refuses nothing is charged. Then the asynchronous entries are charged in parallel, and last the
@@ -265,6 +268,9 @@ async function consumeOnStore(store: Store, items: readonly Item[]): Promise<Lim
     result = await store.consumeAll!(requests, Number.isNaN(nowMs) ? undefined : nowMs);
   } catch (error) {
     if (error instanceof FloodgateError && /^(INVALID_|COST_)/.test(error.code)) throw error;
+    // A reply that timed out or came back garbled may come from a script that ran and charged:
+    // deciding again by charging could count the request twice, so each limit is only looked at.
+    if (error instanceof FloodgateError && (error.code === 'STORE_TIMEOUT' || error.code === 'STORE_REPLY')) return lookAll(items);
     return consumeAcross(items);
   }
   const decisions = [...result.decisions];
