@@ -51,6 +51,13 @@ describe('rateLimitService descriptor files', () => {
     assert.match(res.stdout, /valid \(0 routes, 0 rules, memory store, a rate limit service for 1 domain: api\)/);
   });
 
+  it('the example config with a rate limit service checks', async () => {
+    const example = join(import.meta.dirname, '..', '..', '..', 'examples', 'gateway', 'with-ratelimit-service.yaml');
+    const res = await check(example);
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, /a rate limit service for 1 domain: api/);
+  });
+
   it('floodgate check lists every mistake of a descriptor file with its file and line', async () => {
     const file = join(dir, 'uses-bad.yaml');
     await writeFile(file, 'rateLimitService:\n  http: { port: 0 }\n  descriptors: [bad.yaml]\n');

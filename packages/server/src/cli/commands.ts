@@ -70,7 +70,9 @@ function tryLine(gateway: Gateway): string {
   const route = gateway.table.routes[0];
   if (route === undefined) return `\nfloodgate is listening (no routes). Metrics: http://127.0.0.1:${gateway.adminPort ?? '-'}/metrics\n`;
   const path = route.path.source.replace(/\*$/, 'hello').replace(/:[^/]+/g, '1');
-  return `\nfloodgate is listening. Try, several times in a row:\n\n  curl -i http://127.0.0.1:${gateway.port}${path}\n\nand watch RateLimit count down to a 429. Metrics: http://127.0.0.1:${gateway.adminPort ?? '-'}/metrics\n`;
+  const service = gateway.rateLimitService;
+  const serviceLine = service === undefined ? '' : `The rate limit service (domains ${service.domains.join(', ')}): gRPC on port ${service.grpcPort ?? '-'}, JSON API on port ${service.httpPort ?? '-'} (POST /v1/decide).\n`;
+  return `\nfloodgate is listening. Try, several times in a row:\n\n  curl -i http://127.0.0.1:${gateway.port}${path}\n\nand watch RateLimit count down to a 429. Metrics: http://127.0.0.1:${gateway.adminPort ?? '-'}/metrics\n${serviceLine}`;
 }
 
 async function startDemo(file: string, log: pino.Logger): Promise<boolean> {
