@@ -198,6 +198,18 @@ describe('noeviction, full, decisions batched in one tick (one script, each deci
   }
 });
 
+test('noeviction, full, consumeAll: a throttled key refuses the whole request, writing nothing; an all-admitted one is a typed OOM error', async () => {
+  const client = get().client;
+  const store = storeOf('fail-closed');
+  const policy = POLICIES['sliding window counter']!;
+  await throttle(new Limiter({ policy, store }), 'victim');
+  await client.config('SET', 'maxmemory', String((await usedMemoryBytes(client)) + 256 * 1024));
+  await fill(client, { withTtl: false, stop: async () => false });
+  const refused = await store.consumeAll([{ policy, key: 'newcomer' }, { policy, key: 'victim' }]);
+  assert.deepEqual([refused.allowed, refused.decisions.map((d) => d.reason)], [false, ['ok', 'limit']]);
+  await assert.rejects(store.consumeAll([{ policy, key: 'newcomer' }]), (e: unknown) => e instanceof FloodgateError && e.code === 'STORE_ERROR' && /consume-all script failed: .*OOM.*maxmemory/.test(e.message));
+});
+
 describe('per-key memory of each policy (MEMORY USAGE), for sizing maxmemory', () => {
   test('every single-value state stays under 160 bytes; the log grows with its limit', async () => {
     const client = get().client;

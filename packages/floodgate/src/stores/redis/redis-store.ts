@@ -109,6 +109,14 @@ export interface RedisStoreOptions {
  * over-limit cache read the `clock` and `timers` options, so a `ManualClock` drives an outage in
  * a test; the `observer` option hears every round trip, error, circuit change and fallback.
  *
+ * Memory: a Redis with `maxmemory` and an evicting policy (every `allkeys-*` and `volatile-*` one:
+ * floodgate's keys carry a TTL) may evict a throttled key when full, and its limit then starts over;
+ * no script can tell an evicted key from a fresh one. Give the store a Redis (or a database on a
+ * dedicated instance) with `noeviction`, or memory that never fills, and call
+ * {@link RedisStore.checkMemory} at start-up to find out. Under `noeviction` a full Redis still
+ * refuses throttled keys by their own limit (a refusal writes nothing); what needs a write fails
+ * with an OOM `STORE_ERROR` and `onError` decides (`'fail-closed'` holds every limit).
+ *
  * @example
  * import { Redis } from 'ioredis';
  * import { Limiter, tokenBucket } from 'floodgate';
