@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { FloodgateError, Limiter, fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm } from '../../src/index.js';
-import { RedisStore, ioredisAdapter, type OnError, type RedisAdapter } from '../../src/stores/redis/index.js';
+import { RedisStore, ioredisAdapter, nodeRedisAdapter, type OnError, type RedisAdapter } from '../../src/stores/redis/index.js';
 import { hashSlotOf } from '../../src/stores/redis/key-layout.js';
-import { routingKeys } from '../../src/stores/redis/memory-check.js';
+import { reportOf, routingKeys } from '../../src/stores/redis/memory-check.js';
+import { createClient } from 'redis';
 import { beforeStop, useRedis } from './setup.js';
 
 const get = useRedis();
@@ -101,6 +102,30 @@ describe('checkMemory reports what a memory bound means for throttled keys', () 
       assert.match(report!.message, new RegExp(`${policy}.*noeviction`));
     });
   }
+
+  test('through node-redis too: the same report', async () => {
+    await get().client.config('SET', 'maxmemory', '10mb');
+    await get().client.config('SET', 'maxmemory-policy', 'allkeys-lfu');
+    const client = await createClient({ url: `redis://127.0.0.1:${get().servers.ports[0]}` }).connect();
+    try {
+      const [report] = await new RedisStore({ adapter: nodeRedisAdapter(client) }).checkMemory();
+      assert.deepEqual([report?.risk, report?.policy, report?.maxmemoryBytes], ['evicts-limit-state', 'allkeys-lfu', 10 * 1024 * 1024]);
+    } finally {
+      client.destroy();
+    }
+  });
+
+  test('replies that are not INFO texts: unknown, saying so; Buffers read as text', () => {
+    for (const reply of [null, 'OK', [], [42], ['# Memory\r\nused_memory:1\r\n']]) {
+      const report = reportOf(undefined, reply);
+      assert.equal(report.risk, 'unknown');
+      assert.match(report.message, /no maxmemory or maxmemory_policy field/);
+    }
+    const info = Buffer.from('# Memory\r\nmaxmemory:1024\r\nmaxmemory_policy:volatile-ttl\r\n');
+    const report = reportOf('a:1', [info, Buffer.from('evicted_keys:7\r\n')]);
+    assert.deepEqual([report.risk, report.maxmemoryBytes, report.policy, report.evictedKeys], ['evicts-limit-state', 1024, 'volatile-ttl', 7]);
+    assert.match(report.message, /Redis a:1 .*evicted 7 keys/);
+  });
 
   test('INFO refused by an ACL: unknown, naming the refusal, never a rejection', async () => {
     const client = get().client;
