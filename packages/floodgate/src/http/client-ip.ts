@@ -114,6 +114,15 @@ export class ClientIpResolver {
   }
 
   /**
+   * canonicalize returns an address already resolved elsewhere (a framework's own `req.ip`) in the
+   * canonical form `resolve` gives: `192.0.2.1` for `::ffff:192.0.2.1`; `unknown` when absent or
+   * not an address.
+   */
+  canonicalize(address: string | undefined): string {
+    return this.canonicalOf(address);
+  }
+
+  /**
    * The client behind the trusted proxies, from the socket's peer and the forwarding header's
    * value, read from the right (see forwarded.ts). When the walk meets an element that names no
    * address (`unknown`, an obfuscated identifier, or one that does not parse) it stops there and

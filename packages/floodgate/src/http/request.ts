@@ -52,6 +52,11 @@ export abstract class RequestView<Req> implements HttpRequest<Req> {
   hasHeader(name: string): boolean {
     return this.header(name) !== undefined;
   }
+  /** canonical returns an address the framework resolved itself in the canonical form `ip` has. */
+  protected canonical(address: string | undefined): string {
+    return this.resolver.canonicalize(address);
+  }
+
   /** remoteAddress returns the socket's peer address as the runtime reports it. */
   protected abstract remoteAddress(): string | undefined;
 

@@ -3,7 +3,10 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { HttpGate } from '../gate.js';
 import type { HttpLimitOptions } from '../options.js';
 import type { IncomingMessage } from 'node:http';
-import { consoleLogger } from '../logger.js';
+import { FloodgateError } from '../../core/errors.js';
+import type { TrustProxyOptions } from '../client-ip.js';
+import { consoleLogger, type Logger } from '../logger.js';
+import { trustSourceOf, type TrustSource } from './express-trust.js';
 import { NodeRequestView, runConnectStyle } from './node-request.js';
 import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 
@@ -12,8 +15,11 @@ import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
  * `next()` when the request is admitted, and answers 429 (`application/problem+json`,
  * `Retry-After`) when it is refused. `raw` in identities is Express's `req`.
  *
- * The client address comes from the socket and floodgate's own `trustProxy` option; Express's
- * `trust proxy` setting is not consulted. Mounted on a route (`app.get('/a/:id', limit, handler)`)
+ * The client address honours Express's `trust proxy` setting: when the app trusts proxies
+ * (`app.set('trust proxy', 1)`) and floodgate's `trustProxy` is not given, `ip` is Express's own
+ * `req.ip`. When the app trusts none, floodgate's `trustProxy` decides. When both are given they
+ * must agree (same hop count or same list), else every request fails with an `INVALID_OPTION`
+ * error naming both (passed to `next(err)`, logged once). Mounted on a route (`app.get('/a/:id', limit, handler)`)
  * {@link byRoute} sees the route pattern; mounted with `app.use` it sees the path.
  *
  * Upgrade requests (WebSocket) go to the server's `upgrade` listener, never through Express:
@@ -26,12 +32,46 @@ import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
  */
 export function floodgateExpress(options: HttpLimitOptions<Request>): RequestHandler & { readonly upgrade: UpgradeGuard } {
   const gate = new HttpGate(options);
+  const logger = options.logger ?? consoleLogger;
+  const sources = new WeakMap<object, TrustSource>();
   function floodgateExpressMiddleware(req: Request, res: Response, next: NextFunction): void {
-    runConnectStyle(gate, new NodeRequestView(req, gate.clientIp, req, expressRoute), res, next);
+    const source = sourceFor(req, sources, options, logger);
+    if (source instanceof FloodgateError) {
+      next(source);
+      return;
+    }
+    const view = source === 'express' ? new ExpressIpView(req, gate.clientIp, req, expressRoute) : new NodeRequestView(req, gate.clientIp, req, expressRoute);
+    runConnectStyle(gate, view, res, next);
   }
   // Express never sees an upgrade request: `raw` is node's own request, which Express's extends.
   const viewOf = (req: IncomingMessage): NodeRequestView<Request> => new NodeRequestView(req as Request, gate.clientIp, req, undefined);
   return Object.assign(floodgateExpressMiddleware, { upgrade: guardUpgrades(gate, options.logger ?? consoleLogger, viewOf) });
+}
+
+/** Who finds the client address of `req`'s app, decided at the app's first request; a disagreement is logged once. */
+function sourceFor(req: Request, sources: WeakMap<object, TrustSource>, options: TrustProxyOptions, logger: Logger): TrustSource {
+  const app = (req.app as object | undefined) ?? FALLBACK_APP;
+  let source = sources.get(app);
+  if (source === undefined) {
+    const setting: unknown = typeof req.app?.get === 'function' ? req.app.get('trust proxy') : undefined;
+    source = trustSourceOf(setting, options);
+    if (source instanceof FloodgateError) logger.warn(`floodgate: ${source.message}`);
+    sources.set(app, source);
+  }
+  return source;
+}
+
+/** Stands for the app of a request that has none (the middleware called outside Express). */
+const FALLBACK_APP = {};
+
+/** The request view whose `ip` is Express's `req.ip`, in floodgate's canonical form. */
+class ExpressIpView extends NodeRequestView<Request> {
+  private expressIp: string | undefined;
+
+  override get ip(): string {
+    if (this.expressIp === undefined) this.expressIp = this.canonical(this.raw.ip);
+    return this.expressIp;
+  }
 }
 
 /** The matched route pattern under its mount point, when Express has matched one. */
