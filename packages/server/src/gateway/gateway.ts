@@ -202,6 +202,9 @@ export class Gateway implements TrafficState {
         this.ready = true;
         this.metrics.setReady(true);
         this.log.info('ready');
+        const risks = await this.store.memoryRisks();
+        for (const risk of risks) this.log.warn({ risk }, 'store memory: a throttled key could be evicted');
+        if (this.store.kind === 'redis') this.log.info({ risks: risks.length }, 'store memory checked');
         return;
       } catch (err) {
         this.log.warn({ error: (err as Error).message }, 'store not answering yet; not ready');

@@ -14,6 +14,12 @@ export interface GatewayStore {
   ping(timeoutMs: number): Promise<void>;
   /** close ends the backend's connections. */
   close(): Promise<void>;
+  /**
+   * memoryRisks resolves to a sentence per Redis master whose memory settings could evict a
+   * throttled key (an evicting `maxmemory-policy`) or could not be read; empty when all is safe,
+   * and always for memory.
+   */
+  memoryRisks(): Promise<readonly string[]>;
 }
 
 interface IoredisLike {
@@ -40,7 +46,7 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
   const { env, observer, onBackendError } = seams;
   if (config.type === 'memory') {
     const store = new MemoryStore(config.maxKeys === undefined ? {} : { maxKeys: config.maxKeys });
-    return { store, kind: 'memory', ping: async () => {}, close: async () => {} };
+    return { store, kind: 'memory', ping: async () => {}, close: async () => {}, memoryRisks: async () => [] };
   }
   const { Redis, Cluster } = await import('ioredis');
   const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
@@ -67,6 +73,7 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
     close: async () => {
       like.disconnect();
     },
+    memoryRisks: async () => (await store.checkMemory()).filter((r) => r.risk === 'evicts-limit-state' || r.risk === 'unknown').map((r) => r.message),
   };
 }
 
