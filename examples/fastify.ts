@@ -8,8 +8,8 @@ import { sendRequests } from './support/requests.js';
 const app = Fastify();
 await app.register(floodgateFastify, { limiter: new Limiter({ policy: tokenBucket({ capacity: 2, refillPerSecond: 0.1 }) }) });
 const search = new Limiter({ policy: slidingWindowLog({ limit: 1, windowMs: 10_000 }) });
-app.get('/health', { config: { floodgate: false } }, async () => 'ok');
-app.get('/search', { config: { floodgate: { limiter: search, name: 'search' } } }, async () => ({ results: [] }));
+app.get('/health', { config: { rateLimit: false } }, async () => 'ok');
+app.get('/search', { config: { rateLimit: { limiter: search, name: 'search' } } }, async () => ({ results: [] }));
 app.get('/', async () => 'hello');
 
 const url = await app.listen({ port: 0, host: '127.0.0.1' });
