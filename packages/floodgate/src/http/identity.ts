@@ -87,19 +87,22 @@ export function byHeader(name: string): Identity {
 }
 
 /**
- * byUser returns the identity of the authenticated user, `user:<id>`, from `userId(raw)`, where
- * `raw` is the framework's request (Express `req`, Fastify `request`, Koa `ctx`, Hono `c`).
+ * byUser returns the identity of the authenticated user, `user:<id>`, from `userId(raw, req)`:
+ * `raw` is the framework's request, where authentication leaves the user (Express `req`, Fastify
+ * `request`, Koa `ctx`, Hono `c`), and `req` floodgate's framework-neutral view of the same
+ * request (`method`, `path`, `ip`, `header(name)`), the one every other option function gets.
  * An absent, null or empty id (an anonymous request) is no identity.
  *
  * @example
  * const key = byUser((req: express.Request) => req.user?.id);
+ * const sameOnEveryFramework = byUser((_raw, req) => req.header('x-user-id'));
  */
-export function byUser<Req>(userId: (raw: Req) => string | number | null | undefined): Identity<Req> {
+export function byUser<Req>(userId: (raw: Req, req: HttpRequest<Req>) => string | number | null | undefined): Identity<Req> {
   if (typeof userId !== 'function') {
     throw new FloodgateError('INVALID_OPTION', `byUser needs a function from the request to the user's id, got ${describeValue(userId)}`, 'byUser');
   }
   return function userIdentity(req) {
-    const id = userId(req.raw);
+    const id = userId(req.raw, req);
     if (id === undefined || id === null || id === '') return undefined;
     return `user:${String(id)}`;
   };

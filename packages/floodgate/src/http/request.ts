@@ -5,15 +5,24 @@
 import type { ClientIpResolver } from './client-ip.js';
 
 /**
- * HttpRequest is what floodgate sees of a request, whatever the framework. `raw` is the
- * framework's own object: node's `IncomingMessage`, Express's `req`, Fastify's `request`, Koa's
- * `ctx` or Hono's `Context`.
+ * HttpRequest is what floodgate sees of a request, whatever the framework: the one view every
+ * identity (`key`), `cost`, `skip`, limiter chooser and `refundWhen` receives on every adapter, so
+ * one function serves them all. It has `method`, `path`, `route`, `ip` and `header(name)`; `raw`
+ * reaches the framework's own object when a function needs more: node's `IncomingMessage`,
+ * Express's `req`, Fastify's `request`, Koa's `ctx` or Hono's `Context` (node's `IncomingMessage`
+ * for upgrade requests, which no framework sees).
+ *
+ * @example
+ * // The same identity on Express, Fastify, Koa, Hono and node:http.
+ * const byTenant: Identity = (req) => (req.header('x-tenant') ? `tenant:${req.header('x-tenant')}` : undefined);
  */
 export interface HttpRequest<Req = unknown> {
   /** The framework's own request (or context) object. */
   readonly raw: Req;
   /** The method in upper case, e.g. `GET`. */
   readonly method: string;
+  /** The path the client asked for, without the query string (`/users/42`), before any mount point is stripped. */
+  readonly path: string;
   /**
    * The route pattern when the framework knows it at this point (`/users/:id`), else the path
    * without its query string.
@@ -42,6 +51,7 @@ export abstract class RequestView<Req> implements HttpRequest<Req> {
   ) {}
 
   abstract get method(): string;
+  abstract readonly path: string;
   abstract get route(): string;
   abstract header(name: string): string | undefined;
 

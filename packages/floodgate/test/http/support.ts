@@ -35,6 +35,10 @@ export class FakeView extends RequestView<FakeRequest> {
     return this.raw.method ?? 'GET';
   }
 
+  get path(): string {
+    return this.raw.route ?? '/';
+  }
+
   get route(): string {
     return this.raw.route ?? '/';
   }

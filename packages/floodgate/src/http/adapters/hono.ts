@@ -74,6 +74,10 @@ class FetchRequestView extends RequestView<Context> {
     return this.raw.req.method;
   }
 
+  get path(): string {
+    return this.raw.req.path;
+  }
+
   get route(): string {
     const routes = this.raw.req.matchedRoutes;
     // The last route matched is the handler's; ones registered with `*` or `/*` are middleware.

@@ -26,6 +26,12 @@ export class NodeRequestView<Req> extends RequestView<Req> {
     return this.message.method ?? 'GET';
   }
 
+  get path(): string {
+    // Express strips a router's mount point from `url` and keeps the whole target in `originalUrl`.
+    const original = (this.message as { originalUrl?: unknown }).originalUrl;
+    return pathOf(typeof original === 'string' ? original : this.message.url);
+  }
+
   get route(): string {
     return this.routeOf?.(this.raw) ?? pathOf(this.message.url);
   }
