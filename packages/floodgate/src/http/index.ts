@@ -18,4 +18,5 @@ export { OptionFunctionError } from './option-error.js';
 export { PROBLEM_CONTENT_TYPE, STATUS_OF, problemBody, type ProblemKind } from './problem.js';
 export { consoleLogger, type Logger } from './logger.js';
 export { RequestView, type HttpRequest, type Outcome } from './request.js';
-export { PASS, type Charge, type HeaderPair, type Verdict } from './verdict.js';
+export { PASS, type Charge, type DimensionDecision, type HeaderPair, type RateLimitInfo, type Verdict } from './verdict.js';
+export { RateLimitedError } from './refusal-error.js';

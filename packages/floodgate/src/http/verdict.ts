@@ -21,14 +21,34 @@ export interface Charge {
   readonly cost: number;
 }
 
+/** DimensionDecision is one dimension's decision for a request: its policy name and the limiter's {@link Decision}. */
+export interface DimensionDecision {
+  /** The dimension's (policy's) name, as in the headers. */
+  readonly name: string;
+  readonly decision: Decision;
+}
+
+/**
+ * RateLimitInfo is what the adapters attach to a request for the handlers after them
+ * (`req.rateLimit` on Express and node:http, `request.rateLimit` on Fastify,
+ * `ctx.state.rateLimit` on Koa, `c.get('rateLimit')` on Hono) and hand to `onLimit`: whether it
+ * was admitted, the status of a refusal, and each dimension's decision (`remaining`, `limit`,
+ * `resetMs`, `retryAfterMs`, `reason`). `decisions` is empty when nothing was decided: the
+ * request was skipped or allow-listed, or a store error was answered by `onStoreError`.
+ */
+export interface RateLimitInfo {
+  readonly allowed: boolean;
+  /** 0 when allowed; 429 (quota exceeded), 503 (store full or failed, fail-closed) or 500 (an option function failed) otherwise. */
+  readonly statusCode: number;
+  /** Each dimension that applied to the request, in the order of `dimensions`. */
+  readonly decisions: readonly DimensionDecision[];
+}
+
 /**
  * Verdict is the handler's answer for one request. When `allowed`, the adapter sets `headers` and
  * passes the request on; otherwise it answers `statusCode` with `headers` and `body`.
  */
-export interface Verdict {
-  readonly allowed: boolean;
-  /** 0 when allowed; 429 (quota exceeded) or 503 (store full or failed, fail-closed) otherwise. */
-  readonly statusCode: number;
+export interface Verdict extends RateLimitInfo {
   readonly headers: readonly HeaderPair[];
   /** The `application/problem+json` body of a refusal. */
   readonly body: string | undefined;
@@ -37,7 +57,7 @@ export interface Verdict {
 }
 
 /** PASS is the verdict for a request that is not limited at all (skipped, allowed-listed). */
-export const PASS: Verdict = Object.freeze({ allowed: true, statusCode: 0, headers: [], body: undefined, charges: undefined });
+export const PASS: Verdict = Object.freeze({ allowed: true, statusCode: 0, headers: [], body: undefined, charges: undefined, decisions: Object.freeze([]) });
 
 /** Plan is one dimension as it applies to one request: its limiter and store key. */
 export interface Plan<Req> {
@@ -76,19 +96,21 @@ export class VerdictWriter<Req> {
   /** admit returns the verdict for a request every dimension admitted. */
   admit(plans: readonly Plan<Req>[], decisions: readonly Decision[], cost: number): Verdict {
     const charges = this.settings.refundWhen === undefined ? undefined : chargesOf(plans, decisions, cost);
-    return { allowed: true, statusCode: 0, headers: this.headers(plans, decisions), body: undefined, charges };
+    return { allowed: true, statusCode: 0, headers: this.headers(plans, decisions), body: undefined, charges, decisions: named(plans, decisions) };
   }
 
   /** admitOne is {@link admit} for a single dimension, without arrays of plans and decisions. */
   admitOne(plan: Plan<Req>, decision: Decision, cost: number): Verdict {
-    if (this.memo !== undefined && decision.reason === 'ok' && plan.limiter === plan.dimension.limiter) return this.memo.valueOf(decision);
+    const decisions = [{ name: plan.dimension.name, decision }];
+    // The memo's verdict stands for every decision with the same r and t: its headers, with this decision.
+    if (this.memo !== undefined && decision.reason === 'ok' && plan.limiter === plan.dimension.limiter) return { ...this.memo.valueOf(decision), decisions };
     const s = this.settings;
     const charges = s.refundWhen === undefined || decision.reason === 'fail-open' ? undefined : [{ dimension: plan.dimension.name, limiter: plan.limiter, key: plan.key, cost }];
     let headers: HeaderPair[];
     if (s.legacyReset !== undefined || decision.reason !== 'ok') headers = this.headers([plan], [decision]);
     else if (s.draftHeaders) headers = [[FIELD.policy, policyItemOf(plan)], [FIELD.service, serviceItem(plan.dimension.serviceHead, decision, plan.pk)]];
     else headers = [];
-    return { allowed: true, statusCode: 0, headers, body: undefined, charges };
+    return { allowed: true, statusCode: 0, headers, body: undefined, charges, decisions };
   }
 
   /**
@@ -104,7 +126,7 @@ export class VerdictWriter<Req> {
     const retryAfter = retryAfterSeconds(violated);
     if (retryAfter !== undefined) headers.push([FIELD.retryAfter, String(retryAfter)]);
     headers.push([FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]);
-    return { allowed: false, statusCode: STATUS_OF[kind], headers, body: problemBody(kind, names), charges: undefined };
+    return { allowed: false, statusCode: STATUS_OF[kind], headers, body: problemBody(kind, names), charges: undefined, decisions: named(plans, decisions) };
   }
 
   /**
@@ -116,11 +138,11 @@ export class VerdictWriter<Req> {
   degraded(failed: readonly string[], policy: 'fail-open' | 'fail-closed'): Verdict {
     const s = this.settings;
     const mark: HeaderPair[] = s.degradedHeader === undefined ? [] : [[s.degradedHeader, policy]];
-    if (policy === 'fail-open') return { allowed: true, statusCode: 0, headers: mark, body: undefined, charges: undefined };
+    if (policy === 'fail-open') return { allowed: true, statusCode: 0, headers: mark, body: undefined, charges: undefined, decisions: NONE };
     // When the store answers again is unknown: a second, as the limiter layer's own fail-closed says.
     const headers: HeaderPair[] = [...mark, [FIELD.retryAfter, '1'], [FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
     const body = problemBody('temporary-reduced-capacity', failed, 'the rate-limit store is unavailable');
-    return { allowed: false, statusCode: 503, headers, body, charges: undefined };
+    return { allowed: false, statusCode: 503, headers, body, charges: undefined, decisions: NONE };
   }
 
   /**
@@ -129,7 +151,7 @@ export class VerdictWriter<Req> {
    */
   broken(): Verdict {
     const headers: HeaderPair[] = [[FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
-    return { allowed: false, statusCode: 500, headers, body: INTERNAL_PROBLEM, charges: undefined };
+    return { allowed: false, statusCode: 500, headers, body: INTERNAL_PROBLEM, charges: undefined, decisions: NONE };
   }
 
   /**
@@ -192,7 +214,15 @@ function undecided(d: Decision): boolean {
 
 /** The verdict of an admitted request with these headers and nothing to refund. */
 function admitted(headers: readonly HeaderPair[]): Verdict {
-  return { allowed: true, statusCode: 0, headers, body: undefined, charges: undefined };
+  return { allowed: true, statusCode: 0, headers, body: undefined, charges: undefined, decisions: NONE };
+}
+
+/** No decisions: nothing was decided. */
+const NONE: readonly DimensionDecision[] = Object.freeze([]);
+
+/** Each plan's dimension name with its decision. */
+function named<Req>(plans: readonly Plan<Req>[], decisions: readonly Decision[]): DimensionDecision[] {
+  return plans.map((p, i) => ({ name: p.dimension.name, decision: decisions[i]! }));
 }
 
 /** The `RateLimit-Policy` item of a plan: written once for a fixed limiter without `pk`. */

@@ -2,6 +2,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { HttpGate } from '../gate.js';
 import type { HttpLimitOptions } from '../options.js';
+import type { RateLimitInfo } from '../verdict.js';
 import type { IncomingMessage } from 'node:http';
 import { FloodgateError } from '../../core/errors.js';
 import type { TrustProxyOptions } from '../client-ip.js';
@@ -10,10 +11,22 @@ import { trustSourceOf, type TrustSource } from './express-trust.js';
 import { NodeRequestView, runConnectStyle } from './node-request.js';
 import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 
+declare global {
+  // Express's own way to add to its request type (as express-rate-limit does).
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      /** The rate-limit decision floodgate's middleware made for this request. */
+      rateLimit?: RateLimitInfo;
+    }
+  }
+}
+
 /**
  * floodgateExpress returns an Express middleware that sets the rate-limit headers and calls
  * `next()` when the request is admitted, and answers 429 (`application/problem+json`,
- * `Retry-After`) when it is refused. `raw` in identities is Express's `req`.
+ * `Retry-After`) when it is refused. `raw` in identities is Express's `req`. The decision is attached as `req.rateLimit` (a
+ * {@link RateLimitInfo}) for the handlers after it.
  *
  * The client address honours Express's `trust proxy` setting: when the app trusts proxies
  * (`app.set('trust proxy', 1)`) and floodgate's `trustProxy` is not given, `ip` is Express's own

@@ -9,10 +9,17 @@ import { HttpGate } from '../gate.js';
 import type { Logger } from '../logger.js';
 import type { HttpLimitOptions } from '../options.js';
 import { RateLimitedError } from '../refusal-error.js';
-import type { Verdict } from '../verdict.js';
+import type { RateLimitInfo, Verdict } from '../verdict.js';
 import { NodeRequestView, watchOutcome } from './node-request.js';
 
 export { RateLimitedError } from '../refusal-error.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The rate-limit decision floodgate's plugin made for this request. */
+    rateLimit?: RateLimitInfo;
+  }
+}
 
 /** FloodgateFastifyOptions are the plugin's options: those of every adapter, and Fastify's own. */
 export interface FloodgateFastifyOptions extends HttpLimitOptions<FastifyRequest> {
@@ -47,7 +54,8 @@ type Refuse = FloodgateFastifyOptions['refuseWith'];
  * not encapsulated, so it applies to routes in every scope. Admitted requests get the rate-limit
  * headers; refused ones a 429 (`application/problem+json`, `Retry-After`) before any handler runs,
  * or with `refuseWith: 'error'` a {@link RateLimitedError} for the error handler. `raw` in
- * identities is Fastify's `request`; the route is the route's URL pattern. Warnings go to
+ * identities is Fastify's `request`; the route is the route's URL pattern. The decision is
+ * attached as `request.rateLimit` (a {@link RateLimitInfo}). Warnings go to
  * `fastify.log` unless a `logger` is given. A route's config is checked when the route is
  * registered: a bad one throws an `INVALID_OPTION` error naming the route (`GET /x: limiter must be ...`).
  *
@@ -148,6 +156,7 @@ function floodgateOnRequest(gate: HttpGate<FastifyRequest>, refuseWith: Refuse):
 }
 
 function apply(gate: HttpGate<FastifyRequest>, verdict: Verdict, view: NodeRequestView<FastifyRequest>, reply: FastifyReply, done: HookHandlerDoneFunction, refuseWith: Refuse): void {
+  reply.request.rateLimit = verdict;
   for (const [name, value] of verdict.headers) reply.header(name, value);
   if (!verdict.allowed) {
     reply.code(verdict.statusCode);

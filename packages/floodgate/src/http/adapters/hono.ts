@@ -7,8 +7,15 @@ import { HttpGate } from '../gate.js';
 import type { HttpLimitOptions } from '../options.js';
 import { RequestView } from '../request.js';
 import type { ClientIpResolver } from '../client-ip.js';
-import type { Verdict } from '../verdict.js';
+import type { RateLimitInfo, Verdict } from '../verdict.js';
 import { hasRawHeader } from './node-request.js';
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** The rate-limit decision floodgate's middleware made for this request. */
+    rateLimit: RateLimitInfo;
+  }
+}
 
 /** FloodgateHonoOptions adds how to find the client's address, which depends on the runtime. */
 export interface FloodgateHonoOptions extends HttpLimitOptions<Context> {
@@ -22,7 +29,8 @@ export interface FloodgateHonoOptions extends HttpLimitOptions<Context> {
 /**
  * floodgateHono returns a Hono middleware that sets the rate-limit headers and awaits `next()` when
  * the request is admitted, and returns a 429 `Response` (`application/problem+json`, `Retry-After`)
- * when it is refused. `raw` in identities is Hono's `Context`; the route is the matched pattern.
+ * when it is refused. The decision is `c.get('rateLimit')` (a {@link RateLimitInfo}).
+ * `raw` in identities is Hono's `Context`; the route is the matched pattern.
  * With `refundWhen`, the outcome's status is read from `c.res` (500 when the handler threw), and
  * `completed` is truthful: under @hono/node-server it is whether node finished the response
  * before the connection closed (an aborted request is not completed); elsewhere, whether the
@@ -41,6 +49,7 @@ export function floodgateHono(options: FloodgateHonoOptions): MiddlewareHandler 
     const view = new FetchRequestView(c, gate.clientIp, remoteAddress);
     const checked = gate.check(view);
     const verdict: Verdict = checked instanceof Promise ? await checked : checked;
+    c.set('rateLimit', verdict);
     if (!verdict.allowed) return new Response(verdict.body, { status: verdict.statusCode, headers: verdict.headers as [string, string][] });
     setHeaders(c, verdict);
     if (verdict.charges === undefined) return next();

@@ -2,16 +2,24 @@
 import type { Context, Middleware, Next } from 'koa';
 import { HttpGate } from '../gate.js';
 import type { HttpLimitOptions } from '../options.js';
-import type { Verdict } from '../verdict.js';
+import type { RateLimitInfo, Verdict } from '../verdict.js';
 import type { IncomingMessage } from 'node:http';
 import { consoleLogger } from '../logger.js';
 import { NodeRequestView, watchOutcome } from './node-request.js';
 import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 
+declare module 'koa' {
+  interface DefaultState {
+    /** The rate-limit decision floodgate's middleware made for this request. */
+    rateLimit?: RateLimitInfo;
+  }
+}
+
 /**
  * floodgateKoa returns a Koa middleware that sets the rate-limit headers and goes on to `next()`
  * (returning its promise) when the request is admitted, and answers 429 (`application/problem+json`, `Retry-After`) when it is
- * refused. `raw` in identities is Koa's `ctx`; the route is koa-router's matched pattern when the
+ * refused. The decision is attached as `ctx.state.rateLimit` (a {@link RateLimitInfo}).
+ * `raw` in identities is Koa's `ctx`; the route is koa-router's matched pattern when the
  * middleware runs inside the router, else the path.
  *
  * Upgrade requests (WebSocket) go to the server's `upgrade` listener, never through Koa:
@@ -45,6 +53,7 @@ export function floodgateKoa(options: HttpLimitOptions<Context>): Middleware & {
 /** Sets the verdict's headers, then answers a refusal or returns `next()`. */
 function apply(gate: HttpGate<Context>, verdict: Verdict, view: NodeRequestView<Context>, ctx: Context, next: Next): Promise<unknown> {
   const res = ctx.res;
+  (ctx.state as { rateLimit?: RateLimitInfo }).rateLimit = verdict;
   // What ctx.set does for string values, without its per-call arrays: nothing once headers are sent.
   if (!res.headersSent) for (const [name, value] of verdict.headers) res.setHeader(name, value);
   if (!verdict.allowed) {

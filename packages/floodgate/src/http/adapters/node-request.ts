@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ClientIpResolver } from '../client-ip.js';
 import type { HttpGate } from '../gate.js';
 import { RequestView } from '../request.js';
-import type { Verdict } from '../verdict.js';
+import type { RateLimitInfo, Verdict } from '../verdict.js';
 
 /**
  * NodeRequestView is the {@link RequestView} over a node `IncomingMessage`; `raw` is the
@@ -105,6 +105,12 @@ export function watchOutcome<Req>(gate: HttpGate<Req>, verdict: Verdict, res: Se
   res.once('close', () => gate.settle(verdict, { statusCode: res.statusCode, completed: res.writableFinished }, view));
 }
 
+/** WithRateLimit is a request the Connect-style adapters (node:http, Express) have decided: its `rateLimit`. */
+export interface WithRateLimit {
+  /** The decision, for the handlers after the middleware (see {@link RateLimitInfo}). */
+  rateLimit?: RateLimitInfo;
+}
+
 /** NodeNext is a Connect-style continuation: no argument to go on, an error to fail the request. */
 export type NodeNext = (err?: unknown) => void;
 
@@ -129,6 +135,7 @@ export function runConnectStyle<Req>(gate: HttpGate<Req>, view: NodeRequestView<
 }
 
 function applyConnectStyle<Req>(gate: HttpGate<Req>, verdict: Verdict, view: NodeRequestView<Req>, res: ServerResponse, next: NodeNext): void {
+  (view.raw as WithRateLimit).rateLimit = verdict;
   if (!verdict.allowed) {
     sendRefusal(res, verdict);
     return;

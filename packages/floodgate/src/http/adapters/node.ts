@@ -7,6 +7,7 @@ import { NodeRequestView, runConnectStyle, type NodeNext } from './node-request.
 import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 
 export { floodgateUpgrade, type UpgradeGuard, type UpgradeListener } from './upgrade.js';
+export type { WithRateLimit } from './node-request.js';
 
 /**
  * NodeMiddleware is a Connect-style middleware over node's own request and response; its
@@ -18,7 +19,8 @@ export type NodeMiddleware = ((req: IncomingMessage, res: ServerResponse, next: 
  * floodgateNode returns a Connect-style middleware for node:http: it sets the rate-limit headers
  * and calls `next()` when the request is admitted, and answers 429 (`application/problem+json`,
  * `Retry-After`) itself when it is refused; errors go to `next(err)`. `raw` in identities is the
- * `IncomingMessage`; the route is the path, since node:http has no router.
+ * `IncomingMessage`; the route is the path, since node:http has no router. The decision is
+ * attached as `req.rateLimit` (a `RateLimitInfo`; type the request as `IncomingMessage & WithRateLimit`).
  *
  * A server with an `upgrade` listener hands upgrade requests (WebSocket) to it, not to this
  * middleware: wrap the listener with `limit.upgrade(listener)` so that they are limited too.
