@@ -81,6 +81,14 @@ export class FailureReport {
     return true;
   }
 
+  /** optionThrew logs, once per option, that a hook (`onLimit`) threw; the answer stands. */
+  optionThrew(option: string, err: unknown): void {
+    if (this.loggedOptions.has(option)) return;
+    this.loggedOptions.add(option);
+    const message = err instanceof Error ? err.message : String(err);
+    this.options.logger.warn(`floodgate: the ${option} option threw, and the request was answered as decided: ${message} (logged once)`, err);
+  }
+
   /** optionFailed logs an application fault (a failing option function, a bad key) once per option. */
   optionFailed(err: unknown): void {
     const what = err instanceof FloodgateError ? (err.option ?? err.code) : 'gate';

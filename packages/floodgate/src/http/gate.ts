@@ -64,6 +64,13 @@ export class HttpGate<Req = unknown> {
    *   FloodgateError) logged once per option.
    */
   check(req: HttpRequest<Req>): Verdict | Promise<Verdict> {
+    const verdict = this.decideRequest(req);
+    if (this.settings.onLimit === undefined) return verdict;
+    return verdict instanceof Promise ? verdict.then((v) => this.limited(v, req)) : this.limited(verdict, req);
+  }
+
+  /** The verdict for `req`, before `onLimit` is told (see {@link check}). */
+  private decideRequest(req: HttpRequest<Req>): Verdict | Promise<Verdict> {
     try {
       const s = this.settings;
       if (s.skip !== undefined && skipOf(s.skip, req)) return PASS;
@@ -78,6 +85,17 @@ export class HttpGate<Req = unknown> {
       if (this.settings.onStoreError === 'throw' && isStoreFailure(err)) throw err;
       return this.failed(err, undefined);
     }
+  }
+
+  /** limited tells the `onLimit` option of a refusal by a limit or the store (not of a 500), and returns the verdict. */
+  private limited(verdict: Verdict, req: HttpRequest<Req>): Verdict {
+    if (verdict.allowed || verdict.statusCode === 500) return verdict;
+    try {
+      this.settings.onLimit!(req, verdict);
+    } catch (err) {
+      this.report.optionThrew('onLimit', err);
+    }
+    return verdict;
   }
 
   /** settle gives an admitted request's cost back when the `refundWhen` option says so for its outcome. */

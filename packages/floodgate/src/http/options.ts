@@ -16,6 +16,8 @@ import { DEFAULT_MAX_KEY_LENGTH, MIN_MAX_KEY_LENGTH, MIN_PARTITION_SECRET_BYTES 
 import { consoleLogger, type Logger } from './logger.js';
 import { withPreflightExempt } from './preflight.js';
 import type { HttpRequest, Outcome } from './request.js';
+import { refusalOf, type RefusalResponse } from './refusal.js';
+import type { RateLimitInfo } from './verdict.js';
 
 /** LimiterChoice is a limiter, or a function choosing one per request (undefined: not limited). */
 export type LimiterChoice<Req> = Limiter | ((req: HttpRequest<Req>) => Limiter | undefined);
@@ -73,6 +75,20 @@ export interface HttpLimitOptions<Req = unknown> extends TrustProxyOptions {
    * once and each such error is passed to `observer.storeError`.
    */
   onStoreError?: StoreErrorPolicy;
+  /**
+   * Called when a request is refused (429, or 503 when the store is full or failing closed), with
+   * the request and its decisions, before the refusal is answered: for logging, metrics or
+   * banning (express-rate-limit's `handler`/`onLimitReached`). What it throws is logged once and
+   * does not change the answer.
+   */
+  onLimit?: (req: HttpRequest<Req>, info: RateLimitInfo) => void;
+  /**
+   * The body of a request refused by a limit, instead of the problem+json one: a string is sent as
+   * `text/plain`, an object as JSON. The rate-limit headers and `Retry-After` are sent as before.
+   */
+  message?: string | object;
+  /** The status of a request refused by a limit (default 429), a whole number from 400 to 599. */
+  statusCode?: number;
   /** Receives `storeError` for each store error that reaches the gate (see `onStoreError`). */
   observer?: Observer;
   /** Send `RateLimit-Policy` and `RateLimit` (default true). */
@@ -113,6 +129,9 @@ export interface Settings<Req> {
   readonly logger: Logger;
   readonly observer: Observer | undefined;
   readonly clock: Clock;
+  readonly onLimit: ((req: HttpRequest<Req>, info: RateLimitInfo) => void) | undefined;
+  /** The `message`/`statusCode` refusal; undefined for the problem+json 429. */
+  readonly refusal: RefusalResponse | undefined;
 }
 
 /** CheckedDimension is a {@link Dimension} with its defaults filled in. */
@@ -168,6 +187,8 @@ export function checkOptions<Req>(options: HttpLimitOptions<Req>): Settings<Req>
     logger: o.logger ?? consoleLogger,
     observer: o.observer,
     clock: o.clock ?? systemClock,
+    onLimit: optionalFunction(o.onLimit, 'onLimit'),
+    refusal: refusalOf(o.message, o.statusCode),
   };
 }
 

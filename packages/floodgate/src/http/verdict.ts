@@ -125,8 +125,10 @@ export class VerdictWriter<Req> {
     const headers = this.headers(plans, decisions) as HeaderPair[];
     const retryAfter = retryAfterSeconds(violated);
     if (retryAfter !== undefined) headers.push([FIELD.retryAfter, String(retryAfter)]);
-    headers.push([FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]);
-    return { allowed: false, statusCode: STATUS_OF[kind], headers, body: problemBody(kind, names), charges: undefined, decisions: named(plans, decisions) };
+    const custom = kind === 'quota-exceeded' ? this.settings.refusal : undefined;
+    headers.push([FIELD.cacheControl, 'no-store'], [FIELD.contentType, custom?.contentType ?? PROBLEM_CONTENT_TYPE]);
+    const body = custom?.body ?? problemBody(kind, names);
+    return { allowed: false, statusCode: custom?.statusCode ?? STATUS_OF[kind], headers, body, charges: undefined, decisions: named(plans, decisions) };
   }
 
   /**

@@ -8,8 +8,20 @@ import { FloodgateError } from '../../core/errors.js';
 import type { TrustProxyOptions } from '../client-ip.js';
 import { consoleLogger, type Logger } from '../logger.js';
 import { trustSourceOf, type TrustSource } from './express-trust.js';
-import { NodeRequestView, runConnectStyle } from './node-request.js';
+import { NodeRequestView, checkHandler, runConnectStyle, type ConnectHandler } from './node-request.js';
+import type { ServerResponse } from 'node:http';
 import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
+
+/** FloodgateExpressOptions are the options of every adapter, and Express's `handler`. */
+export interface FloodgateExpressOptions extends HttpLimitOptions<Request> {
+  /**
+   * handler answers a refused request itself (as express-rate-limit's `handler` does), e.g.
+   * `(req, res, next, info) => res.status(429).render('slow-down')`. The rate-limit headers and
+   * `Retry-After` are already set; `info` has the decisions and the status floodgate would send.
+   * A 500 (an option function failed) is still answered by floodgate.
+   */
+  handler?: (req: Request, res: Response, next: NextFunction, info: RateLimitInfo) => void;
+}
 
 declare global {
   // Express's own way to add to its request type (as express-rate-limit does).
@@ -43,8 +55,9 @@ declare global {
  * const app = express();
  * app.use(floodgateExpress({ limiter: new Limiter({ policy: fixedWindow({ limit: 100, windowMs: 60_000 }) }), trustProxy: 1 }));
  */
-export function floodgateExpress(options: HttpLimitOptions<Request>): RequestHandler & { readonly upgrade: UpgradeGuard } {
+export function floodgateExpress(options: FloodgateExpressOptions): RequestHandler & { readonly upgrade: UpgradeGuard } {
   const gate = new HttpGate(options);
+  const handler = checkHandler(options.handler);
   const logger = options.logger ?? consoleLogger;
   const sources = new WeakMap<object, TrustSource>();
   function floodgateExpressMiddleware(req: Request, res: Response, next: NextFunction): void {
@@ -54,7 +67,7 @@ export function floodgateExpress(options: HttpLimitOptions<Request>): RequestHan
       return;
     }
     const view = source === 'express' ? new ExpressIpView(req, gate.clientIp, req, expressRoute) : new NodeRequestView(req, gate.clientIp, req, expressRoute);
-    runConnectStyle(gate, view, res, next);
+    runConnectStyle(gate, view, res, next, handler as ConnectHandler<Request, ServerResponse> | undefined);
   }
   // Express never sees an upgrade request: `raw` is node's own request, which Express's extends.
   const viewOf = (req: IncomingMessage): NodeRequestView<Request> => new NodeRequestView(req as Request, gate.clientIp, req, undefined);

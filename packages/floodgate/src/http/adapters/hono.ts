@@ -8,7 +8,7 @@ import type { HttpLimitOptions } from '../options.js';
 import { RequestView } from '../request.js';
 import type { ClientIpResolver } from '../client-ip.js';
 import type { RateLimitInfo, Verdict } from '../verdict.js';
-import { hasRawHeader } from './node-request.js';
+import { checkHandler, hasRawHeader } from './node-request.js';
 
 declare module 'hono' {
   interface ContextVariableMap {
@@ -24,6 +24,11 @@ export interface FloodgateHonoOptions extends HttpLimitOptions<Context> {
    * `c.env.incoming`; on other runtimes pass the runtime's helper, e.g. Hono's `getConnInfo(c).remote.address`.
    */
   remoteAddress?: (c: Context) => string | undefined;
+  /**
+   * handler answers a refused request itself, e.g. `(c, info) => c.text('slow down', 429)`; the
+   * rate-limit headers and `Retry-After` are added to its Response. A 500 is still floodgate's.
+   */
+  handler?: (c: Context, info: RateLimitInfo) => Response | Promise<Response>;
 }
 
 /**
@@ -45,11 +50,13 @@ export interface FloodgateHonoOptions extends HttpLimitOptions<Context> {
 export function floodgateHono(options: FloodgateHonoOptions): MiddlewareHandler {
   const gate = new HttpGate<Context>(options);
   const remoteAddress = options.remoteAddress ?? nodeServerAddress;
+  const handler = checkHandler(options.handler);
   return async function floodgateHonoMiddleware(c, next) {
     const view = new FetchRequestView(c, gate.clientIp, remoteAddress);
     const checked = gate.check(view);
     const verdict: Verdict = checked instanceof Promise ? await checked : checked;
     c.set('rateLimit', verdict);
+    if (!verdict.allowed && handler !== undefined && verdict.statusCode !== 500) return withHeaders(await handler(c, verdict), verdict);
     if (!verdict.allowed) return new Response(verdict.body, { status: verdict.statusCode, headers: verdict.headers as [string, string][] });
     setHeaders(c, verdict);
     if (verdict.charges === undefined) return next();
@@ -62,6 +69,18 @@ export function floodgateHono(options: FloodgateHonoOptions): MiddlewareHandler 
     await next();
     gate.settle(verdict, { statusCode: statusOf(c), completed: !c.req.raw.signal.aborted }, view);
   };
+}
+
+/** `res` with the refusal's rate-limit headers (not its content type); a copy when its headers are immutable. */
+function withHeaders(res: Response, verdict: Verdict): Response {
+  let out = res;
+  try {
+    out.headers.set('cache-control', 'no-store');
+  } catch {
+    out = new Response(res.body, res);
+  }
+  for (const [name, value] of verdict.headers) if (name !== 'content-type') out.headers.set(name, value);
+  return out;
 }
 
 /** The status of the response the app gave (500 when its handler threw). */

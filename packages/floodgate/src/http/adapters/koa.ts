@@ -5,8 +5,17 @@ import type { HttpLimitOptions } from '../options.js';
 import type { RateLimitInfo, Verdict } from '../verdict.js';
 import type { IncomingMessage } from 'node:http';
 import { consoleLogger } from '../logger.js';
-import { NodeRequestView, watchOutcome } from './node-request.js';
+import { NodeRequestView, checkHandler, watchOutcome } from './node-request.js';
 import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
+
+/** KoaHandler answers a refused request itself: `ctx.status` is already the refusal's, the rate-limit headers set. */
+export type KoaHandler = (ctx: Context, info: RateLimitInfo) => void | Promise<void>;
+
+/** FloodgateKoaOptions are the options of every adapter, and `handler` (see {@link KoaHandler}). */
+export interface FloodgateKoaOptions extends HttpLimitOptions<Context> {
+  /** handler answers a refused request itself, e.g. `(ctx, info) => { ctx.body = 'slow down' }`; a 500 is still floodgate's. */
+  handler?: KoaHandler;
+}
 
 declare module 'koa' {
   interface DefaultState {
@@ -30,8 +39,9 @@ declare module 'koa' {
  * const app = new Koa();
  * app.use(floodgateKoa({ limiter: new Limiter({ policy: gcra({ rate: 10, periodMs: 1000, maxBurst: 5 }) }) }));
  */
-export function floodgateKoa(options: HttpLimitOptions<Context>): Middleware & { readonly upgrade: UpgradeGuard } {
+export function floodgateKoa(options: FloodgateKoaOptions): Middleware & { readonly upgrade: UpgradeGuard } {
   const gate = new HttpGate(options);
+  const handler = checkHandler(options.handler);
   // Koa makes no context for an upgrade request: `raw` is node's own request there.
   const viewOf = (req: IncomingMessage): NodeRequestView<Context> => new NodeRequestView(req as unknown as Context, gate.clientIp, req, undefined);
   return Object.assign(floodgateKoaMiddleware, { upgrade: guardUpgrades(gate, options.logger ?? consoleLogger, viewOf) });
@@ -45,17 +55,22 @@ export function floodgateKoa(options: HttpLimitOptions<Context>): Middleware & {
     } catch (err) {
       return Promise.reject(err);
     }
-    if (checked instanceof Promise) return checked.then((verdict) => apply(gate, verdict, view, ctx, next));
-    return apply(gate, checked, view, ctx, next);
+    if (checked instanceof Promise) return checked.then((verdict) => apply(gate, verdict, view, ctx, next, handler));
+    return apply(gate, checked, view, ctx, next, handler);
   }
 }
 
 /** Sets the verdict's headers, then answers a refusal or returns `next()`. */
-function apply(gate: HttpGate<Context>, verdict: Verdict, view: NodeRequestView<Context>, ctx: Context, next: Next): Promise<unknown> {
+function apply(gate: HttpGate<Context>, verdict: Verdict, view: NodeRequestView<Context>, ctx: Context, next: Next, handler: KoaHandler | undefined): Promise<unknown> {
   const res = ctx.res;
   (ctx.state as { rateLimit?: RateLimitInfo }).rateLimit = verdict;
+  const custom = !verdict.allowed && handler !== undefined && verdict.statusCode !== 500;
   // What ctx.set does for string values, without its per-call arrays: nothing once headers are sent.
-  if (!res.headersSent) for (const [name, value] of verdict.headers) res.setHeader(name, value);
+  if (!res.headersSent) for (const [name, value] of verdict.headers) if (!custom || name !== 'content-type') res.setHeader(name, value);
+  if (custom) {
+    ctx.status = verdict.statusCode;
+    return Promise.resolve(handler(ctx, verdict));
+  }
   if (!verdict.allowed) {
     ctx.status = verdict.statusCode;
     ctx.body = verdict.body;

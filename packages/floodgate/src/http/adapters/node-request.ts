@@ -3,6 +3,7 @@
  * `IncomingMessage`, writing a verdict to a `ServerResponse`, and watching how a response ends.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { FloodgateError, describeValue } from '../../core/errors.js';
 import type { ClientIpResolver } from '../client-ip.js';
 import type { HttpGate } from '../gate.js';
 import { RequestView } from '../request.js';
@@ -105,6 +106,24 @@ export function watchOutcome<Req>(gate: HttpGate<Req>, verdict: Verdict, res: Se
   res.once('close', () => gate.settle(verdict, { statusCode: res.statusCode, completed: res.writableFinished }, view));
 }
 
+/** refuseThrough hands a refusal to the `handler` option, the rate-limit headers set; what it throws goes to `next(err)`. */
+function refuseThrough<Req>(handler: ConnectHandler<Req, ServerResponse>, verdict: Verdict, req: Req, res: ServerResponse, next: NodeNext): void {
+  for (const [name, value] of verdict.headers) if (name !== 'content-type') res.setHeader(name, value);
+  try {
+    handler(req, res, next, verdict);
+  } catch (err) {
+    next(err);
+  }
+}
+
+/** checkHandler returns the `handler` option when it is a function or absent, else throws `INVALID_OPTION`. */
+export function checkHandler<H>(handler: H | undefined): H | undefined {
+  if (handler !== undefined && typeof handler !== 'function') {
+    throw new FloodgateError('INVALID_OPTION', `handler must be a function (req, res, next, info), got ${describeValue(handler)}`, 'handler');
+  }
+  return handler;
+}
+
 /** WithRateLimit is a request the Connect-style adapters (node:http, Express) have decided: its `rateLimit`. */
 export interface WithRateLimit {
   /** The decision, for the handlers after the middleware (see {@link RateLimitInfo}). */
@@ -115,11 +134,18 @@ export interface WithRateLimit {
 export type NodeNext = (err?: unknown) => void;
 
 /**
- * runConnectStyle applies `gate` to one request Connect-style (node:http, Express): it sets the
- * headers and calls `next()` when admitted, answers 429/503 itself when refused, and passes
- * errors to `next(err)`. A synchronous limiter decides without a promise.
+ * ConnectHandler is the `handler` option of the Connect-style adapters: it answers a refused
+ * request itself (express-rate-limit's `handler`), with the rate-limit headers and `Retry-After`
+ * already set on `res`; `info` holds the decisions and the status floodgate would have sent.
  */
-export function runConnectStyle<Req>(gate: HttpGate<Req>, view: NodeRequestView<Req>, res: ServerResponse, next: NodeNext): void {
+export type ConnectHandler<Req, Res> = (req: Req, res: Res, next: NodeNext, info: RateLimitInfo) => void;
+
+/**
+ * runConnectStyle applies `gate` to one request Connect-style (node:http, Express): it sets the
+ * headers and calls `next()` when admitted, answers 429/503 itself when refused (or hands the
+ * refusal to `handler`), and passes errors to `next(err)`. A synchronous limiter decides without a promise.
+ */
+export function runConnectStyle<Req>(gate: HttpGate<Req>, view: NodeRequestView<Req>, res: ServerResponse, next: NodeNext, handler?: ConnectHandler<Req, ServerResponse>): void {
   let verdict: Verdict | Promise<Verdict>;
   try {
     verdict = gate.check(view);
@@ -128,16 +154,17 @@ export function runConnectStyle<Req>(gate: HttpGate<Req>, view: NodeRequestView<
     return;
   }
   if (verdict instanceof Promise) {
-    verdict.then((v) => applyConnectStyle(gate, v, view, res, next), next);
+    verdict.then((v) => applyConnectStyle(gate, v, view, res, next, handler), next);
   } else {
-    applyConnectStyle(gate, verdict, view, res, next);
+    applyConnectStyle(gate, verdict, view, res, next, handler);
   }
 }
 
-function applyConnectStyle<Req>(gate: HttpGate<Req>, verdict: Verdict, view: NodeRequestView<Req>, res: ServerResponse, next: NodeNext): void {
+function applyConnectStyle<Req>(gate: HttpGate<Req>, verdict: Verdict, view: NodeRequestView<Req>, res: ServerResponse, next: NodeNext, handler: ConnectHandler<Req, ServerResponse> | undefined): void {
   (view.raw as WithRateLimit).rateLimit = verdict;
   if (!verdict.allowed) {
-    sendRefusal(res, verdict);
+    if (handler === undefined || verdict.statusCode === 500) sendRefusal(res, verdict);
+    else refuseThrough(handler, verdict, view.raw, res, next);
     return;
   }
   setHeaders(res, verdict);

@@ -3,11 +3,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpGate } from '../gate.js';
 import type { HttpLimitOptions } from '../options.js';
 import { consoleLogger } from '../logger.js';
-import { NodeRequestView, runConnectStyle, type NodeNext } from './node-request.js';
+import { NodeRequestView, checkHandler, runConnectStyle, type ConnectHandler, type NodeNext } from './node-request.js';
 import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 
 export { floodgateUpgrade, type UpgradeGuard, type UpgradeListener } from './upgrade.js';
-export type { WithRateLimit } from './node-request.js';
+export type { ConnectHandler, WithRateLimit } from './node-request.js';
+
+/** FloodgateNodeOptions are the options of every adapter, and `handler`, which answers a refusal itself (see {@link ConnectHandler}). */
+export interface FloodgateNodeOptions extends HttpLimitOptions<IncomingMessage> {
+  handler?: ConnectHandler<IncomingMessage, ServerResponse>;
+}
 
 /**
  * NodeMiddleware is a Connect-style middleware over node's own request and response; its
@@ -30,11 +35,12 @@ export type NodeMiddleware = ((req: IncomingMessage, res: ServerResponse, next: 
  * const limit = floodgateNode({ limiter: new Limiter({ policy: tokenBucket({ capacity: 20, refillPerSecond: 5 }) }) });
  * http.createServer((req, res) => limit(req, res, (err) => (err ? fail(res, err) : handle(req, res)))).listen(8080);
  */
-export function floodgateNode(options: HttpLimitOptions<IncomingMessage>): NodeMiddleware {
+export function floodgateNode(options: FloodgateNodeOptions): NodeMiddleware {
   const gate = new HttpGate(options);
+  const handler = checkHandler(options.handler);
   const viewOf = (req: IncomingMessage): NodeRequestView<IncomingMessage> => new NodeRequestView(req, gate.clientIp, req, undefined);
   function floodgateNodeMiddleware(req: IncomingMessage, res: ServerResponse, next: NodeNext): void {
-    runConnectStyle(gate, viewOf(req), res, next);
+    runConnectStyle(gate, viewOf(req), res, next, handler);
   }
   return Object.assign(floodgateNodeMiddleware, { upgrade: guardUpgrades(gate, options.logger ?? consoleLogger, viewOf) });
 }
