@@ -20,3 +20,4 @@ export { consoleLogger, type Logger } from './logger.js';
 export { RequestView, type HttpRequest, type Outcome } from './request.js';
 export { PASS, type Charge, type DimensionDecision, type HeaderPair, type RateLimitInfo, type Verdict } from './verdict.js';
 export { RateLimitedError } from './refusal-error.js';
+export { BruteForceGuard, bruteForceGuard, type BruteForceGuardOptions, type BruteForceRule, type GuardAnswer } from './brute-force.js';
