@@ -8,7 +8,6 @@ import { jsonSchema } from '../config/schema.js';
 import { startDemoUpstream } from '../demo/upstream.js';
 import { Gateway } from '../gateway/gateway.js';
 import { LOG_REDACT_PATHS } from '../ops/redact.js';
-import type { ServeFlags } from './main.js';
 
 /** runCheck validates `file`, prints what it found, and returns the exit code (0 valid, 1 invalid). */
 export async function runCheck(file: string, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): Promise<number> {
@@ -33,6 +32,16 @@ export function runSchema(stdout: NodeJS.WritableStream): number {
 
 /** Time the file must be quiet before a change reloads it: editors write a file in several steps. */
 const WATCH_DEBOUNCE_MS = 100;
+
+/** ServeFlags are `floodgate serve`'s options as commander parses them. */
+export interface ServeFlags {
+  config: string;
+  port?: number;
+  adminPort?: number;
+  demoUpstream?: boolean;
+  watch: boolean;
+  drainTimeoutMs: number;
+}
 
 /** runServe runs the gateway until SIGTERM or SIGINT, and returns the exit code. */
 export async function runServe(flags: ServeFlags): Promise<number> {

@@ -3,7 +3,7 @@
  * alone, `check` validates a config offline, `schema` prints the config's JSON Schema.
  */
 import { Command } from 'commander';
-import { runCheck, runSchema, runServe } from './commands.js';
+import { runCheck, runSchema, runServe, type ServeFlags } from './commands.js';
 import { runRatelimit } from './ratelimit.js';
 
 const program = new Command('floodgate')
@@ -68,16 +68,6 @@ program
     const { runSimulateCommand } = await import('floodgate-simulator');
     process.exitCode = await runSimulateCommand(args, { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() });
   });
-
-/** ServeFlags are `floodgate serve`'s options as commander parses them. */
-export interface ServeFlags {
-  config: string;
-  port?: number;
-  adminPort?: number;
-  demoUpstream?: boolean;
-  watch: boolean;
-  drainTimeoutMs: number;
-}
 
 function parsePort(value: string): number {
   const port = Number(value);

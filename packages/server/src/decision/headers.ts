@@ -5,7 +5,7 @@
 import { FIELD, policyItem, retryAfterSeconds, serviceHead, serviceItem } from 'floodgate/http';
 import type { Decision } from 'floodgate';
 import type { Rule } from './rules.js';
-import type { DescriptorStatus } from './service.js';
+import type { DescriptorStatus } from './status.js';
 import { UNIT_MS } from './units.js';
 
 const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;

@@ -2,34 +2,19 @@
  * The decision service: Envoy's rate limit semantics (domains, descriptor matching, shadow mode,
  * `replaces`, `unlimited`, overrides, `hits_addend`) over floodgate's limiters and stores.
  */
-import { FloodgateError, Limiter, MemoryStore, notify, systemClock, type Algorithm, type Clock, type Decision, type Observer, type Store } from 'floodgate';
+import { FloodgateError, Limiter, MemoryStore, notify, systemClock, type Algorithm, type Clock, type Observer, type Store } from 'floodgate';
 import type { DomainSpec } from './config.js';
 import { decideAsync, decideSync, type Charge, type Outcome } from './execute.js';
 import { rateLimitHeaders } from './headers.js';
+import type { DescriptorStatus } from './status.js';
 import { DecisionError, type DecisionRequest, type RequestDescriptor } from './request.js';
 import { DomainRules, MAX_SHARED, Policies, counterKey, type Match, type Rule } from './rules.js';
 import { UNIT_MS } from './units.js';
 
+export type { DescriptorStatus } from './status.js';
+
 /** MAX_UINT32 is what Envoy's service reports as the remaining hits of an unlimited descriptor. */
 export const MAX_UINT32 = 4_294_967_295;
-
-/** DescriptorStatus is the answer for one descriptor of a request, in request order. */
-export interface DescriptorStatus {
-  /** OVER_LIMIT only when this descriptor's limit refused and it is not in shadow mode. */
-  readonly code: 'OK' | 'OVER_LIMIT';
-  /** The limit that applied; undefined when none did (no rule, a replaced rule, or unlimited). */
-  readonly rule: Rule | undefined;
-  /** The policy's decision; undefined when no policy counted (no rule, unlimited, a limit of 0). */
-  readonly decision: Decision | undefined;
-  /** Hits left in the current unit (MAX_UINT32 when unlimited). */
-  readonly limitRemaining: number;
-  /** Until the limit is whole again (admitted) or the same request could pass (refused), in ms. */
-  readonly durationUntilResetMs: number;
-  /** True when the limit refused but shadow mode answered OK. */
-  readonly shadowed: boolean;
-  /** The metric name of the matched path (`domain.key_value...`), or undefined. */
-  readonly metricKey: string | undefined;
-}
 
 /** DecisionResult is the answer to a request: the overall code, each descriptor's status, and headers. */
 export interface DecisionResult {
