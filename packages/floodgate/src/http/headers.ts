@@ -29,6 +29,24 @@ export const FIELD = Object.freeze({
   legacyReset: 'x-ratelimit-reset',
 });
 
+/**
+ * isListField tells whether a header is one of the draft's lists (`RateLimit-Policy`,
+ * `RateLimit`), whose items from stacked middlewares (a per-IP limit on the app, a per-user one on
+ * a route) are all sent, rather than the last one replacing the others.
+ */
+export function isListField(name: string): boolean {
+  return name === FIELD.policy || name === FIELD.service;
+}
+
+/**
+ * stackedValue returns the value to set for a list field that an earlier middleware may have set
+ * already (`existing`, as node's `getHeader` returns it): the earlier items, then `value`.
+ */
+export function stackedValue(value: string, existing: unknown): string {
+  if (existing === undefined || existing === null || existing === '') return value;
+  return `${Array.isArray(existing) ? existing.join(', ') : String(existing)}, ${value}`;
+}
+
 /** Checked the same way by every caller: what a policy name may contain. */
 export const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 

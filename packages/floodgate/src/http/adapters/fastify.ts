@@ -9,6 +9,7 @@ import { HttpGate } from '../gate.js';
 import type { Logger } from '../logger.js';
 import type { HttpLimitOptions } from '../options.js';
 import { RateLimitedError } from '../refusal-error.js';
+import { isListField, stackedValue } from '../headers.js';
 import type { RateLimitInfo, Verdict } from '../verdict.js';
 import { NodeRequestView, watchOutcome } from './node-request.js';
 
@@ -157,7 +158,7 @@ function floodgateOnRequest(gate: HttpGate<FastifyRequest>, refuseWith: Refuse):
 
 function apply(gate: HttpGate<FastifyRequest>, verdict: Verdict, view: NodeRequestView<FastifyRequest>, reply: FastifyReply, done: HookHandlerDoneFunction, refuseWith: Refuse): void {
   reply.request.rateLimit = verdict;
-  for (const [name, value] of verdict.headers) reply.header(name, value);
+  for (const [name, value] of verdict.headers) reply.header(name, isListField(name) ? stackedValue(value, reply.getHeader(name)) : value);
   if (!verdict.allowed) {
     reply.code(verdict.statusCode);
     if (refuseWith === 'error') done(new RateLimitedError(verdict));

@@ -8,6 +8,7 @@ import type { HttpLimitOptions } from '../options.js';
 import { RequestView } from '../request.js';
 import type { ClientIpResolver } from '../client-ip.js';
 import type { RateLimitInfo, Verdict } from '../verdict.js';
+import { isListField, stackedValue } from '../headers.js';
 import { checkHandler, hasRawHeader } from './node-request.js';
 
 declare module 'hono' {
@@ -57,7 +58,7 @@ export function floodgateHono(options: FloodgateHonoOptions): MiddlewareHandler 
     const verdict: Verdict = checked instanceof Promise ? await checked : checked;
     c.set('rateLimit', verdict);
     if (!verdict.allowed && handler !== undefined && verdict.statusCode !== 500) return withHeaders(await handler(c, verdict), verdict);
-    if (!verdict.allowed) return new Response(verdict.body, { status: verdict.statusCode, headers: verdict.headers as [string, string][] });
+    if (!verdict.allowed) return new Response(verdict.body, { status: verdict.statusCode, headers: refusalHeaders(c, verdict) });
     setHeaders(c, verdict);
     if (verdict.charges === undefined) return next();
     const outgoing = nodeServerOf(c)?.outgoing;
@@ -147,10 +148,27 @@ class FetchRequestView extends RequestView<Context> {
 function setHeaders(c: Context, verdict: Verdict): void {
   const outgoing = nodeServerOf(c)?.outgoing;
   if (outgoing !== undefined && typeof outgoing.setHeader === 'function' && outgoing.headersSent === false) {
-    for (const [name, value] of verdict.headers) outgoing.setHeader(name, value);
+    for (const [name, value] of verdict.headers) outgoing.setHeader(name, isListField(name) ? stackedValue(value, outgoing.getHeader?.(name)) : value);
   } else {
-    for (const [name, value] of verdict.headers) c.header(name, value);
+    // A stacked middleware's RateLimit items are kept: the draft's list fields are appended to.
+    for (const [name, value] of verdict.headers) c.header(name, value, isListField(name) ? { append: true } : undefined);
   }
+}
+
+/**
+ * A refusal's headers, its `RateLimit` and `RateLimit-Policy` after the items an outer floodgate
+ * middleware already set (on node's response under @hono/node-server, else on `c`, which Hono
+ * copies onto the Response returned).
+ */
+function refusalHeaders(c: Context, verdict: Verdict): [string, string][] {
+  const outgoing = nodeServerOf(c)?.outgoing;
+  const node = outgoing !== undefined && typeof outgoing.getHeader === 'function';
+  return verdict.headers.map(([name, value]): [string, string] => {
+    if (!isListField(name)) return [name, value];
+    const merged = stackedValue(value, node ? outgoing.getHeader!(name) : c.res.headers.get(name));
+    if (!node) c.header(name, merged);
+    return [name, merged];
+  });
 }
 
 /** The node request and response @hono/node-server passes as `env` (or `env.server`), if any. */
@@ -160,6 +178,7 @@ interface NodeServerEnv {
     headersSent?: boolean;
     writableFinished?: boolean;
     setHeader?: (name: string, value: string) => unknown;
+    getHeader?: (name: string) => unknown;
     once?: (event: 'close', listener: () => void) => unknown;
   };
 }

@@ -2,6 +2,7 @@
 import type { Context, Middleware, Next } from 'koa';
 import { HttpGate } from '../gate.js';
 import type { HttpLimitOptions } from '../options.js';
+import { isListField, stackedValue } from '../headers.js';
 import type { RateLimitInfo, Verdict } from '../verdict.js';
 import type { IncomingMessage } from 'node:http';
 import { consoleLogger } from '../logger.js';
@@ -66,7 +67,7 @@ function apply(gate: HttpGate<Context>, verdict: Verdict, view: NodeRequestView<
   (ctx.state as { rateLimit?: RateLimitInfo }).rateLimit = verdict;
   const custom = !verdict.allowed && handler !== undefined && verdict.statusCode !== 500;
   // What ctx.set does for string values, without its per-call arrays: nothing once headers are sent.
-  if (!res.headersSent) for (const [name, value] of verdict.headers) if (!custom || name !== 'content-type') res.setHeader(name, value);
+  if (!res.headersSent) for (const [name, value] of verdict.headers) if (!custom || name !== 'content-type') res.setHeader(name, isListField(name) ? stackedValue(value, res.getHeader(name)) : value);
   if (custom) {
     ctx.status = verdict.statusCode;
     return Promise.resolve(handler(ctx, verdict));

@@ -7,6 +7,7 @@ import { FloodgateError, describeValue } from '../../core/errors.js';
 import type { ClientIpResolver } from '../client-ip.js';
 import type { HttpGate } from '../gate.js';
 import { RequestView } from '../request.js';
+import { isListField, stackedValue } from '../headers.js';
 import type { RateLimitInfo, Verdict } from '../verdict.js';
 
 /**
@@ -86,7 +87,7 @@ export function pathOf(url: string | undefined): string {
 
 /** setHeaders sets a verdict's headers on `res`. */
 export function setHeaders(res: ServerResponse, verdict: Verdict): void {
-  for (const [name, value] of verdict.headers) res.setHeader(name, value);
+  for (const [name, value] of verdict.headers) res.setHeader(name, isListField(name) ? stackedValue(value, res.getHeader(name)) : value);
 }
 
 /** sendRefusal answers a refused verdict on `res`: its status, headers and problem body. */
@@ -108,7 +109,7 @@ export function watchOutcome<Req>(gate: HttpGate<Req>, verdict: Verdict, res: Se
 
 /** refuseThrough hands a refusal to the `handler` option, the rate-limit headers set; what it throws goes to `next(err)`. */
 function refuseThrough<Req>(handler: ConnectHandler<Req, ServerResponse>, verdict: Verdict, req: Req, res: ServerResponse, next: NodeNext): void {
-  for (const [name, value] of verdict.headers) if (name !== 'content-type') res.setHeader(name, value);
+  for (const [name, value] of verdict.headers) if (name !== 'content-type') res.setHeader(name, isListField(name) ? stackedValue(value, res.getHeader(name)) : value);
   try {
     handler(req, res, next, verdict);
   } catch (err) {
