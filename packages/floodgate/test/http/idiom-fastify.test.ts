@@ -99,7 +99,7 @@ describe('Fastify in its own idiom', () => {
     app = a;
     await a.register(floodgateFastify, { global: false });
     a.get('/own', { config: { rateLimit: { limiter: perHour(1) } } }, async () => 'ok');
-    assert.throws(() => a.get('/x', { config: { rateLimit: true } }, async () => 'ok'), (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION');
+    assert.throws(() => a.get('/x', { config: { rateLimit: true } }, async () => 'ok'), (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION' && /^GET \/x: give either limiter/.test(err.message));
   });
 
   it('a bad per-route config is refused when the route is registered, naming the route', async () => {

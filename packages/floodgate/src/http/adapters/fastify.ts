@@ -84,7 +84,7 @@ export const floodgateFastify: FastifyPluginCallback<FloodgateFastifyOptions> = 
     fastify.addHook('onRoute', (route: RouteOptions) => {
       const config = routeConfig(route);
       if (config === false || (config === undefined && !global)) return;
-      const hook = config === undefined || config === true ? sharedHook() : routeHook(route, base, config, refuseWith);
+      const hook = config === undefined || config === true ? atRouteIfThrows(route, sharedHook) : routeHook(route, base, config, refuseWith);
       const existing = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
       route.onRequest = [...existing, hook] as RouteOptions['onRequest'];
     });
@@ -111,8 +111,13 @@ function routeConfig(route: RouteOptions): FloodgateRouteConfig | undefined {
 
 /** The hook for a route with options of its own, checked now: an error names the route. */
 function routeHook(route: RouteOptions, base: HttpLimitOptions<FastifyRequest>, config: Partial<HttpLimitOptions<FastifyRequest>>, refuseWith: Refuse): OnRequest {
+  return atRouteIfThrows(route, () => floodgateOnRequest(new HttpGate(routeOptions(base, config)), refuseWith));
+}
+
+/** `make()`, its error naming the route (the plugin's options, first built for a route under `global: false`). */
+function atRouteIfThrows(route: RouteOptions, make: () => OnRequest): OnRequest {
   try {
-    return floodgateOnRequest(new HttpGate(routeOptions(base, config)), refuseWith);
+    return make();
   } catch (err) {
     throw atRoute(route, err);
   }
