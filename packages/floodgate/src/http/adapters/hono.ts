@@ -57,7 +57,7 @@ export function floodgateHono(options: FloodgateHonoOptions): MiddlewareHandler 
     const checked = gate.check(view);
     const verdict: Verdict = checked instanceof Promise ? await checked : checked;
     c.set('rateLimit', verdict);
-    if (!verdict.allowed && handler !== undefined && verdict.statusCode !== 500) return withHeaders(await handler(c, verdict), verdict);
+    if (!verdict.allowed && handler !== undefined && verdict.statusCode !== 500) return withHeaders(await handler(c, verdict), refusalHeaders(c, verdict));
     if (!verdict.allowed) return new Response(verdict.body, { status: verdict.statusCode, headers: refusalHeaders(c, verdict) });
     setHeaders(c, verdict);
     if (verdict.charges === undefined) return next();
@@ -72,15 +72,15 @@ export function floodgateHono(options: FloodgateHonoOptions): MiddlewareHandler 
   };
 }
 
-/** `res` with the refusal's rate-limit headers (not its content type); a copy when its headers are immutable. */
-function withHeaders(res: Response, verdict: Verdict): Response {
+/** `res` with a refusal's `headers` (not its content type); a copy when its headers are immutable. */
+function withHeaders(res: Response, headers: readonly (readonly [string, string])[]): Response {
   let out = res;
   try {
     out.headers.set('cache-control', 'no-store');
   } catch {
     out = new Response(res.body, res);
   }
-  for (const [name, value] of verdict.headers) if (name !== 'content-type') out.headers.set(name, value);
+  for (const [name, value] of headers) if (name !== 'content-type') out.headers.set(name, value);
   return out;
 }
 
