@@ -17,7 +17,7 @@ import { consoleLogger, type Logger } from './logger.js';
 import { withPreflightExempt } from './preflight.js';
 import type { HttpRequest, Outcome } from './request.js';
 import { refusalOf, type RefusalResponse } from './refusal.js';
-import type { RateLimitInfo } from './verdict.js';
+import type { RateLimitInfo } from './rate-limit-info.js';
 
 /** LimiterChoice is a limiter, or a function choosing one per request (undefined: not limited). */
 export type LimiterChoice<Req> = Limiter | ((req: HttpRequest<Req>) => Limiter | undefined);

@@ -7,7 +7,10 @@ import { AdmitMemo } from './admit-memo.js';
 import type { Limiter } from '../limiter.js';
 import { FIELD, legacyHeaders, policyItem, retryAfterSeconds, serviceItem } from './headers.js';
 import type { CheckedDimension, Settings } from './options.js';
+import type { DimensionDecision, RateLimitInfo } from './rate-limit-info.js';
 import { INTERNAL_PROBLEM, PROBLEM_CONTENT_TYPE, STATUS_OF, problemBody, type ProblemKind } from './problem.js';
+
+export type { DimensionDecision, RateLimitInfo } from './rate-limit-info.js';
 
 /** HeaderPair is one response header as [name, value]. */
 export type HeaderPair = readonly [name: string, value: string];
@@ -19,29 +22,6 @@ export interface Charge {
   readonly limiter: Limiter;
   readonly key: string;
   readonly cost: number;
-}
-
-/** DimensionDecision is one dimension's decision for a request: its policy name and the limiter's {@link Decision}. */
-export interface DimensionDecision {
-  /** The dimension's (policy's) name, as in the headers. */
-  readonly name: string;
-  readonly decision: Decision;
-}
-
-/**
- * RateLimitInfo is what the adapters attach to a request for the handlers after them
- * (`req.rateLimit` on Express and node:http, `request.rateLimit` on Fastify,
- * `ctx.state.rateLimit` on Koa, `c.get('rateLimit')` on Hono) and hand to `onLimit`: whether it
- * was admitted, the status of a refusal, and each dimension's decision (`remaining`, `limit`,
- * `resetMs`, `retryAfterMs`, `reason`). `decisions` is empty when nothing was decided: the
- * request was skipped or allow-listed, or a store error was answered by `onStoreError`.
- */
-export interface RateLimitInfo {
-  readonly allowed: boolean;
-  /** 0 when allowed; 429 (quota exceeded), 503 (store full or failed, fail-closed) or 500 (an option function failed) otherwise. */
-  readonly statusCode: number;
-  /** Each dimension that applied to the request, in the order of `dimensions`. */
-  readonly decisions: readonly DimensionDecision[];
 }
 
 /**
