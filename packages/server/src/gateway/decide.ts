@@ -58,25 +58,60 @@ export interface AdmitOptions {
   readonly signal: AbortSignal | undefined;
 }
 
-/** admit resolves to the admission of `req` on `route`. */
-export async function admit(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Promise<Admission> {
+/**
+ * admit returns the admission of `req` on `route`: at once, with no promise, when the route's
+ * rules all run on a synchronous store (the memory store) and none queues; else a promise of it.
+ */
+export function admit(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Admission | Promise<Admission> {
   if (route.rules.length === 0) return PASS;
+  if (route.synchronous) return admitSync(route, req, options);
+  return admitAsync(route, req, options);
+}
+
+/** admitSync is {@link admit} on a route whose rules all decide without a promise. */
+function admitSync(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Admission {
+  if (route.shadow.length > 0) decideShadowSync(route, req, options.reporter);
+  let applied: Applied[];
+  try {
+    applied = decideEnforcedSync(route, req);
+  } catch (err) {
+    if (!isStoreFailure(err)) throw err;
+    return storeFailed(route, options);
+  }
+  return settle(route, applied, options.reporter);
+}
+
+async function admitAsync(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Promise<Admission> {
   const shadow = route.shadow.length === 0 ? undefined : decideShadow(route, req, options);
   let applied: Applied[];
   try {
     applied = await decideEnforced(route, req);
   } catch (err) {
-    if (err instanceof FloodgateError && err.code !== 'STORE_ERROR' && err.code !== 'STORE_TIMEOUT' && err.code !== 'STORE_REPLY') throw err;
+    if (!isStoreFailure(err)) throw err;
     if (shadow !== undefined) await shadow;
     return storeFailed(route, options);
   }
   if (shadow !== undefined) await shadow;
   const refused = applied.filter((a) => !a.decision.allowed);
-  // A refused request is counted against the rules that refused it only: the others were refunded.
-  for (const a of refused.length > 0 ? refused : applied) report(route.name, a, options.reporter, '');
-  if (refused.length > 0) return refuse(applied, refused);
+  if (refused.length > 0) return settle(route, applied, options.reporter);
+  for (const a of applied) report(route.name, a, options.reporter, '');
   const queued = route.queue.length === 0 ? undefined : await waitInQueues(route, req, applied, options);
   if (queued !== undefined) return queued;
+  return { allowed: true, status: 0, headers: headersOf(applied), body: undefined };
+}
+
+/** Whether `err` is a store's failure, answered by the failure policy (anything else is a bug or bad input). */
+function isStoreFailure(err: unknown): boolean {
+  return !(err instanceof FloodgateError) || err.code === 'STORE_ERROR' || err.code === 'STORE_TIMEOUT' || err.code === 'STORE_REPLY';
+}
+
+/** Reports the enforced decisions and answers: refused when any rule refused, else admitted (no queue). */
+function settle(route: CompiledRoute, applied: Applied[], reporter: DecisionReporter): Admission {
+  let refused: Applied[] | undefined;
+  for (const a of applied) if (!a.decision.allowed) (refused ??= []).push(a);
+  // A refused request is counted against the rules that refused it only: the others were refunded.
+  for (const a of refused ?? applied) report(route.name, a, reporter, '');
+  if (refused !== undefined) return refuse(applied, refused);
   return { allowed: true, status: 0, headers: headersOf(applied), body: undefined };
 }
 
@@ -88,6 +123,19 @@ function consume(rule: CompiledRule, key: string, peek = false): Decision | Prom
   return peek ? l.peek(key, ZERO) : l.consume(key, options);
 }
 
+/** The enforced rules that apply to `req` (those with an identity for it), with their entries for `consumeAll`. */
+function enforcedEntries(route: CompiledRoute, req: ProxyRequest): { entries: LimitEntry[]; rules: CompiledRule[] } {
+  const entries: LimitEntry[] = [];
+  const rules: CompiledRule[] = [];
+  for (const rule of route.enforce) {
+    const identity = rule.identity(req);
+    if (identity === undefined) continue;
+    entries.push({ limiter: rule.limiter, key: rule.keyOf(identity), cost: rule.cost });
+    rules.push(rule);
+  }
+  return { entries, rules };
+}
+
 /**
  * decideEnforced decides the route's enforced rules together through the library's multi-limit
  * decision: admitted only if every rule admits, and a refused request is charged nowhere (no
@@ -95,21 +143,25 @@ function consume(rule: CompiledRule, key: string, peek = false): Decision | Prom
  * admitted are looked at again without charging, so their headers tell their real state.
  */
 async function decideEnforced(route: CompiledRoute, req: ProxyRequest): Promise<Applied[]> {
-  const entries: LimitEntry[] = [];
-  const rules: CompiledRule[] = [];
-  let sync = true;
-  for (const rule of route.enforce) {
-    const identity = rule.identity(req);
-    if (identity === undefined) continue;
-    entries.push({ limiter: rule.limiter, key: rule.keyOf(identity), cost: rule.cost });
-    rules.push(rule);
-    sync &&= rule.limiter.table.synchronous;
-  }
+  const { entries, rules } = enforcedEntries(route, req);
   if (entries.length === 0) return [];
+  const sync = rules.every((r) => r.limiter.table.synchronous);
   const result = sync ? consumeAllSync(entries) : await consumeAll(entries);
   const applied: Applied[] = entries.map((e, i) => ({ rule: rules[i]!, key: e.key, decision: result.decisions[i]! }));
   if (!result.allowed) {
     for (const a of applied) if (a.decision.allowed) a.decision = await consume(a.rule, a.key, true);
+  }
+  return applied;
+}
+
+/** decideEnforcedSync is {@link decideEnforced} on synchronous stores, without a promise. */
+function decideEnforcedSync(route: CompiledRoute, req: ProxyRequest): Applied[] {
+  const { entries, rules } = enforcedEntries(route, req);
+  if (entries.length === 0) return [];
+  const result = consumeAllSync(entries);
+  const applied: Applied[] = entries.map((e, i) => ({ rule: rules[i]!, key: e.key, decision: result.decisions[i]! }));
+  if (!result.allowed) {
+    for (const a of applied) if (a.decision.allowed) a.decision = a.rule.limiter.peekSync(a.key, ZERO);
   }
   return applied;
 }
@@ -129,6 +181,20 @@ async function decideShadow(route: CompiledRoute, req: ProxyRequest, options: Ad
     try {
       const key = rule.keyOf(identity);
       report(route.name, { rule, key, decision: await consume(rule, key) }, options.reporter, 'shadow_');
+    } catch {
+      // A shadow rule never changes the answer, not even when its store fails.
+    }
+  }
+}
+
+/** decideShadowSync is the shadow rules' decisions on synchronous stores, reported only. */
+function decideShadowSync(route: CompiledRoute, req: ProxyRequest, reporter: DecisionReporter): void {
+  for (const rule of route.shadow) {
+    const identity = rule.identity(req);
+    if (identity === undefined) continue;
+    try {
+      const key = rule.keyOf(identity);
+      report(route.name, { rule, key, decision: rule.limiter.consumeSync(key, rule.cost === 1 ? undefined : { cost: rule.cost }) }, reporter, 'shadow_');
     } catch {
       // A shadow rule never changes the answer, not even when its store fails.
     }

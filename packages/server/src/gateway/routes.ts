@@ -41,6 +41,8 @@ export interface CompiledRoute {
   readonly queue: readonly CompiledRule[];
   /** Every rule, in config order. */
   readonly rules: readonly CompiledRule[];
+  /** Whether every rule decides without a promise (a synchronous store) and none queues: admitted with no await. */
+  readonly synchronous: boolean;
 }
 
 /** RouteMatch is a route with the path parameters of one request. */
@@ -108,6 +110,7 @@ function compileRoute(route: RouteConfig, ctx: CompileContext): CompiledRoute {
     shadow: rules.filter((r) => r.mode === 'shadow'),
     queue: rules.filter((r) => r.mode === 'queue'),
     rules,
+    synchronous: rules.every((r) => r.mode !== 'queue' && r.limiter.table.synchronous),
   };
 }
 

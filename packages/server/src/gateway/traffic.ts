@@ -57,7 +57,9 @@ export async function serveRequest(state: TrafficState, req: IncomingMessage, re
     return;
   }
   const route = match.route;
-  const admission = await admitRequest(state, match, req, res);
+  const pending = admitRequest(state, match, req, res);
+  // A route on the memory store is decided at once: no await (and no turn of the microtask queue) for it.
+  const admission = pending instanceof Promise ? await pending : pending;
   if (admission === undefined) return;
   if (!admission.allowed) {
     writeRefusal(res, admission);
@@ -69,8 +71,9 @@ export async function serveRequest(state: TrafficState, req: IncomingMessage, re
   if (result.error !== undefined) state.log.warn({ route: route.name, status: result.status, error: result.error }, 'upstream failed');
 }
 
-/** The admission of a request, or undefined when deciding failed (already answered with 500). */
-async function admitRequest(state: TrafficState, match: RouteMatch, req: IncomingMessage, res: ServerResponse): Promise<Admission | undefined> {
+/** The admission of a request, or undefined when deciding failed (already answered with 500); at once when {@link admit} is. */
+function admitRequest(state: TrafficState, match: RouteMatch, req: IncomingMessage, res: ServerResponse): Admission | undefined | Promise<Admission | undefined> {
+  if (match.route.rules.length === 0) return PASS_THROUGH;
   const view = new ProxyRequest(req, state.resolver, match.route.name, match.params);
   let signal: AbortSignal | undefined;
   if (match.route.queue.length > 0) {
@@ -79,12 +82,18 @@ async function admitRequest(state: TrafficState, match: RouteMatch, req: Incomin
     signal = abort.signal;
   }
   try {
-    return await admit(match.route, view, { reporter: state.reporter, onStoreError: state.onStoreError, signal });
+    const admission = admit(match.route, view, { reporter: state.reporter, onStoreError: state.onStoreError, signal });
+    return admission instanceof Promise ? admission.catch((err: unknown) => decideFailed(state, match, res, err)) : admission;
   } catch (err) {
-    state.log.error({ route: match.route.name, err }, 'deciding a request failed');
-    if (!res.headersSent) sendProblem(res, 500, 'the gateway could not decide this request');
-    return undefined;
+    return decideFailed(state, match, res, err);
   }
+}
+
+/** Logs a request whose deciding failed and answers it with 500; returns undefined (no admission). */
+function decideFailed(state: TrafficState, match: RouteMatch, res: ServerResponse, err: unknown): undefined {
+  state.log.error({ route: match.route.name, err }, 'deciding a request failed');
+  if (!res.headersSent) sendProblem(res, 500, 'the gateway could not decide this request');
+  return undefined;
 }
 
 /** serveUpgrade admits a WebSocket (or other) upgrade like a request, then pipes it to the upstream. */
@@ -134,6 +143,9 @@ function rawAnswer(socket: Duplex, status: number, headers: readonly HeaderPair[
   text += `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
   socket.end(text);
 }
+
+/** The admission of a route without rules. */
+const PASS_THROUGH: Admission = Object.freeze({ allowed: true, status: 0, headers: [], body: undefined });
 
 function writeRefusal(res: ServerResponse, admission: Admission): void {
   const headers: Record<string, string> = {};

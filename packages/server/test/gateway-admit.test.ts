@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { describe, it } from 'node:test';
+import { MemoryStore } from 'floodgate';
+import { ClientIpResolver } from 'floodgate/http';
+import { parseConfig } from '../src/config/load.js';
+import { admit, type Admission, type DecisionReporter, type RuleOutcome } from '../src/gateway/decide.js';
+import { ProxyRequest } from '../src/gateway/request.js';
+import { RouteTable, type CompiledRoute } from '../src/gateway/routes.js';
+
+const YAML = `
+store: { type: memory }
+routes:
+  - name: api
+    match: { path: /api/* }
+    upstream: http://127.0.0.1:1
+    rules:
+      - name: watch
+        mode: shadow
+        policy: { algorithm: tokenBucket, capacity: 1, refillPerSecond: 0.001 }
+        key: { type: ip }
+      - name: per-client
+        policy: { algorithm: tokenBucket, capacity: 2, refillPerSecond: 0.001 }
+        key: { type: ip }
+      - name: per-route
+        policy: { algorithm: tokenBucket, capacity: 100, refillPerSecond: 0.001 }
+        key: { type: route }
+  - name: waits
+    upstream: http://127.0.0.1:1
+    rules:
+      - name: line
+        mode: queue
+        policy: { algorithm: tokenBucket, capacity: 5, refillPerSecond: 0.001 }
+        key: { type: route }
+`;
+
+function tableOf(): RouteTable {
+  return RouteTable.build(parseConfig(YAML, 'test.yaml', {}), new MemoryStore(), {});
+}
+
+function requestOn(route: CompiledRoute, peer: string): ProxyRequest {
+  const raw = { method: 'GET', url: '/x', headers: { host: 'gw' }, socket: { remoteAddress: peer } } as unknown as IncomingMessage;
+  return new ProxyRequest(raw, new ClientIpResolver({ trustProxy: false }, { warn: () => {} }), route.name, {});
+}
+
+function recorder(): { reporter: DecisionReporter; seen: string[] } {
+  const seen: string[] = [];
+  const reporter: DecisionReporter = { outcome: (_route: string, rule: string, outcome: RuleOutcome) => seen.push(`${rule}:${outcome}`), queueDepth: () => {} };
+  return { reporter, seen };
+}
+
+describe('gateway admission on the memory store', () => {
+  it('decides a route of enforced and shadow rules at once (no promise), with the same answers and reports', () => {
+    const route = tableOf().routes[0]!;
+    assert.equal(route.synchronous, true);
+    const { reporter, seen } = recorder();
+    const options = { reporter, onStoreError: 'fail-open' as const, signal: undefined };
+    const answers: Admission[] = [];
+    for (let i = 0; i < 3; i++) {
+      const answer = admit(route, requestOn(route, '10.0.0.1'), options);
+      assert.ok(!(answer instanceof Promise), 'a memory-store route is admitted without a promise');
+      answers.push(answer as Admission);
+    }
+    assert.deepEqual(answers.map((a) => [a.allowed, a.status]), [[true, 0], [true, 0], [false, 429]]);
+    assert.match(answers[0]!.headers.find(([n]) => n === 'ratelimit')![1], /"per-client";r=1;t=\d+, "per-route";r=99;t=\d+/);
+    // The refused request charged no rule: the route rule still shows 98 left after two admissions.
+    assert.match(answers[2]!.headers.find(([n]) => n === 'ratelimit')![1], /"per-client";r=0;t=\d+, "per-route";r=98;t=\d+/);
+    assert.ok(answers[2]!.headers.some(([n]) => n === 'retry-after'));
+    assert.deepEqual(seen, [
+      'watch:shadow_admitted', 'per-client:admitted', 'per-route:admitted',
+      'watch:shadow_limited', 'per-client:near_limit', 'per-route:admitted',
+      'watch:shadow_limited', 'per-client:limited',
+    ]);
+    // Another client has its own per-client budget.
+    const other = admit(route, requestOn(route, '10.0.0.2'), options) as Admission;
+    assert.equal(other.allowed, true);
+  });
+
+  it('leaves a route with a queued rule to the asynchronous path', async () => {
+    const route = tableOf().routes[1]!;
+    assert.equal(route.synchronous, false);
+    const { reporter, seen } = recorder();
+    const answer = admit(route, requestOn(route, '10.0.0.1'), { reporter, onStoreError: 'fail-open', signal: undefined });
+    assert.ok(answer instanceof Promise);
+    assert.equal((await answer).allowed, true);
+    assert.deepEqual(seen, ['line:queued']);
+  });
+});
