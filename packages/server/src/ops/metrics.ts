@@ -11,13 +11,13 @@ const CIRCUIT_VALUE: Record<CircuitEvent['state'], number> = { closed: 0, 'half-
 /** GatewayMetrics holds every metric of one gateway process and feeds them. */
 export class GatewayMetrics implements DecisionReporter {
   readonly registry = new Registry();
-  private readonly decisions = new Counter({ name: 'floodgate_decisions_total', help: 'Rate-limit decisions by route, rule and outcome (admitted, near_limit, limited, shadow_admitted, shadow_limited, queued, queue_rejected, fail_open, fail_closed).', labelNames: ['route', 'rule', 'outcome'], registers: [this.registry] });
-  private readonly serviceDecisions = new Counter({ name: 'floodgate_ratelimit_service_decisions_total', help: 'Decisions of the rate limit service (Envoy gRPC and JSON API) by domain, descriptor (its metric key after the domain) and outcome (admitted, limited, fail_open, fail_closed; peek_ before those only asked).', labelNames: ['domain', 'descriptor', 'outcome'], registers: [this.registry] });
+  private readonly decisions = new Counter({ name: 'floodgate_decisions_total', help: 'Rate-limit decisions by route, rule and outcome (admitted, near_limit, limited, shadow_admitted, shadow_limited, queued, queue_rejected, fail_open, fail_closed).', labelNames: ['route', 'rule', 'outcome'], registers: [this.registry], collect: (): void => this.decisionCounts.flush() });
+  private readonly serviceDecisions = new Counter({ name: 'floodgate_ratelimit_service_decisions_total', help: 'Decisions of the rate limit service (Envoy gRPC and JSON API) by domain, descriptor (its metric key after the domain) and outcome (admitted, limited, fail_open, fail_closed; peek_ before those only asked).', labelNames: ['domain', 'descriptor', 'outcome'], registers: [this.registry], collect: (): void => this.serviceCounts.flush() });
   private readonly storeSeconds = new Histogram({ name: 'floodgate_store_duration_seconds', help: 'Round trips to the rate-limit store.', labelNames: ['operation', 'result'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [this.registry] });
   private readonly storeErrors = new Counter({ name: 'floodgate_store_errors_total', help: 'Store failures, by the failure policy that answered instead.', labelNames: ['policy'], registers: [this.registry] });
   private readonly circuit = new Gauge({ name: 'floodgate_store_circuit_state', help: 'Store circuit breaker per node: 0 closed, 1 half-open, 2 open.', labelNames: ['node'], registers: [this.registry] });
   private readonly upstreamSeconds = new Histogram({ name: 'floodgate_upstream_duration_seconds', help: 'Time from forwarding a request to the end of its response.', labelNames: ['route', 'status'], buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
-  private readonly responses = new Counter({ name: 'floodgate_responses_total', help: 'Responses sent, by route and status code.', labelNames: ['route', 'status'], registers: [this.registry] });
+  private readonly responses = new Counter({ name: 'floodgate_responses_total', help: 'Responses sent, by route and status code.', labelNames: ['route', 'status'], registers: [this.registry], collect: (): void => this.responseCounts.flush() });
   private readonly queue = new Gauge({ name: 'floodgate_queue_depth', help: 'Requests waiting in a queued rule.', labelNames: ['route', 'rule'], registers: [this.registry] });
   private readonly reloads = new Counter({ name: 'floodgate_config_reloads_total', help: 'Config reloads by result (applied or rejected).', labelNames: ['result'], registers: [this.registry] });
   private readonly ready = new Gauge({ name: 'floodgate_ready', help: '1 when the gateway is ready to serve.', registers: [this.registry] });
@@ -41,20 +41,21 @@ export class GatewayMetrics implements DecisionReporter {
     circuit: (e) => this.circuit.set({ node: e.node ?? 'default' }, CIRCUIT_VALUE[e.state]),
   };
 
-  private readonly decisionChildren = new LabelChildren((route, rule, outcome) => this.decisions.labels(route, rule, outcome));
-  private readonly serviceChildren = new LabelChildren((domain, descriptor, outcome) => this.serviceDecisions.labels(domain, descriptor, outcome));
+  // Counted per request in plain numbers, handed to prom-client at each scrape (its `inc` validates and hashes per call).
+  private readonly decisionCounts = new PendingCounts((route, rule, outcome) => this.decisions.labels(route, rule, outcome));
+  private readonly serviceCounts = new PendingCounts((domain, descriptor, outcome) => this.serviceDecisions.labels(domain, descriptor, outcome));
+  private readonly responseCounts = new PendingCounts((route, status) => this.responses.labels(route, status));
   private readonly storeChildren = new LabelChildren((operation, result) => this.storeSeconds.labels(operation, result));
-  private readonly responseChildren = new LabelChildren((route, status) => this.responses.labels(route, status));
   private readonly upstreamChildren = new LabelChildren((route, status) => this.upstreamSeconds.labels(route, status));
 
   /** outcome counts one rule's answer to one request. */
   outcome(route: string, rule: string, outcome: RuleOutcome): void {
-    this.decisionChildren.of(route, rule, outcome).inc();
+    this.decisionCounts.children.of(route, rule, outcome).pending++;
   }
 
   /** serviceDecision counts one descriptor decided by the rate limit service. */
   serviceDecision(domain: string, descriptor: string, outcome: string): void {
-    this.serviceChildren.of(domain, descriptor, outcome).inc();
+    this.serviceCounts.children.of(domain, descriptor, outcome).pending++;
   }
 
   /** storeCall records one store round trip's duration. */
@@ -70,7 +71,7 @@ export class GatewayMetrics implements DecisionReporter {
 
   /** response counts one response, and its upstream time when it was forwarded. */
   response(route: string, status: number, upstreamMs: number | undefined): void {
-    this.responseChildren.of(route, status, '').inc();
+    this.responseCounts.children.of(route, status, '').pending++;
     if (upstreamMs !== undefined) this.upstreamChildren.of(route, status, '').observe(upstreamMs / 1000);
   }
 
@@ -84,6 +85,36 @@ export class GatewayMetrics implements DecisionReporter {
     this.ready.set(ready ? 1 : 0);
   }
 
+}
+
+/** PendingCount is a labelled counter child with the increments it has not been handed yet. */
+interface PendingCount {
+  readonly child: { inc(value: number): void };
+  pending: number;
+}
+
+/** PendingCounts holds a counter's children with their pending increments, handed over by {@link PendingCounts.flush}. */
+class PendingCounts {
+  private readonly cells: PendingCount[] = [];
+  /** The cells by label values: add to a cell's `pending`. */
+  readonly children: LabelChildren<PendingCount>;
+
+  constructor(make: (...values: string[]) => { inc(value: number): void }) {
+    this.children = new LabelChildren((...values) => {
+      const cell: PendingCount = { child: make(...values), pending: 0 };
+      this.cells.push(cell);
+      return cell;
+    });
+  }
+
+  /** flush hands every pending increment to its child (called by the counter's `collect`, at each scrape). */
+  flush(): void {
+    for (const cell of this.cells) {
+      if (cell.pending === 0) continue;
+      cell.child.inc(cell.pending);
+      cell.pending = 0;
+    }
+  }
 }
 
 /**
