@@ -25,6 +25,16 @@ routes:
       - name: per-route
         policy: { algorithm: tokenBucket, capacity: 100, refillPerSecond: 0.001 }
         key: { type: route }
+  - name: keyed
+    match: { path: /keyed/* }
+    upstream: http://127.0.0.1:1
+    rules:
+      - name: per-key
+        policy: { algorithm: tokenBucket, capacity: 10, refillPerSecond: 0.001 }
+        key: { type: header, name: x-api-key }
+      - name: per-client
+        policy: { algorithm: fixedWindow, limit: 20, windowMs: 60000 }
+        key: { type: ip }
   - name: waits
     upstream: http://127.0.0.1:1
     rules:
@@ -38,8 +48,8 @@ function tableOf(): RouteTable {
   return RouteTable.build(parseConfig(YAML, 'test.yaml', {}), new MemoryStore(), {});
 }
 
-function requestOn(route: CompiledRoute, peer: string): ProxyRequest {
-  const raw = { method: 'GET', url: '/x', headers: { host: 'gw' }, socket: { remoteAddress: peer } } as unknown as IncomingMessage;
+function requestOn(route: CompiledRoute, peer: string, headers: Record<string, string> = {}): ProxyRequest {
+  const raw = { method: 'GET', url: '/x', headers: { host: 'gw', ...headers }, socket: { remoteAddress: peer } } as unknown as IncomingMessage;
   return new ProxyRequest(raw, new ClientIpResolver({ trustProxy: false }, { warn: () => {} }), route.name, {});
 }
 
@@ -76,8 +86,19 @@ describe('gateway admission on the memory store', () => {
     assert.equal(other.allowed, true);
   });
 
-  it('leaves a route with a queued rule to the asynchronous path', async () => {
+  it('names in RateLimit-Policy only the rules that applied, in config order', () => {
     const route = tableOf().routes[1]!;
+    const options = { ...recorder(), onStoreError: 'fail-open' as const, signal: undefined };
+    const policyOf = (a: Admission): string | undefined => a.headers.find(([n]) => n === 'ratelimit-policy')?.[1];
+    const both = admit(route, requestOn(route, '10.0.0.1', { 'x-api-key': 'k1' }), options) as Admission;
+    assert.equal(policyOf(both), '"per-key";q=10;w=10000, "per-client";q=20;w=60');
+    const ipOnly = admit(route, requestOn(route, '10.0.0.1'), options) as Admission;
+    assert.equal(policyOf(ipOnly), '"per-client";q=20;w=60');
+    assert.match(ipOnly.headers.find(([n]) => n === 'ratelimit')![1], /^"per-client";r=18;t=\d+$/);
+  });
+
+  it('leaves a route with a queued rule to the asynchronous path', async () => {
+    const route = tableOf().routes[2]!;
     assert.equal(route.synchronous, false);
     const { reporter, seen } = recorder();
     const answer = admit(route, requestOn(route, '10.0.0.1'), { reporter, onStoreError: 'fail-open', signal: undefined });

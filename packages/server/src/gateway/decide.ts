@@ -97,7 +97,7 @@ async function admitAsync(route: CompiledRoute, req: ProxyRequest, options: Admi
   for (const a of applied) report(route.name, a, options.reporter, '');
   const queued = route.queue.length === 0 ? undefined : await waitInQueues(route, req, applied, options);
   if (queued !== undefined) return queued;
-  return { allowed: true, status: 0, headers: headersOf(applied), body: undefined };
+  return { allowed: true, status: 0, headers: headersOf(route, applied), body: undefined };
 }
 
 /** Whether `err` is a store's failure, answered by the failure policy (anything else is a bug or bad input). */
@@ -111,8 +111,8 @@ function settle(route: CompiledRoute, applied: Applied[], reporter: DecisionRepo
   for (const a of applied) if (!a.decision.allowed) (refused ??= []).push(a);
   // A refused request is counted against the rules that refused it only: the others were refunded.
   for (const a of refused ?? applied) report(route.name, a, reporter, '');
-  if (refused !== undefined) return refuse(applied, refused);
-  return { allowed: true, status: 0, headers: headersOf(applied), body: undefined };
+  if (refused !== undefined) return refuse(route, applied, refused);
+  return { allowed: true, status: 0, headers: headersOf(route, applied), body: undefined };
 }
 
 /** A rule's decision: without a promise on a synchronous store (the memory store), so no await is paid for it. */
@@ -244,10 +244,10 @@ function queueRefusal(rule: CompiledRule, err: unknown): Admission {
   return { allowed: false, status: 503, headers, body: problemBody('temporary-reduced-capacity', [rule.name], detail) };
 }
 
-function refuse(applied: readonly Applied[], refused: readonly Applied[]): Admission {
+function refuse(route: CompiledRoute, applied: readonly Applied[], refused: readonly Applied[]): Admission {
   const decisions = refused.map((a) => a.decision);
   const byLimit = decisions.some((d) => d.reason === 'limit' || d.reason === 'fallback');
-  const headers = headersOf(applied);
+  const headers = headersOf(route, applied);
   const retryAfter = retryAfterSeconds(decisions);
   if (retryAfter !== undefined) headers.push([FIELD.retryAfter, String(retryAfter)]);
   headers.push([FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]);
@@ -266,18 +266,27 @@ function storeFailed(route: CompiledRoute, options: AdmitOptions): Admission {
 }
 
 /** The draft headers of the applied rules, with the degraded mark when a store's failure policy decided. */
-function headersOf(applied: readonly Applied[]): HeaderPair[] {
+function headersOf(route: CompiledRoute, applied: readonly Applied[]): HeaderPair[] {
   if (applied.length === 0) return [];
-  let policy = '';
   let service = '';
   let degraded: string | undefined;
   for (const a of applied) {
-    policy += (policy === '' ? '' : ', ') + a.rule.policyItem;
     service += (service === '' ? '' : ', ') + serviceItem(a.rule.serviceHead, a.decision, undefined);
     const r = a.decision.reason;
     if (r === 'fail-open' || r === 'fail-closed' || r === 'fallback') degraded ??= r;
   }
-  const out: HeaderPair[] = [[FIELD.policy, policy], [FIELD.service, service]];
+  const out: HeaderPair[] = [[FIELD.policy, policyOf(route, applied)], [FIELD.service, service]];
   if (degraded !== undefined) out.push(['floodgate-degraded', degraded]);
   return out;
+}
+
+/** The `RateLimit-Policy` value of the applied rules: the route's own, made once, when they are its enforced rules. */
+function policyOf(route: CompiledRoute, applied: readonly Applied[]): string {
+  const enforce = route.enforce;
+  let same = applied.length === enforce.length;
+  for (let i = 0; same && i < applied.length; i++) same = applied[i]!.rule === enforce[i];
+  if (same) return route.enforcePolicy;
+  let policy = '';
+  for (const a of applied) policy += (policy === '' ? '' : ', ') + a.rule.policyItem;
+  return policy;
 }

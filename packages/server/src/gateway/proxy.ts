@@ -98,7 +98,8 @@ export class Upstreams {
       await this.poolOf(options.upstream).stream(request, (reply) => {
         status = reply.statusCode;
         const headers = downstreamHeaders(reply.headers);
-        for (const [name, value] of options.extra) headers[name] = value;
+        const extra = options.extra;
+        for (let i = 0; i < extra.length; i++) headers[extra[i]![0]] = extra[i]![1];
         res.writeHead(status, headers);
         return res;
       });

@@ -4,10 +4,6 @@ import { RequestView, type ClientIpResolver } from 'floodgate/http';
 
 /** ProxyRequest is one request as the gateway's rules see it: method, path, route, parameters and headers. */
 export class ProxyRequest extends RequestView<IncomingMessage> {
-  /** The path without the query string. */
-  readonly path: string;
-  /** The query string without `?`, or '' when there is none. */
-  readonly query: string;
 
   constructor(
     raw: IncomingMessage,
@@ -18,10 +14,20 @@ export class ProxyRequest extends RequestView<IncomingMessage> {
     readonly params: Readonly<Record<string, string>>,
   ) {
     super(raw, resolver);
-    const url = raw.url ?? '/';
+  }
+
+  /** The path without the query string (found when asked: most rules never read it). */
+  get path(): string {
+    const url = this.raw.url ?? '/';
     const q = url.indexOf('?');
-    this.path = q < 0 ? url : url.slice(0, q);
-    this.query = q < 0 ? '' : url.slice(q + 1);
+    return q < 0 ? url : url.slice(0, q);
+  }
+
+  /** The query string without `?`, or '' when there is none. */
+  get query(): string {
+    const url = this.raw.url ?? '/';
+    const q = url.indexOf('?');
+    return q < 0 ? '' : url.slice(q + 1);
   }
 
   get method(): string {

@@ -41,6 +41,8 @@ export interface CompiledRoute {
   readonly queue: readonly CompiledRule[];
   /** Every rule, in config order. */
   readonly rules: readonly CompiledRule[];
+  /** The `RateLimit-Policy` value of the enforced rules, for a request every one of them applies to. */
+  readonly enforcePolicy: string;
   /** Whether every rule decides without a promise (a synchronous store) and none queues: admitted with no await. */
   readonly synchronous: boolean;
 }
@@ -100,13 +102,15 @@ interface CompileContext {
 
 function compileRoute(route: RouteConfig, ctx: CompileContext): CompiledRoute {
   const rules = route.rules.map((rule) => compileRule(route.name, rule, ctx));
+  const enforce = rules.filter((r) => r.mode === 'enforce');
   return {
     name: route.name,
     host: route.match.host?.toLowerCase(),
     methods: route.match.methods === undefined ? undefined : new Set(route.match.methods),
     path: compilePath(route.match.path),
     upstream: new URL(route.upstream),
-    enforce: rules.filter((r) => r.mode === 'enforce'),
+    enforce,
+    enforcePolicy: enforce.map((r) => r.policyItem).join(', '),
     shadow: rules.filter((r) => r.mode === 'shadow'),
     queue: rules.filter((r) => r.mode === 'queue'),
     rules,
