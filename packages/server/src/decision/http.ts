@@ -2,11 +2,14 @@
  * The decision service's JSON API over node:http: `POST /json` shaped like Envoy's service's JSON
  * endpoint (its request, and a RateLimitResponse in proto3 JSON; 200 when OK, 429 when over
  * limit), `POST /v1/decide` (floodgate's own: one decision per descriptor, with a mode to ask
- * without counting and one to refund), and `GET /healthcheck`.
+ * without counting and one to refund), `POST /v1/store` (a remote store, see store-api.ts), and
+ * `GET /healthcheck`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DecisionError, parseDecisionRequest } from './request.js';
 import type { DecisionResult, DecisionService, DescriptorStatus } from './service.js';
+import { StoreApi } from './store-api.js';
+import { FloodgateError } from 'floodgate';
 
 /** MAX_BODY_BYTES is the largest request body read; a larger one is answered 413. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -88,6 +91,8 @@ function readBody(req: IncomingMessage): Promise<string | undefined> {
 function failed(res: ServerResponse, error: unknown): void {
   if (error instanceof DecisionError) {
     sendError(res, error.code === 'INVALID_REQUEST' ? 400 : 503, error.code, error.message, error.field);
+  } else if (error instanceof FloodgateError && error.code.startsWith('STORE_')) {
+    sendError(res, 503, error.code, error.message);
   } else {
     sendError(res, 500, 'INTERNAL', `internal error: ${(error as Error)?.message ?? String(error)}`);
   }
@@ -119,13 +124,14 @@ async function handleDecision(service: DecisionService, path: string, body: unkn
  * http.createServer(decisionHttpHandler(service)).listen(8080, '127.0.0.1');
  */
 export function decisionHttpHandler(service: DecisionService): (req: IncomingMessage, res: ServerResponse) => void {
+  const storeApi = new StoreApi(service);
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     if (path === '/healthcheck') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('OK');
       return;
     }
-    if (path !== '/json' && path !== '/v1/decide') return sendError(res, 404, 'NOT_FOUND', `no such endpoint ${path}; use POST /json, POST /v1/decide or GET /healthcheck`);
+    if (path !== '/json' && path !== '/v1/decide' && path !== '/v1/store') return sendError(res, 404, 'NOT_FOUND', `no such endpoint ${path}; use POST /json, POST /v1/decide, POST /v1/store or GET /healthcheck`);
     if (req.method !== 'POST') return sendError(res, 405, 'METHOD_NOT_ALLOWED', `${path} takes POST`);
     readBody(req).then(
       (text) => {
@@ -135,6 +141,10 @@ export function decisionHttpHandler(service: DecisionService): (req: IncomingMes
           body = JSON.parse(text);
         } catch (error) {
           return sendError(res, 400, 'INVALID_REQUEST', `the body is not JSON: ${(error as Error).message}`);
+        }
+        if (path === '/v1/store') {
+          storeApi.handle(body).then((answer) => send(res, 200, answer), (error: unknown) => failed(res, error));
+          return;
         }
         handleDecision(service, path, body, res).catch((error: unknown) => failed(res, error));
       },

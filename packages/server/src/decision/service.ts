@@ -55,8 +55,10 @@ export class DecisionService {
   private readonly policies = new Policies();
   /** A limiter per policy, kept while a rule holds the policy. */
   private readonly limiters = new WeakMap<Algorithm, Limiter>();
-  private readonly store: Store;
-  private readonly clock: Clock;
+  /** store is where the service's counters live (the memory store unless given one). */
+  readonly store: Store;
+  /** clock is the time the service decides on; stores that own their clock ignore it. */
+  readonly clock: Clock;
   private readonly observer: Observer | undefined;
   private readonly synchronous: boolean;
 

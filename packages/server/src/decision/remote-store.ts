@@ -1,0 +1,199 @@
+/**
+ * RemoteStore: a floodgate decision service used as a library store. Each call is one
+ * `POST /v1/store` to the service, which applies the policy the application gives to its own
+ * store (memory or Redis).
+ */
+import { FAIL_CLOSED_RETRY_MS, FloodgateError, notify, systemClock, systemTimers, type Algorithm, type Clock, type Decision, type FailurePolicy, type Observer, type PolicyStore, type Store, type Timers } from 'floodgate';
+import { Pool } from 'undici';
+import { policySpecOf, type PolicySpec, type StoreOp } from './store-api.js';
+
+/** RemoteStoreOptions configures a {@link RemoteStore}. */
+export interface RemoteStoreOptions {
+  /** The decision service's JSON API, `http://host:port`. */
+  url: string;
+  /** How long a call may take before it fails with `STORE_TIMEOUT`, in ms (default 250). */
+  timeoutMs?: number;
+  /** What a failed or late call answers (default `throw`); bad input always rejects. */
+  onError?: FailurePolicy;
+  /** HTTP connections kept to the service (default 8). */
+  connections?: number;
+  /** Timers for the deadline (default the system's). */
+  timers?: Timers;
+  /** Clock for failure events (default the system clock). */
+  clock?: Clock;
+  /** Receives a `storeError` event per failed call. */
+  observer?: Observer;
+}
+
+interface Settings {
+  readonly pool: Pool;
+  readonly timeoutMs: number;
+  readonly onError: FailurePolicy;
+  readonly timers: Timers;
+  readonly clock: Clock;
+  readonly observer: Observer | undefined;
+}
+
+type Raw = Record<string, unknown>;
+
+function replyError(message: string): FloodgateError {
+  return new FloodgateError('STORE_REPLY', `RemoteStore: ${message}`);
+}
+
+/** decisionOf checks the service's decision; anything else is `STORE_REPLY`. */
+function decisionOf(raw: unknown): Decision {
+  const d = (raw as { decision?: Raw } | null)?.decision;
+  const reasons = ['ok', 'limit', 'store-full', 'fail-open', 'fail-closed', 'fallback'];
+  const number = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v);
+  if (typeof d !== 'object' || d === null || typeof d.allowed !== 'boolean' || !number(d.limit) || !number(d.remaining) || !reasons.includes(d.reason as string)) {
+    throw replyError(`expected { decision: { allowed, limit, remaining, retryAfterMs, resetMs, reason } }, got ${JSON.stringify(raw)?.slice(0, 200)}`);
+  }
+  const wait = (v: unknown): number => (v === null ? Infinity : number(v) ? (v as number) : 0);
+  return { allowed: d.allowed, limit: d.limit as number, remaining: d.remaining as number, retryAfterMs: wait(d.retryAfterMs), resetMs: wait(d.resetMs), reason: d.reason as Decision['reason'] };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw replyError(`the body is not JSON: ${text.slice(0, 200)}`);
+  }
+}
+
+/** refusal returns the typed error of a 4xx/5xx answer: bad input keeps its field, the rest are store failures. */
+function refusal(status: number, text: string): FloodgateError {
+  const error = (parseJson(text) as { error?: { code?: string; message?: string; field?: string } } | undefined)?.error;
+  const message = error?.message ?? text.slice(0, 200);
+  if (status === 400) {
+    const field = error?.field ?? 'request';
+    return new FloodgateError(field === 'cost' ? 'INVALID_COST' : 'INVALID_OPTION', `RemoteStore: the service refused the request: ${message}`, `RemoteStore.${field}`);
+  }
+  const code = error?.code === 'STORE_TIMEOUT' ? 'STORE_TIMEOUT' : status >= 500 ? 'STORE_ERROR' : 'STORE_REPLY';
+  return new FloodgateError(code, `RemoteStore: the service answered HTTP ${status}: ${message}`);
+}
+
+const INPUT_CODES = new Set(['INVALID_OPTION', 'INVALID_COST', 'COST_EXCEEDS_LIMIT', 'INVALID_KEY']);
+
+/** RemotePolicyStore is one policy's table on a remote service; see {@link RemoteStore}. */
+class RemotePolicyStore implements PolicyStore {
+  readonly synchronous = false;
+  readonly ownsClock = true;
+  readonly decidesFailures = true;
+  private readonly spec: PolicySpec;
+  private readonly open: Decision;
+  private readonly closed: Decision;
+
+  constructor(
+    policy: Algorithm,
+    private readonly settings: Settings,
+  ) {
+    this.spec = policySpecOf(policy);
+    this.open = Object.freeze({ allowed: true, limit: policy.limit, remaining: 0, retryAfterMs: 0, resetMs: 0, reason: 'fail-open' });
+    this.closed = Object.freeze({ allowed: false, limit: policy.limit, remaining: 0, retryAfterMs: FAIL_CLOSED_RETRY_MS, resetMs: 0, reason: 'fail-closed' });
+  }
+
+  consume(key: string, cost: number): Promise<Decision> {
+    return this.call('consume', key, cost).then(decisionOf, (error: unknown) => this.failed(error, (p) => (p === 'fail-open' ? this.open : this.closed)));
+  }
+
+  peek(key: string, cost: number): Promise<Decision> {
+    return this.call('peek', key, cost).then(decisionOf, (error: unknown) => this.failed(error, (p) => (p === 'fail-open' ? this.open : this.closed)));
+  }
+
+  refund(key: string, cost: number): Promise<void> {
+    return this.call('refund', key, cost).then(
+      () => undefined,
+      (error: unknown) => this.failed(error, () => undefined),
+    );
+  }
+
+  /** reset rejects when the service fails, whatever `onError` says, so a reset is never silently lost. */
+  reset(key: string): Promise<void> {
+    return this.call('reset', key, 0).then(
+      () => undefined,
+      (error: unknown) => this.failed(error, undefined),
+    );
+  }
+
+  /** call sends one store request under the deadline and resolves to its parsed body. */
+  private async call(op: StoreOp, key: string, cost: number): Promise<unknown> {
+    const { pool, timers, timeoutMs } = this.settings;
+    const abort = new AbortController();
+    const timer = timers.setTimer(() => abort.abort(), timeoutMs);
+    try {
+      const body = JSON.stringify({ op, policy: this.spec, key, cost });
+      const res = await pool.request({ path: '/v1/store', method: 'POST', body, headers: { 'content-type': 'application/json' }, signal: abort.signal });
+      const text = await res.body.text();
+      if (res.statusCode !== 200) throw refusal(res.statusCode, text);
+      return parseJson(text);
+    } catch (error) {
+      if (abort.signal.aborted) throw new FloodgateError('STORE_TIMEOUT', `RemoteStore: the service did not answer within ${timeoutMs} ms (RemoteStore.timeoutMs)`, 'RemoteStore.timeoutMs');
+      if (error instanceof FloodgateError) throw error;
+      const wrapped = new FloodgateError('STORE_ERROR', `RemoteStore: the call failed: ${(error as Error)?.message ?? String(error)}`);
+      wrapped.cause = error;
+      throw wrapped;
+    } finally {
+      timers.clearTimer(timer);
+    }
+  }
+
+  /** failed answers a failed call: bad input rejects; a store failure is reported, then `onError` answers (reset: rejects). */
+  private failed<T>(error: unknown, answer: ((policy: 'fail-open' | 'fail-closed') => T) | undefined): T {
+    const typed = error instanceof FloodgateError ? error : new FloodgateError('STORE_ERROR', `RemoteStore: ${String(error)}`);
+    if (INPUT_CODES.has(typed.code)) throw typed;
+    const { onError, observer, clock } = this.settings;
+    if (observer !== undefined) notify(observer, 'storeError', { store: 'remote', error: typed, policy: onError, atMs: clock.now() });
+    if (onError === 'throw' || answer === undefined) throw typed;
+    return answer(onError);
+  }
+}
+
+/**
+ * RemoteStore returns a library {@link Store} whose state lives in a remote floodgate decision
+ * service (its `POST /v1/store`): the application's policy, decided on the service's store. It
+ * decides its own failures as `RedisTable` does: `STORE_TIMEOUT` past `timeoutMs` (on the injected
+ * timers), `STORE_ERROR` when the service cannot be reached or its store failed, `STORE_REPLY` for
+ * an unreadable answer; `onError: 'fail-open' | 'fail-closed'` answers instead, saying so in the
+ * decision's `reason`. Only policies built by the library's factories can be sent.
+ *
+ * @example
+ * const store = new RemoteStore({ url: 'http://127.0.0.1:8080', timeoutMs: 50, onError: 'fail-open' });
+ * const limiter = new Limiter({ policy: gcra({ rate: 10, periodMs: 1000, maxBurst: 5 }), store });
+ * const decision = await limiter.consume(userId);
+ */
+export class RemoteStore implements Store {
+  private readonly settings: Settings;
+
+  constructor(options: RemoteStoreOptions) {
+    const url = parseUrl(options?.url);
+    const timeoutMs = options.timeoutMs ?? 250;
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw new FloodgateError('INVALID_OPTION', `RemoteStore.timeoutMs must be a number above 0, got ${String(options.timeoutMs)}`, 'RemoteStore.timeoutMs');
+    const onError = options.onError ?? 'throw';
+    if (!['throw', 'fail-open', 'fail-closed'].includes(onError)) throw new FloodgateError('INVALID_OPTION', `RemoteStore.onError must be throw, fail-open or fail-closed, got ${String(options.onError)}`, 'RemoteStore.onError');
+    const pool = new Pool(url.origin, { connections: options.connections ?? 8, pipelining: 1 });
+    this.settings = { pool, timeoutMs, onError, timers: options.timers ?? systemTimers, clock: options.clock ?? systemClock, observer: options.observer };
+  }
+
+  /** bind returns the remote table for `algorithm`; throws `INVALID_OPTION` for a policy no factory builds. */
+  bind(algorithm: Algorithm): PolicyStore {
+    return new RemotePolicyStore(algorithm, this.settings);
+  }
+
+  /** close ends the store's connections. */
+  close(): Promise<void> {
+    return this.settings.pool.close();
+  }
+}
+
+function parseUrl(text: unknown): URL {
+  let url: URL | undefined;
+  try {
+    url = typeof text === 'string' ? new URL(text) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || !['http:', 'https:'].includes(url.protocol) || url.host === '') {
+    throw new FloodgateError('INVALID_OPTION', `RemoteStore.url must be http://host:port (the decision service's JSON API), got ${JSON.stringify(text)}`, 'RemoteStore.url');
+  }
+  return url;
+}

@@ -1,0 +1,139 @@
+/**
+ * The store endpoint (`POST /v1/store`): a remote floodgate used as a store. A request names a
+ * policy by its spec (`{ algorithm, params }`), which is rebuilt with the library's factories and
+ * applied to the service's store (memory or Redis).
+ */
+import { FloodgateError, fixedWindow, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm, type Decision, type PolicyStore } from 'floodgate';
+import { DecisionError } from './request.js';
+import type { DecisionService } from './service.js';
+
+/** MAX_REMOTE_POLICIES is how many distinct policy specs the store endpoint holds at once. */
+export const MAX_REMOTE_POLICIES = 4096;
+
+/** MAX_REMOTE_KEY_LENGTH is the longest key the store endpoint accepts, in characters. */
+export const MAX_REMOTE_KEY_LENGTH = 1024;
+
+/** StoreOp is what a store request does to its key. */
+export type StoreOp = 'consume' | 'peek' | 'refund' | 'reset';
+
+/** PolicySpec names a policy on the wire: a factory's name and its options, as numbers. */
+export interface PolicySpec {
+  readonly algorithm: string;
+  readonly params: Readonly<Record<string, number>>;
+}
+
+type Factory = (params: never) => Algorithm;
+
+const FACTORIES: Readonly<Record<string, Factory>> = {
+  'fixed-window': fixedWindow as Factory,
+  'sliding-window-counter': slidingWindowCounter as Factory,
+  'sliding-window-log': slidingWindowLog as Factory,
+  'token-bucket': tokenBucket as Factory,
+  'leaky-bucket': leakyBucket as Factory,
+  gcra: gcra as Factory,
+};
+
+/** REMOTE_ALGORITHMS are the algorithm names a policy spec may give. */
+export const REMOTE_ALGORITHMS: readonly string[] = Object.keys(FACTORIES);
+
+function invalid(message: string, field: string): DecisionError {
+  return new DecisionError('INVALID_REQUEST', message, field);
+}
+
+/** policySpecOf returns the wire spec of `policy`, or throws `INVALID_OPTION` when no factory builds it. */
+export function policySpecOf(policy: Algorithm): PolicySpec {
+  if (!Object.hasOwn(FACTORIES, policy.name)) {
+    throw new FloodgateError('INVALID_OPTION', `RemoteStore: policy ${policy.name} cannot be sent; a remote store takes ${REMOTE_ALGORITHMS.join(', ')}`, 'RemoteStore.policy');
+  }
+  return { algorithm: policy.name, params: { ...policy.params } };
+}
+
+/** buildPolicy returns the policy `raw` describes, or throws a 400 naming the field at fault. */
+export function buildPolicy(raw: unknown): Algorithm {
+  const spec = raw as { algorithm?: unknown; params?: unknown } | null;
+  if (typeof spec !== 'object' || spec === null) throw invalid('policy must be an object { algorithm, params }', 'policy');
+  if (typeof spec.algorithm !== 'string' || !Object.hasOwn(FACTORIES, spec.algorithm)) {
+    throw invalid(`policy.algorithm is ${JSON.stringify(spec.algorithm)}; expected one of ${REMOTE_ALGORITHMS.join(', ')}`, 'policy.algorithm');
+  }
+  const params = spec.params;
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) throw invalid('policy.params must be an object of numbers', 'policy.params');
+  for (const [name, value] of Object.entries(params)) {
+    if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(`policy.params.${name} must be a finite number, got ${JSON.stringify(value)}`, `policy.params.${name}`);
+  }
+  let policy: Algorithm;
+  try {
+    policy = FACTORIES[spec.algorithm]!(params as never);
+  } catch (error) {
+    if (!(error instanceof FloodgateError)) throw error;
+    const name = error.option?.split('.').pop();
+    throw invalid(`policy.params: ${error.message}`, name === undefined ? 'policy.params' : `policy.params.${name}`);
+  }
+  for (const name of Object.keys(params)) {
+    if (!Object.hasOwn(policy.params, name)) throw invalid(`policy.params.${name} is not an option of ${spec.algorithm}; it takes ${Object.keys(policy.params).join(', ')}`, `policy.params.${name}`);
+  }
+  return policy;
+}
+
+/**
+ * StoreApi answers store requests on a {@link DecisionService}'s store. Policies are cached by
+ * their spec, at most {@link MAX_REMOTE_POLICIES}; a new spec past the cap is refused (400).
+ */
+export class StoreApi {
+  private readonly tables = new Map<string, { policy: Algorithm; table: PolicyStore }>();
+
+  constructor(private readonly service: DecisionService) {}
+
+  /** handle returns the JSON answer to one store request body. */
+  async handle(body: unknown): Promise<Record<string, unknown>> {
+    const request = body as { op?: unknown; policy?: unknown; key?: unknown; cost?: unknown } | null;
+    if (typeof request !== 'object' || request === null) throw invalid('the body must be an object { op, policy, key, cost }', 'body');
+    const op = request.op;
+    if (op !== 'consume' && op !== 'peek' && op !== 'refund' && op !== 'reset') throw invalid(`op is ${JSON.stringify(op)}; expected consume, peek, refund or reset`, 'op');
+    const { policy, table } = this.tableOf(request.policy);
+    const key = request.key;
+    if (typeof key !== 'string' || key.length === 0 || key.length > MAX_REMOTE_KEY_LENGTH) throw invalid(`key must be a string of 1 to ${MAX_REMOTE_KEY_LENGTH} characters`, 'key');
+    const cost = request.cost ?? 1;
+    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0) throw invalid(`cost must be a finite number of at least 0, got ${JSON.stringify(cost)}`, 'cost');
+    const nowMs = this.service.clock.now();
+    switch (op) {
+      case 'consume':
+      case 'peek': {
+        checkCost(policy, cost);
+        const decision: Decision = await (op === 'consume' ? table.consume(key, cost, nowMs) : table.peek(key, cost, nowMs));
+        return { decision: wireDecision(decision) };
+      }
+      case 'refund':
+        await table.refund(key, cost, nowMs);
+        return { ok: true };
+      default:
+        await table.reset(key);
+        return { ok: true };
+    }
+  }
+
+  private tableOf(raw: unknown): { policy: Algorithm; table: PolicyStore } {
+    const policy = buildPolicy(raw);
+    const id = `${policy.name}:${JSON.stringify(policy.params)}`;
+    let entry = this.tables.get(id);
+    if (entry === undefined) {
+      if (this.tables.size >= MAX_REMOTE_POLICIES) throw invalid(`the store endpoint already holds ${MAX_REMOTE_POLICIES} policies; no new policy is accepted`, 'policy');
+      entry = { policy, table: this.service.store.bind(policy) };
+      this.tables.set(id, entry);
+    }
+    return entry;
+  }
+}
+
+function checkCost(policy: Algorithm, cost: number): void {
+  try {
+    policy.checkCost(cost);
+  } catch (error) {
+    if (error instanceof FloodgateError) throw invalid(`cost: ${error.message}`, 'cost');
+    throw error;
+  }
+}
+
+/** wireDecision returns `decision` as JSON can carry it (an infinite wait as null). */
+function wireDecision(d: Decision): Record<string, unknown> {
+  return { allowed: d.allowed, limit: d.limit, remaining: d.remaining, retryAfterMs: Number.isFinite(d.retryAfterMs) ? d.retryAfterMs : null, resetMs: Number.isFinite(d.resetMs) ? d.resetMs : null, reason: d.reason };
+}
