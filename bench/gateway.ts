@@ -332,8 +332,12 @@ function report(results: Map<string, WrkResult[]>, connections: number): void {
   const cpu = (n: string): number => median(results.get(n)?.map((r) => r.cpuUsPerRequest) ?? [NaN]);
   const p99 = (n: string): number => median(results.get(n)?.map((r) => r.p99Ms) ?? [NaN]);
   console.log(`wrk, ${connections} connections, ${PIN ? 'proxies pinned to CPU 0, upstream and wrk to CPU 1' : 'no CPU pinning'}; medians of the rounds`);
-  console.log('subject            req/s     p99 ms   CPU µs/req   non-2xx');
-  for (const [name, rs] of results) console.log(`${name.padEnd(16)} ${rps(name).toFixed(0).padStart(7)}   ${p99(name).toFixed(2).padStart(7)}   ${cpu(name).toFixed(1).padStart(10)}   ${rs.reduce((n, r) => n + r.non2xx, 0)}`);
+  console.log('subject            req/s     p99 ms   CPU µs/req (min-max)   non-2xx');
+  for (const [name, rs] of results) {
+    const cpus = rs.map((r) => r.cpuUsPerRequest);
+    const spread = `(${Math.min(...cpus).toFixed(1)}-${Math.max(...cpus).toFixed(1)})`;
+    console.log(`${name.padEnd(16)} ${rps(name).toFixed(0).padStart(7)}   ${p99(name).toFixed(2).padStart(7)}   ${cpu(name).toFixed(1).padStart(10)} ${spread.padEnd(11)}   ${rs.reduce((n, r) => n + r.non2xx, 0)}`);
+  }
   // Two ratios: by requests/s, and by CPU time per request (the requests/s each would reach on a core of its own).
   const ratio = (a: string, b: string): string => (results.has(a) && results.has(b) ? `${(rps(a) / rps(b)).toFixed(3)}x by req/s, ${(cpu(b) / cpu(a)).toFixed(3)}x by CPU per request` : 'n/a');
   console.log(`\nfloodgate (admit-all limits) / plain undici proxy: ${ratio('floodgate', 'undici')}`);
