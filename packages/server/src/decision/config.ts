@@ -26,6 +26,8 @@ export interface RateLimitSpec {
   readonly replaces: readonly string[];
   /** floodgate's extension: how the limit is counted (default `fixed-window`, Envoy's). */
   readonly algorithm: DecisionAlgorithm;
+  /** floodgate's extension: what one hit charges (a positive number, default 1); `hits_addend: n` charges `n * cost`. */
+  readonly cost: number;
 }
 
 /** DescriptorSpec is one node of a domain's descriptor tree. */
@@ -76,7 +78,7 @@ export function formatConfigError(error: ConfigError): string {
 
 const DOMAIN_KEYS = ['domain', 'descriptors'];
 const DESCRIPTOR_KEYS = ['key', 'value', 'rate_limit', 'shadow_mode', 'detailed_metric', 'quota_mode', 'descriptors'];
-const RATE_LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm'];
+const RATE_LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'cost'];
 const MAX_UINT32 = 4_294_967_295;
 
 /** Reader collects errors while one file is read. */
@@ -131,6 +133,12 @@ class Reader {
     const v = isScalar(node) ? node.value : undefined;
     if (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_UINT32) return v;
     return this.fail(node, path, `must be a whole number from 0 to ${MAX_UINT32}`);
+  }
+
+  positive(node: Node | null | undefined, path: string): number | undefined {
+    const v = isScalar(node) ? node.value : undefined;
+    if (typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= MAX_UINT32) return v;
+    return this.fail(node, path, `must be a number above 0 and at most ${MAX_UINT32}`);
   }
 }
 
@@ -256,7 +264,8 @@ function readRateLimit(reader: Reader, node: Node | null, path: string): RateLim
   const name = f.has('name') ? reader.text(f.get('name'), join(path, 'name'), 'a string') : undefined;
   const replaces = readReplaces(reader, f.get('replaces'), join(path, 'replaces'));
   const algorithm = readAlgorithm(reader, f.get('algorithm'), join(path, 'algorithm'));
-  return { unit, requestsPerUnit, unlimited, name, replaces, algorithm };
+  const cost = f.has('cost') ? (reader.positive(f.get('cost'), join(path, 'cost')) ?? 1) : 1;
+  return { unit, requestsPerUnit, unlimited, name, replaces, algorithm, cost };
 }
 
 function readReplaces(reader: Reader, node: Node | null | undefined, path: string): string[] {

@@ -12,6 +12,8 @@ export interface Charge {
   readonly key: string;
   /** Hits to charge; 0 asks without charging (the answer is for one more hit). */
   readonly cost: number;
+  /** What asking without charging (cost 0) asks about: one hit's cost (default 1). */
+  readonly askCost?: number;
   /** False for a limit in shadow mode: decided and counted, but never refusing the request. */
   readonly enforcing: boolean;
 }
@@ -23,7 +25,7 @@ export interface Outcome {
 }
 
 function askCostOf(c: Charge): number {
-  return c.cost === 0 ? 1 : c.cost;
+  return c.cost === 0 ? (c.askCost ?? 1) : c.cost;
 }
 
 function fits(c: Charge): boolean {

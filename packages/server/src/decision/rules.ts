@@ -18,6 +18,8 @@ export interface Rule {
   readonly name: string | undefined;
   readonly replaces: readonly string[];
   readonly shadowMode: boolean;
+  /** What one hit charges (`rate_limit.cost`, default 1). */
+  readonly cost: number;
   /** The policy counting it; undefined when unlimited or when `requestsPerUnit` is 0. */
   readonly policy: Algorithm | undefined;
 }
@@ -89,6 +91,7 @@ export class Policies {
         name: undefined,
         replaces: [],
         shadowMode: false,
+        cost: 1,
         policy: requestsPerUnit > 0 ? this.policyOf('fixed-window', requestsPerUnit, unit) : undefined,
       };
       this.overrides.set(id, rule);
@@ -171,6 +174,7 @@ function ruleOf(spec: DescriptorSpec, policies: Policies): Rule | undefined {
     name: r.name,
     replaces: r.replaces,
     shadowMode: spec.shadowMode,
+    cost: r.cost,
     policy: limited ? policies.policyOf(r.algorithm, requestsPerUnit, r.unit!) : undefined,
   };
 }

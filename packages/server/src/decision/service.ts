@@ -109,7 +109,7 @@ export class DecisionService {
     for (const p of plans) {
       if (p.rule === undefined || p.rule.unlimited) continue;
       if (p.rule.policy === undefined) refused ||= !p.rule.shadowMode;
-      else charges.push({ limiter: this.limiterOf(p.rule.policy), key: p.key, cost: p.cost, enforcing: !p.rule.shadowMode });
+      else charges.push({ limiter: this.limiterOf(p.rule.policy), key: p.key, cost: p.cost, askCost: p.rule.cost, enforcing: !p.rule.shadowMode });
     }
     let outcome: Outcome;
     try {
@@ -163,7 +163,7 @@ export class DecisionService {
     const plans = request.descriptors.map((d, i): Plan => {
       const match = d.limit === undefined ? domain?.match(d.entries) : undefined;
       const rule = d.limit !== undefined ? this.overrideOf(d.limit, i) : match?.rule;
-      return { match, rule, key: counterKey(request.domain, d.entries), cost: mode === 'peek' ? 0 : costOf(d, request) };
+      return { match, rule, key: counterKey(request.domain, d.entries), cost: mode === 'peek' ? 0 : costOf(d, request) * (rule?.cost ?? 1) };
     });
     const replaced = new Set<string>();
     for (const p of plans) if (p.rule !== undefined && !p.rule.unlimited) for (const name of p.rule.replaces) replaced.add(name);

@@ -15,7 +15,7 @@ describe('descriptor config: envoyproxy/ratelimit example configs load unchanged
     assert.equal(rl!.domain, 'rl');
     assert.deepEqual(rl!.descriptors.map((d) => [d.key, d.value ?? null]), [['source_cluster', 'proxy'], ['foo', null], ['qux', null]]);
     const foo = rl!.descriptors[1]!;
-    assert.deepEqual(foo.rateLimit, { unit: 'minute', requestsPerUnit: 2, unlimited: false, name: undefined, replaces: [], algorithm: 'fixed-window' });
+    assert.deepEqual(foo.rateLimit, { unit: 'minute', requestsPerUnit: 2, unlimited: false, name: undefined, replaces: [], algorithm: 'fixed-window', cost: 1 });
     const shady = foo.descriptors.find((d) => d.value === 'shady')!;
     assert.equal(shady.shadowMode, true);
     assert.equal(foo.descriptors.find((d) => d.key === 'bay')!.rateLimit!.unlimited, true);
