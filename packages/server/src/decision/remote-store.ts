@@ -3,7 +3,7 @@
  * `POST /v1/store` to the service, which applies the policy the application gives to its own
  * store (memory or Redis).
  */
-import { FAIL_CLOSED_RETRY_MS, FloodgateError, notify, systemClock, systemTimers, type Algorithm, type Clock, type Decision, type FailurePolicy, type Observer, type PolicyStore, type Store, type Timers } from 'floodgate';
+import { FAIL_CLOSED_RETRY_MS, FloodgateError, notify, systemClock, systemTimers, type Algorithm, type Clock, type Decision, type FailurePolicy, type Observer, type PolicyStore, type Store, type StoreConsumeAllResult, type StoreRequest, type Timers } from 'floodgate';
 import { Pool } from 'undici';
 import { policySpecOf, type PolicySpec, type StoreOp } from './store-api.js';
 
@@ -72,6 +72,37 @@ function refusal(status: number, text: string): FloodgateError {
   return new FloodgateError(code, `RemoteStore: the service answered HTTP ${status}: ${message}`);
 }
 
+/** post sends one store request under the deadline and resolves to its parsed body, or rejects typed. */
+async function post(settings: Settings, request: Record<string, unknown>): Promise<unknown> {
+  const { pool, timers, timeoutMs } = settings;
+  const abort = new AbortController();
+  const timer = timers.setTimer(() => abort.abort(), timeoutMs);
+  try {
+    const body = JSON.stringify(request);
+    const res = await pool.request({ path: '/v1/store', method: 'POST', body, headers: { 'content-type': 'application/json' }, signal: abort.signal });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) throw refusal(res.statusCode, text);
+    return parseJson(text);
+  } catch (error) {
+    if (abort.signal.aborted) throw new FloodgateError('STORE_TIMEOUT', `RemoteStore: the service did not answer within ${timeoutMs} ms (RemoteStore.timeoutMs)`, 'RemoteStore.timeoutMs');
+    if (error instanceof FloodgateError) throw error;
+    const wrapped = new FloodgateError('STORE_ERROR', `RemoteStore: the call failed: ${(error as Error)?.message ?? String(error)}`);
+    wrapped.cause = error;
+    throw wrapped;
+  } finally {
+    timers.clearTimer(timer);
+  }
+}
+
+/** resultOf checks the service's answer to `consumeAll`; anything else is `STORE_REPLY`. */
+function resultOf(raw: unknown, count: number): StoreConsumeAllResult {
+  const r = raw as { allowed?: unknown; decisions?: unknown } | null;
+  if (typeof r?.allowed !== 'boolean' || !Array.isArray(r.decisions) || r.decisions.length !== count) {
+    throw replyError(`expected { allowed, decisions } with ${count} decisions, got ${JSON.stringify(raw)?.slice(0, 200)}`);
+  }
+  return { allowed: r.allowed, decisions: r.decisions.map((decision: unknown) => decisionOf({ decision })) };
+}
+
 const INPUT_CODES = new Set(['INVALID_OPTION', 'INVALID_COST', 'COST_EXCEEDS_LIMIT', 'INVALID_KEY']);
 
 /** RemotePolicyStore is one policy's table on a remote service; see {@link RemoteStore}. */
@@ -115,26 +146,8 @@ class RemotePolicyStore implements PolicyStore {
     );
   }
 
-  /** call sends one store request under the deadline and resolves to its parsed body. */
-  private async call(op: StoreOp, key: string, cost: number): Promise<unknown> {
-    const { pool, timers, timeoutMs } = this.settings;
-    const abort = new AbortController();
-    const timer = timers.setTimer(() => abort.abort(), timeoutMs);
-    try {
-      const body = JSON.stringify({ op, policy: this.spec, key, cost });
-      const res = await pool.request({ path: '/v1/store', method: 'POST', body, headers: { 'content-type': 'application/json' }, signal: abort.signal });
-      const text = await res.body.text();
-      if (res.statusCode !== 200) throw refusal(res.statusCode, text);
-      return parseJson(text);
-    } catch (error) {
-      if (abort.signal.aborted) throw new FloodgateError('STORE_TIMEOUT', `RemoteStore: the service did not answer within ${timeoutMs} ms (RemoteStore.timeoutMs)`, 'RemoteStore.timeoutMs');
-      if (error instanceof FloodgateError) throw error;
-      const wrapped = new FloodgateError('STORE_ERROR', `RemoteStore: the call failed: ${(error as Error)?.message ?? String(error)}`);
-      wrapped.cause = error;
-      throw wrapped;
-    } finally {
-      timers.clearTimer(timer);
-    }
+  private call(op: StoreOp, key: string, cost: number): Promise<unknown> {
+    return post(this.settings, { op, policy: this.spec, key, cost });
   }
 
   /** failed answers a failed call: bad input rejects; a store failure is reported, then `onError` answers (reset: rejects). */
@@ -177,6 +190,16 @@ export class RemoteStore implements Store {
   /** bind returns the remote table for `algorithm`; throws `INVALID_OPTION` for a policy no factory builds. */
   bind(algorithm: Algorithm): PolicyStore {
     return new RemotePolicyStore(algorithm, this.settings);
+  }
+
+  /**
+   * consumeAll decides `requests` in one call to the service, charging them only when all are
+   * admitted. It rejects with the typed error on any failure (whatever `onError` says): the
+   * library's `consumeAll` then decides limit by limit, where `onError` answers.
+   */
+  consumeAll(requests: readonly StoreRequest[]): Promise<StoreConsumeAllResult> {
+    const wire = requests.map((r) => ({ policy: policySpecOf(r.policy), key: r.key, cost: r.cost ?? 1 }));
+    return post(this.settings, { op: 'consumeAll', requests: wire }).then((raw) => resultOf(raw, wire.length));
   }
 
   /** close ends the store's connections. */

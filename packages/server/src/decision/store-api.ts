@@ -13,8 +13,11 @@ export const MAX_REMOTE_POLICIES = 4096;
 /** MAX_REMOTE_KEY_LENGTH is the longest key the store endpoint accepts, in characters. */
 export const MAX_REMOTE_KEY_LENGTH = 1024;
 
-/** StoreOp is what a store request does to its key. */
-export type StoreOp = 'consume' | 'peek' | 'refund' | 'reset';
+/** MAX_REMOTE_BATCH is the most requests one `consumeAll` store request may carry. */
+export const MAX_REMOTE_BATCH = 64;
+
+/** StoreOp is what a store request does to its key (`consumeAll`: to several keys, all or nothing). */
+export type StoreOp = 'consume' | 'peek' | 'refund' | 'reset' | 'consumeAll';
 
 /** PolicySpec names a policy on the wire: a factory's name and its options, as numbers. */
 export interface PolicySpec {
@@ -48,8 +51,17 @@ export function policySpecOf(policy: Algorithm): PolicySpec {
   return { algorithm: policy.name, params: { ...policy.params } };
 }
 
-/** buildPolicy returns the policy `raw` describes, or throws a 400 naming the field at fault. */
-export function buildPolicy(raw: unknown): Algorithm {
+/** buildPolicy returns the policy `raw` describes, or throws a 400 naming the field at fault (after `where`, e.g. `requests[2].`). */
+export function buildPolicy(raw: unknown, where = ''): Algorithm {
+  try {
+    return policyOf(raw);
+  } catch (error) {
+    if (where === '' || !(error instanceof DecisionError)) throw error;
+    throw invalid(`${where}${error.message}`, `${where}${error.field ?? 'policy'}`);
+  }
+}
+
+function policyOf(raw: unknown): Algorithm {
   const spec = raw as { algorithm?: unknown; params?: unknown } | null;
   if (typeof spec !== 'object' || spec === null) throw invalid('policy must be an object { algorithm, params }', 'policy');
   if (typeof spec.algorithm !== 'string' || !Object.hasOwn(FACTORIES, spec.algorithm)) {
@@ -88,17 +100,16 @@ export class StoreApi {
     const request = body as { op?: unknown; policy?: unknown; key?: unknown; cost?: unknown } | null;
     if (typeof request !== 'object' || request === null) throw invalid('the body must be an object { op, policy, key, cost }', 'body');
     const op = request.op;
-    if (op !== 'consume' && op !== 'peek' && op !== 'refund' && op !== 'reset') throw invalid(`op is ${JSON.stringify(op)}; expected consume, peek, refund or reset`, 'op');
+    if (op === 'consumeAll') return this.consumeAll((body as { requests?: unknown }).requests);
+    if (op !== 'consume' && op !== 'peek' && op !== 'refund' && op !== 'reset') throw invalid(`op is ${JSON.stringify(op)}; expected consume, peek, refund, reset or consumeAll`, 'op');
     const { policy, table } = this.tableOf(request.policy);
-    const key = request.key;
-    if (typeof key !== 'string' || key.length === 0 || key.length > MAX_REMOTE_KEY_LENGTH) throw invalid(`key must be a string of 1 to ${MAX_REMOTE_KEY_LENGTH} characters`, 'key');
-    const cost = request.cost ?? 1;
-    if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0) throw invalid(`cost must be a finite number of at least 0, got ${JSON.stringify(cost)}`, 'cost');
+    const key = keyOf(request.key, 'key');
+    const cost = costOf(request.cost, 'cost');
     const nowMs = this.service.clock.now();
     switch (op) {
       case 'consume':
       case 'peek': {
-        checkCost(policy, cost);
+        checkCost(policy, cost, 'cost');
         const decision: Decision = await (op === 'consume' ? table.consume(key, cost, nowMs) : table.peek(key, cost, nowMs));
         return { decision: wireDecision(decision) };
       }
@@ -111,8 +122,34 @@ export class StoreApi {
     }
   }
 
-  private tableOf(raw: unknown): { policy: Algorithm; table: PolicyStore } {
-    const policy = buildPolicy(raw);
+  /**
+   * consumeAll decides several requests together and charges them only when all are admitted: on
+   * the store's own `consumeAll` (Redis: one script per slot), else, on synchronous tables (the
+   * memory store), by looking at every one and then charging every one in the same step.
+   */
+  private async consumeAll(raw: unknown): Promise<Record<string, unknown>> {
+    if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_REMOTE_BATCH) throw invalid(`requests must be a list of 1 to ${MAX_REMOTE_BATCH} { policy, key, cost }`, 'requests');
+    const items = raw.map((r: { policy?: unknown; key?: unknown; cost?: unknown } | null, i) => {
+      if (typeof r !== 'object' || r === null) throw invalid(`requests[${i}] must be an object { policy, key, cost }`, `requests[${i}]`);
+      const entry = this.tableOf(r.policy, `requests[${i}].`);
+      const cost = costOf(r.cost, `requests[${i}].cost`);
+      checkCost(entry.policy, cost, `requests[${i}].cost`);
+      return { ...entry, key: keyOf(r.key, `requests[${i}].key`), cost };
+    });
+    const nowMs = this.service.clock.now();
+    const store = this.service.store;
+    if (typeof store.consumeAll === 'function') {
+      const result = await store.consumeAll(items.map((x) => ({ policy: x.policy, key: x.key, cost: x.cost })), nowMs);
+      return { allowed: result.allowed, decisions: result.decisions.map(wireDecision) };
+    }
+    if (!items.every((x) => x.table.synchronous)) throw new DecisionError('STORE_FAILED', 'this store cannot decide several requests together; send them one by one');
+    const looks = items.map((x) => x.table.peek(x.key, x.cost, nowMs) as Decision);
+    if (!looks.every((d) => d.allowed)) return { allowed: false, decisions: looks.map(wireDecision) };
+    return { allowed: true, decisions: items.map((x) => wireDecision(x.table.consume(x.key, x.cost, nowMs) as Decision)) };
+  }
+
+  private tableOf(raw: unknown, where = ''): { policy: Algorithm; table: PolicyStore } {
+    const policy = buildPolicy(raw, where);
     const id = `${policy.name}:${JSON.stringify(policy.params)}`;
     let entry = this.tables.get(id);
     if (entry === undefined) {
@@ -124,13 +161,24 @@ export class StoreApi {
   }
 }
 
-function checkCost(policy: Algorithm, cost: number): void {
+function checkCost(policy: Algorithm, cost: number, field: string): void {
   try {
     policy.checkCost(cost);
   } catch (error) {
-    if (error instanceof FloodgateError) throw invalid(`cost: ${error.message}`, 'cost');
+    if (error instanceof FloodgateError) throw invalid(`${field}: ${error.message}`, field);
     throw error;
   }
+}
+
+function keyOf(key: unknown, field: string): string {
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_REMOTE_KEY_LENGTH) throw invalid(`${field} must be a string of 1 to ${MAX_REMOTE_KEY_LENGTH} characters`, field);
+  return key;
+}
+
+function costOf(raw: unknown, field: string): number {
+  const cost = raw ?? 1;
+  if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0) throw invalid(`${field} must be a finite number of at least 0, got ${JSON.stringify(cost)}`, field);
+  return cost;
 }
 
 /** wireDecision returns `decision` as JSON can carry it (an infinite wait as null). */

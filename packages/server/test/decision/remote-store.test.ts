@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { FloodgateError, fixedWindow, gcra, Limiter, ManualClock, MemoryStore, slidingWindowCounter, tokenBucket, type Algorithm, type Decision } from 'floodgate';
+import { consumeAll, FloodgateError, fixedWindow, gcra, Limiter, ManualClock, MemoryStore, slidingWindowCounter, tokenBucket, type Algorithm, type Decision } from 'floodgate';
 import { RedisStore, ioredisAdapter } from 'floodgate/redis';
 import { request } from 'undici';
 import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
@@ -72,6 +72,32 @@ describe('RemoteStore on a service on the memory store', () => {
     assert.equal((await a.consume('shared')).allowed, false);
     assert.equal((await b.consume('shared', { cost: 5 })).allowed, true);
     assert.equal((await a.consume('shared')).reason, 'limit');
+  });
+
+  it('decides consumeAll over remote limits in one call, all or nothing', async () => {
+    const perUser = new Limiter({ policy: fixedWindow({ limit: 3, windowMs: 3_600_000 }), store });
+    const perTeam = new Limiter({ policy: tokenBucket({ capacity: 4, refillPerSecond: 0.001 }), store });
+    let calls = 0;
+    const original = store.consumeAll.bind(store);
+    store.consumeAll = (requests) => {
+      calls++;
+      return original(requests);
+    };
+    try {
+      const first = await consumeAll([{ limiter: perUser, key: 'u1' }, { limiter: perTeam, key: 't1', cost: 3 }]);
+      assert.equal(first.allowed, true);
+      assert.deepEqual(first.decisions.map((d) => d.remaining), [2, 1]);
+      const second = await consumeAll([{ limiter: perUser, key: 'u1' }, { limiter: perTeam, key: 't1', cost: 2 }]);
+      assert.equal(second.allowed, false);
+      assert.deepEqual(second.decisions.map((d) => d.allowed), [true, false]);
+      assert.equal(calls, 2, 'one call per consumeAll');
+      assert.equal((await perUser.peek('u1')).remaining, 1, 'the refused request charged nothing');
+    } finally {
+      store.consumeAll = original;
+    }
+    const res = await postStore(r.servers.httpPort!, { op: 'consumeAll', requests: [{ policy: { algorithm: 'gcra', params: { rate: 1, periodMs: 1000, maxBurst: 0 } }, key: 'k' }, { policy: { algorithm: 'gcra' }, key: 'k' }] });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.error?.field, 'requests[1].policy.params');
   });
 
   it('refuses a bad policy spec, key, cost or op with a 400 naming the field', async () => {
@@ -208,6 +234,15 @@ describe('RemoteStore on a service on a real Redis', () => {
       assert.equal(theirs.remaining, mine.remaining);
     }
     assert.ok((await client.keys('remote:*')).length > 0);
+  });
+
+  it('decides consumeAll on Redis all or nothing', async () => {
+    const a = new Limiter({ policy: fixedWindow({ limit: 2, windowMs: 3_600_000 }), store });
+    const b = new Limiter({ policy: gcra({ rate: 1, periodMs: 3_600_000, maxBurst: 2 }), store });
+    assert.equal((await consumeAll([{ limiter: a, key: 'ra' }, { limiter: b, key: 'rb', cost: 3 }])).allowed, true);
+    const refused = await consumeAll([{ limiter: a, key: 'ra' }, { limiter: b, key: 'rb' }]);
+    assert.equal(refused.allowed, false);
+    assert.equal((await a.peek('ra')).allowed, true, 'the refused request charged nothing: one hit is left');
   });
 
   it('answers 503 as STORE_ERROR when the service\'s Redis is gone', async () => {
