@@ -6,7 +6,7 @@ import { consumeAll, FloodgateError, fixedWindow, gcra, Limiter, ManualClock, Me
 import { RedisStore, ioredisAdapter } from 'floodgate/redis';
 import { request } from 'undici';
 import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
-import { RemoteStore } from '../../src/decision/index.js';
+import { createDecisionService, DecisionError, MAX_REMOTE_POLICIES, RemoteStore, StoreApi } from '../../src/decision/index.js';
 import { run, START_MS, type Running } from './support.js';
 
 function code(expected: string): (e: unknown) => boolean {
@@ -120,6 +120,14 @@ describe('RemoteStore on a service on the memory store', () => {
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.equal(res.body.error?.field, field, res.body.error?.message);
     }
+  });
+
+  it('holds at most MAX_REMOTE_POLICIES policy specs, then refuses new ones but serves known ones', async () => {
+    const api = new StoreApi(createDecisionService({ domains: [], clock: new ManualClock(START_MS) }));
+    const spec = (limit: number) => ({ algorithm: 'fixed-window', params: { limit, windowMs: 1000 } });
+    for (let limit = 1; limit <= MAX_REMOTE_POLICIES; limit++) await api.handle({ op: 'peek', policy: spec(limit), key: 'k' });
+    await assert.rejects(api.handle({ op: 'peek', policy: spec(MAX_REMOTE_POLICIES + 1), key: 'k' }), (e: unknown) => e instanceof DecisionError && e.field === 'policy');
+    assert.deepEqual(await api.handle({ op: 'consume', policy: spec(7), key: 'k' }), { decision: { allowed: true, limit: 7, remaining: 6, retryAfterMs: 0, resetMs: 1000, reason: 'ok' } });
   });
 
   it('rejects a policy no factory builds before any call', () => {
