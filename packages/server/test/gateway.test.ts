@@ -1,22 +1,14 @@
 import assert from 'node:assert/strict';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { signHs256 } from '../src/gateway/jwt.js';
 import { startGateway, type GatewayProcess } from './support/gateway-process.js';
 import { call, metricValue } from './support/http.js';
 import { startUpstream, type TestUpstream } from './support/upstream.js';
+import { closedPort } from './support/ports.js';
 
 const TOKEN = 'admin-token-for-the-tests-0123456789';
 const JWT_SECRET = 'jwt-secret-for-the-tests-0123456789';
-
-/** A loopback port with nothing listening: bound, then closed. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 function configFor(upstream: string, dead: string): string {
   return `

@@ -7,6 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import { FloodgateError } from 'floodgate';
 import { Pool } from 'undici';
 import { loadRateLimitService } from './grpc.js';
+import { parseServiceUrl } from './service-url.js';
 
 /** ClientOnError is what a failed call answers: reject (`throw`), admit (`fail-open`) or refuse (`fail-closed`). */
 export type ClientOnError = 'throw' | 'fail-open' | 'fail-closed';
@@ -216,7 +217,7 @@ export class DecisionClient {
   private readonly onError: ClientOnError;
 
   constructor(options: DecisionClientOptions) {
-    const url = parseUrl(options?.url);
+    const url = parseServiceUrl(options?.url, { protocols: ['http:', 'https:', 'grpc:'], option: 'DecisionClient.url', expected: 'http://host:port (JSON API) or grpc://host:port (gRPC)' });
     this.timeoutMs = options.timeoutMs ?? 250;
     if (!Number.isFinite(this.timeoutMs) || this.timeoutMs <= 0) throw new FloodgateError('INVALID_OPTION', `DecisionClient.timeoutMs must be a number above 0, got ${String(options.timeoutMs)}`, 'DecisionClient.timeoutMs');
     this.onError = options.onError ?? 'throw';
@@ -241,15 +242,3 @@ export class DecisionClient {
   }
 }
 
-function parseUrl(text: unknown): URL {
-  let url: URL | undefined;
-  try {
-    url = typeof text === 'string' ? new URL(text) : undefined;
-  } catch {
-    url = undefined;
-  }
-  if (url === undefined || !['http:', 'https:', 'grpc:'].includes(url.protocol) || url.host === '') {
-    throw new FloodgateError('INVALID_OPTION', `DecisionClient.url must be http://host:port (JSON API) or grpc://host:port (gRPC), got ${JSON.stringify(text)}`, 'DecisionClient.url');
-  }
-  return url;
-}

@@ -6,6 +6,7 @@
 import { FAIL_CLOSED_RETRY_MS, FloodgateError, notify, systemClock, systemTimers, type Algorithm, type Clock, type Decision, type FailurePolicy, type Observer, type PolicyStore, type Store, type StoreConsumeAllResult, type StoreRequest, type Timers } from 'floodgate';
 import { Pool } from 'undici';
 import { policySpecOf, type PolicySpec, type StoreOp } from './store-api.js';
+import { parseServiceUrl } from './service-url.js';
 
 /** RemoteStoreOptions configures a {@link RemoteStore}. */
 export interface RemoteStoreOptions {
@@ -178,7 +179,7 @@ export class RemoteStore implements Store {
   private readonly settings: Settings;
 
   constructor(options: RemoteStoreOptions) {
-    const url = parseUrl(options?.url);
+    const url = parseServiceUrl(options?.url, { protocols: ['http:', 'https:'], option: 'RemoteStore.url', expected: "http://host:port (the decision service's JSON API)" });
     const timeoutMs = options.timeoutMs ?? 250;
     if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw new FloodgateError('INVALID_OPTION', `RemoteStore.timeoutMs must be a number above 0, got ${String(options.timeoutMs)}`, 'RemoteStore.timeoutMs');
     const onError = options.onError ?? 'throw';
@@ -208,15 +209,3 @@ export class RemoteStore implements Store {
   }
 }
 
-function parseUrl(text: unknown): URL {
-  let url: URL | undefined;
-  try {
-    url = typeof text === 'string' ? new URL(text) : undefined;
-  } catch {
-    url = undefined;
-  }
-  if (url === undefined || !['http:', 'https:'].includes(url.protocol) || url.host === '') {
-    throw new FloodgateError('INVALID_OPTION', `RemoteStore.url must be http://host:port (the decision service's JSON API), got ${JSON.stringify(text)}`, 'RemoteStore.url');
-  }
-  return url;
-}

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { FloodgateError } from 'floodgate';
 import { DecisionClient } from '../../src/decision/index.js';
 import { domainsOf, run, type Running } from './support.js';
+import { closedPort, silentPort } from '../support/ports.js';
 
 const CONFIG = 'domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 2, name: per-user }\n';
 
@@ -13,24 +13,6 @@ function code(expected: string): (e: unknown) => boolean {
     assert.equal(e.code, expected, e.message);
     return true;
   };
-}
-
-/** A port that takes connections and never answers: the service hung. */
-async function silentPort(): Promise<{ port: number; close: () => Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((s) => sockets.add(s));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  return { port, close: () => new Promise((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()); }) };
-}
-
-/** A loopback port nothing listens on: bound, then closed. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 for (const transport of ['http', 'grpc'] as const) {

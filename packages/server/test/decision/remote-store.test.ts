@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { consumeAll, FloodgateError, fixedWindow, gcra, Limiter, ManualClock, MemoryStore, slidingWindowCounter, tokenBucket, type Algorithm, type Decision } from 'floodgate';
@@ -8,6 +7,7 @@ import { request } from 'undici';
 import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
 import { createDecisionService, DecisionError, MAX_REMOTE_POLICIES, RemoteStore, StoreApi } from '../../src/decision/index.js';
 import { run, START_MS, type Running } from './support.js';
+import { closedPort, silentPort } from '../support/ports.js';
 
 function code(expected: string): (e: unknown) => boolean {
   return (e) => {
@@ -141,23 +141,6 @@ describe('RemoteStore on a service on the memory store', () => {
     assert.throws(() => new RemoteStore({ url: 'http://127.0.0.1:1', onError: 'maybe' as never }), code('INVALID_OPTION'));
   });
 });
-
-/** A port that takes connections and never answers. */
-async function silentPort(): Promise<{ port: number; close: () => Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((s) => sockets.add(s));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  return { port, close: () => new Promise((resolve) => { for (const s of sockets) s.destroy(); server.close(() => resolve()); }) };
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe('RemoteStore failures', () => {
   const policy = gcra({ rate: 5, periodMs: 1000, maxBurst: 2 });
