@@ -3,29 +3,16 @@
  * user would: help, checking descriptor files, serving Envoy's gRPC API, stopping on SIGTERM.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { fixturePath, GrpcRls, postJson, rl } from './decision/support.js';
+import { floodgate, FLOODGATE_BIN } from './support/cli.js';
 
-const run = promisify(execFile);
-const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'floodgate.js');
-
-async function floodgate(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { timeout: 20_000 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
 
 describe('floodgate ratelimit', () => {
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-ratelimit-'));
@@ -53,7 +40,7 @@ describe('floodgate ratelimit', () => {
   });
 
   it('serves Envoy\'s gRPC API and the JSON API until SIGTERM', async () => {
-    const child = spawn(process.execPath, [BIN, 'ratelimit', '--config', fixturePath('example.yaml'), '--grpc-port', '0', '--http-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [FLOODGATE_BIN, 'ratelimit', '--config', fixturePath('example.yaml'), '--grpc-port', '0', '--http-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = once(child, 'exit');
     const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     try {
