@@ -10,9 +10,10 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { Agent, fetch } from 'undici';
 import { byHeader, byIp, type HttpLimitOptions } from '../../src/http/index.js';
-import { Limiter, tokenBucket, MemoryStore, type Decision, type PolicyStore, type Store } from '../../src/index.js';
+import { Limiter, tokenBucket, MemoryStore } from '../../src/index.js';
 import { ioredisAdapter, RedisStore } from '../../src/redis.js';
 import { startRedisServer, type RedisServers } from '../support/redis-server.js';
+import { asyncStore } from './support.js';
 import { adapters, type Running } from './servers.js';
 
 const TRIALS = 100;
@@ -22,24 +23,6 @@ const EXHAUSTED_REQUESTS = 60;
 const NEIGHBOURS = 3;
 /** Room for the exhausted user's one admitted request, the neighbours, and one spare. */
 const IP_LIMIT = 1 + NEIGHBOURS + 1;
-
-/** delayedStore answers every call of a memory store after `delayMs`, as a store across a network would. */
-function delayedStore(delayMs: number): Store {
-  const inner = new MemoryStore();
-  return {
-    bind(algorithm): PolicyStore {
-      const table = inner.bind(algorithm);
-      const later = <T>(f: () => T): Promise<T> => new Promise((resolve) => setTimeout(() => resolve(f()), delayMs));
-      return {
-        synchronous: false,
-        consume: (key, cost, nowMs) => later(() => table.consume(key, cost, nowMs) as Decision),
-        peek: (key, cost, nowMs) => later(() => table.peek(key, cost, nowMs) as Decision),
-        refund: (key, cost, nowMs) => later(() => void table.refund(key, cost, nowMs)),
-        reset: (key) => later(() => void table.reset(key)),
-      };
-    },
-  };
-}
 
 let redis: RedisServers;
 let client: Redis;
@@ -83,7 +66,7 @@ type StoreKind = 'redis' | 'delayed 5 ms';
 function optionsFor(kind: StoreKind, prefix: string): HttpLimitOptions<unknown> {
   // A deadline far above any round trip: this test is about a race between requests, not about timeouts
   // (a consumeAll that timed out while its script still ran would be retried limit by limit).
-  const store = kind === 'redis' ? new RedisStore({ adapter: ioredisAdapter(client), prefix, timeoutMs: 30_000 }) : delayedStore(5);
+  const store = kind === 'redis' ? new RedisStore({ adapter: ioredisAdapter(client), prefix, timeoutMs: 30_000 }) : asyncStore(new MemoryStore(), 5);
   const ip = new Limiter({ policy: tokenBucket({ capacity: IP_LIMIT, refillPerSecond: IP_LIMIT / 1e6 }), store });
   // Buckets that refill too slowly to matter in a run: no wall-clock window boundary resets them mid-trial.
   const user = new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 1e-6 }), store });

@@ -58,12 +58,16 @@ export function memoryLogger(): Logger & { messages: string[] } {
   return { messages, warn: (message: string) => void messages.push(message) };
 }
 
-/** asyncStore wraps a memory store so that every call answers with a promise, as Redis would. */
-export function asyncStore(inner: Store = new MemoryStore()): Store {
+/**
+ * asyncStore wraps a memory store so that every call answers with a promise, as Redis would: on the
+ * next turn of the event loop, or after `delayMs` when given (a store across a network).
+ */
+export function asyncStore(inner: Store = new MemoryStore(), delayMs?: number): Store {
+  const defer = (f: () => void): unknown => (delayMs === undefined ? setImmediate(f) : setTimeout(f, delayMs));
   return {
     bind(algorithm: Algorithm): PolicyStore {
       const table = inner.bind(algorithm);
-      const later = <T>(f: () => T): Promise<T> => new Promise((resolve) => setImmediate(() => resolve(f())));
+      const later = <T>(f: () => T): Promise<T> => new Promise((resolve) => defer(() => resolve(f())));
       return {
         synchronous: false,
         consume: (key, cost, nowMs) => later(() => table.consume(key, cost, nowMs) as Decision),

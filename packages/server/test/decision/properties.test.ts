@@ -4,9 +4,10 @@ import { Redis } from 'ioredis';
 import { RedisStore, ioredisAdapter } from 'floodgate/redis';
 import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
 import fc from 'fast-check';
-import { ManualClock, MemoryStore, type Algorithm, type PolicyStore, type Store } from 'floodgate';
+import { ManualClock, MemoryStore, type Store } from 'floodgate';
 import { createDecisionService, DecisionError, parseDecisionRequest } from '../../src/decision/index.js';
 import { domainsOf, START_MS } from './support.js';
+import { PromiseStore } from './support.js';
 
 const CONFIG = [
   'domain: p',
@@ -21,21 +22,6 @@ const CONFIG = [
   '',
 ].join('\n');
 const LIMIT: Record<string, number> = { a: 5, b: 7, c: 3 };
-
-/** An asynchronous store with no consumeAll, over a MemoryStore. */
-class PromiseStore implements Store {
-  private readonly inner = new MemoryStore();
-  bind(algorithm: Algorithm): PolicyStore {
-    const t = this.inner.bind(algorithm);
-    return {
-      synchronous: false,
-      consume: async (key, cost, nowMs) => t.consume(key, cost, nowMs),
-      peek: async (key, cost, nowMs) => t.peek(key, cost, nowMs),
-      refund: async (key, cost, nowMs) => t.refund(key, cost, nowMs),
-      reset: async (key) => t.reset(key),
-    };
-  }
-}
 
 const descriptorArb = fc.record({ key: fc.constantFrom('a', 'b', 'c'), value: fc.constantFrom('x', 'y'), hits: fc.integer({ min: 0, max: 4 }) });
 const requestArb = fc.array(descriptorArb, { minLength: 1, maxLength: 3 });

@@ -1,23 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FloodgateError, ManualClock, MemoryStore, type Algorithm, type DecisionEvent, type PolicyStore, type Store } from 'floodgate';
+import { FloodgateError, ManualClock, MemoryStore, type DecisionEvent, type Store } from 'floodgate';
 import { createDecisionService, DecisionError, parseDecisionRequest, startDecisionServers, type DecisionService } from '../../src/decision/index.js';
 import { domainsOf, fixtureDomains, START_MS } from './support.js';
-
-/** An asynchronous store with no consumeAll: a MemoryStore answering through promises. */
-class PromiseStore implements Store {
-  readonly inner = new MemoryStore();
-  bind(algorithm: Algorithm): PolicyStore {
-    const t = this.inner.bind(algorithm);
-    return {
-      synchronous: false,
-      consume: async (key, cost, nowMs) => t.consume(key, cost, nowMs),
-      peek: async (key, cost, nowMs) => t.peek(key, cost, nowMs),
-      refund: async (key, cost, nowMs) => t.refund(key, cost, nowMs),
-      reset: async (key) => t.reset(key),
-    };
-  }
-}
+import { PromiseStore } from './support.js';
 
 /** A store whose every call fails, as a store whose backend is down does. */
 const brokenStore: Store = {

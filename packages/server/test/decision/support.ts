@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import { ManualClock, type Store } from 'floodgate';
+import { ManualClock, MemoryStore, type Algorithm, type PolicyStore, type Store } from 'floodgate';
 import { request } from 'undici';
 import { createDecisionService, formatConfigError, loadRateLimitService, parseDescriptorConfig, startDecisionServers, type DecisionService, type DecisionServers, type DomainSpec } from '../../src/decision/index.js';
 
@@ -96,4 +96,19 @@ export async function postJson(port: number, path: string, body: unknown): Promi
   const res = await request(`http://127.0.0.1:${port}${path}`, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' }, headersTimeout: 5000, bodyTimeout: 5000 });
   const text = await res.body.text();
   return { status: res.statusCode, json: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
+}
+
+/** PromiseStore is an asynchronous store with no consumeAll: a MemoryStore answering through promises. */
+export class PromiseStore implements Store {
+  readonly inner = new MemoryStore();
+  bind(algorithm: Algorithm): PolicyStore {
+    const t = this.inner.bind(algorithm);
+    return {
+      synchronous: false,
+      consume: async (key, cost, nowMs) => t.consume(key, cost, nowMs),
+      peek: async (key, cost, nowMs) => t.peek(key, cost, nowMs),
+      refund: async (key, cost, nowMs) => t.refund(key, cost, nowMs),
+      reset: async (key) => t.reset(key),
+    };
+  }
 }
