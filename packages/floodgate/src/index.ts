@@ -47,3 +47,18 @@ export {
   type StoreCallEvent,
   type StoreErrorEvent,
 } from './core/events.js';
+export {
+  AdaptiveLimit,
+  type AdaptiveLimitOptions,
+  type AdaptiveLimitSnapshot,
+  type CallOutcome,
+} from './core/adaptive/adaptive-limit.js';
+export {
+  ConcurrencyLimiter,
+  type Admission,
+  type ConcurrencyAcquireOptions,
+  type ConcurrencyLimiterOptions,
+  type ConcurrencySnapshot,
+} from './overload/concurrency-limiter.js';
+export { ConcurrencyPermit, type Shed, type ShedReason } from './overload/concurrency-permit.js';
+export type { CoDel } from './overload/wait-line.js';

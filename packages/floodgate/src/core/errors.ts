@@ -13,6 +13,7 @@
  * - `ABORTED`: the caller's `AbortSignal` fired while the request waited; `cause` is the signal's reason.
  * - `QUEUE_FULL`: a request could not pass at once and the queue it would wait in was full.
  * - `LIMITER_CLOSED`: a limiter was used after `close()` released its policy's table.
+ * - `PERMIT_RELEASED`: a concurrency permit was released a second time (nothing was counted again).
  */
 export type FloodgateErrorCode =
   | 'INVALID_OPTION'
@@ -26,7 +27,8 @@ export type FloodgateErrorCode =
   | 'WAIT_TIMEOUT'
   | 'ABORTED'
   | 'QUEUE_FULL'
-  | 'LIMITER_CLOSED';
+  | 'LIMITER_CLOSED'
+  | 'PERMIT_RELEASED';
 
 /**
  * FloodgateError is the one error class floodgate throws for bad input. `code` is stable across

@@ -1,0 +1,299 @@
+/**
+ * The adaptive concurrency estimator: learns how many calls a service can have in flight from the
+ * latency and the drops of the calls it answers, told nothing about its capacity.
+ */
+import { FloodgateError, describeValue } from '../errors.js';
+import { positiveInteger, positiveNumber } from '../validate.js';
+import { SampleWindow } from './sample-window.js';
+
+/** CallOutcome is how a call that held a slot ended, as far as the estimator is concerned. */
+export type CallOutcome =
+  /** The service answered: its round trip is a latency sample. */
+  | 'success'
+  /** The service showed overload (a timeout, a 503, a refused connection): the limit backs off. */
+  | 'drop'
+  /** Says nothing about the service's load (a fast error, a client that left, a health check): not sampled. */
+  | 'ignore';
+
+/** AdaptiveLimitOptions configures an {@link AdaptiveLimit}; every field is optional. */
+export interface AdaptiveLimitOptions {
+  /** The limit before anything is learned (default 20). */
+  readonly initialLimit?: number;
+  /** The floor: the limit never goes below it, so a quiet service is never starved (default 2). */
+  readonly minLimit?: number;
+  /** The ceiling (default 1000). */
+  readonly maxLimit?: number;
+  /** The shortest sample window, in ms (default 100); a window also lasts at least twice the baseline latency. */
+  readonly windowMs?: number;
+  /** Samples a window needs before it may close (default 10). */
+  readonly minSamples?: number;
+  /** Samples at which a window closes whatever its age (default 250). */
+  readonly maxSamples?: number;
+  /**
+   * Calls the limit lets wait in the service's own queue at equilibrium, as a function of the limit
+   * or a fixed number: the headroom that keeps every slot of the service busy (default `√limit`).
+   */
+  readonly queueTarget?: number | ((limit: number) => number);
+  /** Weight of a window's estimate against the current limit, above 0 and at most 1 (default 0.5). */
+  readonly smoothing?: number;
+  /** Factor the limit is multiplied by after a window with drops, above 0 and below 1 (default 0.9). */
+  readonly backoffRatio?: number;
+  /** Longest time between two probes of the baseline latency, in ms (default 10_000). */
+  readonly probeIntervalMs?: number;
+  /** Shortest time between two probes, when the limit fell and may be blaming a slower service on queueing, in ms (default 500). */
+  readonly minProbeIntervalMs?: number;
+}
+
+/** AdaptiveLimitSnapshot is what an {@link AdaptiveLimit} knows now, for metrics and dashboards. */
+export interface AdaptiveLimitSnapshot {
+  /** The limit in force now (halved during a probe), a whole number. */
+  readonly limit: number;
+  /** The learned limit, with its fraction (the limit a probe returns to). */
+  readonly estimate: number;
+  /** The service's latency without queueing, in ms; undefined until the first window closed. */
+  readonly baselineRttMs: number | undefined;
+  /** The last closed window's median latency, in ms; undefined until then. */
+  readonly sampleRttMs: number | undefined;
+  /** True while the limit is lowered to measure the baseline. */
+  readonly probing: boolean;
+}
+
+/** What a window closed with, before it is applied. */
+interface WindowResult {
+  readonly medianMs: number;
+  readonly drops: number;
+  readonly saturated: boolean;
+}
+
+/**
+ * AdaptiveLimit estimates a service's concurrency limit from the calls it answers: the number of
+ * calls in flight that keeps every slot busy with a short queue and no more. It is a pure state
+ * machine: every method takes the current time, and nothing reads a clock or sets a timer.
+ *
+ * The estimate follows Little's law. A service with `c` slots and service time `B` answers `c / B`
+ * calls a second; `limit` calls in flight then see a latency of `B · limit / c`, so
+ * `limit · B / rtt` is the number of calls actually being served and the rest queue. Every window
+ * (at least `windowMs` and `minSamples` calls) moves the limit towards `limit · B / rtt +
+ * queueTarget(limit)`, the slots in use plus a small allowed queue. Where this estimator parts
+ * from its peers, and why:
+ *
+ * - **The baseline `B` is a probe's median, never a moving average.** An average of latency under
+ *   a standing queue drifts up with the queue, and the limit with it (the drift that Netflix's
+ *   Gradient2 users reported). `B` falls at once when a window's median is lower, and rises only
+ *   by a probe: the limit is halved for one window, the queue drains, and that window's median
+ *   becomes `B`. A probe is due every `probeIntervalMs`, and sooner (`minProbeIntervalMs`) when
+ *   the limit fell by a quarter since the last one, because a service that got slower looks to
+ *   this formula like queueing and would otherwise be starved. The limit returns to its value
+ *   before the probe, so a probe never pins the limit to a floor (Envoy's gradient controller).
+ * - **Medians, not minimums.** A few fast calls (health checks) cannot pull the baseline down;
+ *   callers can also keep them out with the `ignore` outcome.
+ * - **Only answers are samples.** Fast failures and shed calls are not latency: an error is
+ *   `ignore` or `drop`, a shed call never held a slot.
+ * - **The limit grows only when it was used**: a window in which in-flight calls never reached the
+ *   limit cannot raise it, so a quiet period does not leave a limit nobody tested.
+ * - **Drops back off**: a window with a drop multiplies the limit by `backoffRatio`.
+ *
+ * @example
+ * const estimator = new AdaptiveLimit({ minLimit: 4 });
+ * // when a call is admitted: const inFlight = ...; const startMs = clock.now();
+ * // when it ends:
+ * estimator.record(clock.now(), { startMs, inFlight, outcome: 'success' });
+ * estimator.limit; // the whole number of calls allowed in flight now
+ */
+export class AdaptiveLimit {
+  private readonly minLimit: number;
+  private readonly maxLimit: number;
+  private readonly windowMs: number;
+  private readonly minSamples: number;
+  private readonly queueTarget: (limit: number) => number;
+  private readonly smoothing: number;
+  private readonly backoffRatio: number;
+  private readonly probeIntervalMs: number;
+  private readonly minProbeIntervalMs: number;
+  private readonly window: SampleWindow;
+
+  private estimateValue: number;
+  private current: number;
+  private baselineMs: number | undefined = undefined;
+  private lastMedianMs: number | undefined = undefined;
+  /** When the running window opened, in ms; NaN until a sample opened it. */
+  private windowStartMs = NaN;
+  /** When the running probe began, in ms; NaN when none runs. */
+  private probeStartMs = NaN;
+  private lastProbeEndMs = -Infinity;
+  /** The estimate when the baseline was last measured: a quarter below it, a probe comes sooner. */
+  private estimateAtProbe = Infinity;
+  private probeDue = false;
+  /** The baseline as the last probe (or the first window) measured it, in ms. */
+  private measuredBaselineMs = NaN;
+
+  /** Creates an estimator at `initialLimit`, with no baseline yet. */
+  constructor(options: AdaptiveLimitOptions = {}) {
+    if (typeof options !== 'object' || options === null) {
+      throw new FloodgateError('INVALID_OPTION', `AdaptiveLimit options must be an object, got ${describeValue(options)}`, 'AdaptiveLimit');
+    }
+    this.minLimit = positiveInteger(options.minLimit ?? 2, 'adaptive.minLimit');
+    this.maxLimit = positiveInteger(options.maxLimit ?? 1000, 'adaptive.maxLimit');
+    if (this.minLimit > this.maxLimit) {
+      throw new FloodgateError('INVALID_OPTION', `adaptive.minLimit (${this.minLimit}) must not be above adaptive.maxLimit (${this.maxLimit})`, 'adaptive.minLimit');
+    }
+    const initial = positiveInteger(options.initialLimit ?? Math.min(Math.max(20, this.minLimit), this.maxLimit), 'adaptive.initialLimit');
+    if (initial < this.minLimit || initial > this.maxLimit) {
+      throw new FloodgateError('INVALID_OPTION', `adaptive.initialLimit (${initial}) must lie between minLimit (${this.minLimit}) and maxLimit (${this.maxLimit})`, 'adaptive.initialLimit');
+    }
+    this.windowMs = positiveNumber(options.windowMs ?? 100, 'adaptive.windowMs');
+    this.minSamples = positiveInteger(options.minSamples ?? 10, 'adaptive.minSamples');
+    const maxSamples = positiveInteger(options.maxSamples ?? 250, 'adaptive.maxSamples');
+    if (maxSamples < this.minSamples) {
+      throw new FloodgateError('INVALID_OPTION', `adaptive.maxSamples (${maxSamples}) must be at least minSamples (${this.minSamples})`, 'adaptive.maxSamples');
+    }
+    this.queueTarget = checkQueueTarget(options.queueTarget);
+    this.smoothing = fraction(options.smoothing ?? 0.5, 'adaptive.smoothing', true);
+    this.backoffRatio = fraction(options.backoffRatio ?? 0.9, 'adaptive.backoffRatio', false);
+    this.probeIntervalMs = positiveNumber(options.probeIntervalMs ?? 10_000, 'adaptive.probeIntervalMs');
+    this.minProbeIntervalMs = positiveNumber(options.minProbeIntervalMs ?? 500, 'adaptive.minProbeIntervalMs');
+    this.window = new SampleWindow(maxSamples);
+    this.estimateValue = initial;
+    this.current = initial;
+  }
+
+  /** limit returns the whole number of calls allowed in flight now (lowered during a probe). */
+  get limit(): number {
+    return this.current;
+  }
+
+  /** snapshot returns what the estimator knows now. */
+  snapshot(): AdaptiveLimitSnapshot {
+    return {
+      limit: this.current,
+      estimate: this.estimateValue,
+      baselineRttMs: this.baselineMs,
+      sampleRttMs: this.lastMedianMs,
+      probing: !Number.isNaN(this.probeStartMs),
+    };
+  }
+
+  /**
+   * saturated records that a call found no free slot at `nowMs` (it was shed or queued): the
+   * limit was used, so the window may raise it.
+   */
+  saturated(nowMs: number): void {
+    this.open(nowMs);
+    this.window.saturated = true;
+  }
+
+  /**
+   * record takes one call that held a slot and ended at `nowMs`: `startMs` is when it got the slot,
+   * `inFlight` how many held a slot then (itself included). It returns true when this sample
+   * closed a window and the limit may have changed. A time before the call's start (a clock set
+   * back) is taken as a zero latency of no weight: the sample is ignored.
+   */
+  record(nowMs: number, call: { readonly startMs: number; readonly inFlight: number; readonly outcome: CallOutcome }): boolean {
+    this.open(nowMs);
+    if (call.inFlight >= this.current) this.window.saturated = true;
+    const rttMs = nowMs - call.startMs;
+    if (call.outcome === 'drop') this.window.drops++;
+    else if (call.outcome === 'success' && rttMs >= 0 && this.counts(call.startMs)) this.window.add(rttMs);
+    return this.maybeClose(nowMs);
+  }
+
+  /** A probe's window counts only calls that started after the probe lowered the limit. */
+  private counts(startMs: number): boolean {
+    return Number.isNaN(this.probeStartMs) || startMs >= this.probeStartMs;
+  }
+
+  private open(nowMs: number): void {
+    if (Number.isNaN(this.windowStartMs)) this.windowStartMs = nowMs;
+  }
+
+  private maybeClose(nowMs: number): boolean {
+    const w = this.window;
+    const lengthMs = Math.max(this.windowMs, 2 * (this.baselineMs ?? 0));
+    const full = w.full || (w.size >= this.minSamples && nowMs - this.windowStartMs >= lengthMs);
+    const dropped = w.drops > 0 && nowMs - this.windowStartMs >= lengthMs;
+    if (!full && !dropped) return false;
+    const result: WindowResult = { medianMs: w.size > 0 ? w.median() : NaN, drops: w.drops, saturated: w.saturated };
+    w.clear();
+    this.windowStartMs = NaN;
+    if (Number.isNaN(this.probeStartMs)) this.apply(nowMs, result);
+    else this.endProbe(nowMs, result);
+    return true;
+  }
+
+  /** Moves the estimate by one window and decides whether a probe comes next. */
+  private apply(nowMs: number, w: WindowResult): void {
+    if (!Number.isNaN(w.medianMs)) this.lastMedianMs = w.medianMs;
+    if (w.drops > 0) {
+      this.setEstimate(this.estimateValue * this.backoffRatio);
+    } else if (!Number.isNaN(w.medianMs)) {
+      if (this.baselineMs === undefined) {
+        this.baselineMs = this.measuredBaselineMs = w.medianMs;
+        this.lastProbeEndMs = nowMs;
+        this.estimateAtProbe = this.estimateValue;
+        // A first window that was full may have seen a queue: measure the baseline without one.
+        this.probeDue = w.saturated;
+      }
+      this.baselineMs = Math.min(this.baselineMs, w.medianMs);
+      // The service got much faster, and these medians may still hold a queue: measure without one.
+      if (this.baselineMs < 0.9 * this.measuredBaselineMs && w.saturated) this.probeDue = true;
+      const gradient = Math.min(1, Math.max(0.5, this.baselineMs / w.medianMs));
+      const estimate = this.estimateValue;
+      const target = estimate * gradient + this.queueTarget(estimate);
+      if (target < estimate || w.saturated) this.setEstimate(estimate + this.smoothing * (target - estimate));
+    }
+    if (this.shouldProbe(nowMs)) this.beginProbe(nowMs);
+  }
+
+  private shouldProbe(nowMs: number): boolean {
+    if (this.baselineMs === undefined) return false;
+    const sinceMs = nowMs - this.lastProbeEndMs;
+    if (sinceMs >= this.probeIntervalMs) return true;
+    // A limit that moved far from where the baseline was measured may rest on a stale baseline.
+    const moved = this.estimateValue <= 0.75 * this.estimateAtProbe || this.estimateValue >= 1.5 * this.estimateAtProbe;
+    return (moved || this.probeDue || this.current === this.minLimit) && sinceMs >= this.minProbeIntervalMs;
+  }
+
+  private beginProbe(nowMs: number): void {
+    this.probeDue = false;
+    this.probeStartMs = nowMs;
+    this.current = Math.max(this.minLimit, Math.floor(this.estimateValue / 2));
+  }
+
+  private endProbe(nowMs: number, w: WindowResult): void {
+    this.probeStartMs = NaN;
+    this.lastProbeEndMs = nowMs;
+    if (w.drops > 0) this.setEstimate(this.estimateValue * this.backoffRatio);
+    if (!Number.isNaN(w.medianMs)) {
+      this.baselineMs = this.measuredBaselineMs = w.medianMs;
+      this.lastMedianMs = w.medianMs;
+    }
+    this.estimateAtProbe = this.estimateValue;
+    this.current = this.wholeLimit();
+  }
+
+  private setEstimate(value: number): void {
+    this.estimateValue = Math.min(this.maxLimit, Math.max(this.minLimit, value));
+    if (Number.isNaN(this.probeStartMs)) this.current = this.wholeLimit();
+  }
+
+  private wholeLimit(): number {
+    return Math.min(this.maxLimit, Math.max(this.minLimit, Math.floor(this.estimateValue)));
+  }
+}
+
+function checkQueueTarget(value: AdaptiveLimitOptions['queueTarget']): (limit: number) => number {
+  if (value === undefined) return (limit) => Math.sqrt(limit);
+  if (typeof value === 'function') return (limit) => Math.max(0, Number(value(limit)) || 0);
+  if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return () => value;
+  throw new FloodgateError(
+    'INVALID_OPTION',
+    `adaptive.queueTarget must be a number of calls of at least 0 or a function of the limit, got ${describeValue(value)}`,
+    'adaptive.queueTarget',
+  );
+}
+
+function fraction(value: unknown, option: string, oneAllowed: boolean): number {
+  if (typeof value === 'number' && value > 0 && (value < 1 || (oneAllowed && value === 1))) return value;
+  const range = oneAllowed ? 'above 0 and at most 1' : 'above 0 and below 1';
+  throw new FloodgateError('INVALID_OPTION', `${option} must be a number ${range}, got ${describeValue(value)}`, option);
+}
