@@ -10,6 +10,7 @@ import { consoleLogger, type Logger } from '../logger.js';
 import { trustSourceOf, type TrustSource } from './express-trust.js';
 import { NodeRequestView, checkHandler, runConnectStyle, type ConnectHandler } from './node-request.js';
 import type { ServerResponse } from 'node:http';
+import { expressRoute } from './route-patterns.js';
 import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 
 /** FloodgateExpressOptions are the options of every adapter, and Express's `handler`. */
@@ -98,10 +99,4 @@ class ExpressIpView extends NodeRequestView<Request> {
     if (this.expressIp === undefined) this.expressIp = this.canonical(this.raw.ip);
     return this.expressIp;
   }
-}
-
-/** The matched route pattern under its mount point, when Express has matched one. */
-function expressRoute(req: Request): string | undefined {
-  const path: unknown = (req.route as { path?: unknown } | undefined)?.path;
-  return typeof path === 'string' ? req.baseUrl + path : undefined;
 }

@@ -12,6 +12,7 @@ import { RateLimitedError } from '../refusal-error.js';
 import { isListField, stackedValue } from '../headers.js';
 import type { RateLimitInfo, Verdict } from '../verdict.js';
 import { NodeRequestView, watchOutcome } from './node-request.js';
+import { fastifyRoute } from './route-patterns.js';
 
 export { RateLimitedError } from '../refusal-error.js';
 
@@ -173,10 +174,6 @@ function apply(gate: HttpGate<FastifyRequest>, verdict: Verdict, view: NodeReque
   }
   watchOutcome(gate, verdict, reply.raw, view);
   done();
-}
-
-function fastifyRoute(request: FastifyRequest): string | undefined {
-  return request.routeOptions.url;
 }
 
 function invalid(option: string, expected: string, got: unknown): FloodgateError {

@@ -7,6 +7,7 @@ import type { RateLimitInfo, Verdict } from '../verdict.js';
 import type { IncomingMessage } from 'node:http';
 import { consoleLogger } from '../logger.js';
 import { NodeRequestView, checkHandler, watchOutcome } from './node-request.js';
+import { koaRoute } from './route-patterns.js';
 import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 
 /** KoaHandler answers a refused request itself: `ctx.status` is already the refusal's, the rate-limit headers set. */
@@ -79,10 +80,4 @@ function apply(gate: HttpGate<Context>, verdict: Verdict, view: NodeRequestView<
   }
   watchOutcome(gate, verdict, res, view);
   return next();
-}
-
-/** koa-router's matched pattern, when the middleware runs inside the router. */
-function koaRoute(ctx: Context): string | undefined {
-  const route: unknown = (ctx as { _matchedRoute?: unknown })._matchedRoute;
-  return typeof route === 'string' ? route : undefined;
 }
