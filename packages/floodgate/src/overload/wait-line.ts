@@ -88,7 +88,7 @@ export class WaitLine {
 
   /** standing returns whether the line is a standing queue at `nowMs` (always false without CoDel). */
   standing(nowMs: number): boolean {
-    return this.codel !== undefined && this.byId.size > 0 && nowMs - this.lastEmptyMs > this.codel.intervalMs;
+    return this.codel !== undefined && this.byId.size > 0 && nowMs - this.lastEmptyMs >= this.codel.intervalMs;
   }
 
   /**

@@ -228,10 +228,10 @@ export class AdaptiveLimit {
     } else if (!Number.isNaN(w.medianMs)) {
       if (this.baselineMs === undefined) {
         this.baselineMs = this.measuredBaselineMs = w.medianMs;
-        this.lastProbeEndMs = nowMs;
         this.estimateAtProbe = this.estimateValue;
-        // A first window that was full may have seen a queue: measure the baseline without one.
-        this.probeDue = w.saturated;
+        // A first window that was full may have seen a queue: measure the baseline without one, now.
+        if (w.saturated) this.probeDue = true;
+        else this.lastProbeEndMs = nowMs;
       }
       this.baselineMs = Math.min(this.baselineMs, w.medianMs);
       // The service got much faster, and these medians may still hold a queue: measure without one.

@@ -1,0 +1,157 @@
+/**
+ * The adaptive estimator against a simulated multi-server service on virtual time: 8 slots of
+ * 20 ms (capacity 400 calls/s) behind an unbounded queue that finishes abandoned work, open-loop
+ * Poisson clients with a 1 s timeout. Each case names the complaint about a peer it defends.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { AdaptiveLimit, ConcurrencyLimiter, FloodgateError, ManualClock } from 'floodgate';
+import { percentile, runService, sum, type Phase } from '../support/service-queue.js';
+
+const CAPACITY = 400;
+const base = (ratePerSecond: number): Phase => ({ fromMs: 0, ratePerSecond, slots: 8, serviceMs: 20 });
+
+function adaptive(options: ConstructorParameters<typeof ConcurrencyLimiter>[0] = { adaptive: true }): { clock: ManualClock; limiter: ConcurrencyLimiter } {
+  const clock = new ManualClock(0);
+  return { clock, limiter: new ConcurrencyLimiter({ ...options, clock }) };
+}
+
+/** Goodput over seconds [from, to) as a fraction of `capacity` calls a second. */
+function goodputShare(goodput: readonly number[], from: number, to: number, capacity: number): number {
+  return sum(goodput, from, to) / ((to - from) * capacity);
+}
+
+describe('AdaptiveLimit against a simulated service', () => {
+  test('without protection the overload collapses goodput: the reference the others beat', () => {
+    const clock = new ManualClock(0);
+    const r = runService({ clock, limiter: undefined, phases: [base(5 * CAPACITY)], durationMs: 6000 });
+    assert.ok(goodputShare(r.goodput, 2, 6, CAPACITY) < 0.05, `goodput ${r.goodput.join(' ')}`);
+  });
+
+  for (const overload of [2, 5, 10]) {
+    test(`told nothing, at ${overload}x overload: goodput >= 0.95 of capacity, p99 <= 3x unloaded, limit near the 8 slots`, () => {
+      const { clock, limiter } = adaptive();
+      const r = runService({ clock, limiter, phases: [base(overload * CAPACITY)], durationMs: 10_000 });
+      assert.ok(goodputShare(r.goodput, 2, 10, CAPACITY) >= 0.95, `goodput ${r.goodput.join(' ')}`);
+      const p99 = percentile(r.latenciesMs.slice(2).flat(), 0.99);
+      assert.ok(p99 <= 3 * 20, `p99 ${p99} ms`);
+      for (const limit of r.limits.slice(2)) assert.ok(limit >= 8 && limit <= 16, `limits ${r.limits.join(' ')}`);
+    });
+  }
+
+  test('no upward drift: a minute at 2x overload with a modest standing queue keeps the limit where it settled', () => {
+    const { clock, limiter } = adaptive();
+    const r = runService({ clock, limiter, phases: [base(2 * CAPACITY)], durationMs: 60_000 });
+    const settled = Math.max(...r.limits.slice(2, 10));
+    assert.ok(Math.max(...r.limits.slice(10)) <= settled + 1, `limits ${r.limits.join(' ')}`);
+    assert.ok(goodputShare(r.goodput, 2, 60, CAPACITY) >= 0.97);
+  });
+
+  test('follows the capacity down when the service slows to half (20 -> 40 ms) and back up', () => {
+    const { clock, limiter } = adaptive();
+    const phases: Phase[] = [base(5 * CAPACITY), { ...base(5 * CAPACITY), fromMs: 5000, serviceMs: 40 }, { ...base(5 * CAPACITY), fromMs: 10_000 }];
+    const r = runService({ clock, limiter, phases, durationMs: 15_000 });
+    // Within 3 s of the change, goodput is at least 0.85 of the new capacity (200/s); a Vegas
+    // estimator with a fixed baseline would starve here, taking the slower service for queueing.
+    assert.ok(goodputShare(r.goodput, 5, 8, CAPACITY / 2) >= 0.85, `goodput ${r.goodput.join(' ')}`);
+    assert.ok(goodputShare(r.goodput, 12, 15, CAPACITY) >= 0.95, `goodput ${r.goodput.join(' ')}`);
+    assert.ok(Math.max(...r.limits.slice(12)) <= 16, `the limit came back near the slots: ${r.limits.join(' ')}`);
+  });
+
+  test('follows the slots down (8 -> 4) and up (4 -> 16)', () => {
+    const { clock, limiter } = adaptive();
+    const phases: Phase[] = [base(5 * CAPACITY), { ...base(5 * CAPACITY), fromMs: 5000, slots: 4 }, { ...base(5 * CAPACITY), fromMs: 10_000, slots: 16 }];
+    const r = runService({ clock, limiter, phases, durationMs: 15_000 });
+    assert.ok(goodputShare(r.goodput, 5, 8, CAPACITY / 2) >= 0.9, `goodput ${r.goodput.join(' ')}`);
+    for (const limit of r.limits.slice(6, 10)) assert.ok(limit >= 4 && limit <= 10, `limits ${r.limits.join(' ')}`);
+    assert.ok(goodputShare(r.goodput, 11, 15, 2 * CAPACITY) >= 0.9, `goodput ${r.goodput.join(' ')}`);
+  });
+
+  test('respects the floor: a quiet, slow service is never limited below minLimit', () => {
+    const { clock, limiter } = adaptive({ adaptive: { minLimit: 6, initialLimit: 6 } });
+    const r = runService({ clock, limiter, phases: [{ fromMs: 0, ratePerSecond: 5, slots: 1, serviceMs: 150 }], durationMs: 20_000 });
+    for (const limit of r.limits) assert.ok(limit >= 6);
+  });
+
+  test('fast health checks do not pull the baseline down: ten percent unmarked, or half marked ignore', () => {
+    for (const [every, outcome] of [[10, 'success'], [2, 'ignore']] as const) {
+      const { clock, limiter } = adaptive();
+      const r = runService({
+        clock,
+        limiter,
+        phases: [base(5 * CAPACITY)],
+        durationMs: 8000,
+        serviceOf: (i, phase) => (i % every === 0 ? { serviceMs: 1, outcome } : { serviceMs: phase.serviceMs, outcome: 'success' }),
+      });
+      const baseline = limiter.snapshot().adaptive!.baselineRttMs!;
+      assert.ok(baseline >= 19 && baseline <= 24, `baseline ${baseline} (health checks every ${every}, ${outcome})`);
+      assert.ok(Math.min(...r.limits.slice(2)) >= 8, `limits ${r.limits.join(' ')}`);
+    }
+  });
+});
+
+describe('AdaptiveLimit, step by step', () => {
+  const window = (estimator: AdaptiveLimit, atMs: number, rttMs: number, count = 10, inFlight = estimator.limit): void => {
+    for (let i = 0; i < count; i++) estimator.record(atMs, { startMs: atMs - rttMs, inFlight, outcome: 'success' });
+  };
+
+  test('the first saturated window sets the baseline and is followed by a probe at half the limit, which the limit returns from', () => {
+    const estimator = new AdaptiveLimit({ initialLimit: 20, windowMs: 100, minSamples: 10 });
+    estimator.saturated(0);
+    window(estimator, 99, 50);
+    assert.equal(estimator.snapshot().baselineRttMs, undefined, 'a window closes only after windowMs');
+    window(estimator, 100, 50);
+    assert.equal(estimator.snapshot().baselineRttMs, 50);
+    assert.equal(estimator.snapshot().probing, true);
+    assert.equal(estimator.limit, Math.floor(estimator.snapshot().estimate / 2));
+    const before = estimator.snapshot().estimate;
+    // Calls that started before the probe say nothing about it.
+    for (let i = 0; i < 20; i++) estimator.record(250, { startMs: 90, inFlight: 5, outcome: 'success' });
+    assert.equal(estimator.snapshot().probing, true);
+    window(estimator, 350, 20, 10, 5);
+    const after = estimator.snapshot();
+    assert.equal(after.probing, false);
+    assert.equal(after.baselineRttMs, 20);
+    assert.equal(after.estimate, before);
+    assert.equal(estimator.limit, Math.floor(before));
+  });
+
+  test('a window with a drop backs the limit off by backoffRatio; fast failures marked ignore change nothing', () => {
+    const estimator = new AdaptiveLimit({ initialLimit: 100, windowMs: 100, minSamples: 10, backoffRatio: 0.5 });
+    for (let i = 0; i < 50; i++) estimator.record(100 + i, { startMs: 99 + i, inFlight: 1, outcome: 'ignore' });
+    assert.equal(estimator.limit, 100);
+    estimator.record(200, { startMs: 150, inFlight: 1, outcome: 'drop' });
+    assert.equal(estimator.limit, 50);
+  });
+
+  test('the limit does not grow from windows in which it was never used', () => {
+    const estimator = new AdaptiveLimit({ initialLimit: 10, windowMs: 100, minSamples: 10 });
+    estimator.record(0, { startMs: 0, inFlight: 1, outcome: 'ignore' });
+    for (let t = 100; t <= 2000; t += 100) window(estimator, t, 20, 10, 2);
+    assert.equal(estimator.limit, 10);
+  });
+
+  test('a clock set back gives no sample', () => {
+    const estimator = new AdaptiveLimit({ initialLimit: 10, windowMs: 100, minSamples: 1 });
+    estimator.record(100, { startMs: 500, inFlight: 10, outcome: 'success' });
+    assert.equal(estimator.snapshot().baselineRttMs, undefined);
+  });
+
+  test('bad options are INVALID_OPTION errors naming the option', () => {
+    const cases: [object, string][] = [
+      [{ minLimit: 10, maxLimit: 5 }, 'adaptive.minLimit'],
+      [{ minLimit: 0 }, 'adaptive.minLimit'],
+      [{ initialLimit: 1, minLimit: 2 }, 'adaptive.initialLimit'],
+      [{ windowMs: 0 }, 'adaptive.windowMs'],
+      [{ windowMs: -5 }, 'adaptive.windowMs'],
+      [{ smoothing: 0 }, 'adaptive.smoothing'],
+      [{ backoffRatio: 1 }, 'adaptive.backoffRatio'],
+      [{ queueTarget: -1 }, 'adaptive.queueTarget'],
+      [{ minSamples: 20, maxSamples: 10 }, 'adaptive.maxSamples'],
+      [{ probeIntervalMs: 0 }, 'adaptive.probeIntervalMs'],
+    ];
+    for (const [options, option] of cases) {
+      assert.throws(() => new AdaptiveLimit(options), (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === option, JSON.stringify(options));
+    }
+  });
+});
