@@ -67,6 +67,17 @@ describe('AdaptiveLimit against a simulated service', () => {
     assert.ok(goodputShare(r.goodput, 11, 15, 2 * CAPACITY) >= 0.9, `goodput ${r.goodput.join(' ')}`);
   });
 
+  test('priorities at 5x overload: the top tier keeps 99% success while the lowest absorbs the shedding', () => {
+    const { clock, limiter } = adaptive({ adaptive: true, tiers: 3 });
+    // One call in ten is critical, three are default, six are batch.
+    const tierOf = (i: number): number => (i % 10 === 0 ? 0 : i % 10 <= 3 ? 1 : 2);
+    const r = runService({ clock, limiter, phases: [base(5 * CAPACITY)], durationMs: 10_000, tierOf });
+    const [critical, normal, batch] = r.tiers.map((t) => t.good / t.offered) as [number, number, number];
+    assert.ok(critical >= 0.99, `critical ${critical}, default ${normal}, batch ${batch}`);
+    assert.ok(batch < normal && batch < 0.2, `critical ${critical}, default ${normal}, batch ${batch}`);
+    assert.ok(goodputShare(r.goodput, 2, 10, CAPACITY) >= 0.9, `goodput ${r.goodput.join(' ')}`);
+  });
+
   test('respects the floor: a quiet, slow service is never limited below minLimit', () => {
     const { clock, limiter } = adaptive({ adaptive: { minLimit: 6, initialLimit: 6 } });
     const r = runService({ clock, limiter, phases: [{ fromMs: 0, ratePerSecond: 5, slots: 1, serviceMs: 150 }], durationMs: 20_000 });

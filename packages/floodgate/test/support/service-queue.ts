@@ -31,6 +31,7 @@ export interface Phase {
 /** One call's fate. */
 interface Call {
   readonly arrivalMs: number;
+  readonly tier: number;
   permit: ConcurrencyPermit | undefined;
 }
 
@@ -44,6 +45,8 @@ export interface RunResult {
   readonly limits: number[];
   /** Latencies of the answered calls, from arrival, per second. */
   readonly latenciesMs: number[][];
+  /** Calls offered and answered within the timeout, per tier. */
+  readonly tiers: { offered: number; good: number }[];
 }
 
 /** A binary min-heap of timed events. */
@@ -103,6 +106,8 @@ export function runService(options: {
   readonly clientTimeoutMs?: number;
   readonly seed?: number;
   readonly serviceOf?: (index: number, phase: Phase) => { serviceMs: number; outcome: 'success' | 'ignore' };
+  /** The tier of call `index` (default 0). */
+  readonly tierOf?: (index: number) => number;
 }): RunResult {
   const { clock, limiter, phases, durationMs } = options;
   const timeoutMs = options.clientTimeoutMs ?? 1000;
@@ -113,7 +118,9 @@ export function runService(options: {
     shed: new Array<number>(seconds).fill(0),
     limits: new Array<number>(seconds).fill(0),
     latenciesMs: Array.from({ length: seconds }, () => []),
+    tiers: [],
   };
+  const tierStats = (tier: number): { offered: number; good: number } => (result.tiers[tier] ??= { offered: 0, good: 0 });
   const events = new Events();
   const waiting: { call: Call; serviceMs: number; outcome: 'success' | 'ignore' }[] = [];
   let head = 0;
@@ -138,6 +145,7 @@ export function runService(options: {
     if (nowMs - call.arrivalMs <= timeoutMs && second < seconds) {
       result.goodput[second]!++;
       result.latenciesMs[second]!.push(nowMs - call.arrivalMs);
+      tierStats(call.tier).good++;
     }
     startNext(nowMs);
   };
@@ -145,8 +153,10 @@ export function runService(options: {
   const arrive = (): void => {
     const nowMs = clock.now();
     const phase = phaseAt(nowMs);
-    const call: Call = { arrivalMs: nowMs, permit: undefined };
-    const admission = limiter?.tryAcquire();
+    const tier = options.tierOf?.(index) ?? 0;
+    const call: Call = { arrivalMs: nowMs, tier, permit: undefined };
+    tierStats(tier).offered++;
+    const admission = limiter?.tryAcquire(tier);
     if (admission !== undefined && !admission.allowed) {
       result.shed[Math.floor(nowMs / 1000)]!++;
     } else {
