@@ -21,9 +21,9 @@ export interface ConcurrencyLimiterOptions {
   /** Priority tiers (default 1); tier 0 is the most important. */
   readonly tiers?: number;
   /**
-   * Share of the limit held back from each tier below the top, per step down (default 0.1): with
-   * 3 tiers, tier 1 may fill 90% of the limit and tier 2 80%, so a saturated service sheds the
-   * lowest tier first and keeps room for the top one. It binds only when the slots run out.
+   * Share of the limit held back from each tier below the top, per step down (default 0.15):
+   * with 3 tiers, tier 1 may fill 85% of the limit and tier 2 70%, so a saturated service sheds
+   * the lowest tier first and keeps room for the top one. It binds only when the slots run out.
    */
   readonly reserveRatio?: number;
   /** Most callers waiting for a slot (default 0: no waiting, shed at once). */
@@ -240,7 +240,7 @@ export class ConcurrencyLimiter {
 }
 
 function checkReserve(value: unknown, tiers: number): number {
-  if (value === undefined) return 0.1;
+  if (value === undefined) return 0.15;
   if (typeof value === 'number' && value >= 0 && value * (tiers - 1) < 1) return value;
   throw new FloodgateError(
     'INVALID_OPTION',
