@@ -6,18 +6,7 @@
  * their client within its timeout.
  */
 import { ConcurrencyLimiter, ManualClock, type ConcurrencyPermit } from 'floodgate';
-
-/** mulberry32 returns a seeded generator of numbers in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seeded } from '../waiting/support.js';
 
 /** A phase of a run: from `fromMs`, the offered rate and the service's shape. */
 export interface Phase {
@@ -111,7 +100,7 @@ export function runService(options: {
 }): RunResult {
   const { clock, limiter, phases, durationMs } = options;
   const timeoutMs = options.clientTimeoutMs ?? 1000;
-  const random = mulberry32(options.seed ?? 1);
+  const random = seeded(options.seed ?? 1);
   const seconds = Math.ceil(durationMs / 1000);
   const result: RunResult = {
     goodput: new Array<number>(seconds).fill(0),
