@@ -62,3 +62,14 @@ export {
 } from './overload/concurrency-limiter.js';
 export { ConcurrencyPermit, type Shed, type ShedReason } from './overload/concurrency-permit.js';
 export type { CoDel } from './overload/wait-line.js';
+export {
+  CircuitBreaker,
+  type CircuitBreakerAdmission,
+  type CircuitBreakerCall,
+  type CircuitBreakerEvent,
+  type CircuitBreakerOptions,
+  type CircuitBreakerOutcome,
+  type CircuitBreakerReason,
+  type CircuitBreakerState,
+  type CircuitBreakerTrigger,
+} from './overload/circuit-breaker.js';

@@ -1,7 +1,8 @@
 import { monotonicClock, type Clock } from '../../core/clock.js';
+import { CircuitBreaker, type CircuitBreakerAdmission, type CircuitBreakerState } from '../../overload/circuit-breaker.js';
 
 /** CircuitState is what a {@link Circuit} does now: send everything, refuse, or wait on its one probe. */
-export type CircuitState = 'closed' | 'open' | 'half-open';
+export type CircuitState = CircuitBreakerState;
 
 /** CircuitOptions configures a {@link Circuit}. */
 export interface CircuitOptions {
@@ -9,7 +10,10 @@ export interface CircuitOptions {
   readonly failuresToOpen: number;
   /** How long an open circuit waits before letting one operation through as a probe, in ms. */
   readonly probeIntervalMs: number;
-  /** The longest a probe can take before it counts as failed (the store's `timeoutMs`), in ms (default 0). */
+  /**
+   * The longest a probe can take before it counts as failed (the store's `timeoutMs`), in ms.
+   * Absent or 0, the circuit never times a probe out itself: its caller must end every probe.
+   */
   readonly probeTimeoutMs?: number;
   /** Where "now" comes from: the store's clock (default {@link monotonicClock}; a `ManualClock` in tests). */
   readonly clock?: Clock;
@@ -18,7 +22,7 @@ export interface CircuitOptions {
 }
 
 /** Admission is what {@link Circuit.admit} allows: send, send as the one probe, or do not send. */
-export type Admission = 'send' | 'probe' | 'refuse';
+export type Admission = CircuitBreakerAdmission;
 
 /**
  * CircuitRouter picks the {@link Circuit} that guards a script from the script's keys: a lone
@@ -34,25 +38,22 @@ export interface CircuitRouter {
 /**
  * Circuit is a circuit breaker in front of Redis (or, on a cluster, one node of it: see
  * `NodeCircuits`), shared by every table of one store, so a Redis that is down or hung is
- * not sent an ever-growing queue of commands.
+ * not sent an ever-growing queue of commands. It is a {@link CircuitBreaker} with the
+ * `consecutiveFailures` trigger, one probe at a time, and the store's words for its options.
  *
  * Closed (healthy), everything is sent. After `failuresToOpen` failures in a row it opens: nothing
  * is sent, and every operation fails at once. Once `probeIntervalMs` has passed, the next operation
- * is sent as the single probe (half open): its success closes the circuit, its failure opens it for
- * another interval. So while Redis is away, at most one command per interval (plus those already in
+ * is sent as the single probe (half open): its success closes the circuit, its failure (or its
+ * outliving `probeTimeoutMs`) opens it for another interval. Any answer from Redis, even to an
+ * operation sent before the circuit opened, closes it; any failure while open restarts the
+ * interval. So while Redis is away, at most one command per interval (plus those already in
  * flight) is outstanding, and decisions recover within about `probeIntervalMs` plus one round trip
  * of Redis coming back (and of the client reconnecting, which is the client's own setting).
  *
  * All time comes from the injected clock: a test moves a `ManualClock` through every state.
  */
 export class Circuit implements CircuitRouter {
-  private failures = 0;
-  private openUntilMs = -Infinity;
-  private probeSentAtMs = -Infinity;
-  private probing = false;
-  private current: CircuitState = 'closed';
-  private readonly clock: Clock;
-  private readonly probeTimeoutMs: number;
+  private readonly breaker: CircuitBreaker;
 
   /**
    * Creates a closed circuit; `name` is what it guards, as error messages say it: `'Redis'`
@@ -60,22 +61,30 @@ export class Circuit implements CircuitRouter {
    * is what circuit events name: the node's id, a slot range, or undefined for a single Redis.
    */
   constructor(
-    private readonly options: CircuitOptions,
+    options: CircuitOptions,
     readonly name = 'Redis',
     readonly node: string | undefined = undefined,
   ) {
-    this.clock = options.clock ?? monotonicClock;
-    this.probeTimeoutMs = options.probeTimeoutMs ?? 0;
+    const { changed, probeTimeoutMs } = options;
+    this.breaker = new CircuitBreaker({
+      trigger: { type: 'consecutiveFailures', count: options.failuresToOpen },
+      openMs: options.probeIntervalMs,
+      halfOpenProbes: 1,
+      probeTimeoutMs: probeTimeoutMs === undefined || probeTimeoutMs === 0 ? Infinity : probeTimeoutMs,
+      clock: options.clock ?? monotonicClock,
+      name,
+      ...(changed === undefined ? {} : { onStateChange: (event) => changed(this, event.to) }),
+    });
   }
 
   /** open is true while operations are refused without being sent (including during the probe). */
   get open(): boolean {
-    return this.failures >= this.options.failuresToOpen;
+    return this.breaker.state !== 'closed';
   }
 
   /** state returns `closed`, `open` (nothing sent), or `half-open` (the one probe is out). */
   get state(): CircuitState {
-    return this.current;
+    return this.breaker.state;
   }
 
   /**
@@ -84,9 +93,7 @@ export class Circuit implements CircuitRouter {
    * the soonest time at which the circuit can be sending, if the probe fails.
    */
   retryInMs(): number {
-    if (!this.open) return 0;
-    const untilMs = this.probing ? this.probeSentAtMs + this.probeTimeoutMs + this.options.probeIntervalMs : this.openUntilMs;
-    return Math.max(0, Math.ceil(untilMs - this.clock.now()));
+    return this.breaker.retryInMs();
   }
 
   /**
@@ -94,7 +101,7 @@ export class Circuit implements CircuitRouter {
    * probe is in flight and nothing is refused now (it is closed, or its next probe is due).
    */
   get idle(): boolean {
-    return !this.probing && this.retryInMs() === 0;
+    return this.breaker.idle;
   }
 
   /** circuitOf returns this circuit: alone, it guards every script (a single Redis). */
@@ -104,41 +111,21 @@ export class Circuit implements CircuitRouter {
 
   /** admit returns whether an operation may be sent now, and whether it is the probe. */
   admit(): Admission {
-    if (!this.open) return 'send';
-    const nowMs = this.clock.now();
-    if (this.probing || nowMs < this.openUntilMs) return 'refuse';
-    this.probing = true;
-    this.probeSentAtMs = nowMs;
-    this.become('half-open');
-    return 'probe';
+    return this.breaker.admit();
   }
 
   /** succeeded records an answer from Redis: any answer closes the circuit. */
   succeeded(probe: boolean): void {
-    if (probe) this.probing = false;
-    this.failures = 0;
-    this.become('closed');
+    this.breaker.record({ ok: true, probe });
   }
 
   /** failed records a failure that says Redis is unhealthy (not a script's own error). */
   failed(probe: boolean): void {
-    if (probe) this.probing = false;
-    this.failures++;
-    if (!this.open) return;
-    this.openUntilMs = this.clock.now() + this.options.probeIntervalMs;
-    this.become(this.probing ? 'half-open' : 'open');
+    this.breaker.record({ ok: false, probe });
   }
 
-  /** abandoned releases the probe slot when a probe ended without saying anything about Redis. */
+  /** abandoned releases the probe slot when a probe ended without saying anything about Redis: the next operation may be the probe. */
   abandoned(probe: boolean): void {
-    if (!probe) return;
-    this.probing = false;
-    this.become(this.open ? 'open' : 'closed');
-  }
-
-  private become(state: CircuitState): void {
-    if (state === this.current) return;
-    this.current = state;
-    this.options.changed?.(this, state);
+    this.breaker.abandoned(probe);
   }
 }
