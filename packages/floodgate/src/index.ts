@@ -72,4 +72,4 @@ export {
   type CircuitBreakerReason,
   type CircuitBreakerState,
   type CircuitBreakerTrigger,
-} from './overload/circuit-breaker.js';
+} from './core/circuit/circuit-breaker.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CircuitBreaker, FloodgateError, ManualClock, type CircuitBreakerOptions } from '../../src/index.js';
+import { CircuitBreaker, FloodgateError, ManualClock, type CircuitBreakerOptions } from 'floodgate';
 
 // Tables of steps at fixed times on a ManualClock. Each step is [atMs, action, expected]:
 //   'ok' | 'fail' [durationMs]  a call asks admit() and, unless refused, ends at once: `${admission}/${state after}`

@@ -1,7 +1,7 @@
 /** The options of a `CircuitBreaker`, their defaults, and the checks that name what is wrong. */
-import { monotonicClock, type Clock } from '../core/clock.js';
-import { FloodgateError, describeValue } from '../core/errors.js';
-import { durationMs, positiveInteger, positiveNumber, requireObject } from '../core/validate.js';
+import { monotonicClock, type Clock } from '../clock.js';
+import { FloodgateError, describeValue } from '../errors.js';
+import { durationMs, positiveInteger, positiveNumber, requireObject } from '../validate.js';
 import type { CircuitBreakerEvent } from './circuit-breaker-events.js';
 
 /**
