@@ -24,12 +24,9 @@ const MAX_BUCKETS = 5000;
  */
 export function parseScenario(value: unknown): Scenario {
   const f = new Fields(value, '');
-  const seed = f.number('seed', { integer: true, min: 0, max: 2 ** 32 - 1 }, 1);
-  const durationMs = f.number('durationMs', { min: 1, max: MAX_DURATION_MS });
-  const bucketMs = f.number('bucketMs', { min: 0, above: true }, Math.max(1, Math.round(durationMs / 100)));
-  if (durationMs / bucketMs > MAX_BUCKETS) throw invalid('bucketMs', `cuts durationMs into more than ${MAX_BUCKETS} steps; use at least ${Math.ceil(durationMs / MAX_BUCKETS)}`);
-  const traffic = f.array('traffic', 1).map((t, i) => parseTraffic(t, `traffic[${i}]`, durationMs));
-  checkArrivalCount(traffic);
+  if (f.has('service')) throw invalid('service', 'makes this a service scenario, which simulateService runs (floodgate simulate picks it by this field)');
+  if (f.has('protections')) throw invalid('protections', 'applies only to a service scenario: add a service section, or list policies instead');
+  const { seed, durationMs, bucketMs, traffic } = parseCommon(f);
   const policies = f.array('policies', 1).map((p, i) => parseLane(p, `policies[${i}]`));
   const names = new Set<string>();
   for (const [i, lane] of policies.entries()) {
@@ -38,6 +35,25 @@ export function parseScenario(value: unknown): Scenario {
   }
   f.done();
   return { seed, durationMs, bucketMs, traffic, policies };
+}
+
+/** The fields every scenario shares: seed, duration, chart step and traffic. */
+export interface CommonFields {
+  seed: number;
+  durationMs: number;
+  bucketMs: number;
+  traffic: TrafficSpec[];
+}
+
+/** parseCommon reads the fields every scenario shares from the top level `f`, checked, with defaults. */
+export function parseCommon(f: Fields): CommonFields {
+  const seed = f.number('seed', { integer: true, min: 0, max: 2 ** 32 - 1 }, 1);
+  const durationMs = f.number('durationMs', { min: 1, max: MAX_DURATION_MS });
+  const bucketMs = f.number('bucketMs', { min: 0, above: true }, Math.max(1, Math.round(durationMs / 100)));
+  if (durationMs / bucketMs > MAX_BUCKETS) throw invalid('bucketMs', `cuts durationMs into more than ${MAX_BUCKETS} steps; use at least ${Math.ceil(durationMs / MAX_BUCKETS)}`);
+  const traffic = f.array('traffic', 1).map((t, i) => parseTraffic(t, `traffic[${i}]`, durationMs));
+  checkArrivalCount(traffic);
+  return { seed, durationMs, bucketMs, traffic };
 }
 
 /** expectedArrivals returns about how many requests `spec` makes (the mean, for Poisson). */

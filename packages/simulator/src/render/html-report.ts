@@ -30,27 +30,43 @@ pre { background: #f7f7f7; padding: 0.8rem; overflow-x: auto; font-size: 0.8rem;
  */
 export function renderHtmlReport(result: SimulationResult, charts: readonly Chart[] = renderCharts(result)): string {
   const sc = result.scenario;
+  return htmlPage('floodgate simulation', [
+    `<p class="lead">${result.arrivals.length} requests on ${result.arrivals.keys.length} key(s) over ${formatNumber(sc.durationMs)} ms of virtual time, seed ${sc.seed}; every lane runs floodgate's own code on a manual clock.</p>`,
+    summaryTable(result),
+    lanesList(result),
+    ...chartFigures(charts),
+    ...scenarioSection(sc),
+  ]);
+}
+
+/** htmlPage returns a whole self-contained page titled `title` around the `body` parts, one per line. */
+export function htmlPage(title: string, body: readonly string[]): string {
   return [
     '<!doctype html>',
     '<html lang="en">',
     '<head>',
     '<meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width, initial-scale=1">',
-    '<title>floodgate simulation</title>',
+    `<title>${escapeXml(title)}</title>`,
     `<style>${STYLE}</style>`,
     '</head>',
     '<body>',
-    '<h1>floodgate simulation</h1>',
-    `<p class="lead">${result.arrivals.length} requests on ${result.arrivals.keys.length} key(s) over ${formatNumber(sc.durationMs)} ms of virtual time, seed ${sc.seed}; every lane runs floodgate's own code on a manual clock.</p>`,
-    summaryTable(result),
-    lanesList(result),
-    ...charts.map((c) => `<h2>${escapeXml(c.title)}</h2>\n<figure id="chart-${c.id}">\n${c.svg}</figure>`),
-    '<h2>Scenario</h2>',
-    `<pre>${escapeXml(JSON.stringify(sc, scenarioReplacer, 2))}</pre>`,
+    `<h1>${escapeXml(title)}</h1>`,
+    ...body,
     '</body>',
     '</html>',
     '',
   ].join('\n');
+}
+
+/** chartFigures returns each chart under its title, inline. */
+export function chartFigures(charts: readonly Chart[]): string[] {
+  return charts.map((c) => `<h2>${escapeXml(c.title)}</h2>\n<figure id="chart-${c.id}">\n${c.svg}</figure>`);
+}
+
+/** scenarioSection returns the scenario as checked, printed in full (trace rows counted, infinities as strings). */
+export function scenarioSection(scenario: unknown): string[] {
+  return ['<h2>Scenario</h2>', `<pre>${escapeXml(JSON.stringify(scenario, scenarioReplacer, 2))}</pre>`];
 }
 
 function summaryTable(result: SimulationResult): string {

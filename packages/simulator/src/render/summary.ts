@@ -1,3 +1,4 @@
+import type { TrafficSpec } from '../scenario.js';
 import type { SimulationResult } from '../simulate.js';
 import { formatNumber } from './format.js';
 
@@ -29,19 +30,21 @@ export const SUMMARY_HEADERS = ['lane', 'admitted', 'refused', 'max in window / 
  * process.stdout.write(renderTextSummary(await simulate(scenario)));
  */
 export function renderTextSummary(result: SimulationResult): string {
-  const rows = [[...SUMMARY_HEADERS], ...summaryRows(result)];
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  const line = (r: string[]): string => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ').trimEnd();
   const sc = result.scenario;
   const out = [
     `floodgate simulation: ${result.arrivals.length} requests over ${formatNumber(sc.durationMs)} ms, seed ${sc.seed}, ${result.arrivals.keys.length} key(s)`,
     '',
-    line(rows[0]!),
-    ...rows.slice(1).map(line),
+    ...textTable([[...SUMMARY_HEADERS], ...summaryRows(result)]),
     '',
     ...result.lanes.map((lane) => `${lane.name}: ${lane.description}; window ${formatNumber(lane.promise.windowMs)} ms; hottest key ${JSON.stringify(lane.score.hottestKey)}`),
   ];
   return out.join('\n') + '\n';
+}
+
+/** textTable returns `rows` (the first the headers) as aligned lines: the first column to the left, the others to the right. */
+export function textTable(rows: readonly (readonly string[])[]): string[] {
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ').trimEnd());
 }
 
 /**
@@ -52,9 +55,9 @@ export function renderTextSummary(result: SimulationResult): string {
 export function summaryJson(result: SimulationResult): unknown {
   const scenario = {
     ...result.scenario,
-    traffic: result.scenario.traffic.map((t) => (t.type === 'trace' ? { type: 'trace', file: t.file, format: t.format, rows: t.rows.length } : t)),
+    traffic: trafficForJson(result.scenario.traffic),
   };
-  return clean({
+  return cleanForJson({
     scenario,
     requests: result.arrivals.length,
     keys: result.arrivals.keys.length,
@@ -62,17 +65,23 @@ export function summaryJson(result: SimulationResult): unknown {
   });
 }
 
+/** trafficForJson returns the traffic sources with each trace's rows counted, not copied. */
+export function trafficForJson(traffic: readonly TrafficSpec[]): unknown[] {
+  return traffic.map((t) => (t.type === 'trace' ? { type: 'trace', file: t.file, format: t.format, rows: t.rows.length } : t));
+}
+
 /** renderJsonSummary returns {@link summaryJson} as indented JSON text ending in a newline. */
 export function renderJsonSummary(result: SimulationResult): string {
   return JSON.stringify(summaryJson(result), null, 2) + '\n';
 }
 
-function clean(value: unknown): unknown {
+/** cleanForJson returns `value` with numbers rounded to 3 decimals, infinities and NaN as strings, and undefined fields left out: stable JSON. */
+export function cleanForJson(value: unknown): unknown {
   if (typeof value === 'number') return Number.isFinite(value) ? Number(formatNumber(value)) : formatNumber(value);
-  if (Array.isArray(value)) return value.map(clean);
+  if (Array.isArray(value)) return value.map(cleanForJson);
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = clean(v);
+    for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = cleanForJson(v);
     return out;
   }
   return value;

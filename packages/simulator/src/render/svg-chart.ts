@@ -4,6 +4,7 @@ import { escapeXml, formatNumber, niceTicks } from './format.js';
 export interface ChartLine {
   /** Class of the path, e.g. `admitted` or `refused`. */
   readonly kind: string;
+  /** One value per step; NaN where there is none (the line breaks there). */
   readonly values: Float64Array;
   /** SVG stroke-dasharray, e.g. `5 3`; solid when absent. */
   readonly dash?: string;
@@ -87,9 +88,18 @@ function maxOf(options: LineChartOptions): number {
   return max * 1.05;
 }
 
+/** The line through the values; a NaN (no value in that step) breaks it, and the next value starts a new piece. */
 function pathOf(values: Float64Array, x: (i: number) => number, y: (v: number) => number): string {
   const points: string[] = [];
-  for (let i = 0; i < values.length; i++) points.push(`${i === 0 ? 'M' : 'L'}${coord(x(i))} ${coord(y(values[i]!))}`);
+  let gap = true;
+  for (let i = 0; i < values.length; i++) {
+    if (Number.isNaN(values[i]!)) {
+      gap = true;
+      continue;
+    }
+    points.push(`${gap ? 'M' : 'L'}${coord(x(i))} ${coord(y(values[i]!))}`);
+    gap = false;
+  }
   return points.join(' ');
 }
 
