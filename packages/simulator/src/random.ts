@@ -61,3 +61,24 @@ export class ZipfSampler {
     return lo;
   }
 }
+
+/**
+ * uniformAt returns a number in (0, 1) that depends on `seed`, `stream` and `index` alone (a hash,
+ * not a sequence): the draw for one call is the same whatever else was drawn before, so every
+ * lane of a run sees the same call take the same time, in the same tier.
+ */
+export function uniformAt(seed: number, stream: number, index: number): number {
+  const h = mix32(mix32((seed >>> 0) ^ Math.imul(stream + 1, 0x9e3779b9)) ^ (index >>> 0));
+  return (mix32(h + Math.floor(index / 4294967296)) + 0.5) / 4294967296;
+}
+
+/** Chris Wellons' lowbias32: a 32-bit mixing function with every input bit reaching every output bit. */
+function mix32(value: number): number {
+  let x = value >>> 0;
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x7feb352d);
+  x ^= x >>> 15;
+  x = Math.imul(x, 0x846ca68b);
+  x ^= x >>> 16;
+  return x >>> 0;
+}
