@@ -6,8 +6,12 @@ import { SimulatorError } from './errors.js';
 import { Fields } from './fields.js';
 import { renderCharts } from './render/charts.js';
 import { renderHtmlReport } from './render/html-report.js';
+import { renderServiceCharts } from './render/service-charts.js';
+import { renderServiceHtmlReport } from './render/service-report.js';
+import { renderServiceJsonSummary, renderServiceTextSummary } from './render/service-summary.js';
 import { renderJsonSummary, renderTextSummary } from './render/summary.js';
-import { simulate } from './simulate.js';
+import { simulateService, type ServiceSimulationResult } from './service/simulate-service.js';
+import { simulate, type SimulationResult } from './simulate.js';
 import { parseTrace, traceFormatOf } from './trace.js';
 
 /** CommandIo is where {@link runSimulateCommand} writes and which directory relative paths start from. */
@@ -20,10 +24,13 @@ export interface CommandIo {
 const USAGE = `Usage: floodgate simulate --scenario <file.yaml|file.json> [--out <dir>] [--format text|json] [--seed <n>]
 
 Runs the scenario's traffic through each of its policies on virtual time, with floodgate's own
-limiters, and scores them against an exact oracle. Same scenario and seed, same bytes out.
+limiters, and scores them against an exact oracle. A scenario with a service section runs its
+traffic through each of its protections (none, a fixed or an adaptive concurrency limit) into
+identical copies of that service instead. Same scenario and seed, same bytes out.
 
   -s, --scenario <file>   the scenario, YAML or JSON (trace files are read relative to it)
-  -o, --out <dir>         write report.html, admitted.svg, wait.svg, window.svg, summary.json and summary.txt
+  -o, --out <dir>         write report.html, the charts (admitted.svg, wait.svg, window.svg; for a
+                          service: concurrency.svg, goodput.svg, latency*.svg), summary.json and summary.txt
   -f, --format <format>   the summary printed on stdout: text (default) or json
       --seed <n>          override the scenario's seed
   -h, --help              print this help
@@ -51,9 +58,9 @@ export async function runSimulateCommand(args: string[], io: CommandIo): Promise
     }
     const scenarioPath = resolve(io.cwd, flags.scenario);
     const scenario = await loadScenario(scenarioPath, flags.seed);
-    const result = await simulate(scenario);
-    if (flags.out !== undefined) await writeOutputs(resolve(io.cwd, flags.out), result);
-    io.stdout.write(flags.format === 'json' ? renderJsonSummary(result) : renderTextSummary(result));
+    const report = scenario.service !== undefined ? serviceReport(simulateService(scenario)) : rateLimitReport(await simulate(scenario));
+    if (flags.out !== undefined) await writeOutputs(resolve(io.cwd, flags.out), report.files());
+    io.stdout.write(flags.format === 'json' ? report.json : report.text);
     return 0;
   } catch (error) {
     if (!(error instanceof SimulatorError)) {
@@ -106,7 +113,7 @@ function readFlags(args: string[]): Flags {
 }
 
 /** Reads and parses the scenario file, reads its trace files into rows, and applies a seed override. */
-async function loadScenario(path: string, seed: number | undefined): Promise<unknown> {
+async function loadScenario(path: string, seed: number | undefined): Promise<Record<string, unknown>> {
   const text = await readText(path, '--scenario');
   let data: unknown;
   try {
@@ -142,14 +149,35 @@ async function readText(path: string, field: string): Promise<string> {
   }
 }
 
-async function writeOutputs(dir: string, result: Awaited<ReturnType<typeof simulate>>): Promise<void> {
-  const charts = renderCharts(result);
-  const files: Array<[string, string]> = [
-    ['report.html', renderHtmlReport(result, charts)],
-    ...charts.map((c): [string, string] => [`${c.id}.svg`, c.svg]),
-    ['summary.json', renderJsonSummary(result)],
-    ['summary.txt', renderTextSummary(result)],
-  ];
+/** Report is what a run prints (as text or JSON) and writes to --out. */
+interface Report {
+  readonly text: string;
+  readonly json: string;
+  /** The files of --out, by name; rendered only when asked for. */
+  files(): Array<[string, string]>;
+}
+
+function rateLimitReport(result: SimulationResult): Report {
+  const text = renderTextSummary(result);
+  const json = renderJsonSummary(result);
+  const files = (): Array<[string, string]> => {
+    const charts = renderCharts(result);
+    return [['report.html', renderHtmlReport(result, charts)], ...charts.map((c): [string, string] => [`${c.id}.svg`, c.svg]), ['summary.json', json], ['summary.txt', text]];
+  };
+  return { text, json, files };
+}
+
+function serviceReport(result: ServiceSimulationResult): Report {
+  const text = renderServiceTextSummary(result);
+  const json = renderServiceJsonSummary(result);
+  const files = (): Array<[string, string]> => {
+    const charts = renderServiceCharts(result);
+    return [['report.html', renderServiceHtmlReport(result, charts)], ...charts.map((c): [string, string] => [`${c.id}.svg`, c.svg]), ['summary.json', json], ['summary.txt', text]];
+  };
+  return { text, json, files };
+}
+
+async function writeOutputs(dir: string, files: Array<[string, string]>): Promise<void> {
   try {
     await mkdir(dir, { recursive: true });
     for (const [name, content] of files) await writeFile(resolve(dir, name), content);

@@ -26,3 +26,6 @@ export type { ServicePhase } from './service/capacity.js';
 export type { LevelSeries, TierSeries } from './service/meter.js';
 export { ServiceTime, inverseNormal, lognormalSigma } from './service/service-time.js';
 export { uniformAt } from './random.js';
+export { renderServiceCharts } from './render/service-charts.js';
+export { renderServiceHtmlReport } from './render/service-report.js';
+export { renderServiceJsonSummary, renderServiceTextSummary, serviceSummaryJson } from './render/service-summary.js';
