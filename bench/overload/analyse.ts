@@ -77,11 +77,14 @@ export function windowStats(records: LoadRecords, fromMs: number, toMs: number, 
   };
 }
 
-/** goodputSeries returns good answers per second in consecutive `stepMs` buckets from 0 to `endMs`, by due time. */
+/**
+ * goodputSeries returns good answers per second in consecutive `stepMs` buckets from 0 to `endMs`,
+ * by when each answer came (so no bucket can exceed what the upstream serves).
+ */
 export function goodputSeries(records: LoadRecords, stepMs: number, endMs: number): number[] {
   const buckets = new Array<number>(Math.ceil(endMs / stepMs)).fill(0);
   for (let i = 0; i < records.dueMs.length; i++) {
-    const b = Math.floor(records.dueMs[i]! / stepMs);
+    const b = Math.floor((records.dueMs[i]! + records.latencyMs[i]!) / stepMs);
     if (b < buckets.length && records.status[i] === 200) buckets[b]!++;
   }
   return buckets.map((n) => (n * 1000) / stepMs);
