@@ -103,7 +103,7 @@ describe('a service scenario', () => {
       { name: 'none', protection: { type: 'none' }, tiers: undefined },
       { name: 'concurrency 40', protection: { type: 'concurrency', limit: 40 }, tiers: undefined },
       { name: 'adaptive', protection: { type: 'adaptive', options: {} }, tiers: undefined },
-      { name: 'tiered', protection: { type: 'adaptive', options: { minLimit: 4 } }, tiers: { reserveRatio: 0.1 } },
+      { name: 'tiered', protection: { type: 'adaptive', options: { minLimit: 4 } }, tiers: { reserveRatio: undefined } },
     ]);
     const untiered = parseServiceScenario(base);
     assert.deepEqual(untiered.service.tiers, [{ name: 'all', share: 1 }]);

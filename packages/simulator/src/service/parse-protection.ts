@@ -81,12 +81,12 @@ function parseAdaptive(value: unknown, path: string): AdaptiveSpec {
   return spec;
 }
 
-function parseTiers(f: Fields, protection: Protection, tierCount: number): { reserveRatio: number } {
+function parseTiers(f: Fields, protection: Protection, tierCount: number): { reserveRatio: number | undefined } {
   const where = f.at('tiers');
   if (protection.type === 'none') throw invalid(where, 'does not apply to a lane without protection: nothing there tells tiers apart');
   if (tierCount < 2) throw invalid(where, 'needs service.tiers to list at least 2 tiers of the traffic');
   const raw = f.raw('tiers');
-  if (raw === true) return { reserveRatio: 0.1 };
+  if (raw === true) return { reserveRatio: undefined };
   const t = new Fields(raw, where);
   const reserveRatio = t.number('reserveRatio', { min: 0 });
   if (reserveRatio * (tierCount - 1) >= 1) throw invalid(t.at('reserveRatio'), `times the tiers below the top (${tierCount - 1}) must stay below 1, got ${reserveRatio}`);
@@ -106,7 +106,8 @@ function defaultName(protection: Protection, tiered: boolean): string {
 export function buildLimiter(lane: ProtectionLaneSpec, tierCount: number, clock: ManualClock): ConcurrencyLimiter | undefined {
   const p = lane.protection;
   if (p.type === 'none') return undefined;
-  const tiers = lane.tiers === undefined ? {} : { tiers: tierCount, reserveRatio: lane.tiers.reserveRatio };
+  const reserve = lane.tiers?.reserveRatio === undefined ? {} : { reserveRatio: lane.tiers.reserveRatio };
+  const tiers = lane.tiers === undefined ? {} : { tiers: tierCount, ...reserve };
   return new ConcurrencyLimiter({ ...(p.type === 'concurrency' ? { limit: p.limit } : { adaptive: p.options }), ...tiers, clock });
 }
 

@@ -176,5 +176,7 @@ export function describeProtection(lane: ProtectionLaneSpec): string {
       : p.type === 'concurrency'
         ? `fixed concurrency limit ${p.limit}`
         : `adaptive concurrency limit (${Object.keys(p.options).length === 0 ? "the library's defaults" : Object.entries(p.options).map(([k, v]) => `${k} ${v}`).join(', ')})`;
-  return lane.tiers === undefined ? base : `${base}; tiers by priority, each tier below the top held back ${lane.tiers.reserveRatio} of the limit more`;
+  if (lane.tiers === undefined) return base;
+  const reserve = lane.tiers.reserveRatio === undefined ? "the library's default share" : `${lane.tiers.reserveRatio}`;
+  return `${base}; tiers by priority, each tier below the top held back ${reserve} of the limit more`;
 }

@@ -79,8 +79,8 @@ export interface ProtectionLaneSpec {
   /** The lane's label in charts and summaries (unique). */
   readonly name: string;
   readonly protection: Protection;
-  /** Set when the limiter serves the traffic's tiers by priority: its `reserveRatio`. */
-  readonly tiers: { readonly reserveRatio: number } | undefined;
+  /** Set when the limiter serves the traffic's tiers by priority: its `reserveRatio` (undefined: the library's default). */
+  readonly tiers: { readonly reserveRatio: number | undefined } | undefined;
 }
 
 /** ServiceScenario is a whole service simulation, checked and with its defaults filled in. */
