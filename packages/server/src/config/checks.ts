@@ -1,8 +1,10 @@
 /**
  * The checks no schema expresses: names that must be unique, costs no policy can admit, rules and
- * routes that can never apply, secrets named but not set, options that contradict each other.
+ * routes that can never apply, secrets named but not set, options that contradict each other
+ * (the overload sections' own checks are in `overload-checks.ts`).
  */
 import { FloodgateError } from 'floodgate';
+import { checkOverload } from './overload-checks.js';
 import { policyOf } from './policy.js';
 import type { ConfigPath, ConfigProblem, Locator } from './problems.js';
 import type { GatewayConfig, RouteConfig, RuleConfig } from './schema.js';
@@ -22,6 +24,7 @@ export function checkConfig(config: GatewayConfig, at: Locator, env: NodeJS.Proc
     }
     problems.push(...checkRules(route, ['routes', i], at, env));
   });
+  problems.push(...checkOverload(config, at));
   problems.push(...checkStore(config, at, env));
   if (config.routes.length === 0 && config.rateLimitService === undefined) {
     problems.push(at.problem(['routes'], 'the config serves nothing: it needs routes, a rateLimitService, or both', 'add a route under routes:, or a rateLimitService: section with Envoy descriptor files'));

@@ -3,6 +3,7 @@
  * number says its unit in its name, and `floodgate schema` prints the same schema as JSON Schema.
  */
 import { z } from 'zod';
+import { protectionFields, upstreamSchema } from './overload-schema.js';
 
 const positive = z.number().positive();
 const whole = z.number().int();
@@ -47,7 +48,7 @@ export const ruleSchema = z.strictObject({
   queue: z.strictObject({ maxWaitMs: positive.default(1000), maxQueue: whole.nonnegative().default(100) }).optional(),
 });
 
-/** routeSchema is one route: what it matches, where it forwards, and its rules. */
+/** routeSchema is one route: what it matches, where it forwards, its rules and its overload protection. */
 export const routeSchema = z.strictObject({
   name,
   match: z
@@ -59,6 +60,9 @@ export const routeSchema = z.strictObject({
     .default({ path: '/*' }),
   upstream: z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL such as http://127.0.0.1:3000' }),
   rules: z.array(ruleSchema).default([]),
+  ...protectionFields,
+  /** The priority tier of every request on this route (a tier name of the route's or its upstream's priority), instead of the header's. */
+  routeTier: name.optional(),
 });
 
 /** storeSchema is where limiter state lives: this process's memory, or Redis shared by many gateways. */
@@ -118,6 +122,8 @@ export const configSchema = z.strictObject({
     .default({ maxHeaderBytes: 16_384, maxBodyBytes: 10_485_760, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, upstreamTimeoutMs: 30_000, connectTimeoutMs: 5_000 }),
   /** The routes to proxy; a config needs routes, a rateLimitService, or both. */
   routes: z.array(routeSchema).default([]),
+  /** Overload protection shared by every route forwarding to an origin (a route's own sections are checked first). */
+  upstreams: z.array(upstreamSchema).default([]),
   rateLimitService: rateLimitServiceSchema.optional(),
 });
 
