@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ConcurrencyLimiter } from 'floodgate';
 import { GatewayMetrics } from '../src/ops/metrics.js';
 
 async function valueOf(metrics: GatewayMetrics, name: string, labels: Record<string, string>): Promise<number | undefined> {
@@ -29,5 +30,29 @@ describe('GatewayMetrics counts', () => {
     assert.equal(await valueOf(metrics, 'floodgate_decisions_total', { route: 'api', rule: 'per-ip', outcome: 'admitted' }), 3);
     assert.equal(await valueOf(metrics, 'floodgate_responses_total', { route: 'api', status: '200' }), 2);
     assert.equal(await valueOf(metrics, 'floodgate_responses_total', { route: 'api', status: '429' }), 1);
+  });
+});
+
+describe('GatewayMetrics overload', () => {
+  it('reads each guard\'s limiter and circuit at the scrape, counts sheds and transitions, and drops a guard a reload removed', async () => {
+    const metrics = new GatewayMetrics();
+    const limiter = new ConcurrencyLimiter({ limit: 3 });
+    const permit = limiter.tryAcquire();
+    let guards = [{ scope: 'route:api', limiter, breaker: { state: 'half-open' } }];
+    metrics.overload.guards = () => guards;
+    metrics.overload.shed('route:api', 'batch', 'limit');
+    metrics.overload.shed('route:api', 'batch', 'limit');
+    metrics.overload.circuitTransition('route:api', 'open');
+    assert.equal(await valueOf(metrics, 'floodgate_concurrency_limit', { scope: 'route:api' }), 3);
+    assert.equal(await valueOf(metrics, 'floodgate_concurrency_in_flight', { scope: 'route:api' }), 1);
+    assert.equal(await valueOf(metrics, 'floodgate_concurrency_queued', { scope: 'route:api' }), 0);
+    assert.equal(await valueOf(metrics, 'floodgate_concurrency_rtt_baseline_seconds', { scope: 'route:api' }), undefined, 'a fixed limit has no latency estimate');
+    assert.equal(await valueOf(metrics, 'floodgate_circuit_state', { scope: 'route:api' }), 1);
+    assert.equal(await valueOf(metrics, 'floodgate_concurrency_shed_total', { scope: 'route:api', tier: 'batch', reason: 'limit' }), 2);
+    assert.equal(await valueOf(metrics, 'floodgate_circuit_transitions_total', { scope: 'route:api', to: 'open' }), 1);
+    if (permit.allowed) permit.release();
+    guards = [];
+    assert.equal(await valueOf(metrics, 'floodgate_concurrency_limit', { scope: 'route:api' }), undefined);
+    assert.equal(await valueOf(metrics, 'floodgate_circuit_state', { scope: 'route:api' }), undefined);
   });
 });

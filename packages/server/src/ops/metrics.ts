@@ -1,10 +1,13 @@
 /**
  * The gateway's Prometheus metrics (prom-client, on a registry of its own): decisions by route,
- * rule and outcome; store latency, errors and circuit state; upstream latency and status; queue depth.
+ * rule and outcome; store latency, errors and circuit state; upstream latency and status; queue depth;
+ * and the overload protection's (`overload-metrics.ts`).
  */
 import type { CircuitEvent, Observer } from 'floodgate';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DecisionReporter, RuleOutcome } from '../gateway/decide.js';
+import { LabelChildren, PendingCounts } from './label-children.js';
+import { OverloadMetrics } from './overload-metrics.js';
 
 const CIRCUIT_VALUE: Record<CircuitEvent['state'], number> = { closed: 0, 'half-open': 1, open: 2 };
 
@@ -21,6 +24,8 @@ export class GatewayMetrics implements DecisionReporter {
   private readonly queue = new Gauge({ name: 'floodgate_queue_depth', help: 'Requests waiting in a queued rule.', labelNames: ['route', 'rule'], registers: [this.registry] });
   private readonly reloads = new Counter({ name: 'floodgate_config_reloads_total', help: 'Config reloads by result (applied or rejected).', labelNames: ['result'], registers: [this.registry] });
   private readonly ready = new Gauge({ name: 'floodgate_ready', help: '1 when the gateway is ready to serve.', registers: [this.registry] });
+  /** The overload protection's metrics: concurrency limits, sheds and circuits. */
+  readonly overload = new OverloadMetrics(this.registry);
   /** inFlightCount returns the requests being served now; the gateway sets it, the scrape reads it. */
   inFlightCount: () => number = () => 0;
   private readonly inFlight: Gauge = new Gauge({
@@ -85,58 +90,4 @@ export class GatewayMetrics implements DecisionReporter {
     this.ready.set(ready ? 1 : 0);
   }
 
-}
-
-/** PendingCount is a labelled counter child with the increments it has not been handed yet. */
-interface PendingCount {
-  readonly child: { inc(value: number): void };
-  pending: number;
-}
-
-/** PendingCounts holds a counter's children with their pending increments, handed over by {@link PendingCounts.flush}. */
-class PendingCounts {
-  private readonly cells: PendingCount[] = [];
-  /** The cells by label values: add to a cell's `pending`. */
-  readonly children: LabelChildren<PendingCount>;
-
-  constructor(make: (...values: string[]) => { inc(value: number): void }) {
-    this.children = new LabelChildren((...values) => {
-      const cell: PendingCount = { child: make(...values), pending: 0 };
-      this.cells.push(cell);
-      return cell;
-    });
-  }
-
-  /** flush hands every pending increment to its child (called by the counter's `collect`, at each scrape). */
-  flush(): void {
-    for (const cell of this.cells) {
-      if (cell.pending === 0) continue;
-      cell.child.inc(cell.pending);
-      cell.pending = 0;
-    }
-  }
-}
-
-/**
- * LabelChildren finds a metric's child by up to three label values through nested maps: prom-client
- * would hash a label object on every call, and a joined key would build a new string per call.
- */
-class LabelChildren<T> {
-  private readonly root = new Map<string | number, Map<string | number, Map<string, T>>>();
-
-  constructor(private readonly make: (...values: string[]) => T) {}
-
-  /** of returns the child for the values (`''` for an unused third), made on first use. */
-  of(a: string, b: string | number, c: string): T {
-    let byB = this.root.get(a);
-    if (byB === undefined) this.root.set(a, (byB = new Map()));
-    let byC = byB.get(b);
-    if (byC === undefined) byB.set(b, (byC = new Map()));
-    let child = byC.get(c);
-    if (child === undefined) {
-      child = c === '' ? this.make(a, String(b)) : this.make(a, String(b), c);
-      byC.set(c, child);
-    }
-    return child;
-  }
 }
