@@ -45,7 +45,7 @@ routes:
 `;
 
 function tableOf(): RouteTable {
-  return RouteTable.build(parseConfig(YAML, 'test.yaml', {}), new MemoryStore(), {});
+  return RouteTable.build(parseConfig(YAML, 'test.yaml', {}), { store: new MemoryStore(), env: {} });
 }
 
 function requestOn(route: CompiledRoute, peer: string, headers: Record<string, string> = {}): ProxyRequest {

@@ -99,7 +99,8 @@ export class Gateway implements TrafficState {
     this.resolver = new ClientIpResolver({ trustProxy: config.trustProxy }, { warn: (message: string) => log.warn(message) });
     this.isTrustedPeer = trustedPeers(config.trustProxy);
     this.onStoreError = config.store.type === 'redis' ? config.store.onError : 'fail-open';
-    this.table = RouteTable.build(config, store.store, this.env);
+    metrics.overload.guards = () => this.table.guards.all;
+    this.table = RouteTable.build(config, { store: store.store, env: this.env, events: metrics.overload });
     const l = config.limits;
     // Node checks the two timeouts on an interval (30 s by default): check often enough to honour them.
     const connectionsCheckingInterval = Math.max(50, Math.min(1_000, l.headersTimeoutMs / 4));
@@ -237,15 +238,16 @@ export class Gateway implements TrafficState {
     const rateLimitService = this.reloadService(config, loaded.domains);
     if (rateLimitService === this.config.rateLimitService) loaded = { ...loaded, descriptorFiles: this.descriptorFiles };
     const previous = this.table;
-    const table = RouteTable.build({ ...config, store: this.config.store }, this.store.store, this.env, previous);
+    const table = RouteTable.build({ ...config, store: this.config.store }, { store: this.store.store, env: this.env, previous, events: this.metrics.overload });
     const kept = [...table.limiters.values()].filter((l) => [...previous.limiters.values()].includes(l)).length;
+    const keptGuards = [...table.guards.kept.values()].filter((g) => [...previous.guards.kept.values()].includes(g)).length;
     this.table = table;
     this.config = { ...config, listen: this.config.listen, admin: this.config.admin, store: this.config.store, limits: this.config.limits, trustProxy: this.config.trustProxy, rateLimitService };
     this.descriptorFiles = loaded.descriptorFiles;
     this.loadedAt = new Date();
     this.upstreams.retain(new Set(table.routes.map((r) => r.upstream.origin)));
     this.metrics.reload(true);
-    this.log.info({ why, routes: table.routes.length, domains: this.service?.service.domains, keptLimiters: kept, newLimiters: table.limiters.size - kept, tookMs: Math.round(performance.now() - started) }, 'config reloaded');
+    this.log.info({ why, routes: table.routes.length, domains: this.service?.service.domains, keptLimiters: kept, newLimiters: table.limiters.size - kept, keptGuards, newGuards: table.guards.kept.size - keptGuards, tookMs: Math.round(performance.now() - started) }, 'config reloaded');
     return { applied: true, problems: [] };
   }
 

@@ -25,7 +25,20 @@ export interface UpstreamResult {
   readonly durationMs: number;
   /** What went wrong, when the gateway answered for the upstream. */
   readonly error: string | undefined;
+  /** Why the upstream's answer did not reach the client whole; undefined when it did. */
+  readonly failure: UpstreamFailure | undefined;
 }
+
+/**
+ * UpstreamFailure is why a forwarded request did not end with the upstream's answer: `timeout`
+ * (connecting, headers or body), `connect` (the connection was refused or could not be made),
+ * `aborted` (the client left first), `too-large` (the client's body passed `maxBodyBytes`), or
+ * `other` (the connection broke, the upstream answered nonsense).
+ */
+export type UpstreamFailure = 'timeout' | 'connect' | 'aborted' | 'too-large' | 'other';
+
+/** The error codes of a connection that could not be made. */
+const CONNECT_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 
 /** BodyTooLargeError ends a request body that grew past `maxBodyBytes`. */
 class BodyTooLargeError extends Error {
@@ -83,7 +96,7 @@ export class Upstreams {
     };
     res.once('close', onClose);
     const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > this.limits.maxBodyBytes) return this.fail(res, 413, `the request body is larger than ${this.limits.maxBodyBytes} bytes`, started);
+    if (declared > this.limits.maxBodyBytes) return this.fail(res, 413, `the request body is larger than ${this.limits.maxBodyBytes} bytes`, started, 'too-large');
     const hasBody = declared > 0 || req.headers['transfer-encoding'] !== undefined;
     let status = 0;
     try {
@@ -103,7 +116,7 @@ export class Upstreams {
         res.writeHead(status, headers);
         return res;
       });
-      return { status, durationMs: performance.now() - started, error: undefined };
+      return { status, durationMs: performance.now() - started, error: undefined, failure: undefined };
     } catch (err) {
       return this.failed(res, err, started);
     } finally {
@@ -114,21 +127,30 @@ export class Upstreams {
   private failed(res: ServerResponse, err: unknown, started: number): UpstreamResult {
     const code = (err as { code?: string }).code ?? '';
     const cause = (err as { cause?: unknown }).cause;
-    if (err instanceof BodyTooLargeError || cause instanceof BodyTooLargeError) return this.fail(res, 413, `the request body is larger than ${this.limits.maxBodyBytes} bytes`, started);
-    const timeout = code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT';
+    if (err instanceof BodyTooLargeError || cause instanceof BodyTooLargeError) return this.fail(res, 413, `the request body is larger than ${this.limits.maxBodyBytes} bytes`, started, 'too-large');
+    const failure = failureOf(err, res.destroyed);
+    const timeout = failure === 'timeout';
     const detail = timeout ? `the upstream did not answer within its timeout (${code})` : `the upstream failed: ${code || (err as Error).message}`;
-    return this.fail(res, timeout ? 504 : 502, detail, started);
+    return this.fail(res, timeout ? 504 : 502, detail, started, failure);
   }
 
-  private fail(res: ServerResponse, status: number, detail: string, started: number): UpstreamResult {
+  private fail(res: ServerResponse, status: number, detail: string, started: number, failure: UpstreamFailure): UpstreamResult {
     if (!res.headersSent && !res.destroyed) {
       sendProblem(res, status, detail);
     } else {
       // The response had begun: the only honest signal left is to cut the connection.
       res.destroy();
     }
-    return { status, durationMs: performance.now() - started, error: detail };
+    return { status, durationMs: performance.now() - started, error: detail, failure };
   }
+}
+
+/** failureOf returns why a request to an upstream failed with `err` (`clientGone`: the client had left by then). */
+export function failureOf(err: unknown, clientGone: boolean): UpstreamFailure {
+  const code = (err as { code?: string }).code ?? '';
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
+  if (CONNECT_CODES.has(code)) return 'connect';
+  return code === 'UND_ERR_ABORTED' || clientGone ? 'aborted' : 'other';
 }
 
 const TITLES: Record<number, string> = { 404: 'Not Found', 413: 'Content Too Large', 502: 'Bad Gateway', 504: 'Gateway Timeout' };

@@ -1,12 +1,14 @@
 /**
- * The compiled route table: each route's matcher, upstream and rules, with a limiter per rule.
- * Limiters are kept across reloads for rules whose policy did not change, so their counters live on.
+ * The compiled route table: each route's matcher, upstream and rules, with a limiter per rule, and
+ * the overload guards its requests pass. Limiters (and guards) are kept across reloads for rules
+ * (and sections) that did not change, so their counters, and what they learned, live on.
  */
 import { Limiter, type Store } from 'floodgate';
 import { policyItem, serviceHead, storeKey } from 'floodgate/http';
 import { policyOf } from '../config/policy.js';
 import { compilePath, type PathPattern } from '../config/paths.js';
 import type { GatewayConfig, RouteConfig, RuleConfig } from '../config/schema.js';
+import { Guards, type GuardEvents, type GuardStep } from './guards.js';
 import { identityOf, type RequestIdentity } from './identity.js';
 
 /** Longest store key, in UTF-16 code units; longer identities are hashed (see `storeKey`). */
@@ -45,12 +47,24 @@ export interface CompiledRoute {
   readonly enforcePolicy: string;
   /** Whether every rule decides without a promise (a synchronous store) and none queues: admitted with no await. */
   readonly synchronous: boolean;
+  /** The overload guards of its requests, its own then its upstream's; undefined when it has none. */
+  readonly guards: readonly GuardStep[] | undefined;
 }
 
 /** RouteMatch is a route with the path parameters of one request. */
 export interface RouteMatch {
   readonly route: CompiledRoute;
   readonly params: Record<string, string>;
+}
+
+/** TableOptions says what a {@link RouteTable} is built on. */
+export interface TableOptions {
+  readonly store: Store;
+  readonly env: NodeJS.ProcessEnv;
+  /** The table this one replaces, whose unchanged limiters and guards it keeps. */
+  readonly previous?: RouteTable;
+  /** Hears the guards' circuits change state (default: nobody). */
+  readonly events?: GuardEvents;
 }
 
 /** RouteTable holds the compiled routes of one config and finds the route of a request. */
@@ -61,18 +75,24 @@ export class RouteTable {
   private constructor(
     readonly routes: readonly CompiledRoute[],
     limiters: Map<string, Limiter>,
+    /** The overload guards of the routes and upstreams. */
+    readonly guards: Guards,
   ) {
     this.limiters = limiters;
   }
 
   /**
-   * build returns the table of `config`'s routes on `store`, reusing from `previous` the limiter
-   * of each rule whose route, name, mode and policy are unchanged (same store assumed).
+   * build returns the table of `config`'s routes on `options.store`, reusing from
+   * `options.previous` the limiter of each rule whose route, name, mode and policy are unchanged
+   * (same store assumed), and the concurrency limiter and circuit breaker of each route and
+   * upstream whose protection is unchanged.
    */
-  static build(config: GatewayConfig, store: Store, env: NodeJS.ProcessEnv, previous?: RouteTable): RouteTable {
+  static build(config: GatewayConfig, options: TableOptions): RouteTable {
     const limiters = new Map<string, Limiter>();
-    const routes = config.routes.map((route) => compileRoute(route, { store, env, previous: previous?.limiters, limiters }));
-    return new RouteTable(routes, limiters);
+    const guards = Guards.build(config, options.previous?.guards, options.events);
+    const ctx: CompileContext = { store: options.store, env: options.env, previous: options.previous?.limiters, limiters, guards };
+    const routes = config.routes.map((route) => compileRoute(route, ctx));
+    return new RouteTable(routes, limiters, guards);
   }
 
   /** match returns the first route matching the request's host, method and path, or undefined. */
@@ -98,6 +118,7 @@ interface CompileContext {
   readonly env: NodeJS.ProcessEnv;
   readonly previous: ReadonlyMap<string, Limiter> | undefined;
   readonly limiters: Map<string, Limiter>;
+  readonly guards: Guards;
 }
 
 function compileRoute(route: RouteConfig, ctx: CompileContext): CompiledRoute {
@@ -115,6 +136,7 @@ function compileRoute(route: RouteConfig, ctx: CompileContext): CompiledRoute {
     queue: rules.filter((r) => r.mode === 'queue'),
     rules,
     synchronous: rules.every((r) => r.mode !== 'queue' && r.limiter.table.synchronous),
+    guards: ctx.guards.stepsOf(route),
   };
 }
 

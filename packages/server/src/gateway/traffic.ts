@@ -1,6 +1,7 @@
 /**
- * The traffic port's handlers: each request is matched to a route, admitted under its rules and
- * forwarded; each WebSocket upgrade likewise, then piped both ways.
+ * The traffic port's handlers: each request is matched to a route, admitted under its rules, let
+ * through its overload guards (when it has any) and forwarded; each WebSocket upgrade likewise,
+ * then piped both ways.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
@@ -11,9 +12,11 @@ import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import { admit, type Admission, type DecisionReporter } from './decide.js';
 import { upstreamHeaders, type ForwardingFacts } from './forwarding.js';
-import { sendProblem, type Upstreams } from './proxy.js';
+import type { GuardStep } from './guards.js';
+import { Passage, enter } from './protect.js';
+import { failureOf, sendProblem, type UpstreamResult, type Upstreams } from './proxy.js';
 import { ProxyRequest } from './request.js';
-import type { RouteMatch, RouteTable } from './routes.js';
+import type { CompiledRoute, RouteMatch, RouteTable } from './routes.js';
 
 /** TrafficState is what the handlers read of the running gateway; `table` changes on reload. */
 export interface TrafficState {
@@ -66,9 +69,53 @@ export async function serveRequest(state: TrafficState, req: IncomingMessage, re
     state.metrics.response(route.name, admission.status, undefined);
     return;
   }
+  if (route.guards !== undefined) return forwardGuarded(state, route, route.guards, req, res, admission.headers);
   const result = await state.upstreams.forward(req, res, { upstream: route.upstream, facts: factsOf(state, req), extra: admission.headers });
+  forwarded(state, route, result);
+}
+
+/**
+ * Forwards a request through its route's overload guards: refused at once (or once its wait for
+ * a slot ends) without touching the upstream, or forwarded holding its slots, which go back
+ * exactly once, with the upstream's outcome, when the response has ended or failed.
+ */
+async function forwardGuarded(state: TrafficState, route: CompiledRoute, steps: readonly GuardStep[], req: IncomingMessage, res: ServerResponse, extra: Admission['headers']): Promise<void> {
+  const entered = enter(steps, req.headers, { reporter: state.metrics.overload, signal: waits(steps) ? closeSignal(res) : undefined });
+  const passage = entered instanceof Promise ? await entered : entered;
+  if (!(passage instanceof Passage)) {
+    // A client that left while waiting for a slot gets no answer.
+    if (!res.destroyed) writeRefusal(res, passage);
+    state.metrics.response(route.name, passage.status, undefined);
+    return;
+  }
+  if (res.destroyed) return passage.abandon();
+  let result: UpstreamResult;
+  try {
+    result = await state.upstreams.forward(req, res, { upstream: route.upstream, facts: factsOf(state, req), extra });
+  } catch (err) {
+    // forward never rejects; were it to, the slots must still go back.
+    passage.abandon();
+    throw err;
+  }
+  passage.settle(result);
+  forwarded(state, route, result);
+}
+
+function forwarded(state: TrafficState, route: CompiledRoute, result: UpstreamResult): void {
   state.metrics.response(route.name, result.status, result.durationMs);
   if (result.error !== undefined) state.log.warn({ route: route.name, status: result.status, error: result.error }, 'upstream failed');
+}
+
+function waits(steps: readonly GuardStep[]): boolean {
+  for (const step of steps) if (step.guard.waits) return true;
+  return false;
+}
+
+/** A signal that fires when the response (or upgraded socket) closes: the client left, or it was answered. */
+function closeSignal(res: ServerResponse | Duplex): AbortSignal {
+  const abort = new AbortController();
+  res.once('close', () => abort.abort());
+  return abort.signal;
 }
 
 /** The admission of a request, or undefined when deciding failed (already answered with 500); at once when {@link admit} is. */
@@ -96,43 +143,63 @@ function decideFailed(state: TrafficState, match: RouteMatch, res: ServerRespons
   return undefined;
 }
 
-/** serveUpgrade admits a WebSocket (or other) upgrade like a request, then pipes it to the upstream. */
+/**
+ * serveUpgrade admits a WebSocket (or other) upgrade like a request, then pipes it to the upstream.
+ * An upgrade holds its guards' slots until the upstream answers the handshake, not for the
+ * tunnel's life: a long-lived socket does not take a slot from requests.
+ */
 export async function serveUpgrade(state: TrafficState, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
   socket.on('error', () => socket.destroy());
   state.track(socket);
   const match = matchOf(state.table, req);
   if (match === undefined) return rawAnswer(socket, 404, [], JSON.stringify({ title: 'Not Found', status: 404 }));
-  const view = new ProxyRequest(req, state.resolver, match.route.name, match.params);
+  const route = match.route;
+  const view = new ProxyRequest(req, state.resolver, route.name, match.params);
   let admission: Admission;
   try {
-    admission = await admit(match.route, view, { reporter: state.reporter, onStoreError: state.onStoreError, signal: undefined });
+    admission = await admit(route, view, { reporter: state.reporter, onStoreError: state.onStoreError, signal: undefined });
   } catch {
     return rawAnswer(socket, 500, [], JSON.stringify({ title: 'Internal Server Error', status: 500 }));
   }
-  state.metrics.response(match.route.name, admission.allowed ? 101 : admission.status, undefined);
+  let passage: Passage | undefined;
+  if (admission.allowed && route.guards !== undefined) {
+    const entered = await enter(route.guards, req.headers, { reporter: state.metrics.overload, signal: waits(route.guards) ? closeSignal(socket) : undefined });
+    if (entered instanceof Passage) passage = entered;
+    else admission = entered;
+  }
+  state.metrics.response(route.name, admission.allowed ? 101 : admission.status, undefined);
   if (!admission.allowed) return rawAnswer(socket, admission.status, admission.headers, admission.body ?? '');
+  const started = performance.now();
   try {
-    const up = await state.upstreams.poolOf(match.route.upstream).upgrade({
-      path: req.url ?? '/',
-      method: req.method ?? 'GET',
-      headers: upstreamHeaders(req.headers, factsOf(state, req)),
-      protocol: String(req.headers.upgrade ?? 'websocket'),
-    });
-    let text = 'HTTP/1.1 101 Switching Protocols\r\n';
-    for (const [name, value] of Object.entries(up.headers)) for (const v of [value ?? []].flat()) text += `${name}: ${v}\r\n`;
-    for (const [name, value] of admission.headers) text += `${name}: ${value}\r\n`;
-    state.track(up.socket);
-    socket.write(text + '\r\n');
-    if (head.length > 0) up.socket.write(head);
-    up.socket.on('error', () => socket.destroy());
-    socket.on('close', () => up.socket.destroy());
-    up.socket.on('close', () => socket.destroy());
-    up.socket.pipe(socket);
-    socket.pipe(up.socket);
+    await pipeUpgrade(state, route, req, socket, { head, extra: admission.headers, onAnswer: () => passage?.settle({ status: 101, durationMs: performance.now() - started, error: undefined, failure: undefined }) });
   } catch (err) {
-    state.log.warn({ route: match.route.name, error: (err as Error).message }, 'upstream upgrade failed');
+    const error = (err as Error).message;
+    passage?.settle({ status: 502, durationMs: performance.now() - started, error, failure: failureOf(err, socket.destroyed) });
+    state.log.warn({ route: route.name, error }, 'upstream upgrade failed');
     rawAnswer(socket, 502, [], JSON.stringify({ title: 'Bad Gateway', status: 502, detail: 'the upstream refused or failed the upgrade' }));
   }
+}
+
+/** Asks the upstream to upgrade, answers the client's handshake with its answer (calling `onAnswer`), and pipes both ways. */
+async function pipeUpgrade(state: TrafficState, route: CompiledRoute, req: IncomingMessage, socket: Duplex, options: { head: Buffer; extra: readonly HeaderPair[]; onAnswer: () => void }): Promise<void> {
+  const up = await state.upstreams.poolOf(route.upstream).upgrade({
+    path: req.url ?? '/',
+    method: req.method ?? 'GET',
+    headers: upstreamHeaders(req.headers, factsOf(state, req)),
+    protocol: String(req.headers.upgrade ?? 'websocket'),
+  });
+  options.onAnswer();
+  let text = 'HTTP/1.1 101 Switching Protocols\r\n';
+  for (const [name, value] of Object.entries(up.headers)) for (const v of [value ?? []].flat()) text += `${name}: ${v}\r\n`;
+  for (const [name, value] of options.extra) text += `${name}: ${value}\r\n`;
+  state.track(up.socket);
+  socket.write(text + '\r\n');
+  if (options.head.length > 0) up.socket.write(options.head);
+  up.socket.on('error', () => socket.destroy());
+  socket.on('close', () => up.socket.destroy());
+  up.socket.on('close', () => socket.destroy());
+  up.socket.pipe(socket);
+  socket.pipe(up.socket);
 }
 
 function rawAnswer(socket: Duplex, status: number, headers: readonly HeaderPair[], body: string): void {
