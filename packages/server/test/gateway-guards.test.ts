@@ -112,6 +112,30 @@ describe('gateway overload guards, without a socket', () => {
     assert.equal(route.guards![0]!.guard.limiter!.inFlight, 0);
   });
 
+  it('lets a request wait for a slot when maxQueue allows, and sheds it as aborted when its client leaves while waiting', async () => {
+    const route = tableOf(`
+routes:
+  - name: line
+    upstream: http://127.0.0.1:3
+    concurrency: { limit: 1, maxQueue: 2, maxWaitMs: 5000 }
+`).routes[0]!;
+    const reporter = recorder();
+    const first = enter(route.guards!, {}, { reporter, signal: new AbortController().signal }) as Passage;
+    const waiting = enter(route.guards!, {}, { reporter, signal: new AbortController().signal });
+    assert.ok(waiting instanceof Promise, 'the second waits');
+    const leaving = new AbortController();
+    const gone = enter(route.guards!, {}, { reporter, signal: leaving.signal });
+    leaving.abort();
+    const abandoned = (await gone) as Admission;
+    assert.equal(abandoned.allowed, false);
+    first.settle(OK);
+    const second = await waiting;
+    assert.ok(second instanceof Passage, 'the waiter got the slot the first gave back');
+    second.settle(OK);
+    assert.equal(route.guards![0]!.guard.limiter!.inFlight, 0);
+    assert.deepEqual(reporter.seen, ['route:line/default/aborted']);
+  });
+
   it('tells the limiter what each ending says of the upstream\'s load', () => {
     const fixed = new ConcurrencyLimiter({ limit: 1 });
     const r = (status: number, failure?: UpstreamResult['failure']): UpstreamResult => ({ status, durationMs: 10, error: failure, failure });

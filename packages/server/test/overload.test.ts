@@ -62,6 +62,8 @@ upstreams:
 
 describe('overload protection in floodgate serve (a gateway process, slot-service upstream processes, a real client)', () => {
   const ups = {} as Record<'bulk' | 'tiered' | 'fragile' | 'learned' | 'shared', SlotUpstream>;
+  let origins: Record<keyof typeof ups, string>;
+  let dead: string;
   let gw: GatewayProcess;
   const scrape = async (): Promise<string> => (await call(gw.adminUrl('/metrics'))).body;
   const gauge = async (name: string, scope: string): Promise<number> => metricValue(await scrape(), name, { scope });
@@ -75,8 +77,9 @@ describe('overload protection in floodgate serve (a gateway process, slot-servic
       startSlotUpstream({ slots: 4, serviceMs: 5 }),
     ]);
     [ups.bulk, ups.tiered, ups.fragile, ups.learned, ups.shared] = started;
-    const origins = Object.fromEntries(Object.entries(ups).map(([k, u]) => [k, u.origin])) as Record<keyof typeof ups, string>;
-    gw = await startGateway(configFor(origins, `http://127.0.0.1:${await closedPort()}`));
+    origins = Object.fromEntries(Object.entries(ups).map(([k, u]) => [k, u.origin])) as Record<keyof typeof ups, string>;
+    dead = `http://127.0.0.1:${await closedPort()}`;
+    gw = await startGateway(configFor(origins, dead));
     await gw.waitForLog('ready');
   });
   after(async () => {
@@ -219,5 +222,25 @@ describe('overload protection in floodgate serve (a gateway process, slot-servic
     const peak = (await ups.learned.stats()).peakOpen;
     assert.ok(peak <= 30, `the upstream never held more than maxLimit (30) at once: ${peak}`);
     await until('every slot is back', async () => (await gauge('floodgate_concurrency_in_flight', 'route:learned')) === 0);
+  });
+
+  it('on reload keeps the limiters of unchanged sections, swaps a changed one, and a request admitted before gives its slot back to the old one', async () => {
+    await ups.bulk.control({ hang: true });
+    const before = (await ups.bulk.stats()).byPath['/bulk/old'] ?? 0;
+    const old = call(gw.url('/bulk/old'));
+    await until('the upstream holds the request', async () => (await ups.bulk.stats()).byPath['/bulk/old'] === before + 1);
+    const from = gw.logs.length;
+    await gw.writeConfig(configFor(origins, dead).replace('concurrency: { limit: 2 }\n  - name: dead', 'concurrency: { limit: 1 }\n  - name: dead'));
+    const reloaded = await gw.waitForLog('config reloaded', from, 5_000);
+    assert.equal(reloaded.newGuards, 1, 'only the bulkhead route\'s limit changed');
+    assert.ok((reloaded.keptGuards as number) >= 6, `the other limiters and breakers were kept: ${JSON.stringify(reloaded)}`);
+    assert.equal(await gauge('floodgate_concurrency_in_flight', 'route:bulkhead'), 0, 'the new limiter holds nothing of the old one\'s');
+    assert.equal(await gauge('floodgate_concurrency_limit', 'route:bulkhead'), 1);
+    const fresh = call(gw.url('/bulk/new'));
+    await until('the new limiter admits one', async () => (await gauge('floodgate_concurrency_in_flight', 'route:bulkhead')) === 1);
+    assert.equal((await call(gw.url('/bulk/third'))).status, 503, 'the new limit of 1 is full');
+    await ups.bulk.control({ hang: false });
+    assert.deepEqual([(await old).status, (await fresh).status], [200, 200]);
+    await until('the new limiter is empty again', async () => (await gauge('floodgate_concurrency_in_flight', 'route:bulkhead')) === 0);
   });
 });
