@@ -13,6 +13,9 @@ import type { ServerResponse } from 'node:http';
 import { expressRoute } from './route-patterns.js';
 import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 
+export { floodgateConcurrencyExpress, type FloodgateConcurrencyExpressOptions } from './express-concurrency.js';
+export type { ConcurrencyControl, HttpConcurrencyOptions } from '../overload-gate.js';
+
 /** FloodgateExpressOptions are the options of every adapter, and Express's `handler`. */
 export interface FloodgateExpressOptions extends HttpLimitOptions<Request> {
   /**

@@ -16,6 +16,9 @@ import { fastifyRoute } from './route-patterns.js';
 
 export { RateLimitedError } from '../refusal-error.js';
 
+export { floodgateConcurrencyFastify, type FloodgateConcurrencyFastifyOptions, type FloodgateConcurrencyRouteConfig } from './fastify-concurrency.js';
+export type { HttpConcurrencyOptions } from '../overload-gate.js';
+
 declare module 'fastify' {
   interface FastifyRequest {
     /** The rate-limit decision floodgate's plugin made for this request. */

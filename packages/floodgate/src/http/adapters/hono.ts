@@ -10,6 +10,9 @@ import { isListField, stackedValue } from '../headers.js';
 import { FetchRequestView, nodeServerAddress, nodeServerOf, statusOf } from './fetch-request.js';
 import { checkHandler } from './node-request.js';
 
+export { floodgateConcurrencyHono, type FloodgateConcurrencyHonoOptions } from './hono-concurrency.js';
+export type { ConcurrencyControl, HttpConcurrencyOptions } from '../overload-gate.js';
+
 declare module 'hono' {
   interface ContextVariableMap {
     /** The rate-limit decision floodgate's middleware made for this request. */

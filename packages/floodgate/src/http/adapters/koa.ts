@@ -10,6 +10,9 @@ import { NodeRequestView, checkHandler, watchOutcome } from './node-request.js';
 import { koaRoute } from './route-patterns.js';
 import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 
+export { floodgateConcurrencyKoa, type FloodgateConcurrencyKoaOptions } from './koa-concurrency.js';
+export type { ConcurrencyControl, HttpConcurrencyOptions } from '../overload-gate.js';
+
 /** KoaHandler answers a refused request itself: `ctx.status` is already the refusal's, the rate-limit headers set. */
 export type KoaHandler = (ctx: Context, info: RateLimitInfo) => void | Promise<void>;
 

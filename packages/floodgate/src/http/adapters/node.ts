@@ -9,6 +9,10 @@ import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 export { floodgateUpgrade, type UpgradeGuard, type UpgradeListener } from './upgrade.js';
 export type { ConnectHandler, WithRateLimit } from './node-request.js';
 
+export { eventLoopPressure, floodgateConcurrencyNode, type ConcurrencyNodeMiddleware, type FloodgateConcurrencyNodeOptions } from './node-concurrency.js';
+export type { EventLoopDelayOptions, EventLoopPressure } from '../event-loop-pressure.js';
+export type { ConcurrencyControl, HttpConcurrencyOptions } from '../overload-gate.js';
+
 /** FloodgateNodeOptions are the options of every adapter, and `handler`, which answers a refusal itself (see {@link ConnectHandler}). */
 export interface FloodgateNodeOptions extends HttpLimitOptions<IncomingMessage> {
   handler?: ConnectHandler<IncomingMessage, ServerResponse>;
