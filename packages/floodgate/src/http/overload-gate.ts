@@ -14,7 +14,7 @@ import { watchEventLoop, type DelayMonitor, type EventLoopDelayOptions, type Eve
 import { FIELD, ceilSeconds } from './headers.js';
 import { consoleLogger, type Logger } from './logger.js';
 import { OptionFunctionError, returnedWrong, threw } from './option-error.js';
-import { PROBLEM_CONTENT_TYPE, problemBody } from './problem.js';
+import { PROBLEM_CONTENT_TYPE, capacityProblemBody } from './problem.js';
 import type { HttpRequest } from './request.js';
 import type { HeaderPair } from './verdict.js';
 
@@ -231,11 +231,7 @@ function madeLimiter<Req>(o: HttpConcurrencyOptions<Req>, pressure: EventLoopPre
 
 /** Each shed reason's problem+json body, made once: the draft's `temporary-reduced-capacity`, with the status sent. */
 function shedBodies(statusCode: number): Record<ShedReason, string> {
-  const body = (reason: ShedReason): string => {
-    // A concurrency limit violates no quota policy: no `violated-policies`; `status` is the one sent.
-    const { 'violated-policies': _none, ...problem } = JSON.parse(problemBody('temporary-reduced-capacity', [], DETAILS[reason])) as Record<string, unknown>;
-    return JSON.stringify({ ...problem, status: statusCode });
-  };
+  const body = (reason: ShedReason): string => capacityProblemBody(statusCode, DETAILS[reason]);
   return { limit: body('limit'), 'queue-full': body('queue-full'), 'queue-timeout': body('queue-timeout'), aborted: body('aborted') };
 }
 

@@ -37,6 +37,16 @@ export function problemBody(kind: ProblemKind, violatedPolicies: readonly string
 }
 
 /**
+ * capacityProblemBody returns the JSON text of the `temporary-reduced-capacity` problem sent when a
+ * concurrency limit sheds a request: it violates no quota policy, so it names none, and its
+ * `status` is the one sent (503, or 429 where the application asked for it).
+ */
+export function capacityProblemBody(statusCode: number, detail: string): string {
+  const kind: ProblemKind = 'temporary-reduced-capacity';
+  return JSON.stringify({ type: TYPE_BASE + kind, title: TITLES[kind], status: statusCode, detail });
+}
+
+/**
  * INTERNAL_PROBLEM is the body of the 500 sent when the application's own rate-limit options fail
  * for a request (an identity, cost, skip or limiter function that throws or returns the wrong
  * type): RFC 9457's `about:blank` type, with nothing of the error itself, which is logged instead.
