@@ -3,7 +3,7 @@
  * and a circuit breaker, with the priority tiers and the answers they refuse with. A reload keeps
  * the limiter (and what it learned) and the breaker of every scope whose section did not change.
  */
-import { CircuitBreaker, ConcurrencyLimiter, type CircuitBreakerEvent } from 'floodgate';
+import { CircuitBreaker, ConcurrencyLimiter, monotonicClock, type CircuitBreakerEvent } from 'floodgate';
 import { FIELD, PROBLEM_CONTENT_TYPE, problemBody, type HeaderPair } from 'floodgate/http';
 import { breakerOptionsOf, breakerSignature, limiterOptionsOf, limiterSignature } from '../config/overload.js';
 import type { ProtectionConfig, UpstreamConfig } from '../config/overload-schema.js';
@@ -129,7 +129,8 @@ function limiterOf(scope: string, section: ProtectionConfig, ctx: BuildContext):
   if (options === undefined) return undefined;
   const signature = limiterSignature(scope, section);
   const previous = ctx.previous?.get(signature);
-  const limiter = previous instanceof ConcurrencyLimiter ? previous : new ConcurrencyLimiter(options);
+  // Latency is measured on the monotonic clock: a step of the wall clock is not a slow call.
+  const limiter = previous instanceof ConcurrencyLimiter ? previous : new ConcurrencyLimiter({ ...options, clock: monotonicClock });
   ctx.kept.set(signature, limiter);
   return limiter;
 }
