@@ -133,5 +133,8 @@ describe('config: defaults and the offline commands', () => {
     assert.equal(schema.additionalProperties, false);
     assert.equal(schema.required, undefined);
     assert.ok('store' in schema.properties && 'limits' in schema.properties && 'rateLimitService' in schema.properties);
+    assert.ok('upstreams' in schema.properties, 'the overload protection shared per upstream');
+    const route = (schema.properties.routes as { items: { properties: Record<string, unknown> } }).items.properties;
+    for (const section of ['concurrency', 'adaptive', 'circuitBreaker', 'priority', 'shed', 'routeTier']) assert.ok(section in route, section);
   });
 });
