@@ -78,6 +78,16 @@ describe('AdaptiveLimit against a simulated service', () => {
     assert.ok(goodputShare(r.goodput, 2, 10, CAPACITY) >= 0.9, `goodput ${r.goodput.join(' ')}`);
   });
 
+  test('a small, slow service (2 slots of 50 ms) from a limit ten times too high: the probes bring the limit down', () => {
+    const { clock, limiter } = adaptive();
+    const r = runService({ clock, limiter, phases: [{ fromMs: 0, ratePerSecond: 200, slots: 2, serviceMs: 50 }], durationMs: 20_000 });
+    // A probe that halves a limit of 3 or more still queues on 2 slots: its median is above 50 ms.
+    const baseline = limiter.snapshot().adaptive!.baselineRttMs!;
+    assert.ok(baseline >= 50 && baseline <= 75, `baseline ${baseline}`);
+    assert.ok(goodputShare(r.goodput, 10, 20, 40) >= 0.9, `goodput ${r.goodput.join(' ')}`);
+    for (const limit of r.limits.slice(10)) assert.ok(limit >= 2 && limit <= 8, `limits ${r.limits.join(' ')}`);
+  });
+
   test('respects the floor: a quiet, slow service is never limited below minLimit', () => {
     const { clock, limiter } = adaptive({ adaptive: { minLimit: 6, initialLimit: 6 } });
     const r = runService({ clock, limiter, phases: [{ fromMs: 0, ratePerSecond: 5, slots: 1, serviceMs: 150 }], durationMs: 20_000 });

@@ -77,16 +77,17 @@ interface WindowResult {
  * queueTarget(limit)`, the slots in use plus a small allowed queue. Where this estimator parts
  * from its peers, and why:
  *
- * - **The baseline `B` is a probe's median, never a moving average.** An average of latency under
- *   a standing queue drifts up with the queue, and the limit with it (the drift that Netflix's
- *   Gradient2 users reported). `B` falls at once when a window's median is lower, and rises only
- *   by a probe: the limit is halved for one window, the queue drains, and that window's median
- *   becomes `B`. A probe is due every `probeIntervalMs`, and sooner (`minProbeIntervalMs`) when
+ * - **The baseline `B` is measured by a probe, never a moving average.** An average of latency
+ *   under a standing queue drifts up with the queue, and the limit with it (the drift that
+ *   Netflix's Gradient2 users reported). `B` moves only by a probe: the limit is halved for one
+ *   window, the queue drains, and once two baselines have passed (the first calls to end are the
+ *   shortest) that window's median becomes `B`. A window whose median is a tenth below `B` calls
+ *   a probe soon; the least of many windows' medians would sit below the truth. A probe is due every `probeIntervalMs`, and sooner (`minProbeIntervalMs`) when
  *   the limit fell by a quarter since the last one, because a service that got slower looks to
  *   this formula like queueing and would otherwise be starved. The limit returns to its value
  *   before the probe, so a probe never pins the limit to a floor (Envoy's gradient controller).
- * - **Medians, not minimums.** A few fast calls (health checks) cannot pull the baseline down;
- *   callers can also keep them out with the `ignore` outcome.
+ * - **Medians and quartiles, not minimums.** A few fast calls (health checks) cannot pull the
+ *   baseline down; callers can also keep them out with the `ignore` outcome.
  * - **Only answers are samples.** Fast failures and shed calls are not latency: an error is
  *   `ignore` or `drop`, a shed call never held a slot.
  * - **The limit grows only when it was used**: a window in which in-flight calls never reached the
@@ -124,8 +125,6 @@ export class AdaptiveLimit {
   /** The estimate when the baseline was last measured: a quarter below it, a probe comes sooner. */
   private estimateAtProbe = Infinity;
   private probeDue = false;
-  /** The baseline as the last probe (or the first window) measured it, in ms. */
-  private measuredBaselineMs = NaN;
 
   /** Creates an estimator at `initialLimit`, with no baseline yet. */
   constructor(options: AdaptiveLimitOptions = {}) {
@@ -193,13 +192,17 @@ export class AdaptiveLimit {
     if (call.inFlight >= this.current) this.window.saturated = true;
     const rttMs = nowMs - call.startMs;
     if (call.outcome === 'drop') this.window.drops++;
-    else if (call.outcome === 'success' && rttMs >= 0 && this.counts(call.startMs)) this.window.add(rttMs);
+    else if (call.outcome === 'success' && rttMs >= 0 && this.counts(call.startMs, nowMs)) this.window.add(rttMs);
     return this.maybeClose(nowMs);
   }
 
   /** A probe's window counts only calls that started after the probe lowered the limit. */
-  private counts(startMs: number): boolean {
-    return Number.isNaN(this.probeStartMs) || startMs >= this.probeStartMs;
+  private counts(startMs: number, nowMs: number): boolean {
+    if (Number.isNaN(this.probeStartMs)) return true;
+    // The first calls to end after the limit fell are the shortest of those sent: wait two
+    // baselines, so the probe sees the whole spread of service times, not its fast end.
+    const settleMs = 2 * (this.baselineMs ?? 0);
+    return startMs >= this.probeStartMs && nowMs >= this.probeStartMs + settleMs;
   }
 
   private open(nowMs: number): void {
@@ -212,11 +215,12 @@ export class AdaptiveLimit {
     const full = w.full || (w.size >= this.minSamples && nowMs - this.windowStartMs >= lengthMs);
     const dropped = w.drops > 0 && nowMs - this.windowStartMs >= lengthMs;
     if (!full && !dropped) return false;
-    const result: WindowResult = { medianMs: w.size > 0 ? w.median() : NaN, drops: w.drops, saturated: w.saturated };
+    const probing = !Number.isNaN(this.probeStartMs);
+    const result: WindowResult = { medianMs: w.median(), drops: w.drops, saturated: w.saturated };
     w.clear();
     this.windowStartMs = NaN;
-    if (Number.isNaN(this.probeStartMs)) this.apply(nowMs, result);
-    else this.endProbe(nowMs, result);
+    if (probing) this.endProbe(nowMs, result);
+    else this.apply(nowMs, result);
     return true;
   }
 
@@ -227,15 +231,16 @@ export class AdaptiveLimit {
       this.setEstimate(this.estimateValue * this.backoffRatio);
     } else if (!Number.isNaN(w.medianMs)) {
       if (this.baselineMs === undefined) {
-        this.baselineMs = this.measuredBaselineMs = w.medianMs;
+        this.baselineMs = w.medianMs;
         this.estimateAtProbe = this.estimateValue;
         // A first window that was full may have seen a queue: measure the baseline without one, now.
         if (w.saturated) this.probeDue = true;
         else this.lastProbeEndMs = nowMs;
       }
-      this.baselineMs = Math.min(this.baselineMs, w.medianMs);
-      // The service got much faster, and these medians may still hold a queue: measure without one.
-      if (this.baselineMs < 0.9 * this.measuredBaselineMs && w.saturated) this.probeDue = true;
+      // A median below the baseline says the service got faster: measure it again, soon. The
+      // baseline never follows a window down by itself, since the least of many noisy medians
+      // would sit below the truth and hold the limit under the slots.
+      if (w.medianMs < 0.9 * this.baselineMs && w.saturated) this.probeDue = true;
       const gradient = Math.min(1, Math.max(0.5, this.baselineMs / w.medianMs));
       const estimate = this.estimateValue;
       const target = estimate * gradient + this.queueTarget(estimate);
@@ -264,7 +269,7 @@ export class AdaptiveLimit {
     this.lastProbeEndMs = nowMs;
     if (w.drops > 0) this.setEstimate(this.estimateValue * this.backoffRatio);
     if (!Number.isNaN(w.medianMs)) {
-      this.baselineMs = this.measuredBaselineMs = w.medianMs;
+      this.baselineMs = w.medianMs;
       this.lastMedianMs = w.medianMs;
     }
     this.estimateAtProbe = this.estimateValue;
