@@ -198,6 +198,7 @@ export class ConcurrencyLimiter {
 
   private grant(nowMs: number, tier: number): ConcurrencyPermit {
     this.held++;
+    if (this.estimator?.probing === true) this.estimator.sent(nowMs);
     return new ConcurrencyPermit(this.releaseSlot, tier, nowMs, this.held);
   }
 
@@ -210,7 +211,8 @@ export class ConcurrencyLimiter {
     this.held--;
     if (this.estimator !== undefined) {
       const pressed = outcome === 'success' && this.pressure?.() === true;
-      this.estimator.record(this.clock.now(), { startMs: permit.startMs, inFlight: permit.inFlight, outcome: pressed ? 'drop' : outcome });
+      const call = { startMs: permit.startMs, inFlight: permit.inFlight, inFlightAfter: this.held, outcome: pressed ? 'drop' : outcome } as const;
+      this.estimator.record(this.clock.now(), call);
     }
     if (this.line.size > 0) this.serve();
   };

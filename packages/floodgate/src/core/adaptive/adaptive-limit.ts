@@ -4,6 +4,7 @@
  */
 import { FloodgateError, describeValue } from '../errors.js';
 import { positiveInteger, positiveNumber } from '../validate.js';
+import { ProbeCohort } from './probe-cohort.js';
 import { SampleWindow } from './sample-window.js';
 
 /** CallOutcome is how a call that held a slot ended, as far as the estimator is concerned. */
@@ -79,10 +80,11 @@ interface WindowResult {
  *
  * - **The baseline `B` is measured by a probe, never a moving average.** An average of latency
  *   under a standing queue drifts up with the queue, and the limit with it (the drift that
- *   Netflix's Gradient2 users reported). `B` moves only by a probe: the limit is halved for one
- *   window, the queue drains, and once two baselines have passed (the first calls to end are the
- *   shortest) that window's median becomes `B`. A window whose median is a tenth below `B` calls
- *   a probe soon; the least of many windows' medians would sit below the truth. A probe is due every `probeIntervalMs`, and sooner (`minProbeIntervalMs`) when
+ *   Netflix's Gradient2 users reported). `B` moves only by a probe: the limit is halved, and once
+ *   the calls in flight have drained below it, the median latency of the whole cohort of calls
+ *   sent in the next window (waiting for the slowest of them, see `ProbeCohort`) becomes `B`. A
+ *   window whose median is a quarter below `B` calls a probe soon; `B` never follows windows
+ *   down by itself, since the least of many noisy medians would sit below the truth. A probe is due every `probeIntervalMs`, and sooner (`minProbeIntervalMs`) when
  *   the limit fell by a quarter since the last one, because a service that got slower looks to
  *   this formula like queueing and would otherwise be starved. The limit returns to its value
  *   before the probe, so a probe never pins the limit to a floor (Envoy's gradient controller).
@@ -121,6 +123,8 @@ export class AdaptiveLimit {
   private windowStartMs = NaN;
   /** When the running probe began, in ms; NaN when none runs. */
   private probeStartMs = NaN;
+  /** The running probe's cohort: the calls sent while it holds the limit down, once drained. */
+  private cohort: ProbeCohort | undefined = undefined;
   private lastProbeEndMs = -Infinity;
   /** The estimate when the baseline was last measured: a quarter below it, a probe comes sooner. */
   private estimateAtProbe = Infinity;
@@ -182,45 +186,70 @@ export class AdaptiveLimit {
   }
 
   /**
-   * record takes one call that held a slot and ended at `nowMs`: `startMs` is when it got the slot,
-   * `inFlight` how many held a slot then (itself included). It returns true when this sample
-   * closed a window and the limit may have changed. A time before the call's start (a clock set
-   * back) is taken as a zero latency of no weight: the sample is ignored.
+   * sent tells the estimator that a call got a slot at `nowMs`. It matters only during a probe,
+   * whose sample is the whole cohort of calls sent in its window; without it, a probe samples the
+   * calls that end in its window (which favours the short ones).
    */
-  record(nowMs: number, call: { readonly startMs: number; readonly inFlight: number; readonly outcome: CallOutcome }): boolean {
+  sent(nowMs: number): void {
+    this.cohort?.sent(nowMs);
+  }
+
+  /** probing returns whether a probe holds the limit down now (then each grant should be told by {@link sent}). */
+  get probing(): boolean {
+    return this.cohort !== undefined;
+  }
+
+  /**
+   * record takes one call that held a slot and ended at `nowMs`: `startMs` is when it got the slot,
+   * `inFlight` how many held a slot then (itself included), `inFlightAfter` how many still hold
+   * one now. It returns true when this sample closed a window and the limit may have changed. A
+   * time before the call's start (a clock set back) is taken as a zero latency of no weight: the
+   * sample is ignored.
+   */
+  record(nowMs: number, call: { readonly startMs: number; readonly inFlight: number; readonly outcome: CallOutcome; readonly inFlightAfter?: number }): boolean {
+    if (this.cohort !== undefined) return this.recordProbe(nowMs, call, this.cohort);
     this.open(nowMs);
     if (call.inFlight >= this.current) this.window.saturated = true;
     const rttMs = nowMs - call.startMs;
     if (call.outcome === 'drop') this.window.drops++;
-    else if (call.outcome === 'success' && rttMs >= 0 && this.counts(call.startMs, nowMs)) this.window.add(rttMs);
+    else if (call.outcome === 'success' && rttMs >= 0) this.window.add(rttMs);
     return this.maybeClose(nowMs);
   }
 
-  /** A probe's window counts only calls that started after the probe lowered the limit. */
-  private counts(startMs: number, nowMs: number): boolean {
-    if (Number.isNaN(this.probeStartMs)) return true;
-    // The first calls to end after the limit fell are the shortest of those sent: wait two
-    // baselines, so the probe sees the whole spread of service times, not its fast end.
-    const settleMs = 2 * (this.baselineMs ?? 0);
-    return startMs >= this.probeStartMs && nowMs >= this.probeStartMs + settleMs;
+  /** Takes a call's end during a probe, and ends the probe once its cohort has ended. */
+  private recordProbe(nowMs: number, call: { readonly startMs: number; readonly outcome: CallOutcome; readonly inFlightAfter?: number }, cohort: ProbeCohort): boolean {
+    cohort.drained(nowMs, call.inFlightAfter ?? 0, this.current);
+    const member = cohort.holds(call.startMs);
+    if (member) {
+      const rttMs = nowMs - call.startMs;
+      if (call.outcome === 'drop') this.window.drops++;
+      else if (call.outcome === 'success' && rttMs >= 0) this.window.add(rttMs);
+    }
+    if (!cohort.complete(nowMs, member)) return false;
+    const result: WindowResult = { medianMs: this.window.median(), drops: this.window.drops, saturated: true };
+    this.window.clear();
+    this.endProbe(nowMs, result);
+    return true;
   }
 
   private open(nowMs: number): void {
     if (Number.isNaN(this.windowStartMs)) this.windowStartMs = nowMs;
   }
 
+  private windowLengthMs(): number {
+    return Math.max(this.windowMs, 2 * (this.baselineMs ?? 0));
+  }
+
   private maybeClose(nowMs: number): boolean {
     const w = this.window;
-    const lengthMs = Math.max(this.windowMs, 2 * (this.baselineMs ?? 0));
+    const lengthMs = this.windowLengthMs();
     const full = w.full || (w.size >= this.minSamples && nowMs - this.windowStartMs >= lengthMs);
     const dropped = w.drops > 0 && nowMs - this.windowStartMs >= lengthMs;
     if (!full && !dropped) return false;
-    const probing = !Number.isNaN(this.probeStartMs);
     const result: WindowResult = { medianMs: w.median(), drops: w.drops, saturated: w.saturated };
     w.clear();
     this.windowStartMs = NaN;
-    if (probing) this.endProbe(nowMs, result);
-    else this.apply(nowMs, result);
+    this.apply(nowMs, result);
     return true;
   }
 
@@ -240,7 +269,7 @@ export class AdaptiveLimit {
       // A median below the baseline says the service got faster: measure it again, soon. The
       // baseline never follows a window down by itself, since the least of many noisy medians
       // would sit below the truth and hold the limit under the slots.
-      if (w.medianMs < 0.9 * this.baselineMs && w.saturated) this.probeDue = true;
+      if (w.medianMs < 0.75 * this.baselineMs && w.saturated) this.probeDue = true;
       const gradient = Math.min(1, Math.max(0.5, this.baselineMs / w.medianMs));
       const estimate = this.estimateValue;
       const target = estimate * gradient + this.queueTarget(estimate);
@@ -261,14 +290,19 @@ export class AdaptiveLimit {
   private beginProbe(nowMs: number): void {
     this.probeDue = false;
     this.probeStartMs = nowMs;
+    this.cohort = new ProbeCohort(nowMs, this.windowLengthMs(), 5 * this.minSamples);
     this.current = Math.max(this.minLimit, Math.floor(this.estimateValue / 2));
   }
 
   private endProbe(nowMs: number, w: WindowResult): void {
     this.probeStartMs = NaN;
+    this.cohort = undefined;
     this.lastProbeEndMs = nowMs;
     if (w.drops > 0) this.setEstimate(this.estimateValue * this.backoffRatio);
     if (!Number.isNaN(w.medianMs)) {
+      // A probe a tenth below the last baseline may have halved a limit still above the service's
+      // slots (and measured some queue): probe again, soon, until the baseline settles.
+      this.probeDue = this.baselineMs !== undefined && w.medianMs < 0.75 * this.baselineMs;
       this.baselineMs = w.medianMs;
       this.lastMedianMs = w.medianMs;
     }
