@@ -300,7 +300,7 @@ export class AdaptiveLimit {
     this.lastProbeEndMs = nowMs;
     if (w.drops > 0) this.setEstimate(this.estimateValue * this.backoffRatio);
     if (!Number.isNaN(w.medianMs)) {
-      // A probe a tenth below the last baseline may have halved a limit still above the service's
+      // A probe a quarter below the last baseline may have halved a limit still above the service's
       // slots (and measured some queue): probe again, soon, until the baseline settles.
       this.probeDue = this.baselineMs !== undefined && w.medianMs < 0.75 * this.baselineMs;
       this.baselineMs = w.medianMs;
