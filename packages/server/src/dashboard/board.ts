@@ -3,9 +3,10 @@
  * limit (space-saving) and those nearest it; the recent refusals; the store's health. All of it
  * bounded, fed by the gateway's decision reporter and the store's observer, read as snapshots.
  */
-import { systemClock, type Clock, type Observer } from 'floodgate';
+import { systemClock, type Clock, type Observer, type Timers } from 'floodgate';
 import type { RuleDecision, RuleOutcome } from '../gateway/decide.js';
 import { NearLimit } from './near-limit.js';
+import { OverloadBoard } from './overload.js';
 import { OutcomeSeries, RATE_GROUPS, type RateGroup } from './rates.js';
 import { RefusalRing, type Refusal } from './refusals.js';
 import { SpaceSaving } from './space-saving.js';
@@ -25,6 +26,10 @@ export interface BoardOptions {
   readonly staleMs?: number;
   /** How many recent refusals are kept (default 200). */
   readonly refusals?: number;
+  /** The overload sampler's timer (default the clock when it is also `Timers`, else unref'd `setTimeout`s). */
+  readonly timers?: Timers;
+  /** One-second samples kept per overload guard (default 120). */
+  readonly overloadSeconds?: number;
 }
 
 /** RuleBoard is the dashboard's memory of one route's rule. */
@@ -43,7 +48,8 @@ export type RateView = Readonly<Record<RateGroup, { readonly perSecond: number; 
  * Board returns the dashboard's state of one gateway process and takes its events: give it as
  * the traffic's `DecisionReporter` (beside metrics) and {@link Board.observer} to the store.
  * Memory is bounded whatever the traffic: per rule, 60 x 9 counts, `sketchCapacity` and
- * `nearCapacity` keys; `refusals` entries; 2,048 store round trips. Keys are held as the store
+ * `nearCapacity` keys; `refusals` entries; 2,048 store round trips; per overload guard in force,
+ * `overloadSeconds` samples and 8 circuit changes. Keys are held as the store
  * names them (at most 256 characters); how they are shown is the renderer's choice.
  *
  * @example
@@ -55,18 +61,21 @@ export class Board {
   readonly clock: Clock;
   readonly refused: RefusalRing;
   readonly store: StoreHealth;
+  /** The overload guards' samples and circuit changes: it samples once it follows the gateway's guards. */
+  readonly overload: OverloadBoard;
   /** observer is the store's seam into {@link Board.store}. */
   readonly observer: Observer;
   readonly startedAtMs: number;
   /** Boards by route, then rule: two lookups and no string built per decision. */
   private readonly boards = new Map<string, Map<string, RuleBoard>>();
-  private readonly options: Required<Omit<BoardOptions, 'clock' | 'refusals'>>;
+  private readonly options: Required<Omit<BoardOptions, 'clock' | 'refusals' | 'timers' | 'overloadSeconds'>>;
 
   constructor(options: BoardOptions = {}) {
     this.clock = options.clock ?? systemClock;
     this.refused = new RefusalRing(options.refusals ?? 200);
     this.store = new StoreHealth(() => this.clock.now());
     this.observer = this.store.observer;
+    this.overload = new OverloadBoard({ clock: this.clock, timers: options.timers, seconds: options.overloadSeconds });
     this.startedAtMs = this.clock.now();
     this.options = { sketchCapacity: options.sketchCapacity ?? 64, nearCapacity: options.nearCapacity ?? 32, halfLifeMs: options.halfLifeMs ?? 10_000, staleMs: options.staleMs ?? 10_000 };
   }
@@ -128,6 +137,11 @@ export class Board {
       for (const rule of rules.keys()) if (!keep.has(`${route}\0${rule}`)) rules.delete(rule);
       if (rules.size === 0) this.boards.delete(route);
     }
+  }
+
+  /** close stops the board's only timer, the overload sampler's. */
+  close(): void {
+    this.overload.stop();
   }
 
   /** latestRefusals returns up to `n` recent refusals, newest first. */

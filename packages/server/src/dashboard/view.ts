@@ -1,5 +1,6 @@
 /** The dashboard's snapshot: what one page or one live update shows, as plain data. */
 import type { Board, RateView } from './board.js';
+import type { OverloadView } from './overload.js';
 import { SECONDS, RATE_GROUPS } from './rates.js';
 import type { StoreHealthView } from './store-health.js';
 
@@ -54,6 +55,8 @@ export interface DashboardView {
   readonly refusals: readonly { readonly route: string; readonly rule: string; readonly key: string; readonly limit: number; readonly remaining: number; readonly retryAfterMs: number; readonly reason: string; readonly atMs: number }[];
   readonly refusalsTotal: number;
   readonly store: { readonly kind: string; readonly windowMs: number; readonly health: StoreHealthView };
+  /** The overload guards in force: each one's samples, figures now and circuit. */
+  readonly overload: OverloadView;
   readonly config: { readonly file: string; readonly loadedAt: string; readonly text: string };
 }
 
@@ -78,6 +81,7 @@ export function snapshot(source: DashboardSource): DashboardView {
     refusals: board.latestRefusals(REFUSALS_SHOWN).map((f) => ({ ...f, key: source.showKey(f.key, f.route, f.rule) })),
     refusalsTotal: board.refused.total,
     store: { kind: source.storeKind, windowMs: STORE_WINDOW_MS, health: board.store.view(STORE_WINDOW_MS, nowMs) },
+    overload: board.overload.view(nowMs),
     config: { file: config.file, loadedAt: config.loadedAt, text: JSON.stringify(config.config, null, 2) },
   };
 }
