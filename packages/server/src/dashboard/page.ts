@@ -37,6 +37,15 @@ pre { background: var(--bg); padding: .6rem; overflow: auto; max-height: 24rem; 
 .card table { margin-bottom: .5rem; }
 .facts th { width: 16rem; }
 meter { width: 5rem; }
+figure { margin: .3rem 0 .5rem; }
+figcaption { font-size: .8rem; color: var(--muted); }
+.legend-item { margin-right: .8rem; white-space: nowrap; }
+.figures { margin: .2rem 0 .4rem; font-variant-numeric: tabular-nums; }
+.circuit { margin: .5rem 0 .2rem; }
+.circuit-state { font-weight: 600; padding: 0 .4rem; border-radius: 3px; color: #fff; background: var(--ok); }
+.state-half-open { background: #f9a825; color: var(--fg); }
+.state-open { background: var(--bad); }
+.probing { color: #6a1b9a; }
 `;
 
 /** The live-update script: replaces the live sections on every `snapshot` event, and the config when it was reloaded. */

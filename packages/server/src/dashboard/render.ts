@@ -2,34 +2,15 @@
  * The dashboard's HTML, rendered on the server from a snapshot: every number is in the markup, so
  * the page reads without JavaScript; the live updates send the same fragments again.
  */
+import { clockTime, count, esc, ms, rate, section } from './format.js';
+import { renderOverload } from './render-overload.js';
 import type { DashboardView, RuleView } from './view.js';
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-/** esc returns `text` with the five HTML-special characters escaped (keys and names come from clients and configs). */
-export function esc(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
-}
-
-function rate(n: number): string {
-  return n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2);
-}
-
-function count(n: number): string {
-  return Math.round(n).toLocaleString('en-US');
-}
-
-function clockTime(ms: number): string {
-  return new Date(ms).toISOString().slice(11, 23);
-}
-
-function ms(n: number | undefined): string {
-  return n === undefined ? '–' : n < 10 ? n.toFixed(2) : n.toFixed(1);
-}
+export { esc } from './format.js';
 
 /** renderLive returns the live part of the page (everything but the config): the fragment each update replaces. */
 export function renderLive(view: DashboardView): string {
-  return [summary(view), rulesTable(view), topKeys(view), refusals(view), store(view)].join('\n');
+  return [summary(view), rulesTable(view), renderOverload(view.overload, view.atMs), topKeys(view), refusals(view), store(view)].join('\n');
 }
 
 function summary(view: DashboardView): string {
@@ -90,8 +71,4 @@ function store(view: DashboardView): string {
 /** renderConfig returns the config part of the page: the file, when it was loaded and its content (secrets redacted). */
 export function renderConfig(view: DashboardView): string {
   return `<h2>Active config</h2><p class="note">From <code>${esc(view.config.file)}</code>, loaded ${esc(view.config.loadedAt)}; secrets redacted.</p><details><summary>Show the config</summary><pre>${esc(view.config.text)}</pre></details>`;
-}
-
-function section(id: string, title: string, body: string): string {
-  return `<section id="${id}"><h2>${esc(title)}</h2>${body}</section>`;
 }
