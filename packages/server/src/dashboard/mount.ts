@@ -1,9 +1,14 @@
-/** The dashboard fitted into a gateway: its endpoints, and a decision reporter feeding both metrics and the board. */
+/**
+ * The dashboard fitted into a gateway: its endpoints, a decision reporter feeding both metrics and
+ * the board, and the board's sampling of the overload guards.
+ */
+import type { Registry } from 'prom-client';
 import type { DecisionReporter } from '../gateway/decide.js';
 import type { RouteTable } from '../gateway/routes.js';
 import type { Board } from './board.js';
 import { DashboardEndpoints } from './http.js';
 import { keyShower, type KeyDisplay } from './keys.js';
+import type { OverloadSource } from './overload.js';
 import type { DashboardSource } from './view.js';
 
 /** DashboardSettings are the config's `admin.dashboard` settings. */
@@ -15,13 +20,13 @@ export interface DashboardSettings {
 /** MountOptions is what {@link mountDashboard} needs of the gateway. */
 export interface MountOptions {
   readonly board: Board;
-  /** The reporter decisions already go to (the metrics). */
-  readonly metrics: DecisionReporter;
+  /** The reporter decisions already go to (the metrics), with the registry the sheds are counted in. */
+  readonly metrics: DecisionReporter & { readonly registry: Registry };
   /** The SHA-256 of the admin token; undefined when there is none (then there is no dashboard). */
   readonly tokenDigest: Buffer | undefined;
   readonly settings: DashboardSettings | undefined;
   readonly storeKind: string;
-  /** table returns the active route table (it changes on reload). */
+  /** table returns the active route table (it changes on reload), with its overload guards. */
   table(): RouteTable;
   activeConfig: DashboardSource['activeConfig'];
   isReady(): boolean;
@@ -36,7 +41,8 @@ export interface MountedDashboard {
 /**
  * mountDashboard returns the dashboard's endpoints and the reporter that feeds it beside the
  * metrics, or undefined when the dashboard is off (no admin token, or `admin.dashboard.enabled:
- * false`): then decisions go to the metrics alone and cost nothing more.
+ * false`): then decisions go to the metrics alone and cost nothing more. When mounted, the board
+ * samples the guards of the active table once a second until `board.close()`.
  *
  * @example
  * const mounted = mountDashboard({ board, metrics, tokenDigest, settings: config.admin?.dashboard, storeKind: 'memory', table: () => gateway.table, activeConfig, isReady });
@@ -60,5 +66,23 @@ export function mountDashboard(options: MountOptions): MountedDashboard | undefi
     queueDepth: (route, rule, delta) => metrics.queueDepth(route, rule, delta),
     decided: (event) => board.decided(event),
   };
+  board.overload.follow({ guards: () => options.table().guards.all, shedTotals: shedTotalsOf(metrics.registry) });
   return { endpoints: new DashboardEndpoints({ source, tokenDigest: options.tokenDigest }), reporter };
+}
+
+/** The shed counter of the gateway's metrics (see `ops/overload-metrics.ts`). */
+const SHED_METRIC = 'floodgate_concurrency_shed_total';
+
+/**
+ * shedTotalsOf returns a reader of the gateway's shed counter, every count since the start by
+ * scope and reason: the board reads it once a second, so a shed costs its request nothing more
+ * than the metrics' own count.
+ */
+function shedTotalsOf(registry: Registry): OverloadSource['shedTotals'] {
+  return async () => {
+    const metric = registry.getSingleMetric(SHED_METRIC);
+    if (metric === undefined) return [];
+    const { values } = await metric.get();
+    return values.map((v) => ({ scope: String(v.labels.scope), reason: String(v.labels.reason), total: v.value }));
+  };
 }

@@ -20,6 +20,7 @@ import { redactConfig } from '../ops/redact.js';
 import { openStore, type GatewayStore } from '../store/store.js';
 import type { DomainSpec } from '../decision/config.js';
 import type { DecisionReporter } from './decide.js';
+import type { GuardEvents } from './guards.js';
 import { RateLimitServiceHost } from './rate-limit-service.js';
 import { Upstreams } from './proxy.js';
 import { RouteTable } from './routes.js';
@@ -76,6 +77,8 @@ export class Gateway implements TrafficState {
   private service: RateLimitServiceHost | undefined;
   /** The descriptor files the rate limit service was loaded from (absolute paths). */
   descriptorFiles: readonly string[];
+  /** Where circuit changes go: the metrics and the board. One sink for the process, as a kept breaker keeps the sink it was built with. */
+  private readonly guardEvents: GuardEvents;
 
   readonly log: Logger;
 
@@ -100,7 +103,13 @@ export class Gateway implements TrafficState {
     this.isTrustedPeer = trustedPeers(config.trustProxy);
     this.onStoreError = config.store.type === 'redis' ? config.store.onError : 'fail-open';
     metrics.overload.guards = () => this.table.guards.all;
-    this.table = RouteTable.build(config, { store: store.store, env: this.env, events: metrics.overload });
+    this.guardEvents = {
+      circuitTransition(scope, to) {
+        metrics.overload.circuitTransition(scope, to);
+        board.overload.circuitTransition(scope, to);
+      },
+    };
+    this.table = RouteTable.build(config, { store: store.store, env: this.env, events: this.guardEvents });
     const l = config.limits;
     // Node checks the two timeouts on an interval (30 s by default): check often enough to honour them.
     const connectionsCheckingInterval = Math.max(50, Math.min(1_000, l.headersTimeoutMs / 4));
@@ -238,7 +247,7 @@ export class Gateway implements TrafficState {
     const rateLimitService = this.reloadService(config, loaded.domains);
     if (rateLimitService === this.config.rateLimitService) loaded = { ...loaded, descriptorFiles: this.descriptorFiles };
     const previous = this.table;
-    const table = RouteTable.build({ ...config, store: this.config.store }, { store: this.store.store, env: this.env, previous, events: this.metrics.overload });
+    const table = RouteTable.build({ ...config, store: this.config.store }, { store: this.store.store, env: this.env, previous, events: this.guardEvents });
     const kept = [...table.limiters.values()].filter((l) => [...previous.limiters.values()].includes(l)).length;
     const keptGuards = [...table.guards.kept.values()].filter((g) => [...previous.guards.kept.values()].includes(g)).length;
     this.table = table;
@@ -306,6 +315,7 @@ export class Gateway implements TrafficState {
     await serviceClosed;
     await this.upstreams.close();
     await this.store.close();
+    this.board.close();
     if (this.admin !== undefined) {
       this.admin.closeAllConnections();
       await new Promise<void>((resolve) => this.admin!.close(() => resolve()));

@@ -16,6 +16,7 @@ const TOKEN = 'dashboard-browser-token-0123456789';
 const CHROMIUM = '/usr/bin/chromium';
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const SCREENSHOT = join(tmpdir(), 'floodgate-dashboard.png');
+const OVERLOAD_SCREENSHOT = join(tmpdir(), 'floodgate-dashboard-overload.png');
 
 function configFor(upstream: string): string {
   return `
@@ -24,6 +25,8 @@ routes:
   - name: api
     match: { path: /api/* }
     upstream: ${upstream}
+    adaptive: { initialLimit: 10, minLimit: 2, maxLimit: 20, windowMs: 200 }
+    circuitBreaker: { trigger: { type: errorCount, count: 50 }, minCalls: 50, openMs: 1000 }
     rules:
       - name: per-client
         policy: { algorithm: fixedWindow, limit: 5, windowMs: 600000 }
@@ -87,7 +90,7 @@ describe('the dashboard in headless Chromium, against a gateway under traffic', 
     await wrong.close();
   });
 
-  it('loads with the token (HTTP Basic), moves live, lists the throttled key and keeps a screenshot', async () => {
+  it('loads with the token (HTTP Basic), moves live, lists the throttled key, draws the overload charts and keeps screenshots', async () => {
     const context = await browser.newContext({ httpCredentials: { username: 'admin', password: TOKEN }, viewport: { width: 1400, height: 900 } });
     const page = await context.newPage();
     const response = await page.goto(gw.adminUrl('/dashboard'));
@@ -112,9 +115,16 @@ describe('the dashboard in headless Chromium, against a gateway under traffic', 
     const refusal = page.locator('#refusals tbody tr', { hasText: 'greedy-client' }).first();
     const cells = await refusal.locator('td').allTextContents();
     assert.deepEqual([cells[1], cells[2], cells[3], cells[4], cells[5], cells[7]], ['api', 'per-client', 'header:x-client:greedy-client', '5', '0', 'limit'], 'why it was refused');
+    const overload = page.locator('#overload .overload-scope[data-scope="route:api"]');
+    // The adaptive limit's first window has to close before its latency line is drawn.
+    await overload.locator('svg.chart.latency path.line-sample-rtt').waitFor({ timeout: 5_000 });
+    assert.equal(await overload.locator('svg.chart.concurrency path.line-limit').count(), 1, 'the limit over time');
+    assert.match((await overload.locator('.figures').textContent())!, /^limit \d+ · in flight \d+ · queued 0 · latency [\d.]+ ms, baseline [\d.]+ ms/);
+    assert.equal(await overload.locator('.circuit-state').textContent(), 'closed');
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
-    console.log(`dashboard screenshot: ${SCREENSHOT}`);
-    assert.ok(existsSync(SCREENSHOT));
+    await page.locator('#overload').screenshot({ path: OVERLOAD_SCREENSHOT });
+    console.log(`dashboard screenshots: ${SCREENSHOT}, ${OVERLOAD_SCREENSHOT}`);
+    assert.ok(existsSync(SCREENSHOT) && existsSync(OVERLOAD_SCREENSHOT));
     await context.close();
   });
 
@@ -125,6 +135,8 @@ describe('the dashboard in headless Chromium, against a gateway under traffic', 
     const limited = Number((await page.locator('#rates tr[data-rule="per-client"] .total-limited').textContent())!.replace(/,/g, ''));
     assert.ok(limited > 0, `limited total ${limited}`);
     assert.match((await page.locator('#store-kind').textContent())!, /memory/);
+    assert.match((await page.locator('#overload [data-scope="route:api"] .limit').textContent())!, /^\d+$/, 'the overload figures too');
+    assert.equal(await page.locator('#overload [data-scope="route:api"] svg.chart').count(), 2, 'and its charts');
     await context.close();
   });
 });

@@ -45,7 +45,7 @@ describe('/dashboard on the admin listener', () => {
       tokenDigest: digest,
       settings: { enabled: dashboard, keys: 'full' },
       storeKind: 'memory',
-      table: () => ({ routes: [] }) as unknown as RouteTable,
+      table: () => ({ routes: [], guards: { all: [] } }) as unknown as RouteTable,
       activeConfig: () => ({ file: 'x.yaml', loadedAt: '2026-01-01T00:00:00.000Z', config: {} }),
       isReady: () => true,
     });
@@ -75,7 +75,7 @@ describe('/dashboard on the admin listener', () => {
   });
 
   it('gives no dashboard without an admin token', () => {
-    const mounted = mountDashboard({ board: new Board(), metrics: new GatewayMetrics(), tokenDigest: undefined, settings: undefined, storeKind: 'memory', table: () => ({ routes: [] }) as unknown as RouteTable, activeConfig: () => ({ file: '', loadedAt: '', config: {} }), isReady: () => true });
+    const mounted = mountDashboard({ board: new Board(), metrics: new GatewayMetrics(), tokenDigest: undefined, settings: undefined, storeKind: 'memory', table: () => ({ routes: [], guards: { all: [] } }) as unknown as RouteTable, activeConfig: () => ({ file: '', loadedAt: '', config: {} }), isReady: () => true });
     assert.equal(mounted, undefined);
   });
 });
