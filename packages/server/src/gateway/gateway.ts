@@ -104,9 +104,9 @@ export class Gateway implements TrafficState {
     this.onStoreError = config.store.type === 'redis' ? config.store.onError : 'fail-open';
     metrics.overload.guards = () => this.table.guards.all;
     this.guardEvents = {
-      circuitTransition(scope, to) {
+      circuitTransition(scope, to, reason) {
         metrics.overload.circuitTransition(scope, to);
-        board.overload.circuitTransition(scope, to);
+        board.overload.circuitTransition(scope, to, reason);
       },
     };
     this.table = RouteTable.build(config, { store: store.store, env: this.env, events: this.guardEvents });

@@ -44,7 +44,7 @@ export interface GuardStep {
 
 /** GuardEvents hears what the guards do outside any request: a circuit changing state. */
 export interface GuardEvents {
-  circuitTransition(scope: string, to: string): void;
+  circuitTransition(scope: string, to: string, reason: string): void;
 }
 
 const NO_EVENTS: GuardEvents = { circuitTransition: () => {} };
@@ -142,7 +142,7 @@ function breakerOf(scope: string, section: ProtectionConfig, ctx: BuildContext):
   const previous = ctx.previous?.get(signature);
   // The events go to whoever built the breaker first: the gateway's one sink lives as long as the process.
   const events = ctx.events;
-  const breaker = previous instanceof CircuitBreaker ? previous : new CircuitBreaker({ ...breakerOptionsOf(config, scope), onStateChange: (e: CircuitBreakerEvent) => events.circuitTransition(scope, e.to) });
+  const breaker = previous instanceof CircuitBreaker ? previous : new CircuitBreaker({ ...breakerOptionsOf(config, scope), onStateChange: (e: CircuitBreakerEvent) => events.circuitTransition(scope, e.to, e.reason) });
   ctx.kept.set(signature, breaker);
   return breaker;
 }

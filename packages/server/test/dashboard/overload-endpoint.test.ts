@@ -103,11 +103,11 @@ describe('the dashboard\'s overload protection, on a gateway process with guards
     const learned = (await scope('route:learned'))!;
     assert.equal(learned.circuit?.state, 'open');
     assert.ok(learned.circuit.retryInMs > 50_000 && learned.circuit.retryInMs <= 60_000, `retry in ${learned.circuit.retryInMs} ms`);
-    assert.deepEqual(learned.circuit.transitions.map((t) => [t.from, t.to]), [['closed', 'open']]);
+    assert.deepEqual(learned.circuit.transitions.map((t) => [t.from, t.to, t.reason]), [['closed', 'open', 'errorCount']]);
     const page = (await call(gw.adminUrl('/dashboard'), { headers: AUTH })).body;
     const card = page.slice(page.indexOf('data-scope="route:learned"'));
     assert.match(card, /circuit <span class="circuit-state state-open">open<\/span> · retry in <b class="retry-in">[\d,]+<\/b> ms/);
-    assert.match(card, /<td>closed → open<\/td>/);
+    assert.match(card, /<td>closed → open<\/td><td>errorCount<\/td>/);
     assert.match(card, /<svg class="chart latency"/);
     await until('the circuit-open shed is counted', async () => (await scope('route:learned'))?.shedInWindow['circuit-open'] === 1);
     await ups.learned.control({ errorStatus: null });
