@@ -1,17 +1,17 @@
 /**
  * The overload bench's load generator: an open loop. Arrival times are drawn in advance (a Poisson
  * process, phase by phase) and each request is sent at its time whether or not earlier ones were
- * answered, on a connection of its own when none is free (an agent without a socket limit), so a
- * slow server never slows the offered load down. Each request gives up after `timeoutMs` and closes
- * its connection, as a client with a timeout does.
+ * answered, on a free keep-alive connection or a new one (there is no limit on connections), so a
+ * slow server never slows the offered load down. Each request gives up `timeoutMs` after it was
+ * due and closes its connection, as a client with a timeout does.
  *
  * The bench runs it in a child process of its own (`--child`, driven over IPC) so that it never
  * shares the gateway's CPU.
  */
-import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { SeededRandom } from 'floodgate-simulator';
+import { RawConnection } from './raw-connection.js';
 
 /** LoadPhase is a stretch of Poisson arrivals at `perSecond` requests a second for `durationMs`. */
 export interface LoadPhase {
@@ -107,9 +107,13 @@ export async function runOpenLoop(plan: LoadPlan): Promise<LoadRecords> {
 /** OpenLoop is one run in progress: `finished` resolves once every request has ended. */
 class OpenLoop {
   readonly finished: Promise<void>;
-  private readonly url: URL;
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: 65_536, scheduling: 'lifo' });
-  private readonly headerSets: Array<Record<string, string>>;
+  private readonly host: string;
+  private readonly port: number;
+  /** Each tier's request, written once: `GET path` with Host and the tier header. */
+  private readonly requests: string[];
+  /** Connections with no request on them, newest last: a request takes one or opens a new one. */
+  private readonly idle: RawConnection[] = [];
+  private readonly all = new Set<RawConnection>();
   private next = 0;
   private open: number;
   private resolve: () => void = () => {};
@@ -120,10 +124,13 @@ class OpenLoop {
     /** performance.now() at the plan's start. */
     private readonly originMs: number,
   ) {
-    this.url = new URL(plan.url);
-    this.headerSets = (plan.tierMix?.tiers ?? [{ name: '' }]).map((t) => (plan.tierMix === undefined ? {} : { [plan.tierMix.header]: t.name }));
+    const url = new URL(plan.url);
+    this.host = url.hostname;
+    this.port = Number(url.port);
+    const tierLines = plan.tierMix === undefined ? [''] : plan.tierMix.tiers.map((t) => `${plan.tierMix!.header}: ${t.name}\r\n`);
+    this.requests = tierLines.map((line) => `GET ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\n${line}\r\n`);
     this.open = records.dueMs.length;
-    this.finished = new Promise<void>((resolve) => (this.resolve = resolve)).then(() => this.agent.destroy());
+    this.finished = new Promise<void>((resolve) => (this.resolve = resolve)).then(() => this.all.forEach((c) => c.destroy()));
     if (this.open === 0) this.resolve();
     else this.wake();
   }
@@ -138,23 +145,28 @@ class OpenLoop {
   private send(i: number, nowMs: number): void {
     const dueAtMs = this.originMs + this.records.dueMs[i]!;
     this.records.lagMs[i] = nowMs - dueAtMs;
-    let done = false;
-    const finish = (status: number, error?: string): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      this.end(i, status, dueAtMs, error);
-    };
-    const req = request({ agent: this.agent, host: this.url.hostname, port: this.url.port, path: this.url.pathname, headers: this.headerSets[this.records.tier[i]!] }, (res) => {
-      res.on('close', () => (res.complete ? finish(res.statusCode ?? FAILED) : finish(FAILED, 'incomplete response'))).resume();
-    });
-    req.on('error', (error: NodeJS.ErrnoException) => finish(FAILED, error.code ?? error.message));
-    // The timeout runs from when the request was due, so a late send gets no extra time.
+    // The timeout runs from when the request was due: one already past it is not sent (its client
+    // would have given up), so a generator that falls behind does not feed on itself.
+    const leftMs = dueAtMs + this.plan.timeoutMs - nowMs;
+    if (leftMs <= 0) return this.end(i, TIMED_OUT, dueAtMs, 'not sent: the generator was late');
+    const connection = this.take();
     const timer = setTimeout(() => {
-      finish(TIMED_OUT);
-      req.destroy();
-    }, Math.max(0, dueAtMs + this.plan.timeoutMs - nowMs));
-    req.end();
+      connection.abandon();
+      this.all.delete(connection);
+      this.end(i, TIMED_OUT, dueAtMs, undefined);
+    }, leftMs);
+    connection.send(this.requests[this.records.tier[i]!]!, (status, error) => {
+      clearTimeout(timer);
+      if (!connection.usable) this.all.delete(connection);
+      this.end(i, status ?? FAILED, dueAtMs, error);
+    });
+  }
+
+  private take(): RawConnection {
+    for (let c = this.idle.pop(); c !== undefined; c = this.idle.pop()) if (c.usable) return c;
+    const connection = new RawConnection(this.host, this.port, (c) => this.idle.push(c));
+    this.all.add(connection);
+    return connection;
   }
 
   private end(i: number, status: number, dueAtMs: number, error: string | undefined): void {

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { recoveredAfterMs, windowStats } from '../../../bench/overload/analyse.js';
 import { FAILED, TIMED_OUT, poissonArrivals, runOpenLoop, type LoadRecords } from '../../../bench/overload/load.js';
+import { parseResponseEnd } from '../../../bench/overload/raw-connection.js';
 import { startUpstream, type UpstreamState } from '../../../bench/overload/upstream.js';
 
 function get(port: number, path: string, method = 'GET'): { done: Promise<{ status: number; atMs: number }>; abort: () => void } {
@@ -141,6 +142,20 @@ describe('bench/overload load generator', () => {
       server.closeAllConnections();
       server.close();
     }
+  });
+});
+
+describe('bench/overload raw connection', () => {
+  it('finds the end of a response by Content-Length, by chunks, or at the head when the connection ends it', () => {
+    const lengthOf = 'HTTP/1.1 429 Too Many Requests\r\nContent-Length: 5\r\n\r\n';
+    assert.equal(parseResponseEnd(lengthOf + 'abc'), undefined);
+    assert.deepEqual(parseResponseEnd(lengthOf + 'abcdeHTTP/1.1 200'), { status: 429, end: lengthOf.length + 5, close: false });
+    const chunked = 'HTTP/1.1 503 Service Unavailable\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n';
+    assert.equal(parseResponseEnd(chunked + '3\r\nabc\r\n'), undefined);
+    assert.equal(parseResponseEnd(chunked + '3\r\nabc\r\n0\r\n'), undefined);
+    assert.deepEqual(parseResponseEnd(chunked + '3\r\nabc\r\n0\r\n\r\n'), { status: 503, end: chunked.length + 13, close: true });
+    assert.deepEqual(parseResponseEnd('HTTP/1.1 200 OK\r\nx: y\r\n\r\nrest'), { status: 200, end: 25, close: true });
+    assert.equal(parseResponseEnd('HTTP/1.1 200 OK\r\n'), undefined);
   });
 });
 
