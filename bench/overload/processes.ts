@@ -5,6 +5,7 @@
  * the traffic it is judged on.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,23 @@ const TSX_FLAGS = ['--conditions=floodgate-source', '--import', 'tsx'] as const;
 
 /** PINNED is true when the children are pinned to CPUs (taskset present, 2+ CPUs). */
 export const PINNED = availableParallelism() >= 2 && spawnSync('taskset', ['-V']).status === 0;
+
+const TICK_MS = 1000 / Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
+
+/** cpuMsOf returns the CPU time (user + system) a process and its descendants have used, in ms, from /proc (NaN elsewhere). */
+export function cpuMsOf(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    let ms = (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+    for (const child of children === '' ? [] : children.split(' ')) ms += cpuMsOf(Number(child));
+    return ms;
+  } catch {
+    return NaN;
+  }
+}
 
 /** Running is one started child and the ports it reported. */
 export interface Running {

@@ -37,6 +37,7 @@ export function sweepTables(cells: readonly SweepCell[], lanes: readonly Lane[],
     })];
   });
   const shedP99 = ids.map((id) => [labelOf(lanes, id), ...loads.map((l) => ms(cell(id, l)?.stats.shedP99Ms ?? NaN))]);
+  const cpu = ids.map((id) => [labelOf(lanes, id), ...loads.map((l) => pct(cell(id, l)?.gatewayCpu ?? NaN))]);
   const lag = Math.max(...cells.map((c) => c.stats.lagP99Ms));
   const errors = cells.filter((c) => Object.keys(c.errors).length > 0).map((c) => `${c.lane} ${c.load}x: ${Object.entries(c.errors).map(([code, n]) => `${code} ${n}`).join(', ')}`);
   return [
@@ -51,6 +52,9 @@ export function sweepTables(cells: readonly SweepCell[], lanes: readonly Lane[],
     '',
     "p99 latency of shed answers, ms",
     table(header, shedP99, right(loads.length)),
+    '',
+    "The gateway's CPU during each run (user + system, share of its one core)",
+    table(header, cpu, right(loads.length)),
     `(the load generator sent its requests within ${lag.toFixed(1)} ms of their times at p99, in the worst run)`,
     ...(errors.length === 0 ? [] : [`failed requests by error: ${errors.join('; ')}`]),
   ].join('\n');
@@ -97,8 +101,10 @@ export function priorityTable(cells: readonly PriorityCell[], lanes: readonly La
     ...c.tiers.map((t) => `${pct(t.stats.good / t.stats.sent)} ok, ${pct(t.stats.shed / t.stats.sent)} shed`),
     frac(c.all.goodPerSecond / capacityPerSecond),
   ]);
+  const reasons = cells.filter((c) => Object.keys(c.shedReasons).length > 0).map((c) => `  ${c.lane}: ${Object.entries(c.shedReasons).map(([k, n]) => `${k} ${n}`).join(', ')}`);
   return [
     'Priority tiers under overload: per tier, share answered 200 within 1 s and share shed; total goodput ÷ capacity',
     table(['lane', ...names, 'goodput'], rows, right(names.length + 1)),
+    ...(reasons.length === 0 ? [] : ['shed by the concurrency limit, by tier/reason (whole run):', ...reasons]),
   ].join('\n');
 }

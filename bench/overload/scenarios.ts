@@ -6,7 +6,7 @@
 import { goodputSeries, recoveredAfterMs, windowStats, type WindowStats } from './analyse.js';
 import type { Lane, LaneId } from './lanes.js';
 import type { TierMix } from './load.js';
-import type { Rig, Sample } from './rig.js';
+import { shedReasons, type Rig, type RunResult, type Sample } from './rig.js';
 import type { Capacity } from './upstream.js';
 
 /** Timings are a run's lengths, in ms, full or quick. */
@@ -52,6 +52,20 @@ export const TIER_MIX: TierMix = {
   ],
 };
 
+/** RunFacts are what every cell keeps of its run besides its figures. */
+export interface RunFacts {
+  /** The share of a CPU the gateway used during the run (1 = one core all the time). */
+  readonly gatewayCpu: number;
+  /** Requests shed by the gateway's concurrency limit, by `tier/reason` (none for the other lanes). */
+  readonly shedReasons: Record<string, number>;
+  /** Failed requests by error. */
+  readonly errors: Record<string, number>;
+}
+
+function factsOf(run: RunResult): RunFacts {
+  return { gatewayCpu: run.gatewayCpu, shedReasons: shedReasons(run.samples), errors: run.records.errors };
+}
+
 /** Context is what every scenario needs. */
 export interface Context {
   readonly rig: Rig;
@@ -60,23 +74,19 @@ export interface Context {
   readonly capacity: Capacity;
   /** The capacity after the cut in the halving scenario. */
   readonly halved: Capacity;
-  /** Called before each run, for progress lines. */
-  readonly progress: (line: string) => void;
 }
 
 const perSecond = (c: Capacity): number => (c.slots * 1000) / c.serviceMs;
 const STEP_MS = 250;
 
 /** SweepCell is one lane at one offered load. */
-export interface SweepCell {
+export interface SweepCell extends RunFacts {
   readonly lane: LaneId;
   readonly load: number;
   readonly offeredPerSecond: number;
   readonly stats: WindowStats;
   /** Good answers a second ÷ the capacity. */
   readonly goodput: number;
-  /** The run's failed requests by error code. */
-  readonly errors: Record<string, number>;
 }
 
 /** sweep runs each load through each lane (lanes side by side at each load, loads ascending), the unloaded reference first. */
@@ -85,19 +95,18 @@ export async function sweep(ctx: Context): Promise<SweepCell[]> {
   const capacityPerSecond = perSecond(ctx.capacity);
   for (const [index, load] of [ctx.timings.unloaded, ...ctx.timings.loads].entries()) {
     for (const lane of ctx.lanes) {
-      ctx.progress(`sweep ${load}x ${lane.id}`);
       const { warmupMs, measureMs } = ctx.timings;
       const gateway = await ctx.rig.gateway(lane, { fresh: lane.learns && index === 0 });
-      const run = await ctx.rig.run(gateway, { phases: [{ durationMs: warmupMs + measureMs, perSecond: load * capacityPerSecond }], seed: 1000 + index });
+      const run = await ctx.rig.run(gateway, { phases: [{ durationMs: warmupMs + measureMs, perSecond: load * capacityPerSecond }], seed: 1000 + index }, `sweep ${load}x ${lane.id}`);
       const stats = windowStats(run.records, warmupMs, warmupMs + measureMs);
-      cells.push({ lane: lane.id, load, offeredPerSecond: load * capacityPerSecond, stats, goodput: stats.goodPerSecond / capacityPerSecond, errors: run.records.errors });
+      cells.push({ lane: lane.id, load, offeredPerSecond: load * capacityPerSecond, stats, goodput: stats.goodPerSecond / capacityPerSecond, ...factsOf(run) });
     }
   }
   return cells;
 }
 
 /** HalvingCell is one lane through a capacity cut at `changeAtMs`. */
-export interface HalvingCell {
+export interface HalvingCell extends RunFacts {
   readonly lane: LaneId;
   readonly changeAtMs: number;
   /** When the run's arrivals stopped; the window after the cut is [changeAtMs, endMs). */
@@ -119,10 +128,9 @@ export async function halving(ctx: Context): Promise<HalvingCell[]> {
   const { load, beforeMs, afterMs } = ctx.timings.halving;
   const cells: HalvingCell[] = [];
   for (const lane of ctx.lanes) {
-    ctx.progress(`halving ${lane.id}`);
     const gateway = await ctx.rig.gateway(lane, { fresh: lane.learns });
     const endMs = beforeMs + afterMs;
-    const run = await ctx.rig.run(gateway, { phases: [{ durationMs: endMs, perSecond: load * perSecond(ctx.capacity) }], seed: 2000, change: { atMs: beforeMs, capacity: ctx.halved } });
+    const run = await ctx.rig.run(gateway, { phases: [{ durationMs: endMs, perSecond: load * perSecond(ctx.capacity) }], seed: 2000, change: { atMs: beforeMs, capacity: ctx.halved } }, `capacity cut ${lane.id}`);
     const before = windowStats(run.records, Math.min(ctx.timings.warmupMs, beforeMs / 2), beforeMs);
     const after = windowStats(run.records, beforeMs, endMs);
     cells.push({
@@ -136,13 +144,14 @@ export async function halving(ctx: Context): Promise<HalvingCell[]> {
       goodputSeries: goodputSeries(run.records, STEP_MS, endMs),
       stepMs: STEP_MS,
       samples: run.samples,
+      ...factsOf(run),
     });
   }
   return cells;
 }
 
 /** RecoveryCell is one lane once an overload ends and the load drops to `base`. */
-export interface RecoveryCell {
+export interface RecoveryCell extends RunFacts {
   readonly lane: LaneId;
   readonly during: WindowStats;
   /** The requests due in the `windowMs` after the overload ended. */
@@ -160,13 +169,12 @@ export async function recovery(ctx: Context): Promise<RecoveryCell[]> {
   const { load, overloadMs, base, afterMs, windowMs } = ctx.timings.recovery;
   const cells: RecoveryCell[] = [];
   for (const lane of ctx.lanes) {
-    ctx.progress(`recovery ${lane.id}`);
     const gateway = await ctx.rig.gateway(lane, { fresh: lane.learns });
     const phases = [
       { durationMs: overloadMs, perSecond: load * perSecond(ctx.capacity) },
       { durationMs: afterMs, perSecond: base * perSecond(ctx.capacity) },
     ];
-    const run = await ctx.rig.run(gateway, { phases, seed: 3000 });
+    const run = await ctx.rig.run(gateway, { phases, seed: 3000 }, `recovery ${lane.id}`);
     const after = windowStats(run.records, overloadMs, overloadMs + windowMs);
     cells.push({
       lane: lane.id,
@@ -176,13 +184,14 @@ export async function recovery(ctx: Context): Promise<RecoveryCell[]> {
       recoveredAfterMs: recoveredAfterMs(run.records, overloadMs, overloadMs + afterMs, { stepMs: STEP_MS, share: 0.9 }),
       goodputSeries: goodputSeries(run.records, STEP_MS, overloadMs + afterMs),
       stepMs: STEP_MS,
+      ...factsOf(run),
     });
   }
   return cells;
 }
 
 /** PriorityCell is one lane's tiers under overload. */
-export interface PriorityCell {
+export interface PriorityCell extends RunFacts {
   readonly lane: LaneId;
   readonly tiers: ReadonlyArray<{ readonly name: string; readonly stats: WindowStats }>;
   readonly all: WindowStats;
@@ -197,14 +206,13 @@ export async function priorities(ctx: Context): Promise<PriorityCell[]> {
   const { warmupMs, measureMs } = ctx.timings;
   const cells: PriorityCell[] = [];
   for (const lane of ctx.lanes) {
-    ctx.progress(`priorities ${lane.id}`);
     const tiered = lane.id === 'static' || lane.id === 'adaptive';
     const gateway = await ctx.rig.gateway(lane, tiered ? { tiers: TIER_MIX } : { fresh: lane.learns });
-    const run = await ctx.rig.run(gateway, { phases: [{ durationMs: warmupMs + measureMs, perSecond: ctx.timings.priorities.load * perSecond(ctx.capacity) }], seed: 4000, tierMix: TIER_MIX });
+    const run = await ctx.rig.run(gateway, { phases: [{ durationMs: warmupMs + measureMs, perSecond: ctx.timings.priorities.load * perSecond(ctx.capacity) }], seed: 4000, tierMix: TIER_MIX }, `priorities ${lane.id}`);
     const tiers = TIER_MIX.tiers.map((t, i) => ({ name: t.name, stats: windowStats(run.records, warmupMs, warmupMs + measureMs, i) }));
     const top = tiers[0]!.stats;
     const lowest = tiers[tiers.length - 1]!.stats;
-    cells.push({ lane: lane.id, tiers, all: windowStats(run.records, warmupMs, warmupMs + measureMs), topSuccess: top.good / top.sent, lowestShed: lowest.shed / lowest.sent });
+    cells.push({ lane: lane.id, tiers, all: windowStats(run.records, warmupMs, warmupMs + measureMs), topSuccess: top.good / top.sent, lowestShed: lowest.shed / lowest.sent, ...factsOf(run) });
   }
   return cells;
 }
