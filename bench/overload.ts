@@ -78,7 +78,9 @@ async function writeCharts(dir: string, results: { sweep?: SweepCell[]; halving?
   if (cells.length > 0) {
     const stepMs = cells[0]!.stepMs;
     const steps = cells[0]!.goodputSeries.length;
-    const slotsOf = (c: HalvingCell): Float64Array => stepValues(c.samples.flatMap((s) => (s.upstream === undefined ? [] : [{ atMs: s.atMs, value: (s.upstream.slots * CAPACITY.serviceMs) / s.upstream.serviceMs }])), stepMs, steps);
+    // The upstream's slots (counted at the original service time) from the schedule: before the cut, then after.
+    const slotsAt = (c: Capacity): number => (c.slots * CAPACITY.serviceMs) / c.serviceMs;
+    const slotsOf = (c: HalvingCell): Float64Array => stepValues([{ atMs: 0, value: slotsAt(CAPACITY) }, { atMs: c.changeAtMs, value: slotsAt(halved) }], stepMs, steps);
     const limits = cells.filter((c) => limitPoints(c.samples).length > 0).map((c) => ({ lane: c.lane, label: label(c.lane), values: stepValues(limitPoints(c.samples), stepMs, steps) }));
     if (limits.length > 0) {
       written.push(join(dir, 'overload-limit.svg'));

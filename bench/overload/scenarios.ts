@@ -89,14 +89,14 @@ export interface SweepCell extends RunFacts {
   readonly goodput: number;
 }
 
-/** sweep runs each load through each lane (lanes side by side at each load, loads ascending), the unloaded reference first. */
+/** sweep runs each load through each lane (lanes side by side at each load, loads ascending), the unloaded reference first; a learning lane keeps what it learned from load to load. */
 export async function sweep(ctx: Context): Promise<SweepCell[]> {
   const cells: SweepCell[] = [];
   const capacityPerSecond = perSecond(ctx.capacity);
   for (const [index, load] of [ctx.timings.unloaded, ...ctx.timings.loads].entries()) {
     for (const lane of ctx.lanes) {
       const { warmupMs, measureMs } = ctx.timings;
-      const gateway = await ctx.rig.gateway(lane, { fresh: lane.learns && index === 0 });
+      const gateway = await ctx.rig.gateway(lane);
       const run = await ctx.rig.run(gateway, { phases: [{ durationMs: warmupMs + measureMs, perSecond: load * capacityPerSecond }], seed: 1000 + index }, `sweep ${load}x ${lane.id}`);
       const stats = windowStats(run.records, warmupMs, warmupMs + measureMs);
       cells.push({ lane: lane.id, load, offeredPerSecond: load * capacityPerSecond, stats, goodput: stats.goodPerSecond / capacityPerSecond, ...factsOf(run) });
