@@ -79,8 +79,9 @@ export interface ConcurrencySnapshot {
  *
  * Priority tiers bind only under saturation: tier `t` may take a slot while fewer than
  * `limit · (1 - reserveRatio · t)` are in flight and no caller of its tier or above waits; a freed
- * slot goes to the most important waiter. JavaScript runs this check and the increment as one step,
- * so no race can over-admit a tier.
+ * slot goes to the most important waiter, and a full line sheds its least important waiter (the
+ * newest of the lowest tier) to make room for a more important caller. JavaScript runs each
+ * check and its count as one step, so no race can over-admit a tier.
  *
  * @example
  * const limiter = new ConcurrencyLimiter({ adaptive: { minLimit: 4 }, tiers: 2, maxQueue: 50, maxWaitMs: 100 });
@@ -163,7 +164,12 @@ export class ConcurrencyLimiter {
     this.estimator?.saturated(nowMs);
     const maxWaitMs = Math.min(this.maxWaitMs, checkMaxWaitMs(options?.maxWaitMs ?? this.maxWaitMs, 'maxWaitMs'));
     if (this.maxQueue === 0 || maxWaitMs === 0) return this.shed('limit', tier);
-    if (this.line.size >= this.maxQueue) return this.shed('queue-full', tier);
+    if (this.line.size >= this.maxQueue) {
+      // A full line sheds its least important caller for a more important one, else the newcomer.
+      const evicted = this.line.evictBelow(tier);
+      if (evicted === undefined) return this.shed('queue-full', tier);
+      evicted.settle(false, 'queue-full');
+    }
     const signal = checkSignal(options?.signal, 'signal');
     if (signal?.aborted === true) return this.shed('aborted', tier);
     return this.wait(nowMs, tier, maxWaitMs, signal);

@@ -15,7 +15,7 @@ export interface Waiter {
   /** When it gives up, in ms. */
   readonly deadlineMs: number;
   /** Settles the caller's promise: granted or shed. */
-  readonly settle: (granted: boolean, reason: 'queue-timeout' | 'aborted') => void;
+  readonly settle: (granted: boolean, reason: 'queue-timeout' | 'queue-full' | 'aborted') => void;
   /** Detaches the caller's abort listener, if any. */
   detach: (() => void) | undefined;
 }
@@ -84,6 +84,27 @@ export class WaitLine {
     this.live[waiter.tier]!--;
     waiter.detach?.();
     return true;
+  }
+
+  /**
+   * evictBelow removes and returns the newest caller of the least important tier below `tier`
+   * (tiers with a higher number), or undefined when none waits there: a full line makes room for
+   * a more important caller by shedding the least important one.
+   */
+  evictBelow(tier: number): Waiter | undefined {
+    for (let t = this.tiers.length - 1; t > tier; t--) {
+      if (this.live[t] === 0) continue;
+      const line = this.tiers[t]!;
+      for (let i = line.length - 1; i >= this.heads[t]!; i--) {
+        const waiter = line[i]!;
+        if (!this.byId.has(waiter.id)) continue;
+        line.splice(i, 1);
+        this.remove(waiter);
+        this.compactTier(t);
+        return waiter;
+      }
+    }
+    return undefined;
   }
 
   /** standing returns whether the line is a standing queue at `nowMs` (always false without CoDel). */

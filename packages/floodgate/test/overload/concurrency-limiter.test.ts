@@ -142,6 +142,28 @@ describe('ConcurrencyLimiter: priority tiers', () => {
     assert.ok((await batch).allowed);
   });
 
+  test('a full line sheds its least important waiter (the newest of the lowest tier) for a more important caller', async () => {
+    const { limiter: l } = limiter({ limit: 1, tiers: 3, maxQueue: 3 });
+    const held = permit(l.acquire({ tier: 0 }));
+    const normal = l.acquire({ tier: 1 }) as Promise<Admission>;
+    const bulkOld = l.acquire({ tier: 2 }) as Promise<Admission>;
+    const bulkNew = l.acquire({ tier: 2 }) as Promise<Admission>;
+    const critical = l.acquire({ tier: 0 });
+    assert.ok(critical instanceof Promise, 'the critical caller waits instead of being shed');
+    assert.deepEqual(await bulkNew, { allowed: false, reason: 'queue-full', tier: 2, retryAfterMs: 1 });
+    assert.equal(l.queued, 3);
+    // A bulk caller finds the line full of callers at least as important: it is the one shed.
+    assert.deepEqual(l.acquire({ tier: 2 }), { allowed: false, reason: 'queue-full', tier: 2, retryAfterMs: 1 });
+    held.release();
+    const first = await critical;
+    assert.ok(first.allowed && first.tier === 0);
+    first.release();
+    const second = await normal;
+    assert.ok(second.allowed && second.tier === 1);
+    second.release();
+    assert.ok((await bulkOld).allowed);
+  });
+
   test('a newcomer never overtakes a waiter of its tier or above', () => {
     const { limiter: l } = limiter({ limit: 1, tiers: 2, maxQueue: 5 });
     const held = permit(l.acquire({ tier: 0 }));
