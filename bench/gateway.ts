@@ -7,6 +7,8 @@
  * - `nginx`: Debian's nginx with `limit_req` (a rate never reached), its own temp prefix;
  * - `floodgate-none`: floodgate serve with a route and no rules;
  * - `floodgate`: floodgate serve with two rules that admit everything (per client and per route);
+ * - `floodgate-adaptive`: the same behind an adaptive concurrency limit that never sheds (its floor
+ *   is above wrk's connections), so every request takes a slot and feeds the estimator;
  * - `floodgate-redis`: the same on a Redis started for the run (when `redis-server` is on the PATH).
  *
  * Every proxy runs in its own process pinned to CPU 0 (when `taskset` and 2+ CPUs exist), the
@@ -121,7 +123,7 @@ async function startFloodgate(name: string, dir: string, yaml: string): Promise<
   return startProcess(name, '0', process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', MAIN, 'serve', '--config', file, '--port', '0', '--admin-port', '0', '--no-watch']);
 }
 
-function floodgateYaml(upstreamPort: number, rules: 'none' | 'admit-all' | 'keys', store = 'store: { type: memory }'): string {
+function floodgateYaml(upstreamPort: number, rules: 'none' | 'admit-all' | 'admit-all-adaptive' | 'keys', store = 'store: { type: memory }'): string {
   const admitAll = `
     rules:
       - name: per-client
@@ -141,7 +143,11 @@ function floodgateYaml(upstreamPort: number, rules: 'none' | 'admit-all' | 'keys
       - name: closed
         policy: { algorithm: fixedWindow, limit: 1, windowMs: 3600000 }
         key: { type: route }`;
-  const body = rules === 'none' ? '' : rules === 'admit-all' ? admitAll : keys;
+  // The same rules behind an adaptive concurrency limit whose floor (64) is above wrk's
+  // connections: every request takes and releases a slot and feeds the estimator, none is shed.
+  const adaptive = `${admitAll}
+    adaptive: { minLimit: 64, initialLimit: 64 }`;
+  const body = rules === 'none' ? '' : rules === 'admit-all' ? admitAll : rules === 'admit-all-adaptive' ? adaptive : keys;
   return `${store}\nroutes:\n  - name: all\n    upstream: http://127.0.0.1:${upstreamPort}${body}\n`;
 }
 
@@ -303,6 +309,7 @@ async function main(): Promise<void> {
       nginx: () => startNginx(dir, upstream.port),
       'floodgate-none': () => startFloodgate('floodgate-none', dir, floodgateYaml(upstream.port, 'none')),
       floodgate: () => startFloodgate('floodgate', dir, floodgateYaml(upstream.port, 'admit-all')),
+      'floodgate-adaptive': () => startFloodgate('floodgate-adaptive', dir, floodgateYaml(upstream.port, 'admit-all-adaptive')),
       ...(redis === undefined ? {} : { 'floodgate-redis': () => startFloodgate('floodgate-redis', dir, floodgateYaml(upstream.port, 'admit-all', `store: { type: redis, url: "redis://127.0.0.1:${redis!.port}", timeoutMs: 1000 }`)) }),
     };
     const only = values.only?.split(',');
@@ -344,6 +351,7 @@ function report(results: Map<string, WrkResult[]>, connections: number): void {
   console.log(`floodgate / @fastify/http-proxy + @fastify/rate-limit: ${ratio('floodgate', 'fastify')}`);
   console.log(`floodgate / nginx limit_req: ${ratio('floodgate', 'nginx')}`);
   console.log(`floodgate / floodgate with no rules: ${ratio('floodgate', 'floodgate-none')} (limits cost ${results.has('floodgate-none') ? ((cpu('floodgate') / cpu('floodgate-none') - 1) * 100).toFixed(1) : 'n/a'}% more CPU per request)`);
+  if (results.has('floodgate-adaptive')) console.log(`floodgate with an adaptive concurrency limit / floodgate: ${ratio('floodgate-adaptive', 'floodgate')} (the limit costs ${((cpu('floodgate-adaptive') / cpu('floodgate') - 1) * 100).toFixed(1)}% more CPU per request)`);
   console.log(`p99 added by the limits: ${(p99('floodgate') - p99('floodgate-none')).toFixed(2)} ms; by Redis: ${(p99('floodgate-redis') - p99('floodgate')).toFixed(2)} ms`);
 }
 

@@ -13,6 +13,7 @@
  *
  *   node --conditions=floodgate-source --expose-gc --import tsx bench/overload.ts [--quick]
  *        [--out .bench-out/overload.json] [--charts docs/images|none] [--lanes none,static,...]
+ *        [--max-queue N] (the concurrency lanes' wait line, default 32 waiting up to 200 ms; 0: none)
  *        [--cut slots|service] [--only sweep,halving,recovery,priorities]
  */
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -21,7 +22,7 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { percentile } from './overload/analyse.js';
 import { goodputChart, limitPoints, stepValues, timeChart } from './overload/charts.js';
-import { LANES, type Lane } from './overload/lanes.js';
+import { LANES, setMaxQueue, type Lane } from './overload/lanes.js';
 import { PINNED } from './overload/processes.js';
 import { halvingTable, priorityTable, recoveryTable, sweepTables } from './overload/report.js';
 import { Rig } from './overload/rig.js';
@@ -41,8 +42,10 @@ const { values: flags } = parseArgs({
     lanes: { type: 'string' },
     cut: { type: 'string', default: 'slots' },
     only: { type: 'string' },
+    'max-queue': { type: 'string' },
   },
 });
+if (flags['max-queue'] !== undefined) setMaxQueue(Number(flags['max-queue']));
 const timings = flags.quick === true ? QUICK : FULL;
 const chartsDir = flags.charts ?? (flags.quick === true ? 'none' : 'docs/images');
 const halved: Capacity = flags.cut === 'service' ? { slots: CAPACITY.slots, serviceMs: CAPACITY.serviceMs * 2 } : { slots: CAPACITY.slots / 2, serviceMs: CAPACITY.serviceMs };

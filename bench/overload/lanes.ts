@@ -27,7 +27,13 @@ export interface KnownCapacity {
 }
 
 /** The gateway's wait line, the same for both concurrency lanes: a short queue bounded in count and time. */
-export const WAIT_LINE = { maxQueue: 32, maxWaitMs: 200 } as const;
+export const WAIT_LINE: { maxQueue: number; readonly maxWaitMs: number } = { maxQueue: 32, maxWaitMs: 200 };
+
+/** setMaxQueue sets the wait line's bound for every concurrency lane (0: no wait line, every shed at once). */
+export function setMaxQueue(maxQueue: number): void {
+  if (!Number.isSafeInteger(maxQueue) || maxQueue < 0) throw new Error(`--max-queue must be a whole number from 0, got ${maxQueue}`);
+  WAIT_LINE.maxQueue = maxQueue;
+}
 
 /** The rate the token bucket is tuned to, as a share of the known capacity (a little under it, as an operator would). */
 export const TOKEN_BUCKET_SHARE = 0.95;
