@@ -3,6 +3,7 @@
  * concurrency limit) into an identical copy of one upstream service. Every field is plain data
  * (JSON or YAML); {@link parseServiceScenario} checks one and fills in defaults.
  */
+import type { AdaptiveLimitOptions } from 'floodgate';
 import type { TrafficSpec } from '../scenario.js';
 
 /**
@@ -53,20 +54,8 @@ export interface ServiceSpec {
   readonly tiers: readonly TierSpec[];
 }
 
-/** AdaptiveSpec holds the options of the library's `AdaptiveLimit` that a scenario may set. */
-export interface AdaptiveSpec {
-  readonly initialLimit?: number;
-  readonly minLimit?: number;
-  readonly maxLimit?: number;
-  readonly windowMs?: number;
-  readonly minSamples?: number;
-  readonly maxSamples?: number;
-  readonly queueTarget?: number;
-  readonly smoothing?: number;
-  readonly backoffRatio?: number;
-  readonly probeIntervalMs?: number;
-  readonly minProbeIntervalMs?: number;
-}
+/** AdaptiveSpec holds the options of the library's `AdaptiveLimit` that a scenario may set: all but a `queueTarget` function. */
+export type AdaptiveSpec = Omit<AdaptiveLimitOptions, 'queueTarget'> & { readonly queueTarget?: number };
 
 /** Protection is what stands between the clients and the service in one lane. */
 export type Protection =
