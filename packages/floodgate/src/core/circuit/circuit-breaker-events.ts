@@ -1,5 +1,7 @@
 /** The states of a circuit breaker, why they change, and the event that says so. */
-import type { CircuitBreakerTrigger } from './circuit-breaker-options.js';
+
+/** CircuitBreakerTriggerType names the kinds of trigger a `CircuitBreaker` opens on (see `CircuitBreakerTrigger`). */
+export type CircuitBreakerTriggerType = 'slowCallRatio' | 'errorRatio' | 'errorCount' | 'consecutiveFailures';
 
 /** CircuitBreakerState is what a `CircuitBreaker` does now: send every call, refuse them, or let probes through. */
 export type CircuitBreakerState = 'closed' | 'open' | 'half-open';
@@ -15,7 +17,7 @@ export type CircuitBreakerState = 'closed' | 'open' | 'half-open';
  *   the circuit opened succeeded, which breaks the streak).
  */
 export type CircuitBreakerReason =
-  | CircuitBreakerTrigger['type']
+  | CircuitBreakerTriggerType
   | 'probe-due'
   | 'probe-succeeded'
   | 'probe-failed'
