@@ -116,8 +116,11 @@ describe('the dashboard in headless Chromium, against a gateway under traffic', 
     const cells = await refusal.locator('td').allTextContents();
     assert.deepEqual([cells[1], cells[2], cells[3], cells[4], cells[5], cells[7]], ['api', 'per-client', 'header:x-client:greedy-client', '5', '0', 'limit'], 'why it was refused');
     const overload = page.locator('#overload .overload-scope[data-scope="route:api"]');
-    // The adaptive limit's first window has to close before its latency line is drawn.
-    await overload.locator('svg.chart.latency path.line-sample-rtt').waitFor({ timeout: 5_000 });
+    // The adaptive limit's first window has to close before its latency line is drawn. A steady
+    // latency draws a flat line, which has no height, and Playwright counts an element with an
+    // empty box as hidden: wait for the line to be there, not to be "visible".
+    await overload.locator('svg.chart.latency path.line-sample-rtt').waitFor({ state: 'attached', timeout: 5_000 });
+    assert.match((await overload.locator('svg.chart.latency path.line-sample-rtt').getAttribute('d'))!, /^M[\d.]+ [\d.]+/);
     assert.equal(await overload.locator('svg.chart.concurrency path.line-limit').count(), 1, 'the limit over time');
     assert.match((await overload.locator('.figures').textContent())!, /^limit \d+ · in flight \d+ · queued 0 · latency [\d.]+ ms, baseline [\d.]+ ms/);
     assert.equal(await overload.locator('.circuit-state').textContent(), 'closed');
