@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConcurrencyLimiter, MemoryStore } from 'floodgate';
 import { parseConfig } from '../src/config/load.js';
+import { limiterOptionsOf } from '../src/config/overload.js';
 import type { Admission } from '../src/gateway/decide.js';
 import { Passage, enter, outcomeOf, type ShedReporter } from '../src/gateway/protect.js';
 import type { UpstreamResult } from '../src/gateway/proxy.js';
@@ -43,6 +44,34 @@ function recorder(): ShedReporter & { seen: string[] } {
 const OK: UpstreamResult = { status: 200, durationMs: 5, error: undefined, failure: undefined };
 
 describe('gateway overload guards, without a socket', () => {
+  it("takes the wait line's order and CoDel's parameters from the section, and leaves them to the library when absent", () => {
+    const config = parseConfig(
+      `routes:
+  - name: a
+    match: { path: /a/* }
+    upstream: http://127.0.0.1:1
+    concurrency: { limit: 4, maxQueue: 8, order: fifo }
+  - name: b
+    match: { path: /b/* }
+    upstream: http://127.0.0.1:1
+    adaptive: { maxQueue: 8, codel: { intervalMs: 50, targetMs: 2 } }
+  - name: c
+    match: { path: /c/* }
+    upstream: http://127.0.0.1:1
+    adaptive: {}
+`,
+      'test.yaml',
+      {},
+    );
+    const [a, b, c] = config.routes.map((route) => limiterOptionsOf(route)!);
+    assert.equal(a!.order, 'fifo');
+    assert.deepEqual(b!.codel, { intervalMs: 50, targetMs: 2 });
+    assert.equal('order' in c!, false);
+    assert.equal('codel' in c!, false);
+    assert.throws(() => parseConfig('routes:\n  - name: d\n    upstream: http://127.0.0.1:1\n    concurrency: { limit: 4, order: lifo }\n', 'test.yaml', {}), /order/);
+    for (const options of [a, b, c]) assert.ok(new ConcurrencyLimiter(options!));
+  });
+
   it('gives a route without protection no guards: its requests pay nothing for them', () => {
     const table = tableOf(yaml(2));
     assert.equal(table.routes[0]!.guards, undefined);

@@ -11,6 +11,17 @@ const whole = z.number().int();
 const name = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'a name is 1-64 of A-Z a-z 0-9 _ . -');
 const ratio = z.number().positive().max(1);
 
+/**
+ * The wait line's order, shared by both limits: `adaptive-lifo` (default) serves first in, first
+ * out until a queue stands for `codel.intervalMs`, then the newest first, shedding waiters older
+ * than `codel.targetMs` (CoDel's adaptive LIFO); `fifo` always serves the oldest.
+ */
+const waitLine = {
+  order: z.enum(['adaptive-lifo', 'fifo']).optional(),
+  /** CoDel's parameters for `adaptive-lifo`, in ms (default interval 100, target 5). */
+  codel: z.strictObject({ intervalMs: positive.optional(), targetMs: positive.optional() }).optional(),
+};
+
 /** concurrencySchema is a static bulkhead: at most `limit` requests in flight to what it guards. */
 export const concurrencySchema = z.strictObject({
   /** Most requests in flight at once. */
@@ -19,6 +30,7 @@ export const concurrencySchema = z.strictObject({
   maxQueue: whole.nonnegative().default(0),
   /** Longest wait for a slot, in ms (default 1000). */
   maxWaitMs: positive.default(1000),
+  ...waitLine,
 });
 
 /** adaptiveSchema is a concurrency limit learned from the upstream's latency and drops (the library's `AdaptiveLimit`). */
@@ -39,6 +51,7 @@ export const adaptiveSchema = z.strictObject({
   maxQueue: whole.nonnegative().default(0),
   /** Longest wait for a slot, in ms (default 1000). */
   maxWaitMs: positive.default(1000),
+  ...waitLine,
 });
 
 /** triggerSchema is what opens a circuit, judged over the breaker's window. */

@@ -18,12 +18,17 @@ export function limiterOptionsOf(section: ProtectionConfig): ConcurrencyLimiterO
   const reserve = section.priority?.reserveRatio;
   const shared = { tiers, ...(reserve === undefined ? {} : { reserveRatio: reserve }) };
   if (section.concurrency !== undefined) {
-    const c = section.concurrency;
-    return { limit: c.limit, maxQueue: c.maxQueue, maxWaitMs: c.maxWaitMs, ...shared };
+    const { limit, maxQueue, maxWaitMs, order, codel } = section.concurrency;
+    return { limit, maxQueue, maxWaitMs, ...waitOrder(order, codel), ...shared };
   }
   if (section.adaptive === undefined) return undefined;
-  const { maxQueue, maxWaitMs, ...estimator } = section.adaptive;
-  return { adaptive: estimator, maxQueue, maxWaitMs, ...shared };
+  const { maxQueue, maxWaitMs, order, codel, ...estimator } = section.adaptive;
+  return { adaptive: estimator, maxQueue, maxWaitMs, ...waitOrder(order, codel), ...shared };
+}
+
+/** The wait line's order and CoDel's parameters, only where the section gives them (the library's defaults otherwise). */
+function waitOrder(order: ConcurrencyLimiterOptions['order'], codel: ConcurrencyLimiterOptions['codel']): Pick<ConcurrencyLimiterOptions, 'order' | 'codel'> {
+  return { ...(order === undefined ? {} : { order }), ...(codel === undefined ? {} : { codel }) };
 }
 
 /**
