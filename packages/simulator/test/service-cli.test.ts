@@ -2,23 +2,14 @@ import assert from 'node:assert/strict';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { renderLineChart, renderServiceCharts, runSimulateCommand, simulateService } from '../src/index.js';
+import { runCommand } from './run-command.js';
+import { renderLineChart, renderServiceCharts, simulateService } from '../src/index.js';
 
 const OVERLOAD = fileURLToPath(new URL('../scenarios/overload.yaml', import.meta.url));
 
-/** Runs the command with captured output. */
-async function run(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const [stdout, stderr] = [new PassThrough(), new PassThrough()];
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  stdout.on('data', (b: Buffer) => out.push(b));
-  stderr.on('data', (b: Buffer) => err.push(b));
-  const code = await runSimulateCommand(args, { stdout, stderr, cwd });
-  return { code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() };
-}
+const run = runCommand;
 
 const FILES = ['concurrency.svg', 'goodput.svg', 'latency-tier-0.svg', 'latency-tier-1.svg', 'latency-tier-2.svg', 'report.html', 'summary.json', 'summary.txt'];
 
