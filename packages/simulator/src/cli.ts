@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { SimulatorError } from './errors.js';
 import { Fields } from './fields.js';
-import { renderCharts } from './render/charts.js';
+import { renderCharts, type Chart } from './render/charts.js';
 import { renderHtmlReport } from './render/html-report.js';
 import { renderServiceCharts } from './render/service-charts.js';
 import { renderServiceHtmlReport } from './render/service-report.js';
@@ -58,7 +58,7 @@ export async function runSimulateCommand(args: string[], io: CommandIo): Promise
     }
     const scenarioPath = resolve(io.cwd, flags.scenario);
     const scenario = await loadScenario(scenarioPath, flags.seed);
-    const report = scenario.service !== undefined ? serviceReport(simulateService(scenario)) : rateLimitReport(await simulate(scenario));
+    const report = scenario.service !== undefined ? reportOf(simulateService(scenario), SERVICE) : reportOf(await simulate(scenario), RATE_LIMIT);
     if (flags.out !== undefined) await writeOutputs(resolve(io.cwd, flags.out), report.files());
     io.stdout.write(flags.format === 'json' ? report.json : report.text);
     return 0;
@@ -157,25 +157,26 @@ interface Report {
   files(): Array<[string, string]>;
 }
 
-function rateLimitReport(result: SimulationResult): Report {
-  const text = renderTextSummary(result);
-  const json = renderJsonSummary(result);
+/** Renderers of one kind of result: its text and JSON summaries, its charts and its HTML report. */
+interface Renderers<R> {
+  text(result: R): string;
+  json(result: R): string;
+  charts(result: R): Chart[];
+  html(result: R, charts: readonly Chart[]): string;
+}
+
+function reportOf<R>(result: R, render: Renderers<R>): Report {
+  const text = render.text(result);
+  const json = render.json(result);
   const files = (): Array<[string, string]> => {
-    const charts = renderCharts(result);
-    return [['report.html', renderHtmlReport(result, charts)], ...charts.map((c): [string, string] => [`${c.id}.svg`, c.svg]), ['summary.json', json], ['summary.txt', text]];
+    const charts = render.charts(result);
+    return [['report.html', render.html(result, charts)], ...charts.map((c): [string, string] => [`${c.id}.svg`, c.svg]), ['summary.json', json], ['summary.txt', text]];
   };
   return { text, json, files };
 }
 
-function serviceReport(result: ServiceSimulationResult): Report {
-  const text = renderServiceTextSummary(result);
-  const json = renderServiceJsonSummary(result);
-  const files = (): Array<[string, string]> => {
-    const charts = renderServiceCharts(result);
-    return [['report.html', renderServiceHtmlReport(result, charts)], ...charts.map((c): [string, string] => [`${c.id}.svg`, c.svg]), ['summary.json', json], ['summary.txt', text]];
-  };
-  return { text, json, files };
-}
+const RATE_LIMIT: Renderers<SimulationResult> = { text: renderTextSummary, json: renderJsonSummary, charts: renderCharts, html: renderHtmlReport };
+const SERVICE: Renderers<ServiceSimulationResult> = { text: renderServiceTextSummary, json: renderServiceJsonSummary, charts: renderServiceCharts, html: renderServiceHtmlReport };
 
 async function writeOutputs(dir: string, files: Array<[string, string]>): Promise<void> {
   try {
