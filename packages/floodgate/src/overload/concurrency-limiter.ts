@@ -209,7 +209,7 @@ export class ConcurrencyLimiter {
   }
 
   private shed(reason: ShedReason, tier: number): Shed {
-    const rttMs = this.estimator?.snapshot().sampleRttMs;
+    const rttMs = this.estimator?.sampleRttMs;
     return { allowed: false, reason, tier, retryAfterMs: Math.max(1, Math.ceil(rttMs ?? 1)) };
   }
 

@@ -165,6 +165,11 @@ export class AdaptiveLimit {
     return this.current;
   }
 
+  /** sampleRttMs returns the last closed window's median latency, in ms; undefined until then. */
+  get sampleRttMs(): number | undefined {
+    return this.lastMedianMs;
+  }
+
   /** snapshot returns what the estimator knows now. */
   snapshot(): AdaptiveLimitSnapshot {
     return {
