@@ -46,8 +46,13 @@ const xTimeRate: ReadonlyArray<readonly [name: string, refillPerSecond: number, 
     [0, 3, 2, T], [0, 1, 2, F], [0, 1, 1, T], [0, 0, 1, F], [1, 1, 4, F], [2, 2, 1, T], [3, 2, 1, T],
     [4, 2, 1, T], [4, 1, 1, T], [4, 0, 1, F], [4, 0, 1, F], [9, 3, 3, T], [9, 0, 0, T],
   ]],
-  ['NewLimiter(10, 3), time going backwards', 10, 3, [
-    [1, 3, 1, T], [0, 2, 1, T], [0, 1, 1, T], [0, 0, 1, F], [0, 0, 1, F], [1, 1, 1, T], [1, 0, 1, F],
+  // x/time/rate's row here reads [1, 1, 1, T] at the sixth step: its admitted requests at t0
+  // moved the last update back from t1 to t0, and t0..t1 was refilled a second time. floodgate
+  // never moves the last update back (issue 20: on a store shared by nodes whose clocks differ,
+  // that double refill admitted all the traffic offered), so at t1 no token has come back yet:
+  // one token fewer for this step back, the rest of the row as x/time/rate's.
+  ['NewLimiter(10, 3), time going backwards (floodgate: the last update never moves back)', 10, 3, [
+    [1, 3, 1, T], [0, 2, 1, T], [0, 1, 1, T], [0, 0, 1, F], [0, 0, 1, F], [1, 0, 1, F], [1, 0, 1, F],
     [1, 0, 1, F], [2, 1, 1, T], [2, 0, 1, F], [2, 0, 1, F],
   ]],
 ];

@@ -72,64 +72,75 @@ class ContinuousBucket implements Algorithm {
     cells[at + UPDATED] = nowMs;
   }
 
-  /** Tokens as of nowMs; a clock behind the last update adds nothing (x/time/rate's rule). */
-  private tokensAt(cells: Float64Array, at: number, nowMs: number): number {
-    const elapsedMs = nowMs - cells[at + UPDATED]!;
+  /**
+   * The effective time of a step at `nowMs`: never before the last update. A clock behind it (a
+   * node whose clock is behind another's, a wall clock stepped back) works at the last update:
+   * no refill until it has caught up, and the update time is never moved back, so no span of time
+   * is refilled twice.
+   */
+  private effectiveMs(cells: Float64Array, at: number, nowMs: number): number {
+    const updatedMs = cells[at + UPDATED]!;
+    return nowMs > updatedMs ? nowMs : updatedMs;
+  }
+
+  /** Tokens as of the effective time `effectiveMs` (at or after the last update). */
+  private tokensAt(cells: Float64Array, at: number, effectiveMs: number): number {
     const tokens = cells[at + TOKENS]!;
+    const elapsedMs = effectiveMs - cells[at + UPDATED]!;
     if (!(elapsedMs > 0)) return tokens;
     return Math.min(this.limit, tokens + elapsedMs * this.perMs);
   }
 
   /**
    * The decision for `cost` given `tokens` now, as if charged when admitted. `stalledMs` is how far
-   * the clock is behind the last update: no refill comes until it has caught up.
+   * the clock is behind the last update: no refill comes until it has caught up, so it is added to
+   * every wait the decision states.
    */
   private answer(tokens: number, cost: number, stalledMs: number): Decision {
     const allowed = tokens + this.slack >= cost;
     if (allowed) {
-      // Admitted, the update time becomes now, so the refill starts at once.
       const left = Math.max(0, tokens - cost);
-      return makeDecision(true, this.limit, left, 0, (this.limit - left) * this.msPerToken);
+      return makeDecision(true, this.limit, left, 0, stalledMs + (this.limit - left) * this.msPerToken);
     }
     // The first time admitted under the same tolerance as the check above.
     const retryAfterMs = stalledMs + (cost - tokens - this.slack) * this.msPerToken;
     return makeDecision(false, this.limit, tokens, retryAfterMs, stalledMs + (this.limit - tokens) * this.msPerToken);
   }
 
-  private stalledMs(cells: Float64Array, at: number, nowMs: number): number {
-    const behindMs = cells[at + UPDATED]! - nowMs;
-    return behindMs > 0 ? behindMs : 0;
-  }
-
   consume(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
-    const tokens = this.tokensAt(cells, at, nowMs);
-    const decision = this.answer(tokens, cost, this.stalledMs(cells, at, nowMs));
+    const effectiveMs = this.effectiveMs(cells, at, nowMs);
+    const tokens = this.tokensAt(cells, at, effectiveMs);
+    const decision = this.answer(tokens, cost, effectiveMs - nowMs);
     if (decision.allowed) {
       cells[at + TOKENS] = Math.max(0, tokens - cost);
-      cells[at + UPDATED] = nowMs;
+      cells[at + UPDATED] = effectiveMs;
     }
     return decision;
   }
 
   peek(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
-    return this.answer(this.tokensAt(cells, at, nowMs), cost, this.stalledMs(cells, at, nowMs));
+    const effectiveMs = this.effectiveMs(cells, at, nowMs);
+    return this.answer(this.tokensAt(cells, at, effectiveMs), cost, effectiveMs - nowMs);
   }
 
   refund(cells: Float64Array, at: number, nowMs: number, cost: number): void {
-    const tokens = this.tokensAt(cells, at, nowMs);
-    cells[at + TOKENS] = Math.min(this.limit, tokens + cost);
-    cells[at + UPDATED] = Math.max(nowMs, cells[at + UPDATED]!);
+    const effectiveMs = this.effectiveMs(cells, at, nowMs);
+    cells[at + TOKENS] = Math.min(this.limit, this.tokensAt(cells, at, effectiveMs) + cost);
+    cells[at + UPDATED] = effectiveMs;
   }
 
   reserve(cells: Float64Array, at: number, nowMs: number, cost: number, maxWaitMs: number): number {
-    const tokens = this.tokensAt(cells, at, nowMs);
-    // The same wait a refusal's retryAfterMs gives, in whole ms.
-    const waitMs = tokens + this.slack >= cost ? 0 : ceilMs((cost - tokens - this.slack) * this.msPerToken);
+    const effectiveMs = this.effectiveMs(cells, at, nowMs);
+    const tokens = this.tokensAt(cells, at, effectiveMs);
+    // The same wait a refusal's retryAfterMs gives (stall included), in whole ms.
+    const waitMs = tokens + this.slack >= cost ? 0 : ceilMs(effectiveMs - nowMs + (cost - tokens - this.slack) * this.msPerToken);
     if (waitMs > maxWaitMs) return -1;
     // Book what consuming at the due time would: the bucket cannot fill past capacity while the
-    // caller waits. Tokens may go negative: the debt is repaid by the refill before the due time.
-    cells[at + TOKENS] = Math.min(tokens, this.limit - waitMs * this.perMs) - cost;
-    cells[at + UPDATED] = nowMs;
+    // caller waits (the refill runs from the effective time to the due time). Tokens may go
+    // negative: the debt is repaid by the refill before the due time.
+    const refillMs = Math.max(0, nowMs + waitMs - effectiveMs);
+    cells[at + TOKENS] = Math.min(tokens, this.limit - refillMs * this.perMs) - cost;
+    cells[at + UPDATED] = effectiveMs;
     return waitMs;
   }
 
@@ -152,8 +163,16 @@ class ContinuousBucket implements Algorithm {
  * gains `refillPerSecond` continuously up to `capacity`, and a request of cost c is admitted when
  * c tokens are there (and takes them). It allows bursts of up to `capacity`, then `refillPerSecond`.
  *
- * A clock that goes back adds no tokens; a request admitted then records the earlier time, as
- * golang.org/x/time/rate does.
+ * Time faults: every step works at `max(nowMs, the last update)` and never records an earlier
+ * time, so a clock behind the last update (a node whose clock is behind another's on a shared
+ * store, a wall clock stepped back) adds no tokens until it has caught up, and its waits include
+ * the time until then. Here floodgate deliberately differs from golang.org/x/time/rate, whose
+ * admitted request moves the last update back and refills the same span again (one extra token
+ * per step back of one token's time). A clock stepping back in one process so admits nothing
+ * extra. Nodes whose clocks are up to `skewSpreadMs` apart (the fastest minus the slowest) admit
+ * at most `refillPerSecond * skewSpreadMs / 1000` more in any span than one clock would
+ * (`capacity * skewSpreadMs / windowMs`), once per span, not per window: the fastest clock sees the
+ * refill that much early. See docs/time.md.
  *
  * @throws FloodgateError `INVALID_OPTION` when capacity or refillPerSecond is not a finite number above 0.
  * @example
@@ -171,6 +190,8 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm {
  * bucket that drains at `leakPerSecond`, and a request that would overflow `capacity` is refused.
  * Its decisions equal {@link tokenBucket}'s with the same numbers (tokens = capacity - level).
  * For the leaky bucket as a queue that delays requests to a constant outflow, see the shaping queue.
+ * Its time-fault rule and bound are the token bucket's: nodes with clocks up to `skewSpreadMs`
+ * apart admit at most `leakPerSecond * skewSpreadMs / 1000` more in any span.
  *
  * @throws FloodgateError `INVALID_OPTION` when capacity or leakPerSecond is not a finite number above 0.
  * @example

@@ -20,9 +20,14 @@ local function continuous_bucket(p)
     c[UPDATED] = now
   end
 
-  -- A clock behind the last update adds nothing.
-  local function tokens_at(c, now)
-    local elapsed = now - c[UPDATED]
+  -- The effective time: never before the last update, which is never moved back.
+  local function effective_ms(c, now)
+    if now > c[UPDATED] then return now end
+    return c[UPDATED]
+  end
+
+  local function tokens_at(c, eff)
+    local elapsed = eff - c[UPDATED]
     local tokens = c[TOKENS]
     if not (elapsed > 0) then return tokens end
     return min(limit, tokens + elapsed * per_ms)
@@ -32,46 +37,44 @@ local function continuous_bucket(p)
   local function answer(tokens, cost, stalled_ms)
     if tokens + slack >= cost then
       local left = max(0, tokens - cost)
-      return decision(true, left, 0, (limit - left) * ms_per_token)
+      return decision(true, left, 0, stalled_ms + (limit - left) * ms_per_token)
     end
     local retry_ms = stalled_ms + (cost - tokens - slack) * ms_per_token
     return decision(false, tokens, retry_ms, stalled_ms + (limit - tokens) * ms_per_token)
   end
 
-  local function stalled_ms_of(c, now)
-    local behind_ms = c[UPDATED] - now
-    if behind_ms > 0 then return behind_ms end
-    return 0
-  end
-
   function A.consume(c, now, cost)
-    local tokens = tokens_at(c, now)
-    local d = answer(tokens, cost, stalled_ms_of(c, now))
+    local eff = effective_ms(c, now)
+    local tokens = tokens_at(c, eff)
+    local d = answer(tokens, cost, eff - now)
     if d.allowed then
       c[TOKENS] = max(0, tokens - cost)
-      c[UPDATED] = now
+      c[UPDATED] = eff
     end
     return d
   end
 
   function A.peek(c, now, cost)
-    return answer(tokens_at(c, now), cost, stalled_ms_of(c, now))
+    local eff = effective_ms(c, now)
+    return answer(tokens_at(c, eff), cost, eff - now)
   end
 
   function A.refund(c, now, cost)
-    local tokens = tokens_at(c, now)
-    c[TOKENS] = min(limit, tokens + cost)
-    c[UPDATED] = max(now, c[UPDATED])
+    local eff = effective_ms(c, now)
+    c[TOKENS] = min(limit, tokens_at(c, eff) + cost)
+    c[UPDATED] = eff
   end
 
   -- Books what consuming at the (whole-ms) due time would: no filling past capacity meanwhile.
   function A.reserve(c, now, cost, max_wait_ms)
-    local tokens = tokens_at(c, now)
+    local eff = effective_ms(c, now)
+    local tokens = tokens_at(c, eff)
     local wait_ms = 0
-    if not (tokens + slack >= cost) then wait_ms = ceil_ms((cost - tokens - slack) * ms_per_token) end
+    if not (tokens + slack >= cost) then wait_ms = ceil_ms(eff - now + (cost - tokens - slack) * ms_per_token) end
     if wait_ms > max_wait_ms then return -1 end
-    c[TOKENS] = min(tokens, limit - wait_ms * per_ms) - cost
-    c[UPDATED] = now
+    local refill_ms = max(0, now + wait_ms - eff)
+    c[TOKENS] = min(tokens, limit - refill_ms * per_ms) - cost
+    c[UPDATED] = eff
     return wait_ms
   end
 
