@@ -49,6 +49,11 @@ export interface SemaphoreAcquireOptions {
  * caller finding none free), and its holder's late `release` then does nothing. There is one
  * timer, set only while callers wait (for the next deadline or lease end).
  *
+ * Time faults: leases are granted and judged at the latest time the semaphore has read, so a
+ * clock stepped back neither shortens a lease nor reclaims one on an earlier time; it only delays
+ * reclaiming (by up to the step). A clock stepped forward by s reclaims leases up to s early: set
+ * `leaseMs` well above the longest hold plus the largest step you expect.
+ *
  * @example
  * const db = new Semaphore({ permits: 10, maxQueue: 1000, leaseMs: 60_000 });
  * {
@@ -61,6 +66,8 @@ export class Semaphore {
   private readonly leaseMs: number;
   private readonly onReclaim: ((permit: Permit) => void) | undefined;
   private readonly clock: Clock;
+  /** The latest time this semaphore has read, in ms: leases are granted and judged at no earlier time. */
+  private latestMs = -Infinity;
   private freeCount: number;
   /** Permits held, oldest grant first: with one lease length, the order their leases end in. */
   private readonly holders = new Set<Permit>();
@@ -105,7 +112,7 @@ export class Semaphore {
    */
   tryAcquire(): Permit | undefined {
     if (this.ring.live > 0) return undefined;
-    const nowMs = this.clock.now();
+    const nowMs = this.leaseTimeMs();
     if (this.freeCount === 0) this.reclaimExpired(nowMs);
     return this.freeCount > 0 ? this.grant(nowMs) : undefined;
   }
@@ -157,7 +164,7 @@ export class Semaphore {
 
   /** Hands free permits to waiters in order, reclaiming leases when short, and refuses waiters out of time. */
   private serve(): void {
-    const nowMs = this.clock.now();
+    const nowMs = this.leaseTimeMs();
     if (this.ring.live > this.freeCount) this.reclaimExpired(nowMs);
     for (let seq = this.ring.first(); seq >= 0 && this.freeCount > 0; seq = this.ring.first()) {
       const settle = this.ring.take(seq)!;
@@ -174,10 +181,22 @@ export class Semaphore {
     this.rearm();
   }
 
+  /**
+   * The time leases are granted and judged at: the clock, but never before a time already read. A
+   * clock stepped back so neither shortens a new lease (it would end before older ones) nor judges
+   * one on a time earlier than one already seen; leases end in grant order. Deadlines of waiters
+   * stay on the clock itself.
+   */
+  private leaseTimeMs(): number {
+    const nowMs = this.clock.now();
+    if (nowMs > this.latestMs) this.latestMs = nowMs;
+    return this.latestMs;
+  }
+
   /** Takes back every permit whose lease ended by `nowMs`. */
   private reclaimExpired(nowMs: number): void {
     for (const permit of this.holders) {
-      // Grants come in time order, so leases end in this order (a clock set back only delays one).
+      // Grants come at times that never go back, so leases end in grant order.
       if (permit.expiresAtMs > nowMs) break;
       this.holders.delete(permit);
       if (!permit[reclaimPermit]()) continue;

@@ -134,6 +134,22 @@ describe('Semaphore: concurrency limits', () => {
     assert.equal(lost.state, 'reclaimed');
   });
 
+  test('lease: a clock set back neither shortens a new lease nor judges one on an earlier time', () => {
+    const { clock, semaphore } = setup({ permits: 2, leaseMs: 1000 });
+    clock.set(1000);
+    const first = semaphore.tryAcquire()!;
+    clock.set(0); // the wall clock steps back 1 s
+    const second = semaphore.tryAcquire()!;
+    // Granted at the latest time read (1000), not at 0: its lease ends after the first one's, in
+    // grant order, and lasts its full length on the clock as it was.
+    assert.deepEqual([second.grantedAtMs, second.expiresAtMs], [1000, 2000]);
+    clock.set(1999);
+    assert.equal(semaphore.tryAcquire(), undefined, 'no lease ended yet');
+    clock.set(2000);
+    assert.ok(semaphore.tryAcquire() instanceof Permit);
+    assert.deepEqual([first.state, second.state], ['reclaimed', 'reclaimed']);
+  });
+
   test('one timer at most, set only while someone waits', async () => {
     const { clock, semaphore } = setup({ permits: 1, leaseMs: 5000 });
     const held = await semaphore.acquire();

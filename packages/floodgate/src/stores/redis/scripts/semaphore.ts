@@ -11,10 +11,16 @@ import type { LuaScript } from './index.js';
  * neither renew nor release. The key's TTL ends with its latest lease: a semaphore whose holders
  * all died leaves nothing behind.
  *
+ * Time faults: every lease end is on the server's clock. A failover to a server whose clock is
+ * behind by s reclaims leases granted before it up to s late; one whose clock is ahead by s, up
+ * to s early (the bound a lease costs: set leaseMs above the longest hold plus the largest skew
+ * between the servers). A renewal never shortens a lease, whatever the clock.
+ *
  * - `acquire permits leaseMs id...`: adds the ids in order while fewer than `permits` hold;
  *   replies `{ granted, held, msUntilFirstLeaseEnds }` (the last is -1 when nobody holds).
  * - `release id...`: removes those ids that still hold; replies how many it removed.
- * - `renew leaseMs id`: extends the id's lease to now + leaseMs if it still holds; replies 1, else 0.
+ * - `renew leaseMs id`: extends the id's lease to now + leaseMs (never shortening it) if it still
+ *   holds; replies 1, else 0.
  * - `count`: replies how many holders hold now (reads only).
  */
 export const SEMAPHORE_LUA = String.raw`
@@ -67,8 +73,11 @@ elseif op == 'release' then
 elseif op == 'renew' then
   local lease = whole(ARGV[2])
   drop_expired()
-  if not redis.call('ZSCORE', key, ARGV[3]) then return 0 end
-  redis.call('ZADD', key, 'XX', int(now + lease), ARGV[3])
+  local ends = redis.call('ZSCORE', key, ARGV[3])
+  if not ends then return 0 end
+  -- A renewal never moves a lease end back: a server clock behind the one that granted it (after
+  -- a failover) would otherwise shorten the lease and grant its permit twice.
+  redis.call('ZADD', key, 'XX', int(math.max(tonumber(ends), now + lease)), ARGV[3])
   expire_with_last_lease()
   return 1
 elseif op == 'count' then
