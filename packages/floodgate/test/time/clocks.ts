@@ -81,6 +81,8 @@ export interface Request {
 export interface Admitted {
   readonly realMs: number;
   readonly cost: number;
+  /** Its node's clock reading when it was decided. */
+  readonly clockMs: number;
 }
 
 /**
@@ -99,12 +101,12 @@ export function runShared(algorithm: Algorithm, nodes: readonly NodeClock[], req
         algorithm.init(state, 0, nowMs);
       }
       const waitMs = algorithm.reserve(state, 0, nowMs, r.cost, r.maxWaitMs);
-      if (waitMs >= 0) admitted.push({ realMs: r.realMs + waitMs, cost: r.cost });
+      if (waitMs >= 0) admitted.push({ realMs: r.realMs + waitMs, cost: r.cost, clockMs: nowMs });
       continue;
     }
     const step = decide(algorithm, state, nowMs, r.cost);
     state = step.state;
-    if (step.decision.allowed) admitted.push({ realMs: r.realMs, cost: r.cost });
+    if (step.decision.allowed) admitted.push({ realMs: r.realMs, cost: r.cost, clockMs: nowMs });
   }
   return admitted.sort((a, b) => a.realMs - b.realMs);
 }

@@ -97,7 +97,12 @@ class FixedWindow implements Algorithm {
  * of the next: up to twice the limit within a short span across the boundary. The sliding
  * policies do not have that burst.
  *
- * A clock that goes back into an earlier window keeps counting in the recorded window.
+ * Time faults: a clock that goes back into an earlier window keeps counting in the recorded
+ * window, whose start is never moved back, so a clock stepping back in one process admits nothing
+ * extra. Nodes whose clocks are up to `skewSpreadMs` apart still admit at most `limit` per window;
+ * a window starts when the fastest clock reaches it, so on the real timeline its bounds move by up
+ * to `skewSpreadMs`: at most `limit` in `[k windowMs - minOffset, (k + 1) windowMs - maxOffset)`,
+ * and at most twice the limit in any span of `windowMs - skewSpreadMs`. See docs/time.md.
  *
  * @throws FloodgateError `INVALID_OPTION` for a limit that is not a finite number above 0, or a
  * windowMs that is not a whole number of at least 1.

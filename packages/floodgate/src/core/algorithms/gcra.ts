@@ -112,6 +112,12 @@ class Gcra implements Algorithm {
  *
  * `CL.THROTTLE key 15 30 60` is `gcra({ maxBurst: 15, rate: 30, periodMs: 60_000 })`.
  *
+ * Time faults: the TAT is only ever moved forward (a refund moves it back by what it gives, never
+ * before now), and a clock behind it only makes a request wait longer, so a clock stepping back in
+ * one process admits nothing extra. Nodes whose clocks are up to `skewSpreadMs` apart admit at
+ * most `rate * skewSpreadMs / periodMs` more in any span than one clock would (the fastest clock
+ * reaches the TAT that much early), once per span, not per window. See docs/time.md.
+ *
  * @throws FloodgateError `INVALID_OPTION` for a rate or periodMs that is not a finite number above
  * 0, or a maxBurst that is not a whole number of at least 0.
  * @example

@@ -31,6 +31,14 @@ export const MAX_SUB_WINDOWS = 1000;
  * request is admitted while the last n sub-windows' counts plus its cost stay within `limit`:
  * exact to one sub-window, at n + 1 numbers per key.
  *
+ * Time faults: in both forms the recorded window (or newest sub-window) never moves back and a
+ * clock behind it counts there, with the previous window weighted in full, so a clock stepping
+ * back in one process admits nothing extra. Nodes whose clocks are up to `skewSpreadMs` apart
+ * still admit at most `limit` per window (per n consecutive sub-windows); on the real timeline
+ * window bounds move by up to `skewSpreadMs`, and the estimating form weighs the previous window
+ * up to `skewSpreadMs / windowMs` less on the fastest clock: about `limit * skewSpreadMs / windowMs`
+ * more. See docs/time.md.
+ *
  * @throws FloodgateError `INVALID_OPTION` for a limit that is not a finite number above 0, a
  * windowMs that is not a whole number of at least 1, or subWindows that is not a whole number
  * from 1 to {@link MAX_SUB_WINDOWS} dividing windowMs.

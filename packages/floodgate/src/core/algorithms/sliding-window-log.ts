@@ -126,6 +126,13 @@ class SlidingWindowLog implements Algorithm {
  * costs 8 bytes per unit of `limit` per key; for large limits prefer {@link slidingWindowCounter}.
  * Costs must be whole numbers.
  *
+ * Time faults: an entry is never logged at a time before the newest one, and a clock behind only
+ * keeps entries in the window longer, so a clock stepping back in one process admits nothing extra.
+ * Nodes whose clocks are up to `skewSpreadMs` apart admit at most `limit` in any real span of
+ * `windowMs - skewSpreadMs` (the fastest clock sees entries leave that much early): in a span of
+ * `windowMs`, at most what was admitted in `skewSpreadMs` more, `limit * skewSpreadMs / windowMs`
+ * when admissions are spread evenly. See docs/time.md.
+ *
  * @throws FloodgateError `INVALID_OPTION` for a limit that is not a whole number from 1 to
  * {@link MAX_LOG_LIMIT}, or a windowMs that is not a whole number of at least 1.
  * @example

@@ -63,7 +63,10 @@ function clockMicros(clock: Clock): number {
  * Each method that reads the clock has a synchronous twin taking `nowMicros` (whole microseconds
  * on the same timeline as the `clock` option): {@link reserveAt}, {@link tryReserveAt},
  * {@link setRateAt}. A clock that goes back never creates permits; waits are measured from the
- * next-free moment, which stays where it was.
+ * next-free moment, which stays where it was (it is the latest time the limiter has recorded and
+ * only moves forward), so a clock stepping back admits nothing extra: its callers wait up to the
+ * step longer. This is Guava's own rule (`resync` only moves forward), unchanged. A clock stepping
+ * forward by s stores s worth of permits early (at most `maxPermits`), as Guava does.
  *
  * @example
  * const limiter = SmoothRateLimiter.bursty(5);        // 5 permits per second
