@@ -20,6 +20,8 @@ export { LEAKY_BUCKET, TOKEN_BUCKET, leakyBucket, tokenBucket, type LeakyBucketO
 export { Limiter, type ConsumeOptions, type LimiterOptions } from './limiter.js';
 export { consumeAll, consumeAllSync, type LimitEntry, type LimitsDecision } from './limits.js';
 export { FAIL_CLOSED_RETRY_MS, type FailurePolicy } from './stores/guarded-table.js';
+export { ADAPTIVE_TIMEOUT_DEFAULTS, StoreTimeout, type AdaptiveTimeoutOptions, type StoreTimeoutOption } from './core/store-timeout.js';
+export { DeadlineQueue, watch, type Deadline } from './stores/deadline-queue.js';
 export { MemoryStore, MemoryTable, policyIdentity, type MemoryStoreOptions } from './stores/memory-store.js';
 export type { MaybePromise, PolicyStore, Store, StoreConsumeAllResult, StoreRequest, SyncPolicyStore } from './stores/store.js';
 export {

@@ -3,7 +3,8 @@ import { systemClock, type Clock } from './core/clock.js';
 import { FloodgateError, describeValue } from './core/errors.js';
 import type { Observer } from './core/events.js';
 import { isTimers, systemTimers, type Timers } from './core/timers.js';
-import { positiveNumber, requireObject } from './core/validate.js';
+import { requireObject } from './core/validate.js';
+import { StoreTimeout, type StoreTimeoutOption } from './core/store-timeout.js';
 import { GuardedTable, type FailurePolicy } from './stores/guarded-table.js';
 import { MemoryStore } from './stores/memory-store.js';
 import type { PolicyStore, Store } from './stores/store.js';
@@ -40,11 +41,12 @@ export interface LimiterOptions {
    */
   onError?: FailurePolicy;
   /**
-   * Longest an asynchronous store's call may take before `onError` answers it as a `STORE_TIMEOUT`,
-   * in ms (default 1000; Infinity for no deadline). Like `onError`, refused with a store that has
-   * its own deadline (`RedisStore.timeoutMs`).
+   * Longest an asynchronous store's call may take before `onError` answers it as a `STORE_TIMEOUT`:
+   * by default adaptive, 5 × the p99 of the store's recent answers between 25 and 250 ms (see
+   * `AdaptiveTimeoutOptions`), or a fixed number of ms (Infinity for no deadline). Like
+   * `onError`, refused with a store that has its own deadline (`RedisStore.timeoutMs`).
    */
-  timeoutMs?: number;
+  timeoutMs?: StoreTimeoutOption;
   /** The name decision and queue events carry (default the policy's name, e.g. `token-bucket`). */
   name?: string;
   /** Receives a `decision` event per decision and `queue` events from `acquire`'s lines; nothing is built when absent. */
@@ -83,7 +85,7 @@ export function limiterParts(options: LimiterOptions): LimiterParts {
   const reportKeys = o.reportKeys ?? false;
   if (typeof reportKeys !== 'boolean') throw new FloodgateError('INVALID_OPTION', `Limiter.reportKeys must be true or false, got ${describeValue(reportKeys)}`, 'Limiter.reportKeys');
   const onError = checkFailurePolicy(o.onError);
-  const timeoutMs = o.timeoutMs === undefined || o.timeoutMs === Infinity ? (o.timeoutMs ?? 1000) : positiveNumber(o.timeoutMs, 'Limiter.timeoutMs');
+  const timeout = StoreTimeout.of(o.timeoutMs, 'Limiter.timeoutMs');
   const maxQueue = checkQueueBound(o.maxQueue, 'Limiter.maxQueue', Infinity);
   const store: Store = o.store ?? new MemoryStore();
   const bound: PolicyStore = store.bind(o.policy);
@@ -95,7 +97,7 @@ export function limiterParts(options: LimiterOptions): LimiterParts {
   }
   if (!bound.synchronous && bound.decidesFailures !== true) {
     const storeName = (store as { name?: unknown }).name;
-    table = new GuardedTable(bound, { onError, timeoutMs, limit: o.policy.limit, clock, timers, observer, storeName: typeof storeName === 'string' ? storeName : 'custom' });
+    table = new GuardedTable(bound, { onError, timeout, limit: o.policy.limit, clock, timers, observer, storeName: typeof storeName === 'string' ? storeName : 'custom' });
   }
   return { policy: o.policy, store, table, clock, timers, maxQueue, name, observer, reportKeys };
 }

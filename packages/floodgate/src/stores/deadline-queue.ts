@@ -7,38 +7,52 @@ export interface Deadline {
   readonly deadlineMs: number;
   /** Set once the call settled or was cut off: a deadline acts once. */
   settled: boolean;
-  /** expire is called once, when the deadline passes before the call settled. */
+  /** expire is called once, when the deadline passes (or the queue abandons it) before the call settled. */
   readonly expire: () => void;
+  /** What the call was sent to (a Redis node's circuit, say), for {@link DeadlineQueue.abandon}. */
+  readonly target?: unknown;
 }
 
 /**
  * DeadlineQueue cuts off store calls that do not answer in time, with one timer for all of them,
- * never one per call. Calls join in the order they start and share one `timeoutMs`, so their
- * deadlines come in order: the timer waits for the oldest call still pending only. (Were the clock
- * to step back, a later call would be cut off no earlier than the one before it.) While nothing is
- * pending no timer is held, so an idle limiter keeps no process alive.
+ * never one per call. Calls join in the order they start; with one timeout their deadlines come in
+ * that order and joining is O(1). An adaptive timeout may shorten, so a call may join with a
+ * deadline before its elders': it is placed in deadline order, found from the tail. The timer waits
+ * for the earliest deadline still pending only. While nothing is pending no timer is held, so an
+ * idle limiter keeps no process alive.
  */
 export class DeadlineQueue {
   private entries: Deadline[] = [];
   private head = 0;
   private pending = 0;
   private timer: TimerHandle | undefined = undefined;
+  /** The deadline the timer is set for. */
+  private armedForMs = Infinity;
 
   constructor(
     private readonly clock: Clock,
     private readonly timers: Timers,
   ) {}
 
+  /** size is how many calls are pending. */
+  get size(): number {
+    return this.pending;
+  }
+
   /** add watches `deadline` until {@link settle} is called for it or it expires. */
   add(deadline: Deadline): void {
-    this.entries.push(deadline);
+    const entries = this.entries;
+    let at = entries.length;
+    while (at > this.head && entries[at - 1]!.deadlineMs > deadline.deadlineMs) at--;
+    if (at === entries.length) entries.push(deadline);
+    else entries.splice(at, 0, deadline);
     this.pending++;
-    if (this.timer === undefined) this.arm(deadline.deadlineMs - this.clock.now());
+    if (deadline.deadlineMs < this.armedForMs) this.arm(deadline.deadlineMs);
   }
 
   /**
    * settle marks `deadline` answered and returns true, or returns false when it had already
-   * expired (the caller has had its answer: the late one is dropped).
+   * expired (the caller has had its answer: the late one is the caller's to use or drop).
    */
   settle(deadline: Deadline): boolean {
     if (deadline.settled) return false;
@@ -47,12 +61,34 @@ export class DeadlineQueue {
     return true;
   }
 
-  private arm(delayMs: number): void {
-    this.timer = this.timers.setTimer(this.fire, delayMs);
+  /**
+   * abandon cuts off every pending call sent to `target` now, as if its deadline had passed: for a
+   * store found unhealthy (its circuit opened), where waiting longer only delays the failure
+   * policy's answer. Calls to other targets keep their deadlines.
+   */
+  abandon(target: unknown): void {
+    if (this.pending === 0) return;
+    const expired: Deadline[] = [];
+    for (let i = this.head; i < this.entries.length; i++) {
+      const deadline = this.entries[i]!;
+      if (deadline.settled || deadline.target !== target) continue;
+      deadline.settled = true;
+      this.pending--;
+      expired.push(deadline);
+    }
+    if (this.pending === 0) this.idle();
+    for (const deadline of expired) deadline.expire();
+  }
+
+  private arm(deadlineMs: number): void {
+    if (this.timer !== undefined) this.timers.clearTimer(this.timer);
+    this.armedForMs = deadlineMs;
+    this.timer = this.timers.setTimer(this.fire, Math.max(0, deadlineMs - this.clock.now()));
   }
 
   private readonly fire = (): void => {
     this.timer = undefined;
+    this.armedForMs = Infinity;
     const nowMs = this.clock.now();
     const expired: Deadline[] = [];
     while (this.head < this.entries.length) {
@@ -71,7 +107,7 @@ export class DeadlineQueue {
         this.entries = this.entries.slice(this.head);
         this.head = 0;
       }
-      this.arm(this.entries[this.head]!.deadlineMs - nowMs);
+      this.arm(this.entries[this.head]!.deadlineMs);
     }
     // Last, so that what the callers do next (even start new calls) meets a consistent queue.
     for (const deadline of expired) deadline.expire();
@@ -81,7 +117,29 @@ export class DeadlineQueue {
   private idle(): void {
     if (this.timer !== undefined) this.timers.clearTimer(this.timer);
     this.timer = undefined;
+    this.armedForMs = Infinity;
     this.entries = [];
     this.head = 0;
   }
+}
+
+/**
+ * watch resolves as `operation` does, or rejects with `timeoutError()` once `timeoutMs` passes
+ * first (or `queue` abandons `target`, what the call was sent to). The operation itself is not cancelled: should it answer after
+ * its deadline, `late` (when given) receives that answer, which the caller has not had.
+ */
+export function watch<T>(queue: DeadlineQueue, clock: Clock, operation: Promise<T>, timeoutMs: number, timeoutError: () => Error, late?: (value: T) => void, target?: unknown): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const deadline: Deadline = { deadlineMs: clock.now() + timeoutMs, settled: false, expire: () => reject(timeoutError()), target };
+    queue.add(deadline);
+    operation.then(
+      (value) => {
+        if (queue.settle(deadline)) resolve(value);
+        else if (late !== undefined) late(value);
+      },
+      (error: unknown) => {
+        if (queue.settle(deadline)) reject(error);
+      },
+    );
+  });
 }

@@ -3,7 +3,8 @@ import type { Decision } from '../core/decision.js';
 import { FloodgateError, type FloodgateErrorCode } from '../core/errors.js';
 import { notify, type Observer } from '../core/events.js';
 import type { Timers } from '../core/timers.js';
-import { DeadlineQueue, type Deadline } from './deadline-queue.js';
+import { DeadlineQueue, watch } from './deadline-queue.js';
+import type { StoreTimeout } from '../core/store-timeout.js';
 import type { MaybePromise, PolicyStore } from './store.js';
 
 /**
@@ -19,8 +20,8 @@ export const FAIL_CLOSED_RETRY_MS = 1000;
 /** GuardedTableOptions configures a {@link GuardedTable}. */
 export interface GuardedTableOptions {
   readonly onError: FailurePolicy;
-  /** Longest a call may wait for the store, in ms; Infinity for no deadline. */
-  readonly timeoutMs: number;
+  /** How long a call may wait for the store: fixed (Infinity: no deadline) or adaptive; it hears every answer's latency. */
+  readonly timeout: StoreTimeout;
   /** The policy's limit, reported by failure decisions. */
   readonly limit: number;
   readonly clock: Clock;
@@ -98,23 +99,17 @@ export class GuardedTable implements PolicyStore {
     } catch (error) {
       return this.failed(error, onFailure);
     }
-    if (this.options.timeoutMs === Infinity) return Promise.resolve(answer).then(undefined, (error: unknown) => this.failed(error, onFailure));
-    return new Promise<T>((resolve, reject) => {
-      const deadline: Deadline = {
-        deadlineMs: this.options.clock.now() + this.options.timeoutMs,
-        settled: false,
-        expire: () => this.failed(timeoutError(this.options.timeoutMs), onFailure).then(resolve, reject),
-      };
-      this.deadlines.add(deadline);
-      Promise.resolve(answer).then(
-        (value) => {
-          if (this.deadlines.settle(deadline)) resolve(value);
-        },
-        (error: unknown) => {
-          if (this.deadlines.settle(deadline)) this.failed(error, onFailure).then(resolve, reject);
-        },
-      );
-    });
+    const { timeout, clock } = this.options;
+    const timeoutMs = timeout.ms;
+    if (timeoutMs === Infinity) return Promise.resolve(answer).then(undefined, (error: unknown) => this.failed(error, onFailure));
+    const startedMs = clock.now();
+    return watch(this.deadlines, clock, Promise.resolve(answer), timeoutMs, () => timeoutError(timeout.describe())).then(
+      (value) => {
+        timeout.record(clock.now() - startedMs);
+        return value;
+      },
+      (error: unknown) => this.failed(error, onFailure),
+    );
   }
 
   /** The answer to a failed call: bad input as it is; a store failure reported, then `onError`'s. */
@@ -143,8 +138,8 @@ export function storeError(error: unknown): FloodgateError {
   return typed;
 }
 
-function timeoutError(timeoutMs: number): FloodgateError {
-  return new FloodgateError('STORE_TIMEOUT', `the limiter's store did not answer within ${timeoutMs} ms (Limiter.timeoutMs)`, 'timeoutMs');
+function timeoutError(timeout: string): FloodgateError {
+  return new FloodgateError('STORE_TIMEOUT', `the limiter's store did not answer within ${timeout} (Limiter.timeoutMs)`, 'timeoutMs');
 }
 
 function nothing(): void {}

@@ -1,7 +1,8 @@
+import { StoreTimeout, type StoreTimeoutOption } from '../core/store-timeout.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { FloodgateError, describeValue } from '../core/errors.js';
 import { isTimers, systemTimers, type Timers } from '../core/timers.js';
-import { durationMs, positiveInteger, positiveNumber, requireObject } from '../core/validate.js';
+import { durationMs, positiveInteger, requireObject } from '../core/validate.js';
 import { checkQueueBound } from './validate.js';
 import type { RedisAdapter } from '../stores/redis/adapter.js';
 
@@ -23,8 +24,11 @@ export interface RedisSemaphoreOptions {
   maxQueue?: number;
   /** How often waiters try again while no permit of this process is released, in whole ms (default 100). */
   pollMs?: number;
-  /** How long one call to Redis may take before it fails with `STORE_TIMEOUT`, in ms (default 1000). */
-  timeoutMs?: number;
+  /**
+   * How long one call to Redis may take before it fails with `STORE_TIMEOUT`: by default adaptive
+   * (5 × the p99 of recent answers, between 25 and 250 ms), or a fixed number of ms.
+   */
+  timeoutMs?: StoreTimeoutOption;
   /** Start of the key (default `floodgate:`); no `{` or `}`: the key is `${prefix}semaphore:{${name}}`. */
   prefix?: string;
   /** Timers to wait on (default {@link systemTimers}); a ManualClock serves as the local clock too. */
@@ -40,7 +44,7 @@ export interface SemaphoreSettings {
   readonly leaseMs: number;
   readonly maxQueue: number;
   readonly pollMs: number;
-  readonly timeoutMs: number;
+  readonly timeout: StoreTimeout;
   readonly timers: Timers;
   /** The local clock: only waits and polls read it, never the leases. */
   readonly clock: Clock;
@@ -63,7 +67,7 @@ export function settingsOf(options: RedisSemaphoreOptions): SemaphoreSettings {
     leaseMs: durationMs(o.leaseMs, 'RedisSemaphore.leaseMs'),
     maxQueue: checkQueueBound(o.maxQueue, 'RedisSemaphore.maxQueue', Infinity),
     pollMs: durationMs(o.pollMs ?? 100, 'RedisSemaphore.pollMs'),
-    timeoutMs: positiveNumber(o.timeoutMs ?? 1000, 'RedisSemaphore.timeoutMs'),
+    timeout: StoreTimeout.of(o.timeoutMs, 'RedisSemaphore.timeoutMs'),
     timers,
     clock: isClock(timers) ? timers : systemClock,
   };

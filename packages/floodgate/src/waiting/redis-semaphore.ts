@@ -81,7 +81,7 @@ export class RedisSemaphore {
   /** Creates a semaphore over `options.adapter`; it sends nothing to Redis until first used. */
   constructor(options: RedisSemaphoreOptions) {
     this.s = settingsOf(options);
-    this.runner = new ScriptRunner(this.s.adapter, this.s.timeoutMs, new Circuit({ failuresToOpen: 3, probeIntervalMs: 250 }));
+    this.runner = new ScriptRunner(this.s.adapter, this.s.timeout, new Circuit({ failuresToOpen: 3, probeIntervalMs: 250 }));
     this.alarm = new Alarm(this.s.clock, this.s.timers, () => this.serve());
     this.hooks = new AbortHooks(this.abort);
     this.link = { releaseHolder: (id) => this.releaseHolder(id), renewHolder: (id) => this.renewHolder(id) };

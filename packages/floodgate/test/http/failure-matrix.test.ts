@@ -28,7 +28,7 @@ const REQUEST_TIMEOUT_MS = 5000;
 const slowBucket = (capacity: number) => tokenBucket({ capacity, refillPerSecond: capacity / 1e6 });
 
 /** How a case must be answered. */
-type Answer = 'ok' | 'fail-open' | 'fail-closed' | 'fallback' | 'app-error';
+type Answer = 'ok' | 'fail-open' | 'fail-closed' | 'fallback' | 'local-whole' | 'app-error';
 
 /** A store for one adapter in one case, and how to let go of its client. */
 interface Opened {
@@ -154,7 +154,9 @@ const fallback: OnError = { fallback: 'local', share: 0.5 };
 const cases: Case[] = [];
 for (const name of ['memory', 'redis', 'redis cluster']) cases.push({ backend: backends[name]!, onError: undefined, onStoreError: undefined, answer: 'ok' });
 for (const name of ['redis absent (closed port)', 'redis hung (SIGSTOP)', 'redis cluster hung (SIGSTOP every node)']) {
-  cases.push({ backend: backends[name]!, onError: undefined, onStoreError: undefined, answer: 'fail-open' });
+  // The default: a local fallback with this process's share (one process seen: the whole limit).
+  cases.push({ backend: backends[name]!, onError: undefined, onStoreError: undefined, answer: 'local-whole' });
+  cases.push({ backend: backends[name]!, onError: 'fail-open', onStoreError: undefined, answer: 'fail-open' });
   cases.push({ backend: backends[name]!, onError: 'fail-closed', onStoreError: undefined, answer: 'fail-closed' });
   cases.push({ backend: backends[name]!, onError: fallback, onStoreError: undefined, answer: 'fallback' });
   cases.push({ backend: backends[name]!, onError: 'throw', onStoreError: undefined, answer: 'fail-open' });
@@ -262,6 +264,11 @@ function check(c: Case, s: Seen): void {
       assert.deepEqual(degraded, Array(REQUESTS).fill('fallback'), at);
       assert.equal(s.ipLeft, IP_LIMIT - 2, at);
       break;
+    case 'local-whole':
+      assert.deepEqual(statuses, [200, 200, 200, 200, 429], `${at}the whole limit (one process seen), decided locally`);
+      assert.deepEqual(degraded, Array(REQUESTS).fill('fallback'), at);
+      assert.equal(s.ipLeft, IP_LIMIT - USER_LIMIT, at);
+      break;
     case 'app-error':
       assert.deepEqual(statuses, Array(REQUESTS).fill(500), `${at}the application's own error handler answered`);
       assert.ok(s.responses.every((r) => r.headers.get('content-type') !== 'application/problem+json'), at);
@@ -283,7 +290,7 @@ function checkEvents(c: Case, s: Seen): void {
     assert.ok(s.gateEvents.every((e) => e.policy === policy && e.store === 'http:user'), `${at}${JSON.stringify(s.gateEvents.map((e) => e.policy))}`);
   }
   if (c.answer === 'ok') return;
-  const storePolicy = c.onError === undefined ? 'fail-open' : typeof c.onError === 'object' ? 'fallback' : c.onError;
+  const storePolicy = c.onError === undefined ? (c.answer === 'local-whole' ? 'fallback' : 'fail-open') : typeof c.onError === 'object' ? 'fallback' : c.onError;
   assert.ok(s.storeEvents.length >= 1, `${at}the store (or the limiter guarding a custom one) reports its failures`);
   assert.ok(s.storeEvents.every((e) => e.policy === storePolicy), `${at}${JSON.stringify(s.storeEvents.map((e) => e.policy))}`);
 }

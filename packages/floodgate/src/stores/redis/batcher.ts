@@ -36,6 +36,8 @@ export interface BatchRequest {
   answered(decision: Decision): void;
   /** failed hands the request what stopped it: its batch's failure, or its own script error. */
   failed(error: unknown): void;
+  /** late hands the request the decision Redis made after the request had failed at its deadline (it ran after all). */
+  late?(decision: Decision): void;
 }
 
 /** BatcherOptions configures a {@link Batcher}. */
@@ -88,7 +90,7 @@ export class Batcher {
   private send(requests: readonly BatchRequest[]): void {
     if (requests.length === 1) return requests[0]!.policy.sendAlone(requests[0]!);
     const { keys, args } = batchArgsOf(requests);
-    this.options.runner.run(BATCH_SCRIPT, keys, args).then(
+    this.options.runner.run(BATCH_SCRIPT, keys, args, 'batch', (reply) => settleLate(requests, reply)).then(
       (reply) => settle(requests, reply),
       (error: unknown) => {
         for (const request of requests) request.failed(error);
@@ -147,6 +149,16 @@ function settle(requests: readonly BatchRequest[], reply: unknown): void {
     const decision = parseDecisionAt(reply, 4 * i, request.policy.limit);
     if (decision !== undefined) request.answered(decision);
     else request.failed(batchError(request, reply, 4 * i));
+  }
+}
+
+/** Hands each decision that came after its deadline the decision Redis made for it. */
+function settleLate(requests: readonly BatchRequest[], reply: unknown): void {
+  if (!Array.isArray(reply) || reply.length !== 4 * requests.length) return;
+  for (let i = 0; i < requests.length; i++) {
+    const request = requests[i]!;
+    const decision = parseDecisionAt(reply, 4 * i, request.policy.limit);
+    if (decision !== undefined) request.late?.(decision);
   }
 }
 

@@ -7,28 +7,36 @@ import { MemoryStore, type MemoryTable } from '../memory-store.js';
 
 /**
  * LocalFallback is the failure policy that decides locally while Redis is away: each process runs
- * the policy in memory with `share` of its limit (and of its rate), e.g. `{ fallback: 'local',
- * share: 0.5 }` for two processes. With n processes the fleet admits at most n × share of the
- * limit per window; each outage starts from full local buckets.
+ * the policy in memory with its share of the limit (and of its rate). The share is `share` when
+ * given, else `1 / nodes`, else one over the number of processes seen on the store recently (each
+ * store beats on Redis every few seconds; see {@link RedisStoreOptions}). With the right share the
+ * fleet admits, over an outage, at most what the policy admits to a fresh key over that time: each
+ * outage starts from full local buckets, so at most one limit more than Redis would have allowed.
+ * What the fallback admits is charged to Redis when it answers again (the store's `writeBack`).
+ *
+ * `{ fallback: 'local' }` is every store's default `onError`.
  */
 export interface LocalFallback {
   readonly fallback: 'local';
-  /** The part of the policy's limit and rate each process admits on its own, above 0 and at most 1. */
-  readonly share: number;
+  /** The part of the policy's limit and rate each process admits on its own, above 0 and at most 1 (default `1 / nodes`). */
+  readonly share?: number;
+  /** How many processes share the limits, when known (default: the processes seen on the store recently). */
+  readonly nodes?: number;
   /** Most keys the local limiter holds (default 100,000); a new key beyond that is refused (`store-full`). */
   readonly maxKeys?: number;
 }
 
 /**
- * OnError is what a {@link RedisStore} does when Redis fails (an error, no answer within
- * `timeoutMs`, or the circuit open after repeated failures):
+ * OnError is what a {@link RedisStore} does when Redis fails (an error, no answer within the
+ * timeout, or the circuit open after repeated failures):
  *
- * - `'fail-open'` (the default, as in Envoy's ratelimit service and Spring Cloud Gateway): admit;
- *   the decision says `reason: 'fail-open'` with `remaining` 0 (unknown).
+ * - {@link LocalFallback} (the default, `{ fallback: 'local' }`): decide in this process with its
+ *   share of the limit; `reason: 'fallback'` on every decision it makes (allowed or not). The
+ *   over-admission of an outage is bounded, and what was admitted is written back.
+ * - `'fail-open'`: admit everything; the decision says `reason: 'fail-open'` with `remaining` 0
+ *   (unknown). Unbounded while Redis is away; what it admitted is written back too.
  * - `'throw'`: the operation rejects with `STORE_ERROR` or `STORE_TIMEOUT`.
  * - `'fail-closed'`: refuse; `reason: 'fail-closed'`, `retryAfterMs` until the next probe of Redis.
- * - {@link LocalFallback}: decide in this process with a share of the limit; `reason: 'fallback'`
- *   on every decision it makes (allowed or not).
  *
  * Under every policy but `'throw'`, a failed `refund` resolves without error (a lost refund only
  * makes the limit stricter), `reserve` admits (open), refuses (closed) or books locally, and a
@@ -36,16 +44,26 @@ export interface LocalFallback {
  */
 export type OnError = 'throw' | 'fail-open' | 'fail-closed' | LocalFallback;
 
+/** DEFAULT_ON_ERROR is every store's default {@link OnError}: the bounded local fallback, its share from the processes seen. */
+export const DEFAULT_ON_ERROR: LocalFallback = Object.freeze({ fallback: 'local' });
+
 /** checkOnError returns `value` when it is an {@link OnError}, else throws `INVALID_OPTION` naming `option`. */
 export function checkOnError(value: unknown, option: string): OnError {
   if (value === 'throw' || value === 'fail-open' || value === 'fail-closed') return value;
   const local = value as Partial<LocalFallback> | null;
   if (typeof local === 'object' && local !== null && local.fallback === 'local') {
-    const share = local.share;
+    const { share, nodes } = local;
     const maxKeys = local.maxKeys ?? 100_000;
-    if (typeof share === 'number' && share > 0 && share <= 1 && Number.isSafeInteger(maxKeys) && maxKeys > 0) return { fallback: 'local', share, maxKeys };
+    const shareOk = share === undefined || (typeof share === 'number' && share > 0 && share <= 1);
+    const nodesOk = nodes === undefined || (Number.isSafeInteger(nodes) && nodes >= 1);
+    if (share !== undefined && nodes !== undefined) {
+      throw new FloodgateError('INVALID_OPTION', `${option}: give share or nodes, not both (share is 1 / nodes)`, option);
+    }
+    if (shareOk && nodesOk && Number.isSafeInteger(maxKeys) && maxKeys > 0) {
+      return { fallback: 'local', maxKeys, ...(share === undefined ? {} : { share }), ...(nodes === undefined ? {} : { nodes }) };
+    }
   }
-  throw new FloodgateError('INVALID_OPTION', `${option} must be 'throw', 'fail-open', 'fail-closed' or { fallback: 'local', share } with 0 < share <= 1, got ${describeValue(value)}`, option);
+  throw new FloodgateError('INVALID_OPTION', `${option} must be 'throw', 'fail-open', 'fail-closed' or { fallback: 'local' } with an optional share (0 < share <= 1), nodes (a whole number >= 1) or maxKeys, got ${describeValue(value)}`, option);
 }
 
 /**
@@ -71,6 +89,8 @@ export interface FailurePolicyOptions {
   readonly clock: Clock;
   /** Hears `storeError` (with the policy applied) and `fallback` (on and off); undefined: nothing is built. */
   readonly observer: Observer | undefined;
+  /** How many processes share the store now (the census), for a fallback with neither share nor nodes. */
+  readonly nodes: () => number;
 }
 
 /** The `policy` a store error event names for an {@link OnError}. */
@@ -84,15 +104,16 @@ function policyName(onError: OnError): StoreErrorEvent['policy'] {
  */
 export class FailurePolicy {
   private local: MemoryTable | undefined;
-  private readonly scaled: Algorithm | undefined;
+  /** The fallback's policy in this outage: its share is fixed when the outage starts. */
+  private scaled: Algorithm | undefined;
   private readonly onError: OnError;
   private readonly algorithm: Algorithm;
 
-  /** Creates the policy for `algorithm`'s table; a local fallback's scaled policy is built (and checked) now. */
+  /** Creates the policy for `algorithm`'s table; a local fallback's scaling is checked now. */
   constructor(private readonly options: FailurePolicyOptions) {
     this.onError = options.onError;
     this.algorithm = options.algorithm;
-    this.scaled = typeof this.onError === 'object' ? scaledPolicy(this.algorithm, this.onError.share) : undefined;
+    if (typeof this.onError === 'object') scaledPolicy(this.algorithm, this.onError.share ?? 1);
   }
 
   /** decide returns the decision for a consume or peek that Redis failed with `error`, or throws it under `'throw'`. */
@@ -121,8 +142,9 @@ export class FailurePolicy {
     this.report(error, this.onError);
     if (this.onError === 'throw') throw error;
     if (this.onError === 'fail-open') return 0;
-    if (this.onError === 'fail-closed' || cost > this.scaled!.limit) return -1;
+    if (this.onError === 'fail-closed') return -1;
     const table = this.localTable();
+    if (cost > this.scaled!.limit) return -1;
     return table.reserve === undefined ? -1 : table.reserve(key, cost, this.localNow(nowMs), maxWaitMs);
   }
 
@@ -135,6 +157,7 @@ export class FailurePolicy {
   recovered(): void {
     if (this.local === undefined) return;
     this.local = undefined;
+    this.scaled = undefined;
     if (this.options.observer !== undefined) notify(this.options.observer, 'fallback', { store: 'redis', active: false, atMs: this.options.clock.now() });
   }
 
@@ -149,10 +172,13 @@ export class FailurePolicy {
     notify(observer, 'storeError', { store: 'redis', error: asError, policy: policyName(onError), atMs: this.options.clock.now() });
   }
 
+  /** The local limiter of this outage, made at its first failure with the share of that moment. */
   private localTable(): MemoryTable {
     if (this.local === undefined) {
-      const maxKeys = typeof this.onError === 'object' ? this.onError.maxKeys : undefined;
-      this.local = new MemoryStore({ maxKeys: maxKeys ?? 100_000 }).bind(this.scaled!);
+      const fallback = this.onError as LocalFallback;
+      const share = fallback.share ?? 1 / (fallback.nodes ?? Math.max(1, this.options.nodes()));
+      this.scaled = scaledPolicy(this.algorithm, share);
+      this.local = new MemoryStore({ maxKeys: fallback.maxKeys ?? 100_000 }).bind(this.scaled);
       if (this.options.observer !== undefined) notify(this.options.observer, 'fallback', { store: 'redis', active: true, atMs: this.options.clock.now() });
     }
     return this.local;

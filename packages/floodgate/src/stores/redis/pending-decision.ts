@@ -8,6 +8,8 @@ export interface DecisionOwner {
   answered(pending: PendingDecision, decision: Decision): void;
   /** failed settles `pending` when Redis could not decide it: the failure policy's answer, or the error. */
   failed(pending: PendingDecision, error: unknown): void;
+  /** late hears the decision Redis made for `pending` after it had failed at its deadline. */
+  late(pending: PendingDecision, decision: Decision): void;
 }
 
 type Resolve = (decision: Decision) => void;
@@ -35,6 +37,8 @@ function capture(resolve: Resolve, reject: Reject): void {
 export class PendingDecision implements BatchRequest {
   /** promise settles once the owner has the answer: Redis's decision, the failure policy's, or an error. */
   readonly promise: Promise<Decision>;
+  /** owed is set when the failure policy admitted it while Redis was away: its cost is owed to Redis (the write-back). */
+  owed = false;
   /** resolve settles {@link promise} with a decision. */
   readonly resolve: Resolve;
   /** reject settles {@link promise} with an error. */
@@ -68,5 +72,10 @@ export class PendingDecision implements BatchRequest {
   /** failed hands what stopped the decision to the owner. */
   failed(error: unknown): void {
     this.owner.failed(this, error);
+  }
+
+  /** late hands the owner Redis's decision, made after this one had failed at its deadline. */
+  late(decision: Decision): void {
+    this.owner.late(this, decision);
   }
 }

@@ -11,7 +11,9 @@ import { Circuit, type CircuitRouter, type CircuitState } from './circuit.js';
 import { NodeCircuits } from './node-circuits.js';
 import { consumeAll, type ConsumeAllRequest, type ConsumeAllResult } from './consume-all.js';
 import { checkRedisMemory, routingKeys, type RedisMemoryReport } from './memory-check.js';
-import { checkOnError, type OnError } from './failure-policy.js';
+import { checkOnError, DEFAULT_ON_ERROR, type OnError } from './failure-policy.js';
+import { FleetCensus } from './fleet-census.js';
+import { StoreTimeout, type StoreTimeoutOption } from '../../core/store-timeout.js';
 import { RedisTable, type TableContext } from './redis-table.js';
 import { ScriptRunner } from './runner.js';
 
@@ -24,19 +26,29 @@ export interface RedisStoreOptions {
   /** Longest key accepted, in UTF-16 code units (default 1024). */
   maxKeyLength?: number;
   /**
-   * How long an operation may wait for Redis before `onError` decides it (as a `STORE_TIMEOUT`), in
-   * ms (default 1000). It also bounds every call made while the client is still connecting.
+   * How long an operation may wait for Redis before `onError` decides it (as a `STORE_TIMEOUT`):
+   * by default adaptive, 5 × the p99 of Redis's recent answers between 25 and 250 ms (see
+   * `AdaptiveTimeoutOptions`: `{ floorMs, p99Multiple, capMs }`), or a fixed number of ms.
+   * It also bounds every call made while the client is still connecting (at the cap: nothing is
+   * known of Redis before its first answer).
    */
-  timeoutMs?: number;
+  timeoutMs?: StoreTimeoutOption;
   /**
-   * What every bound policy does when Redis fails or does not answer within `timeoutMs` (default
-   * `'fail-open'`, as Envoy's ratelimit service and Spring Cloud Gateway's Redis rate limiter do:
-   * an outage of the limiter never becomes an outage of the service): see {@link OnError}.
-   * Decisions made by the policy say so in `reason`. `'throw'` is the only policy under which a
-   * caller sees the error. For another policy on some limiters, bind them to
-   * {@link RedisStore.withOnError}.
+   * What every bound policy does when Redis fails or does not answer in time: see {@link OnError}.
+   * The default, `{ fallback: 'local' }`, decides in this process with its share of each limit
+   * (one over the processes seen on this Redis), so an outage of the limiter never becomes an
+   * outage of the service, nor an unbounded flood on it. Decisions made by the policy say so in
+   * `reason`. `'throw'` is the only policy under which a caller sees the error. For another policy
+   * on some limiters, bind them to {@link RedisStore.withOnError}.
    */
   onError?: OnError;
+  /**
+   * Whether what `onError` admits while Redis is away (`fallback` and `fail-open` decisions) is
+   * charged to Redis once it answers again, each key's total as one charge that takes what still
+   * fits (default true): counts after an outage then tell the truth. Calls cut off at their
+   * deadline that ran on Redis after all are not charged twice.
+   */
+  writeBack?: boolean;
   /**
    * Failures in a row (errors or timeouts) after which nothing more is sent until a probe succeeds
    * (default 3). On a cluster, counted per master: see {@link RedisStore}.
@@ -140,7 +152,7 @@ export class RedisStore implements Store {
     this.clock = checkClock(o.clock) ?? (testTime ? systemClock : monotonicClock);
     this.cluster = adapter.cluster;
     this.adapter = adapter;
-    const onError = checkOnError(o.onError ?? 'fail-open', 'RedisStore.onError');
+    const onError = checkOnError(o.onError ?? DEFAULT_ON_ERROR, 'RedisStore.onError');
     this.context = contextOf(o, adapter, { testTime, clock: this.clock });
     this.tableOf = tablesOf(this.context, onError);
   }
@@ -241,21 +253,29 @@ function tablesOf(context: TableContext, onError: OnError): (algorithm: Algorith
 
 function contextOf(o: RedisStoreOptions, adapter: RedisAdapter, time: { testTime: boolean; clock: Clock }): TableContext {
   const { testTime, clock } = time;
-  const timeoutMs = positiveNumber(o.timeoutMs ?? 1000, 'RedisStore.timeoutMs');
+  const timeout = StoreTimeout.of(o.timeoutMs, 'RedisStore.timeoutMs');
   const observer = checkObserver(o.observer);
-  const circuits = circuitsOf(o, adapter, { clock, timeoutMs, observer });
-  const runner = new ScriptRunner(adapter, timeoutMs, circuits, { clock, timers: checkTimers(o.timers), observer });
+  const circuits = circuitsOf(o, adapter, { clock, timeoutMs: timeout.maxMs, observer });
+  const runner = new ScriptRunner(adapter, timeout, circuits, { clock, timers: checkTimers(o.timers), observer });
   const maxBatchSize = positiveInteger(o.maxBatchSize ?? 128, 'RedisStore.maxBatchSize');
+  const prefix = checkPrefix(o.prefix ?? 'floodgate:');
+  const census = new FleetCensus(runner, { key: `${prefix}census` });
+  runner.answers(census.beat);
   return {
     runner,
     batcher: maxBatchSize > 1 ? new Batcher({ runner, cluster: adapter.cluster, maxBatchSize }) : undefined,
-    prefix: checkPrefix(o.prefix ?? 'floodgate:'),
+    prefix,
     maxKeyLength: positiveInteger(o.maxKeyLength ?? 1024, 'RedisStore.maxKeyLength'),
     testTime,
     overLimitCacheMaxKeys: positiveInteger(o.overLimitCacheMaxKeys ?? 10_000, 'RedisStore.overLimitCacheMaxKeys', 0),
     retryInMs: (redisKey) => circuits.retryInMs(redisKey),
     clock,
     observer,
+    nodes: () => census.nodes,
+    censusNeeded: () => {
+      census.needed = true;
+    },
+    writeBack: optionalBoolean(o.writeBack, 'RedisStore.writeBack', true),
   };
 }
 
@@ -318,8 +338,8 @@ function checkPrefix(prefix: unknown): string {
   return prefix;
 }
 
-function optionalBoolean(value: unknown, option: string): boolean {
-  if (value === undefined) return false;
+function optionalBoolean(value: unknown, option: string, byDefault = false): boolean {
+  if (value === undefined) return byDefault;
   if (typeof value !== 'boolean') throw new FloodgateError('INVALID_OPTION', `${option} must be true or false, got ${describeValue(value)}`, option);
   return value;
 }

@@ -10,6 +10,7 @@ import { FailurePolicy, type OnError } from './failure-policy.js';
 import { policyIdOf, redisKeyOf } from './key-layout.js';
 import { OverLimitCache } from './over-limit-cache.js';
 import { PendingDecision, type DecisionOwner } from './pending-decision.js';
+import { WriteBack } from './write-back.js';
 import { parseDecisionAt, replyError, textOf, type ScriptRunner } from './runner.js';
 import { DECIDE_SCRIPTS, luaPolicyOf, type LuaPolicy, type LuaScript } from './scripts/index.js';
 
@@ -28,6 +29,12 @@ export interface TableContext {
   readonly clock: Clock;
   /** The store's observer, or undefined when nothing listens. */
   readonly observer: Observer | undefined;
+  /** How many processes share the store now (its census), for the local fallback's share. */
+  readonly nodes: () => number;
+  /** censusNeeded tells the store's census that a table takes its fallback's share from it. */
+  readonly censusNeeded: () => void;
+  /** Whether what the failure policy admits is charged to Redis once it answers again. */
+  readonly writeBack: boolean;
 }
 
 /**
@@ -51,10 +58,15 @@ export class RedisTable implements PolicyStore {
   private readonly batchPolicy: BatchPolicy;
   private readonly cache: OverLimitCache | undefined;
   private readonly failure: FailurePolicy;
+  /** What the failure policy admitted while Redis was away, owed to Redis; undefined when nothing is written back. */
+  readonly writeBack: WriteBack | undefined;
   /** Where this table's pending decisions report Redis's answers. */
   private readonly owner: DecisionOwner = {
     answered: (pending, decision) => this.answered(pending, decision),
     failed: (pending, error) => this.failed(pending, error),
+    late: (pending, decision) => {
+      if (pending.owed && decision.allowed) this.writeBack?.ranOnRedis(pending.key, pending.cost);
+    },
   };
 
   /** Creates the table; prefer {@link RedisStore.bind}. */
@@ -81,7 +93,13 @@ export class RedisTable implements PolicyStore {
       retryInMs: (key) => context.retryInMs(redisKeyOf(context.prefix, this.policyId, key)),
       clock: context.clock,
       observer: context.observer,
+      nodes: context.nodes,
     });
+    if (typeof onError === 'object' && onError.share === undefined && onError.nodes === undefined) context.censusNeeded();
+    const admitsOnFailure = onError !== 'throw' && onError !== 'fail-closed';
+    this.writeBack = context.writeBack && admitsOnFailure
+      ? new WriteBack({ maxKeys: typeof onError === 'object' ? (onError.maxKeys ?? 100_000) : 100_000, charge: (key, cost) => this.call('charge', key, cost, NaN, 0) })
+      : undefined;
     if (algorithm.reserve === undefined) this.reserve = undefined;
   }
 
@@ -130,13 +148,23 @@ export class RedisTable implements PolicyStore {
   /** reserve books `cost` now or later and resolves to the ms to wait, or -1 (nothing charged) past `maxWaitMs`. */
   async reserve?(key: string, cost: number, nowMs: number, maxWaitMs: number): Promise<number> {
     this.algorithm.checkCost(cost);
-    const sent = this.call('reserve', key, cost, nowMs, maxWaitMs);
+    let owed = false;
+    const late = (lateReply: unknown): void => {
+      if (owed && textOf(lateReply) !== '-1') this.writeBack?.ranOnRedis(key, cost);
+    };
+    const sent = this.call('reserve', key, cost, nowMs, maxWaitMs, late);
     let reply: unknown;
     try {
       reply = await sent;
     } catch (error) {
-      return this.failure.reserve(key, cost, nowMs, maxWaitMs, error);
+      const waitMs = this.failure.reserve(key, cost, nowMs, maxWaitMs, error);
+      if (waitMs >= 0 && this.writeBack !== undefined) {
+        this.writeBack.admitted(key, cost);
+        owed = true;
+      }
+      return waitMs;
     }
+    this.recovered();
     const text = textOf(reply);
     if (text === undefined || !/^(-1|0|[1-9][0-9]*)$/.test(text)) throw replyError(this.what('reserve'), 'a whole number of ms or "-1"', reply);
     return Number(text);
@@ -167,9 +195,15 @@ export class RedisTable implements PolicyStore {
     return pending.promise;
   }
 
+  /** Redis answered: the local fallback stands down, and what it admitted is written back. */
+  private recovered(): void {
+    this.failure.recovered();
+    this.writeBack?.flush();
+  }
+
   /** Settles a pending decision with Redis's answer, remembering a refusal in the over-limit cache. */
   private answered(pending: PendingDecision, decision: Decision): void {
-    this.failure.recovered();
+    this.recovered();
     if (!decision.allowed) this.cache?.remember(pending.key, pending.cost, decision, pending.sentAtMs);
     pending.resolve(decision);
   }
@@ -186,13 +220,21 @@ export class RedisTable implements PolicyStore {
     } catch (thrown) {
       return pending.reject(thrown);
     }
+    if (pending.op === 'consume' && decision.allowed && this.writeBack !== undefined) {
+      this.writeBack.admitted(pending.key, pending.cost);
+      pending.owed = true;
+    }
     pending.resolve(decision);
   }
 
   /** Sends one consume or peek as its own script. */
   private sendAlone(request: BatchRequest): void {
     const args = [this.lua.registered, request.op, request.time, String(request.cost), '0', ...this.paramArgs];
-    this.context.runner.run(this.script, [request.redisKey], args, request.op).then(
+    const late = (reply: unknown): void => {
+      const decision = Array.isArray(reply) && reply.length === 4 ? parseDecisionAt(reply, 0, this.algorithm.limit) : undefined;
+      if (decision !== undefined) request.late?.(decision);
+    };
+    this.context.runner.run(this.script, [request.redisKey], args, request.op, late).then(
       (reply) => {
         let decision: Decision;
         try {
@@ -206,16 +248,17 @@ export class RedisTable implements PolicyStore {
     );
   }
 
-  /** timeArg returns the script's time argument: `nowMs` in test mode, else '' (the script reads TIME). */
+  /** timeArg returns the script's time argument: `nowMs` (NaN: the store's clock) in test mode, else '' (the script reads TIME). */
   private timeArg(nowMs: number): string {
     if (!this.context.testTime) return '';
+    if (Number.isNaN(nowMs)) return String(this.context.clock.now());
     if (!Number.isFinite(nowMs)) throw new FloodgateError('INVALID_OPTION', `nowMs must be a finite number in unsafeTestTime mode, got ${describeValue(nowMs)}`, 'nowMs');
     return String(nowMs);
   }
 
-  private call(op: string, key: string, cost: number, nowMs: number, maxWaitMs: number): Promise<unknown> {
+  private call(op: string, key: string, cost: number, nowMs: number, maxWaitMs: number, late?: (reply: unknown) => void): Promise<unknown> {
     const args = [this.lua.registered, op, this.timeArg(nowMs), String(cost), String(maxWaitMs), ...this.paramArgs];
-    return this.context.runner.run(this.script, [this.redisKey(key)], args, op);
+    return this.context.runner.run(this.script, [this.redisKey(key)], args, op, late);
   }
 
   private checkKey(key: string): void {

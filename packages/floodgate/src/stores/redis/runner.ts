@@ -5,7 +5,8 @@ import { notify, type Observer } from '../../core/events.js';
 import { systemTimers, type Timers } from '../../core/timers.js';
 import type { RedisAdapter } from './adapter.js';
 import type { Circuit, CircuitRouter } from './circuit.js';
-import { Deadlines } from './deadlines.js';
+import { DeadlineQueue, watch } from '../deadline-queue.js';
+import type { StoreTimeout } from '../../core/store-timeout.js';
 import type { LuaScript } from './scripts/index.js';
 
 /** RunnerSeams are what a {@link ScriptRunner} reads time from and reports to; each has a default. */
@@ -14,72 +15,105 @@ export interface RunnerSeams {
   readonly clock?: Clock;
   /** Where the deadline timer is set (default {@link systemTimers}). */
   readonly timers?: Timers;
-  /** Hears one `storeCall` per script call; nothing is measured when it has no `storeCall` hook. */
+  /** Hears one `storeCall` per script call. */
   readonly observer?: Observer;
 }
+
+/** Late receives the reply of a call that answered after its deadline (the caller has had a `STORE_TIMEOUT`). */
+export type Late = (reply: unknown) => void;
 
 /**
  * ScriptRunner runs floodgate's scripts through an adapter: EVALSHA first, EVAL on NOSCRIPT (a
  * server restarted, failed over or flushed its scripts), each call bounded by `timeoutMs`, and
  * every failure turned into a {@link FloodgateError}: `STORE_ERROR` for what Redis or the client
  * reported (or for a call not sent because its {@link Circuit} is open), `STORE_TIMEOUT` for no
- * answer in time. Promises always reject with Errors, and always settle within `timeoutMs`.
+ * answer in time. Promises always reject with Errors, and always settle within the timeout.
+ *
+ * The timeout is the store's {@link StoreTimeout}: fixed, or (the default) following the latency of
+ * Redis's recent answers. When a circuit opens, the calls still waiting on its node are abandoned at
+ * once (`STORE_TIMEOUT`): they were sent to a node now known to be failing, and waiting out their
+ * deadlines would only delay the failure policy's answer. A call cut off may still run on Redis;
+ * its reply, should it come, goes to the caller's `late`.
  *
  * Each script goes through the circuit its router picks from its keys: the one circuit of a single
  * Redis, or on a cluster the circuit of the node serving the keys' slot (`NodeCircuits`), so
  * failures of one node never stop scripts to the others. Error messages name that node.
  */
 export class ScriptRunner {
-  private readonly deadlines: Deadlines;
+  /** The calls in flight, each with the circuit it went through, so that a circuit opening abandons its own. */
+  private readonly inFlight: DeadlineQueue;
   private readonly clock: Clock;
-  /** The observer, only when it listens to store calls: otherwise nothing is timed. */
+  private readonly timers: Timers;
+  /** The observer, only when it listens to store calls. */
   private readonly observer: Observer | undefined;
+  /** Hears the time of every answer (the fleet census beats on it). */
+  private onAnswer: ((nowMs: number) => void) | undefined;
 
   /**
-   * Creates a runner over `adapter` whose calls time out after `timeoutMs`, each sent while the
+   * Creates a runner over `adapter` whose calls time out after `timeout`, each sent while the
    * circuit `circuits` picks for it allows (a lone {@link Circuit} guards every call), reading
    * time and reporting calls through `seams`.
    */
   constructor(
     private readonly adapter: RedisAdapter,
-    private readonly timeoutMs: number,
+    private readonly timeout: StoreTimeout,
     private readonly circuits: CircuitRouter,
     seams: RunnerSeams = {},
   ) {
     this.clock = seams.clock ?? monotonicClock;
-    this.deadlines = new Deadlines({ timeoutMs, clock: this.clock, timers: seams.timers ?? systemTimers });
+    this.timers = seams.timers ?? systemTimers;
     this.observer = typeof seams.observer?.storeCall === 'function' ? seams.observer : undefined;
+    this.inFlight = new DeadlineQueue(this.clock, this.timers);
+  }
+
+  /** answers sets what hears the time of every answer from Redis (one listener: the store's census). */
+  answers(listener: (nowMs: number) => void): void {
+    this.onAnswer = listener;
+  }
+
+  /** timeoutMs is the deadline of the next call, in ms. */
+  get timeoutMs(): number {
+    return this.timeout.ms;
   }
 
   /**
    * run resolves to the script's raw reply; it rejects at once, sending nothing, while the circuit
-   * guarding `keys` is open. `operation` names the call in `storeCall` events (default the script's name).
+   * guarding `keys` is open. `operation` names the call in `storeCall` events (default the script's
+   * name); `late`, when given, receives the reply of a call that answered after its deadline.
    */
-  run(script: LuaScript, keys: readonly string[], args: readonly string[], operation: string = script.name): Promise<unknown> {
+  run(script: LuaScript, keys: readonly string[], args: readonly string[], operation: string = script.name, late?: Late): Promise<unknown> {
     const circuit = this.circuits.circuitOf(keys);
     const admission = circuit.admit();
     if (admission === 'refuse') return Promise.reject(openError(script, circuit));
     const probe = admission === 'probe';
+    const timeoutMs = this.timeout.ms;
     const timeoutError = (): Error =>
-      new FloodgateError('STORE_TIMEOUT', `RedisStore: the ${script.name} script got no answer from ${circuit.name} within ${this.timeoutMs} ms (RedisStore.timeoutMs); the operation may still have run`, 'timeoutMs');
-    const startedMs = this.observer === undefined ? 0 : this.clock.now();
-    return this.deadlines.run(this.evaluate(script, keys, args), timeoutError).then(
+      new FloodgateError('STORE_TIMEOUT', `RedisStore: the ${script.name} script got no answer from ${circuit.name} within ${this.timeout.describe()} (RedisStore.timeoutMs), or ${circuit.name} failed meanwhile; the operation may still have run`, 'timeoutMs');
+    const startedMs = this.clock.now();
+    return watch(this.inFlight, this.clock, this.evaluate(script, keys, args), timeoutMs, timeoutError, late, circuit).then(
       (reply) => {
+        const answeredMs = this.clock.now();
+        const durationMs = answeredMs - startedMs;
+        this.timeout.record(durationMs);
+        this.onAnswer?.(answeredMs);
         circuit.succeeded(probe);
-        if (this.observer !== undefined) this.report(operation, startedMs, true);
+        if (this.observer !== undefined) notify(this.observer, 'storeCall', { store: 'redis', operation, durationMs, ok: true });
         return reply;
       },
       (error: unknown) => {
-        if (isUnhealthy(error)) circuit.failed(probe);
+        if (isUnhealthy(error)) this.failed(circuit, probe);
         else circuit.succeeded(probe);
-        if (this.observer !== undefined) this.report(operation, startedMs, false);
+        if (this.observer !== undefined) notify(this.observer, 'storeCall', { store: 'redis', operation, durationMs: this.clock.now() - startedMs, ok: false });
         throw error;
       },
     );
   }
 
-  private report(operation: string, startedMs: number, ok: boolean): void {
-    notify(this.observer, 'storeCall', { store: 'redis', operation, durationMs: this.clock.now() - startedMs, ok });
+  /** Records a failure that says Redis is unhealthy; when that opens the circuit, its calls in flight are abandoned. */
+  private failed(circuit: Circuit, probe: boolean): void {
+    const wasClosed = circuit.state === 'closed';
+    circuit.failed(probe);
+    if (wasClosed && circuit.state !== 'closed') this.inFlight.abandon(circuit);
   }
 
   private async evaluate(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {

@@ -1,11 +1,16 @@
 /**
  * DECIDE_LUA is the driver of the per-algorithm scripts: one operation on one key.
  *
- * KEYS[1]: the state key. ARGV: [1] algorithm, [2] op (consume | peek | refund | reserve | reset),
- * [3] test time in ms or '' (read TIME), [4] cost, [5] maxWaitMs (reserve), [6..] the params.
+ * KEYS[1]: the state key. ARGV: [1] algorithm, [2] op (consume | peek | refund | reserve | charge |
+ * reset), [3] test time in ms or '' (read TIME), [4] cost, [5] maxWaitMs (reserve), [6..] the params.
  * Replies: consume and peek `{allowed 1|0, remaining, retryAfterMs, resetMs}` (integers, or
  * strings as `fmt` prints them when not whole);
- * reserve the wait in ms as a string ('-1': refused, nothing charged); refund and reset `1`.
+ * reserve the wait in ms as a string ('-1': refused, nothing charged); refund and reset `1`;
+ * charge the cost charged, as a string.
+ *
+ * `charge` is the write-back of what was admitted while Redis was away: it charges `cost`, or as
+ * much of it as the key still has room for (what a refusal reports as remaining), never more: the
+ * key ends spent, not in debt, and its later decisions are the policy's own.
  */
 export const DECIDE_LUA = String.raw`
 local params = {}
@@ -34,6 +39,16 @@ elseif op == 'refund' then
     commit(st, now)
   end
   return 1
+elseif op == 'charge' then
+  local take = cost
+  local d = A.peek(st.cells, now, cost)
+  if not d.allowed then take = min(cost, d.remaining) end
+  if take > 0 and A.consume(st.cells, now, take).allowed then
+    commit(st, now)
+  else
+    take = 0
+  end
+  return fmt(take)
 elseif op == 'reserve' and A.reserve ~= nil then
   local wait_ms = A.reserve(st.cells, now, cost, num(ARGV[5]))
   if wait_ms >= 0 then commit(st, now) end

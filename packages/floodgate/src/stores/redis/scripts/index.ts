@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Algorithm } from '../../../core/algorithm.js';
 import { FloodgateError } from '../../../core/errors.js';
+import { CENSUS_LUA } from './census.js';
 import { BATCH_LUA, CONSUME_ALL_LUA, DECIDE_LUA } from './drivers.js';
 import { FIXED_WINDOW_RULE } from './fixed-window.js';
 import { GCRA_RULE } from './gcra.js';
@@ -47,6 +48,9 @@ export const CONSUME_ALL_SCRIPT: LuaScript = script('consume-all', PREAMBLE_LUA 
 
 /** BATCH_SCRIPT runs several independent decisions in one call: preamble, every rule, the batch driver. */
 export const BATCH_SCRIPT: LuaScript = script('batch', PREAMBLE_LUA + ALL_RULES_LUA + BATCH_LUA);
+
+/** CENSUS_SCRIPT counts the stores beating on one Redis (see `FleetCensus`). */
+export const CENSUS_SCRIPT: LuaScript = script('census', CENSUS_LUA);
 
 /** LuaPolicy is an algorithm as the scripts take it: the Lua registry name and the params in order. */
 export interface LuaPolicy {
