@@ -32,6 +32,8 @@ export interface FaultFigures {
   readonly p99AfterMs: number;
   readonly firstRedisMs: number | undefined;
   readonly allKeysRedisMs: number | undefined;
+  /** The side's event loop's worst stall during the fault (its open loop's timer, late by), in ms. */
+  readonly loopStallMs: number;
 }
 
 /** figuresOf returns `records`' figures through `fault`, over `keys` keys. */
@@ -59,6 +61,11 @@ export function figuresOf(records: SideRecords, fault: FaultWindow, keys: number
   during.sort((a, b) => a - b);
   after.sort((a, b) => a - b);
   const firsts = [...firstRedis.values()];
+  let loopStallMs = 0;
+  records.lateAtMs.forEach((at, i) => {
+    const epochMs = records.baseEpochMs + at;
+    if (epochMs >= fault.startMs && epochMs < fault.returnMs) loopStallMs = Math.max(loopStallMs, records.lateByMs[i]!);
+  });
   return {
     asked: asked + unsettled,
     errors,
@@ -69,5 +76,6 @@ export function figuresOf(records: SideRecords, fault: FaultWindow, keys: number
     p99AfterMs: percentile(after, 0.99),
     firstRedisMs: firsts.length === 0 ? undefined : Math.min(...firsts),
     allKeysRedisMs: firstRedis.size < keys ? undefined : Math.max(...firsts),
+    loopStallMs,
   };
 }

@@ -21,14 +21,14 @@ export interface ChaosResults {
 const ms = (v: number | undefined): string => (v === undefined || Number.isNaN(v) ? '—' : !Number.isFinite(v) ? '∞' : v < 10 ? v.toFixed(1) : String(Math.round(v)));
 const back = (v: number | undefined): string => (v === undefined ? 'never' : ms(v));
 
-const FAULT_HEADER = ['fault', 'side', 'asked', 'errors', 'unsettled', 'p50 ms', 'p99 ms', 'max ms', 'p99 next 1 s', 'on Redis: first', 'all keys'];
+const FAULT_HEADER = ['fault', 'side', 'asked', 'errors', 'unsettled', 'p50 ms', 'p99 ms', 'max ms', 'p99 next 1 s', 'on Redis: first', 'all keys', 'loop stall'];
 
 function faultRows(results: ChaosResults): string[][] {
   const rows: string[][] = [];
   for (const { window, figures } of results.faults) {
     for (const side of SIDES) {
       const f = figures[side];
-      rows.push([window.name, side, String(f.asked), String(f.errors), String(f.unsettled), ms(f.p50Ms), ms(f.p99Ms), ms(f.maxMs), ms(f.p99AfterMs), back(f.firstRedisMs), back(f.allKeysRedisMs)]);
+      rows.push([window.name, side, String(f.asked), String(f.errors), String(f.unsettled), ms(f.p50Ms), ms(f.p99Ms), ms(f.maxMs), ms(f.p99AfterMs), back(f.firstRedisMs), back(f.allKeysRedisMs), ms(f.loopStallMs)]);
     }
   }
   return rows;
@@ -58,7 +58,7 @@ const GATEWAY_HEADER = ['fault', 'requests', '5xx', 'timed out / failed', 'p99 m
 /** printTables writes the tables to stdout. */
 export function printTables(results: ChaosResults): void {
   console.log(`\nFaults under ${results.rate.toLocaleString('en-US')} decisions/s per side over ${results.keys} keys (latency in ms; "on Redis": ms after Redis was back)\n`);
-  console.log(table(FAULT_HEADER, faultRows(results), new Set([2, 3, 4, 5, 6, 7, 8, 9, 10])));
+  console.log(table(FAULT_HEADER, faultRows(results), new Set([2, 3, 4, 5, 6, 7, 8, 9, 10, 11])));
   if (results.costs !== undefined) console.log(`\nHealthy path, 128 in flight, median of ${results.costs.defaults.length} alternating rounds\n\n${table(COST_HEADER, costRows(results.costs), new Set([1, 2, 3, 4, 5]))}`);
   if (results.gateway.length > 0) console.log(`\nfloodgate serve, store: { type: redis, url } (its defaults)\n\n${table(GATEWAY_HEADER, gatewayRows(results.gateway), new Set([1, 2, 3, 4, 5, 6]))}`);
   console.log(`\n(${results.seconds} s; node ${results.node}, redis ${results.redis})`);
@@ -73,7 +73,7 @@ function markdownTable(header: readonly string[], rows: readonly (readonly strin
 export function markdownOf(results: ChaosResults): string {
   const parts = [
     '<!-- Written by `npm run bench:chaos`; do not edit by hand. -->',
-    `Faults under an open loop of ${results.rate.toLocaleString('en-US')} decisions/s per side over ${results.keys} keys, each fault ${results.faultMs / 1000} s. Latency in ms of the decisions asked during the fault; "on Redis": ms from Redis's return until the first decision, then every key, was decided by Redis again.`,
+    `Faults under an open loop of ${results.rate.toLocaleString('en-US')} decisions/s per side over ${results.keys} keys, each fault ${results.faultMs / 1000} s. Latency in ms of the decisions asked during the fault; "on Redis": ms from Redis's return until the first decision, then every key, was decided by Redis again. "loop stall": the side's event loop's longest stall during the fault (its timer late by), which delays every answer whatever the library.`,
     markdownTable(FAULT_HEADER, faultRows(results)),
   ];
   if (results.costs !== undefined) parts.push('Healthy path: floodgate at its defaults against a fixed `timeoutMs: 1000`, 128 decisions in flight, median of alternating rounds (CPU of the client process).', markdownTable(COST_HEADER, costRows(results.costs)));

@@ -22,7 +22,9 @@ export interface SideArgs {
 /**
  * SideRecords is what a side prints: per decision, when it was asked (ms after `baseEpochMs`), its
  * latency in ms, its outcome (REDIS, DEGRADED, ERROR) and its key's index; the asked times of the
- * decisions that never settled; tallies of the reasons; the loop's worst lateness.
+ * decisions that never settled; tallies of the reasons; when (ms after `baseEpochMs`) and by how
+ * much the loop's timer fired more than 5 ms late (an event loop blocked that long delays every
+ * answer, whichever library gives it).
  */
 export interface SideRecords {
   readonly side: SideName;
@@ -33,7 +35,8 @@ export interface SideRecords {
   readonly key: number[];
   readonly unsettledAskedMs: number[];
   readonly reasons: Record<string, number>;
-  maxLagMs: number;
+  readonly lateAtMs: number[];
+  readonly lateByMs: number[];
 }
 
 const TICK_MS = 5;
@@ -42,7 +45,7 @@ const SETTLE_MS = 5000;
 const args = JSON.parse(process.argv[2] ?? '{}') as SideArgs;
 const side = sideOf(args.side, args.target);
 const baseEpochMs = performance.timeOrigin;
-const records: SideRecords = { side: args.side, baseEpochMs, askedMs: [], latencyMs: [], outcome: [], key: [], unsettledAskedMs: [], reasons: {}, maxLagMs: 0 };
+const records: SideRecords = { side: args.side, baseEpochMs, askedMs: [], latencyMs: [], outcome: [], key: [], unsettledAskedMs: [], reasons: {}, lateAtMs: [], lateByMs: [] };
 const pending = new Map<number, number>(); // id -> asked (performance.now())
 let issued = 0;
 
@@ -67,7 +70,11 @@ function openLoop(): NodeJS.Timeout {
   let lastTickMs = startedMs;
   return setInterval(() => {
     const now = performance.now();
-    records.maxLagMs = Math.max(records.maxLagMs, now - lastTickMs - TICK_MS);
+    const lateMs = now - lastTickMs - TICK_MS;
+    if (lateMs > 5) {
+      records.lateAtMs.push(Math.round(now));
+      records.lateByMs.push(Math.round(lateMs));
+    }
     lastTickMs = now;
     const due = Math.floor(((now - startedMs) * args.perSecond) / 1000);
     while (issued < due) issue();

@@ -48,14 +48,21 @@ export async function slowDown(port: number, options: SlowOptions): Promise<numb
   return scripts;
 }
 
-/** replicaOf returns the port of the replica of the master on `masterPort`, from CLUSTER NODES. */
+/**
+ * replicaOf returns the port of the replica of the master on `masterPort`, from that master's
+ * CLUSTER NODES, asking again for up to 5 s (a freshly made cluster may not list it everywhere yet).
+ */
 export async function replicaOf(masterPort: number): Promise<number> {
-  const { stdout } = await run('redis-cli', ['-p', String(masterPort), 'cluster', 'nodes']);
-  const lines = stdout.trim().split('\n').map((line) => line.split(' '));
-  const masterId = lines.find((f) => f[1]!.startsWith(`127.0.0.1:${masterPort}@`))?.[0];
-  const replica = lines.find((f) => masterId !== undefined && f[3] === masterId);
-  if (replica === undefined) throw new Error(`no replica of 127.0.0.1:${masterPort} in CLUSTER NODES`);
-  return Number(replica[1]!.split(/[:@]/)[1]);
+  const deadlineMs = performance.now() + 5000;
+  for (;;) {
+    const { stdout } = await run('redis-cli', ['-p', String(masterPort), 'cluster', 'nodes']);
+    const lines = stdout.trim().split('\n').map((line) => line.split(' '));
+    const masterId = lines.find((f) => f[2]!.includes('myself'))?.[0];
+    const replica = lines.find((f) => masterId !== undefined && f[3] === masterId);
+    if (replica !== undefined) return Number(replica[1]!.split(/[:@]/)[1]);
+    if (performance.now() > deadlineMs) throw new Error(`no replica of 127.0.0.1:${masterPort} in its CLUSTER NODES:\n${stdout}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
 
 /**
