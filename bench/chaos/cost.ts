@@ -15,8 +15,8 @@ import { clientOf, floodgateSide, ready, type SideClient } from './sides.js';
 export type CostRounds = Record<'defaults' | 'fixed', Array<{ perSec: number; cpuUsPerDecision: number }>>;
 
 const IN_FLIGHT = 128;
-const ROUND_MS = 1500;
-const ROUNDS = 5;
+const ROUND_MS = 1000;
+const ROUNDS = 9;
 
 /** One round of a closed loop on `side`: decisions per second and CPU µs per decision. */
 async function round(side: SideClient): Promise<{ perSec: number; cpuUsPerDecision: number }> {

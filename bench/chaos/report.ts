@@ -36,19 +36,24 @@ function faultRows(results: ChaosResults): string[][] {
 
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/**
+ * costRows: medians of each subject's rounds, and the ratios as the median of the rounds' own
+ * ratios (each defaults round beside the fixed round next to it), with their lowest and highest:
+ * on a shared machine a drift moves both rounds of a pair alike.
+ */
 function costRows(costs: CostRounds): string[][] {
   const cpu = (name: keyof CostRounds): number => median(costs[name].map((r) => r.cpuUsPerDecision));
   const rate = (name: keyof CostRounds): number => median(costs[name].map((r) => r.perSec));
-  const spread = (name: keyof CostRounds): string => {
-    const xs = costs[name].map((r) => r.cpuUsPerDecision);
-    return `${Math.min(...xs).toFixed(1)}–${Math.max(...xs).toFixed(1)}`;
+  const pairs = (of: (r: CostRounds['fixed'][number]) => number): string => {
+    const ratios = costs.defaults.map((r, i) => of(r) / of(costs.fixed[i]!));
+    return `${median(ratios).toFixed(3)}× (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`;
   };
   return [
-    ['defaults', String(Math.round(rate('defaults'))), cpu('defaults').toFixed(2), spread('defaults'), `${(cpu('defaults') / cpu('fixed')).toFixed(3)}×`, `${(rate('defaults') / rate('fixed')).toFixed(3)}×`],
-    ['timeoutMs: 1000', String(Math.round(rate('fixed'))), cpu('fixed').toFixed(2), spread('fixed'), '1', '1'],
+    ['defaults', String(Math.round(rate('defaults'))), cpu('defaults').toFixed(2), pairs((r) => r.cpuUsPerDecision), pairs((r) => r.perSec)],
+    ['timeoutMs: 1000', String(Math.round(rate('fixed'))), cpu('fixed').toFixed(2), '1', '1'],
   ];
 }
-const COST_HEADER = ['floodgate', 'decisions/s', 'CPU µs/decision', 'rounds', 'CPU ÷ fixed', 'decisions/s ÷ fixed'];
+const COST_HEADER = ['floodgate', 'decisions/s', 'CPU µs/decision', 'CPU ÷ fixed (rounds)', 'decisions/s ÷ fixed (rounds)'];
 
 function gatewayRows(gateway: readonly GatewayFigures[]): string[][] {
   return gateway.map((g) => [g.fault, String(g.requests), String(g.serverErrors), String(g.timedOut + g.failed), ms(g.p99Ms), ms(g.p99AfterMs), back(g.backOnRedisMs)]);
@@ -59,7 +64,7 @@ const GATEWAY_HEADER = ['fault', 'requests', '5xx', 'timed out / failed', 'p99 m
 export function printTables(results: ChaosResults): void {
   console.log(`\nFaults under ${results.rate.toLocaleString('en-US')} decisions/s per side over ${results.keys} keys (latency in ms; "on Redis": ms after Redis was back)\n`);
   console.log(table(FAULT_HEADER, faultRows(results), new Set([2, 3, 4, 5, 6, 7, 8, 9, 10, 11])));
-  if (results.costs !== undefined) console.log(`\nHealthy path, 128 in flight, median of ${results.costs.defaults.length} alternating rounds\n\n${table(COST_HEADER, costRows(results.costs), new Set([1, 2, 3, 4, 5]))}`);
+  if (results.costs !== undefined) console.log(`\nHealthy path, 128 in flight, ${results.costs.defaults.length} alternating pairs of rounds; ratios: median of the pairs' (lowest–highest)\n\n${table(COST_HEADER, costRows(results.costs), new Set([1, 2, 3, 4]))}`);
   if (results.gateway.length > 0) console.log(`\nfloodgate serve, store: { type: redis, url } (its defaults)\n\n${table(GATEWAY_HEADER, gatewayRows(results.gateway), new Set([1, 2, 3, 4, 5, 6]))}`);
   console.log(`\n(${results.seconds} s; node ${results.node}, redis ${results.redis})`);
 }
@@ -76,7 +81,7 @@ export function markdownOf(results: ChaosResults): string {
     `Faults under an open loop of ${results.rate.toLocaleString('en-US')} decisions/s per side over ${results.keys} keys, each fault ${results.faultMs / 1000} s. Latency in ms of the decisions asked during the fault; "on Redis": ms from Redis's return until the first decision, then every key, was decided by Redis again. "loop stall": the side's event loop's longest stall during the fault (its timer late by), which delays every answer whatever the library.`,
     markdownTable(FAULT_HEADER, faultRows(results)),
   ];
-  if (results.costs !== undefined) parts.push('Healthy path: floodgate at its defaults against a fixed `timeoutMs: 1000`, 128 decisions in flight, median of alternating rounds (CPU of the client process).', markdownTable(COST_HEADER, costRows(results.costs)));
+  if (results.costs !== undefined) parts.push('Healthy path: floodgate at its defaults against a fixed `timeoutMs: 1000`, 128 decisions in flight, alternating pairs of rounds (CPU of the client process); ratios: the median of the pairs\' own, with the lowest and highest.', markdownTable(COST_HEADER, costRows(results.costs)));
   if (results.gateway.length > 0) parts.push('`floodgate serve` with `store: { type: redis, url }` (its defaults), 500 requests/s (Poisson), latency from when each request was due.', markdownTable(GATEWAY_HEADER, gatewayRows(results.gateway)));
   parts.push(`Run: ${results.seconds} s; node ${results.node}, redis ${results.redis}.`);
   return parts.join('\n\n') + '\n';
