@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { runCheck, runSchema } from '../src/cli/commands.js';
 import { loadConfig, parseConfig } from '../src/config/load.js';
 import { ConfigError } from '../src/config/problems.js';
+import type { StoreConfig } from '../src/config/schema.js';
+import { gatewayOnStoreError } from '../src/store/store.js';
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
 
@@ -47,6 +49,11 @@ const EXPECTED: Record<string, readonly (readonly [line: number, path: string, s
   'queue-without-mode': [[7, 'routes[0].rules[0].queue', 'queue options are given but the rule\'s mode is "enforce"']],
   'redis-password-unset': [[4, 'store.passwordEnv', 'FLOODGATE_TEST_UNSET_PASSWORD is not set']],
   'redis-url-and-nodes': [[2, 'store', 'exactly one of url (one server) and nodes (a cluster)']],
+  'redis-timeout-not-ms': [[4, 'store.timeoutMs', 'expected a number of ms above 0, or an adaptive timeout { floorMs, p99Multiple, capMs }']],
+  'redis-timeout-floor-above-cap': [[4, 'store.timeoutMs.floorMs', 'store.timeoutMs.floorMs (300) must not be above store.timeoutMs.capMs (100)']],
+  'redis-on-error-unknown': [[4, 'store.onError', 'expected local, fail-open, fail-closed, or { fallback: local }']],
+  'redis-on-error-share-and-nodes': [[4, 'store.onError.share', 'both nodes and share are given']],
+  'redis-on-error-share-above-one': [[6, 'store.onError.share', 'Too big']],
   'request-timeout-below-headers': [[1, 'limits.requestTimeoutMs', 'is shorter than headersTimeoutMs']],
   'secret-env-unset': [[7, 'routes[0].rules[0].key.secretEnv', 'FLOODGATE_TEST_UNSET_SECRET is not set']],
   'secret-twice': [[7, 'routes[0].rules[0].key.secretEnv', 'both secret and secretEnv are given']],
@@ -109,6 +116,26 @@ describe('config: defaults and the offline commands', () => {
     assert.equal(c.routes[0]!.rules[0]!.mode, 'enforce');
     assert.equal(c.routes[0]!.rules[0]!.cost, 1);
     assert.equal(c.routes[0]!.match.path, '/*');
+  });
+
+  it('a redis store: the library\'s adaptive timeout, local fallback and write-back by default; a fixed or adaptive timeout and each failure policy when given', () => {
+    const storeOf = (store: string): StoreConfig => parseConfig(`store: ${store}\nroutes:\n  - name: a\n    upstream: http://127.0.0.1:1\n`, 'x.yaml', {}).store;
+    assert.deepEqual(storeOf('{ type: redis, url: "redis://127.0.0.1:7000" }'), { type: 'redis', url: 'redis://127.0.0.1:7000', onError: 'local', writeBack: true });
+    assert.deepEqual(storeOf('{ type: redis, url: "redis://127.0.0.1:7000", timeoutMs: 40, onError: fail-closed, writeBack: false }'), { type: 'redis', url: 'redis://127.0.0.1:7000', timeoutMs: 40, onError: 'fail-closed', writeBack: false });
+    const adaptive = storeOf('{ type: redis, url: "redis://127.0.0.1:7000", timeoutMs: { floorMs: 10, capMs: 100 }, onError: { fallback: local, nodes: 3 } }');
+    assert.ok(adaptive.type === 'redis');
+    assert.deepEqual(adaptive.timeoutMs, { floorMs: 10, capMs: 100 });
+    assert.deepEqual(adaptive.onError, { fallback: 'local', nodes: 3 });
+    const shared = storeOf('{ type: redis, url: "redis://127.0.0.1:7000", onError: { fallback: local, share: 0.5 } }');
+    assert.ok(shared.type === 'redis');
+    assert.deepEqual(shared.onError, { fallback: 'local', share: 0.5 });
+    assert.equal(storeOf('{ type: redis, url: "redis://127.0.0.1:7000", onError: fail-open }').type, 'redis');
+  });
+
+  it('the gateway\'s own answer when a store throws after all follows the store\'s policy: fail-closed only under fail-closed', () => {
+    assert.equal(gatewayOnStoreError({ type: 'memory' }), 'fail-open');
+    for (const onError of ['local', 'fail-open', { fallback: 'local', nodes: 2 }] as const) assert.equal(gatewayOnStoreError({ type: 'redis', url: 'redis://h:1', onError, writeBack: true }), 'fail-open');
+    assert.equal(gatewayOnStoreError({ type: 'redis', url: 'redis://h:1', onError: 'fail-closed', writeBack: true }), 'fail-closed');
   });
 
   it('check exits 0 on the example config and 1 with every problem on a bad one', async () => {

@@ -3,7 +3,7 @@
  * routes that can never apply, secrets named but not set, options that contradict each other
  * (the overload sections' own checks are in `overload-checks.ts`).
  */
-import { FloodgateError } from 'floodgate';
+import { FloodgateError, StoreTimeout } from 'floodgate';
 import { checkOverload } from './overload-checks.js';
 import { policyOf } from './policy.js';
 import type { ConfigPath, ConfigProblem, Locator } from './problems.js';
@@ -80,6 +80,18 @@ function checkStore(config: GatewayConfig, at: Locator, env: NodeJS.ProcessEnv):
   const problems: ConfigProblem[] = [];
   if ((s.url === undefined) === (s.nodes === undefined)) {
     problems.push(at.problem(['store'], 'a redis store needs exactly one of url (one server) and nodes (a cluster)', 'give url: redis://host:port, or nodes: [redis://host:port, ...]'));
+  }
+  if (typeof s.onError === 'object' && s.onError.nodes !== undefined && s.onError.share !== undefined) {
+    problems.push(at.problem(['store', 'onError', 'share'], 'both nodes and share are given (share is 1 / nodes)', 'keep one: nodes (how many gateways share the limits) or share (the part each admits)'));
+  }
+  if (typeof s.timeoutMs === 'object') {
+    try {
+      StoreTimeout.of(s.timeoutMs, 'store.timeoutMs');
+    } catch (err) {
+      if (!(err instanceof FloodgateError)) throw err;
+      const option = err.option?.split('.').at(-1);
+      problems.push(at.problem(option === undefined || option === 'timeoutMs' ? ['store', 'timeoutMs'] : ['store', 'timeoutMs', option], err.message, 'keep floorMs at most capMs (the timeout lies between them)'));
+    }
   }
   if (s.passwordEnv !== undefined && env[s.passwordEnv] === undefined) {
     problems.push(at.problem(['store', 'passwordEnv'], `the environment variable ${s.passwordEnv} is not set`, `set ${s.passwordEnv}, or remove passwordEnv`));

@@ -65,6 +65,28 @@ export const routeSchema = z.strictObject({
   routeTier: name.optional(),
 });
 
+/**
+ * storeTimeoutSchema is a Redis store's `timeoutMs`: a fixed number of ms, or the library's
+ * adaptive timeout `{ floorMs, p99Multiple, capMs }` (each optional: 25, 5, 250).
+ */
+export const storeTimeoutSchema = z.union(
+  [positive, z.strictObject({ floorMs: positive.optional(), p99Multiple: positive.optional(), capMs: positive.optional() })],
+  { error: 'expected a number of ms above 0, or an adaptive timeout { floorMs, p99Multiple, capMs } (each a number above 0)' },
+);
+
+/**
+ * storeOnErrorSchema is a Redis store's `onError`: `local` (the library's bounded local fallback,
+ * each gateway's share of a limit from the gateways seen on Redis), `{ fallback: local, nodes: n }`
+ * or `{ fallback: local, share: s }` to state the share, `fail-open` or `fail-closed`.
+ */
+export const storeOnErrorSchema = z.union(
+  [
+    z.enum(['local', 'fail-open', 'fail-closed']),
+    z.strictObject({ fallback: z.literal('local'), nodes: whole.positive().optional(), share: z.number().positive().max(1).optional() }),
+  ],
+  { error: 'expected local, fail-open, fail-closed, or { fallback: local } with nodes (a whole number of gateways, at least 1) or share (above 0, at most 1)' },
+);
+
 /** storeSchema is where limiter state lives: this process's memory, or Redis shared by many gateways. */
 export const storeSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('memory'), maxKeys: whole.positive().optional() }),
@@ -73,8 +95,12 @@ export const storeSchema = z.discriminatedUnion('type', [
     url: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').optional(),
     nodes: z.array(z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')).min(1).optional(),
     passwordEnv: z.string().min(1).optional(),
-    timeoutMs: positive.default(100),
-    onError: z.enum(['fail-open', 'fail-closed']).default('fail-open'),
+    /** How long a decision may wait for Redis: a fixed number of ms, or adaptive (omitted: the library's adaptive default, 5 × the recent p99 between 25 and 250 ms). */
+    timeoutMs: storeTimeoutSchema.optional(),
+    /** What a Redis failure answers: the bounded local fallback (default), fail-open or fail-closed. */
+    onError: storeOnErrorSchema.default('local'),
+    /** Whether what the failure policy admitted during an outage is charged to Redis when it answers again (default true). */
+    writeBack: z.boolean().default(true),
     prefix: z.string().regex(/^[^{}]*$/, 'no { or }').optional(),
   }),
 ]);

@@ -89,16 +89,16 @@ export class Board {
    * decided takes one rule's decision with its key: the nearest keys (decisions by the policy
    * only, not by a store's failure policy), the over-limit sketch (refusals by the policy or a full
    * or timed-out queue, shadow ones included) and the refusal ring (every enforced refusal,
-   * fail-closed included).
+   * fail-closed and the local fallback's included).
    */
   decided(e: RuleDecision): void {
     const nowMs = this.clock.now();
     const board = this.boardOf(e.route, e.rule);
     const d = e.decision;
-    const degraded = e.outcome === 'fail_open' || e.outcome === 'fail_closed';
+    const degraded = e.outcome === 'fail_open' || e.outcome === 'fail_closed' || e.outcome === 'fallback_admitted' || e.outcome === 'fallback_limited';
     if (d !== undefined && !degraded) board.near.observe(e.key, d, nowMs);
     if (e.outcome === 'limited' || e.outcome === 'shadow_limited' || e.outcome === 'queue_rejected') board.overLimit.add(e.key, 1, nowMs);
-    if (e.outcome !== 'limited' && e.outcome !== 'queue_rejected' && e.outcome !== 'fail_closed') return;
+    if (e.outcome !== 'limited' && e.outcome !== 'queue_rejected' && e.outcome !== 'fail_closed' && e.outcome !== 'fallback_limited') return;
     this.refused.record({ route: e.route, rule: e.rule, key: e.key, limit: d?.limit ?? 0, remaining: d?.remaining ?? 0, retryAfterMs: d?.retryAfterMs ?? 0, reason: e.reason, atMs: nowMs });
   }
 

@@ -2,7 +2,7 @@
 import type { RuleOutcome } from '../gateway/decide.js';
 
 /** OUTCOMES lists every rule outcome in the order their counts are kept. */
-export const OUTCOMES: readonly RuleOutcome[] = ['admitted', 'near_limit', 'limited', 'shadow_admitted', 'shadow_limited', 'queued', 'queue_rejected', 'fail_open', 'fail_closed'];
+export const OUTCOMES: readonly RuleOutcome[] = ['admitted', 'near_limit', 'limited', 'shadow_admitted', 'shadow_limited', 'queued', 'queue_rejected', 'fail_open', 'fail_closed', 'fallback_admitted', 'fallback_limited'];
 const INDEX = new Map<RuleOutcome, number>(OUTCOMES.map((o, i) => [o, i]));
 
 /** RATE_GROUPS are the dashboard's columns: which outcomes each one adds up. */
@@ -10,7 +10,7 @@ export const RATE_GROUPS = {
   admitted: ['admitted', 'near_limit', 'queued'],
   limited: ['limited', 'queue_rejected'],
   shadow: ['shadow_admitted', 'shadow_limited'],
-  degraded: ['fail_open', 'fail_closed'],
+  degraded: ['fail_open', 'fail_closed', 'fallback_admitted', 'fallback_limited'],
 } as const satisfies Record<string, readonly RuleOutcome[]>;
 /** RateGroup names one column of {@link RATE_GROUPS}. */
 export type RateGroup = keyof typeof RATE_GROUPS;
@@ -20,7 +20,7 @@ export const SECONDS = 60;
 
 /**
  * OutcomeSeries returns the count of each outcome in each of the last {@link SECONDS} whole
- * seconds, and in total since it was made. Memory: 60 x 9 doubles. A second is the floor of
+ * seconds, and in total since it was made. Memory: 60 x 11 doubles. A second is the floor of
  * `timeMs / 1000`; a bucket is cleared when its second comes round again. Time going backwards
  * counts in the latest second seen.
  *

@@ -7,8 +7,13 @@ import { FIELD, PROBLEM_CONTENT_TYPE, problemBody, retryAfterSeconds, serviceIte
 import type { ProxyRequest } from './request.js';
 import type { CompiledRoute, CompiledRule } from './routes.js';
 
-/** RuleOutcome is how one rule answered one request, as counted in metrics. */
-export type RuleOutcome = 'admitted' | 'near_limit' | 'limited' | 'shadow_admitted' | 'shadow_limited' | 'queued' | 'queue_rejected' | 'fail_open' | 'fail_closed';
+/**
+ * RuleOutcome is how one rule answered one request, as counted in metrics. `fail_open` and
+ * `fail_closed` are a store's failure policy answering for it; `fallback_admitted` and
+ * `fallback_limited` are the local fallback deciding with this process's share of the limit while
+ * the store is away (a refusal by the fallback is a 429 like any other).
+ */
+export type RuleOutcome = 'admitted' | 'near_limit' | 'limited' | 'shadow_admitted' | 'shadow_limited' | 'queued' | 'queue_rejected' | 'fail_open' | 'fail_closed' | 'fallback_admitted' | 'fallback_limited';
 
 /** RuleDecision is one rule's answer to one request with the store key it counted against (for the dashboard). */
 export interface RuleDecision {
@@ -205,6 +210,7 @@ function report(route: string, applied: Applied, reporter: DecisionReporter, pre
   const { rule, key, decision: d } = applied;
   let outcome: RuleOutcome;
   if (d.reason === 'fail-open' || d.reason === 'fail-closed') outcome = d.reason === 'fail-open' ? 'fail_open' : 'fail_closed';
+  else if (d.reason === 'fallback') outcome = d.allowed ? 'fallback_admitted' : 'fallback_limited';
   else if (prefix === 'shadow_') outcome = d.allowed ? 'shadow_admitted' : 'shadow_limited';
   else if (!d.allowed) outcome = 'limited';
   else outcome = d.remaining < d.limit * NEAR_LIMIT_SHARE ? 'near_limit' : 'admitted';

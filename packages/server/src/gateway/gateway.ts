@@ -17,7 +17,7 @@ import { mountDashboard } from '../dashboard/mount.js';
 import { adminHandler, tokenDigest } from '../ops/admin.js';
 import { GatewayMetrics } from '../ops/metrics.js';
 import { redactConfig } from '../ops/redact.js';
-import { openStore, type GatewayStore } from '../store/store.js';
+import { gatewayOnStoreError, openStore, type GatewayStore } from '../store/store.js';
 import type { DomainSpec } from '../decision/config.js';
 import type { DecisionReporter } from './decide.js';
 import type { GuardEvents } from './guards.js';
@@ -101,7 +101,7 @@ export class Gateway implements TrafficState {
     this.upstreams = new Upstreams(config.limits);
     this.resolver = new ClientIpResolver({ trustProxy: config.trustProxy }, { warn: (message: string) => log.warn(message) });
     this.isTrustedPeer = trustedPeers(config.trustProxy);
-    this.onStoreError = config.store.type === 'redis' ? config.store.onError : 'fail-open';
+    this.onStoreError = gatewayOnStoreError(config.store);
     metrics.overload.guards = () => this.table.guards.all;
     this.guardEvents = {
       circuitTransition(scope, to, reason) {

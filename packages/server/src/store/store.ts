@@ -29,6 +29,25 @@ interface IoredisLike {
   on(event: 'error', listener: (err: Error) => void): unknown;
 }
 
+/**
+ * FAIL_FAST_CLIENT are the ioredis options of every Redis client the server makes: a dead Redis
+ * fails fast instead of queueing. A command written while the connection is down fails at once
+ * (`enableOfflineQueue: false`) rather than waiting in ioredis's queue for a reconnection that may
+ * take seconds; a command whose connection drops under it is not sent again
+ * (`maxRetriesPerRequest: 0`): by then the store's deadline has usually passed and its failure
+ * policy has answered. The RedisStore's timeout bounds every call either way, and its circuit
+ * stops sending after a few failures. Reconnecting stays quick (every 100 ms), so decisions move
+ * back to Redis within a fraction of a second of it answering again.
+ */
+export const FAIL_FAST_CLIENT = Object.freeze({ retryStrategy: (): number => 100, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+
+/**
+ * FAIL_FAST_CLUSTER are the ioredis Cluster options beside {@link FAIL_FAST_CLIENT} (its
+ * `redisOptions`): the cluster's own offline queue is off too (ioredis keeps one per node
+ * connection whatever it is told, bounded by the store's timeout), and it reconnects every 100 ms.
+ */
+export const FAIL_FAST_CLUSTER = Object.freeze({ clusterRetryStrategy: (): number => 100, enableOfflineQueue: false });
+
 /** StoreSeams are what {@link openStore} needs besides the config. */
 export interface StoreSeams {
   readonly env: NodeJS.ProcessEnv;
@@ -39,8 +58,11 @@ export interface StoreSeams {
 }
 
 /**
- * openStore returns the store a config names. Redis connections are made lazily by ioredis, and
- * retried every 100 ms while Redis is away, so the gateway recovers within a fraction of a second.
+ * openStore returns the store a config names. Redis connections are made by ioredis with
+ * {@link FAIL_FAST_CLIENT}'s options, retried every 100 ms while Redis is away, so the gateway
+ * recovers within a fraction of a second. The RedisStore gets the config's `timeoutMs` (omitted:
+ * the library's adaptive default), `onError` (`local`: the library's bounded local fallback, the
+ * default) and `writeBack`.
  */
 export async function openStore(config: StoreConfig, seams: StoreSeams): Promise<GatewayStore> {
   const { env, observer, onBackendError } = seams;
@@ -51,17 +73,17 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
   const { Redis, Cluster } = await import('ioredis');
   const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
   const password = config.passwordEnv === undefined ? undefined : env[config.passwordEnv];
-  const retryStrategy = (): number => 100;
-  const common = { retryStrategy, maxRetriesPerRequest: 1, enableOfflineQueue: true, ...(password === undefined ? {} : { password }) };
+  const common = { ...FAIL_FAST_CLIENT, ...(password === undefined ? {} : { password }) };
   const client =
     config.nodes !== undefined
-      ? new Cluster(config.nodes.map(nodeOf), { clusterRetryStrategy: retryStrategy, redisOptions: { ...common, ...tlsOf(config.nodes[0]!) } })
+      ? new Cluster(config.nodes.map(nodeOf), { ...FAIL_FAST_CLUSTER, redisOptions: { ...common, ...tlsOf(config.nodes[0]!) } })
       : new Redis(config.url!, common);
   (client as unknown as IoredisLike).on('error', onBackendError);
   const store = new RedisStore({
     adapter: ioredisAdapter(client as unknown as Parameters<typeof ioredisAdapter>[0]),
-    timeoutMs: config.timeoutMs,
-    onError: config.onError,
+    ...(config.timeoutMs === undefined ? {} : { timeoutMs: config.timeoutMs }),
+    onError: onErrorOf(config.onError),
+    writeBack: config.writeBack,
     observer,
     ...(config.prefix === undefined ? {} : { prefix: config.prefix }),
   });
@@ -75,6 +97,22 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
     },
     memoryRisks: async () => (await store.checkMemory()).filter((r) => r.risk === 'evicts-limit-state' || r.risk === 'unknown').map((r) => r.message),
   };
+}
+
+type RedisStoreConfig = Extract<StoreConfig, { type: 'redis' }>;
+
+/** onErrorOf returns the library's `onError` for the config's: `local` is the library's default `{ fallback: 'local' }`. */
+function onErrorOf(onError: RedisStoreConfig['onError']): 'fail-open' | 'fail-closed' | { fallback: 'local'; nodes?: number; share?: number } {
+  return onError === 'local' ? { fallback: 'local' } : onError;
+}
+
+/**
+ * gatewayOnStoreError returns what the gateway answers when its store throws after all (its own
+ * `onError` decides first, so this is a last resort): `fail-closed` under a fail-closed store, else
+ * `fail-open`, the nearest to a local fallback that could not decide.
+ */
+export function gatewayOnStoreError(config: StoreConfig): 'fail-open' | 'fail-closed' {
+  return config.type === 'redis' && config.onError === 'fail-closed' ? 'fail-closed' : 'fail-open';
 }
 
 function nodeOf(url: string): { host: string; port: number } {
