@@ -22,7 +22,7 @@ describe('floodgate ratelimit', () => {
     assert.match((await floodgate('--help')).stdout, /^ {2}ratelimit\b/m);
     const help = await floodgate('ratelimit', '--help');
     assert.equal(help.code, 0);
-    for (const flag of ['--config <file>', '--grpc-port <port>', '--http-port <port>', '--redis <host:port>', '--redis-cluster', '--on-store-error', '--check']) assert.ok(help.stdout.includes(flag), flag);
+    for (const flag of ['--config <file>', '--grpc-port <port>', '--http-port <port>', '--redis <host:port>', '--redis-cluster', '--on-store-error', '--store-timeout-ms', '--check']) assert.ok(help.stdout.includes(flag), flag);
   });
 
   it('--check names the domains of good files, and lists every error of a bad one with its line (exit 2)', async () => {
@@ -36,7 +36,7 @@ describe('floodgate ratelimit', () => {
     assert.match(res.stderr, /bad\.yaml:4:\d+: descriptors\[0\]\.rate_limit\.unit: unknown unit "fortnight"/);
     const flag = await floodgate('ratelimit', '--config', fixturePath('example.yaml'), '--on-store-error', 'sometimes', '--grpc-port', '0');
     assert.equal(flag.code, 2);
-    assert.match(flag.stderr, /--on-store-error must be throw, fail-open or fail-closed/);
+    assert.match(flag.stderr, /--on-store-error must be local, fail-open, fail-closed or throw/);
   });
 
   it('serves Envoy\'s gRPC API and the JSON API until SIGTERM', async () => {

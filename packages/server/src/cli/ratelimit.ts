@@ -7,6 +7,7 @@ import type { Store } from 'floodgate';
 import { formatConfigError, mergeDescriptorConfigs, parseDescriptorConfig, type DescriptorConfig } from '../decision/config.js';
 import { startDecisionServers } from '../decision/servers.js';
 import { createDecisionService, type DecisionService } from '../decision/service.js';
+import { FAIL_FAST_CLIENT, FAIL_FAST_CLUSTER } from '../store/store.js';
 
 /** RatelimitFlags are `floodgate ratelimit`'s options. */
 export interface RatelimitFlags {
@@ -21,7 +22,10 @@ export interface RatelimitFlags {
   readonly redis?: string | undefined;
   /** A Redis Cluster, as `host:port,host:port`. */
   readonly redisCluster?: string | undefined;
+  /** What a Redis failure answers: local (default), fail-open, fail-closed or throw. */
   readonly onStoreError?: string | undefined;
+  /** The Redis store's timeout, in ms; omitted, the library's adaptive one. */
+  readonly storeTimeoutMs?: string | number | undefined;
   /** Only read the configs, print their domains, and stop. */
   readonly check?: boolean | undefined;
 }
@@ -33,7 +37,8 @@ export interface RatelimitIo {
   readonly signals: Pick<NodeJS.Process, 'on' | 'once'>;
 }
 
-type OnStoreError = 'throw' | 'fail-open' | 'fail-closed';
+/** OnStoreError is `--on-store-error`: the library's local fallback (the default), or a fixed answer. */
+type OnStoreError = 'local' | 'throw' | 'fail-open' | 'fail-closed';
 
 /** loadDescriptorPaths reads and merges every descriptor file, or returns every error found as `file:line:column: path: message`. */
 export function loadDescriptorPaths(paths: readonly string[]): { config: DescriptorConfig } | { errors: string[] } {
@@ -64,17 +69,27 @@ function hostPort(address: string, flag: string): { host: string; port: number }
   return { host: match[1]!.replace(/^\[|\]$/g, ''), port: Number(match[2]) };
 }
 
-/** redisStore connects to one Redis or a Redis Cluster; connection errors reach callers through the store. */
-async function redisStore(address: string, cluster: boolean, onError: OnStoreError): Promise<{ store: Store; close: () => void }> {
+/** RedisFailure is how the store meets a Redis failure: `--on-store-error` and `--store-timeout-ms`. */
+interface RedisFailure {
+  readonly onError: OnStoreError;
+  readonly timeoutMs: number | undefined;
+}
+
+/**
+ * redisStore connects to one Redis or a Redis Cluster with the gateway's fail-fast client options,
+ * on the library's defaults unless the flags say otherwise: the adaptive timeout, the bounded local
+ * fallback (each service's share from the services seen on Redis) and write-back.
+ */
+async function redisStore(address: string, cluster: boolean, failure: RedisFailure): Promise<{ store: Store; close: () => void }> {
   const nodes = cluster ? address.split(',').map((a) => hostPort(a, '--redis-cluster')) : [hostPort(address, '--redis')];
   const { Redis, Cluster } = await import('ioredis');
   const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
-  const client = cluster
-    ? new Cluster(nodes, { slotsRefreshInterval: 1000, clusterRetryStrategy: () => 100, redisOptions: { maxRetriesPerRequest: 1 } })
-    : new Redis({ ...nodes[0]!, maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+  const client = cluster ? new Cluster(nodes, { ...FAIL_FAST_CLUSTER, slotsRefreshInterval: 1000, redisOptions: FAIL_FAST_CLIENT }) : new Redis({ ...nodes[0]!, ...FAIL_FAST_CLIENT });
   // Without a listener ioredis would print each reconnection attempt.
   client.on('error', () => undefined);
-  return { store: new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 500, onError }), close: () => client.disconnect() };
+  const onError = failure.onError === 'local' ? { fallback: 'local' as const } : failure.onError;
+  const store = new RedisStore({ adapter: ioredisAdapter(client), onError, ...(failure.timeoutMs === undefined ? {} : { timeoutMs: failure.timeoutMs }) });
+  return { store, close: () => client.disconnect() };
 }
 
 function reload(service: DecisionService, paths: readonly string[], stderr: NodeJS.WritableStream): void {
@@ -87,10 +102,13 @@ function reload(service: DecisionService, paths: readonly string[], stderr: Node
   stderr.write(`config reloaded: ${loaded.config.domains.map((d) => d.domain).join(', ')}\n`);
 }
 
-function onStoreErrorOf(value: string | undefined): OnStoreError {
-  const onError = value ?? 'throw';
-  if (onError !== 'throw' && onError !== 'fail-open' && onError !== 'fail-closed') throw new UsageError(`--on-store-error must be throw, fail-open or fail-closed, got ${JSON.stringify(onError)}`);
-  return onError;
+function failureOf(flags: RatelimitFlags): RedisFailure {
+  const onError = flags.onStoreError ?? 'local';
+  if (onError !== 'local' && onError !== 'throw' && onError !== 'fail-open' && onError !== 'fail-closed') throw new UsageError(`--on-store-error must be local, fail-open, fail-closed or throw, got ${JSON.stringify(onError)}`);
+  const given = flags.storeTimeoutMs;
+  const timeoutMs = given === undefined ? undefined : Number(given);
+  if (timeoutMs !== undefined && !(timeoutMs > 0 && Number.isFinite(timeoutMs))) throw new UsageError(`--store-timeout-ms must be a number of ms above 0 (omit it for the adaptive timeout), got ${JSON.stringify(given)}`);
+  return { onError, timeoutMs };
 }
 
 /**
@@ -120,9 +138,9 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
     io.stdout.write(`${flags.config.join(', ')}: ${domains.length} domain(s): ${domains.map((d) => d.domain).join(', ')}\n`);
     return 0;
   }
-  const onError = onStoreErrorOf(flags.onStoreError);
+  const failure = failureOf(flags);
   const address = flags.redisCluster ?? flags.redis;
-  const redis = address === undefined ? undefined : await redisStore(address, flags.redisCluster !== undefined, onError);
+  const redis = address === undefined ? undefined : await redisStore(address, flags.redisCluster !== undefined, failure);
   const service = createDecisionService({ domains, store: redis?.store });
   const neither = flags.grpcPort === undefined && flags.httpPort === undefined;
   const servers = await startDecisionServers({ service, grpcPort: neither ? 8081 : flags.grpcPort, httpPort: neither ? 8080 : flags.httpPort, host: flags.host });

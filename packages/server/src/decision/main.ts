@@ -6,7 +6,7 @@
  *   node --conditions=floodgate-source --import tsx packages/server/src/decision/main.ts \
  *     --config ratelimit.yaml --grpc-port 8081 --http-port 8080 [--host 127.0.0.1]
  *     [--redis 127.0.0.1:6380 | --redis-cluster 127.0.0.1:7000,127.0.0.1:7001]
- *     [--on-store-error throw|fail-open|fail-closed] [--check]
+ *     [--on-store-error local|fail-open|fail-closed|throw] [--store-timeout-ms 50] [--check]
  */
 import { parseArgs } from 'node:util';
 import { runRatelimit } from '../cli/ratelimit.js';
@@ -30,6 +30,7 @@ const { values } = parseArgs({
     redis: { type: 'string' },
     'redis-cluster': { type: 'string' },
     'on-store-error': { type: 'string' },
+    'store-timeout-ms': { type: 'string' },
     check: { type: 'boolean' },
   },
 });
@@ -42,6 +43,7 @@ const code = await runRatelimit(
     redis: values.redis,
     redisCluster: values['redis-cluster'],
     onStoreError: values['on-store-error'],
+    storeTimeoutMs: values['store-timeout-ms'],
     check: values.check,
   },
   { stdout: process.stdout, stderr: process.stderr, signals: process },
