@@ -1,24 +1,28 @@
 /**
  * DecisionClient: asks a remote floodgate decision service, over its JSON API (undici) or Envoy's
- * gRPC API, with the failure vocabulary of floodgate's stores: a deadline (`timeoutMs`), typed
- * `FloodgateError` codes, and `onError` deciding what a failure answers.
+ * gRPC API, with the failure vocabulary of floodgate's stores: a deadline (`timeoutMs`, adaptive by
+ * default), a circuit, typed `FloodgateError` codes, and `onError` deciding what a failure answers.
  */
 import * as grpc from '@grpc/grpc-js';
 import { FloodgateError } from 'floodgate';
 import { Pool } from 'undici';
 import { loadRateLimitService } from './grpc.js';
+import { ServiceGuard, type ServiceGuardOptions } from './service-guard.js';
 import { parseServiceUrl } from './service-url.js';
 
 /** ClientOnError is what a failed call answers: reject (`throw`), admit (`fail-open`) or refuse (`fail-closed`). */
 export type ClientOnError = 'throw' | 'fail-open' | 'fail-closed';
 
-/** DecisionClientOptions configures a {@link DecisionClient}. */
-export interface DecisionClientOptions {
+/**
+ * DecisionClientOptions configures a {@link DecisionClient}. Besides these, the failure options of
+ * every client of the service ({@link ServiceGuardOptions}): `timeoutMs` (adaptive by default: 5 ×
+ * the recent p99 between 25 and 250 ms), `failuresToOpen` (3), `probeIntervalMs` (250), `clock`
+ * and `timers`.
+ */
+export interface DecisionClientOptions extends ServiceGuardOptions {
   /** The service: `http://host:port` for the JSON API, `grpc://host:port` for Envoy's gRPC API. */
   url: string;
-  /** How long a call may take before it fails with `STORE_TIMEOUT`, in ms (default 250). */
-  timeoutMs?: number;
-  /** What a failed or late call answers (default `throw`); a malformed request always throws. */
+  /** What a failed, late or refused-by-the-circuit call answers (default `throw`); a malformed request always throws. */
   onError?: ClientOnError;
   /** HTTP connections kept to the service (default 8; JSON API only). */
   connections?: number;
@@ -96,9 +100,9 @@ function decisionOf(raw: unknown, json: boolean): ClientDecision {
   };
 }
 
-/** Transport sends one request and resolves to the decision, or rejects with a FloodgateError. */
+/** Transport sends one request and resolves to the decision, or rejects with a FloodgateError; `signal` cancels it. */
 interface Transport {
-  send(request: ClientRequest, timeoutMs: number): Promise<ClientDecision>;
+  send(request: ClientRequest, signal: AbortSignal): Promise<ClientDecision>;
   close(): Promise<void>;
 }
 
@@ -120,20 +124,16 @@ class HttpTransport implements Transport {
     this.pool = new Pool(origin, { connections, pipelining: 1 });
   }
 
-  async send(request: ClientRequest, timeoutMs: number): Promise<ClientDecision> {
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), timeoutMs);
+  async send(request: ClientRequest, signal: AbortSignal): Promise<ClientDecision> {
     try {
-      const res = await this.pool.request({ path: '/json', method: 'POST', body: jsonBody(request), headers: { 'content-type': 'application/json' }, signal: abort.signal });
+      const res = await this.pool.request({ path: '/json', method: 'POST', body: jsonBody(request), headers: { 'content-type': 'application/json' }, signal });
       const text = await res.body.text();
       if (res.statusCode === 200 || res.statusCode === 429) return decisionOf(parseJson(text), true);
       const error = (parseJson(text) as { error?: { message?: string; field?: string } } | undefined)?.error;
       if (res.statusCode === 400) throw new FloodgateError('INVALID_OPTION', `decision service refused the request: ${error?.message ?? text}`, `request.${error?.field ?? ''}`);
       throw new FloodgateError(res.statusCode >= 500 ? 'STORE_ERROR' : 'STORE_REPLY', `decision service answered HTTP ${res.statusCode}: ${error?.message ?? text.slice(0, 200)}`);
     } catch (error) {
-      throw typed(error, abort.signal.aborted, timeoutMs);
-    } finally {
-      clearTimeout(timer);
+      throw typed(error);
     }
   }
 
@@ -150,15 +150,15 @@ function parseJson(text: string): unknown {
   }
 }
 
-function typed(error: unknown, timedOut: boolean, timeoutMs: number): FloodgateError {
-  if (timedOut) return new FloodgateError('STORE_TIMEOUT', `decision service did not answer within ${timeoutMs} ms`);
+/** typed returns a failure as a FloodgateError (a timeout is the guard's, not the transport's). */
+function typed(error: unknown): FloodgateError {
   if (error instanceof FloodgateError) return error;
   const wrapped = new FloodgateError('STORE_ERROR', `decision service call failed: ${(error as Error)?.message ?? String(error)}`);
   wrapped.cause = error;
   return wrapped;
 }
 
-type RlsClient = grpc.Client & { ShouldRateLimit(req: unknown, options: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: unknown) => void): void };
+type RlsClient = grpc.Client & { ShouldRateLimit(req: unknown, options: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: unknown) => void): grpc.ClientUnaryCall };
 
 class GrpcTransport implements Transport {
   private readonly client: RlsClient;
@@ -167,7 +167,7 @@ class GrpcTransport implements Transport {
     this.client = new Service(target, grpc.credentials.createInsecure()) as unknown as RlsClient;
   }
 
-  send(request: ClientRequest, timeoutMs: number): Promise<ClientDecision> {
+  send(request: ClientRequest, signal: AbortSignal): Promise<ClientDecision> {
     const message = {
       domain: request.domain,
       hits_addend: request.hitsAddend ?? 0,
@@ -178,7 +178,9 @@ class GrpcTransport implements Transport {
       })),
     };
     return new Promise((resolve, reject) => {
-      this.client.ShouldRateLimit(message, { deadline: Date.now() + timeoutMs }, (error, response) => {
+      // No gRPC deadline: the guard cuts the call off at its own (adaptive) deadline, through `signal`.
+      const call = this.client.ShouldRateLimit(message, {}, (error, response) => {
+        signal.removeEventListener('abort', cancel);
         if (error === null) {
           try {
             resolve(decisionOf(response, false));
@@ -188,8 +190,10 @@ class GrpcTransport implements Transport {
           return;
         }
         if (error.code === grpc.status.INVALID_ARGUMENT) reject(new FloodgateError('INVALID_OPTION', `decision service refused the request: ${error.details}`, 'request'));
-        else reject(typed(error, error.code === grpc.status.DEADLINE_EXCEEDED, timeoutMs));
+        else reject(typed(error));
       });
+      const cancel = (): void => call.cancel();
+      signal.addEventListener('abort', cancel, { once: true });
     });
   }
 
@@ -201,25 +205,28 @@ class GrpcTransport implements Transport {
 
 /**
  * DecisionClient asks a floodgate decision service whether requests may pass. Failures are typed
- * as the library's stores type them: `STORE_TIMEOUT` past `timeoutMs`, `STORE_ERROR` when the
- * service cannot be reached or cannot decide, `STORE_REPLY` for an answer it cannot read; with
- * `onError: 'fail-open'` or `'fail-closed'` such a failure answers instead, saying so in
- * `reason`. A request the service calls malformed always rejects with `INVALID_OPTION`.
+ * as the library's stores type them: `STORE_TIMEOUT` past `timeoutMs` (adaptive by default: 5 ×
+ * the p99 of the service's recent answers, between 25 and 250 ms; the HTTP request or gRPC call is
+ * cancelled), `STORE_ERROR` when the service cannot be reached or cannot decide, `STORE_REPLY` for
+ * an answer it cannot read. After `failuresToOpen` (3) failures in a row its circuit opens: calls
+ * in flight are cut off, and calls fail at once without being sent until a probe, one every
+ * `probeIntervalMs` (250 ms), is answered. With `onError: 'fail-open'` or `'fail-closed'` a failure
+ * answers instead, saying so in `reason`. A request the service calls malformed always rejects
+ * with `INVALID_OPTION`.
  *
  * @example
- * const client = new DecisionClient({ url: 'grpc://127.0.0.1:8081', timeoutMs: 50, onError: 'fail-open' });
+ * const client = new DecisionClient({ url: 'grpc://127.0.0.1:8081', onError: 'fail-open' });
  * const decision = await client.shouldRateLimit({ domain: 'api', descriptors: [{ entries: [['user', userId]] }] });
  * if (!decision.allowed) reply(429);
  */
 export class DecisionClient {
   private readonly transport: Transport;
-  private readonly timeoutMs: number;
+  private readonly guard: ServiceGuard;
   private readonly onError: ClientOnError;
 
   constructor(options: DecisionClientOptions) {
     const url = parseServiceUrl(options?.url, { protocols: ['http:', 'https:', 'grpc:'], option: 'DecisionClient.url', expected: 'http://host:port (JSON API) or grpc://host:port (gRPC)' });
-    this.timeoutMs = options.timeoutMs ?? 250;
-    if (!Number.isFinite(this.timeoutMs) || this.timeoutMs <= 0) throw new FloodgateError('INVALID_OPTION', `DecisionClient.timeoutMs must be a number above 0, got ${String(options.timeoutMs)}`, 'DecisionClient.timeoutMs');
+    this.guard = new ServiceGuard(options, { where: 'DecisionClient', service: `${url.protocol}//${url.host}` });
     this.onError = options.onError ?? 'throw';
     if (!['throw', 'fail-open', 'fail-closed'].includes(this.onError)) throw new FloodgateError('INVALID_OPTION', `DecisionClient.onError must be throw, fail-open or fail-closed, got ${String(options.onError)}`, 'DecisionClient.onError');
     this.transport = url.protocol === 'grpc:' ? new GrpcTransport(url.host) : new HttpTransport(url.origin, options.connections ?? 8);
@@ -228,7 +235,7 @@ export class DecisionClient {
   /** shouldRateLimit resolves to the service's decision for `request`, charging it when admitted. */
   async shouldRateLimit(request: ClientRequest): Promise<ClientDecision> {
     try {
-      return await this.transport.send(request, this.timeoutMs);
+      return await this.guard.run((signal) => this.transport.send(request, signal));
     } catch (error) {
       if (this.onError === 'throw' || !(error instanceof FloodgateError) || error.code === 'INVALID_OPTION') throw error;
       const statuses = request.descriptors.map((): ClientStatus => ({ code: this.onError === 'fail-open' ? 'OK' : 'OVER_LIMIT', limit: undefined, remaining: 0, durationUntilResetMs: 0 }));

@@ -3,34 +3,33 @@
  * `POST /v1/store` to the service, which applies the policy the application gives to its own
  * store (memory or Redis).
  */
-import { FAIL_CLOSED_RETRY_MS, FloodgateError, notify, systemClock, systemTimers, type Algorithm, type Clock, type Decision, type FailurePolicy, type Observer, type PolicyStore, type Store, type StoreConsumeAllResult, type StoreRequest, type Timers } from 'floodgate';
+import { FAIL_CLOSED_RETRY_MS, FloodgateError, monotonicClock, notify, type Algorithm, type Clock, type Decision, type FailurePolicy, type Observer, type PolicyStore, type Store, type StoreConsumeAllResult, type StoreRequest } from 'floodgate';
 import { Pool } from 'undici';
+import { ServiceGuard, type ServiceGuardOptions } from './service-guard.js';
 import { policySpecOf, type PolicySpec, type StoreOp } from './store-api.js';
 import { parseServiceUrl } from './service-url.js';
 
-/** RemoteStoreOptions configures a {@link RemoteStore}. */
-export interface RemoteStoreOptions {
+/**
+ * RemoteStoreOptions configures a {@link RemoteStore}. Besides these, the failure options of
+ * every client of the service ({@link ServiceGuardOptions}): `timeoutMs` (adaptive by default: 5 ×
+ * the recent p99 between 25 and 250 ms), `failuresToOpen` (3), `probeIntervalMs` (250), `clock`
+ * and `timers` (pass one `ManualClock` as both in tests).
+ */
+export interface RemoteStoreOptions extends ServiceGuardOptions {
   /** The decision service's JSON API, `http://host:port`. */
   url: string;
-  /** How long a call may take before it fails with `STORE_TIMEOUT`, in ms (default 250). */
-  timeoutMs?: number;
-  /** What a failed or late call answers (default `throw`); bad input always rejects. */
+  /** What a failed, late or refused-by-the-circuit call answers (default `throw`); bad input always rejects. */
   onError?: FailurePolicy;
   /** HTTP connections kept to the service (default 8). */
   connections?: number;
-  /** Timers for the deadline (default the system's). */
-  timers?: Timers;
-  /** Clock for failure events (default the system clock). */
-  clock?: Clock;
-  /** Receives a `storeError` event per failed call. */
+  /** Receives a `storeError` event per failed call and a `circuit` event per change of the circuit. */
   observer?: Observer;
 }
 
 interface Settings {
   readonly pool: Pool;
-  readonly timeoutMs: number;
+  readonly guard: ServiceGuard;
   readonly onError: FailurePolicy;
-  readonly timers: Timers;
   readonly clock: Clock;
   readonly observer: Observer | undefined;
 }
@@ -73,26 +72,22 @@ function refusal(status: number, text: string): FloodgateError {
   return new FloodgateError(code, `RemoteStore: the service answered HTTP ${status}: ${message}`);
 }
 
-/** post sends one store request under the deadline and resolves to its parsed body, or rejects typed. */
-async function post(settings: Settings, request: Record<string, unknown>): Promise<unknown> {
-  const { pool, timers, timeoutMs } = settings;
-  const abort = new AbortController();
-  const timer = timers.setTimer(() => abort.abort(), timeoutMs);
-  try {
-    const body = JSON.stringify(request);
-    const res = await pool.request({ path: '/v1/store', method: 'POST', body, headers: { 'content-type': 'application/json' }, signal: abort.signal });
-    const text = await res.body.text();
-    if (res.statusCode !== 200) throw refusal(res.statusCode, text);
-    return parseJson(text);
-  } catch (error) {
-    if (abort.signal.aborted) throw new FloodgateError('STORE_TIMEOUT', `RemoteStore: the service did not answer within ${timeoutMs} ms (RemoteStore.timeoutMs)`, 'RemoteStore.timeoutMs');
-    if (error instanceof FloodgateError) throw error;
-    const wrapped = new FloodgateError('STORE_ERROR', `RemoteStore: the call failed: ${(error as Error)?.message ?? String(error)}`);
-    wrapped.cause = error;
-    throw wrapped;
-  } finally {
-    timers.clearTimer(timer);
-  }
+/** post sends one store request through the guard (deadline and circuit) and resolves to its parsed body, or rejects typed. */
+function post(settings: Settings, request: Record<string, unknown>): Promise<unknown> {
+  const body = JSON.stringify(request);
+  return settings.guard.run(async (signal) => {
+    try {
+      const res = await settings.pool.request({ path: '/v1/store', method: 'POST', body, headers: { 'content-type': 'application/json' }, signal });
+      const text = await res.body.text();
+      if (res.statusCode !== 200) throw refusal(res.statusCode, text);
+      return parseJson(text);
+    } catch (error) {
+      if (error instanceof FloodgateError) throw error;
+      const wrapped = new FloodgateError('STORE_ERROR', `RemoteStore: the call failed: ${(error as Error)?.message ?? String(error)}`);
+      wrapped.cause = error;
+      throw wrapped;
+    }
+  });
 }
 
 /** resultOf checks the service's answer to `consumeAll`; anything else is `STORE_REPLY`. */
@@ -165,13 +160,17 @@ class RemotePolicyStore implements PolicyStore {
 /**
  * RemoteStore returns a library {@link Store} whose state lives in a remote floodgate decision
  * service (its `POST /v1/store`): the application's policy, decided on the service's store. It
- * decides its own failures as `RedisTable` does: `STORE_TIMEOUT` past `timeoutMs` (on the injected
- * timers), `STORE_ERROR` when the service cannot be reached or its store failed, `STORE_REPLY` for
- * an unreadable answer; `onError: 'fail-open' | 'fail-closed'` answers instead, saying so in the
- * decision's `reason`. Only policies built by the library's factories can be sent.
+ * decides its own failures as the Redis store does: `STORE_TIMEOUT` past `timeoutMs` (adaptive by
+ * default: 5 × the p99 of the service's recent answers, between 25 and 250 ms; the HTTP request is
+ * aborted), `STORE_ERROR` when the service cannot be reached or its store failed, `STORE_REPLY` for
+ * an unreadable answer. After `failuresToOpen` (3) failures in a row its circuit opens: the calls
+ * in flight are cut off, and calls fail at once without being sent until a probe, one every
+ * `probeIntervalMs` (250 ms), is answered. `onError: 'fail-open' | 'fail-closed'` answers instead
+ * of rejecting, saying so in the decision's `reason`. Only policies built by the library's
+ * factories can be sent.
  *
  * @example
- * const store = new RemoteStore({ url: 'http://127.0.0.1:8080', timeoutMs: 50, onError: 'fail-open' });
+ * const store = new RemoteStore({ url: 'http://127.0.0.1:8080', onError: 'fail-open' });
  * const limiter = new Limiter({ policy: gcra({ rate: 10, periodMs: 1000, maxBurst: 5 }), store });
  * const decision = await limiter.consume(userId);
  */
@@ -180,12 +179,13 @@ export class RemoteStore implements Store {
 
   constructor(options: RemoteStoreOptions) {
     const url = parseServiceUrl(options?.url, { protocols: ['http:', 'https:'], option: 'RemoteStore.url', expected: "http://host:port (the decision service's JSON API)" });
-    const timeoutMs = options.timeoutMs ?? 250;
-    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) throw new FloodgateError('INVALID_OPTION', `RemoteStore.timeoutMs must be a number above 0, got ${String(options.timeoutMs)}`, 'RemoteStore.timeoutMs');
     const onError = options.onError ?? 'throw';
     if (!['throw', 'fail-open', 'fail-closed'].includes(onError)) throw new FloodgateError('INVALID_OPTION', `RemoteStore.onError must be throw, fail-open or fail-closed, got ${String(options.onError)}`, 'RemoteStore.onError');
+    const observer = options.observer;
+    const changed = observer?.circuit === undefined ? undefined : (state: 'closed' | 'open' | 'half-open', atMs: number): void => notify(observer, 'circuit', { store: 'remote', node: url.origin, state, atMs });
+    const guard = new ServiceGuard(options, { where: 'RemoteStore', service: url.origin, ...(changed === undefined ? {} : { changed }) });
     const pool = new Pool(url.origin, { connections: options.connections ?? 8, pipelining: 1 });
-    this.settings = { pool, timeoutMs, onError, timers: options.timers ?? systemTimers, clock: options.clock ?? systemClock, observer: options.observer };
+    this.settings = { pool, guard, onError, clock: options.clock ?? monotonicClock, observer };
   }
 
   /** bind returns the remote table for `algorithm`; throws `INVALID_OPTION` for a policy no factory builds. */

@@ -179,7 +179,7 @@ describe('RemoteStore failures', () => {
     it(`a service that never answers, cut off on injected timers: ${onError}`, async () => {
       const timers = new ManualClock(START_MS);
       const events: string[] = [];
-      const store = new RemoteStore({ url: `http://127.0.0.1:${silent.port}`, onError, timeoutMs: 50, timers, observer: { storeError: (e) => void events.push((e.error as FloodgateError).code) } });
+      const store = new RemoteStore({ url: `http://127.0.0.1:${silent.port}`, onError, timeoutMs: 50, timers, clock: timers, observer: { storeError: (e) => void events.push((e.error as FloodgateError).code) } });
       const limiter = new Limiter({ policy, store });
       try {
         const pending = limiter.consume('k');
