@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { runCheck, runSchema } from '../src/cli/commands.js';
 import { loadConfig, parseConfig } from '../src/config/load.js';
+import { ADAPTIVE_TIMEOUT_DEFAULTS } from 'floodgate';
 import { ConfigError } from '../src/config/problems.js';
 import type { StoreConfig } from '../src/config/schema.js';
 import { gatewayOnStoreError } from '../src/store/store.js';
@@ -130,6 +131,16 @@ describe('config: defaults and the offline commands', () => {
     assert.ok(shared.type === 'redis');
     assert.deepEqual(shared.onError, { fallback: 'local', share: 0.5 });
     assert.equal(storeOf('{ type: redis, url: "redis://127.0.0.1:7000", onError: fail-open }').type, 'redis');
+  });
+
+  it('docs/gateway-store.md: every config shown loads as written', () => {
+    const page = readFileSync(join(FIXTURES, '..', '..', '..', '..', 'docs', 'gateway-store.md'), 'utf8');
+    const blocks = [...page.matchAll(/^```yaml\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+    assert.equal(blocks.length, 4);
+    const stores = blocks.map((yaml, i) => parseConfig(yaml, `gateway-store.md block ${i + 1}`, {}).store);
+    const { timeoutMs, ...spelledOut } = stores[1] as Extract<StoreConfig, { type: 'redis' }>;
+    assert.deepEqual(timeoutMs, { ...ADAPTIVE_TIMEOUT_DEFAULTS }, 'the page shows the library\'s adaptive defaults');
+    assert.deepEqual(stores[0], spelledOut, 'the first config is the second with its defaults left out');
   });
 
   it('the gateway\'s own answer when a store throws after all follows the store\'s policy: fail-closed only under fail-closed', () => {

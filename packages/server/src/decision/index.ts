@@ -33,4 +33,5 @@ export { UNIT_MS, UNITS, type RateLimitUnit } from './units.js';
 export { DecisionClient, type ClientDecision, type ClientDescriptor, type ClientOnError, type ClientRequest, type ClientStatus, type DecisionClientOptions } from './client.js';
 export { addHealthService, HEALTH_SERVICES, loadHealthService } from './health.js';
 export { RemoteStore, type RemoteStoreOptions } from './remote-store.js';
+export type { ServiceGuardOptions } from './service-guard.js';
 export { buildPolicy, MAX_REMOTE_BATCH, MAX_REMOTE_KEY_LENGTH, MAX_REMOTE_POLICIES, policySpecOf, REMOTE_ALGORITHMS, StoreApi, type PolicySpec, type StoreOp } from './store-api.js';
