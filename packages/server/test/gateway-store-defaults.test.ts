@@ -112,7 +112,7 @@ describe('floodgate serve at the Redis store\'s defaults while Redis hangs', () 
     assert.equal(metricValue(metrics, 'floodgate_responses_total', { status: '503' }) + metricValue(metrics, 'floodgate_responses_total', { status: '500' }), 0);
   });
 
-  it('charges Redis with what the fallback admitted once it answers again (write-back)', { todo: 'the library flushes a table\'s write-back only when that table hears Redis (RedisTable.recovered); the gateway decides through store.consumeAll, so nothing is written back until a consume or peek of the same policy answers' }, async () => {
+  it('charges Redis with what the fallback admitted once it answers again (write-back)', async () => {
     const first = await call(gateway.url('/counted'));
     redis.signal(0, 'SIGSTOP');
     try {

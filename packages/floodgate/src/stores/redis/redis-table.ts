@@ -14,6 +14,9 @@ import { WriteBack } from './write-back.js';
 import { parseDecisionAt, replyError, textOf, type ScriptRunner } from './runner.js';
 import { DECIDE_SCRIPTS, luaPolicyOf, type LuaPolicy, type LuaScript } from './scripts/index.js';
 
+/** How long a call cut off at its deadline may stay out before a write-back no longer waits for it, in ms. */
+const WRITE_BACK_GRACE_MS = 2000;
+
 /** TableContext is what a {@link RedisTable} shares with its store: where scripts go, and how keys are named and timed. */
 export interface TableContext {
   readonly runner: ScriptRunner;
@@ -98,8 +101,15 @@ export class RedisTable implements PolicyStore {
     if (typeof onError === 'object' && onError.share === undefined && onError.nodes === undefined) context.censusNeeded();
     const admitsOnFailure = onError !== 'throw' && onError !== 'fail-closed';
     this.writeBack = context.writeBack && admitsOnFailure
-      ? new WriteBack({ maxKeys: typeof onError === 'object' ? (onError.maxKeys ?? 100_000) : 100_000, charge: (key, cost) => this.call('charge', key, cost, NaN, 0) })
+      ? new WriteBack({
+          maxKeys: typeof onError === 'object' ? (onError.maxKeys ?? 100_000) : 100_000,
+          charge: (key, cost) => this.call('charge', key, cost, NaN, 0),
+          ready: () => context.runner.quiet(WRITE_BACK_GRACE_MS),
+        })
       : undefined;
+    // Any answer from Redis (a batch of another policy, a consumeAll) says it is back.
+    const writeBack = this.writeBack;
+    if (writeBack !== undefined) context.runner.answers(() => writeBack.flush());
     if (algorithm.reserve === undefined) this.reserve = undefined;
   }
 

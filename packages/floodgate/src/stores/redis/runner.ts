@@ -46,8 +46,12 @@ export class ScriptRunner {
   private readonly timers: Timers;
   /** The observer, only when it listens to store calls. */
   private readonly observer: Observer | undefined;
-  /** Hears the time of every answer (the fleet census beats on it). */
-  private onAnswer: ((nowMs: number) => void) | undefined;
+  /** Hear the time of every answer (the fleet census beats on it, write-backs flush on it). */
+  private readonly listeners: Array<(nowMs: number) => void> = [];
+  /** Calls cut off at their deadline that Redis has not yet answered or failed: they may still run. */
+  private late = 0;
+  /** When a call was last cut off, on the runner's clock. */
+  private lastCutMs = -Infinity;
 
   /**
    * Creates a runner over `adapter` whose calls time out after `timeout`, each sent while the
@@ -66,9 +70,22 @@ export class ScriptRunner {
     this.inFlight = new DeadlineQueue(this.clock, this.timers);
   }
 
-  /** answers sets what hears the time of every answer from Redis (one listener: the store's census). */
+  /**
+   * answers adds `listener` to what hears the time of every answer from Redis, and of the moment the
+   * last call cut off at its deadline settled (answered late, or failed): the census beats on it,
+   * and write-backs flush on it.
+   */
   answers(listener: (nowMs: number) => void): void {
-    this.onAnswer = listener;
+    this.listeners.push(listener);
+  }
+
+  /**
+   * quiet is true when no call cut off at its deadline is still out, or none was cut off within
+   * `graceMs`: what Redis will still run of the past has run, so a write-back charges nothing twice.
+   * (A call still out after `graceMs` is taken as lost: its connection was closed.)
+   */
+  quiet(graceMs: number): boolean {
+    return this.late === 0 || this.clock.now() - this.lastCutMs > graceMs;
   }
 
   /** timeoutMs is the deadline of the next call, in ms. */
@@ -87,15 +104,29 @@ export class ScriptRunner {
     if (admission === 'refuse') return Promise.reject(openError(script, circuit));
     const probe = admission === 'probe';
     const timeoutMs = this.timeout.ms;
-    const timeoutError = (): Error =>
+    let cut = false;
+    const timeoutError = (): Error => {
+      cut = true;
+      this.late++;
+      this.lastCutMs = this.clock.now();
+      return timedOut();
+    };
+    const timedOut = (): Error =>
       new FloodgateError('STORE_TIMEOUT', `RedisStore: the ${script.name} script got no answer from ${circuit.name} within ${this.timeout.describe()} (RedisStore.timeoutMs), or ${circuit.name} failed meanwhile; the operation may still have run`, 'timeoutMs');
     const startedMs = this.clock.now();
-    return watch(this.inFlight, this.clock, this.evaluate(script, keys, args), timeoutMs, timeoutError, late, circuit).then(
+    const call = this.evaluate(script, keys, args);
+    const settledLate = (): void => {
+      if (cut && --this.late === 0) this.hear(this.clock.now());
+    };
+    const watched = watch(this.inFlight, this.clock, call, timeoutMs, timeoutError, late, circuit);
+    // After watch's own reactions: a late answer is taken off what is owed before anyone hears of it.
+    call.then(settledLate, settledLate);
+    return watched.then(
       (reply) => {
         const answeredMs = this.clock.now();
         const durationMs = answeredMs - startedMs;
         this.timeout.record(durationMs);
-        this.onAnswer?.(answeredMs);
+        this.hear(answeredMs);
         circuit.succeeded(probe);
         if (this.observer !== undefined) notify(this.observer, 'storeCall', { store: 'redis', operation, durationMs, ok: true });
         return reply;
@@ -107,6 +138,10 @@ export class ScriptRunner {
         throw error;
       },
     );
+  }
+
+  private hear(nowMs: number): void {
+    for (const listener of this.listeners) listener(nowMs);
   }
 
   /** Records a failure that says Redis is unhealthy; when that opens the circuit, its calls in flight are abandoned. */

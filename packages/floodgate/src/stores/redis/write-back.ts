@@ -4,6 +4,11 @@ export interface WriteBackOptions {
   readonly maxKeys: number;
   /** charge charges `cost` to `key` on Redis, as much as still fits (the `charge` script), resolving once done. */
   readonly charge: (key: string, cost: number) => Promise<unknown>;
+  /**
+   * ready says whether to flush now: not while calls cut off at their deadline may still run on
+   * Redis (their late answers take what they charged off what is owed).
+   */
+  readonly ready: () => boolean;
 }
 
 /** How many write-back charges are out at once. */
@@ -33,6 +38,11 @@ export class WriteBack {
     return this.owed.size;
   }
 
+  /** busy is true while charges are out. */
+  get busy(): boolean {
+    return this.flushing;
+  }
+
   /** owedFor returns the cost owed for `key` (0 when none). */
   owedFor(key: string): number {
     return this.owed.get(key) ?? 0;
@@ -57,9 +67,9 @@ export class WriteBack {
     else this.owed.set(key, before - cost);
   }
 
-  /** flush charges everything owed to Redis, a few keys at a time; called whenever Redis answers. */
+  /** flush charges everything owed to Redis, a few keys at a time, once `ready`; called whenever Redis answers. */
   flush(): void {
-    if (this.flushing || this.owed.size === 0) return;
+    if (this.flushing || this.owed.size === 0 || !this.options.ready()) return;
     this.flushing = true;
     const batch = this.owed;
     this.owed = new Map();
