@@ -42,7 +42,7 @@ export interface LimiterOptions {
   onError?: FailurePolicy;
   /**
    * Longest an asynchronous store's call may take before `onError` answers it as a `STORE_TIMEOUT`:
-   * by default adaptive, 5 × the p99 of the store's recent answers between 25 and 250 ms (see
+   * by default adaptive, 3 × the p99 of the store's recent answers between 25 and 250 ms (see
    * `AdaptiveTimeoutOptions`), or a fixed number of ms (Infinity for no deadline). Like
    * `onError`, refused with a store that has its own deadline (`RedisStore.timeoutMs`).
    */

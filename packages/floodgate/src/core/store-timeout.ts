@@ -10,7 +10,7 @@ import { FloodgateError, describeValue } from './errors.js';
 export interface AdaptiveTimeoutOptions {
   /** The shortest timeout, in ms (default 25). */
   readonly floorMs?: number;
-  /** How many times the recent p99 latency a call may take (default 5). */
+  /** How many times the recent p99 latency a call may take (default 3). */
   readonly p99Multiple?: number;
   /** The longest timeout, in ms (default 250): the most any call waits on a sick store. */
   readonly capMs?: number;
@@ -23,7 +23,7 @@ export interface AdaptiveTimeoutOptions {
 export type StoreTimeoutOption = number | AdaptiveTimeoutOptions;
 
 /** ADAPTIVE_TIMEOUT_DEFAULTS are the defaults of {@link AdaptiveTimeoutOptions}: the timeout of every store by default. */
-export const ADAPTIVE_TIMEOUT_DEFAULTS: Required<AdaptiveTimeoutOptions> = Object.freeze({ floorMs: 25, p99Multiple: 5, capMs: 250 });
+export const ADAPTIVE_TIMEOUT_DEFAULTS: Required<AdaptiveTimeoutOptions> = Object.freeze({ floorMs: 25, p99Multiple: 3, capMs: 250 });
 
 /** How many recent answers the p99 is taken over. */
 const SAMPLES = 256;

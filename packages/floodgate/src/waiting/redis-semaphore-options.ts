@@ -26,7 +26,7 @@ export interface RedisSemaphoreOptions {
   pollMs?: number;
   /**
    * How long one call to Redis may take before it fails with `STORE_TIMEOUT`: by default adaptive
-   * (5 × the p99 of recent answers, between 25 and 250 ms), or a fixed number of ms.
+   * (3 × the p99 of recent answers, between 25 and 250 ms), or a fixed number of ms.
    */
   timeoutMs?: StoreTimeoutOption;
   /** Start of the key (default `floodgate:`); no `{` or `}`: the key is `${prefix}semaphore:{${name}}`. */

@@ -3,16 +3,16 @@ import { describe, test } from 'node:test';
 import { ADAPTIVE_TIMEOUT_DEFAULTS, DeadlineQueue, FloodgateError, ManualClock, StoreTimeout, watch } from '../../src/index.js';
 
 describe('StoreTimeout: a floor, a multiple of the recent p99, a cap', () => {
-  test('the default is adaptive: the cap before any answer, then 5x the p99 between 25 and 250 ms', () => {
+  test('the default is adaptive: the cap before any answer, then 3x the p99 between 25 and 250 ms', () => {
     const timeout = StoreTimeout.of(undefined, 'T.timeoutMs');
-    assert.deepEqual(ADAPTIVE_TIMEOUT_DEFAULTS, { floorMs: 25, p99Multiple: 5, capMs: 250 });
+    assert.deepEqual(ADAPTIVE_TIMEOUT_DEFAULTS, { floorMs: 25, p99Multiple: 3, capMs: 250 });
     assert.equal(timeout.adaptive, true);
     assert.equal(timeout.ms, 250, 'nothing is known of the store yet');
     timeout.record(1);
     assert.equal(timeout.ms, 25, 'a fast store sits at the floor');
-    for (let i = 0; i < 300; i++) timeout.record(i % 50 === 0 ? 12 : 2);
-    assert.equal(timeout.ms, 60, 'five of the last 256 answers took 12 ms: the p99 is 12, the timeout 5 x 12');
-    for (let i = 0; i < 256; i++) timeout.record(80);
+    for (let i = 0; i < 300; i++) timeout.record(i % 50 === 0 ? 20 : 2);
+    assert.equal(timeout.ms, 60, 'five of the last 256 answers took 20 ms: the p99 is 20, the timeout 3 x 20');
+    for (let i = 0; i < 256; i++) timeout.record(90);
     assert.equal(timeout.ms, 250, 'a slow store meets the cap');
     for (let i = 0; i < 300; i++) timeout.record(0.5);
     assert.equal(timeout.ms, 25, 'and comes back to the floor once it is fast again');
@@ -32,7 +32,7 @@ describe('StoreTimeout: a floor, a multiple of the recent p99, a cap', () => {
   });
 
   test('describe says what the adaptive timeout is made of', () => {
-    assert.equal(StoreTimeout.of({}, 'T').describe(), '250 ms (adaptive: 5 × the recent p99, between 25 and 250 ms)');
+    assert.equal(StoreTimeout.of({}, 'T').describe(), '250 ms (adaptive: 3 × the recent p99, between 25 and 250 ms)');
   });
 
   test('bad options are typed errors naming the option', () => {

@@ -35,7 +35,7 @@ program
   .option('--redis <host:port>', 'keep counters in this Redis (redis://host:port also accepted), shared by every service on it')
   .option('--redis-cluster <host:port,...>', 'keep counters in this Redis Cluster')
   .option('--on-store-error <policy>', 'when Redis fails or is slow: local (decide in this process with its share of each limit, written back to Redis when it answers), fail-open, fail-closed, or throw (gRPC UNAVAILABLE, so Envoy\'s failure_mode_deny decides)', 'local')
-  .option('--store-timeout-ms <ms>', 'how long a decision waits for Redis before --on-store-error answers (default: adaptive, 5 x the recent p99 between 25 and 250 ms)')
+  .option('--store-timeout-ms <ms>', 'how long a decision waits for Redis before --on-store-error answers (default: adaptive, 3 x the recent p99 between 25 and 250 ms)')
   .option('--check', 'only read the descriptor files, print their domains (or every error) and stop')
   .addHelpText('after', '\nWith neither port given it serves gRPC on 8081 and the JSON API on 8080. SIGHUP re-reads the files;\na file with errors is refused and the running config kept. To run it beside routes, use the\nrateLimitService section of a `floodgate serve` config instead.')
   .action(async (opts: { config: string[]; grpcPort?: number; httpPort?: number; host: string; redis?: string; redisCluster?: string; onStoreError: string; storeTimeoutMs?: string; check?: boolean }) => {

@@ -95,7 +95,7 @@ export const storeSchema = z.discriminatedUnion('type', [
     url: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').optional(),
     nodes: z.array(z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')).min(1).optional(),
     passwordEnv: z.string().min(1).optional(),
-    /** How long a decision may wait for Redis: a fixed number of ms, or adaptive (omitted: the library's adaptive default, 5 × the recent p99 between 25 and 250 ms). */
+    /** How long a decision may wait for Redis: a fixed number of ms, or adaptive (omitted: the library's adaptive default, 3 × the recent p99 between 25 and 250 ms). */
     timeoutMs: storeTimeoutSchema.optional(),
     /** What a Redis failure answers: the bounded local fallback (default), fail-open or fail-closed. */
     onError: storeOnErrorSchema.default('local'),

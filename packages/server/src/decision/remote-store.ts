@@ -161,7 +161,7 @@ class RemotePolicyStore implements PolicyStore {
  * RemoteStore returns a library {@link Store} whose state lives in a remote floodgate decision
  * service (its `POST /v1/store`): the application's policy, decided on the service's store. It
  * decides its own failures as the Redis store does: `STORE_TIMEOUT` past `timeoutMs` (adaptive by
- * default: 5 × the p99 of the service's recent answers, between 25 and 250 ms; the HTTP request is
+ * default: 3 × the p99 of the service's recent answers, between 25 and 250 ms; the HTTP request is
  * aborted), `STORE_ERROR` when the service cannot be reached or its store failed, `STORE_REPLY` for
  * an unreadable answer. After `failuresToOpen` (3) failures in a row its circuit opens: the calls
  * in flight are cut off, and calls fail at once without being sent until a probe, one every

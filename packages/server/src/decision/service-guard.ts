@@ -10,7 +10,7 @@ import { CircuitBreaker, DeadlineQueue, FloodgateError, StoreTimeout, monotonicC
 export interface ServiceGuardOptions {
   /**
    * How long a call may take before it fails with `STORE_TIMEOUT`: a fixed number of ms, or (the
-   * default) adaptive, 5 × the p99 of the service's recent answers between 25 and 250 ms.
+   * default) adaptive, 3 × the p99 of the service's recent answers between 25 and 250 ms.
    */
   readonly timeoutMs?: StoreTimeoutOption;
   /** Failures in a row (errors, timeouts) after which nothing is sent until a probe succeeds (default 3). */

@@ -98,7 +98,7 @@ describe('ServiceGuard', () => {
     assert.equal(guard.state, 'open');
   });
 
-  it('adapts by default: the cap before any answer, then 5 × the recent p99 down to the 25 ms floor', async () => {
+  it('adapts by default: the cap before any answer, then 3 × the recent p99 down to the 25 ms floor', async () => {
     const clock = new ManualClock(0);
     const { guard } = guardOn(clock);
     const first = guard.run(hung().send);
@@ -117,7 +117,7 @@ describe('ServiceGuard', () => {
     clock.advance(24);
     assert.equal(await settled(cut), 'pending');
     clock.advance(1);
-    assert.deepEqual(await settled(cut), { code: 'STORE_TIMEOUT' }, 'answers of 2 ms: 5 × 2 = 10 ms, held at the floor');
+    assert.deepEqual(await settled(cut), { code: 'STORE_TIMEOUT' }, 'answers of 2 ms: 3 × 2 = 6 ms, held at the floor');
   });
 
   it('refuses bad options with INVALID_OPTION naming them', () => {

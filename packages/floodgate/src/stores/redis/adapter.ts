@@ -33,6 +33,12 @@ export interface RedisAdapter {
 export interface IoredisClient {
   readonly isCluster?: boolean;
   /**
+   * ioredis's connection status (`connecting`, `ready`, `reconnecting`, `end`, ...). While it is
+   * `close`, `reconnecting` or `end` the adapter fails a call at once instead of letting ioredis
+   * queue it until the connection is back.
+   */
+  readonly status?: string;
+  /**
    * A `Cluster`'s slot map: `slots[slot]` lists the `host:port` of the nodes serving `slot`,
    * master first (empty until the cluster is connected). Read only when `isCluster` is true.
    */
@@ -56,9 +62,22 @@ export function ioredisAdapter(client: IoredisClient): RedisAdapter {
   return {
     cluster,
     ...(cluster ? { nodeOf: (slot: number): string | undefined => client.slots?.[slot]?.[0] } : {}),
-    evalsha: (sha1, keys, args) => client.evalsha(sha1, keys.length, keys.concat(args)),
-    eval: (script, keys, args) => client.eval(script, keys.length, keys.concat(args)),
+    evalsha: (sha1, keys, args) => (LOST.has(client.status) ? lost(client.status) : client.evalsha(sha1, keys.length, keys.concat(args))),
+    eval: (script, keys, args) => (LOST.has(client.status) ? lost(client.status) : client.eval(script, keys.length, keys.concat(args))),
   };
+}
+
+/**
+ * The ioredis statuses of a connection that was lost: a call made now would wait in ioredis's
+ * offline queue until the client reconnects (by default after a back-off of up to 2 s), holding its
+ * caller to the store's timeout for nothing. Failed at once, such calls count against the circuit,
+ * which opens within a few of them and cuts off the calls already waiting. (While a client first
+ * connects, `connecting`, calls are queued as usual: it is about to answer.)
+ */
+const LOST: ReadonlySet<string | undefined> = new Set(['close', 'reconnecting', 'end']);
+
+function lost(status: string | undefined): Promise<never> {
+  return Promise.reject(new Error(`Connection is closed (ioredis status: ${String(status)}); not queued until it reconnects`));
 }
 
 /** NodeRedisEvalOptions is node-redis's `{ keys, arguments }` for EVAL and EVALSHA. */

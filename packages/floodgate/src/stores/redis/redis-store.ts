@@ -27,7 +27,7 @@ export interface RedisStoreOptions {
   maxKeyLength?: number;
   /**
    * How long an operation may wait for Redis before `onError` decides it (as a `STORE_TIMEOUT`):
-   * by default adaptive, 5 × the p99 of Redis's recent answers between 25 and 250 ms (see
+   * by default adaptive, 3 × the p99 of Redis's recent answers between 25 and 250 ms (see
    * `AdaptiveTimeoutOptions`: `{ floorMs, p99Multiple, capMs }`), or a fixed number of ms.
    * It also bounds every call made while the client is still connecting (at the cap: nothing is
    * known of Redis before its first answer).
