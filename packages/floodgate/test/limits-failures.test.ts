@@ -112,11 +112,11 @@ describe('a custom store that fails: the limiter\'s onError answers', () => {
 });
 
 describe('a custom store that never answers: the deadline cuts it off on the injected timers', () => {
-  test('timeoutMs (default 1000) on the manual clock: fail-open at the deadline, not a millisecond before', async () => {
+  test('timeoutMs (default adaptive: its 250 ms cap before any answer) on the manual clock: fail-open at the deadline, not a millisecond before', async () => {
     const { limiter, clock, store, events } = setup({ kind: 'hang' });
     const answers: Decision[] = [];
     void limiter.consume('k').then((d) => answers.push(d));
-    clock.advance(999);
+    clock.advance(249);
     await nextTurn();
     assert.equal(answers.length, 0);
     clock.advance(1);

@@ -5,7 +5,7 @@ import { Limiter, gcra, type Decision } from '../../src/index.js';
 import { RedisStore, ioredisAdapter } from '../../src/stores/redis/index.js';
 import { startRedisServer, type RedisServers } from '../support/redis-server.js';
 
-// The README's Redis snippet, as pasted (`timeoutMs: 50`, every other option at its default), with
+// The README's Redis snippet, as pasted (every store option at its default), with
 // a real ioredis client started before its server accepts connections: no call rejects, no
 // rejection goes unhandled, and Redis decides once it is up.
 
@@ -33,7 +33,7 @@ describe('the default failure policy is the bounded local fallback, and the READ
     await servers.kill(0); // the port is closed: the client keeps trying to connect
     const client = new Redis({ host: '127.0.0.1', port: servers.ports[0]!, retryStrategy: () => 20 });
     client.on('error', () => {}); // ioredis reports each refused connection; the store reports its own outcome
-    const store = new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 50 });
+    const store = new RedisStore({ adapter: ioredisAdapter(client) });
     const limiter = new Limiter({ policy: gcra({ rate: 100, periodMs: 60_000, maxBurst: 20 }), store });
     try {
       const early = await Promise.all(Array.from({ length: 20 }, (_, i) => limiter.consume(`user:${i % 3}`)));
@@ -58,7 +58,7 @@ describe('the default failure policy is the bounded local fallback, and the READ
 
   test('calls made on a client still connecting to a live server: every one resolves, none rejects', async () => {
     const client = new Redis({ host: '127.0.0.1', port: servers.ports[0]! });
-    const store = new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 50, prefix: 'start:' });
+    const store = new RedisStore({ adapter: ioredisAdapter(client), prefix: 'start:' });
     const limiter = new Limiter({ policy: gcra({ rate: 100, periodMs: 60_000, maxBurst: 20 }), store });
     try {
       const results = await Promise.allSettled(Array.from({ length: 50 }, () => limiter.consume('user:a')));
