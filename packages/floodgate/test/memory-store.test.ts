@@ -74,3 +74,21 @@ describe('MemoryStore at its maxKeys bound', () => {
     assert.throws(() => new MemoryStore({ maxKeyLength: 1e6 }), (e) => e instanceof FloodgateError && e.option === 'MemoryStore.maxKeyLength');
   });
 });
+
+describe('a key forgotten at rest, then a clock that stepped back', () => {
+  test('it is decided no earlier than its rest time: the window it spent is not handed out again', () => {
+    const table = new MemoryStore().bind(fixedWindow({ limit: 5, windowMs: 1000 }));
+    let admitted = 0;
+    for (let i = 0; i < 5; i++) if (table.consume('a', 1, 500).allowed) admitted++;
+    assert.equal(admitted, 5);
+    // At 2500 other keys come and go: the sweeps forget 'a', at rest since its window ended at 1000.
+    for (let i = 0; i < 20; i++) table.consume(`other${i}`, 1, 2500);
+    assert.equal(table.stateOf('a'), undefined, 'forgotten');
+    assert.ok(table.restFloorMs >= 1000);
+    // The clock steps back to 600, inside the window 'a' spent: it is decided as of 1000 at the
+    // earliest, a new window, and the clock's return to 1000-1999 finds that same window.
+    let again = 0;
+    for (const atMs of [600, 700, 900, 1000, 1500, 1999]) for (let i = 0; i < 5; i++) if (table.consume('a', 1, atMs).allowed) again++;
+    assert.equal(again, 5, 'one window\'s limit between 600 and 1999, not two');
+  });
+});

@@ -46,8 +46,9 @@ export interface Algorithm {
   /**
    * restAtMs returns the time from which the state answers exactly as a fresh key would, so that
    * a store may forget the key from then on without changing any decision while the clock moves
-   * forward. (If the clock later goes back before that time, a forgotten key answers as a fresh
-   * one: what it had at the latest time seen, never more.)
+   * forward. (A clock that later goes back before that time would find a fresh key at an earlier
+   * time, in a window the key had spent: the memory store therefore decides a key it does not hold
+   * no earlier than the latest rest time of the keys it forgot.)
    */
   restAtMs(cells: Float64Array, at: number): number;
   /** checkCost throws a typed error unless `cost` is one this policy can ever admit. */

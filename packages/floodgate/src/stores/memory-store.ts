@@ -163,6 +163,12 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   private refusedAtMs = NaN;
   private refusedCost = NaN;
   private refusal: Decision | undefined = undefined;
+  /**
+   * The latest rest time among the keys forgotten at rest. A key not held is decided no earlier
+   * than that: forgetting a key must not give back, to a clock that stepped back (or a node whose
+   * clock is behind), what it had already spent. It never exceeds a time some caller passed.
+   */
+  private forgottenRestMs = -Infinity;
   /** The overflow tier, made the first time the table is full (undefined: not yet; null: none for this policy). */
   private overflow: OverflowSketch | null | undefined = undefined;
 
@@ -188,7 +194,11 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   /** consume decides a request of `cost` on `key` at `nowMs` and charges it when admitted; a new key may be refused as `store-full`. */
   consume(key: string, cost: number, nowMs: number): Decision {
     if (cost !== 1 || !this.unitCostValid) this.algorithm.checkCost(cost);
-    const slot = this.slotFor(key, nowMs);
+    let slot = this.find(key);
+    if (slot < 0) {
+      nowMs = this.notBeforeRest(nowMs);
+      slot = this.insert(key, nowMs);
+    }
     if (slot < 0) return this.overflowConsume(key, cost, nowMs);
     if (slot === this.refusedSlot && nowMs === this.refusedAtMs && cost === this.refusedCost) return this.refusal!;
     const decision = this.algorithm.consume(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
@@ -211,6 +221,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   consumeSaving(key: string, cost: number, nowMs: number, log: UndoLog): Decision {
     if (cost !== 1 || !this.unitCostValid) this.algorithm.checkCost(cost);
     const found = this.find(key);
+    if (found < 0) nowMs = this.notBeforeRest(nowMs);
     const slot = found >= 0 ? found : this.insert(key, nowMs);
     // A key the overflow tier decides is charged there and not undone: it only over-counts.
     if (slot < 0) return this.overflowConsume(key, cost, nowMs);
@@ -246,6 +257,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     if (slot >= 0) return this.algorithm.peek(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
     // An unknown key reads as fresh, and reading it stores nothing.
     this.checkKey(key);
+    nowMs = this.notBeforeRest(nowMs);
     if (this.overflow) return this.overflow.peek(key, cost, nowMs);
     this.algorithm.init(this.scratch, 0, nowMs);
     return this.algorithm.peek(this.scratch, 0, nowMs, cost);
@@ -263,7 +275,11 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   /** reserve books `cost` on `key` now or later and returns the ms to wait, or -1 (see {@link Algorithm.reserve}); absent on window policies. */
   reserve?(key: string, cost: number, nowMs: number, maxWaitMs: number): number {
     this.algorithm.checkCost(cost);
-    const slot = this.slotFor(key, nowMs);
+    let slot = this.find(key);
+    if (slot < 0) {
+      nowMs = this.notBeforeRest(nowMs);
+      slot = this.insert(key, nowMs);
+    }
     if (slot < 0) return this.overflowTier()?.reserve(key, cost, nowMs, maxWaitMs) ?? -1;
     if (slot === this.refusedSlot) this.refusedSlot = -1;
     return this.algorithm.reserve!(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost, maxWaitMs);
@@ -327,9 +343,14 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   }
 
   /** The slot for `key`, adding a fresh key (sweeping as it goes); -1 when full and nothing is at rest. */
-  private slotFor(key: string, nowMs: number): number {
-    const existing = this.find(key);
-    return existing >= 0 ? existing : this.insert(key, nowMs);
+  /** restFloorMs is the latest rest time among the keys forgotten at rest (-Infinity before any): a key not held is decided no earlier. */
+  get restFloorMs(): number {
+    return this.forgottenRestMs;
+  }
+
+  /** The time a key not held is decided at: `nowMs`, or the latest rest time of a key forgotten if later. */
+  private notBeforeRest(nowMs: number): number {
+    return nowMs < this.forgottenRestMs ? this.forgottenRestMs : nowMs;
   }
 
   /** Adds `key` as a fresh key, sweeping as it goes; -1 when full and nothing is at rest. */
@@ -362,6 +383,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
       const restAtMs = this.algorithm.restAtMs(keys.records, slot * this.stride + KEY_CELLS);
       if (restAtMs <= nowMs) {
         this.forget(slot, keys.keyAt(slot));
+        if (restAtMs > this.forgottenRestMs) this.forgottenRestMs = restAtMs;
         freed++;
       } else if (restAtMs < soonestRestMs) {
         soonestRestMs = restAtMs;
