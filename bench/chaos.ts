@@ -8,10 +8,12 @@
  * SIGCONT), Redis killed (SIGKILL) and restarted on its port, Redis slow (a busy Lua script of 20 ms
  * back to back on another connection), and, on a Redis Cluster (cluster-node-timeout 1 s), a master
  * killed and its replica promoted. Then the healthy path's cost (defaults against a fixed 1,000 ms
- * timeout) and `floodgate serve` at its Redis defaults through a hang and a restart. It prints
- * figures; nothing is asserted.
+ * timeout), `floodgate serve` at its Redis defaults through a hang and a restart, and three
+ * processes on one key through a 10 s hang: what the fleet admitted against the stated bound, and
+ * the key's remaining afterwards against the truth (bench/chaos/fleet.ts). It prints figures;
+ * nothing is asserted.
  *
- *   npm run bench:chaos [-- --fault-ms 3000] [-- --only single,cluster,cost,gateway] [-- --md FILE|none]
+ *   npm run bench:chaos [-- --fault-ms 3000] [-- --only single,cluster,cost,gateway,fleet] [-- --md FILE|none]
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -24,6 +26,7 @@ import { promoted, replicaOf, slowDown } from '../packages/floodgate/test/chaos/
 import { runChild } from './support/spawn.js';
 import { figuresOf, type FaultFigures, type FaultWindow } from './chaos/analyse.js';
 import type { CostRounds } from './chaos/cost.js';
+import { fleetChaos, type FleetFigures } from './chaos/fleet.js';
 import { gatewayChaos, type GatewayFigures } from './chaos/gateway.js';
 import { SideProcess } from './chaos/side-process.js';
 import { SIDES, type SideName, type Target } from './chaos/sides.js';
@@ -35,9 +38,10 @@ const KEYS = 100;
 const WARM_MS = 2000;
 const AFTER_MS = 3000;
 const SLOW_BUSY_MS = 20;
+const SECTIONS = ['single', 'cluster', 'cost', 'gateway', 'fleet'];
 const run = promisify(execFile);
 
-const { values } = parseArgs({ options: { 'fault-ms': { type: 'string', default: '3000' }, rate: { type: 'string', default: '2000' }, only: { type: 'string', default: 'single,cluster,cost,gateway' }, md: { type: 'string', default: join(ROOT, 'bench', 'chaos', 'results.md') } } });
+const { values } = parseArgs({ options: { 'fault-ms': { type: 'string', default: '3000' }, rate: { type: 'string', default: '2000' }, only: { type: 'string', default: SECTIONS.join(',') }, md: { type: 'string', default: join(ROOT, 'bench', 'chaos', 'results.md') } } });
 const FAULT_MS = Number(values['fault-ms']);
 const RATE = Number(values.rate);
 const ONLY = new Set(values.only!.split(','));
@@ -144,12 +148,17 @@ async function main(): Promise<void> {
     console.error('floodgate serve: hung, restarted…');
     gateway = await gatewayChaos({ perSecond: 500, faultMs: FAULT_MS });
   }
+  let fleet: FleetFigures[] = [];
+  if (ONLY.has('fleet')) {
+    console.error('three processes on one key: hung 10 s…');
+    fleet = await fleetChaos();
+  }
   const redisVersion = (await run('redis-server', ['--version'])).stdout.split(' ')[2]!.replace('v=', '');
-  const results: ChaosResults = { faults, costs, gateway, rate: RATE, keys: KEYS, faultMs: FAULT_MS, seconds: Math.round((Date.now() - startedMs) / 1000), node: process.version, redis: redisVersion };
+  const results: ChaosResults = { faults, costs, gateway, fleet, rate: RATE, keys: KEYS, faultMs: FAULT_MS, seconds: Math.round((Date.now() - startedMs) / 1000), node: process.version, redis: redisVersion };
   printTables(results);
   await mkdir(join(ROOT, '.bench-out'), { recursive: true });
   await writeFile(join(ROOT, '.bench-out', 'chaos.json'), JSON.stringify(results, null, 2));
-  if (values.md !== 'none' && ONLY.size === 4) await writeFile(values.md!, markdownOf(results));
+  if (values.md !== 'none' && SECTIONS.every((s) => ONLY.has(s))) await writeFile(values.md!, markdownOf(results));
 }
 
 await main();

@@ -2,6 +2,7 @@
 import { table } from '../support/format.js';
 import type { FaultFigures, FaultWindow } from './analyse.js';
 import type { CostRounds } from './cost.js';
+import { FLEET_CAPTION, FLEET_HEADER, fleetRows, type FleetFigures } from './fleet.js';
 import type { GatewayFigures } from './gateway.js';
 import { SIDES, type SideName } from './sides.js';
 
@@ -10,6 +11,7 @@ export interface ChaosResults {
   readonly faults: ReadonlyArray<{ readonly window: FaultWindow; readonly figures: Readonly<Record<SideName, FaultFigures>> }>;
   readonly costs: CostRounds | undefined;
   readonly gateway: readonly GatewayFigures[];
+  readonly fleet: readonly FleetFigures[];
   readonly rate: number;
   readonly keys: number;
   readonly faultMs: number;
@@ -62,10 +64,13 @@ const GATEWAY_HEADER = ['fault', 'requests', '5xx', 'timed out / failed', 'p99 m
 
 /** printTables writes the tables to stdout. */
 export function printTables(results: ChaosResults): void {
-  console.log(`\nFaults under ${results.rate.toLocaleString('en-US')} decisions/s per side over ${results.keys} keys (latency in ms; "on Redis": ms after Redis was back)\n`);
-  console.log(table(FAULT_HEADER, faultRows(results), new Set([2, 3, 4, 5, 6, 7, 8, 9, 10, 11])));
+  if (results.faults.length > 0) {
+    console.log(`\nFaults under ${results.rate.toLocaleString('en-US')} decisions/s per side over ${results.keys} keys (latency in ms; "on Redis": ms after Redis was back)\n`);
+    console.log(table(FAULT_HEADER, faultRows(results), new Set([2, 3, 4, 5, 6, 7, 8, 9, 10, 11])));
+  }
   if (results.costs !== undefined) console.log(`\nHealthy path, 128 in flight, ${results.costs.defaults.length} alternating pairs of rounds; ratios: median of the pairs' (lowest–highest)\n\n${table(COST_HEADER, costRows(results.costs), new Set([1, 2, 3, 4]))}`);
   if (results.gateway.length > 0) console.log(`\nfloodgate serve, store: { type: redis, url } (its defaults)\n\n${table(GATEWAY_HEADER, gatewayRows(results.gateway), new Set([1, 2, 3, 4, 5, 6]))}`);
+  if (results.fleet.length > 0) console.log(`\n${FLEET_CAPTION}\n\n${table(FLEET_HEADER, fleetRows(results.fleet), new Set([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]))}`);
   console.log(`\n(${results.seconds} s; node ${results.node}, redis ${results.redis})`);
 }
 
@@ -83,6 +88,7 @@ export function markdownOf(results: ChaosResults): string {
   ];
   if (results.costs !== undefined) parts.push('Healthy path: floodgate at its defaults against a fixed `timeoutMs: 1000`, 128 decisions in flight, alternating pairs of rounds (CPU of the client process); ratios: the median of the pairs\' own, with the lowest and highest.', markdownTable(COST_HEADER, costRows(results.costs)));
   if (results.gateway.length > 0) parts.push('`floodgate serve` with `store: { type: redis, url }` (its defaults), 500 requests/s (Poisson), latency from when each request was due.', markdownTable(GATEWAY_HEADER, gatewayRows(results.gateway)));
+  if (results.fleet.length > 0) parts.push(FLEET_CAPTION, markdownTable(FLEET_HEADER, fleetRows(results.fleet)));
   parts.push(`Run: ${results.seconds} s; node ${results.node}, redis ${results.redis}.`);
   return parts.join('\n\n') + '\n';
 }
