@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ManualClock, fixedWindow, type Decision } from '../../src/index.js';
+import { ManualClock, fixedWindow, tokenBucket, type Decision } from '../../src/index.js';
 import { RedisStore, ioredisAdapter, type RedisAdapter } from '../../src/stores/redis/index.js';
 
 // A sick Redis never holds a caller longer than the current timeout, and what the failure policy
@@ -197,5 +197,26 @@ describe('ioredisAdapter fails a call at once while the connection is lost', () 
       await adapter.evalsha('sha', ['k'], []);
     }
     assert.equal(sent, 2);
+  });
+});
+
+describe('lapses in a row', () => {
+  test('the local limiter goes on from what the last lapse spent instead of starting full', async () => {
+    const { adapter, set } = scripted();
+    const clock = new ManualClock();
+    const bucket = tokenBucket({ capacity: 10, refillPerSecond: 1 });
+    const table = new RedisStore({ adapter, maxBatchSize: 1, timeoutMs: 50, writeBack: false, clock, timers: clock }).bind(bucket);
+    const lapse = async (): Promise<number> => {
+      set('fail');
+      let admitted = 0;
+      for (let i = 0; i < 20; i++) if ((await table.consume('a', 1, NaN)).allowed) admitted++;
+      set('ok');
+      clock.advance(250); // the probe is due
+      assert.equal((await table.consume('b', 1, NaN)).reason, 'ok');
+      return admitted;
+    };
+    assert.equal(await lapse(), 10, 'the first lapse starts from a full bucket (one process: the whole limit)');
+    clock.advance(2000);
+    assert.equal(await lapse(), 2, 'the next, 2.25 s later, has what refilled meanwhile, not a full bucket');
   });
 });

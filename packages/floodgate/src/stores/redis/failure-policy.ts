@@ -10,8 +10,11 @@ import { MemoryStore, type MemoryTable } from '../memory-store.js';
  * the policy in memory with its share of the limit (and of its rate). The share is `share` when
  * given, else `1 / nodes`, else one over the number of processes seen on the store recently (each
  * store beats on Redis every few seconds; see {@link RedisStoreOptions}). With the right share the
- * fleet admits, over an outage, at most what the policy admits to a fresh key over that time: each
- * outage starts from full local buckets, so at most one limit more than Redis would have allowed.
+ * fleet admits, over an outage, at most what the policy admits to a fresh key over that time: the
+ * local buckets start full, so at most one limit more than Redis would have allowed. The local
+ * limiter keeps its state from one outage to the next, so lapses in a row (a Redis that stalls for
+ * a few hundred ms now and then) go on from what they spent, and together admit no more than one
+ * outage as long as all of them.
  * What the fallback admits is charged to Redis when it answers again (the store's `writeBack`).
  *
  * `{ fallback: 'local' }` is every store's default `onError`.
@@ -103,9 +106,14 @@ function policyName(onError: OnError): StoreErrorEvent['policy'] {
  * each failure (`storeError`) and each switch to and from the local fallback (`fallback`).
  */
 export class FailurePolicy {
+  /** The local limiter: kept from one outage to the next, so that short lapses in a row do not each start from full buckets. */
   private local: MemoryTable | undefined;
-  /** The fallback's policy in this outage: its share is fixed when the outage starts. */
+  /** The local limiter's policy: this process's share of the limit, as it was when the local limiter was made. */
   private scaled: Algorithm | undefined;
+  /** The share the local limiter was made with. */
+  private localShare = NaN;
+  /** True while the local limiter decides (from a failure to the next answer from Redis). */
+  private active = false;
   private readonly onError: OnError;
   private readonly algorithm: Algorithm;
 
@@ -134,7 +142,7 @@ export class FailurePolicy {
   refund(key: string, cost: number, nowMs: number, error: unknown): void {
     this.report(error, this.onError);
     if (this.onError === 'throw') throw error;
-    if (this.local !== undefined && cost <= this.scaled!.limit) this.local.refund(key, cost, this.localNow(nowMs));
+    if (this.active && cost <= this.scaled!.limit) this.local!.refund(key, cost, this.localNow(nowMs));
   }
 
   /** reserve returns the wait for a reservation Redis failed: 0 (open), -1 (closed), or booked locally. */
@@ -153,11 +161,15 @@ export class FailurePolicy {
     this.report(error, 'throw');
   }
 
-  /** recovered drops the local limiter's state: Redis answered, so it decides again. */
+  /**
+   * recovered says Redis answered, so it decides again. The local limiter keeps its state: should
+   * Redis fail again soon, each key goes on from what this process spent in the last lapse (its
+   * buckets refilling meanwhile at their share of the rate) instead of a full bucket, so that
+   * lapses in a row admit, together, no more than one outage of their total length would.
+   */
   recovered(): void {
-    if (this.local === undefined) return;
-    this.local = undefined;
-    this.scaled = undefined;
+    if (!this.active) return;
+    this.active = false;
     if (this.options.observer !== undefined) notify(this.options.observer, 'fallback', { store: 'redis', active: false, atMs: this.options.clock.now() });
   }
 
@@ -172,15 +184,22 @@ export class FailurePolicy {
     notify(observer, 'storeError', { store: 'redis', error: asError, policy: policyName(onError), atMs: this.options.clock.now() });
   }
 
-  /** The local limiter of this outage, made at its first failure with the share of that moment. */
+  /**
+   * The local limiter, made at the first failure with this process's share of that moment, and
+   * made again only when the share has changed since (the census counted other processes).
+   */
   private localTable(): MemoryTable {
-    if (this.local === undefined) {
-      const fallback = this.onError as LocalFallback;
+    const fallback = this.onError as LocalFallback;
+    if (!this.active) {
+      this.active = true;
       const share = fallback.share ?? 1 / (fallback.nodes ?? Math.max(1, this.options.nodes()));
-      this.scaled = scaledPolicy(this.algorithm, share);
-      this.local = new MemoryStore({ maxKeys: fallback.maxKeys ?? 100_000 }).bind(this.scaled);
+      if (this.local === undefined || share !== this.localShare) {
+        this.localShare = share;
+        this.scaled = scaledPolicy(this.algorithm, share);
+        this.local = new MemoryStore({ maxKeys: fallback.maxKeys ?? 100_000 }).bind(this.scaled);
+      }
       if (this.options.observer !== undefined) notify(this.options.observer, 'fallback', { store: 'redis', active: true, atMs: this.options.clock.now() });
     }
-    return this.local;
+    return this.local!;
   }
 }
