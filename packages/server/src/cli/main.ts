@@ -2,12 +2,17 @@
  * The `floodgate` command line: `serve` runs the gateway, `ratelimit` runs the rate limit service
  * alone, `check` validates a config offline, `schema` prints the config's JSON Schema.
  */
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { runCheck, runSchema, runServe, type ServeFlags } from './commands.js';
 import { runRatelimit } from './ratelimit.js';
 
+/** The server package's version: its package.json is two folders up from both src/cli and dist/cli. */
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
 const program = new Command('floodgate')
   .description('floodgate: a rate-limiting reverse proxy run from one config file')
+  .version(version, '-V, --version', 'print the version of floodgate-server')
   .showHelpAfterError()
   .enablePositionalOptions()
   .exitOverride();
