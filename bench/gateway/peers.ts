@@ -70,3 +70,5 @@ else if (values.serve === 'undici') port = await listen(undiciPeer({ upstreamPor
 else if (values.serve === 'fastify') port = await fastifyPeer(upstreamPort, capacity, Math.ceil((capacity / refillPerSecond) * 1000));
 else throw new Error(`unknown --serve ${String(values.serve)}`);
 console.log(`PORT ${port}`);
+// Exit through process.exit on SIGTERM, so that `node --cpu-prof` writes its profile.
+process.once('SIGTERM', () => process.exit(0));
