@@ -86,9 +86,31 @@ export class DeadlineQueue {
     this.timer = this.timers.setTimer(this.fire, Math.max(0, deadlineMs - this.clock.now()));
   }
 
+  /** True while an expiry check waits for the event loop's check phase. */
+  private checking = false;
+
+  /**
+   * The timer went off. The cut-off is put off to the event loop's check phase (`setImmediate`),
+   * so that answers that arrived while the timer was due, say during a stall of this process's
+   * event loop, are read first (the poll phase comes between): only a call that truly has no
+   * answer yet is cut off, not one whose answer sat unread in a socket. The timer is set again at
+   * once for the first deadline not yet due.
+   */
   private readonly fire = (): void => {
     this.timer = undefined;
     this.armedForMs = Infinity;
+    const nowMs = this.clock.now();
+    let next = this.head;
+    while (next < this.entries.length && (this.entries[next]!.settled || this.entries[next]!.deadlineMs <= nowMs)) next++;
+    if (next < this.entries.length) this.arm(this.entries[next]!.deadlineMs);
+    if (this.checking) return;
+    this.checking = true;
+    setImmediate(this.check);
+  };
+
+  /** Cuts off the calls whose deadline has passed and that are still without an answer. */
+  private readonly check = (): void => {
+    this.checking = false;
     const nowMs = this.clock.now();
     const expired: Deadline[] = [];
     while (this.head < this.entries.length) {
@@ -107,7 +129,8 @@ export class DeadlineQueue {
         this.entries = this.entries.slice(this.head);
         this.head = 0;
       }
-      this.arm(this.entries[this.head]!.deadlineMs);
+      const first = this.entries[this.head]!.deadlineMs;
+      if (first < this.armedForMs) this.arm(first);
     }
     // Last, so that what the callers do next (even start new calls) meets a consistent queue.
     for (const deadline of expired) deadline.expire();

@@ -6,6 +6,10 @@ import { FloodgateError, ManualClock } from '../../src/index.js';
 import { RedisStore, ioredisAdapter } from '../../src/redis.js';
 import { startRedisServer, type RedisServers } from '../support/redis-server.js';
 
+// Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
+// (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
+const DECIDES = 5000;
+
 interface Attempt {
   ip: string;
   user: string;
@@ -118,7 +122,7 @@ describe('bruteForceGuard on a real Redis', () => {
   const storeOf = (): RedisStore => {
     const client = new Redis({ port: redis.ports[0]!, host: '127.0.0.1', lazyConnect: false });
     clients.push(client);
-    return new RedisStore({ adapter: ioredisAdapter(client) });
+    return new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(client) });
   };
 
   it('two processes (two clients) share the count and the block; a success resets the count everywhere', async () => {

@@ -6,12 +6,16 @@ import { CONSUME_ALL_SCRIPT, RedisStore, hashSlotOf, ioredisAdapter, nodeRedisAd
 import { runConformance } from '../conformance/suite.js';
 import { beforeStop, useRedisCluster } from './setup.js';
 
+// Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
+// (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
+const DECIDES = 5000;
+
 // A six-node Redis Cluster (three masters, one replica each): the tables, and consumeAll within a
 // slot (atomic) and across slots (two-phase with refund).
 const get = useRedisCluster();
 
 runConformance('redis store on a cluster (ioredis)', (algorithm) =>
-  new RedisStore({ adapter: ioredisAdapter(get().client), prefix: 'conf:', unsafeTestTime: true }).bind(algorithm),
+  new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'conf:', unsafeTestTime: true }).bind(algorithm),
 );
 
 /**
@@ -37,7 +41,7 @@ describe('consumeAll on a cluster', () => {
   const perMinute = fixedWindow({ limit: 5, windowMs: 60_000 });
 
   function store(prefix: string): RedisStore {
-    return new RedisStore({ adapter: ioredisAdapter(get().client), prefix, unsafeTestTime: true });
+    return new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix, unsafeTestTime: true });
   }
 
   test('one key under several policies shares a slot, so the call is atomic', async () => {
@@ -52,7 +56,7 @@ describe('consumeAll on a cluster', () => {
 
   test('keys in different slots: a refusal on the first look charges nothing and sends no charge', async () => {
     const { adapter, charges } = chargeCounting(ioredisAdapter(get().client));
-    const s = new RedisStore({ adapter, prefix: 'c2:', unsafeTestTime: true });
+    const s = new RedisStore({ timeoutMs: DECIDES, adapter, prefix: 'c2:', unsafeTestTime: true });
     const bucket = tokenBucket({ capacity: 3, refillPerSecond: 0.001 });
     const [a, b] = ['ip:1.2.3.4', 'user:7'];
     assert.notEqual(hashSlotOf(s.bind(bucket).entryOf(a).redisKey), hashSlotOf(s.bind(perMinute).entryOf(b).redisKey));
@@ -69,12 +73,12 @@ describe('consumeAll on a cluster', () => {
   });
 
   test('a request that takes the room between the look and the charge: the slot that charged is refunded', async () => {
-    const plain = new RedisStore({ adapter: ioredisAdapter(get().client), prefix: 'c5:', unsafeTestTime: true });
+    const plain = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'c5:', unsafeTestTime: true });
     const bucket = tokenBucket({ capacity: 3, refillPerSecond: 0.001 });
     const [a, b] = ['ip:9.9.9.9', 'user:8'];
     let raced: Promise<unknown> | undefined;
     const { adapter } = chargeCounting(ioredisAdapter(get().client), () => (raced ??= plain.bind(perMinute).consume(b, 5, 0)));
-    const s = new RedisStore({ adapter, prefix: 'c5:', unsafeTestTime: true });
+    const s = new RedisStore({ timeoutMs: DECIDES, adapter, prefix: 'c5:', unsafeTestTime: true });
     const result = await s.consumeAll([{ policy: bucket, key: a, cost: 2 }, { policy: perMinute, key: b }], 0);
     assert.equal(result.allowed, false);
     assert.deepEqual(result.decisions.map((d) => d.allowed), [true, false], 'a charged, b taken by the racer');
@@ -85,7 +89,7 @@ describe('consumeAll on a cluster', () => {
     const ipPolicy = tokenBucket({ capacity: 20, refillPerSecond: 0.001 });
     const userPolicy = tokenBucket({ capacity: 1, refillPerSecond: 0.001 });
     for (let trial = 0; trial < 10; trial++) {
-      const s = new RedisStore({ adapter: ioredisAdapter(get().client), prefix: `c6-${trial}:`, onError: 'throw' });
+      const s = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: `c6-${trial}:`, onError: 'throw' });
       const ip = 'ip:10.0.0.1';
       await s.bind(userPolicy).consume('user:greedy', 1, Number.NaN); // exhausted
       const request = (user: string): Promise<boolean> => s.consumeAll([{ policy: ipPolicy, key: ip }, { policy: userPolicy, key: user }]).then((r) => r.allowed);
@@ -108,7 +112,7 @@ describe('consumeAll on a cluster', () => {
     assert.throws(() => nodeRedisAdapter(cluster, { cluster: false }), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && /lists its masters/.test(e.message));
     assert.throws(() => nodeRedisAdapter({} as never), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION');
 
-    const untold = new RedisStore({ adapter: nodeRedisAdapter(cluster), prefix: 'c4:', onError: 'throw' });
+    const untold = new RedisStore({ timeoutMs: DECIDES, adapter: nodeRedisAdapter(cluster), prefix: 'c4:', onError: 'throw' });
     const requests = [{ policy: perMinute, key: 'ip:1.2.3.4' }, { policy: perMinute, key: 'user:7' }];
     assert.equal((await untold.consumeAll(requests)).allowed, true);
     // 50 keys in one tick: batched per slot, never CROSSSLOT (each would reject under 'throw').

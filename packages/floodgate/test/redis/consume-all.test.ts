@@ -4,6 +4,10 @@ import { FloodgateError, fixedWindow, gcra, slidingWindowLog, tokenBucket } from
 import { CONSUME_ALL_SCRIPT, RedisStore, ioredisAdapter, type RedisAdapter } from '../../src/stores/redis/index.js';
 import { useRedis } from './setup.js';
 
+// Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
+// (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
+const DECIDES = 5000;
+
 const get = useRedis();
 
 function counted(adapter: RedisAdapter): { adapter: RedisAdapter; calls: () => number } {
@@ -18,7 +22,7 @@ describe('consumeAll on one Redis: all or nothing, one round trip', () => {
 
   function store(prefix: string): { store: RedisStore; calls: () => number } {
     const { adapter, calls } = counted(ioredisAdapter(get().client));
-    return { store: new RedisStore({ adapter, prefix, unsafeTestTime: true }), calls };
+    return { store: new RedisStore({ timeoutMs: DECIDES, adapter, prefix, unsafeTestTime: true }), calls };
   }
 
   test('admitted by every limit: all charged, in one script call', async () => {
@@ -68,7 +72,7 @@ describe('consumeAll on one Redis: all or nothing, one round trip', () => {
   });
 
   test('without test mode the server TIME decides for every limit', async () => {
-    const s = new RedisStore({ adapter: ioredisAdapter(get().client), prefix: 'all-6:' });
+    const s = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'all-6:' });
     const result = await s.consumeAll([{ policy: perSecond, key: 'u' }, { policy: perMinute, key: 'u' }]);
     assert.equal(result.allowed, true);
     assert.ok(result.decisions[1]!.resetMs <= 60_000 && result.decisions[1]!.resetMs > 0);

@@ -6,6 +6,10 @@ import { RedisStore, ioredisAdapter, type RedisTable } from '../../src/stores/re
 import { build, costArb, policyArb, policyKinds, startArb, stepArb, type PolicySpec } from '../support/policies.js';
 import { useRedis } from './setup.js';
 
+// Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
+// (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
+const DECIDES = 5000;
+
 // The Lua scripts against the pure core: random sequences of (time step, cost, op) on both, with
 // identical decisions, reservations and states required. The model is the algorithm's own methods
 // on a Float64Array plus the store's rule for forgetting: a state at rest (restAtMs <= now) is a
@@ -102,7 +106,7 @@ let run = 0;
 describe('differential: Lua scripts against the pure core', () => {
   for (const kind of policyKinds) {
     test(kind, async () => {
-      const store = new RedisStore({ adapter: ioredisAdapter(get().client), unsafeTestTime: true });
+      const store = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), unsafeTestTime: true });
       const arb = policyArb(kind).chain((spec) => fc.tuple(fc.constant(spec), startArb, stepsArb(spec, build(spec).reserve !== undefined)));
       await fc.assert(
         fc.asyncProperty(arb, async ([spec, startMs, steps]) => {

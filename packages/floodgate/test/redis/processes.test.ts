@@ -8,6 +8,10 @@ import { startRedisCluster, startRedisServer, type RedisServers } from '../suppo
 import { ALL_OR_NOTHING_LIMIT, EXACT_LIMIT, allOrNothing, exactPolicies } from './worker-policies.js';
 import { Cluster, Redis } from 'ioredis';
 
+// Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
+// (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
+const DECIDES = 5000;
+
 // Exactness across processes: four worker processes, each with its own client, hammer the same
 // keys at once in real time; the total admitted is exactly what each policy allows.
 const run = promisify(execFile);
@@ -37,7 +41,7 @@ async function check(servers: RedisServers, cluster: boolean): Promise<void> {
   // Nothing was spent on the refused all-or-nothing tries: the bucket holds 150 - 90 (and no refill to speak of).
   const client = cluster ? new Cluster(servers.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port }))) : new Redis({ host: '127.0.0.1', port: servers.ports[0]! });
   try {
-    const store = new RedisStore({ adapter: ioredisAdapter(client), prefix });
+    const store = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(client), prefix });
     assert.equal((await store.bind(allOrNothing[0]!).peek('shared-all', 0, 0)).remaining, 60);
   } finally {
     client.disconnect();

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ADAPTIVE_TIMEOUT_DEFAULTS, DeadlineQueue, FloodgateError, ManualClock, StoreTimeout, watch } from '../../src/index.js';
+import { once } from 'node:events';
+import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import { ADAPTIVE_TIMEOUT_DEFAULTS, DeadlineQueue, FloodgateError, ManualClock, StoreTimeout, monotonicClock, systemTimers, watch } from '../../src/index.js';
 
 describe('StoreTimeout: a floor, a multiple of the recent p99, a cap', () => {
   test('the default is adaptive: the cap before any answer, then 3x the p99 between 25 and 250 ms', () => {
@@ -99,5 +102,27 @@ describe('DeadlineQueue: one timer, deadlines in any order, abandoned by target'
     answer('ran after all');
     await operation;
     assert.deepEqual(lateAnswers, ['ran after all']);
+  });
+
+  test('an answer that arrived while this process\'s event loop stalled past the deadline wins over the deadline', async () => {
+    // The echo runs in another process, so that it answers while this one is stalled.
+    const echo = spawn(process.execPath, ['-e', "require('net').createServer((s) => s.on('data', (d) => s.write(d))).listen(0, '127.0.0.1', function () { console.log(this.address().port) })"], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const [portLine] = (await once(echo.stdout!, 'data')) as [Buffer];
+    const socket = connect(Number(String(portLine).trim()), '127.0.0.1');
+    await once(socket, 'connect');
+    try {
+      const queue = new DeadlineQueue(monotonicClock, systemTimers);
+      const answer = once(socket, 'data').then(([data]) => String(data));
+      socket.write('pong');
+      const call = watch(queue, monotonicClock, answer, 20, timedOut);
+      // A stall of the event loop (a long synchronous task) past the deadline, while the answer
+      // comes in: both the timer and the socket are ready when the loop turns again.
+      const until = performance.now() + 150;
+      while (performance.now() < until);
+      assert.equal(await call, 'pong', 'the answer was read before the deadline was acted on');
+    } finally {
+      socket.destroy();
+      echo.kill();
+    }
   });
 });
