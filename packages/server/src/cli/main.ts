@@ -5,7 +5,6 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { runCheck, runSchema, runServe, type ServeFlags } from './commands.js';
-import { runRatelimit } from './ratelimit.js';
 
 /** The server package's version: its package.json is two folders up from both src/cli and dist/cli. */
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -44,6 +43,8 @@ program
   .option('--check', 'only read the descriptor files, print their domains (or every error) and stop')
   .addHelpText('after', '\nWith neither port given it serves gRPC on 8081 and the JSON API on 8080. SIGHUP re-reads the files;\na file with errors is refused and the running config kept. To run it beside routes, use the\nrateLimitService section of a `floodgate serve` config instead.')
   .action(async (opts: { config: string[]; grpcPort?: number; httpPort?: number; host: string; redis?: string; redisCluster?: string; onStoreError: string; storeTimeoutMs?: string; check?: boolean }) => {
+    // Loaded only for this command: it brings gRPC, which `serve` without a rate limit service never needs.
+    const { runRatelimit } = await import('./ratelimit.js');
     process.exitCode = await runRatelimit(opts, { stdout: process.stdout, stderr: process.stderr, signals: process });
     if (opts.check !== true) process.exit(process.exitCode);
   });

@@ -21,7 +21,7 @@ import { gatewayOnStoreError, openStore, type GatewayStore } from '../store/stor
 import type { DomainSpec } from '../decision/config.js';
 import type { DecisionReporter } from './decide.js';
 import type { GuardEvents } from './guards.js';
-import { RateLimitServiceHost } from './rate-limit-service.js';
+import type { RateLimitServiceHost } from './rate-limit-service.js';
 import { Upstreams } from './proxy.js';
 import { RouteTable } from './routes.js';
 import { serveRequest, serveUpgrade, trustedPeers, type TrafficState } from './traffic.js';
@@ -174,6 +174,8 @@ export class Gateway implements TrafficState {
     const c = this.config;
     await listenOn(this.traffic, this.options.port ?? c.listen.port, c.listen.host);
     if (c.rateLimitService !== undefined) {
+      // Loaded only when configured: gRPC alone costs about a quarter of a second of CPU at start.
+      const { RateLimitServiceHost } = await import('./rate-limit-service.js');
       this.service = await RateLimitServiceHost.start({ section: c.rateLimitService, domains: this.domains, store: this.store.store, metrics: this.metrics, log: this.log });
     }
     if (c.admin !== undefined || this.options.adminPort !== undefined) {
