@@ -28,13 +28,26 @@ export function connectionNames(connection: string | string[] | undefined): stri
     .filter((s) => s !== '');
 }
 
+/** No field names: what a `Connection` header of only hop-by-hop options leaves to drop besides them. */
+const NOTHING_MORE: ReadonlySet<string> = new Set();
+
+/**
+ * extraHopByHop returns the fields a `Connection` header names, beyond the hop-by-hop fields dropped
+ * anyway. The usual values (none, `keep-alive`, `close`) need no parsing and make no set: this runs
+ * for every request and every response.
+ */
+function extraHopByHop(connection: string | string[] | undefined): ReadonlySet<string> {
+  if (connection === undefined || connection === 'keep-alive' || connection === 'close' || connection === 'Keep-Alive' || connection === 'Close') return NOTHING_MORE;
+  return new Set(connectionNames(connection));
+}
+
 /**
  * upstreamHeaders returns the request headers to send upstream: end-to-end fields only, `Host`
  * left to the client library (the upstream's own), and the forwarding fields appended (when the
  * peer is trusted) or started afresh (when it is not, so a client cannot forge them).
  */
 export function upstreamHeaders(incoming: IncomingHttpHeaders, facts: ForwardingFacts): Record<string, string | string[]> {
-  const drop = new Set(connectionNames(incoming.connection));
+  const drop = extraHopByHop(incoming.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in incoming) {
     const value = incoming[name];
@@ -57,7 +70,7 @@ export function upstreamHeaders(incoming: IncomingHttpHeaders, facts: Forwarding
 
 /** downstreamHeaders returns an upstream response's headers without its hop-by-hop fields. */
 export function downstreamHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
-  const drop = new Set(connectionNames(headers.connection));
+  const drop = extraHopByHop(headers.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
     const value = headers[name];

@@ -4,9 +4,10 @@
  * and the overload protection's (`overload-metrics.ts`).
  */
 import type { CircuitEvent, Observer } from 'floodgate';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { DecisionReporter, RuleOutcome } from '../gateway/decide.js';
-import { LabelChildren, PendingCounts } from './label-children.js';
+import { LabelledHistogram } from './histogram.js';
+import { PendingCounts } from './label-children.js';
 import { OverloadMetrics } from './overload-metrics.js';
 
 const CIRCUIT_VALUE: Record<CircuitEvent['state'], number> = { closed: 0, 'half-open': 1, open: 2 };
@@ -16,10 +17,10 @@ export class GatewayMetrics implements DecisionReporter {
   readonly registry = new Registry();
   private readonly decisions = new Counter({ name: 'floodgate_decisions_total', help: 'Rate-limit decisions by route, rule and outcome (admitted, near_limit, limited, shadow_admitted, shadow_limited, queued, queue_rejected, fail_open, fail_closed, and while the store is away fallback_admitted, fallback_limited: the local fallback deciding with this process\'s share).', labelNames: ['route', 'rule', 'outcome'], registers: [this.registry], collect: (): void => this.decisionCounts.flush() });
   private readonly serviceDecisions = new Counter({ name: 'floodgate_ratelimit_service_decisions_total', help: 'Decisions of the rate limit service (Envoy gRPC and JSON API) by domain, descriptor (its metric key after the domain) and outcome (admitted, limited, fail_open, fail_closed, fallback: the local fallback decided while the store was away; peek_ before those only asked).', labelNames: ['domain', 'descriptor', 'outcome'], registers: [this.registry], collect: (): void => this.serviceCounts.flush() });
-  private readonly storeSeconds = new Histogram({ name: 'floodgate_store_duration_seconds', help: 'Round trips to the rate-limit store.', labelNames: ['operation', 'result'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registers: [this.registry] });
+  private readonly storeSeconds = new LabelledHistogram({ name: 'floodgate_store_duration_seconds', help: 'Round trips to the rate-limit store.', labelNames: ['operation', 'result'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registry: this.registry });
   private readonly storeErrors = new Counter({ name: 'floodgate_store_errors_total', help: 'Store failures, by the failure policy that answered instead.', labelNames: ['policy'], registers: [this.registry] });
   private readonly circuit = new Gauge({ name: 'floodgate_store_circuit_state', help: 'Store circuit breaker per node: 0 closed, 1 half-open, 2 open.', labelNames: ['node'], registers: [this.registry] });
-  private readonly upstreamSeconds = new Histogram({ name: 'floodgate_upstream_duration_seconds', help: 'Time from forwarding a request to the end of its response.', labelNames: ['route', 'status'], buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [this.registry] });
+  private readonly upstreamSeconds = new LabelledHistogram({ name: 'floodgate_upstream_duration_seconds', help: 'Time from forwarding a request to the end of its response.', labelNames: ['route', 'status'], buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registry: this.registry });
   private readonly responses = new Counter({ name: 'floodgate_responses_total', help: 'Responses sent, by route and status code.', labelNames: ['route', 'status'], registers: [this.registry], collect: (): void => this.responseCounts.flush() });
   private readonly queue = new Gauge({ name: 'floodgate_queue_depth', help: 'Requests waiting in a queued rule.', labelNames: ['route', 'rule'], registers: [this.registry] });
   private readonly reloads = new Counter({ name: 'floodgate_config_reloads_total', help: 'Config reloads by result (applied or rejected).', labelNames: ['result'], registers: [this.registry] });
@@ -50,8 +51,6 @@ export class GatewayMetrics implements DecisionReporter {
   private readonly decisionCounts = new PendingCounts((route, rule, outcome) => this.decisions.labels(route, rule, outcome));
   private readonly serviceCounts = new PendingCounts((domain, descriptor, outcome) => this.serviceDecisions.labels(domain, descriptor, outcome));
   private readonly responseCounts = new PendingCounts((route, status) => this.responses.labels(route, status));
-  private readonly storeChildren = new LabelChildren((operation, result) => this.storeSeconds.labels(operation, result));
-  private readonly upstreamChildren = new LabelChildren((route, status) => this.upstreamSeconds.labels(route, status));
 
   /** outcome counts one rule's answer to one request. */
   outcome(route: string, rule: string, outcome: RuleOutcome): void {
@@ -66,7 +65,7 @@ export class GatewayMetrics implements DecisionReporter {
   /** storeCall records one store round trip's duration. */
   storeCall(operation: string, durationMs: number, ok: boolean): void {
     const result = ok ? 'ok' : 'error';
-    this.storeChildren.of(operation, result, '').observe(durationMs / 1000);
+    this.storeSeconds.of(operation, result).observe(durationMs / 1000);
   }
 
   /** queueDepth moves a queued rule's depth by `delta`. */
@@ -77,7 +76,7 @@ export class GatewayMetrics implements DecisionReporter {
   /** response counts one response, and its upstream time when it was forwarded. */
   response(route: string, status: number, upstreamMs: number | undefined): void {
     this.responseCounts.children.of(route, status, '').pending++;
-    if (upstreamMs !== undefined) this.upstreamChildren.of(route, status, '').observe(upstreamMs / 1000);
+    if (upstreamMs !== undefined) this.upstreamSeconds.of(route, status).observe(upstreamMs / 1000);
   }
 
   /** reload counts one config reload, applied or rejected. */
