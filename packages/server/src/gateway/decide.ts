@@ -257,9 +257,20 @@ function refuse(route: CompiledRoute, applied: readonly Applied[], refused: read
   const retryAfter = retryAfterSeconds(decisions);
   if (retryAfter !== undefined) headers.push([FIELD.retryAfter, String(retryAfter)]);
   headers.push([FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]);
-  const names = refused.map((a) => a.rule.name);
-  if (byLimit) return { allowed: false, status: 429, headers, body: problemBody('quota-exceeded', names) };
-  return { allowed: false, status: 503, headers, body: problemBody('temporary-reduced-capacity', names) };
+  if (byLimit) return { allowed: false, status: 429, headers, body: quotaBody(refused) };
+  return { allowed: false, status: 503, headers, body: problemBody('temporary-reduced-capacity', refused.map((a) => a.rule.name)) };
+}
+
+/** The quota-exceeded body naming one rule, built once per rule: most refusals are one rule's. */
+const QUOTA_BODIES = new WeakMap<CompiledRule, string>();
+
+/** quotaBody returns the quota-exceeded problem naming the rules of `refused`. */
+function quotaBody(refused: readonly Applied[]): string {
+  if (refused.length !== 1) return problemBody('quota-exceeded', refused.map((a) => a.rule.name));
+  const rule = refused[0]!.rule;
+  let body = QUOTA_BODIES.get(rule);
+  if (body === undefined) QUOTA_BODIES.set(rule, (body = problemBody('quota-exceeded', [rule.name])));
+  return body;
 }
 
 function storeFailed(route: CompiledRoute, options: AdmitOptions): Admission {
