@@ -87,13 +87,14 @@ export async function stagePackage(stageDir: string): Promise<string> {
 }
 
 /**
- * packTarball stages the package in a fresh temporary folder, runs `npm pack` there, and returns
- * the tarball's absolute path in `destination`. It never touches the package folder.
+ * packStaged lays a package out with `stage` in a fresh temporary folder, runs `npm pack` there and
+ * returns the tarball's absolute path in `destination`; the temporary folder is removed after.
+ * Every package of the workspace packs this way, never from its own folder.
  */
-export async function packTarball(destination: string): Promise<string> {
+export async function packStaged(stage: (stageDir: string) => Promise<unknown>, destination: string): Promise<string> {
   const stageDir = await mkdtemp(join(tmpdir(), 'floodgate-stage-'));
   try {
-    await stagePackage(stageDir);
+    await stage(stageDir);
     const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', destination], { cwd: stageDir });
     const [packed] = JSON.parse(stdout) as { filename: string }[];
     if (packed === undefined) throw new Error(`npm pack printed no tarball: ${stdout}`);
@@ -101,6 +102,14 @@ export async function packTarball(destination: string): Promise<string> {
   } finally {
     await rm(stageDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * packTarball stages the package in a fresh temporary folder, runs `npm pack` there, and returns
+ * the tarball's absolute path in `destination`. It never touches the package folder.
+ */
+export function packTarball(destination: string): Promise<string> {
+  return packStaged(stagePackage, destination);
 }
 
 async function main(): Promise<void> {

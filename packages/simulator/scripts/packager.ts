@@ -10,13 +10,12 @@
  * `floodgate` resolve to its sources for declarations and stay bare imports in the output.
  */
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { publishedManifest } from '../../floodgate/scripts/build.js';
+import { packStaged, publishedManifest } from '../../floodgate/scripts/build.js';
 
 const run = promisify(execFile);
 
@@ -67,17 +66,8 @@ export async function stagePackage(packager: Packager, stageDir: string): Promis
  * packTarball stages the package in a fresh temporary folder, runs `npm pack` there and returns
  * the tarball's absolute path in `destination`. It never writes into the package's own folder.
  */
-export async function packTarball(packager: Packager, destination: string): Promise<string> {
-  const stageDir = await mkdtemp(join(tmpdir(), 'floodgate-stage-'));
-  try {
-    await stagePackage(packager, stageDir);
-    const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', destination], { cwd: stageDir });
-    const [packed] = JSON.parse(stdout) as { filename: string }[];
-    if (packed === undefined) throw new Error(`npm pack printed no tarball: ${stdout}`);
-    return join(destination, packed.filename);
-  } finally {
-    await rm(stageDir, { recursive: true, force: true });
-  }
+export function packTarball(packager: Packager, destination: string): Promise<string> {
+  return packStaged((stageDir) => stagePackage(packager, stageDir), destination);
 }
 
 /** runPackager is a build script's main: `--pack` packs into the cwd and prints the tarball, otherwise it builds `dist/`. */
