@@ -14,44 +14,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { RLWrapperTimeouts, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { Limiter, fixedWindow, tokenBucket, type Decision } from 'floodgate';
 import { RedisStore, ioredisAdapter, type RedisStoreOptions } from 'floodgate/redis';
-import { BUCKET, HOT_KEY, WINDOW, prefixOf, type FleetPolicy, type FleetSide } from './fleet.js';
-
-/** NodeArgs is what the parent passes, in JSON. */
-export interface NodeArgs {
-  readonly port: number;
-  readonly hotPerSecond: number;
-}
-
-/** HotSpan is when the hot key is offered `hotPerSecond`, in epoch ms: the parent's `hot` line. */
-export interface HotSpan {
-  readonly fromMs: number;
-  readonly untilMs: number;
-}
-
-/**
- * StreamRecords is one (side, policy)'s hot key in this process: the epoch ms (when answered) and
- * source (0 Redis, 1 not Redis) of every admission; decisions asked, refused and failed; the largest limit the local fallback showed
- * (`remaining + 1` on an admission), from which its share of the limit reads; and the answers'
- * reasons per epoch second (floodgate's `reason`; for rate-limiter-flexible `redis` or `insurance`).
- */
-export interface StreamRecords {
-  readonly side: FleetSide;
-  readonly policy: FleetPolicy;
-  admittedAtMs: number[];
-  admittedBy: number[];
-  asked: number;
-  refused: number;
-  errors: number;
-  unsettled: number;
-  localLimit: number;
-  reasonsBySecond: Record<string, Record<string, number>>;
-}
-
-/** NodeRecords is what a process prints: its streams. */
-export interface NodeRecords {
-  readonly pid: number;
-  readonly streams: StreamRecords[];
-}
+import { BUCKET, HOT_KEY, WINDOW, prefixOf, type FleetPolicy, type FleetSide, type HotSpan, type NodeArgs, type NodeRecords, type StreamRecords } from './fleet-plan.js';
 
 /** An answer: admitted or not, and whether Redis gave it. */
 interface Answer {

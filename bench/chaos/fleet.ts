@@ -24,23 +24,9 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { Limiter, fixedWindow, tokenBucket } from 'floodgate';
 import { RedisStore, ioredisAdapter } from 'floodgate/redis';
 import { startRedisServer } from '../../packages/floodgate/test/support/redis-server.js';
-import type { HotSpan, NodeArgs, NodeRecords, StreamRecords } from './fleet-node.js';
+import { BUCKET, FLEET_SIDES, HOT_KEY, WINDOW, prefixOf, type FleetPolicy, type FleetSide, type HotSpan, type NodeArgs, type NodeRecords, type StreamRecords } from './fleet-plan.js';
 
-/** FleetSide names a side of the fleet section. */
-export type FleetSide = 'floodgate' | 'fail-open' | 'no-write-back' | 'rlf-insured';
-/** FLEET_SIDES lists them in table order. */
-export const FLEET_SIDES: readonly FleetSide[] = ['floodgate', 'fail-open', 'no-write-back', 'rlf-insured'];
-/** FleetPolicy names a policy of the fleet section. */
-export type FleetPolicy = 'token-bucket' | 'fixed-window';
-
-/** The policies, chosen so that a 10 s outage's bound is a few hundred: 300 + 30/s × 10 s, and 300 a window. */
-export const BUCKET = { capacity: 300, refillPerSecond: 30 } as const;
-export const WINDOW = { limit: 300, windowMs: 20_000 } as const;
-/** The hot key, on which every process decides. */
-export const HOT_KEY = 'hot';
-
-/** The prefix of a side's keys on Redis: the same in every process, so they share the key and the census. */
-export const prefixOf = (side: FleetSide): string => `fleet-${side}:`;
+export { FLEET_SIDES, type FleetPolicy, type FleetSide } from './fleet-plan.js';
 
 /** Every process's records and what the parent saw, for a closer look than the table. */
 const RECORDS_FILE = fileURLToPath(new URL('../../.bench-out/chaos-fleet.json', import.meta.url));

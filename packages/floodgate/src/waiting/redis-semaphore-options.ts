@@ -25,8 +25,10 @@ export interface RedisSemaphoreOptions {
   /** How often waiters try again while no permit of this process is released, in whole ms (default 100). */
   pollMs?: number;
   /**
-   * How long one call to Redis may take before it fails with `STORE_TIMEOUT`: by default adaptive
-   * (3 × the p99 of recent answers, between 25 and 250 ms), or a fixed number of ms.
+   * How long one call to Redis may take before it fails with `STORE_TIMEOUT`, in ms (default 1000),
+   * or adaptive (`{ floorMs, p99Multiple, capMs }`). Not adaptive by default, unlike the stores: a
+   * semaphore has no fallback, so a call cut off reaches its caller as an error, and a busy Redis
+   * would turn into failed acquisitions.
    */
   timeoutMs?: StoreTimeoutOption;
   /** Start of the key (default `floodgate:`); no `{` or `}`: the key is `${prefix}semaphore:{${name}}`. */
@@ -67,7 +69,7 @@ export function settingsOf(options: RedisSemaphoreOptions): SemaphoreSettings {
     leaseMs: durationMs(o.leaseMs, 'RedisSemaphore.leaseMs'),
     maxQueue: checkQueueBound(o.maxQueue, 'RedisSemaphore.maxQueue', Infinity),
     pollMs: durationMs(o.pollMs ?? 100, 'RedisSemaphore.pollMs'),
-    timeout: StoreTimeout.of(o.timeoutMs, 'RedisSemaphore.timeoutMs'),
+    timeout: StoreTimeout.of(o.timeoutMs ?? 1000, 'RedisSemaphore.timeoutMs'),
     timers,
     clock: isClock(timers) ? timers : systemClock,
   };
