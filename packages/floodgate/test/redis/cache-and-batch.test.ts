@@ -4,6 +4,10 @@ import { ManualClock, fixedWindow, gcra, slidingWindowLog, tokenBucket, type Dec
 import { BATCH_SCRIPT, OverLimitCache, RedisStore, ioredisAdapter, type RedisAdapter, type RedisStoreOptions } from '../../src/stores/redis/index.js';
 import { useRedis } from './setup.js';
 
+// Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
+// (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
+const DECIDES = 5000;
+
 const get = useRedis();
 
 /** counting wraps the test client's adapter and records the SHA1 (or 'eval') of every call. */
@@ -21,7 +25,7 @@ function counting(): { adapter: RedisAdapter; calls: string[] } {
 }
 
 function store(prefix: string, adapter: RedisAdapter, more: Partial<RedisStoreOptions> = {}): RedisStore {
-  return new RedisStore({ adapter, prefix: `${prefix}-${Date.now()}:`, ...more });
+  return new RedisStore({ timeoutMs: DECIDES, adapter, prefix: `${prefix}-${Date.now()}:`, ...more });
 }
 
 describe('the over-limit cache answers refusals it is sure of, without Redis', () => {

@@ -9,6 +9,10 @@ import { NodeCircuits } from '../../src/stores/redis/node-circuits.js';
 import { RedisStore, hashSlotOf, ioredisAdapter, nodeRedisAdapter, type OnError, type RedisAdapter, type RedisTable } from '../../src/stores/redis/index.js';
 import { startRedisCluster, type RedisServers } from '../support/redis-server.js';
 
+// Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
+// (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
+const DECIDES = 5000;
+
 // One circuit per Redis Cluster master: a master that fails or hangs only sends the keys it serves
 // to the failure policy. First against fake adapters (no Redis), then a real cluster whose master
 // is stopped (SIGSTOP) and resumed.
@@ -59,7 +63,7 @@ function keysWhere(table: RedisTable, count: number, where: (slot: number) => bo
 }
 
 function store(adapter: RedisAdapter, more: { onError?: OnError; probeIntervalMs?: number; maxBatchSize?: number; timeoutMs?: number; clock?: ManualClock; timers?: ManualClock } = {}): RedisStore {
-  return new RedisStore({ adapter, failuresToOpen: 3, probeIntervalMs: 60_000, maxBatchSize: 1, ...more });
+  return new RedisStore({ timeoutMs: DECIDES, adapter, failuresToOpen: 3, probeIntervalMs: 60_000, maxBatchSize: 1, ...more });
 }
 
 function storeError(message: RegExp): (error: unknown) => boolean {
@@ -198,7 +202,7 @@ describe('a circuit per node, against fake adapters', () => {
 
   test('an adapter whose nodeOf is not a function is refused', () => {
     const { adapter } = fakeCluster(halves);
-    assert.throws(() => new RedisStore({ adapter: { ...adapter, nodeOf: 'A:1' as unknown as () => string } }), /RedisStore.adapter must be a RedisAdapter/);
+    assert.throws(() => new RedisStore({ timeoutMs: DECIDES, adapter: { ...adapter, nodeOf: 'A:1' as unknown as () => string } }), /RedisStore.adapter must be a RedisAdapter/);
   });
 });
 

@@ -4,6 +4,10 @@ import { FloodgateError, Limiter, ManualClock, fixedWindow, gcra, tokenBucket, t
 import { RedisStore, ioredisAdapter, type RedisAdapter } from '../../src/stores/redis/index.js';
 import { useRedis } from './setup.js';
 
+// Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
+// (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
+const DECIDES = 5000;
+
 const get = useRedis();
 const policy = tokenBucket({ capacity: 3, refillPerSecond: 1 });
 
@@ -32,13 +36,13 @@ describe('replies that break the promise are typed errors', () => {
   ];
   for (const [name, reply] of replies) {
     test(name, async () => {
-      const table = new RedisStore({ adapter: fake(async () => reply) }).bind(policy);
+      const table = new RedisStore({ timeoutMs: DECIDES, adapter: fake(async () => reply) }).bind(policy);
       await assert.rejects(table.consume('a', 1, 0), rejectsWith('STORE_REPLY', /token-bucket script \(consume\) answered/));
     });
   }
 
   test('refund, reset, reserve and consumeAll check their replies too', async () => {
-    const store = new RedisStore({ adapter: fake(async () => 'OK') });
+    const store = new RedisStore({ timeoutMs: DECIDES, adapter: fake(async () => 'OK') });
     await assert.rejects(store.bind(policy).refund('a', 1, 0), rejectsWith('STORE_REPLY', /the integer 1/));
     await assert.rejects(store.bind(policy).reset('a'), rejectsWith('STORE_REPLY'));
     await assert.rejects(store.bind(policy).reserve!('a', 1, 0, 10), rejectsWith('STORE_REPLY'));
@@ -49,12 +53,12 @@ describe('replies that break the promise are typed errors', () => {
 describe('failures reject with Errors, never hang', () => {
   test('a client error becomes STORE_ERROR, with the cause kept', async () => {
     const cause = new Error('ECONNREFUSED 127.0.0.1:1');
-    const table = new RedisStore({ adapter: fake(() => Promise.reject(cause)), onError: 'throw' }).bind(policy);
+    const table = new RedisStore({ timeoutMs: DECIDES, adapter: fake(() => Promise.reject(cause)), onError: 'throw' }).bind(policy);
     await assert.rejects(table.consume('a', 1, 0), (e: unknown) => rejectsWith('STORE_ERROR', /ECONNREFUSED/)(e) && (e as Error).cause === cause);
   });
 
   test('a rejection with a non-Error still rejects with a FloodgateError', async () => {
-    const table = new RedisStore({ adapter: fake(() => Promise.reject('boom' as unknown as Error)), onError: 'throw' }).bind(policy);
+    const table = new RedisStore({ timeoutMs: DECIDES, adapter: fake(() => Promise.reject('boom' as unknown as Error)), onError: 'throw' }).bind(policy);
     await assert.rejects(table.peek('a', 1, 0), rejectsWith('STORE_ERROR', /boom/));
   });
 
@@ -84,7 +88,7 @@ describe('failures reject with Errors, never hang', () => {
   });
 
   test('a state that is not the policy\'s layout is a STORE_ERROR naming the key', async () => {
-    const table = new RedisStore({ adapter: ioredisAdapter(get().client), prefix: 'corrupt:', onError: 'throw' }).bind(policy);
+    const table = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'corrupt:', onError: 'throw' }).bind(policy);
     await get().client.set(table.entryOf('a').redisKey, 'not doubles');
     await assert.rejects(table.consume('a', 1, 0), rejectsWith('STORE_ERROR', /corrupt:token-bucket:.*holds 11 bytes where 16 were expected/));
   });
@@ -94,7 +98,7 @@ describe('input is checked before anything is sent', () => {
   const never = fake(() => Promise.reject(new Error('nothing should be sent')));
 
   test('costs and keys reject with the memory store\'s codes', async () => {
-    const table = new RedisStore({ adapter: never, maxKeyLength: 8 }).bind(policy);
+    const table = new RedisStore({ timeoutMs: DECIDES, adapter: never, maxKeyLength: 8 }).bind(policy);
     await assert.rejects(table.consume('a', 4, 0), rejectsWith('COST_EXCEEDS_LIMIT'));
     await assert.rejects(table.consume('a', -1, 0), rejectsWith('INVALID_COST'));
     await assert.rejects(table.refund('a', Number.NaN, 0), rejectsWith('INVALID_COST'));
@@ -103,7 +107,7 @@ describe('input is checked before anything is sent', () => {
   });
 
   test('a key that is not a non-empty string is INVALID_KEY on every method and in consumeAll, before any I/O', async () => {
-    const store = new RedisStore({ adapter: never, onError: 'fail-open' });
+    const store = new RedisStore({ timeoutMs: DECIDES, adapter: never, onError: 'fail-open' });
     const table = store.bind(policy);
     for (const key of ['', undefined, null, 7, {}, ['a']] as unknown as string[]) {
       const named = rejectsWith('INVALID_KEY', /key must be a non-empty string/);
@@ -133,13 +137,13 @@ describe('input is checked before anything is sent', () => {
     }
     const { kind: _kind, ...withoutKind } = fixedWindow({ limit: 1, windowMs: 1 });
     const foreign = { ...withoutKind, name: 'home-made' } as Algorithm;
-    assert.throws(() => new RedisStore({ adapter: never }).bind(foreign), /cannot run the algorithm "home-made": the Redis store has no script for its kind/);
+    assert.throws(() => new RedisStore({ timeoutMs: DECIDES, adapter: never }).bind(foreign), /cannot run the algorithm "home-made": the Redis store has no script for its kind/);
     const unknownKind = { ...fixedWindow({ limit: 1, windowMs: 1 }), kind: Symbol('home-made') } as Algorithm;
-    assert.throws(() => new RedisStore({ adapter: never }).bind(unknownKind), /no script for its kind/);
+    assert.throws(() => new RedisStore({ timeoutMs: DECIDES, adapter: never }).bind(unknownKind), /no script for its kind/);
   });
 
   test('a Limiter over the store answers by promise; the ...Sync methods say why not', async () => {
-    const store = new RedisStore({ adapter: ioredisAdapter(get().client), prefix: 'limiter:' });
+    const store = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'limiter:' });
     const limiter = new Limiter({ policy: gcra({ rate: 5, periodMs: 1000, maxBurst: 1 }), store });
     assert.equal((await limiter.consume('u')).remaining, 1);
     assert.equal((await limiter.consume('u', { cost: 2 })).allowed, false);

@@ -4,6 +4,10 @@ import { Redis } from 'ioredis';
 import { RedisStore, ioredisAdapter } from '../../src/stores/redis/index.js';
 import { beforeStop, useRedisCluster } from './setup.js';
 
+// Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
+// (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
+const DECIDES = 5000;
+
 // checkMemory on a real Redis Cluster: one report per master, named as the client's slot map names
 // it, each read from that master, so a single master set to evict is found among safe ones.
 
@@ -20,7 +24,7 @@ test('on a real cluster: a report per master, and the one master that may evict 
   await direct.config('SET', 'maxmemory', '64mb');
   await direct.config('SET', 'maxmemory-policy', 'volatile-lru');
 
-  const reports = await new RedisStore({ adapter: ioredisAdapter(client) }).checkMemory();
+  const reports = await new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(client) }).checkMemory();
   assert.deepEqual(reports.map((r) => r.node).sort(), [...masters].sort());
   for (const report of reports) {
     const risk = report.node === evicting ? 'evicts-limit-state' : 'unbounded';

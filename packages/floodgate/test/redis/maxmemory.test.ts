@@ -8,6 +8,10 @@ import { reportOf, routingKeys } from '../../src/stores/redis/memory-check.js';
 import { createClient } from 'redis';
 import { beforeStop, useRedis } from './setup.js';
 
+// Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
+// (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
+const DECIDES = 5000;
+
 const get = useRedis();
 const EVICTING = ['allkeys-lru', 'allkeys-lfu', 'allkeys-random', 'volatile-lru', 'volatile-lfu', 'volatile-ttl', 'volatile-random'];
 const POLICIES: Record<string, Algorithm> = {
@@ -20,7 +24,7 @@ const POLICIES: Record<string, Algorithm> = {
 
 function storeOf(onError: OnError): RedisStore {
   // The over-limit cache would answer a throttled key locally until its retry time: off, so every decision is Redis's.
-  return new RedisStore({ adapter: ioredisAdapter(get().client), onError, overLimitCacheMaxKeys: 0 });
+  return new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), onError, overLimitCacheMaxKeys: 0 });
 }
 
 function pick(decision: { allowed: boolean; reason: string }): [boolean, string] {
@@ -108,7 +112,7 @@ describe('checkMemory reports what a memory bound means for throttled keys', () 
     await get().client.config('SET', 'maxmemory-policy', 'allkeys-lfu');
     const client = await createClient({ url: `redis://127.0.0.1:${get().servers.ports[0]}` }).connect();
     try {
-      const [report] = await new RedisStore({ adapter: nodeRedisAdapter(client) }).checkMemory();
+      const [report] = await new RedisStore({ timeoutMs: DECIDES, adapter: nodeRedisAdapter(client) }).checkMemory();
       assert.deepEqual([report?.risk, report?.policy, report?.maxmemoryBytes], ['evicts-limit-state', 'allkeys-lfu', 10 * 1024 * 1024]);
     } finally {
       client.destroy();
@@ -132,7 +136,7 @@ describe('checkMemory reports what a memory bound means for throttled keys', () 
     await client.call('ACL', 'SETUSER', 'noinfo', 'on', '>secret', '~*', '+@all', '-info');
     const limited = new Redis({ port: get().servers.ports[0]!, host: '127.0.0.1', username: 'noinfo', password: 'secret' });
     beforeStop(() => limited.disconnect());
-    const [report] = await new RedisStore({ adapter: ioredisAdapter(limited) }).checkMemory();
+    const [report] = await new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(limited) }).checkMemory();
     assert.equal(report?.risk, 'unknown');
     assert.match(report!.message, /can't run this command|NOPERM/);
     limited.disconnect();
@@ -152,7 +156,7 @@ describe('checkMemory reports what a memory bound means for throttled keys', () 
     const keys = routingKeys(adapter, 'floodgate:');
     assert.deepEqual([...keys.keys()].sort(), ['node-0', 'node-1', 'node-2']);
     for (const [node, key] of keys) assert.equal(nodeOf(hashSlotOf(key)), node);
-    const reports = await new RedisStore({ adapter }).checkMemory();
+    const reports = await new RedisStore({ timeoutMs: DECIDES, adapter }).checkMemory();
     assert.deepEqual(reports.map((r) => [r.node, r.risk]).sort(), [['node-0', 'unknown'], ['node-1', 'unknown'], ['node-2', 'unknown']]);
   });
 });
