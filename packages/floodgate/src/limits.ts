@@ -119,7 +119,9 @@ export function consumeAllSync(entries: readonly LimitEntry[]): LimitsDecision {
  * decision; the request is admitted only if all admit, and a refused request is charged nowhere.
  *
  * - All entries on synchronous stores: {@link consumeAllSync}, one step.
- * - All entries on one store that decides several requests itself (`Store.consumeAll`, as
+ * - A single entry on an asynchronous store: one charge of its table, as `Limiter.consume` does (on
+ *   Redis, batched with the other decisions of the same tick).
+ * - Two or more entries on one store that decides several requests itself (`Store.consumeAll`, as
  *   `RedisStore` does: one atomic script per hash slot; across slots of a cluster, see its
  *   documentation): that store's call. Should it fail before running (`STORE_ERROR`), the entries
  *   are decided as below, each by its own table's failure policy; should its reply time out or
@@ -153,7 +155,9 @@ export function consumeAll(entries: readonly LimitEntry[]): Promise<LimitsDecisi
     if (!Array.isArray(entries)) throw notEntries('consumeAll');
     const items = entries.map(checkItem);
     if (items.every((item) => item.sync !== undefined)) return Promise.resolve(consumeAllSync(entries));
-    const store = sharedStore(items);
+    // A lone entry is one charge of its table: batched with the tick's other decisions (one script
+    // per tick on Redis), where the store's all-or-nothing call would be a script of its own.
+    const store = items.length > 1 ? sharedStore(items) : undefined;
     if (store !== undefined) return consumeOnStore(store, items);
     return consumeAcross(items);
   } catch (error) {

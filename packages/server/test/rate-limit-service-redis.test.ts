@@ -57,7 +57,10 @@ describe('the rate limit service of floodgate serve on a real Redis', () => {
     assert.equal(admitted.length, 5);
     assert.deepEqual(admitted.map((r) => r.statuses[0]!.limit_remaining).sort(), [0, 1, 2, 3, 4]);
     const metrics = (await call(a.adminUrl('/metrics'))).body;
-    assert.ok(metricValue(metrics, 'floodgate_store_duration_seconds_count', { result: 'ok' }) >= 6, 'the service\'s round trips are the gateway store\'s');
+    // The service's calls go through the gateway's store (timed in its metrics); concurrent
+    // single-descriptor calls share the tick's batch script, so at most one round trip per call.
+    const roundTrips = metricValue(metrics, 'floodgate_store_duration_seconds_count', { result: 'ok' });
+    assert.ok(roundTrips >= 1 && roundTrips <= 6, `the service's round trips are the gateway store's, at most one per call: ${roundTrips}`);
     assert.equal(metricValue(metrics, 'floodgate_ratelimit_service_decisions_total', { domain: 'api', descriptor: 'tenant' }), 6);
   });
 
