@@ -21,7 +21,11 @@ import { fileURLToPath } from 'node:url';
 import { execFile } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { parseArgs, promisify } from 'node:util';
-import { startRedisCluster, startRedisServer, type RedisServers } from '../packages/floodgate/test/support/redis-server.js';
+import {
+  startRedisCluster,
+  startRedisServer,
+  type RedisServers,
+} from '../packages/floodgate/test/support/redis-server.js';
 import { promoted, replicaOf, slowDown } from '../packages/floodgate/test/chaos/faults.js';
 import { runChild } from './support/spawn.js';
 import { figuresOf, type FaultFigures, type FaultWindow } from './chaos/analyse.js';
@@ -41,7 +45,14 @@ const SLOW_BUSY_MS = 20;
 const SECTIONS = ['single', 'cluster', 'cost', 'gateway', 'fleet'];
 const run = promisify(execFile);
 
-const { values } = parseArgs({ options: { 'fault-ms': { type: 'string', default: '3000' }, rate: { type: 'string', default: '2000' }, only: { type: 'string', default: SECTIONS.join(',') }, md: { type: 'string', default: join(ROOT, 'bench', 'chaos', 'results.md') } } });
+const { values } = parseArgs({
+  options: {
+    'fault-ms': { type: 'string', default: '3000' },
+    rate: { type: 'string', default: '2000' },
+    only: { type: 'string', default: SECTIONS.join(',') },
+    md: { type: 'string', default: join(ROOT, 'bench', 'chaos', 'results.md') },
+  },
+});
 const FAULT_MS = Number(values['fault-ms']);
 const RATE = Number(values.rate);
 const ONLY = new Set(values.only!.split(','));
@@ -51,7 +62,10 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 const nowMs = (): number => performance.timeOrigin + performance.now();
 
 /** Runs every side on `target` while `faults` runs, and returns each side's records and the fault windows. */
-async function underLoad(target: Target, faults: () => Promise<FaultWindow[]>): Promise<{ windows: FaultWindow[]; records: SideRecords[] }> {
+async function underLoad(
+  target: Target,
+  faults: () => Promise<FaultWindow[]>,
+): Promise<{ windows: FaultWindow[]; records: SideRecords[] }> {
   const sides: SideProcess[] = [];
   try {
     for (const side of SIDES) sides.push(await SideProcess.start({ side, target, perSecond: RATE, keys: KEYS }));
@@ -88,7 +102,10 @@ async function singleRedis(): Promise<Array<[FaultWindow, SideRecords[]]>> {
         await sleep(FAULT_MS);
         await servers.restart(0);
       }),
-      await episode(`slow (${SLOW_BUSY_MS} ms busy scripts, ${FAULT_MS / 1000} s)`, async () => void (await slowDown(servers.ports[0]!, { busyMs: SLOW_BUSY_MS, forMs: FAULT_MS }))),
+      await episode(
+        `slow (${SLOW_BUSY_MS} ms busy scripts, ${FAULT_MS / 1000} s)`,
+        async () => void (await slowDown(servers.ports[0]!, { busyMs: SLOW_BUSY_MS, forMs: FAULT_MS })),
+      ),
     ]);
     return windows.map((w) => [w, records]);
   } finally {
@@ -118,7 +135,10 @@ async function clusterFailover(): Promise<Array<[FaultWindow, SideRecords[]]>> {
 async function cost(): Promise<CostRounds> {
   const servers = await startRedisServer();
   try {
-    return (await runChild(ROOT, join(ROOT, 'bench', 'chaos', 'cost.ts'), ['--port', String(servers.ports[0]!)])) as CostRounds;
+    return (await runChild(ROOT, join(ROOT, 'bench', 'chaos', 'cost.ts'), [
+      '--port',
+      String(servers.ports[0]!),
+    ])) as CostRounds;
   } finally {
     await servers.stop();
   }
@@ -128,7 +148,14 @@ async function main(): Promise<void> {
   const startedMs = Date.now();
   const faults: Array<{ window: FaultWindow; figures: Record<SideName, FaultFigures> }> = [];
   const collect = (runs: Array<[FaultWindow, SideRecords[]]>): void => {
-    for (const [window, records] of runs) faults.push({ window, figures: Object.fromEntries(records.map((r) => [r.side, figuresOf(r, window, KEYS)])) as Record<SideName, FaultFigures> });
+    for (const [window, records] of runs)
+      faults.push({
+        window,
+        figures: Object.fromEntries(records.map((r) => [r.side, figuresOf(r, window, KEYS)])) as Record<
+          SideName,
+          FaultFigures
+        >,
+      });
   };
   if (ONLY.has('single')) {
     console.error('single Redis: hung, restarted, slow…');
@@ -154,7 +181,18 @@ async function main(): Promise<void> {
     fleet = await fleetChaos();
   }
   const redisVersion = (await run('redis-server', ['--version'])).stdout.split(' ')[2]!.replace('v=', '');
-  const results: ChaosResults = { faults, costs, gateway, fleet, rate: RATE, keys: KEYS, faultMs: FAULT_MS, seconds: Math.round((Date.now() - startedMs) / 1000), node: process.version, redis: redisVersion };
+  const results: ChaosResults = {
+    faults,
+    costs,
+    gateway,
+    fleet,
+    rate: RATE,
+    keys: KEYS,
+    faultMs: FAULT_MS,
+    seconds: Math.round((Date.now() - startedMs) / 1000),
+    node: process.version,
+    redis: redisVersion,
+  };
   printTables(results);
   await mkdir(join(ROOT, '.bench-out'), { recursive: true });
   await writeFile(join(ROOT, '.bench-out', 'chaos.json'), JSON.stringify(results, null, 2));

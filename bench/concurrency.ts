@@ -37,21 +37,26 @@ const handWritten = (n: number): number => {
   return admitted;
 };
 
-const through = (limiter: ConcurrencyLimiter) => (n: number): number => {
-  let admitted = 0;
-  for (let i = 0; i < n; i++) {
-    const admission = limiter.tryAcquire();
-    if (!admission.allowed) continue;
-    admitted++;
-    admission.release();
-  }
-  return admitted;
-};
+const through =
+  (limiter: ConcurrencyLimiter) =>
+  (n: number): number => {
+    let admitted = 0;
+    for (let i = 0; i < n; i++) {
+      const admission = limiter.tryAcquire();
+      if (!admission.allowed) continue;
+      admitted++;
+      admission.release();
+    }
+    return admitted;
+  };
 
 const subjects: [string, (n: number) => number][] = [
   ['hand-written bulkhead (counter + 2 clock reads)', handWritten],
   ['ConcurrencyLimiter({ limit: 64 })', through(new ConcurrencyLimiter({ limit: 64, clock: monotonicClock }))],
-  ['ConcurrencyLimiter({ adaptive: true })', through(new ConcurrencyLimiter({ adaptive: true, clock: monotonicClock }))],
+  [
+    'ConcurrencyLimiter({ adaptive: true })',
+    through(new ConcurrencyLimiter({ adaptive: true, clock: monotonicClock })),
+  ],
 ];
 const rates = new Map<string, Rate[]>(subjects.map(([name]) => [name, []]));
 for (let pass = 0; pass < (QUICK ? 1 : 3); pass++) {
@@ -64,5 +69,7 @@ const rows = subjects.map(([name]) => {
   const ns = 1e9 / rate.median;
   return [name, ns.toFixed(0), spread(rate.min, rate.max, rate.median), (ns - baseNs).toFixed(0)];
 });
-console.log(table(['call (tryAcquire + release, real clock)', 'ns/call', '±', 'ns over hand-written'], rows, new Set([1, 2, 3])));
+console.log(
+  table(['call (tryAcquire + release, real clock)', 'ns/call', '±', 'ns over hand-written'], rows, new Set([1, 2, 3])),
+);
 console.log(`  target: the adaptive limiter adds at most 1000 ns a call (sink ${sink > -1 ? 'ok' : ''})`);

@@ -20,7 +20,8 @@ import { mps, ratio, spread, table } from './support/format.js';
 import { measureRate } from './support/timing.js';
 
 const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
-const TIMING = flags.quick === true ? { warmupMs: 200, rounds: 3, roundMs: 100 } : { warmupMs: 500, rounds: 5, roundMs: 250 };
+const TIMING =
+  flags.quick === true ? { warmupMs: 200, rounds: 3, roundMs: 100 } : { warmupMs: 500, rounds: 5, roundMs: 250 };
 const KEYS = 10_000;
 const STREAM = 1 << 16;
 /** The fixed window's limit: the head of the Zipf spread goes over it, the tail never does. */
@@ -29,9 +30,12 @@ const LIMIT = 150;
 /** A stream of keys, the i-th most frequent key drawn about 1/i as often as the first (seeded, so every subject sees the same). */
 function zipfKeys(): string[] {
   let seed = 42;
-  const random = (): number => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  const random = (): number => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
   const harmonic = Math.log(KEYS) + 0.5772;
-  return Array.from({ length: STREAM }, () => `api/per-ip/ip:10.0.${Math.min(KEYS - 1, Math.floor(Math.exp(random() * harmonic)) - 1)}`);
+  return Array.from(
+    { length: STREAM },
+    () => `api/per-ip/ip:10.0.${Math.min(KEYS - 1, Math.floor(Math.exp(random() * harmonic)) - 1)}`,
+  );
 }
 
 /** Decisions of a fixed window over the stream, made once: the reporters see exactly these. */
@@ -45,7 +49,11 @@ function outcomeOf(d: Decision): RuleOutcome {
 }
 
 /** The reporting the gateway does per decision (decide.ts's `report`). */
-function reporting(reporter: DecisionReporter, keys: readonly string[], decisions: readonly Decision[]): (n: number) => number {
+function reporting(
+  reporter: DecisionReporter,
+  keys: readonly string[],
+  decisions: readonly Decision[],
+): (n: number) => number {
   let i = 0;
   return (n) => {
     let admitted = 0;
@@ -65,16 +73,17 @@ async function main(): Promise<void> {
   const decisions = decisionsOf(keys);
   const limitedShare = decisions.filter((d) => !d.allowed).length / decisions.length;
   const metrics = new GatewayMetrics();
-  const mount = (board: Board): DecisionReporter => mountDashboard({
-    board,
-    metrics,
-    tokenDigest: tokenDigest('bench-token-0123456789abcdef'),
-    settings: { enabled: true, keys: 'full' },
-    storeKind: 'memory',
-    table: () => ({ routes: [] }) as unknown as RouteTable,
-    activeConfig: () => ({ file: 'bench', loadedAt: '', config: {} }),
-    isReady: () => true,
-  })!.reporter;
+  const mount = (board: Board): DecisionReporter =>
+    mountDashboard({
+      board,
+      metrics,
+      tokenDigest: tokenDigest('bench-token-0123456789abcdef'),
+      settings: { enabled: true, keys: 'full' },
+      storeKind: 'memory',
+      table: () => ({ routes: [] }) as unknown as RouteTable,
+      activeConfig: () => ({ file: 'bench', loadedAt: '', config: {} }),
+      isReady: () => true,
+    })!.reporter;
   // The gateway's board reads a LoopClock: one clock read per event-loop turn. A synchronous loop never ends its turn, so
   // the loop clock here is expired every 8 decisions (8 decisions a turn); the system clock reads twice per decision (the worst case).
   let expire: () => void = () => {};
@@ -84,29 +93,44 @@ async function main(): Promise<void> {
   const limiter = new Limiter({ policy: fixedWindow({ limit: LIMIT, windowMs: 3_600_000 }) });
   let k = 0;
   const subjects: [string, (n: number) => number][] = [
-    ['decision alone (consumeSync, memory store)', (n) => {
-      let admitted = 0;
-      for (let j = 0; j < n; j++, k = (k + 1) & (STREAM - 1)) if (limiter.consumeSync(keys[k]!).allowed) admitted++;
-      return admitted;
-    }],
+    [
+      'decision alone (consumeSync, memory store)',
+      (n) => {
+        let admitted = 0;
+        for (let j = 0; j < n; j++, k = (k + 1) & (STREAM - 1)) if (limiter.consumeSync(keys[k]!).allowed) admitted++;
+        return admitted;
+      },
+    ],
     ['reporting, dashboard off (metrics)', reporting(metrics, keys, decisions)],
     ['reporting, dashboard on, system clock', reporting(mount(new Board()), keys, decisions)],
-    ['reporting, dashboard on, loop clock (8 a turn)', reporting(mount(new Board({ clock: everyEighth })), keys, decisions)],
+    [
+      'reporting, dashboard on, loop clock (8 a turn)',
+      reporting(mount(new Board({ clock: everyEighth })), keys, decisions),
+    ],
   ];
   const rates: number[] = [];
   const rows: string[][] = [];
   for (const [name, run] of subjects) {
     const rate = await measureRate(run, TIMING);
     rates.push(rate.median);
-    rows.push([name, mps(rate.median), spread(rate.min, rate.max, rate.median), `${(1e9 / rate.median).toFixed(0)} ns`]);
+    rows.push([
+      name,
+      mps(rate.median),
+      spread(rate.min, rate.max, rate.median),
+      `${(1e9 / rate.median).toFixed(0)} ns`,
+    ]);
   }
-  console.log(`Dashboard cost per rule decision: ${KEYS.toLocaleString('en')} keys (Zipf), ${(limitedShare * 100).toFixed(0)}% refused\n`);
+  console.log(
+    `Dashboard cost per rule decision: ${KEYS.toLocaleString('en')} keys (Zipf), ${(limitedShare * 100).toFixed(0)}% refused\n`,
+  );
   console.log(table(['subject', 'per second', '±', 'per call'], rows, new Set([1, 2, 3])));
   const [decide, off, ...on] = rates as [number, number, number, number];
   console.log('');
   for (const [i, rate] of on.entries()) {
     const extraNs = 1e9 / rate - 1e9 / off;
-    console.log(`${subjects[i + 2]![0]}: reporting ${ratio(off / rate)} the time of metrics alone, +${extraNs.toFixed(0)} ns per decision; decision + reporting ${ratio((1 / decide + 1 / rate) / (1 / decide + 1 / off))}`);
+    console.log(
+      `${subjects[i + 2]![0]}: reporting ${ratio(off / rate)} the time of metrics alone, +${extraNs.toFixed(0)} ns per decision; decision + reporting ${ratio((1 / decide + 1 / rate) / (1 / decide + 1 / off))}`,
+    );
   }
 }
 

@@ -98,20 +98,37 @@ async function drive(call: Call, ms: number, pid: number | undefined): Promise<R
   const cpu = pid === undefined ? elapsedMs : cpuMs(pid) - cpuStart;
   latencies.sort((a, b) => a - b);
   const at = (q: number): number => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
-  return { count: latencies.length, perSecond: (latencies.length * 1000) / elapsedMs, perCpuSecond: (latencies.length * 1000) / Math.max(1, cpu), p50Ms: at(0.5), p99Ms: at(0.99), errors };
+  return {
+    count: latencies.length,
+    perSecond: (latencies.length * 1000) / elapsedMs,
+    perCpuSecond: (latencies.length * 1000) / Math.max(1, cpu),
+    p50Ms: at(0.5),
+    p99Ms: at(0.99),
+    errors,
+  };
 }
 
 function grpcCaller(port: number): { call: Call; close: () => void } {
   const Service = loadRateLimitService();
-  const client = new Service(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & { ShouldRateLimit(r: unknown, cb: (e: Error | null, v: unknown) => void): void };
-  const call: Call = (i) => new Promise((resolve, reject) => client.ShouldRateLimit(request(i), (e, v) => (e === null ? resolve(v) : reject(e))));
+  const client = new Service(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
+    ShouldRateLimit(r: unknown, cb: (e: Error | null, v: unknown) => void): void;
+  };
+  const call: Call = (i) =>
+    new Promise((resolve, reject) =>
+      client.ShouldRateLimit(request(i), (e, v) => (e === null ? resolve(v) : reject(e))),
+    );
   return { call, close: () => client.close() };
 }
 
 function jsonCaller(port: number): { call: Call; close: () => Promise<void> } {
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: IN_FLIGHT, pipelining: 1 });
   const call: Call = async (i) => {
-    const res = await pool.request({ path: '/json', method: 'POST', body: JSON.stringify(request(i)), headers: { 'content-type': 'application/json' } });
+    const res = await pool.request({
+      path: '/json',
+      method: 'POST',
+      body: JSON.stringify(request(i)),
+      headers: { 'content-type': 'application/json' },
+    });
     return res.body.text();
   };
   return { call, close: () => pool.close() };
@@ -123,19 +140,29 @@ function serveBare(kind: string): void {
   if (kind === 'http') {
     const server = createServer((req, res) => {
       req.resume();
-      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body));
+      req.on('end', () =>
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body),
+      );
     });
-    server.listen(0, '127.0.0.1', () => console.log(JSON.stringify({ port: (server.address() as { port: number }).port })));
+    server.listen(0, '127.0.0.1', () =>
+      console.log(JSON.stringify({ port: (server.address() as { port: number }).port })),
+    );
     return;
   }
   const server = new grpc.Server();
   const answer = { overall_code: 'OK', statuses: [{ code: 'OK' }, { code: 'OK' }, { code: 'OK' }] };
-  server.addService(loadRateLimitService().service, { ShouldRateLimit: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, answer) });
-  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (_e, port) => console.log(JSON.stringify({ port })));
+  server.addService(loadRateLimitService().service, {
+    ShouldRateLimit: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, answer),
+  });
+  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (_e, port) =>
+    console.log(JSON.stringify({ port })),
+  );
 }
 
 async function startBare(kind: 'grpc' | 'http'): Promise<Server> {
-  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, '--serve-bare', kind], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, '--serve-bare', kind], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const line = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve));
   const { port } = JSON.parse(line) as { port: number };
   return { pid: child.pid!, port, stop: async () => void child.kill('SIGTERM') };
@@ -147,7 +174,16 @@ async function startService(config: string, extra: readonly string[] = []): Prom
 }
 
 function row(name: string, r: Result, vs?: Result): string[] {
-  return [name, Math.round(r.perSecond).toLocaleString('en'), Math.round(r.perCpuSecond).toLocaleString('en'), Math.round(r.perCpuSecond * 3).toLocaleString('en'), r.p50Ms.toFixed(2), r.p99Ms.toFixed(2), String(r.errors), vs === undefined ? '' : ratio(r.perCpuSecond / vs.perCpuSecond)];
+  return [
+    name,
+    Math.round(r.perSecond).toLocaleString('en'),
+    Math.round(r.perCpuSecond).toLocaleString('en'),
+    Math.round(r.perCpuSecond * 3).toLocaleString('en'),
+    r.p50Ms.toFixed(2),
+    r.p99Ms.toFixed(2),
+    String(r.errors),
+    vs === undefined ? '' : ratio(r.perCpuSecond / vs.perCpuSecond),
+  ];
 }
 
 const ROUNDS = 3;
@@ -188,8 +224,14 @@ async function memoryRuns(config: string): Promise<string[][]> {
     const bj = jsonCaller(bareHttp.port);
     const [floodgateJson, bareJsonResult] = await pair(j.call, service.http.pid, bj.call, bareHttp.pid);
     await Promise.all([j.close(), bj.close()]);
-    rows.push(row('gRPC ShouldRateLimit, memory store', floodgateGrpc, bareGrpcResult), row('gRPC, bare constant server', bareGrpcResult));
-    rows.push(row('POST /json, memory store', floodgateJson, bareJsonResult), row('POST /json, bare constant server', bareJsonResult));
+    rows.push(
+      row('gRPC ShouldRateLimit, memory store', floodgateGrpc, bareGrpcResult),
+      row('gRPC, bare constant server', bareGrpcResult),
+    );
+    rows.push(
+      row('POST /json, memory store', floodgateJson, bareJsonResult),
+      row('POST /json, bare constant server', bareJsonResult),
+    );
   } finally {
     await Promise.all([service.grpc.stop(), bareGrpc.stop(), bareHttp.stop()]);
   }
@@ -208,7 +250,9 @@ async function redisRun(config: string): Promise<{ rows: string[][]; perRequest:
     const after = await commandCounts(admin);
     g.close();
     const requests = result.count;
-    const perRequest = [...after.entries()].map(([cmd, n]) => [cmd, ((n - (before.get(cmd) ?? 0)) / requests).toFixed(3)]).filter(([, v]) => v !== '0.000');
+    const perRequest = [...after.entries()]
+      .map(([cmd, n]) => [cmd, ((n - (before.get(cmd) ?? 0)) / requests).toFixed(3)])
+      .filter(([, v]) => v !== '0.000');
     return { rows: [row('gRPC ShouldRateLimit, Redis store', result)], perRequest };
   } finally {
     await service.grpc.stop();
@@ -229,13 +273,28 @@ async function commandCounts(redis: Redis): Promise<Map<string, number>> {
 async function main(): Promise<void> {
   const config = join(tmpdir(), `floodgate-bench-decision-${process.pid}.yaml`);
   writeFileSync(config, CONFIG);
-  console.error(`decision service: 3 descriptors per request, ${IN_FLIGHT} in flight, best of ${ROUNDS} runs of ${DURATION_MS} ms (alternating with the bare peer) after ${WARMUP_MS} ms of warm-up`);
+  console.error(
+    `decision service: 3 descriptors per request, ${IN_FLIGHT} in flight, best of ${ROUNDS} runs of ${DURATION_MS} ms (alternating with the bare peer) after ${WARMUP_MS} ms of warm-up`,
+  );
   const rows = process.argv.includes('--redis-only') ? [] : await memoryRuns(config);
   const redis = await redisRun(config);
   rows.push(...redis.rows);
-  const header = ['subject', 'requests/s', 'requests per server CPU-s', 'decisions per server CPU-s', 'p50 ms', 'p99 ms', 'errors', '÷ bare'];
+  const header = [
+    'subject',
+    'requests/s',
+    'requests per server CPU-s',
+    'decisions per server CPU-s',
+    'p50 ms',
+    'p99 ms',
+    'errors',
+    '÷ bare',
+  ];
   console.log(table(header, rows, new Set([1, 2, 3, 4, 5, 6, 7])));
-  console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(1)).join(', ')} (on a shared machine, latencies and requests/s move with it; CPU-s figures less)`);
+  console.log(
+    `\nload average at the end: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(', ')} (on a shared machine, latencies and requests/s move with it; CPU-s figures less)`,
+  );
   console.log('\nRedis commands per request (3 descriptors, one domain: one hash slot). EVALSHA is the round trip;');
   console.log('the others run inside the script and are counted by INFO commandstats too:');
   console.log(table(['command', 'per request'], redis.perRequest, new Set([1])));

@@ -82,20 +82,53 @@ function startProcess(name: string, cpu: string, command: string, args: readonly
   });
 }
 
-function startPeer(name: string, kind: string, options: { upstreamPort: number; capacity: number; refillPerSecond: number }): Promise<Running> {
-  const args = ['--conditions=floodgate-source', '--import', 'tsx', PEERS, '--serve', kind, '--upstream-port', String(options.upstreamPort), '--capacity', String(options.capacity), '--refill-per-second', String(options.refillPerSecond)];
+function startPeer(
+  name: string,
+  kind: string,
+  options: { upstreamPort: number; capacity: number; refillPerSecond: number },
+): Promise<Running> {
+  const args = [
+    '--conditions=floodgate-source',
+    '--import',
+    'tsx',
+    PEERS,
+    '--serve',
+    kind,
+    '--upstream-port',
+    String(options.upstreamPort),
+    '--capacity',
+    String(options.capacity),
+    '--refill-per-second',
+    String(options.refillPerSecond),
+  ];
   return startProcess(name, kind === 'upstream' ? '1' : '0', process.execPath, args);
 }
 
 async function startFloodgate(name: string, dir: string, yaml: string): Promise<Running> {
   const file = join(dir, `${name}.yaml`);
   await writeFile(file, yaml);
-  return startProcess(name, '0', process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', MAIN, 'serve', '--config', file, '--port', '0', '--admin-port', '0', '--no-watch']);
+  return startProcess(name, '0', process.execPath, [
+    '--conditions=floodgate-source',
+    '--import',
+    'tsx',
+    MAIN,
+    'serve',
+    '--config',
+    file,
+    '--port',
+    '0',
+    '--admin-port',
+    '0',
+    '--no-watch',
+  ]);
 }
 
 async function startNginx(spec: CellSpec, dir: string, upstreamPort: number): Promise<Running> {
   const port = await freePort();
-  const limit = spec.case === 'admit' ? { rate: '100000000r/s', burst: 1_000_000, policy: POLICY.admit, retryAfterSeconds: 1 } : { rate: '1r/m', burst: 0, policy: POLICY.refuse, retryAfterSeconds: 1000 };
+  const limit =
+    spec.case === 'admit'
+      ? { rate: '100000000r/s', burst: 1_000_000, policy: POLICY.admit, retryAfterSeconds: 1 }
+      : { rate: '1r/m', burst: 0, policy: POLICY.refuse, retryAfterSeconds: 1000 };
   const args = await writeNginxConf(join(dir, spec.name), { port, upstreamPort, limit });
   const [cmd, argv] = pinned('0', NGINX, args);
   const child = spawn(cmd, argv, { stdio: 'ignore' });
@@ -103,10 +136,17 @@ async function startNginx(spec: CellSpec, dir: string, upstreamPort: number): Pr
   return { name: spec.name, port, adminPort: 0, child };
 }
 
-function startCell(spec: CellSpec, dir: string, upstreamPort: number, redis: RedisServer | undefined): Promise<Running> {
+function startCell(
+  spec: CellSpec,
+  dir: string,
+  upstreamPort: number,
+  redis: RedisServer | undefined,
+): Promise<Running> {
   const bucket = BUCKET[spec.case];
-  if (spec.kind === 'undici-bare') return startPeer(spec.name, 'undici', { upstreamPort, capacity: 0, refillPerSecond: 1 });
-  if (spec.kind === 'undici' || spec.kind === 'fastify') return startPeer(spec.name, spec.kind, { upstreamPort, ...bucket });
+  if (spec.kind === 'undici-bare')
+    return startPeer(spec.name, 'undici', { upstreamPort, capacity: 0, refillPerSecond: 1 });
+  if (spec.kind === 'undici' || spec.kind === 'fastify')
+    return startPeer(spec.name, spec.kind, { upstreamPort, ...bucket });
   if (spec.kind === 'nginx') return startNginx(spec, dir, upstreamPort);
   return startFloodgate(spec.name, dir, floodgateYaml(spec, upstreamPort, redis?.port));
 }
@@ -135,15 +175,41 @@ async function waitForPort(port: number): Promise<void> {
 }
 
 function wrkCommand(port: number, seconds: number, connections: number, script?: string): [string, string[]] {
-  const args = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency', ...(script === undefined ? [] : ['-s', script]), `http://127.0.0.1:${port}/bench`];
+  const args = [
+    '-t1',
+    `-c${connections}`,
+    `-d${seconds}s`,
+    '--latency',
+    ...(script === undefined ? [] : ['-s', script]),
+    `http://127.0.0.1:${port}/bench`,
+  ];
   return pinned('1', 'wrk', args);
 }
 
 async function startRedis(dir: string): Promise<RedisServer | undefined> {
   if (spawnSync('redis-server', ['--version']).status !== 0) return undefined;
   const port = await freePort();
-  const child = spawn(...pinned('1', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir]), { stdio: 'ignore' });
-  for (let i = 0; i < 50 && spawnSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8' }).stdout.trim() !== 'PONG'; i++) await new Promise((r) => setTimeout(r, 100));
+  const child = spawn(
+    ...pinned('1', 'redis-server', [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+    ]),
+    { stdio: 'ignore' },
+  );
+  for (
+    let i = 0;
+    i < 50 && spawnSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8' }).stdout.trim() !== 'PONG';
+    i++
+  )
+    await new Promise((r) => setTimeout(r, 100));
   return { port, child };
 }
 
@@ -167,7 +233,16 @@ async function printSamples(cells: readonly Running[], specs: ReadonlyMap<string
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { duration: { type: 'string', default: '2' }, rounds: { type: 'string', default: '5' }, connections: { type: 'string', default: '50' }, keys: { type: 'string', default: '1000000' }, only: { type: 'string' }, quiet: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: {
+      duration: { type: 'string', default: '2' },
+      rounds: { type: 'string', default: '5' },
+      connections: { type: 'string', default: '50' },
+      keys: { type: 'string', default: '1000000' },
+      only: { type: 'string' },
+      quiet: { type: 'boolean', default: false },
+    },
+  });
   const seconds = Number(values.duration);
   const rounds = Number(values.rounds);
   const connections = Number(values.connections);
@@ -180,12 +255,19 @@ async function main(): Promise<void> {
     running.push(upstream);
     redis = await startRedis(dir);
     const hasNginx = existsSync(NGINX);
-    const specs = CELLS.filter((s) => (only === undefined || only.includes(s.name)) && (s.kind !== 'nginx' || hasNginx) && (s.floodgate?.redis !== true || redis !== undefined));
+    const specs = CELLS.filter(
+      (s) =>
+        (only === undefined || only.includes(s.name)) &&
+        (s.kind !== 'nginx' || hasNginx) &&
+        (s.floodgate?.redis !== true || redis !== undefined),
+    );
     const cells: Running[] = [];
     for (const s of specs) cells.push(await startCell(s, dir, upstream.port, redis));
     running.push(...cells);
     const byName = new Map(specs.map((s) => [s.name, s]));
-    console.log(`wrk -t1 -c${connections} -d${seconds}s --latency, ${rounds} rounds; ${PIN ? 'proxies pinned to CPU 0, upstream, Redis and wrk to CPU 1' : 'no CPU pinning'}; ${spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()} CPUs, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+    console.log(
+      `wrk -t1 -c${connections} -d${seconds}s --latency, ${rounds} rounds; ${PIN ? 'proxies pinned to CPU 0, upstream, Redis and wrk to CPU 1' : 'no CPU pinning'}; ${spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()} CPUs, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+    );
     if (!hasNginx) console.log(`(no ${NGINX}: the nginx cells are left out; apt-get install -y nginx-light)`);
     if (redis === undefined) console.log('(no redis-server: the Redis cells are left out)');
     printCells(specs, new Set(byName.keys()));
@@ -194,8 +276,17 @@ async function main(): Promise<void> {
     const results = new Map<string, Round[]>(cells.map((c) => [c.name, []]));
     for (let r = 0; r < rounds; r++) {
       for (const c of cells) {
-        const withRedis = byName.get(c.name)!.floodgate?.redis === true && redis !== undefined ? { pid: redis.child.pid!, port: redis.port } : undefined;
-        results.get(c.name)!.push(runWrk({ command: wrkCommand(c.port, seconds, connections), pid: c.child.pid!, ...(withRedis === undefined ? {} : { redis: withRedis }) }));
+        const withRedis =
+          byName.get(c.name)!.floodgate?.redis === true && redis !== undefined
+            ? { pid: redis.child.pid!, port: redis.port }
+            : undefined;
+        results.get(c.name)!.push(
+          runWrk({
+            command: wrkCommand(c.port, seconds, connections),
+            pid: c.child.pid!,
+            ...(withRedis === undefined ? {} : { redis: withRedis }),
+          }),
+        );
       }
     }
     printCase(results, specs, 'admit', ['undici', 'nginx']);
@@ -204,7 +295,9 @@ async function main(): Promise<void> {
     const keys = Number(values.keys);
     if (keys > 0 && (only === undefined || only.includes('keys'))) {
       const { bytesPerKey, seconds: took } = await rssPerKey(dir, upstream.port, keys, connections);
-      console.log(`\nRSS growth with ${keys.toLocaleString('en')} keys held (one per request, a token bucket keyed by query parameter): ${bytesPerKey.toFixed(1)} B per key (loaded in ${took.toFixed(0)} s)`);
+      console.log(
+        `\nRSS growth with ${keys.toLocaleString('en')} keys held (one per request, a token bucket keyed by query parameter): ${bytesPerKey.toFixed(1)} B per key (loaded in ${took.toFixed(0)} s)`,
+      );
     }
   } finally {
     for (const r of running) r.child.kill('SIGTERM');
@@ -220,7 +313,12 @@ function rssKb(pid: number): number {
 }
 
 /** Sends `keys` requests, each with a key of its own, and returns the gateway's RSS growth per key. */
-async function rssPerKey(dir: string, upstreamPort: number, keys: number, connections: number): Promise<{ bytesPerKey: number; seconds: number }> {
+async function rssPerKey(
+  dir: string,
+  upstreamPort: number,
+  keys: number,
+  connections: number,
+): Promise<{ bytesPerKey: number; seconds: number }> {
   const gw = await startFloodgate('floodgate-keys', dir, keysYaml(upstreamPort));
   try {
     spawnSync(...wrkCommand(gw.port, 2, connections));
@@ -228,9 +326,22 @@ async function rssPerKey(dir: string, upstreamPort: number, keys: number, connec
     const script = join(dir, 'keys.lua');
     // One counter per wrk thread (there is one), so every request carries a new key; past `keys`
     // the requests repeat a key already held, and the run is stopped once the gateway holds them all.
-    await writeFile(script, `local n = 0\nlocal limit = ${keys}\nrequest = function()\n  if n < limit then n = n + 1 end\n  return wrk.format("GET", "/bench?k=" .. n)\nend\n`);
+    await writeFile(
+      script,
+      `local n = 0\nlocal limit = ${keys}\nrequest = function()\n  if n < limit then n = n + 1 end\n  return wrk.format("GET", "/bench?k=" .. n)\nend\n`,
+    );
     const started = performance.now();
-    const load = spawn(...pinned('1', 'wrk', ['-t1', `-c${Math.min(connections, 16)}`, '-d3600s', '-s', script, `http://127.0.0.1:${gw.port}/bench`]), { stdio: 'ignore' });
+    const load = spawn(
+      ...pinned('1', 'wrk', [
+        '-t1',
+        `-c${Math.min(connections, 16)}`,
+        '-d3600s',
+        '-s',
+        script,
+        `http://127.0.0.1:${gw.port}/bench`,
+      ]),
+      { stdio: 'ignore' },
+    );
     try {
       while ((await keysHeld(gw.adminPort)) < keys) await new Promise((r) => setTimeout(r, 500));
     } finally {
@@ -247,7 +358,14 @@ async function rssPerKey(dir: string, upstreamPort: number, keys: number, connec
 /** The keys the `keys` gateway holds: its shadow rule's decisions, from its metrics. */
 async function keysHeld(adminPort: number): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('floodgate_decisions_total{') && l.includes('rule="per-key"') && l.includes('outcome="shadow_admitted"'));
+  const line = text
+    .split('\n')
+    .find(
+      (l) =>
+        l.startsWith('floodgate_decisions_total{') &&
+        l.includes('rule="per-key"') &&
+        l.includes('outcome="shadow_admitted"'),
+    );
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 

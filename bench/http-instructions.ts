@@ -74,11 +74,27 @@ async function control(pid: number, ...args: string[]): Promise<void> {
 }
 
 /** Measures one cell (`framework:subject`): instructions per request in each window. */
-async function measure(cell: string, o: { requests: number; warmup: number; settle: number; windows: number }): Promise<number[]> {
+async function measure(
+  cell: string,
+  o: { requests: number; warmup: number; settle: number; windows: number },
+): Promise<number[]> {
   const dir = await mkdtemp(join(tmpdir(), 'floodgate-callgrind-'));
-  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'cg.%p')}`, process.execPath, ...CHILD_FLAGS, HTTP_BENCH, '--serve', cell], {
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      `--callgrind-out-file=${join(dir, 'cg.%p')}`,
+      process.execPath,
+      ...CHILD_FLAGS,
+      HTTP_BENCH,
+      '--serve',
+      cell,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
   try {
     const port = await new Promise<number>((resolve, reject) => {
       let out = '';
@@ -127,10 +143,17 @@ async function main(): Promise<void> {
   });
   const only = values.subjects?.split(',');
   if (only !== undefined && !only.includes('bare')) only.push('bare');
-  const o = { requests: Number(values.requests), warmup: Number(values.warmup), settle: Number(values.settle), windows: Number(values.windows) };
+  const o = {
+    requests: Number(values.requests),
+    warmup: Number(values.warmup),
+    settle: Number(values.settle),
+    windows: Number(values.windows),
+  };
   const cells = Object.entries(CELLS)
     .filter(([framework]) => positionals.length === 0 || positionals.some((p) => framework.includes(p)))
-    .flatMap(([framework, subjects]) => subjects.filter((s) => only === undefined || only.includes(s)).map((subject) => `${framework}:${subject}`));
+    .flatMap(([framework, subjects]) =>
+      subjects.filter((s) => only === undefined || only.includes(s)).map((subject) => `${framework}:${subject}`),
+    );
   const results = new Map<string, number[]>();
   const queue = [...cells];
   const worker = async (): Promise<void> => {
@@ -141,7 +164,17 @@ async function main(): Promise<void> {
     }
   };
   await Promise.all(Array.from({ length: Number(values.parallel) }, worker));
-  console.log(['framework', 'subject', 'instructions/req (least window)', 'all windows', '÷ bare', 'bare ÷ it', 'floor ÷ it'].join('\t'));
+  console.log(
+    [
+      'framework',
+      'subject',
+      'instructions/req (least window)',
+      'all windows',
+      '÷ bare',
+      'bare ÷ it',
+      'floor ÷ it',
+    ].join('\t'),
+  );
   for (const cell of cells) {
     const [framework, subject] = cell.split(':') as [string, string];
     const bare = Math.min(...results.get(`${framework}:bare`)!);
@@ -149,9 +182,21 @@ async function main(): Promise<void> {
     const it = Math.min(...windows);
     const floor = subject === 'counting' ? results.get(`${framework}:floor`) : undefined;
     const toFloor = floor === undefined ? '-' : (Math.min(...floor) / it).toFixed(3);
-    console.log([framework, subject, Math.round(it), `${Math.round(it)}-${Math.round(Math.max(...windows))}`, (it / bare).toFixed(3), (bare / it).toFixed(3), toFloor].join('\t'));
+    console.log(
+      [
+        framework,
+        subject,
+        Math.round(it),
+        `${Math.round(it)}-${Math.round(Math.max(...windows))}`,
+        (it / bare).toFixed(3),
+        (bare / it).toFixed(3),
+        toFloor,
+      ].join('\t'),
+    );
   }
-  console.log('\n"bare ÷ it" is the share of the bare server\'s requests/s a CPU-bound server would keep (least windows);');
+  console.log(
+    '\n"bare ÷ it" is the share of the bare server\'s requests/s a CPU-bound server would keep (least windows);',
+  );
   console.log('"floor ÷ it", for counting, the share of its floor\'s (the same changing headers, no limiter).');
 }
 

@@ -62,11 +62,15 @@ async function countingLimiter() {
 }
 
 /** Whether `subject` runs floodgate: with its default headers, `quiet` with the draft headers off, `counting` counting down. */
-const isFloodgate = (subject: Subject): boolean => subject === 'floodgate' || subject === 'quiet' || subject === 'counting';
+const isFloodgate = (subject: Subject): boolean =>
+  subject === 'floodgate' || subject === 'quiet' || subject === 'counting';
 
 /** floodgate's options for `subject`: `quiet` turns the draft headers off, to show what writing them costs. */
 async function floodgateOptions(subject: Subject) {
-  return { limiter: subject === 'counting' ? await countingLimiter() : await floodgateLimiter(), draftHeaders: subject !== 'quiet' };
+  return {
+    limiter: subject === 'counting' ? await countingLimiter() : await floodgateLimiter(),
+    draftHeaders: subject !== 'quiet',
+  };
 }
 
 /** A Connect-style middleware that does nothing. */
@@ -130,7 +134,8 @@ async function serveNode(subject: Subject): Promise<ReturnType<typeof createServ
 async function serveExpress(subject: Subject): Promise<ReturnType<typeof createServer>> {
   const { default: express } = await import('express');
   const app = express();
-  if (isFloodgate(subject)) app.use((await import('floodgate/http/express')).floodgateExpress(await floodgateOptions(subject)));
+  if (isFloodgate(subject))
+    app.use((await import('floodgate/http/express')).floodgateExpress(await floodgateOptions(subject)));
   if (subject === 'peer') app.use((await import('express-rate-limit')).rateLimit({ windowMs: 60_000, limit: HUGE }));
   if (subject === 'noop') app.use(noopConnect);
   if (subject === 'fixed') app.use(fixedConnect);
@@ -154,11 +159,22 @@ async function serveHono(subject: Subject): Promise<ReturnType<typeof createServ
   const { Hono } = await import('hono');
   const { createAdaptorServer } = await import('@hono/node-server');
   const app = new Hono();
-  if (isFloodgate(subject)) app.use('*', (await import('floodgate/http/hono')).floodgateHono(await floodgateOptions(subject)));
+  if (isFloodgate(subject))
+    app.use('*', (await import('floodgate/http/hono')).floodgateHono(await floodgateOptions(subject)));
   if (subject === 'noop') app.use('*', async (_c, next) => void (await next()));
   // As floodgate's adapter does under @hono/node-server: on node's response, which Hono's reaches.
-  if (subject === 'fixed') app.use('*', async (c, next) => void (fixedConnect(undefined, (c.env as { outgoing: ServerResponse }).outgoing, () => {}), await next()));
-  if (subject === 'floor') app.use('*', async (c, next) => void (floorConnect(undefined, (c.env as { outgoing: ServerResponse }).outgoing, () => {}), await next()));
+  if (subject === 'fixed')
+    app.use(
+      '*',
+      async (c, next) =>
+        void (fixedConnect(undefined, (c.env as { outgoing: ServerResponse }).outgoing, () => {}), await next()),
+    );
+  if (subject === 'floor')
+    app.use(
+      '*',
+      async (c, next) =>
+        void (floorConnect(undefined, (c.env as { outgoing: ServerResponse }).outgoing, () => {}), await next()),
+    );
   app.get('/', (c) => c.text('ok'));
   return createAdaptorServer({ fetch: app.fetch }) as ReturnType<typeof createServer>;
 }
@@ -167,8 +183,10 @@ async function serveHono(subject: Subject): Promise<ReturnType<typeof createServ
 async function serveFastify(subject: Subject): Promise<number> {
   const { default: Fastify } = await import('fastify');
   const app = Fastify();
-  if (isFloodgate(subject)) await app.register((await import('floodgate/http/fastify')).floodgateFastify, await floodgateOptions(subject));
-  if (subject === 'peer') await app.register((await import('@fastify/rate-limit')).default, { max: HUGE, timeWindow: 60_000 });
+  if (isFloodgate(subject))
+    await app.register((await import('floodgate/http/fastify')).floodgateFastify, await floodgateOptions(subject));
+  if (subject === 'peer')
+    await app.register((await import('@fastify/rate-limit')).default, { max: HUGE, timeWindow: 60_000 });
   if (subject === 'noop') app.addHook('onRequest', (_request, _reply, done) => done());
   if (subject === 'fixed') {
     app.addHook('onRequest', (_request, reply, done) => {
@@ -239,14 +257,20 @@ function placement(pin: boolean): Placement {
 }
 
 /** Spawns `argv` behind the `prefix` (a taskset, or nothing). */
-function spawnPlaced(prefix: readonly string[], argv: readonly string[], options: Parameters<typeof spawn>[2]): ChildProcess {
+function spawnPlaced(
+  prefix: readonly string[],
+  argv: readonly string[],
+  options: Parameters<typeof spawn>[2],
+): ChildProcess {
   const [command, ...args] = [...prefix, ...argv] as [string, ...string[]];
   return spawn(command, args, options);
 }
 
 function startServer(cell: string, place: Placement): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawnPlaced(place.server, [process.execPath, ...CHILD_FLAGS, SELF, '--serve', cell], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+    const child = spawnPlaced(place.server, [process.execPath, ...CHILD_FLAGS, SELF, '--serve', cell], {
+      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+    });
     let out = '';
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
       out += chunk;
@@ -266,7 +290,12 @@ function cpuOf(child: ChildProcess): Promise<number> {
 }
 
 /** Loads the server for `seconds` and measures requests/s and its CPU time per request. */
-async function load(client: Client, server: { child: ChildProcess; port: number }, seconds: number, connections: number): Promise<Load> {
+async function load(
+  client: Client,
+  server: { child: ChildProcess; port: number },
+  seconds: number,
+  connections: number,
+): Promise<Load> {
   const before = await cpuOf(server.child);
   const r = await client(server.port, seconds, connections);
   const cpuUs = (await cpuOf(server.child)) - before;
@@ -287,7 +316,16 @@ function output(prefix: readonly string[], argv: readonly string[]): Promise<{ c
 function autocannon(place: Placement): Client {
   const bin = fileURLToPath(import.meta.resolve('autocannon/autocannon.js'));
   return async (port, seconds, connections) => {
-    const { code, out } = await output(place.client, [process.execPath, bin, '-c', String(connections), '-d', String(seconds), '--json', `http://127.0.0.1:${port}/`]);
+    const { code, out } = await output(place.client, [
+      process.execPath,
+      bin,
+      '-c',
+      String(connections),
+      '-d',
+      String(seconds),
+      '--json',
+      `http://127.0.0.1:${port}/`,
+    ]);
     try {
       const r = JSON.parse(out) as { requests: { average: number; total: number }; non2xx: number; errors: number };
       return { requestsPerSecond: r.requests.average, total: r.requests.total, non2xx: r.non2xx, errors: r.errors };
@@ -300,7 +338,13 @@ function autocannon(place: Placement): Client {
 /** wrk (one thread), read from its text summary: a C load generator that leaves the server more of the machine than autocannon does. */
 function wrk(place: Placement): Client {
   return async (port, seconds, connections) => {
-    const { code, out } = await output(place.client, ['wrk', '-t1', `-c${connections}`, `-d${seconds}s`, `http://127.0.0.1:${port}/`]);
+    const { code, out } = await output(place.client, [
+      'wrk',
+      '-t1',
+      `-c${connections}`,
+      `-d${seconds}s`,
+      `http://127.0.0.1:${port}/`,
+    ]);
     const total = /(\d+) requests in/.exec(out);
     const rate = /Requests\/sec:\s+([\d.]+)/.exec(out);
     if (total === null || rate === null) throw new Error(`wrk exited with ${code}: ${out.slice(0, 200)}`);
@@ -327,7 +371,9 @@ async function measureFramework(cells: readonly string[], o: RunOptions, results
       for (const i of order) {
         const l = await load(o.client, servers[i]!, o.seconds, o.connections);
         results.set(cells[i]!, [...(results.get(cells[i]!) ?? []), l]);
-        console.error(`${cells[i]!.padEnd(18)} ${Math.round(l.requestsPerSecond)} req/s  ${l.cpuUsPerRequest.toFixed(1)} µs CPU/req`);
+        console.error(
+          `${cells[i]!.padEnd(18)} ${Math.round(l.requestsPerSecond)} req/s  ${l.cpuUsPerRequest.toFixed(1)} µs CPU/req`,
+        );
       }
     }
   } finally {
@@ -372,39 +418,81 @@ function median(values: readonly number[]): number {
 }
 
 /** The ratios of `a`'s requests/s to `b`'s, round by round: their median, lowest and highest. */
-function pairedRatios(a: readonly Load[] | undefined, b: readonly Load[] | undefined): { median: number; min: number; max: number } | undefined {
+function pairedRatios(
+  a: readonly Load[] | undefined,
+  b: readonly Load[] | undefined,
+): { median: number; min: number; max: number } | undefined {
   if (a === undefined || b === undefined) return undefined;
   const ratios = a.map((l, i) => l.requestsPerSecond / b[i]!.requestsPerSecond);
   return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
 }
 
 function printTable(results: Map<string, Load[]>, o: Pick<RunOptions, 'rounds'>): void {
-  const fmt = (n: number | undefined, digits = 0): string => (n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+  const fmt = (n: number | undefined, digits = 0): string =>
+    n === undefined ? '-' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
   const ratio = (a: Load[] | undefined, b: Load[] | undefined): string => {
     const r = pairedRatios(a, b);
     return r === undefined ? '-' : `${r.median.toFixed(3)}x (${r.min.toFixed(2)}-${r.max.toFixed(2)})`;
   };
-  const rows = [['framework', 'bare req/s', 'floodgate', 'fg/bare', 'peer', 'peer req/s', 'fg/peer', 'noop/bare', 'quiet/bare', 'fixed/bare', 'CPU µs/req bare', 'floodgate', 'peer']];
+  const rows = [
+    [
+      'framework',
+      'bare req/s',
+      'floodgate',
+      'fg/bare',
+      'peer',
+      'peer req/s',
+      'fg/peer',
+      'noop/bare',
+      'quiet/bare',
+      'fixed/bare',
+      'CPU µs/req bare',
+      'floodgate',
+      'peer',
+    ],
+  ];
   for (const f of FRAMEWORKS) {
     const loads = (s: Subject): Load[] | undefined => results.get(`${f}:${s}`);
-    const rps = (s: Subject): number | undefined => (loads(s) === undefined ? undefined : median(loads(s)!.map((l) => l.requestsPerSecond)));
-    const cpu = (s: Subject): number | undefined => (loads(s) === undefined ? undefined : median(loads(s)!.map((l) => l.cpuUsPerRequest)));
+    const rps = (s: Subject): number | undefined =>
+      loads(s) === undefined ? undefined : median(loads(s)!.map((l) => l.requestsPerSecond));
+    const cpu = (s: Subject): number | undefined =>
+      loads(s) === undefined ? undefined : median(loads(s)!.map((l) => l.cpuUsPerRequest));
     if (loads('bare') === undefined) continue;
-    rows.push([f, fmt(rps('bare')), fmt(rps('floodgate')), ratio(loads('floodgate'), loads('bare')), PEERS[f] ?? '-', fmt(rps('peer')), ratio(loads('floodgate'), loads('peer')), ratio(loads('noop'), loads('bare')), ratio(loads('quiet'), loads('bare')), ratio(loads('fixed'), loads('bare')), fmt(cpu('bare'), 1), fmt(cpu('floodgate'), 1), fmt(cpu('peer'), 1)]);
+    rows.push([
+      f,
+      fmt(rps('bare')),
+      fmt(rps('floodgate')),
+      ratio(loads('floodgate'), loads('bare')),
+      PEERS[f] ?? '-',
+      fmt(rps('peer')),
+      ratio(loads('floodgate'), loads('peer')),
+      ratio(loads('noop'), loads('bare')),
+      ratio(loads('quiet'), loads('bare')),
+      ratio(loads('fixed'), loads('bare')),
+      fmt(cpu('bare'), 1),
+      fmt(cpu('floodgate'), 1),
+      fmt(cpu('peer'), 1),
+    ]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  for (const r of rows) console.log(r.map((c, i) => (i === 0 || i === 4 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
-  console.log(`Requests/s are medians of ${o.rounds} rounds. Each ratio is the median of the rounds' own ratios (both cells measured`);
+  for (const r of rows)
+    console.log(r.map((c, i) => (i === 0 || i === 4 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
+  console.log(
+    `Requests/s are medians of ${o.rounds} rounds. Each ratio is the median of the rounds' own ratios (both cells measured`,
+  );
   console.log('seconds apart), with the lowest and highest round in brackets; above 1x favours floodgate.');
   printCounting(results);
   for (const [cell, loads] of results) {
-    if (loads.some((l) => l.non2xx > 0 || l.errors > 0)) console.log(`warning: ${cell} had non-2xx responses or errors`);
+    if (loads.some((l) => l.non2xx > 0 || l.errors > 0))
+      console.log(`warning: ${cell} had non-2xx responses or errors`);
   }
 }
 
 /** The `--counting` table: floodgate counting down beside the bare framework and beside its floor. */
 function printCounting(results: Map<string, Load[]>): void {
-  const rows = [['framework', 'bare req/s', 'floor req/s', 'counting req/s', 'counting/bare', 'counting/floor', 'floor/bare']];
+  const rows = [
+    ['framework', 'bare req/s', 'floor req/s', 'counting req/s', 'counting/bare', 'counting/floor', 'floor/bare'],
+  ];
   const ratio = (a: Load[] | undefined, b: Load[] | undefined): string => {
     const r = pairedRatios(a, b);
     return r === undefined ? '-' : `${r.median.toFixed(3)}x (${r.min.toFixed(2)}-${r.max.toFixed(2)})`;
@@ -412,14 +500,26 @@ function printCounting(results: Map<string, Load[]>): void {
   for (const f of FRAMEWORKS) {
     const loads = (s: Subject): Load[] | undefined => results.get(`${f}:${s}`);
     if (loads('counting') === undefined || loads('bare') === undefined) continue;
-    const rps = (s: Subject): string => Math.round(median(loads(s)!.map((l) => l.requestsPerSecond))).toLocaleString('en-US');
-    rows.push([f, rps('bare'), rps('floor'), rps('counting'), ratio(loads('counting'), loads('bare')), ratio(loads('counting'), loads('floor')), ratio(loads('floor'), loads('bare'))]);
+    const rps = (s: Subject): string =>
+      Math.round(median(loads(s)!.map((l) => l.requestsPerSecond))).toLocaleString('en-US');
+    rows.push([
+      f,
+      rps('bare'),
+      rps('floor'),
+      rps('counting'),
+      ratio(loads('counting'), loads('bare')),
+      ratio(loads('counting'), loads('floor')),
+      ratio(loads('floor'), loads('bare')),
+    ]);
   }
   if (rows.length === 1) return;
   console.log('');
-  console.log(`With remaining counting down on every request (a fixed window of ${COUNTING_LIMIT} per hour), and its floor:`);
+  console.log(
+    `With remaining counting down on every request (a fixed window of ${COUNTING_LIMIT} per hour), and its floor:`,
+  );
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  for (const r of rows) console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
+  for (const r of rows)
+    console.log(r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
 }
 
 async function main(): Promise<void> {
@@ -442,8 +542,10 @@ async function main(): Promise<void> {
   if (values.serve !== undefined) return serve(values.serve);
   const place = placement(!values['no-pin']);
   const clientName = values.client ?? (onPath('wrk') ? 'wrk' : 'autocannon');
-  if (clientName !== 'wrk' && clientName !== 'autocannon') throw new Error(`--client must be wrk or autocannon, got ${clientName}`);
-  if (clientName === 'wrk' && !onPath('wrk')) throw new Error('--client wrk: wrk is not on the PATH (apt-get install -y wrk)');
+  if (clientName !== 'wrk' && clientName !== 'autocannon')
+    throw new Error(`--client must be wrk or autocannon, got ${clientName}`);
+  if (clientName === 'wrk' && !onPath('wrk'))
+    throw new Error('--client wrk: wrk is not on the PATH (apt-get install -y wrk)');
   const o: RunOptions = {
     warmupSeconds: Number(values.warmup),
     seconds: Number(values.duration),
@@ -456,10 +558,13 @@ async function main(): Promise<void> {
     client: clientName === 'wrk' ? wrk(place) : autocannon(place),
     place,
   };
-  console.error(`load generator: ${clientName}; ${place.server.length > 0 ? 'servers on CPU 0, the load generator on the others' : 'not pinned to CPUs'}`);
+  console.error(
+    `load generator: ${clientName}; ${place.server.length > 0 ? 'servers on CPU 0, the load generator on the others' : 'not pinned to CPUs'}`,
+  );
   const results = new Map<string, Load[]>();
   for (const f of FRAMEWORKS) {
-    if (positionals.length === 0 || positionals.some((x) => f.includes(x))) await measureFramework(cellsOf(f, o), o, results);
+    if (positionals.length === 0 || positionals.some((x) => f.includes(x)))
+      await measureFramework(cellsOf(f, o), o, results);
   }
   printTable(results, o);
 }

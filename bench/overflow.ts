@@ -16,7 +16,14 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { fixedWindow, gcra, MemoryStore, slidingWindowCounter, tokenBucket, type Algorithm } from '../packages/floodgate/src/index.js';
+import {
+  fixedWindow,
+  gcra,
+  MemoryStore,
+  slidingWindowCounter,
+  tokenBucket,
+  type Algorithm,
+} from '../packages/floodgate/src/index.js';
 import { OverflowSketch } from '../packages/floodgate/src/stores/overflow-sketch.js';
 
 const CHILD_ROUNDS = 3;
@@ -63,7 +70,21 @@ function median(values: number[]): number {
 /** Runs one case in a child process and returns its median decisions/s. */
 function runCase(policyName: string, mode: string, keys: number, maxKeys: number): number {
   const self = fileURLToPath(import.meta.url);
-  const run = spawnSync(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', self, 'child', policyName, mode, String(keys), String(maxKeys)], { encoding: 'utf8' });
+  const run = spawnSync(
+    process.execPath,
+    [
+      '--conditions=floodgate-source',
+      '--import',
+      'tsx',
+      self,
+      'child',
+      policyName,
+      mode,
+      String(keys),
+      String(maxKeys),
+    ],
+    { encoding: 'utf8' },
+  );
   if (run.status !== 0) throw new Error(`${policyName}/${mode} failed: ${run.stderr}`);
   const { rates } = JSON.parse(run.stdout.trim().split('\n').pop()!) as { rates: number[] };
   return median(rates);
@@ -72,7 +93,9 @@ function runCase(policyName: string, mode: string, keys: number, maxKeys: number
 function parent(): void {
   const keys = option('--keys', 200_000);
   const maxKeys = option('--max-keys', 100_000);
-  console.log(`fresh keys per round: ${keys}, maxKeys: ${maxKeys}; ${PAIRS} pairs of processes, ${CHILD_ROUNDS} rounds each`);
+  console.log(
+    `fresh keys per round: ${keys}, maxKeys: ${maxKeys}; ${PAIRS} pairs of processes, ${CHILD_ROUNDS} rounds each`,
+  );
   for (const policyName of Object.keys(POLICIES)) {
     const exact: number[] = [];
     const overflow: number[] = [];
@@ -89,8 +112,11 @@ function parent(): void {
     );
   }
   const sketch = OverflowSketch.create(POLICIES.gcra!(), { cellsPerRow: maxKeys })!;
-  console.log(`sketch memory: ${sketch.bytes} bytes for maxKeys ${maxKeys} = ${sketch.bytes / maxKeys} B per key of capacity (allocated when the table first fills)`);
+  console.log(
+    `sketch memory: ${sketch.bytes} bytes for maxKeys ${maxKeys} = ${sketch.bytes / maxKeys} B per key of capacity (allocated when the table first fills)`,
+  );
 }
 
-if (process.argv[2] === 'child') child(process.argv[3]!, process.argv[4]!, Number(process.argv[5]), Number(process.argv[6]));
+if (process.argv[2] === 'child')
+  child(process.argv[3]!, process.argv[4]!, Number(process.argv[5]), Number(process.argv[6]));
 else parent();

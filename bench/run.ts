@@ -114,12 +114,27 @@ function childArgs(c: PlannedCase, s: Settings): [string, string[]] {
     const h = s.hotKey;
     return [
       'bench/cases/hot-key.ts',
-      ['--subject', c.subject, '--path', c.path, '--regime', c.regime ?? 'admit',
-        '--warmup-ms', String(h.warmupMs), '--rounds', String(h.rounds), '--round-ms', String(h.roundMs)],
+      [
+        '--subject',
+        c.subject,
+        '--path',
+        c.path,
+        '--regime',
+        c.regime ?? 'admit',
+        '--warmup-ms',
+        String(h.warmupMs),
+        '--rounds',
+        String(h.rounds),
+        '--round-ms',
+        String(h.roundMs),
+      ],
     ];
   }
   const m = s.manyKeys;
-  return ['bench/cases/many-keys.ts', ['--subject', c.subject, '--path', c.path, '--keys', String(m.keys), '--rounds', String(m.rounds)]];
+  return [
+    'bench/cases/many-keys.ts',
+    ['--subject', c.subject, '--path', c.path, '--keys', String(m.keys), '--rounds', String(m.rounds)],
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -161,10 +176,18 @@ function resultRows(plan: readonly PlannedCase[], results: Results): string[][] 
       const base = results.hot('map', c.path, regime)?.rate.median;
       const fg = results.hot('floodgate', c.path, regime)?.rate.median;
       const expected = regime === 'admit' ? 1 : 0;
-      const check = r.rate.admittedFraction === expected ? 'ok' : `admitted ${(r.rate.admittedFraction * 100).toFixed(1)}%!`;
+      const check =
+        r.rate.admittedFraction === expected ? 'ok' : `admitted ${(r.rate.admittedFraction * 100).toFixed(1)}%!`;
       rows.push([
-        label, r.library, r.path, mps(r.rate.median), spread(r.rate.min, r.rate.max, r.rate.median),
-        ratio(div(r.rate.median, base)), ratio(div(fg, r.rate.median)), '', check,
+        label,
+        r.library,
+        r.path,
+        mps(r.rate.median),
+        spread(r.rate.min, r.rate.max, r.rate.median),
+        ratio(div(r.rate.median, base)),
+        ratio(div(fg, r.rate.median)),
+        '',
+        check,
       ]);
     }
   }
@@ -183,17 +206,36 @@ function resultRows(plan: readonly PlannedCase[], results: Results): string[][] 
       const labelled = `${count(r.keys)} ${label}`;
       if (phase === 'insert') {
         rows.push([
-          labelled, r.library, r.path, mps(r.fill.opsPerSec), '', ratio(div(r.fill.opsPerSec, base?.fill.opsPerSec)),
-          ratio(div(fg?.fill.opsPerSec, r.fill.opsPerSec)), '', r.fill.admitted === r.keys ? 'ok' : `admitted ${count(r.fill.admitted)}!`,
+          labelled,
+          r.library,
+          r.path,
+          mps(r.fill.opsPerSec),
+          '',
+          ratio(div(r.fill.opsPerSec, base?.fill.opsPerSec)),
+          ratio(div(fg?.fill.opsPerSec, r.fill.opsPerSec)),
+          '',
+          r.fill.admitted === r.keys ? 'ok' : `admitted ${count(r.fill.admitted)}!`,
         ]);
         continue;
       }
-      const held = r.sizeAtEnd === null ? 'held: not visible' : r.sizeAtEnd === r.keys ? `held ${count(r.sizeAtEnd)}` : `held ${count(r.sizeAtEnd)}!`;
-      const admitted = r.update.admittedFraction === 1 ? '' : `, admitted ${(r.update.admittedFraction * 100).toFixed(1)}%!`;
+      const held =
+        r.sizeAtEnd === null
+          ? 'held: not visible'
+          : r.sizeAtEnd === r.keys
+            ? `held ${count(r.sizeAtEnd)}`
+            : `held ${count(r.sizeAtEnd)}!`;
+      const admitted =
+        r.update.admittedFraction === 1 ? '' : `, admitted ${(r.update.admittedFraction * 100).toFixed(1)}%!`;
       rows.push([
-        labelled, r.library, r.path, mps(r.update.median), spread(r.update.min, r.update.max, r.update.median),
-        ratio(div(r.update.median, base?.update.median)), ratio(div(fg?.update.median, r.update.median)),
-        bytes(r.memory.bytesPerKey), held + admitted,
+        labelled,
+        r.library,
+        r.path,
+        mps(r.update.median),
+        spread(r.update.min, r.update.max, r.update.median),
+        ratio(div(r.update.median, base?.update.median)),
+        ratio(div(fg?.update.median, r.update.median)),
+        bytes(r.memory.bytesPerKey),
+        held + admitted,
       ]);
     }
   }
@@ -212,28 +254,71 @@ function targets(results: Results): Target[] {
     results.hot(subject, path, regime)?.rate.median;
   const atLeast = (goal: number) => (v: number | undefined) => (v === undefined ? undefined : v >= goal);
   const near1 = (v: number | undefined): boolean | undefined => (v === undefined ? undefined : v >= 0.9 && v <= 1.1);
-  const t = (target: string, value: number | undefined, goal: string, met: (v: number | undefined) => boolean | undefined): Target => ({
-    target, value, goal, met: met(value),
+  const t = (
+    target: string,
+    value: number | undefined,
+    goal: string,
+    met: (v: number | undefined) => boolean | undefined,
+  ): Target => ({
+    target,
+    value,
+    goal,
+    met: met(value),
   });
 
   const fgMany = results.many('floodgate', 'sync');
   const allHeld = fgMany !== undefined && fgMany.sizeAtEnd === fgMany.keys;
   const list: Target[] = [];
   for (const regime of REGIMES) {
-    list.push(t(`(a) floodgate sync ÷ Map sync, 1 key ${REGIME_LABEL[regime]}`, div(hot('sync', regime), hot('sync', regime, 'map')), '≥ 0.8', atLeast(0.8)));
+    list.push(
+      t(
+        `(a) floodgate sync ÷ Map sync, 1 key ${REGIME_LABEL[regime]}`,
+        div(hot('sync', regime), hot('sync', regime, 'map')),
+        '≥ 0.8',
+        atLeast(0.8),
+      ),
+    );
   }
   for (const regime of REGIMES) {
-    list.push(t(`(a) floodgate Promise ÷ Map Promise, 1 key ${REGIME_LABEL[regime]}`, div(hot('promise', regime), hot('promise', regime, 'map')), '≥ 0.8', atLeast(0.8)));
+    list.push(
+      t(
+        `(a) floodgate Promise ÷ Map Promise, 1 key ${REGIME_LABEL[regime]}`,
+        div(hot('promise', regime), hot('promise', regime, 'map')),
+        '≥ 0.8',
+        atLeast(0.8),
+      ),
+    );
   }
-  list.push(t('(a) floodgate sync: rejecting ÷ admitting', div(hot('sync', 'reject'), hot('sync', 'admit')), '≈ 1 (0.9–1.1)', near1));
-  list.push(t('(a) floodgate Promise: rejecting ÷ admitting', div(hot('promise', 'reject'), hot('promise', 'admit')), '≈ 1 (0.9–1.1)', near1));
+  list.push(
+    t(
+      '(a) floodgate sync: rejecting ÷ admitting',
+      div(hot('sync', 'reject'), hot('sync', 'admit')),
+      '≈ 1 (0.9–1.1)',
+      near1,
+    ),
+  );
+  list.push(
+    t(
+      '(a) floodgate Promise: rejecting ÷ admitting',
+      div(hot('promise', 'reject'), hot('promise', 'admit')),
+      '≈ 1 (0.9–1.1)',
+      near1,
+    ),
+  );
   list.push({
     target: `(b) floodgate bytes/key, ${fgMany === undefined ? '1M' : count(fgMany.keys)} keys held${fgMany !== undefined && !allHeld ? ' (NOT all held)' : ''}`,
     value: fgMany?.memory.bytesPerKey,
     goal: '≤ 64',
     met: fgMany === undefined || !allHeld ? undefined : fgMany.memory.bytesPerKey <= 64,
   });
-  list.push(t('(b) floodgate sync updates/s ÷ Map sync, many keys', div(fgMany?.update.median, results.many('map', 'sync')?.update.median), '≥ 1.5', atLeast(1.5)));
+  list.push(
+    t(
+      '(b) floodgate sync updates/s ÷ Map sync, many keys',
+      div(fgMany?.update.median, results.many('map', 'sync')?.update.median),
+      '≥ 1.5',
+      atLeast(1.5),
+    ),
+  );
   return list;
 }
 
@@ -251,7 +336,11 @@ function targetRows(list: readonly Target[]): string[][] {
 
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
-    options: { quick: { type: 'boolean', default: false }, keys: { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } },
+    options: {
+      quick: { type: 'boolean', default: false },
+      keys: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
     allowPositionals: true,
   });
   if (values.help) {
@@ -283,7 +372,9 @@ async function main(): Promise<void> {
       const result = (await runChild(ROOT, file, args)) as CaseResult;
       results.byId.set(c.id, result);
       const rate = result.case === 'hot-key' ? result.rate.median : result.update.median;
-      process.stderr.write(`${progress} ${mps(rate).padStart(6)} M/s  (${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
+      process.stderr.write(
+        `${progress} ${mps(rate).padStart(6)} M/s  (${((performance.now() - t0) / 1000).toFixed(1)} s)\n`,
+      );
     } catch (err) {
       const error = err instanceof Error ? err.message : String(err);
       failures.push({ id: c.id, error });
@@ -319,7 +410,13 @@ async function main(): Promise<void> {
   await mkdir(dirname(OUT_FILE), { recursive: true });
   const json = {
     date: new Date().toISOString(),
-    machine: { node: process.version, platform: process.platform, arch: process.arch, cpus: os.availableParallelism(), cpu },
+    machine: {
+      node: process.version,
+      platform: process.platform,
+      arch: process.arch,
+      cpus: os.availableParallelism(),
+      cpu,
+    },
     settings,
     totalSeconds: totalS,
     results: Object.fromEntries(results.byId),

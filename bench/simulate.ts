@@ -19,7 +19,16 @@
  */
 import { parseArgs } from 'node:util';
 import { Limiter, ManualClock, MemoryStore, type Algorithm } from 'floodgate';
-import { buildAlgorithm, generateArrivals, parseScenario, runLane, simulate, type Arrivals, type LaneSpec, type PolicySpec } from 'floodgate-simulator';
+import {
+  buildAlgorithm,
+  generateArrivals,
+  parseScenario,
+  runLane,
+  simulate,
+  type Arrivals,
+  type LaneSpec,
+  type PolicySpec,
+} from 'floodgate-simulator';
 
 const { values: flags } = parseArgs({ options: { quick: { type: 'boolean', default: false } } });
 const ROUNDS = flags.quick === true ? 3 : 7;
@@ -52,13 +61,21 @@ async function measure(subjects: Array<() => Promise<number> | number>): Promise
       cpuRates[i]!.push(decisions / ((used.user + used.system) / 1e6));
     }
   }
-  return rates.map((r, i) => ({ median: median(r), spread: (Math.max(...r) - Math.min(...r)) / 2, cpuMedian: median(cpuRates[i]!) }));
+  return rates.map((r, i) => ({
+    median: median(r),
+    spread: (Math.max(...r) - Math.min(...r)) / 2,
+    cpuMedian: median(cpuRates[i]!),
+  }));
 }
 
 /** The floor: the same arrivals straight into `consumeSync` on a manual clock, nothing recorded but a count. */
 function bareLoop(algorithm: Algorithm, arrivals: Arrivals): number {
   const clock = new ManualClock(0);
-  const limiter = new Limiter({ policy: algorithm, store: new MemoryStore({ maxKeys: Math.max(1000, arrivals.keys.length) }), clock });
+  const limiter = new Limiter({
+    policy: algorithm,
+    store: new MemoryStore({ maxKeys: Math.max(1000, arrivals.keys.length) }),
+    clock,
+  });
   let admitted = 0;
   const options = { cost: 1 };
   for (let i = 0; i < arrivals.length; i++) {
@@ -70,7 +87,8 @@ function bareLoop(algorithm: Algorithm, arrivals: Arrivals): number {
 }
 
 const millions = (rate: number): string => `${(rate / 1e6).toFixed(2)} M/s`;
-const shown = (f: Figure): string => `${millions(f.median)} ±${((100 * f.spread) / f.median).toFixed(0)}% (cpu ${(f.cpuMedian / 1e6).toFixed(2)})`;
+const shown = (f: Figure): string =>
+  `${millions(f.median)} ±${((100 * f.spread) / f.median).toFixed(0)}% (cpu ${(f.cpuMedian / 1e6).toFixed(2)})`;
 const row = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(42) : c.padStart(30))).join('');
 
 const POLICIES: Array<[string, PolicySpec]> = [
@@ -89,17 +107,46 @@ async function engineCases(): Promise<void> {
   const durationMs = 10_000;
   const rate = (ARRIVALS / durationMs) * 1000;
   const spreads: Array<[string, Arrivals]> = [
-    ['1 key', generateArrivals(parseScenario({ durationMs, traffic: [{ type: 'poisson', ratePerSecond: rate }], policies: [{ name: 'x', policy: POLICIES[0]![1] }] }).traffic, durationMs, 1)],
-    ['10,000 Zipf keys', generateArrivals(parseScenario({ durationMs, traffic: [{ type: 'poisson', ratePerSecond: rate, keys: { count: 10_000, zipfExponent: 1 } }], policies: [{ name: 'x', policy: POLICIES[0]![1] }] }).traffic, durationMs, 1)],
+    [
+      '1 key',
+      generateArrivals(
+        parseScenario({
+          durationMs,
+          traffic: [{ type: 'poisson', ratePerSecond: rate }],
+          policies: [{ name: 'x', policy: POLICIES[0]![1] }],
+        }).traffic,
+        durationMs,
+        1,
+      ),
+    ],
+    [
+      '10,000 Zipf keys',
+      generateArrivals(
+        parseScenario({
+          durationMs,
+          traffic: [{ type: 'poisson', ratePerSecond: rate, keys: { count: 10_000, zipfExponent: 1 } }],
+          policies: [{ name: 'x', policy: POLICIES[0]![1] }],
+        }).traffic,
+        durationMs,
+        1,
+      ),
+    ],
   ];
-  console.log(`engine, refuse mode: ${ARRIVALS.toLocaleString('en')} Poisson arrivals over 10 s of virtual time, ${ROUNDS} rounds`);
+  console.log(
+    `engine, refuse mode: ${ARRIVALS.toLocaleString('en')} Poisson arrivals over 10 s of virtual time, ${ROUNDS} rounds`,
+  );
   console.log(row(['case', 'simulator', 'bare consumeSync', 'ratio']));
   for (const [spreadName, arrivals] of spreads) {
     for (const [name, policy] of POLICIES) {
       const lane = laneOf(name, policy);
       const algorithm = buildAlgorithm(policy as Parameters<typeof buildAlgorithm>[0], 'policy');
-      const [sim, bare] = await measure([async () => (await runLane(lane, arrivals, { seed: 1, path: 'p' })).length, () => (bareLoop(algorithm, arrivals), arrivals.length)]);
-      console.log(row([`${name}, ${spreadName}`, shown(sim!), shown(bare!), `${(sim!.median / bare!.median).toFixed(2)}x`]));
+      const [sim, bare] = await measure([
+        async () => (await runLane(lane, arrivals, { seed: 1, path: 'p' })).length,
+        () => (bareLoop(algorithm, arrivals), arrivals.length),
+      ]);
+      console.log(
+        row([`${name}, ${spreadName}`, shown(sim!), shown(bare!), `${(sim!.median / bare!.median).toFixed(2)}x`]),
+      );
     }
   }
 }
@@ -120,12 +167,24 @@ async function wholeRun(): Promise<void> {
 async function queueingCases(): Promise<void> {
   const durationMs = 10_000;
   const n = Math.min(ARRIVALS, 200_000);
-  const traffic = parseScenario({ durationMs, traffic: [{ type: 'poisson', ratePerSecond: (n / durationMs) * 1000, keys: { count: 100 } }], policies: [{ name: 'x', policy: POLICIES[0]![1] }] }).traffic;
+  const traffic = parseScenario({
+    durationMs,
+    traffic: [{ type: 'poisson', ratePerSecond: (n / durationMs) * 1000, keys: { count: 100 } }],
+    policies: [{ name: 'x', policy: POLICIES[0]![1] }],
+  }).traffic;
   const arrivals = generateArrivals(traffic, durationMs, 2);
   const lanes: LaneSpec[] = [
-    laneOf('wait (acquire on timers), token-bucket', { type: 'token-bucket', capacity: 10, refillPerSecond: 150 }, { mode: 'wait', maxWaitMs: 200 }),
+    laneOf(
+      'wait (acquire on timers), token-bucket',
+      { type: 'token-bucket', capacity: 10, refillPerSecond: 150 },
+      { mode: 'wait', maxWaitMs: 200 },
+    ),
     laneOf('shape (LeakyGate)', { type: 'shaping-queue', intervalMs: 8, capacity: 50 }),
-    laneOf('smooth warming-up', { type: 'smooth-warming-up', permitsPerSecond: 150, warmupMs: 2000, coldFactor: 3 }, { maxWaitMs: 200 }),
+    laneOf(
+      'smooth warming-up',
+      { type: 'smooth-warming-up', permitsPerSecond: 150, warmupMs: 2000, coldFactor: 3 },
+      { maxWaitMs: 200 },
+    ),
   ];
   console.log(`\nqueueing engines: ${arrivals.length.toLocaleString('en')} arrivals on 100 keys`);
   for (const lane of lanes) {

@@ -91,18 +91,30 @@ async function startOnce(command: readonly string[], cwd: string, upstream: stri
   let adminPort = await closedPort();
   while (adminPort === port) adminPort = await closedPort();
   const configFile = join(dir, 'floodgate.yaml');
-  await writeFile(configFile, `listen: { host: 127.0.0.1, port: ${port} }\nadmin: { host: 127.0.0.1, port: ${adminPort} }\nstore: { type: memory }\nroutes:\n  - name: api\n    match: { path: /api/* }\n    upstream: ${upstream}\n    rules:\n      - name: per-client\n        policy: { algorithm: tokenBucket, capacity: 1000, refillPerSecond: 1000 }\n`);
+  await writeFile(
+    configFile,
+    `listen: { host: 127.0.0.1, port: ${port} }\nadmin: { host: 127.0.0.1, port: ${adminPort} }\nstore: { type: memory }\nroutes:\n  - name: api\n    match: { path: /api/* }\n    upstream: ${upstream}\n    rules:\n      - name: per-client\n        policy: { algorithm: tokenBucket, capacity: 1000, refillPerSecond: 1000 }\n`,
+  );
   const started = performance.now();
-  const child = spawn(command[0]!, [...command.slice(1), 'serve', '--config', configFile, '--no-watch'], { cwd, stdio: 'ignore' });
+  const child = spawn(command[0]!, [...command.slice(1), 'serve', '--config', configFile, '--no-watch'], {
+    cwd,
+    stdio: 'ignore',
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
     while ((await status(`http://127.0.0.1:${port}/api/hello`)) !== 200) {
-      if (child.exitCode !== null || performance.now() - started > START_TIMEOUT_MS) throw new Error(`${command.join(' ')} did not answer 200`);
+      if (child.exitCode !== null || performance.now() - started > START_TIMEOUT_MS)
+        throw new Error(`${command.join(' ')} did not answer 200`);
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
     const firstOkMs = performance.now() - started;
     const tree = processTree(child.pid!);
-    return { firstOkMs, cpuMs: tree.reduce((sum, pid) => sum + cpuMs(pid), 0), processes: tree.length, rssMb: tree.reduce((sum, pid) => sum + rssKb(pid), 0) / 1024 };
+    return {
+      firstOkMs,
+      cpuMs: tree.reduce((sum, pid) => sum + cpuMs(pid), 0),
+      processes: tree.length,
+      rssMb: tree.reduce((sum, pid) => sum + rssKb(pid), 0) / 1024,
+    };
   } finally {
     child.kill('SIGTERM');
     await exited;
@@ -120,22 +132,33 @@ async function main(): Promise<void> {
   const origin = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
   const install = values.installed === undefined ? await installAll() : undefined;
   const appDir = values.installed ?? install!.appDir;
-  const subjects: [string, string[], string][] = [['installed', [join(appDir, 'node_modules', '.bin', 'floodgate')], appDir]];
-  if (existsSync(join(SERVER_DIR, 'dist'))) console.log('dev: skipped (packages/server/dist exists, so the bin would run it)');
+  const subjects: [string, string[], string][] = [
+    ['installed', [join(appDir, 'node_modules', '.bin', 'floodgate')], appDir],
+  ];
+  if (existsSync(join(SERVER_DIR, 'dist')))
+    console.log('dev: skipped (packages/server/dist exists, so the bin would run it)');
   else subjects.push(['dev', [process.execPath, join(SERVER_DIR, 'bin', 'floodgate.js')], SERVER_DIR]);
   console.log(`runs: ${runs}; figures are medians\n\nsubject     first 200   CPU to it   processes   RSS after start`);
   const medians = new Map<string, number>();
   const samples = new Map<string, Sample[]>(subjects.map(([name]) => [name, []]));
   try {
     // Subjects alternate run by run, so that a busier moment of the machine falls on both.
-    for (let i = 0; i < runs; i++) for (const [name, command, cwd] of subjects) samples.get(name)!.push(await startOnce(command, cwd, origin));
+    for (let i = 0; i < runs; i++)
+      for (const [name, command, cwd] of subjects) samples.get(name)!.push(await startOnce(command, cwd, origin));
     for (const [name, of] of samples) {
       const ms = median(of.map((s) => s.firstOkMs));
       medians.set(name, ms);
-      const line = `${name.padEnd(10)}  ${`${(ms / 1000).toFixed(3)} s`.padStart(9)}   ${`${(median(of.map((s) => s.cpuMs)) / 1000).toFixed(2)} s`.padStart(9)}   ${String(median(of.map((s) => s.processes))).padStart(9)}   ${median(of.map((s) => s.rssMb)).toFixed(0).padStart(8)} MB`;
+      const line = `${name.padEnd(10)}  ${`${(ms / 1000).toFixed(3)} s`.padStart(9)}   ${`${(median(of.map((s) => s.cpuMs)) / 1000).toFixed(2)} s`.padStart(9)}   ${String(median(of.map((s) => s.processes))).padStart(9)}   ${median(
+        of.map((s) => s.rssMb),
+      )
+        .toFixed(0)
+        .padStart(8)} MB`;
       console.log(line);
     }
-    if (medians.has('dev')) console.log(`\ndev / installed, time to the first 200: ${(medians.get('dev')! / medians.get('installed')!).toFixed(2)}x`);
+    if (medians.has('dev'))
+      console.log(
+        `\ndev / installed, time to the first 200: ${(medians.get('dev')! / medians.get('installed')!).toFixed(2)}x`,
+      );
   } finally {
     upstream.close();
     if (install !== undefined) await rm(install.root, { recursive: true, force: true });

@@ -65,12 +65,23 @@ async function uncontended(): Promise<string> {
   }
   const best = (name: string): Rate => rates[name]!.reduce((a, b) => (b.median > a.median ? b : a));
   const base = best('consume');
-  const row = (label: string, rate: Rate): string[] => [label, mps(rate.median), spread(rate.min, rate.max, rate.median), ratio(base.median / rate.median)];
-  return table(
-    ['call (await, admitted, real clock)', 'M ops/s', '±', 'time ÷ consume'],
-    [row('limiter.consume(key)', base), row('limiter.acquire(key)', best('acquire')), row('limiter.acquire(key, { maxWaitMs })', best('options'))],
-    new Set([1, 2, 3]),
-  ) + '\n  target: acquire time ÷ consume time ≤ 1.5 (the best of several passes of each)';
+  const row = (label: string, rate: Rate): string[] => [
+    label,
+    mps(rate.median),
+    spread(rate.min, rate.max, rate.median),
+    ratio(base.median / rate.median),
+  ];
+  return (
+    table(
+      ['call (await, admitted, real clock)', 'M ops/s', '±', 'time ÷ consume'],
+      [
+        row('limiter.consume(key)', base),
+        row('limiter.acquire(key)', best('acquire')),
+        row('limiter.acquire(key, { maxWaitMs })', best('options')),
+      ],
+      new Set([1, 2, 3]),
+    ) + '\n  target: acquire time ÷ consume time ≤ 1.5 (the best of several passes of each)'
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -119,14 +130,22 @@ async function memory(): Promise<string> {
     await queueMemory('token bucket (books each waiter)', tokenBucket({ capacity: 1, refillPerSecond: 1000 }), 100_001),
     await queueMemory('GCRA (books each waiter)', gcra({ rate: 1000, periodMs: 1000, maxBurst: 0 }), 100_001),
     await queueMemory('fixed window (head retries)', fixedWindow({ limit: 1000, windowMs: 1000 }), 101_000),
-    await queueMemory('token bucket, each with a signal (see below)', tokenBucket({ capacity: 1, refillPerSecond: 1000 }), 100_001, true),
+    await queueMemory(
+      'token bucket, each with a signal (see below)',
+      tokenBucket({ capacity: 1, refillPerSecond: 1000 }),
+      100_001,
+      true,
+    ),
   ];
-  return table(
-    ['100,000 waiters on one key', 'bytes/waiter', 'timers', 'drained', 'drain ms'],
-    rows.map((r) => [r.label, r.bytesPerWaiter.toFixed(1), String(r.timers), count(r.drained), r.drainMs.toFixed(0)]),
-    new Set([1, 2, 3, 4]),
-  ) + '\n  targets: ≤ 200 bytes/waiter (the returned promise included), a constant number of timers (1);' +
-    "\n  the signal row is informational: floodgate's hook per waiter that has a signal, Node's listener not counted";
+  return (
+    table(
+      ['100,000 waiters on one key', 'bytes/waiter', 'timers', 'drained', 'drain ms'],
+      rows.map((r) => [r.label, r.bytesPerWaiter.toFixed(1), String(r.timers), count(r.drained), r.drainMs.toFixed(0)]),
+      new Set([1, 2, 3, 4]),
+    ) +
+    '\n  targets: ≤ 200 bytes/waiter (the returned promise included), a constant number of timers (1);' +
+    "\n  the signal row is informational: floodgate's hook per waiter that has a signal, Node's listener not counted"
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -161,7 +180,8 @@ async function acquireRate(label: string, policy: Algorithm, perSecond: number):
   const clock = new ManualClock(0);
   const limiter = new Limiter({ policy, clock });
   const admitted: number[] = [];
-  for (let i = 0; i < 3 * perSecond * (DRAIN_MS / 1000); i++) void limiter.acquire('key').then(() => admitted.push(clock.now()));
+  for (let i = 0; i < 3 * perSecond * (DRAIN_MS / 1000); i++)
+    void limiter.acquire('key').then(() => admitted.push(clock.now()));
   // Step by 1 ms so that each admission is recorded at its own time.
   for (let t = 1; t <= DRAIN_MS + 1; t++) {
     clock.set(t);
@@ -190,15 +210,23 @@ async function drainRates(): Promise<string> {
     await acquireRate('acquire, GCRA 100/s', gcra({ rate: 100, periodMs: 1000, maxBurst: 0 }), 100),
     await acquireRate('acquire, fixed window 10 per 100 ms', fixedWindow({ limit: 10, windowMs: 100 }), 100),
   ];
-  return table(
-    ['10 s of manual clock', 'configured/s', 'measured/s', 'measured ÷ configured', 'error'],
-    rows.map((r) => {
-      const measured = r.through / (DRAIN_MS / 1000);
-      const error = ((measured - r.perSecond) / r.perSecond) * 100;
-      return [r.label, r.perSecond.toFixed(2), measured.toFixed(2), ratio(measured / r.perSecond), `${error.toFixed(2)}%`];
-    }),
-    new Set([1, 2, 3, 4]),
-  ) + '\n  target: |error| ≤ 1%';
+  return (
+    table(
+      ['10 s of manual clock', 'configured/s', 'measured/s', 'measured ÷ configured', 'error'],
+      rows.map((r) => {
+        const measured = r.through / (DRAIN_MS / 1000);
+        const error = ((measured - r.perSecond) / r.perSecond) * 100;
+        return [
+          r.label,
+          r.perSecond.toFixed(2),
+          measured.toFixed(2),
+          ratio(measured / r.perSecond),
+          `${error.toFixed(2)}%`,
+        ];
+      }),
+      new Set([1, 2, 3, 4]),
+    ) + '\n  target: |error| ≤ 1%'
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,7 +15,14 @@ const run = `${process.pid}`; // keeps this run's keys apart from an earlier run
 const guard = bruteForceGuard<{ ip: string; user: string }>({
   rules: [
     { name: 'ip', key: (a) => `${run}:${a.ip}`, maxFailures: 20, windowMs: 1440 * MIN, blockMs: 1440 * MIN },
-    { name: 'user-ip', key: (a) => `${run}:${a.user}@${a.ip}`, maxFailures: 3, windowMs: 60 * MIN, blockMs: [MIN, 10 * MIN, 60 * MIN], resetOnSuccess: true },
+    {
+      name: 'user-ip',
+      key: (a) => `${run}:${a.user}@${a.ip}`,
+      maxFailures: 3,
+      windowMs: 60 * MIN,
+      blockMs: [MIN, 10 * MIN, 60 * MIN],
+      resetOnSuccess: true,
+    },
   ],
   ...(redis === undefined ? {} : { store: new RedisStore({ adapter: ioredisAdapter(redis) }) }),
 });
@@ -25,7 +32,10 @@ app.post('/login', async (req, res) => {
   const attempt = { ip: req.ip ?? 'unknown', user: String(req.query['user']) };
   const before = await guard.check(attempt);
   if (!before.allowed) {
-    res.status(429).set('retry-after', String(Math.ceil(before.retryAfterMs / 1000))).send(`blocked by ${before.blockedBy.join(', ')}`);
+    res
+      .status(429)
+      .set('retry-after', String(Math.ceil(before.retryAfterMs / 1000)))
+      .send(`blocked by ${before.blockedBy.join(', ')}`);
     return;
   }
   if (req.query['password'] === 'right') {
@@ -34,7 +44,9 @@ app.post('/login', async (req, res) => {
     return;
   }
   const after = await guard.failed(attempt);
-  res.status(401).send(after.allowed ? 'wrong password' : `wrong password; blocked for ${Math.ceil(after.retryAfterMs / 1000)} s`);
+  res
+    .status(401)
+    .send(after.allowed ? 'wrong password' : `wrong password; blocked for ${Math.ceil(after.retryAfterMs / 1000)} s`);
 });
 
 const server = app.listen(0, '127.0.0.1');
@@ -43,7 +55,9 @@ const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 const login = async (user: string, password: string): Promise<void> => {
   const res = await fetch(`${base}/login?user=${user}&password=${password}`, { method: 'POST' });
   const retry = res.headers.get('retry-after');
-  console.log(`  ${user}/${password}: ${res.status} ${await res.text()}${retry === null ? '' : ` (retry-after: ${retry})`}`);
+  console.log(
+    `  ${user}/${password}: ${res.status} ${await res.text()}${retry === null ? '' : ` (retry-after: ${retry})`}`,
+  );
 };
 console.log(`Login with brute-force protection (${redis === undefined ? 'memory' : 'Redis'}):`);
 await login('alice', 'wrong');

@@ -8,10 +8,19 @@ import { floodgateExpress } from 'floodgate/http/express';
 import { sendRequests } from './support/requests.js';
 
 const app = express();
-app.use(floodgateExpress({ limiter: new Limiter({ policy: tokenBucket({ capacity: 3, refillPerSecond: 0.1 }) }), key: byIp() }));
+app.use(
+  floodgateExpress({
+    limiter: new Limiter({ policy: tokenBucket({ capacity: 3, refillPerSecond: 0.1 }) }),
+    key: byIp(),
+  }),
+);
 
 const logins = new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 60_000 }) });
-const perUser = floodgateExpress({ limiter: logins, name: 'login', key: byUser((req: express.Request) => req.query['user']?.toString()) });
+const perUser = floodgateExpress({
+  limiter: logins,
+  name: 'login',
+  key: byUser((req: express.Request) => req.query['user']?.toString()),
+});
 app.get('/login', perUser, (_req, res) => void res.send('welcome'));
 app.get('/', (_req, res) => void res.send('hello'));
 

@@ -6,7 +6,9 @@ import { floodgateFastify } from 'floodgate/http/fastify';
 import { sendRequests } from './support/requests.js';
 
 const app = Fastify();
-await app.register(floodgateFastify, { limiter: new Limiter({ policy: tokenBucket({ capacity: 2, refillPerSecond: 0.1 }) }) });
+await app.register(floodgateFastify, {
+  limiter: new Limiter({ policy: tokenBucket({ capacity: 2, refillPerSecond: 0.1 }) }),
+});
 const search = new Limiter({ policy: slidingWindowLog({ limit: 1, windowMs: 10_000 }) });
 app.get('/health', { config: { rateLimit: false } }, async () => 'ok');
 app.get('/search', { config: { rateLimit: { limiter: search, name: 'search' } } }, async () => ({ results: [] }));

@@ -9,8 +9,16 @@ import { sendRequests } from './support/requests.js';
 
 const limit = floodgateNode({
   dimensions: [
-    { name: 'client', limiter: new Limiter({ policy: tokenBucket({ capacity: 4, refillPerSecond: 0.1 }) }), key: byIp() },
-    { name: 'server', limiter: new Limiter({ policy: fixedWindow({ limit: 100, windowMs: 1000 }) }), key: byFunction(() => 'all') },
+    {
+      name: 'client',
+      limiter: new Limiter({ policy: tokenBucket({ capacity: 4, refillPerSecond: 0.1 }) }),
+      key: byIp(),
+    },
+    {
+      name: 'server',
+      limiter: new Limiter({ policy: fixedWindow({ limit: 100, windowMs: 1000 }) }),
+      key: byFunction(() => 'all'),
+    },
   ],
   cost: (req) => (req.route.startsWith('/report') ? 2 : 1),
   skip: (req) => req.route === '/health',

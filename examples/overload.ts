@@ -42,7 +42,11 @@ for (let tick = 0; tick < 5000 * 2; tick++) {
   }
   if (tick % 2000 === 1999) {
     const { limit, adaptive } = limiter.snapshot();
-    console.log(`t=${String(clock.now() + 0.5).padStart(4)} ms  limit=${limit}  baseline=${adaptive!.baselineRttMs?.toFixed(1)} ms  answered=${answered}  shed=${shed}`);
+    console.log(
+      `t=${String(clock.now() + 0.5).padStart(4)} ms  limit=${limit}  baseline=${adaptive!.baselineRttMs?.toFixed(1)} ms  answered=${answered}  shed=${shed}`,
+    );
   }
 }
-console.log(`goodput ${(answered / 5 / 400 * 100).toFixed(0)}% of capacity; critical calls shed: ${criticalShed} of 1000`);
+console.log(
+  `goodput ${((answered / 5 / 400) * 100).toFixed(0)}% of capacity; critical calls shed: ${criticalShed} of 1000`,
+);

@@ -16,6 +16,8 @@ console.log(`  one second later alice: allowed=${limiter.consumeSync('alice').al
 
 const log = new Limiter({ policy: slidingWindowLog({ limit: 2, windowMs: 1000 }), clock });
 const decision = await log.consume('carol', { cost: 2 });
-console.log(`sliding log, 2 per second; carol spends 2 at once: allowed=${decision.allowed}, resetMs=${decision.resetMs}`);
+console.log(
+  `sliding log, 2 per second; carol spends 2 at once: allowed=${decision.allowed}, resetMs=${decision.resetMs}`,
+);
 const refused = await log.consume('carol');
 console.log(`  and is refused next: allowed=${refused.allowed}, retryAfterMs=${refused.retryAfterMs}`);

@@ -8,10 +8,12 @@ const since = (): string => `${String(Date.now() - started).padStart(4)} ms`;
 
 // acquire: five callers share a bucket of 2 refilled at 20/s; each waits its turn, in order.
 const limiter = new Limiter({ policy: tokenBucket({ capacity: 2, refillPerSecond: 20 }) });
-await Promise.all([1, 2, 3, 4, 5].map(async (n) => {
-  await limiter.acquire('api', { maxWaitMs: 1000 });
-  console.log(`${since()}  acquire: caller ${n} admitted`);
-}));
+await Promise.all(
+  [1, 2, 3, 4, 5].map(async (n) => {
+    await limiter.acquire('api', { maxWaitMs: 1000 });
+    console.log(`${since()}  acquire: caller ${n} admitted`);
+  }),
+);
 
 // A caller that cannot be admitted in time is refused with a typed error, and charged nothing.
 const strict = new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 1 }) });
@@ -28,10 +30,12 @@ await Promise.all([1, 2, 3, 4].map((n) => queue.submit(async () => console.log(`
 const pool = new Semaphore({ permits: 2 });
 let inside = 0;
 let most = 0;
-await Promise.all([1, 2, 3, 4, 5].map(async () => {
-  using _permit = await pool.acquire({ maxWaitMs: 1000 });
-  most = Math.max(most, ++inside);
-  await new Promise((resolve) => setTimeout(resolve, 10));
-  inside--;
-}));
+await Promise.all(
+  [1, 2, 3, 4, 5].map(async () => {
+    using _permit = await pool.acquire({ maxWaitMs: 1000 });
+    most = Math.max(most, ++inside);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    inside--;
+  }),
+);
 console.log(`${since()}  semaphore: at most ${most} held at once`);

@@ -28,14 +28,18 @@ import { median } from '../support/timing.js';
 type Run = (n: number) => number | Promise<number>;
 
 function limiterFor(admit: boolean, observer?: object): Limiter {
-  const policy = admit ? tokenBucket({ capacity: HUGE, refillPerSecond: HUGE_REFILL_PER_SECOND }) : tokenBucket({ capacity: 1, refillPerSecond: TINY_REFILL_PER_SECOND });
+  const policy = admit
+    ? tokenBucket({ capacity: HUGE, refillPerSecond: HUGE_REFILL_PER_SECOND })
+    : tokenBucket({ capacity: 1, refillPerSecond: TINY_REFILL_PER_SECOND });
   const limiter = new Limiter({ policy, store: new MemoryStore(), ...(observer === undefined ? {} : { observer }) });
   if (!admit) limiter.consumeSync(HOT_KEY);
   return limiter;
 }
 
 function mapFor(admit: boolean): MapTokenBucket {
-  const bucket = admit ? new MapTokenBucket(HUGE, HUGE_REFILL_PER_SECOND) : new MapTokenBucket(1, TINY_REFILL_PER_SECOND);
+  const bucket = admit
+    ? new MapTokenBucket(HUGE, HUGE_REFILL_PER_SECOND)
+    : new MapTokenBucket(1, TINY_REFILL_PER_SECOND);
   if (!admit) bucket.take(HOT_KEY);
   return bucket;
 }
@@ -78,7 +82,10 @@ function subjects(): Record<string, Run> {
   }
   const store = new MemoryStore();
   const a = new Limiter({ policy: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE_REFILL_PER_SECOND }), store });
-  const b = new Limiter({ policy: tokenBucket({ capacity: HUGE / 2, refillPerSecond: HUGE_REFILL_PER_SECOND }), store });
+  const b = new Limiter({
+    policy: tokenBucket({ capacity: HUGE / 2, refillPerSecond: HUGE_REFILL_PER_SECOND }),
+    store,
+  });
   runs['two-limits/twice'] = (n) => {
     let admitted = 0;
     for (let i = 0; i < n; i++) {
@@ -87,7 +94,10 @@ function subjects(): Record<string, Run> {
     }
     return admitted;
   };
-  const entries: LimitEntry[] = [{ limiter: a, key: HOT_KEY }, { limiter: b, key: HOT_KEY }];
+  const entries: LimitEntry[] = [
+    { limiter: a, key: HOT_KEY },
+    { limiter: b, key: HOT_KEY },
+  ];
   runs['two-limits/together'] = (n) => {
     let admitted = 0;
     for (let i = 0; i < n; i++) if (consumeAllSync(entries).allowed) admitted += 2;
@@ -161,13 +171,18 @@ async function cycles(order: 'harness' | 'shuffled', count: number): Promise<Rec
 }
 
 function report(order: string, rates: Record<string, number[]>): void {
-  console.log(`\norder: ${order}; million calls/s, median of ${rates['map/sync/admit']!.length} cycles (one process per subject per cycle)`);
-  for (const [name, samples] of Object.entries(rates)) console.log(`  ${name.padEnd(28)} ${(median(samples) / 1000).toFixed(2).padStart(7)}`);
+  console.log(
+    `\norder: ${order}; million calls/s, median of ${rates['map/sync/admit']!.length} cycles (one process per subject per cycle)`,
+  );
+  for (const [name, samples] of Object.entries(rates))
+    console.log(`  ${name.padEnd(28)} ${(median(samples) / 1000).toFixed(2).padStart(7)}`);
   console.log('ratios (median of the per-cycle ratios, [min-max]):');
   for (const [label, top, bottom] of RATIOS) {
     const perCycle = rates[top]!.map((rate, i) => rate / rates[bottom]![i]!);
     const fmt = (x: number): string => x.toFixed(2);
-    console.log(`  ${label.padEnd(52)} ${fmt(median(perCycle))}  [${fmt(Math.min(...perCycle))}-${fmt(Math.max(...perCycle))}]`);
+    console.log(
+      `  ${label.padEnd(52)} ${fmt(median(perCycle))}  [${fmt(Math.min(...perCycle))}-${fmt(Math.max(...perCycle))}]`,
+    );
   }
 }
 
@@ -184,6 +199,7 @@ const { values } = parseArgs({
 if (values.subject !== undefined) {
   await measureOne(values.subject, Number(values.rounds), Number(values['round-ms']));
 } else {
-  const orders = values.order === 'both' ? (['harness', 'shuffled'] as const) : [values.order as 'harness' | 'shuffled'];
+  const orders =
+    values.order === 'both' ? (['harness', 'shuffled'] as const) : [values.order as 'harness' | 'shuffled'];
   for (const order of orders) report(order, await cycles(order, Number(values.cycles)));
 }

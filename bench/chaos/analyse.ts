@@ -57,7 +57,9 @@ export function figuresOf(records: SideRecords, fault: FaultWindow, keys: number
       if (!firstRedis.has(key) || answeredMs < firstRedis.get(key)!) firstRedis.set(key, answeredMs);
     }
   }
-  const unsettled = records.unsettledAskedMs.filter((ms) => records.baseEpochMs + ms >= fault.startMs && records.baseEpochMs + ms < fault.endMs).length;
+  const unsettled = records.unsettledAskedMs.filter(
+    (ms) => records.baseEpochMs + ms >= fault.startMs && records.baseEpochMs + ms < fault.endMs,
+  ).length;
   during.sort((a, b) => a - b);
   after.sort((a, b) => a - b);
   const firsts = [...firstRedis.values()];

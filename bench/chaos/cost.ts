@@ -44,7 +44,10 @@ runCase(async () => {
   const port = numberArg(caseArgs(['port']), 'port');
   const client = clientOf({ cluster: false, ports: [port] });
   await ready(client);
-  const sides = { defaults: floodgateSide(client, 'cost-defaults:'), fixed: floodgateSide(client, 'cost-fixed:', { timeoutMs: 1000 }) };
+  const sides = {
+    defaults: floodgateSide(client, 'cost-defaults:'),
+    fixed: floodgateSide(client, 'cost-fixed:', { timeoutMs: 1000 }),
+  };
   await round(sides.defaults); // warm-up, for the JIT and for the adaptive timeout's first samples
   await round(sides.fixed);
   const rounds: CostRounds = { defaults: [], fixed: [] };

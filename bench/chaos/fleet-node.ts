@@ -14,7 +14,18 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { RLWrapperTimeouts, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { Limiter, fixedWindow, tokenBucket, type Decision } from 'floodgate';
 import { RedisStore, ioredisAdapter, type RedisStoreOptions } from 'floodgate/redis';
-import { BUCKET, HOT_KEY, WINDOW, prefixOf, type FleetPolicy, type FleetSide, type HotSpan, type NodeArgs, type NodeRecords, type StreamRecords } from './fleet-plan.js';
+import {
+  BUCKET,
+  HOT_KEY,
+  WINDOW,
+  prefixOf,
+  type FleetPolicy,
+  type FleetSide,
+  type HotSpan,
+  type NodeArgs,
+  type NodeRecords,
+  type StreamRecords,
+} from './fleet-plan.js';
 
 /** An answer: admitted or not, and whether Redis gave it. */
 interface Answer {
@@ -43,10 +54,19 @@ function client(port: number, options: RedisOptions = {}): Redis {
 
 function floodgateDecides(port: number, side: FleetSide): Record<FleetPolicy, Decide> & { client: Redis } {
   const redis = client(port);
-  const options: Partial<RedisStoreOptions> = side === 'fail-open' ? { onError: 'fail-open' } : side === 'no-write-back' ? { writeBack: false } : {};
+  const options: Partial<RedisStoreOptions> =
+    side === 'fail-open' ? { onError: 'fail-open' } : side === 'no-write-back' ? { writeBack: false } : {};
   const store = new RedisStore({ adapter: ioredisAdapter(redis), prefix: prefixOf(side), ...options });
-  const answer = (d: Decision): Answer => ({ allowed: d.allowed, reason: d.reason, fromRedis: d.reason === 'ok' || d.reason === 'limit', localLimit: d.reason === 'fallback' && d.allowed ? d.remaining + 1 : 0 });
-  const decide = (limiter: Limiter): Decide => (key) => limiter.consume(key).then(answer);
+  const answer = (d: Decision): Answer => ({
+    allowed: d.allowed,
+    reason: d.reason,
+    fromRedis: d.reason === 'ok' || d.reason === 'limit',
+    localLimit: d.reason === 'fallback' && d.allowed ? d.remaining + 1 : 0,
+  });
+  const decide =
+    (limiter: Limiter): Decide =>
+    (key) =>
+      limiter.consume(key).then(answer);
   return {
     client: redis,
     'token-bucket': decide(new Limiter({ policy: tokenBucket(BUCKET), store })),
@@ -70,9 +90,24 @@ function rlfDecides(port: number): { client: Redis; decide: Decide } {
     if (typeof res === 'object' && res !== null) insured.add(res);
     return res;
   };
-  insurance.consume = (key, points, options) => consume(key, points, options).then(mark, (res: unknown) => Promise.reject(mark(res)));
-  const limiter = new RLWrapperTimeouts({ limiter: new RateLimiterRedis({ storeClient: redis, keyPrefix: prefixOf('rlf-insured'), points: WINDOW.limit, duration, insuranceLimiter: insurance }), timeoutMs: 100 });
-  const answer = (allowed: boolean, res: object): Answer => ({ allowed, reason: insured.has(res) ? 'insurance' : 'redis', fromRedis: !insured.has(res), localLimit: 0 });
+  insurance.consume = (key, points, options) =>
+    consume(key, points, options).then(mark, (res: unknown) => Promise.reject(mark(res)));
+  const limiter = new RLWrapperTimeouts({
+    limiter: new RateLimiterRedis({
+      storeClient: redis,
+      keyPrefix: prefixOf('rlf-insured'),
+      points: WINDOW.limit,
+      duration,
+      insuranceLimiter: insurance,
+    }),
+    timeoutMs: 100,
+  });
+  const answer = (allowed: boolean, res: object): Answer => ({
+    allowed,
+    reason: insured.has(res) ? 'insurance' : 'redis',
+    fromRedis: !insured.has(res),
+    localLimit: 0,
+  });
   return {
     client: redis,
     decide: (key) =>
@@ -102,28 +137,37 @@ function hotStream(args: NodeArgs, records: StreamRecords, decide: Decide, pendi
     records.asked++;
     out++;
     pending.add(records);
-    decide(HOT_KEY).then(
-      (a) => {
-        const atMs = epochMs();
-        const second = (records.reasonsBySecond[Math.floor(atMs / 1000)] ??= {});
-        second[a.reason] = (second[a.reason] ?? 0) + 1;
-        if (a.allowed) {
-          records.admittedAtMs.push(Math.round(atMs * 10) / 10);
-          records.admittedBy.push(a.fromRedis ? 0 : 1);
-        } else records.refused++;
-        if (!a.fromRedis) records.localLimit = Math.max(records.localLimit, a.localLimit);
-      },
-      () => records.errors++,
-    ).finally(() => {
-      if (--out === 0) pending.delete(records);
-      records.unsettled = out;
-    });
+    decide(HOT_KEY)
+      .then(
+        (a) => {
+          const atMs = epochMs();
+          const second = (records.reasonsBySecond[Math.floor(atMs / 1000)] ??= {});
+          second[a.reason] = (second[a.reason] ?? 0) + 1;
+          if (a.allowed) {
+            records.admittedAtMs.push(Math.round(atMs * 10) / 10);
+            records.admittedBy.push(a.fromRedis ? 0 : 1);
+          } else records.refused++;
+          if (!a.fromRedis) records.localLimit = Math.max(records.localLimit, a.localLimit);
+        },
+        () => records.errors++,
+      )
+      .finally(() => {
+        if (--out === 0) pending.delete(records);
+        records.unsettled = out;
+      });
   };
   return { decide, fromMs: Infinity, untilMs: Infinity, perSecond: args.hotPerSecond, issued: 0, issue };
 }
 
 function trickleStream(decide: Decide, fromMs: number): Stream {
-  return { decide, fromMs, untilMs: Infinity, perSecond: TRICKLE_PER_SECOND, issued: 0, issue: (s) => void decide(`k${s.issued % TRICKLE_KEYS}`).catch(() => {}) };
+  return {
+    decide,
+    fromMs,
+    untilMs: Infinity,
+    perSecond: TRICKLE_PER_SECOND,
+    issued: 0,
+    issue: (s) => void decide(`k${s.issued % TRICKLE_KEYS}`).catch(() => {}),
+  };
 }
 
 /** Issues every decision due by now on every stream (the rate holds when a tick is late). */
@@ -143,19 +187,40 @@ function openLoop(streams: readonly Stream[]): NodeJS.Timeout {
 
 async function main(): Promise<void> {
   const args = JSON.parse(process.argv[2] ?? '{}') as NodeArgs;
-  const sides = (['floodgate', 'fail-open', 'no-write-back'] as const).map((side) => ({ side, ...floodgateDecides(args.port, side) }));
+  const sides = (['floodgate', 'fail-open', 'no-write-back'] as const).map((side) => ({
+    side,
+    ...floodgateDecides(args.port, side),
+  }));
   const rlf = rlfDecides(args.port);
   const clients = [...sides.map((s) => s.client), rlf.client];
-  await Promise.all(clients.map((c) => (c.status === 'ready' ? undefined : new Promise((resolve) => c.once('ready', resolve)))));
+  await Promise.all(
+    clients.map((c) => (c.status === 'ready' ? undefined : new Promise((resolve) => c.once('ready', resolve)))),
+  );
   const records: StreamRecords[] = [];
-  const decides: Array<[FleetSide, FleetPolicy, Decide]> = [...sides.flatMap((s) => (['token-bucket', 'fixed-window'] as const).map((p): [FleetSide, FleetPolicy, Decide] => [s.side, p, s[p]])), ['rlf-insured', 'fixed-window', rlf.decide]];
+  const decides: Array<[FleetSide, FleetPolicy, Decide]> = [
+    ...sides.flatMap((s) =>
+      (['token-bucket', 'fixed-window'] as const).map((p): [FleetSide, FleetPolicy, Decide] => [s.side, p, s[p]]),
+    ),
+    ['rlf-insured', 'fixed-window', rlf.decide],
+  ];
   const pending = new Set<StreamRecords>();
   const hot: Stream[] = [];
   const trickle: Stream[] = [];
   const startMs = epochMs();
   for (const [side, policy, decide] of decides) {
     await decide('warm-up');
-    const r: StreamRecords = { side, policy, admittedAtMs: [], admittedBy: [], asked: 0, refused: 0, errors: 0, unsettled: 0, localLimit: 0, reasonsBySecond: {} };
+    const r: StreamRecords = {
+      side,
+      policy,
+      admittedAtMs: [],
+      admittedBy: [],
+      asked: 0,
+      refused: 0,
+      errors: 0,
+      unsettled: 0,
+      localLimit: 0,
+      reasonsBySecond: {},
+    };
     records.push(r);
     hot.push(hotStream(args, r, decide, pending));
     trickle.push(trickleStream(decide, startMs));

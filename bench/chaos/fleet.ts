@@ -24,7 +24,19 @@ import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { Limiter, fixedWindow, tokenBucket } from 'floodgate';
 import { RedisStore, ioredisAdapter } from 'floodgate/redis';
 import { startRedisServer } from '../../packages/floodgate/test/support/redis-server.js';
-import { BUCKET, FLEET_SIDES, HOT_KEY, WINDOW, prefixOf, type FleetPolicy, type FleetSide, type HotSpan, type NodeArgs, type NodeRecords, type StreamRecords } from './fleet-plan.js';
+import {
+  BUCKET,
+  FLEET_SIDES,
+  HOT_KEY,
+  WINDOW,
+  prefixOf,
+  type FleetPolicy,
+  type FleetSide,
+  type HotSpan,
+  type NodeArgs,
+  type NodeRecords,
+  type StreamRecords,
+} from './fleet-plan.js';
 
 export { FLEET_SIDES, type FleetPolicy, type FleetSide } from './fleet-plan.js';
 
@@ -87,8 +99,12 @@ class FleetNode {
   }
 
   static async start(args: NodeArgs): Promise<FleetNode> {
-    const node = new FleetNode(spawn(process.execPath, [...TSX_FLAGS, NODE, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'pipe'] }));
-    const failed = node.exited.then((code) => Promise.reject(new Error(`a fleet process exited (${String(code)}) before it was ready: ${node.stderr.trim()}`)));
+    const node = new FleetNode(
+      spawn(process.execPath, [...TSX_FLAGS, NODE, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'pipe'] }),
+    );
+    const failed = node.exited.then((code) =>
+      Promise.reject(new Error(`a fleet process exited (${String(code)}) before it was ready: ${node.stderr.trim()}`)),
+    );
     const ready = (async (): Promise<void> => {
       while (!node.stdout.startsWith('ready\n')) await sleep(20);
     })();
@@ -104,7 +120,10 @@ class FleetNode {
     this.child.stdin!.end('stop\n');
     const code = await this.exited;
     const line = this.stdout.split('\n').find((l) => l.startsWith('{'));
-    if (code !== 0 || line === undefined) throw new Error(`a fleet process exited (${String(code)}): ${this.stderr.trim().split('\n').slice(-8).join('\n')}`);
+    if (code !== 0 || line === undefined)
+      throw new Error(
+        `a fleet process exited (${String(code)}): ${this.stderr.trim().split('\n').slice(-8).join('\n')}`,
+      );
     return JSON.parse(line) as NodeRecords;
   }
 
@@ -126,17 +145,30 @@ class RedisReader {
       const store = new RedisStore({ adapter: ioredisAdapter(this.redis), prefix: prefixOf(side), onError: 'throw' });
       const bucket = new Limiter({ policy: tokenBucket(BUCKET), store });
       const window = new Limiter({ policy: fixedWindow(WINDOW), store });
-      this.reads.push([`${side}/token-bucket`, async () => (await bucket.peek(HOT_KEY)).remaining], [`${side}/fixed-window`, async () => (await window.peek(HOT_KEY)).remaining]);
+      this.reads.push(
+        [`${side}/token-bucket`, async () => (await bucket.peek(HOT_KEY)).remaining],
+        [`${side}/fixed-window`, async () => (await window.peek(HOT_KEY)).remaining],
+      );
     }
-    const rlf = new RateLimiterRedis({ storeClient: this.redis, keyPrefix: prefixOf('rlf-insured'), points: WINDOW.limit, duration: WINDOW.windowMs / 1000 });
-    this.reads.push(['rlf-insured/fixed-window', async () => (await rlf.get(HOT_KEY))?.remainingPoints ?? WINDOW.limit]);
+    const rlf = new RateLimiterRedis({
+      storeClient: this.redis,
+      keyPrefix: prefixOf('rlf-insured'),
+      points: WINDOW.limit,
+      duration: WINDOW.windowMs / 1000,
+    });
+    this.reads.push([
+      'rlf-insured/fixed-window',
+      async () => (await rlf.get(HOT_KEY))?.remainingPoints ?? WINDOW.limit,
+    ]);
   }
 
   /** read returns each key's remaining now (a failed read is left out), and the epoch ms halfway through. */
   async read(): Promise<{ atMs: number; remaining: Map<string, number> }> {
     const startMs = epochMs();
     const remaining = new Map<string, number>();
-    await Promise.all(this.reads.map(async ([name, read]) => remaining.set(name, await read().catch(() => Number.NaN))));
+    await Promise.all(
+      this.reads.map(async ([name, read]) => remaining.set(name, await read().catch(() => Number.NaN))),
+    );
     return { atMs: (startMs + epochMs()) / 2, remaining };
   }
 
@@ -145,7 +177,8 @@ class RedisReader {
     const spent = new Map<string, number>();
     while (epochMs() < untilMs) {
       const { atMs, remaining } = await this.read();
-      for (const [name, left] of remaining) if (!spent.has(name) && left <= SPENT_AT_MOST) spent.set(name, atMs - fromMs);
+      for (const [name, left] of remaining)
+        if (!spent.has(name) && left <= SPENT_AT_MOST) spent.set(name, atMs - fromMs);
       await sleep(POLL_MS);
     }
     return spent;
@@ -265,7 +298,18 @@ export async function fleetChaos(): Promise<FleetFigures[]> {
     const observed: Observed = { hungMs, resumedMs, census, spent, read: await reader.read() };
     const records = await Promise.all(nodes.map((n) => n.stop()));
     await mkdir(dirname(RECORDS_FILE), { recursive: true });
-    await writeFile(RECORDS_FILE, JSON.stringify({ observed: { ...observed, census: Object.fromEntries(census), spent: Object.fromEntries(spent), read: { atMs: observed.read.atMs, remaining: Object.fromEntries(observed.read.remaining) } }, records }));
+    await writeFile(
+      RECORDS_FILE,
+      JSON.stringify({
+        observed: {
+          ...observed,
+          census: Object.fromEntries(census),
+          spent: Object.fromEntries(spent),
+          read: { atMs: observed.read.atMs, remaining: Object.fromEntries(observed.read.remaining) },
+        },
+        records,
+      }),
+    );
     const figures: FleetFigures[] = [];
     for (const side of FLEET_SIDES) {
       for (const policy of ['token-bucket', 'fixed-window'] as const) {
@@ -287,7 +331,21 @@ export async function fleetChaos(): Promise<FleetFigures[]> {
 const ratio = (a: number, b: number): string => (b > 0 ? `${(a / b).toFixed(2)}×` : '—');
 
 /** FLEET_HEADER heads {@link fleetRows}. */
-export const FLEET_HEADER = ['side', 'policy', 'answers in the hang', 'share of', 'census', 'admitted in the hang', 'bound', '÷ bound', 'admitted in lapses', 'spent on Redis after ms', 'remaining on Redis', 'truth', 'errors'];
+export const FLEET_HEADER = [
+  'side',
+  'policy',
+  'answers in the hang',
+  'share of',
+  'census',
+  'admitted in the hang',
+  'bound',
+  '÷ bound',
+  'admitted in lapses',
+  'spent on Redis after ms',
+  'remaining on Redis',
+  'truth',
+  'errors',
+];
 
 /** Reasons as `fallback 1200, limit 3000`, largest first. */
 const reasonsText = (reasons: Record<string, number>): string =>

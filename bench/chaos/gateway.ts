@@ -70,7 +70,13 @@ async function backOnRedis(url: string, fromEpochMs: number, withinMs: number): 
 }
 
 /** Figures of the requests due from `startMs` to `returnMs` (epoch), and of the second after. */
-function figuresOf(records: LoadRecords, fault: string, startMs: number, returnMs: number, backOnRedisMs: number | undefined): GatewayFigures {
+function figuresOf(
+  records: LoadRecords,
+  fault: string,
+  startMs: number,
+  returnMs: number,
+  backOnRedisMs: number | undefined,
+): GatewayFigures {
   const during: number[] = [];
   const after: number[] = [];
   let serverErrors = 0;
@@ -89,13 +95,28 @@ function figuresOf(records: LoadRecords, fault: string, startMs: number, returnM
   }
   during.sort((a, b) => a - b);
   after.sort((a, b) => a - b);
-  return { fault, requests: during.length, serverErrors, timedOut, failed, p99Ms: percentile(during, 0.99), p99AfterMs: percentile(after, 0.99), backOnRedisMs };
+  return {
+    fault,
+    requests: during.length,
+    serverErrors,
+    timedOut,
+    failed,
+    p99Ms: percentile(during, 0.99),
+    p99AfterMs: percentile(after, 0.99),
+    backOnRedisMs,
+  };
 }
 
-const sleepUntil = (epochMs: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, epochMs - Date.now())));
+const sleepUntil = (epochMs: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, Math.max(0, epochMs - Date.now())));
 
 /** Causes the faults at their times from `t0` (epoch ms) and returns their windows and recoveries. */
-async function faults(redis: RedisServers, url: string, t0: number, faultMs: number): Promise<Array<[string, number, number, number | undefined]>> {
+async function faults(
+  redis: RedisServers,
+  url: string,
+  t0: number,
+  faultMs: number,
+): Promise<Array<[string, number, number, number | undefined]>> {
   const windows: Array<[string, number, number, number | undefined]> = [];
   await sleepUntil(t0 + WARM_MS);
   const hungMs = Date.now();
@@ -103,14 +124,24 @@ async function faults(redis: RedisServers, url: string, t0: number, faultMs: num
   await sleepUntil(hungMs + faultMs);
   redis.signal(0, 'SIGCONT');
   const resumedMs = Date.now();
-  windows.push([`Redis hung (SIGSTOP ${faultMs / 1000} s)`, hungMs, resumedMs, await backOnRedis(url, resumedMs, AFTER_MS)]);
+  windows.push([
+    `Redis hung (SIGSTOP ${faultMs / 1000} s)`,
+    hungMs,
+    resumedMs,
+    await backOnRedis(url, resumedMs, AFTER_MS),
+  ]);
   await sleepUntil(resumedMs + AFTER_MS);
   const killedMs = Date.now();
   await redis.kill(0);
   await sleepUntil(killedMs + faultMs);
   await redis.restart(0);
   const restartedMs = Date.now();
-  windows.push([`Redis killed, restarted after ${faultMs / 1000} s`, killedMs, restartedMs, await backOnRedis(url, restartedMs, AFTER_MS)]);
+  windows.push([
+    `Redis killed, restarted after ${faultMs / 1000} s`,
+    killedMs,
+    restartedMs,
+    await backOnRedis(url, restartedMs, AFTER_MS),
+  ]);
   return windows;
 }
 
@@ -127,7 +158,13 @@ export async function gatewayChaos(options: GatewayOptions): Promise<GatewayFigu
     const url = `http://127.0.0.1:${gateway.port}/work`;
     const t0 = Date.now() + 500;
     const durationMs = WARM_MS + 2 * (options.faultMs + AFTER_MS);
-    const running = load.run({ url, phases: [{ durationMs, perSecond: options.perSecond }], timeoutMs: 5000, seed: 20, startAtEpochMs: t0 });
+    const running = load.run({
+      url,
+      phases: [{ durationMs, perSecond: options.perSecond }],
+      timeoutMs: 5000,
+      seed: 20,
+      startAtEpochMs: t0,
+    });
     const windows = await faults(redis, url, t0, options.faultMs);
     const records = await running;
     return windows.map(([fault, startMs, returnMs, back]) => figuresOf(records, fault, startMs, returnMs, back));

@@ -20,7 +20,9 @@ export class SideProcess {
 
   /** start spawns a side and resolves once its client is connected and its loop has begun. */
   static async start(args: SideArgs): Promise<SideProcess> {
-    const child = spawn(process.execPath, [...TSX_FLAGS, SIDE, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...TSX_FLAGS, SIDE, JSON.stringify(args)], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     const side = new SideProcess(child);
     const started = new Promise<void>((resolve) => {
       const check = (): void => {
@@ -30,7 +32,11 @@ export class SideProcess {
       };
       child.stdout!.on('data', check);
     });
-    const failed = side.exited.then((code) => Promise.reject(new Error(`side ${args.side} exited (${String(code)}) before it was ready: ${side.stderr.trim()}`)));
+    const failed = side.exited.then((code) =>
+      Promise.reject(
+        new Error(`side ${args.side} exited (${String(code)}) before it was ready: ${side.stderr.trim()}`),
+      ),
+    );
     await Promise.race([started, failed]);
     return side;
   }
@@ -40,7 +46,8 @@ export class SideProcess {
     this.child.stdin!.end('stop\n');
     const code = await this.exited;
     const line = this.stdout.split('\n').find((l) => l.startsWith('{'));
-    if (code !== 0 || line === undefined) throw new Error(`a side exited (${String(code)}): ${this.stderr.trim().split('\n').slice(-8).join('\n')}`);
+    if (code !== 0 || line === undefined)
+      throw new Error(`a side exited (${String(code)}): ${this.stderr.trim().split('\n').slice(-8).join('\n')}`);
     return JSON.parse(line) as SideRecords;
   }
 

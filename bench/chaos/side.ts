@@ -45,7 +45,18 @@ const SETTLE_MS = 5000;
 const args = JSON.parse(process.argv[2] ?? '{}') as SideArgs;
 const side = sideOf(args.side, args.target);
 const baseEpochMs = performance.timeOrigin;
-const records: SideRecords = { side: args.side, baseEpochMs, askedMs: [], latencyMs: [], outcome: [], key: [], unsettledAskedMs: [], reasons: {}, lateAtMs: [], lateByMs: [] };
+const records: SideRecords = {
+  side: args.side,
+  baseEpochMs,
+  askedMs: [],
+  latencyMs: [],
+  outcome: [],
+  key: [],
+  unsettledAskedMs: [],
+  reasons: {},
+  lateAtMs: [],
+  lateByMs: [],
+};
 const pending = new Map<number, number>(); // id -> asked (performance.now())
 let issued = 0;
 

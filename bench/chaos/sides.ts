@@ -57,17 +57,27 @@ export interface SideClient {
 /** clientOf connects to `target` with `options` (plain ioredis defaults when empty). */
 export function clientOf(target: Target, options: RedisOptions = {}): Redis | Cluster {
   const nodes = target.ports.map((port) => ({ host: '127.0.0.1', port }));
-  const clusterOptions: ClusterOptions = Object.keys(options).length === 0 ? {} : { redisOptions: options, ...(options.retryStrategy === undefined ? {} : { clusterRetryStrategy: () => 50 }) };
+  const clusterOptions: ClusterOptions =
+    Object.keys(options).length === 0
+      ? {}
+      : { redisOptions: options, ...(options.retryStrategy === undefined ? {} : { clusterRetryStrategy: () => 50 }) };
   const client = target.cluster ? new Cluster(nodes, clusterOptions) : new Redis({ ...nodes[0]!, ...options });
   client.on('error', () => {}); // what a user's logger would hear; the limiters answer meanwhile
   return client;
 }
 
 /** floodgateSide decides through a RedisStore with `options` on top of the defaults. */
-export function floodgateSide(client: Redis | Cluster, prefix: string, options: Partial<RedisStoreOptions> = {}): SideClient {
+export function floodgateSide(
+  client: Redis | Cluster,
+  prefix: string,
+  options: Partial<RedisStoreOptions> = {},
+): SideClient {
   const store = new RedisStore({ adapter: ioredisAdapter(client), prefix, ...options });
   const limiter = new Limiter({ policy: POLICY, store });
-  const answer = (d: Decision): Answer => ({ outcome: d.reason === 'ok' || d.reason === 'limit' ? REDIS : DEGRADED, reason: d.reason });
+  const answer = (d: Decision): Answer => ({
+    outcome: d.reason === 'ok' || d.reason === 'limit' ? REDIS : DEGRADED,
+    reason: d.reason,
+  });
   return {
     client,
     decide: (key) => limiter.consume(key).then(answer, (e: unknown) => ({ outcome: ERROR, reason: errorName(e) })),
@@ -91,7 +101,13 @@ export function rlfSide(client: Redis | Cluster, prefix: string): SideClient {
         throw res;
       },
     );
-  const redis = new RateLimiterRedis({ storeClient: client, keyPrefix: prefix, points: POINTS_PER_SECOND, duration: 1, insuranceLimiter: insurance });
+  const redis = new RateLimiterRedis({
+    storeClient: client,
+    keyPrefix: prefix,
+    points: POINTS_PER_SECOND,
+    duration: 1,
+    insuranceLimiter: insurance,
+  });
   const limiter = new RLWrapperTimeouts({ limiter: redis, timeoutMs: 100 });
   const answer = (res: unknown): Answer => {
     const fromInsurance = typeof res === 'object' && res !== null && insured.has(res);
@@ -99,7 +115,12 @@ export function rlfSide(client: Redis | Cluster, prefix: string): SideClient {
   };
   return {
     client,
-    decide: (key) => limiter.consume(key).then(answer, (e: unknown) => (e instanceof RateLimiterRes ? answer(e) : { outcome: ERROR, reason: errorName(e) })),
+    decide: (key) =>
+      limiter
+        .consume(key)
+        .then(answer, (e: unknown) =>
+          e instanceof RateLimiterRes ? answer(e) : { outcome: ERROR, reason: errorName(e) },
+        ),
   };
 }
 

@@ -44,20 +44,97 @@ const fg = (rules: 0 | 1 | 3, redis = false, adaptive = false): FloodgateSetup =
 
 /** CELLS are every cell, in the order they run in each round. */
 export const CELLS: readonly CellSpec[] = [
-  { name: 'undici-bare', case: 'admit', kind: 'undici-bare', does: 'node:http + undici Pool (pool.stream), no limit, no added headers: the floor of a Node proxy' },
-  { name: 'undici', case: 'admit', kind: 'undici', does: 'the same + forwarding headers + RateLimit-Policy/RateLimit from a Map token bucket per IP (the reference)' },
-  { name: 'fastify', case: 'admit', kind: 'fastify', does: '@fastify/http-proxy + @fastify/rate-limit (fixed window 1,000,000 per 1 s per IP, RateLimit-Limit/-Remaining/-Reset) + forwarding headers' },
-  { name: 'nginx', case: 'admit', kind: 'nginx', does: 'nginx-light, 1 worker, limit_req per IP at 100,000,000 r/s + forwarding headers + a constant RateLimit-Policy' },
-  { name: 'floodgate-none', case: 'admit', kind: 'floodgate', floodgate: fg(0), does: 'floodgate serve, a route without rules (forwarding headers only)' },
-  { name: 'floodgate', case: 'admit', kind: 'floodgate', floodgate: fg(1), does: 'floodgate serve, one per-IP token bucket on the memory store' },
-  { name: 'floodgate-3', case: 'admit', kind: 'floodgate', floodgate: fg(3), does: 'floodgate serve, 3 rules (per-IP token bucket, per-route sliding window, per-Host fixed window), memory store' },
-  { name: 'floodgate-adaptive', case: 'admit', kind: 'floodgate', floodgate: fg(1, false, true), does: 'floodgate serve, one rule + an adaptive concurrency limit that never sheds (floor 64 > 50 connections)' },
-  { name: 'floodgate-redis', case: 'admit', kind: 'floodgate', floodgate: fg(1, true), does: 'floodgate serve, one per-IP token bucket on Redis' },
-  { name: 'floodgate-redis-3', case: 'admit', kind: 'floodgate', floodgate: fg(3, true), does: 'floodgate serve, the 3 rules on Redis' },
-  { name: 'undici-429', case: 'refuse', kind: 'undici', does: 'the undici peer, bucket (1, 1/1000 s): 429 + the same headers and problem+json body' },
-  { name: 'fastify-429', case: 'refuse', kind: 'fastify', does: '@fastify/rate-limit, 1 per 1000 s: its 429 (RateLimit-* + Retry-After, its JSON body)' },
-  { name: 'nginx-429', case: 'refuse', kind: 'nginx', does: 'limit_req 1r/m, no burst, limit_req_status 429 + a named location: constant RateLimit-Policy, Retry-After, problem+json' },
-  { name: 'floodgate-429', case: 'refuse', kind: 'floodgate', floodgate: fg(1), does: 'floodgate serve, per-IP token bucket (1, 1/1000 s), memory store' },
+  {
+    name: 'undici-bare',
+    case: 'admit',
+    kind: 'undici-bare',
+    does: 'node:http + undici Pool (pool.stream), no limit, no added headers: the floor of a Node proxy',
+  },
+  {
+    name: 'undici',
+    case: 'admit',
+    kind: 'undici',
+    does: 'the same + forwarding headers + RateLimit-Policy/RateLimit from a Map token bucket per IP (the reference)',
+  },
+  {
+    name: 'fastify',
+    case: 'admit',
+    kind: 'fastify',
+    does: '@fastify/http-proxy + @fastify/rate-limit (fixed window 1,000,000 per 1 s per IP, RateLimit-Limit/-Remaining/-Reset) + forwarding headers',
+  },
+  {
+    name: 'nginx',
+    case: 'admit',
+    kind: 'nginx',
+    does: 'nginx-light, 1 worker, limit_req per IP at 100,000,000 r/s + forwarding headers + a constant RateLimit-Policy',
+  },
+  {
+    name: 'floodgate-none',
+    case: 'admit',
+    kind: 'floodgate',
+    floodgate: fg(0),
+    does: 'floodgate serve, a route without rules (forwarding headers only)',
+  },
+  {
+    name: 'floodgate',
+    case: 'admit',
+    kind: 'floodgate',
+    floodgate: fg(1),
+    does: 'floodgate serve, one per-IP token bucket on the memory store',
+  },
+  {
+    name: 'floodgate-3',
+    case: 'admit',
+    kind: 'floodgate',
+    floodgate: fg(3),
+    does: 'floodgate serve, 3 rules (per-IP token bucket, per-route sliding window, per-Host fixed window), memory store',
+  },
+  {
+    name: 'floodgate-adaptive',
+    case: 'admit',
+    kind: 'floodgate',
+    floodgate: fg(1, false, true),
+    does: 'floodgate serve, one rule + an adaptive concurrency limit that never sheds (floor 64 > 50 connections)',
+  },
+  {
+    name: 'floodgate-redis',
+    case: 'admit',
+    kind: 'floodgate',
+    floodgate: fg(1, true),
+    does: 'floodgate serve, one per-IP token bucket on Redis',
+  },
+  {
+    name: 'floodgate-redis-3',
+    case: 'admit',
+    kind: 'floodgate',
+    floodgate: fg(3, true),
+    does: 'floodgate serve, the 3 rules on Redis',
+  },
+  {
+    name: 'undici-429',
+    case: 'refuse',
+    kind: 'undici',
+    does: 'the undici peer, bucket (1, 1/1000 s): 429 + the same headers and problem+json body',
+  },
+  {
+    name: 'fastify-429',
+    case: 'refuse',
+    kind: 'fastify',
+    does: '@fastify/rate-limit, 1 per 1000 s: its 429 (RateLimit-* + Retry-After, its JSON body)',
+  },
+  {
+    name: 'nginx-429',
+    case: 'refuse',
+    kind: 'nginx',
+    does: 'limit_req 1r/m, no burst, limit_req_status 429 + a named location: constant RateLimit-Policy, Retry-After, problem+json',
+  },
+  {
+    name: 'floodgate-429',
+    case: 'refuse',
+    kind: 'floodgate',
+    floodgate: fg(1),
+    does: 'floodgate serve, per-IP token bucket (1, 1/1000 s), memory store',
+  },
   { name: 'floodgate-redis-429', case: 'refuse', kind: 'floodgate', floodgate: fg(1, true), does: 'the same on Redis' },
 ];
 
@@ -65,7 +142,9 @@ export const CELLS: readonly CellSpec[] = [
 export function floodgateYaml(spec: CellSpec, upstreamPort: number, redisPort: number | undefined): string {
   const setup = spec.floodgate!;
   const { capacity, refillPerSecond } = BUCKET[spec.case];
-  const store = setup.redis ? `store: { type: redis, url: "redis://127.0.0.1:${redisPort ?? 0}", prefix: "${spec.name}:", timeoutMs: 1000 }` : 'store: { type: memory }';
+  const store = setup.redis
+    ? `store: { type: redis, url: "redis://127.0.0.1:${redisPort ?? 0}", prefix: "${spec.name}:", timeoutMs: 1000 }`
+    : 'store: { type: memory }';
   let rules = '';
   if (setup.rules > 0) {
     rules += `

@@ -97,7 +97,9 @@ export function runWrk(options: WrkOptions): Round {
 
 /** commandStats returns Redis's calls per command so far (`INFO commandstats`, through redis-cli). */
 export function commandStats(port: number): Map<string, number> {
-  const out = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'INFO', 'commandstats'], { encoding: 'utf8' }).stdout;
+  const out = spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'INFO', 'commandstats'], {
+    encoding: 'utf8',
+  }).stdout;
   const calls = new Map<string, number>();
   for (const m of out.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls.set(m[1]!, Number(m[2]));
   return calls;
@@ -119,7 +121,8 @@ export function probe(port: number, path: string): Promise<Probe> {
       res.on('data', (c: string) => (body += c));
       res.on('end', () => {
         const headers: string[] = [];
-        for (let i = 0; i < res.rawHeaders.length; i += 2) headers.push(`${res.rawHeaders[i]!}: ${res.rawHeaders[i + 1]!}`);
+        for (let i = 0; i < res.rawHeaders.length; i += 2)
+          headers.push(`${res.rawHeaders[i]!}: ${res.rawHeaders[i + 1]!}`);
         resolve({ status: res.statusCode ?? 0, headers, body });
       });
     });

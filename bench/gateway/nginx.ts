@@ -23,10 +23,18 @@ export interface NginxLimit {
 }
 
 /** writeNginxConf writes nginx.conf under `prefix` and returns the argument list that runs it in the foreground. */
-export async function writeNginxConf(prefix: string, options: { port: number; upstreamPort: number; limit: NginxLimit }): Promise<string[]> {
+export async function writeNginxConf(
+  prefix: string,
+  options: { port: number; upstreamPort: number; limit: NginxLimit },
+): Promise<string[]> {
   await mkdir(join(prefix, 'tmp'), { recursive: true });
   const { port, upstreamPort, limit } = options;
-  const problem = JSON.stringify({ type: 'https://iana.org/assignments/http-problem-types#quota-exceeded', title: 'Request cannot be satisfied as assigned quota has been exceeded', status: 429, 'violated-policies': ['per-client'] });
+  const problem = JSON.stringify({
+    type: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
+    title: 'Request cannot be satisfied as assigned quota has been exceeded',
+    status: 429,
+    'violated-policies': ['per-client'],
+  });
   const conf = `worker_processes 1;
 pid ${prefix}/nginx.pid;
 error_log ${prefix}/error.log crit;

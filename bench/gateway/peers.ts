@@ -23,7 +23,11 @@ import { undiciPeer } from './undici-peer.js';
 async function fastifyPeer(upstreamPort: number, max: number, windowMs: number): Promise<number> {
   const { default: Fastify } = await import('fastify');
   const app = Fastify();
-  await app.register((await import('@fastify/rate-limit')).default, { max, timeWindow: windowMs, enableDraftSpec: true });
+  await app.register((await import('@fastify/rate-limit')).default, {
+    max,
+    timeWindow: windowMs,
+    enableDraftSpec: true,
+  });
   await app.register((await import('@fastify/http-proxy')).default, {
     upstream: `http://127.0.0.1:${upstreamPort}`,
     replyOptions: {
@@ -48,7 +52,9 @@ function upstream(): Server {
   return createServer((req, res) => {
     if (req.url === '/probe') {
       const body = JSON.stringify(req.rawHeaders);
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }).end(body);
+      res
+        .writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) })
+        .end(body);
       return;
     }
     res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' }).end('ok');
@@ -59,7 +65,14 @@ function listen(server: Server): Promise<number> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
 }
 
-const { values } = parseArgs({ options: { serve: { type: 'string' }, 'upstream-port': { type: 'string' }, capacity: { type: 'string', default: '0' }, 'refill-per-second': { type: 'string', default: '1' } } });
+const { values } = parseArgs({
+  options: {
+    serve: { type: 'string' },
+    'upstream-port': { type: 'string' },
+    capacity: { type: 'string', default: '0' },
+    'refill-per-second': { type: 'string', default: '1' },
+  },
+});
 const upstreamPort = Number(values['upstream-port'] ?? 0);
 const capacity = Number(values.capacity);
 const refillPerSecond = Number(values['refill-per-second']);
@@ -67,7 +80,8 @@ let port: number;
 if (values.serve === 'upstream') port = await listen(upstream());
 else if (values.serve === 'undici') port = await listen(undiciPeer({ upstreamPort, capacity, refillPerSecond }));
 // The Fastify peer's fixed window: `capacity` requests per the time the bucket takes to fill.
-else if (values.serve === 'fastify') port = await fastifyPeer(upstreamPort, capacity, Math.ceil((capacity / refillPerSecond) * 1000));
+else if (values.serve === 'fastify')
+  port = await fastifyPeer(upstreamPort, capacity, Math.ceil((capacity / refillPerSecond) * 1000));
 else throw new Error(`unknown --serve ${String(values.serve)}`);
 console.log(`PORT ${port}`);
 // Exit through process.exit on SIGTERM, so that `node --cpu-prof` writes its profile.

@@ -39,7 +39,9 @@ const p99 = (r: Round): number => r.p99Ms;
 export function printCase(results: Results, specs: readonly CellSpec[], which: Case, refs: readonly string[]): void {
   const cells = specs.filter((s) => s.case === which && results.has(s.name));
   if (cells.length === 0) return;
-  console.log(`\n${which === 'admit' ? '(a) Admitted: one per-IP limit that never refuses' : '(b) Refusal-heavy: a per-IP limit that refuses nearly every request'}`);
+  console.log(
+    `\n${which === 'admit' ? '(a) Admitted: one per-IP limit that never refuses' : '(b) Refusal-heavy: a per-IP limit that refuses nearly every request'}`,
+  );
   console.log('cell                   req/s   p50 ms   p99 ms   CPU µs/req (min-max)   non-2xx share');
   for (const s of cells) {
     const rs = results.get(s.name)!;
@@ -56,7 +58,9 @@ export function printCase(results: Results, specs: readonly CellSpec[], which: C
     console.log('cell                   req/s                CPU µs/req           p99');
     for (const s of cells) {
       if (s.name === ref) continue;
-      console.log(`${s.name.padEnd(20)}   ${ratioText(ratioOf(results, s.name, ref, rps)).padEnd(20)} ${ratioText(ratioOf(results, s.name, ref, cpu)).padEnd(20)} ${ratioText(ratioOf(results, s.name, ref, p99))}`);
+      console.log(
+        `${s.name.padEnd(20)}   ${ratioText(ratioOf(results, s.name, ref, rps)).padEnd(20)} ${ratioText(ratioOf(results, s.name, ref, cpu)).padEnd(20)} ${ratioText(ratioOf(results, s.name, ref, p99))}`,
+      );
     }
   }
 }
@@ -70,17 +74,28 @@ export function printRedis(results: Results): void {
   ];
   const present = pairs.filter(([r]) => results.has(r));
   if (present.length === 0) return;
-  console.log('\n(c) Redis (one redis-server started by the run, on the load CPU): the gateway on Redis ÷ the same rules on the memory store');
-  console.log('cell                   req/s ratio          gateway CPU ratio    Redis CPU µs/req   Redis commands per request');
+  console.log(
+    '\n(c) Redis (one redis-server started by the run, on the load CPU): the gateway on Redis ÷ the same rules on the memory store',
+  );
+  console.log(
+    'cell                   req/s ratio          gateway CPU ratio    Redis CPU µs/req   Redis commands per request',
+  );
   for (const [redis, memory] of present) {
     const rs = results.get(redis)!;
     const names = new Set(rs.flatMap((r) => [...r.redisCommandsPerRequest.keys()]));
     const commands = [...names].map((n) => ({ n, per: median(rs.map((r) => r.redisCommandsPerRequest.get(n) ?? 0)) }));
     const total = commands.reduce((t, c) => t + c.per, 0);
-    const listed = commands.sort((a, b) => b.per - a.per).map((c) => `${c.n} ${f(c.per, 3)}`).join(', ');
-    console.log(`${redis.padEnd(20)}   ${ratioText(ratioOf(results, redis, memory, rps)).padEnd(20)} ${ratioText(ratioOf(results, redis, memory, cpu)).padEnd(20)} ${f(median(rs.map((r) => r.redisCpuUsPerRequest)), 1).padStart(8)}           ${f(total, 3)} (${listed})`);
+    const listed = commands
+      .sort((a, b) => b.per - a.per)
+      .map((c) => `${c.n} ${f(c.per, 3)}`)
+      .join(', ');
+    console.log(
+      `${redis.padEnd(20)}   ${ratioText(ratioOf(results, redis, memory, rps)).padEnd(20)} ${ratioText(ratioOf(results, redis, memory, cpu)).padEnd(20)} ${f(median(rs.map((r) => r.redisCpuUsPerRequest)), 1).padStart(8)}           ${f(total, 3)} (${listed})`,
+    );
   }
-  console.log('Commands run inside a Lua script are counted by Redis as well as the EVALSHA that ran them: round trips are the EVALSHA/EVAL calls plus any command outside a script.');
+  console.log(
+    'Commands run inside a Lua script are counted by Redis as well as the EVALSHA that ran them: round trips are the EVALSHA/EVAL calls plus any command outside a script.',
+  );
 }
 
 /** printCells prints what each cell runs. */

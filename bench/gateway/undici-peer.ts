@@ -18,7 +18,13 @@
  * forgets a client), body size limits and upstream timeouts. With `capacity: 0` it is the bare
  * proxy: no bucket, no added headers, the client's headers passed as they are.
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { Pool } from 'undici';
 
 /** UndiciPeerOptions says what the peer limits: `capacity` 0 for the bare proxy. */
@@ -28,7 +34,17 @@ export interface UndiciPeerOptions {
   readonly refillPerSecond: number;
 }
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate', 'proxy-authorization']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
+]);
 
 interface Bucket {
   tokens: number;
@@ -37,12 +53,21 @@ interface Bucket {
 
 /** undiciPeer returns the peer's server, not yet listening. */
 export function undiciPeer(options: UndiciPeerOptions): Server {
-  const pool = new Pool(`http://127.0.0.1:${options.upstreamPort}`, { connections: 256, pipelining: 1, keepAliveTimeout: 4_000 });
+  const pool = new Pool(`http://127.0.0.1:${options.upstreamPort}`, {
+    connections: 256,
+    pipelining: 1,
+    keepAliveTimeout: 4_000,
+  });
   const { capacity, refillPerSecond } = options;
   const bare = capacity === 0;
   const perMs = refillPerSecond / 1000;
   const policy = `"per-client";q=${Math.floor(capacity)};w=${Math.max(1, Math.ceil(capacity / refillPerSecond))}`;
-  const problem = JSON.stringify({ type: 'https://iana.org/assignments/http-problem-types#quota-exceeded', title: 'Request cannot be satisfied as assigned quota has been exceeded', status: 429, 'violated-policies': ['per-client'] });
+  const problem = JSON.stringify({
+    type: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
+    title: 'Request cannot be satisfied as assigned quota has been exceeded',
+    status: 429,
+    'violated-policies': ['per-client'],
+  });
   const problemLength = String(Buffer.byteLength(problem));
   const buckets = new Map<string, Bucket>();
 
@@ -56,7 +81,14 @@ export function undiciPeer(options: UndiciPeerOptions): Server {
       const tokens = Math.min(capacity, b.tokens + Math.max(0, nowMs - b.updatedMs) * perMs);
       if (tokens < 1) {
         const waitS = Math.ceil((1 - tokens) / perMs / 1000);
-        res.writeHead(429, { 'ratelimit-policy': policy, ratelimit: `"per-client";r=${Math.floor(tokens)};t=${waitS}`, 'retry-after': String(waitS), 'cache-control': 'no-store', 'content-type': 'application/problem+json', 'content-length': problemLength });
+        res.writeHead(429, {
+          'ratelimit-policy': policy,
+          ratelimit: `"per-client";r=${Math.floor(tokens)};t=${waitS}`,
+          'retry-after': String(waitS),
+          'cache-control': 'no-store',
+          'content-type': 'application/problem+json',
+          'content-length': problemLength,
+        });
         res.end(problem);
         return;
       }
@@ -65,7 +97,12 @@ export function undiciPeer(options: UndiciPeerOptions): Server {
       rateLimit = `"per-client";r=${Math.floor(b.tokens)};t=${Math.ceil((capacity - b.tokens) / perMs / 1000)}`;
     }
     const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
-    const request = { path: req.url ?? '/', method: req.method as 'GET', headers: bare ? passed(req.headers) : forwarded(req.headers, peer), body: hasBody ? req : null };
+    const request = {
+      path: req.url ?? '/',
+      method: req.method as 'GET',
+      headers: bare ? passed(req.headers) : forwarded(req.headers, peer),
+      body: hasBody ? req : null,
+    };
     pool
       .stream(request, (reply) => {
         const headers = endToEnd(reply.headers);
@@ -93,7 +130,15 @@ function passed(incoming: IncomingHttpHeaders): Record<string, string | string[]
 /** The end-to-end headers of a message, less `Host`. */
 function endToEnd(incoming: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
   const conn = incoming.connection;
-  const named = conn === undefined ? undefined : new Set(String(conn).toLowerCase().split(',').map((s) => s.trim()));
+  const named =
+    conn === undefined
+      ? undefined
+      : new Set(
+          String(conn)
+            .toLowerCase()
+            .split(',')
+            .map((s) => s.trim()),
+        );
   const out: Record<string, string | string[]> = {};
   for (const name in incoming) {
     const value = incoming[name];

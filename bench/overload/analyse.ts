@@ -94,7 +94,12 @@ export function goodputSeries(records: LoadRecords, stepMs: number, endMs: numbe
  * recoveredAfterMs returns how long after `fromMs` the first `stepMs` bucket began from which every
  * bucket up to `toMs` had at least `share` of its requests answered 200 in time; undefined when none did.
  */
-export function recoveredAfterMs(records: LoadRecords, fromMs: number, toMs: number, options: { stepMs: number; share: number }): number | undefined {
+export function recoveredAfterMs(
+  records: LoadRecords,
+  fromMs: number,
+  toMs: number,
+  options: { stepMs: number; share: number },
+): number | undefined {
   let recovered: number | undefined;
   for (let start = fromMs; start + options.stepMs <= toMs; start += options.stepMs) {
     const w = windowStats(records, start, start + options.stepMs);

@@ -8,7 +8,12 @@ import type { LaneId } from './lanes.js';
 import type { Sample } from './rig.js';
 
 /** LANE_COLORS are the lanes' colours (Okabe-Ito, readable with colour blindness). */
-export const LANE_COLORS: Record<LaneId, string> = { none: '#d55e00', 'token-bucket': '#e69f00', static: '#0072b2', adaptive: '#009e73' };
+export const LANE_COLORS: Record<LaneId, string> = {
+  none: '#d55e00',
+  'token-bucket': '#e69f00',
+  static: '#0072b2',
+  adaptive: '#009e73',
+};
 
 /** GoodputLine is one lane's goodput ÷ capacity at each offered load (× capacity). */
 export interface GoodputLine {
@@ -36,10 +41,16 @@ export function goodputChart(lines: readonly GoodputLine[], title: string): stri
     `<text x="${P.left}" y="26" font-size="15" font-weight="bold" fill="#222">${esc(title)}</text>`,
   ];
   for (const v of [0, 0.2, 0.4, 0.6, 0.8, 1]) {
-    parts.push(`<line x1="${P.left}" x2="${P.right}" y1="${f(y(v))}" y2="${f(y(v))}" stroke="#ececec"/>`, `<text x="${P.left - 8}" y="${f(y(v) + 4)}" text-anchor="end" fill="#333">${v}</text>`);
+    parts.push(
+      `<line x1="${P.left}" x2="${P.right}" y1="${f(y(v))}" y2="${f(y(v))}" stroke="#ececec"/>`,
+      `<text x="${P.left - 8}" y="${f(y(v) + 4)}" text-anchor="end" fill="#333">${v}</text>`,
+    );
   }
   for (const load of loads) {
-    parts.push(`<line x1="${f(x(load))}" x2="${f(x(load))}" y1="${P.bottom}" y2="${P.bottom + 6}" stroke="#333"/>`, `<text x="${f(x(load))}" y="${P.bottom + 20}" text-anchor="middle" fill="#333">${load}x</text>`);
+    parts.push(
+      `<line x1="${f(x(load))}" x2="${f(x(load))}" y1="${P.bottom}" y2="${P.bottom + 6}" stroke="#333"/>`,
+      `<text x="${f(x(load))}" y="${P.bottom + 20}" text-anchor="middle" fill="#333">${load}x</text>`,
+    );
   }
   parts.push(
     `<line x1="${P.left}" x2="${P.right}" y1="${P.bottom}" y2="${P.bottom}" stroke="#333"/>`,
@@ -52,18 +63,29 @@ export function goodputChart(lines: readonly GoodputLine[], title: string): stri
   lines.forEach((line, i) => {
     const color = LANE_COLORS[line.lane];
     const pts = line.points.filter((p) => Number.isFinite(p.goodput));
-    parts.push(`<g data-lane="${line.lane}"><path d="${pts.map((p, j) => `${j === 0 ? 'M' : 'L'}${f(x(p.load))} ${f(y(p.goodput))}`).join(' ')}" fill="none" stroke="${color}" stroke-width="2.5"/>`);
+    parts.push(
+      `<g data-lane="${line.lane}"><path d="${pts.map((p, j) => `${j === 0 ? 'M' : 'L'}${f(x(p.load))} ${f(y(p.goodput))}`).join(' ')}" fill="none" stroke="${color}" stroke-width="2.5"/>`,
+    );
     for (const p of pts) parts.push(`<circle cx="${f(x(p.load))}" cy="${f(y(p.goodput))}" r="3.5" fill="${color}"/>`);
-    parts.push(`</g>`, `<rect x="${P.right + 20}" y="${P.top + i * 22}" width="14" height="14" fill="${color}"/><text x="${P.right + 40}" y="${P.top + i * 22 + 11}" fill="#222">${esc(line.label)}</text>`);
+    parts.push(
+      `</g>`,
+      `<rect x="${P.right + 20}" y="${P.top + i * 22}" width="14" height="14" fill="${color}"/><text x="${P.right + 40}" y="${P.top + i * 22 + 11}" fill="#222">${esc(line.label)}</text>`,
+    );
   });
   const note = P.top + lines.length * 22 + 6;
-  parts.push(`<line x1="${P.right + 20}" x2="${P.right + 34}" y1="${note}" y2="${note}" stroke="#b0b0b0" stroke-width="1.5" stroke-dasharray="6 4"/><text x="${P.right + 40}" y="${note + 4}" fill="#555">ideal: min(offered, capacity)</text>`);
+  parts.push(
+    `<line x1="${P.right + 20}" x2="${P.right + 34}" y1="${note}" y2="${note}" stroke="#b0b0b0" stroke-width="1.5" stroke-dasharray="6 4"/><text x="${P.right + 40}" y="${note + 4}" fill="#555">ideal: min(offered, capacity)</text>`,
+  );
   parts.push('</svg>');
   return parts.join('\n') + '\n';
 }
 
 /** stepValues resamples `(atMs, value)` points to `steps` buckets of `stepMs`: each bucket takes the last point at or before its middle. */
-export function stepValues(points: ReadonlyArray<{ atMs: number; value: number }>, stepMs: number, steps: number): Float64Array {
+export function stepValues(
+  points: ReadonlyArray<{ atMs: number; value: number }>,
+  stepMs: number,
+  steps: number,
+): Float64Array {
   const out = new Float64Array(steps);
   let j = 0;
   for (let i = 0; i < steps; i++) {
@@ -78,14 +100,34 @@ export function stepValues(points: ReadonlyArray<{ atMs: number; value: number }
 export function limitPoints(samples: readonly Sample[]): Array<{ atMs: number; value: number }> {
   const out: Array<{ atMs: number; value: number }> = [];
   for (const s of samples) {
-    const key = Object.keys(s.metrics).find((k) => k === 'floodgate_concurrency_limit' || k.startsWith('floodgate_concurrency_limit{'));
+    const key = Object.keys(s.metrics).find(
+      (k) => k === 'floodgate_concurrency_limit' || k.startsWith('floodgate_concurrency_limit{'),
+    );
     if (key !== undefined) out.push({ atMs: s.atMs, value: s.metrics[key]! });
   }
   return out;
 }
 
 /** timeChart returns a line chart over time of one value per lane, the upstream's slots (or capacity) in grey. */
-export function timeChart(options: { id: string; title: string; yLabel: string; stepMs: number; lanes: ReadonlyArray<{ lane: LaneId; label: string; values: Float64Array }>; reference: { label: string; values: Float64Array } }): string {
-  const series: ChartSeries[] = options.lanes.map((l) => ({ name: l.label, color: LANE_COLORS[l.lane], lines: [{ kind: 'value', values: l.values }] }));
-  return renderLineChart({ id: options.id, title: options.title, yLabel: options.yLabel, stepMs: options.stepMs, series, reference: options.reference });
+export function timeChart(options: {
+  id: string;
+  title: string;
+  yLabel: string;
+  stepMs: number;
+  lanes: ReadonlyArray<{ lane: LaneId; label: string; values: Float64Array }>;
+  reference: { label: string; values: Float64Array };
+}): string {
+  const series: ChartSeries[] = options.lanes.map((l) => ({
+    name: l.label,
+    color: LANE_COLORS[l.lane],
+    lines: [{ kind: 'value', values: l.values }],
+  }));
+  return renderLineChart({
+    id: options.id,
+    title: options.title,
+    yLabel: options.yLabel,
+    stepMs: options.stepMs,
+    series,
+    reference: options.reference,
+  });
 }

@@ -31,7 +31,8 @@ export const WAIT_LINE: { maxQueue: number; readonly maxWaitMs: number } = { max
 
 /** setMaxQueue sets the wait line's bound for every concurrency lane (0: no wait line, every shed at once). */
 export function setMaxQueue(maxQueue: number): void {
-  if (!Number.isSafeInteger(maxQueue) || maxQueue < 0) throw new Error(`--max-queue must be a whole number from 0, got ${maxQueue}`);
+  if (!Number.isSafeInteger(maxQueue) || maxQueue < 0)
+    throw new Error(`--max-queue must be a whole number from 0, got ${maxQueue}`);
   WAIT_LINE.maxQueue = maxQueue;
 }
 
@@ -62,14 +63,16 @@ export const LANES: readonly Lane[] = [
     label: 'static concurrency limit (known slots)',
     short: 'static limit 8',
     learns: false,
-    protection: (c, tiers) => `\n    concurrency: { limit: ${c.slots}, maxQueue: ${WAIT_LINE.maxQueue}, maxWaitMs: ${WAIT_LINE.maxWaitMs} }${priorityYaml(tiers)}`,
+    protection: (c, tiers) =>
+      `\n    concurrency: { limit: ${c.slots}, maxQueue: ${WAIT_LINE.maxQueue}, maxWaitMs: ${WAIT_LINE.maxWaitMs} }${priorityYaml(tiers)}`,
   },
   {
     id: 'adaptive',
     label: 'adaptive concurrency (told nothing)',
     short: 'adaptive',
     learns: true,
-    protection: (_c, tiers) => `\n    adaptive: { maxQueue: ${WAIT_LINE.maxQueue}, maxWaitMs: ${WAIT_LINE.maxWaitMs} }${priorityYaml(tiers)}`,
+    protection: (_c, tiers) =>
+      `\n    adaptive: { maxQueue: ${WAIT_LINE.maxQueue}, maxWaitMs: ${WAIT_LINE.maxWaitMs} }${priorityYaml(tiers)}`,
   },
 ];
 

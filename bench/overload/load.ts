@@ -67,7 +67,12 @@ export function poissonArrivals(phases: readonly LoadPhase[], seed: number): num
   for (const phase of phases) {
     const endMs = phaseStartMs + phase.durationMs;
     if (phase.perSecond > 0) {
-      for (let t = phaseStartMs + random.exponential(phase.perSecond / 1000); t < endMs; t += random.exponential(phase.perSecond / 1000)) out.push(t);
+      for (
+        let t = phaseStartMs + random.exponential(phase.perSecond / 1000);
+        t < endMs;
+        t += random.exponential(phase.perSecond / 1000)
+      )
+        out.push(t);
     }
     phaseStartMs = endMs;
   }
@@ -97,7 +102,15 @@ function tiersOf(count: number, mix: TierMix | undefined, seed: number): number[
 export async function runOpenLoop(plan: LoadPlan): Promise<LoadRecords> {
   const dueMs = poissonArrivals(plan.phases, plan.seed);
   const n = dueMs.length;
-  const records: LoadRecords = { startEpochMs: plan.startAtEpochMs, dueMs, lagMs: new Array<number>(n).fill(0), latencyMs: new Array<number>(n).fill(NaN), status: new Array<number>(n).fill(FAILED), tier: tiersOf(n, plan.tierMix, plan.seed), errors: {} };
+  const records: LoadRecords = {
+    startEpochMs: plan.startAtEpochMs,
+    dueMs,
+    lagMs: new Array<number>(n).fill(0),
+    latencyMs: new Array<number>(n).fill(NaN),
+    status: new Array<number>(n).fill(FAILED),
+    tier: tiersOf(n, plan.tierMix, plan.seed),
+    errors: {},
+  };
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, plan.startAtEpochMs - Date.now())));
   const loop = new OpenLoop(plan, records, performance.now() - (Date.now() - plan.startAtEpochMs));
   await loop.finished;
@@ -127,10 +140,13 @@ class OpenLoop {
     const url = new URL(plan.url);
     this.host = url.hostname;
     this.port = Number(url.port);
-    const tierLines = plan.tierMix === undefined ? [''] : plan.tierMix.tiers.map((t) => `${plan.tierMix!.header}: ${t.name}\r\n`);
+    const tierLines =
+      plan.tierMix === undefined ? [''] : plan.tierMix.tiers.map((t) => `${plan.tierMix!.header}: ${t.name}\r\n`);
     this.requests = tierLines.map((line) => `GET ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\n${line}\r\n`);
     this.open = records.dueMs.length;
-    this.finished = new Promise<void>((resolve) => (this.resolve = resolve)).then(() => this.all.forEach((c) => c.destroy()));
+    this.finished = new Promise<void>((resolve) => (this.resolve = resolve)).then(() =>
+      this.all.forEach((c) => c.destroy()),
+    );
     if (this.open === 0) this.resolve();
     else this.wake();
   }
@@ -139,7 +155,8 @@ class OpenLoop {
     const { dueMs } = this.records;
     const nowMs = performance.now();
     while (this.next < dueMs.length && this.originMs + dueMs[this.next]! <= nowMs) this.send(this.next++, nowMs);
-    if (this.next < dueMs.length) setTimeout(this.wake, Math.max(0, this.originMs + dueMs[this.next]! - performance.now()));
+    if (this.next < dueMs.length)
+      setTimeout(this.wake, Math.max(0, this.originMs + dueMs[this.next]! - performance.now()));
   };
 
   private send(i: number, nowMs: number): void {
@@ -178,7 +195,11 @@ class OpenLoop {
 }
 
 // The child side: one plan per IPC message, one LoadRecords back.
-if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv.includes('--child') && process.send !== undefined) {
+if (
+  process.argv[1] === fileURLToPath(import.meta.url) &&
+  process.argv.includes('--child') &&
+  process.send !== undefined
+) {
   process.on('message', (plan: LoadPlan) => {
     void runOpenLoop(plan).then((records) => process.send!(records));
   });

@@ -82,14 +82,31 @@ function lastLines(text: string): string {
 
 /** startUpstreamProcess starts bench/overload/upstream.ts with `slots` × `serviceMs` on CPU 1. */
 export function startUpstreamProcess(slots: number, serviceMs: number): Promise<Running> {
-  return startChild('upstream', '1', [...TSX_FLAGS, join(HERE, 'upstream.ts'), '--slots', String(slots), '--service-ms', String(serviceMs)]);
+  return startChild('upstream', '1', [
+    ...TSX_FLAGS,
+    join(HERE, 'upstream.ts'),
+    '--slots',
+    String(slots),
+    '--service-ms',
+    String(serviceMs),
+  ]);
 }
 
 /** startGateway writes `yaml` to `dir/name.yaml` and starts `floodgate serve` on it (free ports, no file watching) on CPU 0. */
 export async function startGateway(name: string, dir: string, yaml: string): Promise<Running> {
   const file = join(dir, `${name}.yaml`);
   await writeFile(file, yaml);
-  return startChild(`gateway ${name}`, '0', [FLOODGATE, 'serve', '--config', file, '--port', '0', '--admin-port', '0', '--no-watch']);
+  return startChild(`gateway ${name}`, '0', [
+    FLOODGATE,
+    'serve',
+    '--config',
+    file,
+    '--port',
+    '0',
+    '--admin-port',
+    '0',
+    '--no-watch',
+  ]);
 }
 
 /** stop ends a child with SIGTERM and resolves once it has exited (SIGKILL after 5 s). */
@@ -113,7 +130,11 @@ export class LoadChild {
   /** start spawns bench/overload/load.ts on CPU 1 and resolves once it is ready for plans. */
   static start(): Promise<LoadChild> {
     const [command, argv] = pinned('1', [...TSX_FLAGS, join(HERE, 'load.ts'), '--child']);
-    const child = spawn(command, argv, { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+    const child = spawn(command, argv, {
+      cwd: ROOT,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      serialization: 'advanced',
+    });
     return new Promise((resolve, reject) => {
       child.once('message', () => resolve(new LoadChild(child)));
       child.once('exit', (code) => reject(new Error(`the load generator exited (${String(code)})`)));

@@ -52,7 +52,11 @@ export class RawConnection {
   private open = true;
 
   /** Connects to `host:port` at once; requests written before the connection is up are sent when it is. */
-  constructor(host: string, port: number, private readonly onIdle: (c: RawConnection) => void) {
+  constructor(
+    host: string,
+    port: number,
+    private readonly onIdle: (c: RawConnection) => void,
+  ) {
     this.socket = connect({ host, port, noDelay: true });
     this.socket.setEncoding('latin1');
     this.socket.on('data', (chunk: string) => this.read(chunk));

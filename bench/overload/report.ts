@@ -14,32 +14,62 @@ function labelOf(lanes: readonly Lane[], id: LaneId): string {
 }
 
 /** sweepTables returns the goodput, shedding and latency tables of the load sweep. */
-export function sweepTables(cells: readonly SweepCell[], lanes: readonly Lane[], unloaded: number, capacityPerSecond: number): string {
+export function sweepTables(
+  cells: readonly SweepCell[],
+  lanes: readonly Lane[],
+  unloaded: number,
+  capacityPerSecond: number,
+): string {
   const loads = [...new Set(cells.map((c) => c.load))].filter((l) => l !== unloaded);
-  const cell = (lane: LaneId, load: number): SweepCell | undefined => cells.find((c) => c.lane === lane && c.load === load);
+  const cell = (lane: LaneId, load: number): SweepCell | undefined =>
+    cells.find((c) => c.lane === lane && c.load === load);
   const ids = [...new Set(cells.map((c) => c.lane))];
   const header = ['lane', ...loads.map((l) => `${l}x`)];
   const goodput = ids.map((id) => [labelOf(lanes, id), ...loads.map((l) => frac(cell(id, l)?.goodput ?? NaN))]);
   goodput.push(['ideal: min(offered, capacity)', ...loads.map((l) => frac(Math.min(l, 1)))]);
-  for (const [a, b] of [['adaptive', 'none'], ['adaptive', 'token-bucket'], ['adaptive', 'static'], ['static', 'token-bucket']] as const) {
+  for (const [a, b] of [
+    ['adaptive', 'none'],
+    ['adaptive', 'token-bucket'],
+    ['adaptive', 'static'],
+    ['static', 'token-bucket'],
+  ] as const) {
     if (!ids.includes(a) || !ids.includes(b)) continue;
-    goodput.push([`${a} ÷ ${b}`, ...loads.map((l) => times((cell(a, l)?.goodput ?? NaN) / (cell(b, l)?.goodput ?? NaN)))]);
+    goodput.push([
+      `${a} ÷ ${b}`,
+      ...loads.map((l) => times((cell(a, l)?.goodput ?? NaN) / (cell(b, l)?.goodput ?? NaN))),
+    ]);
   }
-  const outcomes = ids.map((id) => [labelOf(lanes, id), ...loads.map((l) => {
-    const s = cell(id, l)?.stats;
-    return s === undefined ? '—' : `${pct(s.shed / s.sent)} / ${pct(s.timedOut / s.sent)}${s.failed > 0 ? ` / ${s.failed} err` : ''}`;
-  })]);
+  const outcomes = ids.map((id) => [
+    labelOf(lanes, id),
+    ...loads.map((l) => {
+      const s = cell(id, l)?.stats;
+      return s === undefined
+        ? '—'
+        : `${pct(s.shed / s.sent)} / ${pct(s.timedOut / s.sent)}${s.failed > 0 ? ` / ${s.failed} err` : ''}`;
+    }),
+  ]);
   const latency = ids.map((id) => {
     const base = cell(id, unloaded)?.stats.admittedP99Ms ?? NaN;
-    return [labelOf(lanes, id), ms(base), ...loads.map((l) => {
-      const p99 = cell(id, l)?.stats.admittedP99Ms ?? NaN;
-      return p99 === Infinity ? '> 1 s' : `${ms(p99)} (${times(p99 / base)})`;
-    })];
+    return [
+      labelOf(lanes, id),
+      ms(base),
+      ...loads.map((l) => {
+        const p99 = cell(id, l)?.stats.admittedP99Ms ?? NaN;
+        return p99 === Infinity ? '> 1 s' : `${ms(p99)} (${times(p99 / base)})`;
+      }),
+    ];
   });
   const shedP99 = ids.map((id) => [labelOf(lanes, id), ...loads.map((l) => ms(cell(id, l)?.stats.shedP99Ms ?? NaN))]);
   const cpu = ids.map((id) => [labelOf(lanes, id), ...loads.map((l) => pct(cell(id, l)?.gatewayCpu ?? NaN))]);
   const lag = Math.max(...cells.map((c) => c.stats.lagP99Ms));
-  const errors = cells.filter((c) => Object.keys(c.errors).length > 0).map((c) => `${c.lane} ${c.load}x: ${Object.entries(c.errors).map(([code, n]) => `${code} ${n}`).join(', ')}`);
+  const errors = cells
+    .filter((c) => Object.keys(c.errors).length > 0)
+    .map(
+      (c) =>
+        `${c.lane} ${c.load}x: ${Object.entries(c.errors)
+          .map(([code, n]) => `${code} ${n}`)
+          .join(', ')}`,
+    );
   return [
     `Goodput ÷ capacity (${capacityPerSecond}/s): requests answered 200 within 1 s, per second, over the capacity`,
     table(header, goodput, right(loads.length)),
@@ -50,7 +80,7 @@ export function sweepTables(cells: readonly SweepCell[], lanes: readonly Lane[],
     `p99 latency of admitted requests in ms (timeouts counted as > 1 s), and ÷ the same lane's unloaded p99 (${unloaded}x)`,
     table(['lane', `${unloaded}x`, ...loads.map((l) => `${l}x`)], latency, right(loads.length + 1)),
     '',
-    "p99 latency of shed answers, ms",
+    'p99 latency of shed answers, ms',
     table(header, shedP99, right(loads.length)),
     '',
     "The gateway's CPU during each run (user + system, share of its one core)",
@@ -61,7 +91,12 @@ export function sweepTables(cells: readonly SweepCell[], lanes: readonly Lane[],
 }
 
 /** halvingTable returns the capacity-cut table; `limitAt` reads a lane's limit from its samples. */
-export function halvingTable(cells: readonly HalvingCell[], lanes: readonly Lane[], what: string, limitAt: (cell: HalvingCell, fromMs: number, toMs: number) => string): string {
+export function halvingTable(
+  cells: readonly HalvingCell[],
+  lanes: readonly Lane[],
+  what: string,
+  limitAt: (cell: HalvingCell, fromMs: number, toMs: number) => string,
+): string {
   const rows = cells.map((c) => [
     labelOf(lanes, c.lane),
     frac(c.goodputBefore),
@@ -75,12 +110,21 @@ export function halvingTable(cells: readonly HalvingCell[], lanes: readonly Lane
   const windowS = cells[0] === undefined ? 0 : (cells[0].endMs - cells[0].changeAtMs) / 1000;
   return [
     `Capacity cut under overload (${what}): goodput before ÷ the old capacity, in the ${windowS} s after ÷ the new one`,
-    table(['lane', 'before', 'after', 'shed after', 'timed out after', 'p99 after ms', 'limit before', 'limit at end'], rows, right(7)),
+    table(
+      ['lane', 'before', 'after', 'shed after', 'timed out after', 'p99 after ms', 'limit before', 'limit at end'],
+      rows,
+      right(7),
+    ),
   ].join('\n');
 }
 
 /** recoveryTable returns the recovery table. */
-export function recoveryTable(cells: readonly RecoveryCell[], lanes: readonly Lane[], capacityPerSecond: number, windowMs: number): string {
+export function recoveryTable(
+  cells: readonly RecoveryCell[],
+  lanes: readonly Lane[],
+  capacityPerSecond: number,
+  windowMs: number,
+): string {
   const rows = cells.map((c) => [
     labelOf(lanes, c.lane),
     frac(c.during.goodPerSecond / capacityPerSecond),
@@ -94,14 +138,25 @@ export function recoveryTable(cells: readonly RecoveryCell[], lanes: readonly La
 }
 
 /** priorityTable returns the priority-tier table. */
-export function priorityTable(cells: readonly PriorityCell[], lanes: readonly Lane[], capacityPerSecond: number): string {
+export function priorityTable(
+  cells: readonly PriorityCell[],
+  lanes: readonly Lane[],
+  capacityPerSecond: number,
+): string {
   const names = cells[0]?.tiers.map((t) => t.name) ?? [];
   const rows = cells.map((c) => [
     labelOf(lanes, c.lane),
     ...c.tiers.map((t) => `${pct(t.stats.good / t.stats.sent)} ok, ${pct(t.stats.shed / t.stats.sent)} shed`),
     frac(c.all.goodPerSecond / capacityPerSecond),
   ]);
-  const reasons = cells.filter((c) => Object.keys(c.shedReasons).length > 0).map((c) => `  ${c.lane}: ${Object.entries(c.shedReasons).map(([k, n]) => `${k} ${n}`).join(', ')}`);
+  const reasons = cells
+    .filter((c) => Object.keys(c.shedReasons).length > 0)
+    .map(
+      (c) =>
+        `  ${c.lane}: ${Object.entries(c.shedReasons)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(', ')}`,
+    );
   return [
     'Priority tiers under overload: per tier, share answered 200 within 1 s and share shed; total goodput ÷ capacity',
     table(['lane', ...names, 'goodput'], rows, right(names.length + 1)),

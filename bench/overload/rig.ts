@@ -62,7 +62,10 @@ export class Rig {
   /** start launches the upstream with `capacity` and the load generator; `log` gets a line per run. */
   static async start(capacity: Capacity, log: (line: string) => void): Promise<Rig> {
     const dir = await mkdtemp(join(tmpdir(), 'floodgate-bench-overload-'));
-    const [upstream, load] = await Promise.all([startUpstreamProcess(capacity.slots, capacity.serviceMs), LoadChild.start()]);
+    const [upstream, load] = await Promise.all([
+      startUpstreamProcess(capacity.slots, capacity.serviceMs),
+      LoadChild.start(),
+    ]);
     return new Rig(dir, capacity, upstream, load, log);
   }
 
@@ -82,10 +85,18 @@ export class Rig {
     if (running !== undefined && options.fresh !== true) return running;
     await stop(running);
     this.gateways.delete(name);
-    const started = await startGateway(name, this.dir, gatewayYaml(lane, this.upstream.port, this.known, options.tiers));
+    const started = await startGateway(
+      name,
+      this.dir,
+      gatewayYaml(lane, this.upstream.port, this.known, options.tiers),
+    );
     this.gateways.set(name, started);
     const phases = WARM_UP.map((p) => ({ durationMs: p.durationMs, perSecond: p.load * this.known.perSecond }));
-    await this.run(started, { phases, seed: 1, ...(options.tiers === undefined ? {} : { tierMix: options.tiers }) }, `warm-up of ${name}`);
+    await this.run(
+      started,
+      { phases, seed: 1, ...(options.tiers === undefined ? {} : { tierMix: options.tiers }) },
+      `warm-up of ${name}`,
+    );
     return started;
   }
 
@@ -107,12 +118,17 @@ export class Rig {
     const startAtEpochMs = Date.now() + 300;
     if (plan.change !== undefined) {
       const { slots, serviceMs } = plan.change.capacity;
-      await this.control(`capacity?slots=${slots}&serviceMs=${serviceMs}&atEpochMs=${startAtEpochMs + plan.change.atMs}`);
+      await this.control(
+        `capacity?slots=${slots}&serviceMs=${serviceMs}&atEpochMs=${startAtEpochMs + plan.change.atMs}`,
+      );
     }
     const samples: Sample[] = [];
     const sample = async (): Promise<void> => {
       const atMs = Date.now() - startAtEpochMs;
-      const [metrics, upstream] = await Promise.all([concurrencyMetrics(gateway.adminPort), this.control('state', 'GET').catch(() => undefined)]);
+      const [metrics, upstream] = await Promise.all([
+        concurrencyMetrics(gateway.adminPort),
+        this.control('state', 'GET').catch(() => undefined),
+      ]);
       samples.push({ atMs, metrics, upstream });
     };
     let sampling = true;
@@ -125,15 +141,26 @@ export class Rig {
     })();
     const cpuBeforeMs = cpuMsOf(gateway.child.pid);
     const wallBeforeMs = performance.now();
-    const records = await this.load.run({ url: `http://127.0.0.1:${gateway.port}/work`, phases: plan.phases, timeoutMs: TIMEOUT_MS, seed: plan.seed, startAtEpochMs, ...(plan.tierMix === undefined ? {} : { tierMix: plan.tierMix }) });
+    const records = await this.load.run({
+      url: `http://127.0.0.1:${gateway.port}/work`,
+      phases: plan.phases,
+      timeoutMs: TIMEOUT_MS,
+      seed: plan.seed,
+      startAtEpochMs,
+      ...(plan.tierMix === undefined ? {} : { tierMix: plan.tierMix }),
+    });
     const gatewayCpu = (cpuMsOf(gateway.child.pid) - cpuBeforeMs) / (performance.now() - wallBeforeMs);
     sampling = false;
     await sampler;
     // One last sample once every request has ended, so counters hold the whole run.
     await sample();
     const all = windowStats(records, 0, Infinity);
-    const errors = Object.entries(records.errors).map(([e, n]) => `, ${e}: ${n}`).join('');
-    this.log(`${label}: ${all.sent} sent, ${all.good} good, ${all.shed} shed, ${all.timedOut} timed out, ${all.failed} failed${errors}; send lag p99 ${all.lagP99Ms.toFixed(1)} ms; gateway CPU ${(gatewayCpu * 100).toFixed(0)}%`);
+    const errors = Object.entries(records.errors)
+      .map(([e, n]) => `, ${e}: ${n}`)
+      .join('');
+    this.log(
+      `${label}: ${all.sent} sent, ${all.good} good, ${all.shed} shed, ${all.timedOut} timed out, ${all.failed} failed${errors}; send lag p99 ${all.lagP99Ms.toFixed(1)} ms; gateway CPU ${(gatewayCpu * 100).toFixed(0)}%`,
+    );
     return { records, samples, gatewayCpu };
   }
 
@@ -147,7 +174,10 @@ export class Rig {
   }
 
   private async control(path: string, method = 'POST'): Promise<UpstreamState> {
-    const response = await fetch(`http://127.0.0.1:${this.upstream.port}/_control/${path}`, { method, signal: AbortSignal.timeout(5_000) });
+    const response = await fetch(`http://127.0.0.1:${this.upstream.port}/_control/${path}`, {
+      method,
+      signal: AbortSignal.timeout(5_000),
+    });
     return (await response.json()) as UpstreamState;
   }
 
@@ -171,7 +201,8 @@ export function shedReasons(samples: readonly Sample[]): Record<string, number> 
     const tier = /tier="([^"]*)"/.exec(key)?.[1] ?? '';
     const reason = /reason="([^"]*)"/.exec(key)?.[1] ?? '';
     const grown = value - (first[key] ?? 0);
-    if (grown > 0) out[tier === '' ? reason : `${tier}/${reason}`] = (out[tier === '' ? reason : `${tier}/${reason}`] ?? 0) + grown;
+    if (grown > 0)
+      out[tier === '' ? reason : `${tier}/${reason}`] = (out[tier === '' ? reason : `${tier}/${reason}`] ?? 0) + grown;
   }
   return out;
 }
@@ -180,7 +211,9 @@ export function shedReasons(samples: readonly Sample[]): Record<string, number> 
 async function concurrencyMetrics(adminPort: number): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
   try {
-    const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`, { signal: AbortSignal.timeout(1_000) })).text();
+    const text = await (
+      await fetch(`http://127.0.0.1:${adminPort}/metrics`, { signal: AbortSignal.timeout(1_000) })
+    ).text();
     for (const line of text.split('\n')) {
       if (!line.startsWith('floodgate_concurrency')) continue;
       const cut = line.lastIndexOf(' ');

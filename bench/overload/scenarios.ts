@@ -18,7 +18,13 @@ export interface Timings {
   /** The light load whose p99 is the unloaded reference, as a multiple of the capacity. */
   readonly unloaded: number;
   readonly halving: { readonly load: number; readonly beforeMs: number; readonly afterMs: number };
-  readonly recovery: { readonly load: number; readonly overloadMs: number; readonly base: number; readonly afterMs: number; readonly windowMs: number };
+  readonly recovery: {
+    readonly load: number;
+    readonly overloadMs: number;
+    readonly base: number;
+    readonly afterMs: number;
+    readonly windowMs: number;
+  };
   readonly priorities: { readonly load: number };
 }
 
@@ -97,9 +103,20 @@ export async function sweep(ctx: Context): Promise<SweepCell[]> {
     for (const lane of ctx.lanes) {
       const { warmupMs, measureMs } = ctx.timings;
       const gateway = await ctx.rig.gateway(lane);
-      const run = await ctx.rig.run(gateway, { phases: [{ durationMs: warmupMs + measureMs, perSecond: load * capacityPerSecond }], seed: 1000 + index }, `sweep ${load}x ${lane.id}`);
+      const run = await ctx.rig.run(
+        gateway,
+        { phases: [{ durationMs: warmupMs + measureMs, perSecond: load * capacityPerSecond }], seed: 1000 + index },
+        `sweep ${load}x ${lane.id}`,
+      );
       const stats = windowStats(run.records, warmupMs, warmupMs + measureMs);
-      cells.push({ lane: lane.id, load, offeredPerSecond: load * capacityPerSecond, stats, goodput: stats.goodPerSecond / capacityPerSecond, ...factsOf(run) });
+      cells.push({
+        lane: lane.id,
+        load,
+        offeredPerSecond: load * capacityPerSecond,
+        stats,
+        goodput: stats.goodPerSecond / capacityPerSecond,
+        ...factsOf(run),
+      });
     }
   }
   return cells;
@@ -130,7 +147,15 @@ export async function halving(ctx: Context): Promise<HalvingCell[]> {
   for (const lane of ctx.lanes) {
     const gateway = await ctx.rig.gateway(lane, { fresh: lane.learns });
     const endMs = beforeMs + afterMs;
-    const run = await ctx.rig.run(gateway, { phases: [{ durationMs: endMs, perSecond: load * perSecond(ctx.capacity) }], seed: 2000, change: { atMs: beforeMs, capacity: ctx.halved } }, `capacity cut ${lane.id}`);
+    const run = await ctx.rig.run(
+      gateway,
+      {
+        phases: [{ durationMs: endMs, perSecond: load * perSecond(ctx.capacity) }],
+        seed: 2000,
+        change: { atMs: beforeMs, capacity: ctx.halved },
+      },
+      `capacity cut ${lane.id}`,
+    );
     const before = windowStats(run.records, Math.min(ctx.timings.warmupMs, beforeMs / 2), beforeMs);
     const after = windowStats(run.records, beforeMs, endMs);
     cells.push({
@@ -181,7 +206,10 @@ export async function recovery(ctx: Context): Promise<RecoveryCell[]> {
       during: windowStats(run.records, Math.min(ctx.timings.warmupMs, overloadMs / 2), overloadMs),
       after,
       afterSuccess: after.sent === 0 ? NaN : after.good / after.sent,
-      recoveredAfterMs: recoveredAfterMs(run.records, overloadMs, overloadMs + afterMs, { stepMs: STEP_MS, share: 0.9 }),
+      recoveredAfterMs: recoveredAfterMs(run.records, overloadMs, overloadMs + afterMs, {
+        stepMs: STEP_MS,
+        share: 0.9,
+      }),
       goodputSeries: goodputSeries(run.records, STEP_MS, overloadMs + afterMs),
       stepMs: STEP_MS,
       ...factsOf(run),
@@ -208,11 +236,31 @@ export async function priorities(ctx: Context): Promise<PriorityCell[]> {
   for (const lane of ctx.lanes) {
     const tiered = lane.id === 'static' || lane.id === 'adaptive';
     const gateway = await ctx.rig.gateway(lane, tiered ? { tiers: TIER_MIX } : { fresh: lane.learns });
-    const run = await ctx.rig.run(gateway, { phases: [{ durationMs: warmupMs + measureMs, perSecond: ctx.timings.priorities.load * perSecond(ctx.capacity) }], seed: 4000, tierMix: TIER_MIX }, `priorities ${lane.id}`);
-    const tiers = TIER_MIX.tiers.map((t, i) => ({ name: t.name, stats: windowStats(run.records, warmupMs, warmupMs + measureMs, i) }));
+    const run = await ctx.rig.run(
+      gateway,
+      {
+        phases: [
+          { durationMs: warmupMs + measureMs, perSecond: ctx.timings.priorities.load * perSecond(ctx.capacity) },
+        ],
+        seed: 4000,
+        tierMix: TIER_MIX,
+      },
+      `priorities ${lane.id}`,
+    );
+    const tiers = TIER_MIX.tiers.map((t, i) => ({
+      name: t.name,
+      stats: windowStats(run.records, warmupMs, warmupMs + measureMs, i),
+    }));
     const top = tiers[0]!.stats;
     const lowest = tiers[tiers.length - 1]!.stats;
-    cells.push({ lane: lane.id, tiers, all: windowStats(run.records, warmupMs, warmupMs + measureMs), topSuccess: top.good / top.sent, lowestShed: lowest.shed / lowest.sent, ...factsOf(run) });
+    cells.push({
+      lane: lane.id,
+      tiers,
+      all: windowStats(run.records, warmupMs, warmupMs + measureMs),
+      topSuccess: top.good / top.sent,
+      lowestShed: lowest.shed / lowest.sent,
+      ...factsOf(run),
+    });
   }
   return cells;
 }

@@ -89,7 +89,13 @@ export class SlotService {
 
   /** state returns the capacity, the slots at work, the queue and the counts since the last reset. */
   state(): UpstreamState {
-    return { ...this.capacity, busy: this.busy, queued: this.queue.length - this.head, served: this.served, abandoned: this.abandoned };
+    return {
+      ...this.capacity,
+      busy: this.busy,
+      queued: this.queue.length - this.head,
+      served: this.served,
+      abandoned: this.abandoned,
+    };
   }
 
   private startWhileFree(startMs: number): void {
@@ -119,7 +125,10 @@ export class SlotService {
 }
 
 /** startUpstream listens on 127.0.0.1 (port 0: a free one) and resolves with the server, its port and its service. */
-export async function startUpstream(capacity: Capacity, port = 0): Promise<{ server: Server; port: number; service: SlotService }> {
+export async function startUpstream(
+  capacity: Capacity,
+  port = 0,
+): Promise<{ server: Server; port: number; service: SlotService }> {
   const service = new SlotService(capacity);
   const server = createServer((req, res) => route(service, req, res));
   server.keepAliveTimeout = 60_000;
@@ -132,7 +141,10 @@ function route(service: SlotService, req: IncomingMessage, res: ServerResponse):
   if (!url.startsWith('/_control/')) return service.arrive(res);
   const { pathname, searchParams } = new URL(url, 'http://upstream');
   const current = service.state();
-  const capacity = { slots: numberOr(searchParams.get('slots'), current.slots), serviceMs: numberOr(searchParams.get('serviceMs'), current.serviceMs) };
+  const capacity = {
+    slots: numberOr(searchParams.get('slots'), current.slots),
+    serviceMs: numberOr(searchParams.get('serviceMs'), current.serviceMs),
+  };
   if (pathname === '/_control/capacity' && req.method === 'POST') {
     const delayMs = numberOr(searchParams.get('atEpochMs'), 0) - Date.now();
     if (delayMs <= 0) service.setCapacity(capacity);
@@ -152,7 +164,16 @@ function numberOr(text: string | null, fallback: number): number {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { slots: { type: 'string', default: '8' }, 'service-ms': { type: 'string', default: '20' }, port: { type: 'string', default: '0' } } });
-  const { port } = await startUpstream({ slots: Number(values.slots), serviceMs: Number(values['service-ms']) }, Number(values.port));
+  const { values } = parseArgs({
+    options: {
+      slots: { type: 'string', default: '8' },
+      'service-ms': { type: 'string', default: '20' },
+      port: { type: 'string', default: '0' },
+    },
+  });
+  const { port } = await startUpstream(
+    { slots: Number(values.slots), serviceMs: Number(values['service-ms']) },
+    Number(values.port),
+  );
   console.log(`PORT ${port}`);
 }

@@ -23,7 +23,10 @@ export function percentile(sorted: readonly number[], q: number): number {
  * only counts decisions (no clock read and no sample per decision, so the loop's own cost stays
  * small beside a decision answered locally) and reports no latency.
  */
-export async function closedLoop(decide: Decide, options: { inFlight: number; durationMs: number; warmupMs: number; keyOf: (i: number) => string; timed?: boolean }): Promise<Loop> {
+export async function closedLoop(
+  decide: Decide,
+  options: { inFlight: number; durationMs: number; warmupMs: number; keyOf: (i: number) => string; timed?: boolean },
+): Promise<Loop> {
   const timed = options.timed ?? true;
   const latencies: number[] = [];
   let n = 0;
@@ -106,8 +109,22 @@ export class OpenLoop {
   private issue(key: string): void {
     const startedMs = performance.now();
     const done = this.decide(key).then(
-      (result) => void this.samples.push({ key, startedMs, latencyMs: performance.now() - startedMs, healthy: this.options.healthy(result), failed: false }),
-      () => void this.samples.push({ key, startedMs, latencyMs: performance.now() - startedMs, healthy: false, failed: true }),
+      (result) =>
+        void this.samples.push({
+          key,
+          startedMs,
+          latencyMs: performance.now() - startedMs,
+          healthy: this.options.healthy(result),
+          failed: false,
+        }),
+      () =>
+        void this.samples.push({
+          key,
+          startedMs,
+          latencyMs: performance.now() - startedMs,
+          healthy: false,
+          failed: true,
+        }),
     );
     this.pending.add(done);
     void done.then(() => this.pending.delete(done));

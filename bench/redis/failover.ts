@@ -36,7 +36,10 @@ interface Run {
 
 /** runOf returns a loop deciding through `store` under `onError`, tallying the reasons of decisions asked after `since()`. */
 function runOf(store: RedisStore, name: string, onError: OnError, since: () => number): Run {
-  const limiter = new Limiter({ policy: tokenBucket({ capacity: 1e12, refillPerSecond: 1e12 }), store: store.withOnError(onError) });
+  const limiter = new Limiter({
+    policy: tokenBucket({ capacity: 1e12, refillPerSecond: 1e12 }),
+    store: store.withOnError(onError),
+  });
   const reasons = new Map<string, number>();
   const decide = async (key: string): Promise<Decision> => {
     const askedMs = performance.now();
@@ -44,14 +47,22 @@ function runOf(store: RedisStore, name: string, onError: OnError, since: () => n
     if (askedMs >= since()) reasons.set(decision.reason, (reasons.get(decision.reason) ?? 0) + 1);
     return decision;
   };
-  return { name, reasons, loop: new OpenLoop(decide, { perTick: 3, keys: KEYS, healthy: (d) => (d as Decision).reason === 'ok' }) };
+  return {
+    name,
+    reasons,
+    loop: new OpenLoop(decide, { perTick: 3, keys: KEYS, healthy: (d) => (d as Decision).reason === 'ok' }),
+  };
 }
 
 /** failover runs the case on a cluster it starts and stops, and reports its figures per policy. */
 export async function failover(report: Report): Promise<void> {
   const servers = await startRedisCluster({ nodeTimeoutMs: 1000 });
   const masters = servers.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port }));
-  const client = new Cluster(masters, { slotsRefreshInterval: 250, clusterRetryStrategy: () => 100, redisOptions: { maxRetriesPerRequest: 1 } });
+  const client = new Cluster(masters, {
+    slotsRefreshInterval: 250,
+    clusterRetryStrategy: () => 100,
+    redisOptions: { maxRetriesPerRequest: 1 },
+  });
   client.on('error', () => {});
   try {
     const store = new RedisStore({ adapter: ioredisAdapter(client), prefix: 'failover:', timeoutMs: 250 });
@@ -65,7 +76,10 @@ export async function failover(report: Report): Promise<void> {
     const promotedMs = await promoted(replica, killedMs + 15_000);
     await sleep(3000);
     await Promise.all(runs.map((r) => r.loop.stop()));
-    report('cluster failover (master killed, node timeout 1 s): replica promoted', promotedMs === undefined ? 'never' : `${Math.round(promotedMs - killedMs)} ms after the kill`);
+    report(
+      'cluster failover (master killed, node timeout 1 s): replica promoted',
+      promotedMs === undefined ? 'never' : `${Math.round(promotedMs - killedMs)} ms after the kill`,
+    );
     for (const r of runs) reportRun(report, r, killedMs, promotedMs);
   } finally {
     client.disconnect();
@@ -77,22 +91,36 @@ export async function failover(report: Report): Promise<void> {
 function reportRun(report: Report, r: Run, killedMs: number, promotedMs: number | undefined): void {
   const samples = r.loop.samples;
   const healthyMs = promotedMs === undefined ? undefined : allKeysHealthySince(samples, promotedMs);
-  const during = samples.filter((s) => s.startedMs >= killedMs && (healthyMs === undefined || s.startedMs < healthyMs)).map((s) => s.latencyMs).sort((a, b) => a - b);
+  const during = samples
+    .filter((s) => s.startedMs >= killedMs && (healthyMs === undefined || s.startedMs < healthyMs))
+    .map((s) => s.latencyMs)
+    .sort((a, b) => a - b);
   const failed = samples.filter((s) => s.failed && s.startedMs >= killedMs).length;
   const asked = samples.filter((s) => s.startedMs >= killedMs).length;
   const answers = [...r.reasons].map(([reason, n]) => `${reason} ${n}`).join(', ');
-  report(`cluster failover, ${r.name}: every key decided by Redis again`, healthyMs === undefined ? 'never' : `${Math.round(healthyMs - promotedMs!)} ms after the promotion`);
-  report(`cluster failover, ${r.name}: errors reaching the caller, unsettled`, `${failed} of ${asked}, ${r.loop.inFlight}`, `answers: ${answers}; p99 ${percentile(during, 0.99).toFixed(1)} ms until healthy`);
+  report(
+    `cluster failover, ${r.name}: every key decided by Redis again`,
+    healthyMs === undefined ? 'never' : `${Math.round(healthyMs - promotedMs!)} ms after the promotion`,
+  );
+  report(
+    `cluster failover, ${r.name}: errors reaching the caller, unsettled`,
+    `${failed} of ${asked}, ${r.loop.inFlight}`,
+    `answers: ${answers}; p99 ${percentile(during, 0.99).toFixed(1)} ms until healthy`,
+  );
 }
 
 /** The port of the replica of the master on `masterPort`, from CLUSTER NODES. */
 async function replicaOf(masterPort: number, ports: readonly number[]): Promise<number> {
   const { stdout } = await run('redis-cli', ['-p', String(masterPort), 'cluster', 'nodes']);
-  const lines = stdout.trim().split('\n').map((line) => line.split(' '));
+  const lines = stdout
+    .trim()
+    .split('\n')
+    .map((line) => line.split(' '));
   const masterId = lines.find((f) => f[1]!.startsWith(`127.0.0.1:${masterPort}@`))![0];
   const replica = lines.find((f) => f[3] === masterId);
   const port = replica === undefined ? undefined : Number(replica[1]!.split(/[:@]/)[1]);
-  if (port === undefined || !ports.includes(port)) throw new Error(`no replica of 127.0.0.1:${masterPort} in CLUSTER NODES`);
+  if (port === undefined || !ports.includes(port))
+    throw new Error(`no replica of 127.0.0.1:${masterPort} in CLUSTER NODES`);
   return port;
 }
 

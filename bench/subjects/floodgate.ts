@@ -6,7 +6,14 @@
 import { Limiter, MemoryStore, tokenBucket } from 'floodgate';
 import { keyFor } from '../support/keys.js';
 import type { ManyKeysRun, Regime, Subject } from '../support/types.js';
-import { HOT_KEY, HUGE, HUGE_REFILL_PER_SECOND, MANY_LIMIT, MANY_REFILL_PER_SECOND, TINY_REFILL_PER_SECOND } from './settings.js';
+import {
+  HOT_KEY,
+  HUGE,
+  HUGE_REFILL_PER_SECOND,
+  MANY_LIMIT,
+  MANY_REFILL_PER_SECOND,
+  TINY_REFILL_PER_SECOND,
+} from './settings.js';
 
 function hotLimiter(regime: Regime): Limiter {
   const store = new MemoryStore();
@@ -21,7 +28,10 @@ function hotLimiter(regime: Regime): Limiter {
 function manyKeysLimiter(n: number): { limiter: Limiter; store: MemoryStore } {
   // A store sized for the load, as a user expecting n keys would configure it.
   const store = new MemoryStore({ maxKeys: n });
-  const limiter = new Limiter({ policy: tokenBucket({ capacity: MANY_LIMIT, refillPerSecond: MANY_REFILL_PER_SECOND }), store });
+  const limiter = new Limiter({
+    policy: tokenBucket({ capacity: MANY_LIMIT, refillPerSecond: MANY_REFILL_PER_SECOND }),
+    store,
+  });
   return { limiter, store };
 }
 

@@ -21,6 +21,7 @@ export function isSubjectId(id: string): id is SubjectId {
 
 /** loadSubject imports one subject's module. */
 export async function loadSubject(id: string): Promise<Subject> {
-  if (!isSubjectId(id)) throw new Error(`unknown subject ${JSON.stringify(id)}; known: ${Object.keys(subjects).join(', ')}`);
+  if (!isSubjectId(id))
+    throw new Error(`unknown subject ${JSON.stringify(id)}; known: ${Object.keys(subjects).join(', ')}`);
   return (await subjects[id]()).subject;
 }

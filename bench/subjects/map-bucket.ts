@@ -9,7 +9,14 @@
 
 import { keyFor } from '../support/keys.js';
 import type { ManyKeysRun, Regime, Subject } from '../support/types.js';
-import { HOT_KEY, HUGE, HUGE_REFILL_PER_SECOND, MANY_LIMIT, MANY_REFILL_PER_SECOND, TINY_REFILL_PER_SECOND } from './settings.js';
+import {
+  HOT_KEY,
+  HUGE,
+  HUGE_REFILL_PER_SECOND,
+  MANY_LIMIT,
+  MANY_REFILL_PER_SECOND,
+  TINY_REFILL_PER_SECOND,
+} from './settings.js';
 
 interface Bucket {
   tokens: number;

@@ -37,7 +37,8 @@ function manyKeys(): ManyKeysRun {
       return admitted;
     },
     // Not public API: the Map inside its MemoryStorage.
-    size: () => (limiter as unknown as { _memoryStorage?: { _storage?: Map<string, unknown> } })._memoryStorage?._storage?.size,
+    size: () =>
+      (limiter as unknown as { _memoryStorage?: { _storage?: Map<string, unknown> } })._memoryStorage?._storage?.size,
   };
 }
 

@@ -1,7 +1,11 @@
 /** Plain-text tables and number formats for the report. */
 
 /** table lays out rows under a header, left-aligning columns whose header starts a line of text. */
-export function table(header: readonly string[], rows: readonly (readonly string[])[], rightAligned: ReadonlySet<number>): string {
+export function table(
+  header: readonly string[],
+  rows: readonly (readonly string[])[],
+  rightAligned: ReadonlySet<number>,
+): string {
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
   const line = (cells: readonly string[]): string =>
     cells

@@ -2,7 +2,11 @@
 // printing each status and the rate-limit headers, so a run shows admission, then refusal.
 
 /** sendRequests sends `count` GET requests to `url` one after another and prints what came back. */
-export async function sendRequests(url: string, count: number, headers: Record<string, string> = {}): Promise<number[]> {
+export async function sendRequests(
+  url: string,
+  count: number,
+  headers: Record<string, string> = {},
+): Promise<number[]> {
   const statuses: number[] = [];
   for (let i = 1; i <= count; i++) {
     const response = await fetch(url, { headers });

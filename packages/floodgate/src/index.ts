@@ -12,18 +12,46 @@ export type { Decision } from './core/decision.js';
 export { FloodgateError, type FloodgateErrorCode } from './core/errors.js';
 export { FIXED_WINDOW, fixedWindow, type FixedWindowOptions } from './core/algorithms/fixed-window.js';
 export { GCRA, gcra, type GcraOptions } from './core/algorithms/gcra.js';
-export { MAX_SUB_WINDOWS, slidingWindowCounter, type SlidingWindowCounterOptions } from './core/algorithms/sliding-window-counter.js';
-export { MAX_LOG_LIMIT, SLIDING_WINDOW_LOG, slidingWindowLog, type SlidingWindowLogOptions } from './core/algorithms/sliding-window-log.js';
+export {
+  MAX_SUB_WINDOWS,
+  slidingWindowCounter,
+  type SlidingWindowCounterOptions,
+} from './core/algorithms/sliding-window-counter.js';
+export {
+  MAX_LOG_LIMIT,
+  SLIDING_WINDOW_LOG,
+  slidingWindowLog,
+  type SlidingWindowLogOptions,
+} from './core/algorithms/sliding-window-log.js';
 export { WEIGHTED_WINDOW } from './core/algorithms/weighted-window.js';
 export { SUB_WINDOW_COUNTER } from './core/algorithms/sub-window-counter.js';
-export { LEAKY_BUCKET, TOKEN_BUCKET, leakyBucket, tokenBucket, type LeakyBucketOptions, type TokenBucketOptions } from './core/algorithms/token-bucket.js';
+export {
+  LEAKY_BUCKET,
+  TOKEN_BUCKET,
+  leakyBucket,
+  tokenBucket,
+  type LeakyBucketOptions,
+  type TokenBucketOptions,
+} from './core/algorithms/token-bucket.js';
 export { Limiter, type ConsumeOptions, type LimiterOptions } from './limiter.js';
 export { consumeAll, consumeAllSync, type LimitEntry, type LimitsDecision } from './limits.js';
 export { FAIL_CLOSED_RETRY_MS, type FailurePolicy } from './stores/guarded-table.js';
-export { ADAPTIVE_TIMEOUT_DEFAULTS, StoreTimeout, type AdaptiveTimeoutOptions, type StoreTimeoutOption } from './core/store-timeout.js';
+export {
+  ADAPTIVE_TIMEOUT_DEFAULTS,
+  StoreTimeout,
+  type AdaptiveTimeoutOptions,
+  type StoreTimeoutOption,
+} from './core/store-timeout.js';
 export { DeadlineQueue, watch, type Deadline } from './stores/deadline-queue.js';
 export { MemoryStore, MemoryTable, policyIdentity, type MemoryStoreOptions } from './stores/memory-store.js';
-export type { MaybePromise, PolicyStore, Store, StoreConsumeAllResult, StoreRequest, SyncPolicyStore } from './stores/store.js';
+export type {
+  MaybePromise,
+  PolicyStore,
+  Store,
+  StoreConsumeAllResult,
+  StoreRequest,
+  SyncPolicyStore,
+} from './stores/store.js';
 export {
   SmoothRateLimiter,
   type SmoothBurstyOptions,

@@ -72,18 +72,36 @@ export interface LimiterParts {
 export function limiterParts(options: LimiterOptions): LimiterParts {
   const o = requireObject<LimiterOptions>(options, 'Limiter');
   if (typeof o.policy !== 'object' || o.policy === null || typeof o.policy.consume !== 'function') {
-    throw new FloodgateError('INVALID_OPTION', 'Limiter.policy must be an algorithm, e.g. tokenBucket({ capacity: 10, refillPerSecond: 5 })', 'Limiter.policy');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      'Limiter.policy must be an algorithm, e.g. tokenBucket({ capacity: 10, refillPerSecond: 5 })',
+      'Limiter.policy',
+    );
   }
   if (o.timers !== undefined && !isTimers(o.timers)) {
-    throw new FloodgateError('INVALID_OPTION', 'Limiter.timers must have setTimer and clearTimer, like systemTimers or a ManualClock', 'Limiter.timers');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      'Limiter.timers must have setTimer and clearTimer, like systemTimers or a ManualClock',
+      'Limiter.timers',
+    );
   }
   const clock = o.clock ?? systemClock;
   const timers = o.timers ?? (isTimers(clock) ? clock : systemTimers);
   const name = o.name ?? o.policy.name;
-  if (typeof name !== 'string' || name === '') throw new FloodgateError('INVALID_OPTION', `Limiter.name must be a non-empty string, got ${describeValue(name)}`, 'Limiter.name');
+  if (typeof name !== 'string' || name === '')
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `Limiter.name must be a non-empty string, got ${describeValue(name)}`,
+      'Limiter.name',
+    );
   const observer = checkObserver(o.observer);
   const reportKeys = o.reportKeys ?? false;
-  if (typeof reportKeys !== 'boolean') throw new FloodgateError('INVALID_OPTION', `Limiter.reportKeys must be true or false, got ${describeValue(reportKeys)}`, 'Limiter.reportKeys');
+  if (typeof reportKeys !== 'boolean')
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `Limiter.reportKeys must be true or false, got ${describeValue(reportKeys)}`,
+      'Limiter.reportKeys',
+    );
   const onError = checkFailurePolicy(o.onError);
   const timeout = StoreTimeout.of(o.timeoutMs, 'Limiter.timeoutMs');
   const maxQueue = checkQueueBound(o.maxQueue, 'Limiter.maxQueue', Infinity);
@@ -93,11 +111,23 @@ export function limiterParts(options: LimiterOptions): LimiterParts {
   if (bound.decidesFailures === true && (o.onError !== undefined || o.timeoutMs !== undefined)) {
     store.release?.(o.policy);
     const what = o.onError !== undefined ? 'onError' : 'timeoutMs';
-    throw new FloodgateError('INVALID_OPTION', `Limiter.${what}: this store decides failures itself; set ${what} on the store (RedisStore: new RedisStore({ ${what} }) or store.withOnError(...))`, `Limiter.${what}`);
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `Limiter.${what}: this store decides failures itself; set ${what} on the store (RedisStore: new RedisStore({ ${what} }) or store.withOnError(...))`,
+      `Limiter.${what}`,
+    );
   }
   if (!bound.synchronous && bound.decidesFailures !== true) {
     const storeName = (store as { name?: unknown }).name;
-    table = new GuardedTable(bound, { onError, timeout, limit: o.policy.limit, clock, timers, observer, storeName: typeof storeName === 'string' ? storeName : 'custom' });
+    table = new GuardedTable(bound, {
+      onError,
+      timeout,
+      limit: o.policy.limit,
+      clock,
+      timers,
+      observer,
+      storeName: typeof storeName === 'string' ? storeName : 'custom',
+    });
   }
   return { policy: o.policy, store, table, clock, timers, maxQueue, name, observer, reportKeys };
 }
@@ -105,13 +135,21 @@ export function limiterParts(options: LimiterOptions): LimiterParts {
 function checkFailurePolicy(value: unknown): FailurePolicy {
   if (value === undefined) return 'fail-open';
   if (value === 'fail-open' || value === 'fail-closed' || value === 'throw') return value;
-  throw new FloodgateError('INVALID_OPTION', `Limiter.onError must be 'fail-open', 'fail-closed' or 'throw', got ${describeValue(value)}`, 'Limiter.onError');
+  throw new FloodgateError(
+    'INVALID_OPTION',
+    `Limiter.onError must be 'fail-open', 'fail-closed' or 'throw', got ${describeValue(value)}`,
+    'Limiter.onError',
+  );
 }
 
 function checkObserver(value: unknown): Observer | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'object' || value === null) {
-    throw new FloodgateError('INVALID_OPTION', `Limiter.observer must be an object of hooks ({ decision, queue, ... }), got ${describeValue(value)}`, 'Limiter.observer');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `Limiter.observer must be an object of hooks ({ decision, queue, ... }), got ${describeValue(value)}`,
+      'Limiter.observer',
+    );
   }
   return value as Observer;
 }

@@ -5,7 +5,14 @@ import { FloodgateError } from './core/errors.js';
 import { notify, type Observer } from './core/events.js';
 import type { Timers } from './core/timers.js';
 import { limiterParts, type LimiterOptions } from './limiter-options.js';
-import { invalidKey, isKey, type MaybePromise, type PolicyStore, type Store, type SyncPolicyStore } from './stores/store.js';
+import {
+  invalidKey,
+  isKey,
+  type MaybePromise,
+  type PolicyStore,
+  type Store,
+  type SyncPolicyStore,
+} from './stores/store.js';
 import { AcquireQueues, type AcquireOptions } from './waiting/acquire-queue.js';
 import { isThenable } from './waiting/key-queue.js';
 
@@ -235,11 +242,23 @@ export class Limiter {
   /** report hands a decision event to the observer (call only when one listens: `hasDecisionObserver`). */
   report(operation: 'consume' | 'peek', key: string, cost: number, decision: Decision, nowMs: number): void {
     const atMs = Number.isNaN(nowMs) ? this.clock.now() : nowMs;
-    notify(this.watcher, 'decision', { limiter: this.name, key: this.reportKeys ? key : undefined, cost, operation, decision, atMs });
+    notify(this.watcher, 'decision', {
+      limiter: this.name,
+      key: this.reportKeys ? key : undefined,
+      cost,
+      operation,
+      decision,
+      atMs,
+    });
   }
 
-
-  private reported(operation: 'consume' | 'peek', key: string, cost: number, answer: MaybePromise<Decision>, nowMs: number): Promise<Decision> {
+  private reported(
+    operation: 'consume' | 'peek',
+    key: string,
+    cost: number,
+    answer: MaybePromise<Decision>,
+    nowMs: number,
+  ): Promise<Decision> {
     if (!isThenable(answer)) {
       this.report(operation, key, cost, answer, nowMs);
       return Promise.resolve(answer);
@@ -251,20 +270,34 @@ export class Limiter {
   }
 
   private depthReporter(observer: Observer): (key: string, depth: number) => void {
-    return (key, depth) => notify(observer, 'queue', { queue: this.name, key: this.reportKeys ? key : undefined, depth, atMs: this.clock.now() });
+    return (key, depth) =>
+      notify(observer, 'queue', {
+        queue: this.name,
+        key: this.reportKeys ? key : undefined,
+        depth,
+        atMs: this.clock.now(),
+      });
   }
 
   private sync(): SyncPolicyStore {
     if (this.syncTable === undefined) {
       if (this.closed) throw closedError();
-      throw new FloodgateError('STORE_NOT_SYNC', 'this limiter\'s store answers asynchronously: use consume/peek/refund/reset (promises) instead of the ...Sync methods', 'store');
+      throw new FloodgateError(
+        'STORE_NOT_SYNC',
+        "this limiter's store answers asynchronously: use consume/peek/refund/reset (promises) instead of the ...Sync methods",
+        'store',
+      );
     }
     return this.syncTable;
   }
 }
 
 function closedError(): FloodgateError {
-  return new FloodgateError('LIMITER_CLOSED', 'this limiter was closed (Limiter.close released its policy\'s table): build a new Limiter', 'Limiter');
+  return new FloodgateError(
+    'LIMITER_CLOSED',
+    "this limiter was closed (Limiter.close released its policy's table): build a new Limiter",
+    'Limiter',
+  );
 }
 
 function refuseClosed(): never {

@@ -54,7 +54,8 @@ export async function consumeAcross(items: readonly Item[]): Promise<LimitsDecis
     if (items[i]!.sync === undefined) pending.push(i);
     else decisions[i] = look(items[i]!) as Decision;
   }
-  const lookFirst = pending.length > 1 || items.some((item, i) => item.never || (decisions[i] !== undefined && !decisions[i]!.allowed));
+  const lookFirst =
+    pending.length > 1 || items.some((item, i) => item.never || (decisions[i] !== undefined && !decisions[i]!.allowed));
   if (lookFirst) {
     await Promise.all(pending.map(async (i) => (decisions[i] = await look(items[i]!))));
     if (decisions.some((d) => !d.allowed)) return finish(items, decisions, false);
@@ -88,7 +89,11 @@ export async function consumeAcross(items: readonly Item[]): Promise<LimitsDecis
  */
 export async function lookAll(items: readonly Item[]): Promise<LimitsDecision> {
   const decisions = await Promise.all(items.map(look));
-  return finish(items, decisions, decisions.every((d) => d.allowed));
+  return finish(
+    items,
+    decisions,
+    decisions.every((d) => d.allowed),
+  );
 }
 
 function finish(items: readonly Item[], decisions: Decision[], allowed: boolean): LimitsDecision {
@@ -116,10 +121,12 @@ function fillLooks(items: readonly Item[], decisions: Decision[]): void {
 
 /** Gives back what the entries at `charged` took; a refund that fails leaves the charge to refill (each table's failure policy reports it). */
 async function refund(items: readonly Item[], charged: readonly number[]): Promise<void> {
-  await Promise.allSettled(charged.map(async (i) => {
-    const { limiter, key, cost } = items[i]!;
-    await limiter.activeTable().refund(key, cost, limiter.nowMsForStore());
-  }));
+  await Promise.allSettled(
+    charged.map(async (i) => {
+      const { limiter, key, cost } = items[i]!;
+      await limiter.activeTable().refund(key, cost, limiter.nowMsForStore());
+    }),
+  );
 }
 
 const LOG = new UndoLog();
@@ -142,6 +149,7 @@ function chargeSyncItems(items: readonly Item[], decisions: Decision[]): boolean
     return true;
   }
   LOG.undo();
-  for (const i of done.reverse()) items[i]!.sync!.refund(items[i]!.key, items[i]!.cost, items[i]!.limiter.nowMsForStore());
+  for (const i of done.reverse())
+    items[i]!.sync!.refund(items[i]!.key, items[i]!.cost, items[i]!.limiter.nowMsForStore());
   return false;
 }

@@ -192,7 +192,11 @@ function checkEntry(entry: LimitEntry | undefined, i: number, where: string): vo
 }
 
 function badEntry(entry: unknown, i: number, where: string): FloodgateError {
-  return new FloodgateError('INVALID_OPTION', `${where}: entry ${i} must be { limiter, key, cost? } with a Limiter, got ${describeValue(entry)}`, `entries[${i}]`);
+  return new FloodgateError(
+    'INVALID_OPTION',
+    `${where}: entry ${i} must be { limiter, key, cost? } with a Limiter, got ${describeValue(entry)}`,
+    `entries[${i}]`,
+  );
 }
 
 /** Charges entry `i` within the synchronous step, saving what an undo needs. */
@@ -227,7 +231,11 @@ function lookSync(entry: LimitEntry | undefined, i: number): Decision {
 function syncTableOf(limiter: Limiter, i: number): SyncPolicyStore {
   const table = limiter.syncTableOrUndefined();
   if (table === undefined) {
-    throw new FloodgateError('STORE_NOT_SYNC', `consumeAllSync: entry ${i}'s limiter (${limiter.name}) has an asynchronous store or was closed: use consumeAll`, `entries[${i}]`);
+    throw new FloodgateError(
+      'STORE_NOT_SYNC',
+      `consumeAllSync: entry ${i}'s limiter (${limiter.name}) has an asynchronous store or was closed: use consumeAll`,
+      `entries[${i}]`,
+    );
   }
   return table;
 }
@@ -274,11 +282,11 @@ async function consumeOnStore(store: Store, items: readonly Item[]): Promise<Lim
     if (error instanceof FloodgateError && /^(INVALID_|COST_)/.test(error.code)) throw error;
     // A reply that timed out or came back garbled may come from a script that ran and charged:
     // deciding again by charging could count the request twice, so each limit is only looked at.
-    if (error instanceof FloodgateError && (error.code === 'STORE_TIMEOUT' || error.code === 'STORE_REPLY')) return lookAll(items);
+    if (error instanceof FloodgateError && (error.code === 'STORE_TIMEOUT' || error.code === 'STORE_REPLY'))
+      return lookAll(items);
     return consumeAcross(items);
   }
   const decisions = [...result.decisions];
   reportItems(items, decisions, result.allowed);
   return { allowed: result.allowed, decisions };
 }
-

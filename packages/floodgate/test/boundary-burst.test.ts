@@ -36,7 +36,9 @@ describe('a burst across a window boundary', () => {
   });
 
   // Bursts two seconds apart, each from 50 ms before a window boundary to 50 ms after, every 5 ms.
-  const bursts = Array.from({ length: 5 }, (_, k) => Array.from({ length: 20 }, (_, i) => 2000 * k + 950 + 5 * i)).flat();
+  const bursts = Array.from({ length: 5 }, (_, k) =>
+    Array.from({ length: 20 }, (_, i) => 2000 * k + 950 + 5 * i),
+  ).flat();
 
   test('repeated bursts: the fixed window reaches 2x its limit in a window-length span each time', () => {
     const admitted = admittedTimes(fixedWindow({ limit, windowMs }), bursts);
@@ -51,10 +53,13 @@ describe('a burst across a window boundary', () => {
   });
 
   test('on any traffic (clock forward only): fixed window at most 2x the limit per span, sliding log at most 1x', () => {
-    const traffic = fc.array(fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 20 }), fc.integer({ min: 0, max: 1500 })), {
-      minLength: 1,
-      maxLength: 120,
-    });
+    const traffic = fc.array(
+      fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 20 }), fc.integer({ min: 0, max: 1500 })),
+      {
+        minLength: 1,
+        maxLength: 120,
+      },
+    );
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 5000 }), traffic, (start, steps) => {
         let t = start;

@@ -12,30 +12,33 @@ const keyArb = fc.oneof(
 describe('KeyTable', () => {
   test('behaves as a Map from key to slot under random inserts, finds and removals', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.constantFrom('insert', 'remove', 'find'), keyArb), { maxLength: 400 }), (ops) => {
-        const table = new KeyTable(2, 16);
-        const model = new Map<string, number>();
-        for (const [op, key] of ops) {
-          if (op === 'insert') {
-            const slot = table.findOrInsert(key);
-            assert.equal(table.inserted, !model.has(key));
-            if (model.has(key)) assert.equal(slot, model.get(key));
-            model.set(key, slot);
-          } else if (op === 'remove') {
-            const slot = table.find(key);
-            assert.equal(slot, model.get(key) ?? -1);
-            if (slot >= 0) table.remove(slot);
-            model.delete(key);
-          } else {
-            assert.equal(table.find(key), model.get(key) ?? -1);
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom('insert', 'remove', 'find'), keyArb), { maxLength: 400 }),
+        (ops) => {
+          const table = new KeyTable(2, 16);
+          const model = new Map<string, number>();
+          for (const [op, key] of ops) {
+            if (op === 'insert') {
+              const slot = table.findOrInsert(key);
+              assert.equal(table.inserted, !model.has(key));
+              if (model.has(key)) assert.equal(slot, model.get(key));
+              model.set(key, slot);
+            } else if (op === 'remove') {
+              const slot = table.find(key);
+              assert.equal(slot, model.get(key) ?? -1);
+              if (slot >= 0) table.remove(slot);
+              model.delete(key);
+            } else {
+              assert.equal(table.find(key), model.get(key) ?? -1);
+            }
+            assert.equal(table.size, model.size);
           }
-          assert.equal(table.size, model.size);
-        }
-        for (const [key, slot] of model) {
-          assert.equal(table.keyAt(slot), key);
-          assert.equal(table.find(key), slot);
-        }
-      }),
+          for (const [key, slot] of model) {
+            assert.equal(table.keyAt(slot), key);
+            assert.equal(table.find(key), slot);
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });

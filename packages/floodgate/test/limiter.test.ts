@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FloodgateError, Limiter, ManualClock, MemoryStore, tokenBucket, type Algorithm, type PolicyStore, type Store } from '../src/index.js';
+import {
+  FloodgateError,
+  Limiter,
+  ManualClock,
+  MemoryStore,
+  tokenBucket,
+  type Algorithm,
+  type PolicyStore,
+  type Store,
+} from '../src/index.js';
 import type { Decision } from '../src/core/decision.js';
 
 /** An asynchronous store, as Redis will be: answers through promises only. */
@@ -26,7 +35,14 @@ describe('Limiter', () => {
     assert.equal(limiter.consumeSync('a').remaining, 1);
     assert.equal((await limiter.consume('a')).remaining, 0);
     const refused: Decision = limiter.consumeSync('a');
-    assert.deepEqual(refused, { allowed: false, limit: 2, remaining: 0, retryAfterMs: 1000, resetMs: 2000, reason: 'limit' });
+    assert.deepEqual(refused, {
+      allowed: false,
+      limit: 2,
+      remaining: 0,
+      retryAfterMs: 1000,
+      resetMs: 2000,
+      reason: 'limit',
+    });
     assert.equal((await limiter.peek('a')).allowed, false);
     clock.advance(500);
     assert.equal(limiter.peekSync('a', { cost: 0.5 }).allowed, true, 'half a token has come back');
@@ -41,20 +57,45 @@ describe('Limiter', () => {
   test('works through an asynchronous store, and its ...Sync methods say why they cannot', async () => {
     const clock = new ManualClock(0);
     const { MemoryStore } = await import('../src/index.js');
-    const limiter = new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 1 }), clock, store: asyncStore(new MemoryStore()) });
+    const limiter = new Limiter({
+      policy: tokenBucket({ capacity: 1, refillPerSecond: 1 }),
+      clock,
+      store: asyncStore(new MemoryStore()),
+    });
     assert.equal((await limiter.consume('k')).allowed, true);
     assert.equal((await limiter.consume('k')).allowed, false);
-    assert.throws(() => limiter.consumeSync('k'), (e) => e instanceof FloodgateError && e.code === 'STORE_NOT_SYNC');
+    assert.throws(
+      () => limiter.consumeSync('k'),
+      (e) => e instanceof FloodgateError && e.code === 'STORE_NOT_SYNC',
+    );
   });
 
   test('bad input rejects the promise with a typed error instead of throwing', async () => {
     const limiter = new Limiter({ policy: tokenBucket({ capacity: 2, refillPerSecond: 1 }) });
-    await assert.rejects(limiter.consume('k', { cost: 3 }), (e) => e instanceof FloodgateError && e.code === 'COST_EXCEEDS_LIMIT');
-    await assert.rejects(limiter.consume('k', { cost: -1 }), (e) => e instanceof FloodgateError && e.code === 'INVALID_COST');
-    await assert.rejects(limiter.peek('k', { cost: Number.NaN }), (e) => e instanceof FloodgateError && e.code === 'INVALID_COST');
-    assert.throws(() => limiter.consumeSync('k', { cost: Infinity }), (e) => e instanceof FloodgateError && e.code === 'INVALID_COST');
-    assert.throws(() => new Limiter({} as never), (e) => e instanceof FloodgateError && e.option === 'Limiter.policy');
-    assert.throws(() => new Limiter(undefined as never), (e) => e instanceof FloodgateError && e.option === 'Limiter');
+    await assert.rejects(
+      limiter.consume('k', { cost: 3 }),
+      (e) => e instanceof FloodgateError && e.code === 'COST_EXCEEDS_LIMIT',
+    );
+    await assert.rejects(
+      limiter.consume('k', { cost: -1 }),
+      (e) => e instanceof FloodgateError && e.code === 'INVALID_COST',
+    );
+    await assert.rejects(
+      limiter.peek('k', { cost: Number.NaN }),
+      (e) => e instanceof FloodgateError && e.code === 'INVALID_COST',
+    );
+    assert.throws(
+      () => limiter.consumeSync('k', { cost: Infinity }),
+      (e) => e instanceof FloodgateError && e.code === 'INVALID_COST',
+    );
+    assert.throws(
+      () => new Limiter({} as never),
+      (e) => e instanceof FloodgateError && e.option === 'Limiter.policy',
+    );
+    assert.throws(
+      () => new Limiter(undefined as never),
+      (e) => e instanceof FloodgateError && e.option === 'Limiter',
+    );
   });
 });
 
@@ -88,7 +129,9 @@ describe('Limiter and stores that own their clock', () => {
   test('with a clock of its own, or a store that does not own its clock, the Limiter passes its time', async () => {
     const clock = new ManualClock(1234);
     const owned = recording(true);
-    await new Limiter({ policy: tokenBucket({ capacity: 2, refillPerSecond: 1 }), store: owned.store, clock }).consume('k');
+    await new Limiter({ policy: tokenBucket({ capacity: 2, refillPerSecond: 1 }), store: owned.store, clock }).consume(
+      'k',
+    );
     assert.deepEqual(owned.seen, [1234]);
     const plain = recording(false);
     const before = Date.now();

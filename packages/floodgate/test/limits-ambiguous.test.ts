@@ -1,6 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FloodgateError, Limiter, ManualClock, MemoryStore, consumeAll, fixedWindow, type Algorithm, type Decision, type PolicyStore, type Store } from '../src/index.js';
+import {
+  FloodgateError,
+  Limiter,
+  ManualClock,
+  MemoryStore,
+  consumeAll,
+  fixedWindow,
+  type Algorithm,
+  type Decision,
+  type PolicyStore,
+  type Store,
+} from '../src/index.js';
 
 /**
  * A store whose multi-limit call reaches the backend, charges, and then loses its reply (as a Redis
@@ -9,7 +20,10 @@ import { FloodgateError, Limiter, ManualClock, MemoryStore, consumeAll, fixedWin
 class LostReplyStore implements Store {
   readonly memory = new MemoryStore();
   consumeAllCalls = 0;
-  constructor(private readonly failure: 'STORE_TIMEOUT' | 'STORE_REPLY' | 'STORE_ERROR', private readonly clock: ManualClock) {}
+  constructor(
+    private readonly failure: 'STORE_TIMEOUT' | 'STORE_REPLY' | 'STORE_ERROR',
+    private readonly clock: ManualClock,
+  ) {}
 
   bind(algorithm: Algorithm): PolicyStore {
     const table = this.memory.bind(algorithm);
@@ -22,7 +36,9 @@ class LostReplyStore implements Store {
     };
   }
 
-  async consumeAll(requests: readonly { policy: Algorithm; key: string; cost?: number }[]): Promise<{ allowed: boolean; decisions: Decision[] }> {
+  async consumeAll(
+    requests: readonly { policy: Algorithm; key: string; cost?: number }[],
+  ): Promise<{ allowed: boolean; decisions: Decision[] }> {
     this.consumeAllCalls++;
     if (this.failure !== 'STORE_ERROR') {
       // The backend ran the step: every limit admitted and was charged. Then the reply was lost.
@@ -43,7 +59,10 @@ describe('consumeAll when the store call fails after it may have run', () => {
       const store = new LostReplyStore(failure, clock);
       const perIp = new Limiter({ policy: fixedWindow({ limit: 10, windowMs: 60_000 }), store, clock });
       const perUser = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), store, clock });
-      const result = await consumeAll([{ limiter: perIp, key: 'ip' }, { limiter: perUser, key: 'u' }]);
+      const result = await consumeAll([
+        { limiter: perIp, key: 'ip' },
+        { limiter: perUser, key: 'u' },
+      ]);
       assert.equal(store.consumeAllCalls, 1);
       assert.equal(result.allowed, true);
       assert.equal(remaining(store, perIp.policy, 'ip', clock), 9, 'charged once by the call that ran, never again');
@@ -56,7 +75,10 @@ describe('consumeAll when the store call fails after it may have run', () => {
     const store = new LostReplyStore('STORE_ERROR', clock);
     const perIp = new Limiter({ policy: fixedWindow({ limit: 10, windowMs: 60_000 }), store, clock });
     const perUser = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), store, clock });
-    const result = await consumeAll([{ limiter: perIp, key: 'ip' }, { limiter: perUser, key: 'u' }]);
+    const result = await consumeAll([
+      { limiter: perIp, key: 'ip' },
+      { limiter: perUser, key: 'u' },
+    ]);
     assert.equal(result.allowed, true);
     assert.equal(remaining(store, perIp.policy, 'ip', clock), 9);
     assert.equal(remaining(store, perUser.policy, 'u', clock), 4);

@@ -24,7 +24,11 @@ after(async () => {
   assert.deepEqual(unhandled, [], 'no unhandled rejection');
 });
 
-type Mode = { kind: 'reject'; error: () => unknown } | { kind: 'hang' } | { kind: 'throw'; error: () => unknown } | { kind: 'ok' };
+type Mode =
+  | { kind: 'reject'; error: () => unknown }
+  | { kind: 'hang' }
+  | { kind: 'throw'; error: () => unknown }
+  | { kind: 'ok' };
 
 /** A custom asynchronous store over a memory store, whose calls fail as `mode` says (changeable). */
 function flakyStore(mode: { current: Mode }): Store & { late: Array<(d?: unknown) => void> } {
@@ -36,7 +40,9 @@ function flakyStore(mode: { current: Mode }): Store & { late: Array<(d?: unknown
     if (m.kind === 'reject') return Promise.reject(m.error() as Error);
     if (m.kind === 'throw') throw m.error();
     // Never answers, until the test lets it answer (late) or fail (late).
-    return new Promise<T>((resolve, reject) => late.push((failure) => (failure === undefined ? resolve(run()) : reject(failure as Error))));
+    return new Promise<T>((resolve, reject) =>
+      late.push((failure) => (failure === undefined ? resolve(run()) : reject(failure as Error))),
+    );
   };
   return {
     late,
@@ -59,13 +65,22 @@ function setup(mode: Mode, options: { onError?: 'fail-open' | 'fail-closed' | 't
   const state = { current: mode };
   const store = flakyStore(state);
   const events: StoreErrorEvent[] = [];
-  const limiter = new Limiter({ policy: tokenBucket({ capacity: 5, refillPerSecond: 1 }), store, clock, observer: { storeError: (e) => void events.push(e) }, ...options });
+  const limiter = new Limiter({
+    policy: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
+    store,
+    clock,
+    observer: { storeError: (e) => void events.push(e) },
+    ...options,
+  });
   return { clock, state, store, events, limiter };
 }
 
-const code = (c: string) => (e: unknown): boolean => e instanceof FloodgateError && e.code === c;
+const code =
+  (c: string) =>
+  (e: unknown): boolean =>
+    e instanceof FloodgateError && e.code === c;
 
-describe('a custom store that fails: the limiter\'s onError answers', () => {
+describe("a custom store that fails: the limiter's onError answers", () => {
   test('fail-open is the default: a plain Error admits with reason fail-open, reported as a typed STORE_ERROR', async () => {
     const { limiter, events } = setup({ kind: 'reject', error: () => new Error('connection refused') });
     const d = await limiter.consume('k');
@@ -79,8 +94,18 @@ describe('a custom store that fails: the limiter\'s onError answers', () => {
   });
 
   test('fail-closed refuses with reason fail-closed and a retryAfterMs; a FloodgateError keeps its code', async () => {
-    const { limiter, events } = setup({ kind: 'reject', error: () => new FloodgateError('STORE_REPLY', 'odd reply') }, { onError: 'fail-closed' });
-    assert.deepEqual(await limiter.consume('k'), { allowed: false, limit: 5, remaining: 0, retryAfterMs: 1000, resetMs: 0, reason: 'fail-closed' });
+    const { limiter, events } = setup(
+      { kind: 'reject', error: () => new FloodgateError('STORE_REPLY', 'odd reply') },
+      { onError: 'fail-closed' },
+    );
+    assert.deepEqual(await limiter.consume('k'), {
+      allowed: false,
+      limit: 5,
+      remaining: 0,
+      retryAfterMs: 1000,
+      resetMs: 0,
+      reason: 'fail-closed',
+    });
     assert.ok(code('STORE_REPLY')(events[0]!.error));
   });
 
@@ -126,7 +151,11 @@ describe('a custom store that never answers: the deadline cuts it off on the inj
     assert.equal(clock.timerCount(), 0, 'no timer left once nothing is pending');
     store.late.shift()!(); // the store's late answer is dropped
     await nextTurn();
-    assert.deepEqual(answers.map((d) => d.reason), ['fail-open'], 'one answer only');
+    assert.deepEqual(
+      answers.map((d) => d.reason),
+      ['fail-open'],
+      'one answer only',
+    );
   });
 
   test('throw rejects with STORE_TIMEOUT; a late rejection after the deadline is never unhandled', async () => {
@@ -178,19 +207,35 @@ describe('stores that decide failures themselves', () => {
     };
   };
 
-  test('refuse the limiter\'s onError and timeoutMs (no failure is decided twice), and are not wrapped', () => {
+  test("refuse the limiter's onError and timeoutMs (no failure is decided twice), and are not wrapped", () => {
     const policy = fixedWindow({ limit: 3, windowMs: 1000 });
     const store = deciding();
-    assert.throws(() => new Limiter({ policy, store, onError: 'fail-closed' }), (e) => e instanceof FloodgateError && e.option === 'Limiter.onError');
-    assert.throws(() => new Limiter({ policy, store, timeoutMs: 10 }), (e) => e instanceof FloodgateError && e.option === 'Limiter.timeoutMs');
+    assert.throws(
+      () => new Limiter({ policy, store, onError: 'fail-closed' }),
+      (e) => e instanceof FloodgateError && e.option === 'Limiter.onError',
+    );
+    assert.throws(
+      () => new Limiter({ policy, store, timeoutMs: 10 }),
+      (e) => e instanceof FloodgateError && e.option === 'Limiter.timeoutMs',
+    );
     const limiter = new Limiter({ policy, store });
     assert.equal(limiter.table.decidesFailures, true, "the store's own table, not wrapped");
   });
 
   test('bad options are typed errors', () => {
     const policy = fixedWindow({ limit: 3, windowMs: 1000 });
-    for (const [options, option] of [[{ onError: 'open' }, 'Limiter.onError'], [{ timeoutMs: 0 }, 'Limiter.timeoutMs'], [{ timeoutMs: NaN }, 'Limiter.timeoutMs'], [{ name: '' }, 'Limiter.name'], [{ observer: 3 }, 'Limiter.observer'], [{ reportKeys: 'yes' }, 'Limiter.reportKeys']] as const) {
-      assert.throws(() => new Limiter({ policy, ...(options as object) }), (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === option);
+    for (const [options, option] of [
+      [{ onError: 'open' }, 'Limiter.onError'],
+      [{ timeoutMs: 0 }, 'Limiter.timeoutMs'],
+      [{ timeoutMs: NaN }, 'Limiter.timeoutMs'],
+      [{ name: '' }, 'Limiter.name'],
+      [{ observer: 3 }, 'Limiter.observer'],
+      [{ reportKeys: 'yes' }, 'Limiter.reportKeys'],
+    ] as const) {
+      assert.throws(
+        () => new Limiter({ policy, ...(options as object) }),
+        (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === option,
+      );
     }
   });
 });

@@ -46,7 +46,8 @@ function delayedStore(delayMs: () => number = () => 0): Store & { calls: string[
 }
 
 const left = (limiter: Limiter, key: string): number => limiter.peekSync(key, { cost: 0 }).remaining;
-const leftAsync = async (limiter: Limiter, key: string): Promise<number> => (await limiter.peek(key, { cost: 0 })).remaining;
+const leftAsync = async (limiter: Limiter, key: string): Promise<number> =>
+  (await limiter.peek(key, { cost: 0 })).remaining;
 
 describe('consumeAllSync: several limits on synchronous stores, one step', () => {
   test('admits only when all admit; a refused request is charged nowhere, and every limit is reported', () => {
@@ -55,13 +56,20 @@ describe('consumeAllSync: several limits on synchronous stores, one step', () =>
     const ip = new Limiter({ policy: tokenBucket({ capacity: 5, refillPerSecond: 1 }), store, clock, name: 'ip' });
     const user = new Limiter({ policy: fixedWindow({ limit: 2, windowMs: 60_000 }), store, clock, name: 'user' });
     const other = new Limiter({ policy: gcra({ rate: 10, periodMs: 1000, maxBurst: 9 }), clock });
-    const entries = (u: string): LimitEntry[] => [{ limiter: ip, key: '1.2.3.4' }, { limiter: user, key: u }, { limiter: other, key: u }];
+    const entries = (u: string): LimitEntry[] => [
+      { limiter: ip, key: '1.2.3.4' },
+      { limiter: user, key: u },
+      { limiter: other, key: u },
+    ];
     for (let i = 0; i < 2; i++) assert.equal(consumeAllSync(entries('u')).allowed, true);
     assert.equal(left(ip, '1.2.3.4'), 3);
     const before = [left(ip, '1.2.3.4'), left(user, 'u'), left(other, 'u')];
     const refused = consumeAllSync(entries('u'));
     assert.equal(refused.allowed, false);
-    assert.deepEqual(refused.decisions.map((d) => d.allowed), [true, false, true]);
+    assert.deepEqual(
+      refused.decisions.map((d) => d.allowed),
+      [true, false, true],
+    );
     assert.equal(refused.decisions[0]!.remaining, 2, 'the trial decision of a limit that would admit');
     assert.equal(refused.decisions[1]!.reason, 'limit');
     assert.ok(refused.decisions[1]!.retryAfterMs > 0);
@@ -74,33 +82,62 @@ describe('consumeAllSync: several limits on synchronous stores, one step', () =>
     const clock = new ManualClock(1_000);
     const store = new MemoryStore();
     const blockerPolicy = fixedWindow({ limit: 1, windowMs: 1e12 });
-    const policies = [tokenBucket({ capacity: 3, refillPerSecond: 0.7 }), slidingWindowLog({ limit: 4, windowMs: 900 }), gcra({ rate: 3, periodMs: 1000, maxBurst: 2 })];
+    const policies = [
+      tokenBucket({ capacity: 3, refillPerSecond: 0.7 }),
+      slidingWindowLog({ limit: 4, windowMs: 900 }),
+      gcra({ rate: 3, periodMs: 1000, maxBurst: 2 }),
+    ];
     const limiters = policies.map((policy) => new Limiter({ policy, store, clock }));
     const blocker = new Limiter({ policy: blockerPolicy, store, clock });
     blocker.consumeSync('k');
     const tables = policies.map((policy) => store.bind(policy));
-    fc.assert(fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 400 }), fc.constantFrom(0, 1, 2), fc.boolean()), { maxLength: 30 }), (steps) => {
-      for (const [dtMs, cost, blocked] of steps) {
-        clock.advance(dtMs);
-        if (!blocked) {
-          consumeAllSync(limiters.map((limiter) => ({ limiter, key: 'k', cost })));
-          continue;
-        }
-        // A cost of 0 charges nothing and is not saved: it may bring a state up to date, as consume(k, 0) does.
-        const states = tables.map((t) => t.stateOf('k'));
-        const result = consumeAllSync([...limiters.map((limiter) => ({ limiter, key: 'k', cost: Math.max(1, cost) })), { limiter: blocker, key: 'k' }]);
-        assert.equal(result.allowed, false);
-        assert.deepEqual(tables.map((t) => t.stateOf('k')), states, 'every cell as it was');
-      }
-    }), { numRuns: 100 });
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 400 }), fc.constantFrom(0, 1, 2), fc.boolean()), { maxLength: 30 }),
+        (steps) => {
+          for (const [dtMs, cost, blocked] of steps) {
+            clock.advance(dtMs);
+            if (!blocked) {
+              consumeAllSync(limiters.map((limiter) => ({ limiter, key: 'k', cost })));
+              continue;
+            }
+            // A cost of 0 charges nothing and is not saved: it may bring a state up to date, as consume(k, 0) does.
+            const states = tables.map((t) => t.stateOf('k'));
+            const result = consumeAllSync([
+              ...limiters.map((limiter) => ({ limiter, key: 'k', cost: Math.max(1, cost) })),
+              { limiter: blocker, key: 'k' },
+            ]);
+            assert.equal(result.allowed, false);
+            assert.deepEqual(
+              tables.map((t) => t.stateOf('k')),
+              states,
+              'every cell as it was',
+            );
+          }
+        },
+      ),
+      { numRuns: 100 },
+    );
   });
 
   test('the same key twice under one policy must fit twice; a refusal undoes both', () => {
-    const limiter = new Limiter({ policy: tokenBucket({ capacity: 3, refillPerSecond: 1 }), clock: new ManualClock(0) });
-    const refused = consumeAllSync([{ limiter, key: 'k', cost: 2 }, { limiter, key: 'k', cost: 2 }]);
+    const limiter = new Limiter({
+      policy: tokenBucket({ capacity: 3, refillPerSecond: 1 }),
+      clock: new ManualClock(0),
+    });
+    const refused = consumeAllSync([
+      { limiter, key: 'k', cost: 2 },
+      { limiter, key: 'k', cost: 2 },
+    ]);
     assert.equal(refused.allowed, false);
     assert.equal(left(limiter, 'k'), 3);
-    assert.equal(consumeAllSync([{ limiter, key: 'k', cost: 1 }, { limiter, key: 'k', cost: 2 }]).allowed, true);
+    assert.equal(
+      consumeAllSync([
+        { limiter, key: 'k', cost: 1 },
+        { limiter, key: 'k', cost: 2 },
+      ]).allowed,
+      true,
+    );
     assert.equal(left(limiter, 'k'), 0);
   });
 
@@ -108,31 +145,57 @@ describe('consumeAllSync: several limits on synchronous stores, one step', () =>
     const clock = new ManualClock(0);
     const a = new Limiter({ policy: tokenBucket({ capacity: 3, refillPerSecond: 1 }), clock });
     const b = new Limiter({ policy: tokenBucket({ capacity: 10, refillPerSecond: 1 }), clock });
-    const result = consumeAllSync([{ limiter: b, key: 'k', cost: 5 }, { limiter: a, key: 'k', cost: 5 }]);
+    const result = consumeAllSync([
+      { limiter: b, key: 'k', cost: 5 },
+      { limiter: a, key: 'k', cost: 5 },
+    ]);
     assert.equal(result.allowed, false);
     assert.equal(result.decisions[1]!.retryAfterMs, Infinity);
     assert.equal(left(b, 'k'), 10);
-    const bad = [undefined, null, {}, { limiter: {}, key: 'k' }, { limiter: a, key: '' }, { limiter: a, key: undefined }, { limiter: a, key: 'k', cost: -1 }];
+    const bad = [
+      undefined,
+      null,
+      {},
+      { limiter: {}, key: 'k' },
+      { limiter: a, key: '' },
+      { limiter: a, key: undefined },
+      { limiter: a, key: 'k', cost: -1 },
+    ];
     for (const entry of bad) {
-      assert.throws(() => consumeAllSync([{ limiter: b, key: 'k' }, entry as LimitEntry]), (e) => e instanceof FloodgateError && /INVALID_/.test(e.code));
+      assert.throws(
+        () => consumeAllSync([{ limiter: b, key: 'k' }, entry as LimitEntry]),
+        (e) => e instanceof FloodgateError && /INVALID_/.test(e.code),
+      );
       assert.equal(left(b, 'k'), 10, 'the charge before the bad entry was undone');
     }
-    assert.throws(() => consumeAllSync('x' as never), (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION');
+    assert.throws(
+      () => consumeAllSync('x' as never),
+      (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION',
+    );
     assert.deepEqual(consumeAllSync([]), { allowed: true, decisions: [] });
   });
 
   test('an asynchronous store is refused with STORE_NOT_SYNC, a closed limiter with LIMITER_CLOSED', () => {
     const a = new Limiter({ policy: tokenBucket({ capacity: 3, refillPerSecond: 1 }), store: delayedStore() });
-    assert.throws(() => consumeAllSync([{ limiter: a, key: 'k' }]), (e) => e instanceof FloodgateError && e.code === 'STORE_NOT_SYNC');
+    assert.throws(
+      () => consumeAllSync([{ limiter: a, key: 'k' }]),
+      (e) => e instanceof FloodgateError && e.code === 'STORE_NOT_SYNC',
+    );
     const b = new Limiter({ policy: tokenBucket({ capacity: 3, refillPerSecond: 1 }) });
     b.close();
-    assert.throws(() => consumeAllSync([{ limiter: b, key: 'k' }]), (e) => e instanceof FloodgateError && (e.code === 'LIMITER_CLOSED' || e.code === 'STORE_NOT_SYNC'));
+    assert.throws(
+      () => consumeAllSync([{ limiter: b, key: 'k' }]),
+      (e) => e instanceof FloodgateError && (e.code === 'LIMITER_CLOSED' || e.code === 'STORE_NOT_SYNC'),
+    );
   });
 });
 
 describe('consumeAll: several limits on any stores', () => {
   test('on synchronous stores it is consumeAllSync, behind a promise; bad input rejects, never throws', async () => {
-    const limiter = new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 1 }), clock: new ManualClock(0) });
+    const limiter = new Limiter({
+      policy: tokenBucket({ capacity: 1, refillPerSecond: 1 }),
+      clock: new ManualClock(0),
+    });
     assert.equal((await consumeAll([{ limiter, key: 'k' }])).allowed, true);
     assert.equal((await consumeAll([{ limiter, key: 'k' }])).allowed, false);
     let promise: Promise<unknown> | undefined;
@@ -143,9 +206,21 @@ describe('consumeAll: several limits on any stores', () => {
   test('the neighbour test: an exhausted user on a delayed store never makes the shared ip refuse its neighbours', async () => {
     for (let trial = 0; trial < 10; trial++) {
       const jitter = (): number => Math.floor(Math.random() * 4);
-      const ip = new Limiter({ policy: fixedWindow({ limit: 10, windowMs: 60_000 }), store: delayedStore(jitter), name: 'ip' });
-      const user = new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 60_000 }), store: delayedStore(jitter), name: 'user' });
-      const request = (u: string): Promise<{ allowed: boolean }> => consumeAll([{ limiter: ip, key: '10.0.0.1' }, { limiter: user, key: u }]);
+      const ip = new Limiter({
+        policy: fixedWindow({ limit: 10, windowMs: 60_000 }),
+        store: delayedStore(jitter),
+        name: 'ip',
+      });
+      const user = new Limiter({
+        policy: fixedWindow({ limit: 1, windowMs: 60_000 }),
+        store: delayedStore(jitter),
+        name: 'user',
+      });
+      const request = (u: string): Promise<{ allowed: boolean }> =>
+        consumeAll([
+          { limiter: ip, key: '10.0.0.1' },
+          { limiter: user, key: u },
+        ]);
       assert.equal((await request('attacker')).allowed, true);
       const attacks = Array.from({ length: 60 }, () => request('attacker'));
       const neighbours = Array.from({ length: 9 }, (_, i) => request(`user-${i}`));
@@ -160,13 +235,33 @@ describe('consumeAll: several limits on any stores', () => {
     const clock = new ManualClock(0);
     const ip = new Limiter({ policy: fixedWindow({ limit: 3, windowMs: 60_000 }), clock });
     const user = new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 60_000 }), store: delayedStore(), clock });
-    assert.equal((await consumeAll([{ limiter: ip, key: 'ip' }, { limiter: user, key: 'u' }])).allowed, true);
-    const refused = await consumeAll([{ limiter: ip, key: 'ip' }, { limiter: user, key: 'u' }]);
-    assert.deepEqual(refused.decisions.map((d) => d.allowed), [true, false]);
+    assert.equal(
+      (
+        await consumeAll([
+          { limiter: ip, key: 'ip' },
+          { limiter: user, key: 'u' },
+        ])
+      ).allowed,
+      true,
+    );
+    const refused = await consumeAll([
+      { limiter: ip, key: 'ip' },
+      { limiter: user, key: 'u' },
+    ]);
+    assert.deepEqual(
+      refused.decisions.map((d) => d.allowed),
+      [true, false],
+    );
     assert.equal(left(ip, 'ip'), 2);
     ip.consumeSync('ip', { cost: 2 });
-    const byMemory = await consumeAll([{ limiter: ip, key: 'ip' }, { limiter: user, key: 'v' }]);
-    assert.deepEqual(byMemory.decisions.map((d) => d.allowed), [false, true]);
+    const byMemory = await consumeAll([
+      { limiter: ip, key: 'ip' },
+      { limiter: user, key: 'v' },
+    ]);
+    assert.deepEqual(
+      byMemory.decisions.map((d) => d.allowed),
+      [false, true],
+    );
     assert.equal(await leftAsync(user, 'v'), 1, 'the asynchronous limit was only looked at');
   });
 
@@ -176,12 +271,18 @@ describe('consumeAll: several limits on any stores', () => {
     const storeB = delayedStore();
     const a = new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 60_000 }), store: storeA, clock });
     const b = new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 60_000 }), store: storeB, clock });
-    const pending = consumeAll([{ limiter: a, key: 'k' }, { limiter: b, key: 'k' }]);
+    const pending = consumeAll([
+      { limiter: a, key: 'k' },
+      { limiter: b, key: 'k' },
+    ]);
     const racer = b.consume('k'); // reaches store B after the look, before the charge
     const [result, raced] = await Promise.all([pending, racer]);
     assert.equal(raced.allowed, true);
     assert.equal(result.allowed, false);
-    assert.deepEqual(result.decisions.map((d) => d.allowed), [true, false]);
+    assert.deepEqual(
+      result.decisions.map((d) => d.allowed),
+      [true, false],
+    );
     assert.deepEqual(storeA.calls, ['peek', 'consume', 'refund'], 'A was charged once and refunded once');
     assert.equal(await leftAsync(a, 'k'), 1, 'A is back to full');
     assert.equal(await leftAsync(b, 'k'), 0);
@@ -200,15 +301,34 @@ describe('consumeAll: several limits on any stores', () => {
         const tables = requests.map((r) => inner.bind(r.policy));
         const looks: Decision[] = await Promise.all(requests.map((r, i) => tables[i]!.peek(r.key, r.cost ?? 1, 0)));
         if (looks.some((d) => !d.allowed)) return { allowed: false, decisions: looks };
-        return { allowed: true, decisions: await Promise.all(requests.map((r, i) => tables[i]!.consume(r.key, r.cost ?? 1, 0))) };
+        return {
+          allowed: true,
+          decisions: await Promise.all(requests.map((r, i) => tables[i]!.consume(r.key, r.cost ?? 1, 0))),
+        };
       },
     };
     const x = new Limiter({ policy: fixedWindow({ limit: 2, windowMs: 1000 }), store, clock });
     const y = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), store, clock });
-    assert.equal((await consumeAll([{ limiter: x, key: 'k' }, { limiter: y, key: 'k' }])).allowed, true);
+    assert.equal(
+      (
+        await consumeAll([
+          { limiter: x, key: 'k' },
+          { limiter: y, key: 'k' },
+        ])
+      ).allowed,
+      true,
+    );
     assert.equal(batches, 1);
     failing = true;
-    assert.equal((await consumeAll([{ limiter: x, key: 'k' }, { limiter: y, key: 'k' }])).allowed, true);
+    assert.equal(
+      (
+        await consumeAll([
+          { limiter: x, key: 'k' },
+          { limiter: y, key: 'k' },
+        ])
+      ).allowed,
+      true,
+    );
     assert.equal(batches, 2);
     assert.equal(await leftAsync(x, 'k'), 0, 'decided entry by entry after the batch failed');
   });
@@ -218,7 +338,13 @@ describe('consumeAll: several limits on any stores', () => {
     const good = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), store: delayedStore(), clock });
     const closed = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), store: delayedStore(), clock });
     closed.close();
-    await assert.rejects(consumeAll([{ limiter: good, key: 'k' }, { limiter: closed, key: 'k' }]), (e) => e instanceof FloodgateError && e.code === 'LIMITER_CLOSED');
+    await assert.rejects(
+      consumeAll([
+        { limiter: good, key: 'k' },
+        { limiter: closed, key: 'k' },
+      ]),
+      (e) => e instanceof FloodgateError && e.code === 'LIMITER_CLOSED',
+    );
     assert.equal(await leftAsync(good, 'k'), 5);
   });
 
@@ -229,23 +355,46 @@ describe('consumeAll: several limits on any stores', () => {
       bind: () => ({
         synchronous: false,
         consume: () => Promise.reject(new Error('connection reset')),
-        peek: () => Promise.resolve({ allowed: true, limit: 5, remaining: 4, retryAfterMs: 0, resetMs: 0, reason: 'ok' }),
+        peek: () =>
+          Promise.resolve({ allowed: true, limit: 5, remaining: 4, retryAfterMs: 0, resetMs: 0, reason: 'ok' }),
         refund: () => Promise.resolve(),
         reset: () => Promise.resolve(),
       }),
     };
-    const bad = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), store: broken, clock, onError: 'throw' });
-    await assert.rejects(consumeAll([{ limiter: good, key: 'k' }, { limiter: bad, key: 'k' }]), (e) => e instanceof FloodgateError && e.code === 'STORE_ERROR');
+    const bad = new Limiter({
+      policy: fixedWindow({ limit: 5, windowMs: 1000 }),
+      store: broken,
+      clock,
+      onError: 'throw',
+    });
+    await assert.rejects(
+      consumeAll([
+        { limiter: good, key: 'k' },
+        { limiter: bad, key: 'k' },
+      ]),
+      (e) => e instanceof FloodgateError && e.code === 'STORE_ERROR',
+    );
     assert.equal(await leftAsync(good, 'k'), 5);
     const open = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), store: broken, clock });
-    const result = await consumeAll([{ limiter: good, key: 'k' }, { limiter: open, key: 'k' }]);
+    const result = await consumeAll([
+      { limiter: good, key: 'k' },
+      { limiter: open, key: 'k' },
+    ]);
     assert.equal(result.allowed, true, 'fail-open (the default) admits');
     assert.equal(result.decisions[1]!.reason, 'fail-open');
     const before = await leftAsync(good, 'k');
-    const closed = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), store: broken, clock, onError: 'fail-closed' });
-    const refused = await consumeAll([{ limiter: good, key: 'k' }, { limiter: closed, key: 'k' }]);
+    const closed = new Limiter({
+      policy: fixedWindow({ limit: 5, windowMs: 1000 }),
+      store: broken,
+      clock,
+      onError: 'fail-closed',
+    });
+    const refused = await consumeAll([
+      { limiter: good, key: 'k' },
+      { limiter: closed, key: 'k' },
+    ]);
     assert.equal(refused.allowed, false, 'fail-closed refuses the request');
     assert.equal(refused.decisions[1]!.reason, 'fail-closed');
-    assert.equal(await leftAsync(good, 'k'), before, 'and the other limit\'s charge was given back');
+    assert.equal(await leftAsync(good, 'k'), before, "and the other limit's charge was given back");
   });
 });

@@ -18,24 +18,32 @@ describe('repeated refusals at one instant answer exactly as the pure core', () 
         key: fc.constantFrom('a', 'b'),
         dtMs: fc.oneof(fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 500 })),
       });
-      fc.assert(fc.property(policyArb(kind).chain((spec) => fc.tuple(fc.constant(spec), fc.array(fc.tuple(opArb, costArb(spec, true)), { maxLength: 80 }))), ([spec, steps]) => {
-        const policy = build(spec);
-        const memory = new MemoryStore().bind(policy);
-        const pure = new PureStore(policy);
-        let nowMs = 1_000_000;
-        for (const [{ op, key, dtMs }, cost] of steps) {
-          nowMs += dtMs;
-          if (op === 'consume') assert.deepEqual(memory.consume(key, cost, nowMs), pure.consume(key, cost, nowMs));
-          else if (op === 'peek') assert.deepEqual(memory.peek(key, cost, nowMs), pure.peek(key, cost, nowMs));
-          else if (op === 'refund') {
-            memory.refund(key, cost, nowMs);
-            pure.refund(key, cost, nowMs);
-          } else {
-            memory.reset(key);
-            pure.reset(key);
-          }
-        }
-      }), { numRuns: 150 });
+      fc.assert(
+        fc.property(
+          policyArb(kind).chain((spec) =>
+            fc.tuple(fc.constant(spec), fc.array(fc.tuple(opArb, costArb(spec, true)), { maxLength: 80 })),
+          ),
+          ([spec, steps]) => {
+            const policy = build(spec);
+            const memory = new MemoryStore().bind(policy);
+            const pure = new PureStore(policy);
+            let nowMs = 1_000_000;
+            for (const [{ op, key, dtMs }, cost] of steps) {
+              nowMs += dtMs;
+              if (op === 'consume') assert.deepEqual(memory.consume(key, cost, nowMs), pure.consume(key, cost, nowMs));
+              else if (op === 'peek') assert.deepEqual(memory.peek(key, cost, nowMs), pure.peek(key, cost, nowMs));
+              else if (op === 'refund') {
+                memory.refund(key, cost, nowMs);
+                pure.refund(key, cost, nowMs);
+              } else {
+                memory.reset(key);
+                pure.reset(key);
+              }
+            }
+          },
+        ),
+        { numRuns: 150 },
+      );
     });
   }
 

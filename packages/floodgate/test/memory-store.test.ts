@@ -5,7 +5,9 @@ import { FloodgateError, MemoryStore, fixedWindow, gcra, slidingWindowLog, token
 describe('MemoryStore at its maxKeys bound', () => {
   // Without the overflow tier (see overflow-memory-store.test.ts for the store with it).
   test('a flood of fresh keys cannot evict, and so reset, a throttled key', () => {
-    const table = new MemoryStore({ maxKeys: 100, overflow: false }).bind(tokenBucket({ capacity: 5, refillPerSecond: 1 }));
+    const table = new MemoryStore({ maxKeys: 100, overflow: false }).bind(
+      tokenBucket({ capacity: 5, refillPerSecond: 1 }),
+    );
     for (let i = 0; i < 5; i++) assert.equal(table.consume('victim', 1, 0).allowed, true);
     assert.equal(table.consume('victim', 1, 0).allowed, false);
     let refused = 0;
@@ -24,7 +26,9 @@ describe('MemoryStore at its maxKeys bound', () => {
   });
 
   test('a store-full refusal says when the soonest examined key comes to rest', () => {
-    const table = new MemoryStore({ maxKeys: 2, overflow: false }).bind(tokenBucket({ capacity: 2, refillPerSecond: 1 }));
+    const table = new MemoryStore({ maxKeys: 2, overflow: false }).bind(
+      tokenBucket({ capacity: 2, refillPerSecond: 1 }),
+    );
     table.consume('a', 1, 0); // rests at 1000
     table.consume('b', 2, 0); // rests at 2000
     const d = table.consume('c', 1, 400);
@@ -68,10 +72,22 @@ describe('MemoryStore at its maxKeys bound', () => {
 
   test('refuses bad keys and options with typed errors', () => {
     const table = new MemoryStore({ maxKeyLength: 8 }).bind(tokenBucket({ capacity: 1, refillPerSecond: 1 }));
-    assert.throws(() => table.consume('x'.repeat(9), 1, 0), (e) => e instanceof FloodgateError && e.code === 'INVALID_KEY');
-    assert.throws(() => table.consume(42 as unknown as string, 1, 0), (e) => e instanceof FloodgateError && e.code === 'INVALID_KEY');
-    assert.throws(() => new MemoryStore({ maxKeys: 0 }), (e) => e instanceof FloodgateError && e.option === 'MemoryStore.maxKeys');
-    assert.throws(() => new MemoryStore({ maxKeyLength: 1e6 }), (e) => e instanceof FloodgateError && e.option === 'MemoryStore.maxKeyLength');
+    assert.throws(
+      () => table.consume('x'.repeat(9), 1, 0),
+      (e) => e instanceof FloodgateError && e.code === 'INVALID_KEY',
+    );
+    assert.throws(
+      () => table.consume(42 as unknown as string, 1, 0),
+      (e) => e instanceof FloodgateError && e.code === 'INVALID_KEY',
+    );
+    assert.throws(
+      () => new MemoryStore({ maxKeys: 0 }),
+      (e) => e instanceof FloodgateError && e.option === 'MemoryStore.maxKeys',
+    );
+    assert.throws(
+      () => new MemoryStore({ maxKeyLength: 1e6 }),
+      (e) => e instanceof FloodgateError && e.option === 'MemoryStore.maxKeyLength',
+    );
   });
 });
 
@@ -88,7 +104,8 @@ describe('a key forgotten at rest, then a clock that stepped back', () => {
     // The clock steps back to 600, inside the window 'a' spent: it is decided as of 1000 at the
     // earliest, a new window, and the clock's return to 1000-1999 finds that same window.
     let again = 0;
-    for (const atMs of [600, 700, 900, 1000, 1500, 1999]) for (let i = 0; i < 5; i++) if (table.consume('a', 1, atMs).allowed) again++;
-    assert.equal(again, 5, 'one window\'s limit between 600 and 1999, not two');
+    for (const atMs of [600, 700, 900, 1000, 1500, 1999])
+      for (let i = 0; i < 5; i++) if (table.consume('a', 1, atMs).allowed) again++;
+    assert.equal(again, 5, "one window's limit between 600 and 1999, not two");
   });
 });

@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FloodgateError, fixedWindow, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog, tokenBucket } from '../src/index.js';
+import {
+  FloodgateError,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '../src/index.js';
 
 type Case = [what: string, make: () => unknown, option: string];
 
@@ -17,8 +25,16 @@ const bad: Case[] = [
   ['fractional log limit', () => slidingWindowLog({ limit: 2.5, windowMs: 1000 }), 'slidingWindowLog.limit'],
   ['huge log limit', () => slidingWindowLog({ limit: 1e7, windowMs: 1000 }), 'slidingWindowLog.limit'],
   ['infinite window', () => slidingWindowLog({ limit: 1, windowMs: Infinity }), 'slidingWindowLog.windowMs'],
-  ['sub-windows not dividing', () => slidingWindowCounter({ limit: 1, windowMs: 1000, subWindows: 3 }), 'slidingWindowCounter.subWindows'],
-  ['zero sub-windows', () => slidingWindowCounter({ limit: 1, windowMs: 1000, subWindows: 0 }), 'slidingWindowCounter.subWindows'],
+  [
+    'sub-windows not dividing',
+    () => slidingWindowCounter({ limit: 1, windowMs: 1000, subWindows: 3 }),
+    'slidingWindowCounter.subWindows',
+  ],
+  [
+    'zero sub-windows',
+    () => slidingWindowCounter({ limit: 1, windowMs: 1000, subWindows: 0 }),
+    'slidingWindowCounter.subWindows',
+  ],
   ['negative burst', () => gcra({ rate: 1, periodMs: 1000, maxBurst: -1 }), 'gcra.maxBurst'],
   ['zero rate', () => gcra({ rate: 0, periodMs: 1000, maxBurst: 1 }), 'gcra.rate'],
 ];
@@ -38,8 +54,14 @@ describe('policy options are checked', () => {
 
   test('the sliding log takes whole costs only', () => {
     const log = slidingWindowLog({ limit: 3, windowMs: 1000 });
-    assert.throws(() => log.checkCost(1.5), (e) => e instanceof FloodgateError && e.code === 'INVALID_COST');
+    assert.throws(
+      () => log.checkCost(1.5),
+      (e) => e instanceof FloodgateError && e.code === 'INVALID_COST',
+    );
     assert.doesNotThrow(() => log.checkCost(3));
-    assert.throws(() => log.checkCost(4), (e) => e instanceof FloodgateError && e.code === 'COST_EXCEEDS_LIMIT');
+    assert.throws(
+      () => log.checkCost(4),
+      (e) => e instanceof FloodgateError && e.code === 'COST_EXCEEDS_LIMIT',
+    );
   });
 });

@@ -1,7 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { consumeAllSync, decide, fixedWindow, FloodgateError, gcra, leakyBucket, Limiter, ManualClock, MemoryStore, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm } from '../src/index.js';
+import {
+  consumeAllSync,
+  decide,
+  fixedWindow,
+  FloodgateError,
+  gcra,
+  leakyBucket,
+  Limiter,
+  ManualClock,
+  MemoryStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+  type Algorithm,
+} from '../src/index.js';
 
 describe('MemoryStore overflow tier: open to newcomers under an identity flood', () => {
   it('decides new keys past maxKeys by the sketch: the throttled key stays throttled, newcomers pass', () => {
@@ -34,7 +48,7 @@ describe('MemoryStore overflow tier: open to newcomers under an identity flood',
     // At 1000 'a' is at rest and makes room: 'x' enters the exact table with its spending.
     assert.equal(table.consume('x', 1, 1000).allowed, false);
     assert.equal(table.size, 1);
-    assert.equal(table.consume('x', 1, 1500).allowed, true, 'and recovers at the policy\'s rate');
+    assert.equal(table.consume('x', 1, 1500).allowed, true, "and recovers at the policy's rate");
   });
 
   const policies: Record<string, () => Algorithm> = {
@@ -46,7 +60,11 @@ describe('MemoryStore overflow tier: open to newcomers under an identity flood',
     'sliding window counter': () => slidingWindowCounter({ limit: 3, windowMs: 1000 }),
     'sliding window, sub-windows': () => slidingWindowCounter({ limit: 3, windowMs: 1000, subWindows: 5 }),
   };
-  const step = fc.record({ key: fc.integer({ min: 0, max: 9 }), cost: fc.constantFrom(1, 1, 2, 0.5), advanceMs: fc.constantFrom(0, 0, 5, 120, 400, 1000) });
+  const step = fc.record({
+    key: fc.integer({ min: 0, max: 9 }),
+    cost: fc.constantFrom(1, 1, 2, 0.5),
+    advanceMs: fc.constantFrom(0, 0, 5, 120, 400, 1000),
+  });
   for (const [name, make] of Object.entries(policies)) {
     it(`${name}: through the exact table, the sketch and back, no key is ever admitted beyond its limit`, () => {
       fc.assert(
@@ -74,7 +92,10 @@ describe('MemoryStore overflow tier: open to newcomers under an identity flood',
     const table = new MemoryStore({ maxKeys: 1, overflow: false }).bind(gcra({ rate: 1, periodMs: 1000, maxBurst: 2 }));
     table.consume('a', 1, 0);
     assert.equal(table.consume('b', 1, 0).reason, 'store-full');
-    assert.throws(() => new MemoryStore({ overflow: 'yes' as unknown as boolean }), (err: unknown) => err instanceof FloodgateError && err.option === 'MemoryStore.overflow');
+    assert.throws(
+      () => new MemoryStore({ overflow: 'yes' as unknown as boolean }),
+      (err: unknown) => err instanceof FloodgateError && err.option === 'MemoryStore.overflow',
+    );
   });
 });
 
@@ -96,13 +117,31 @@ describe('MemoryStore overflow tier: several limits at once', () => {
     const clock = new ManualClock(0);
     const perIp = new Limiter({ policy: fixedWindow({ limit: 10, windowMs: 60_000 }), store, clock });
     const perUser = new Limiter({ policy: tokenBucket({ capacity: 10, refillPerSecond: 1e-6 }), store, clock });
-    for (let i = 0; i < 1000; i++) consumeAllSync([{ limiter: perIp, key: `ip:${i}` }, { limiter: perUser, key: `user:${i}` }]);
+    for (let i = 0; i < 1000; i++)
+      consumeAllSync([
+        { limiter: perIp, key: `ip:${i}` },
+        { limiter: perUser, key: `user:${i}` },
+      ]);
     let admitted = 0;
-    for (let i = 0; i < 100; i++) if (consumeAllSync([{ limiter: perIp, key: `ip:new${i}` }, { limiter: perUser, key: `user:new${i}` }]).allowed) admitted++;
+    for (let i = 0; i < 100; i++)
+      if (
+        consumeAllSync([
+          { limiter: perIp, key: `ip:new${i}` },
+          { limiter: perUser, key: `user:new${i}` },
+        ]).allowed
+      )
+        admitted++;
     assert.ok(admitted >= 99, `admitted ${admitted} of 100`);
     // And a key spent through the sketch is refused there.
-    for (let i = 0; i < 10; i++) consumeAllSync([{ limiter: perIp, key: 'ip:x' }, { limiter: perUser, key: 'user:x' }]);
-    const over = consumeAllSync([{ limiter: perIp, key: 'ip:x' }, { limiter: perUser, key: 'user:x' }]);
+    for (let i = 0; i < 10; i++)
+      consumeAllSync([
+        { limiter: perIp, key: 'ip:x' },
+        { limiter: perUser, key: 'user:x' },
+      ]);
+    const over = consumeAllSync([
+      { limiter: perIp, key: 'ip:x' },
+      { limiter: perUser, key: 'user:x' },
+    ]);
     assert.equal(over.allowed, false);
     assert.equal(over.decisions[0]!.reason, 'limit');
   });

@@ -4,7 +4,17 @@ import fc from 'fast-check';
 import { MemoryStore, decide } from '../src/index.js';
 import { assertWithinBound, type Admission } from './support/bounds.js';
 import { assertWellFormed } from './support/decisions.js';
-import { build, costArb, limitOf, policyArb, policyKinds, startArb, stepArb, type PolicyKind, type PolicySpec } from './support/policies.js';
+import {
+  build,
+  costArb,
+  limitOf,
+  policyArb,
+  policyKinds,
+  startArb,
+  stepArb,
+  type PolicyKind,
+  type PolicySpec,
+} from './support/policies.js';
 import { PureStore } from './support/pure-store.js';
 
 const numRuns = 200;
@@ -21,7 +31,10 @@ function scenarioArb(kind: PolicyKind, positive = false): fc.Arbitrary<Scenario>
     fc.record({
       spec: fc.constant(spec),
       startMs: startArb,
-      steps: fc.array(fc.record({ dtMs: stepArb(spec), cost: costArb(spec, positive) }), { minLength: 1, maxLength: 60 }),
+      steps: fc.array(fc.record({ dtMs: stepArb(spec), cost: costArb(spec, positive) }), {
+        minLength: 1,
+        maxLength: 60,
+      }),
     }),
   );
 }
@@ -33,7 +46,9 @@ function timesOf(s: Scenario): number[] {
 }
 
 function sameCells(a: Float64Array, b: Float64Array | undefined): boolean {
-  return b !== undefined && a.length === b.length && a.every((x, i) => x === b[i] || (Number.isNaN(x) && Number.isNaN(b[i])));
+  return (
+    b !== undefined && a.length === b.length && a.every((x, i) => x === b[i] || (Number.isNaN(x) && Number.isNaN(b[i])))
+  );
 }
 
 function forEachKind(name: string, check: (kind: PolicyKind) => void): void {
@@ -162,7 +177,10 @@ function sameAsPure(kind: PolicyKind, backwards: boolean): void {
         if (memory.stateOf(key) !== undefined) return atMs;
         const state = pure.stateOf(key);
         if (state !== undefined) {
-          assert.ok(backwards || algorithm.restAtMs(state, 0) <= atMs, `${where}: forgotten, yet not at rest on a clock that never went back`);
+          assert.ok(
+            backwards || algorithm.restAtMs(state, 0) <= atMs,
+            `${where}: forgotten, yet not at rest on a clock that never went back`,
+          );
           assert.ok(algorithm.restAtMs(state, 0) <= latestMs, `${where}: the memory store forgot a key not at rest`);
           pure.reset(key);
         }
@@ -193,7 +211,10 @@ function sameAsPure(kind: PolicyKind, backwards: boolean): void {
   );
 }
 
-forEachKind('(e) the pure core and the memory store agree; a key the memory store forgot at rest is decided no earlier than its rest time', (kind) => sameAsPure(kind, true));
+forEachKind(
+  '(e) the pure core and the memory store agree; a key the memory store forgot at rest is decided no earlier than its rest time',
+  (kind) => sameAsPure(kind, true),
+);
 forEachKind('(e) ... and so on a clock that never goes back', (kind) => sameAsPure(kind, false));
 
 forEachKind('(f) retryAfterMs is exact: admitted then, refused 1 ms before', (kind) => {
@@ -229,7 +250,8 @@ forEachKind('(g) resetMs is exact: full then, not 1 ms before', (kind) => {
           const where = `step ${i + 1} at ${atMs}: resetMs ${d.resetMs}`;
           const then = store.peek('k', 0, atMs + d.resetMs);
           assert.ok(then.remaining === limit && then.resetMs === 0, `${where}, but then ${JSON.stringify(then)}`);
-          if (d.resetMs >= 1) assert.ok(store.peek('k', 0, atMs + d.resetMs - 1).resetMs >= 1, `${where}, yet full 1 ms before`);
+          if (d.resetMs >= 1)
+            assert.ok(store.peek('k', 0, atMs + d.resetMs - 1).resetMs >= 1, `${where}, yet full 1 ms before`);
         }
         newest = Math.max(newest, atMs);
       }

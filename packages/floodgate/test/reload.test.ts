@@ -3,10 +3,25 @@ import { describe, test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { FloodgateError, Limiter, ManualClock, MemoryStore, fixedWindow, gcra, slidingWindowLog, tokenBucket, type Algorithm, type MemoryTable } from '../src/index.js';
+import {
+  FloodgateError,
+  Limiter,
+  ManualClock,
+  MemoryStore,
+  fixedWindow,
+  gcra,
+  slidingWindowLog,
+  tokenBucket,
+  type Algorithm,
+  type MemoryTable,
+} from '../src/index.js';
 
 /** Limiters built from a config, as a reload does: fresh policy objects every time. */
-function build(config: { api: number; login: number; search: number }, store: MemoryStore, clock: ManualClock): Limiter[] {
+function build(
+  config: { api: number; login: number; search: number },
+  store: MemoryStore,
+  clock: ManualClock,
+): Limiter[] {
   return [
     new Limiter({ policy: tokenBucket({ capacity: config.api, refillPerSecond: 2 }), store, clock, name: 'api' }),
     new Limiter({ policy: slidingWindowLog({ limit: config.login, windowMs: 60_000 }), store, clock, name: 'login' }),
@@ -50,14 +65,23 @@ describe('reloading policies', () => {
         const key = `key-${k}`;
         const kept = tableOf(store, live[i]!.policy).stateOf(key);
         assert.ok(kept !== undefined, `${key} is held`);
-        assert.deepEqual(kept, tableOf(controlStore, control[i]!.policy).stateOf(key), `${live[i]!.name} ${key} kept, cell for cell`);
+        assert.deepEqual(
+          kept,
+          tableOf(controlStore, control[i]!.policy).stateOf(key),
+          `${live[i]!.name} ${key} kept, cell for cell`,
+        );
       }
-      assert.equal(live[2]!.peekSync(`key-${k}`, { cost: 0 }).remaining, 5, 'the new search policy starts every key fresh');
+      assert.equal(
+        live[2]!.peekSync(`key-${k}`, { cost: 0 }).remaining,
+        5,
+        'the new search policy starts every key fresh',
+      );
     }
     traffic(live, clock, 300, 600);
     traffic(control, controlClock, 300, 600);
     for (let k = 0; k < 7; k++) {
-      for (const i of [0, 1]) assert.deepEqual(live[i]!.peekSync(`key-${k}`, { cost: 0 }), control[i]!.peekSync(`key-${k}`, { cost: 0 }));
+      for (const i of [0, 1])
+        assert.deepEqual(live[i]!.peekSync(`key-${k}`, { cost: 0 }), control[i]!.peekSync(`key-${k}`, { cost: 0 }));
     }
   });
 
@@ -71,7 +95,10 @@ describe('reloading policies', () => {
     a.close();
     assert.equal(store.policies, 1);
     assert.equal(b.consumeSync('k').remaining, 1);
-    assert.throws(() => a.consumeSync('k'), (e) => e instanceof FloodgateError && e.code === 'LIMITER_CLOSED');
+    assert.throws(
+      () => a.consumeSync('k'),
+      (e) => e instanceof FloodgateError && e.code === 'LIMITER_CLOSED',
+    );
     await assert.rejects(a.consume('k'), (e) => e instanceof FloodgateError && e.code === 'LIMITER_CLOSED');
     await assert.rejects(a.acquire('k'), (e) => e instanceof FloodgateError && e.code === 'LIMITER_CLOSED');
     await assert.rejects(a.reset('k'), (e) => e instanceof FloodgateError && e.code === 'LIMITER_CLOSED');
@@ -82,11 +109,15 @@ describe('reloading policies', () => {
     assert.equal(c.peekSync('k', { cost: 0 }).remaining, 3, 'a later bind starts from fresh keys');
   });
 
-  test('a released table\'s memory is collected (no reference is left to it)', async () => {
+  test("a released table's memory is collected (no reference is left to it)", async () => {
     v8.setFlagsFromString('--expose-gc');
     const gc = vm.runInNewContext('gc') as () => void;
     const store = new MemoryStore();
-    let limiter: Limiter | undefined = new Limiter({ policy: tokenBucket({ capacity: 5, refillPerSecond: 1 }), store, clock: new ManualClock(0) });
+    let limiter: Limiter | undefined = new Limiter({
+      policy: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
+      store,
+      clock: new ManualClock(0),
+    });
     for (let i = 0; i < 1000; i++) limiter.consumeSync(`k${i}`);
     const table = new WeakRef(limiter.table);
     limiter.close();

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FloodgateError, Limiter, ManualClock, MemoryStore, gcra, tokenBucket, type Algorithm, type Decision } from '../src/index.js';
+import {
+  FloodgateError,
+  Limiter,
+  ManualClock,
+  MemoryStore,
+  gcra,
+  tokenBucket,
+  type Algorithm,
+  type Decision,
+} from '../src/index.js';
 
 /** Face is one way to reach a policy with an explicit time: a bound store, or a Limiter on a ManualClock. */
 interface Face {
@@ -40,22 +49,68 @@ type Row = readonly [tenths: number, tokensBefore: number, n: number, allowed: b
 const T = true;
 const F = false;
 
-const xTimeRate: ReadonlyArray<readonly [name: string, refillPerSecond: number, burst: number, rows: readonly Row[]]> = [
-  ['NewLimiter(10, 1)', 10, 1, [[0, 1, 1, T], [0, 0, 1, F], [0, 0, 1, F], [1, 1, 1, T], [1, 0, 1, F], [1, 0, 1, F], [2, 1, 2, F], [2, 1, 1, T], [2, 0, 1, F]]],
-  ['NewLimiter(10, 3)', 10, 3, [
-    [0, 3, 2, T], [0, 1, 2, F], [0, 1, 1, T], [0, 0, 1, F], [1, 1, 4, F], [2, 2, 1, T], [3, 2, 1, T],
-    [4, 2, 1, T], [4, 1, 1, T], [4, 0, 1, F], [4, 0, 1, F], [9, 3, 3, T], [9, 0, 0, T],
-  ]],
-  // x/time/rate's row here reads [1, 1, 1, T] at the sixth step: its admitted requests at t0
-  // moved the last update back from t1 to t0, and t0..t1 was refilled a second time. floodgate
-  // never moves the last update back (issue 20: on a store shared by nodes whose clocks differ,
-  // that double refill admitted all the traffic offered), so at t1 no token has come back yet:
-  // one token fewer for this step back, the rest of the row as x/time/rate's.
-  ['NewLimiter(10, 3), time going backwards (floodgate: the last update never moves back)', 10, 3, [
-    [1, 3, 1, T], [0, 2, 1, T], [0, 1, 1, T], [0, 0, 1, F], [0, 0, 1, F], [1, 0, 1, F], [1, 0, 1, F],
-    [1, 0, 1, F], [2, 1, 1, T], [2, 0, 1, F], [2, 0, 1, F],
-  ]],
-];
+const xTimeRate: ReadonlyArray<readonly [name: string, refillPerSecond: number, burst: number, rows: readonly Row[]]> =
+  [
+    [
+      'NewLimiter(10, 1)',
+      10,
+      1,
+      [
+        [0, 1, 1, T],
+        [0, 0, 1, F],
+        [0, 0, 1, F],
+        [1, 1, 1, T],
+        [1, 0, 1, F],
+        [1, 0, 1, F],
+        [2, 1, 2, F],
+        [2, 1, 1, T],
+        [2, 0, 1, F],
+      ],
+    ],
+    [
+      'NewLimiter(10, 3)',
+      10,
+      3,
+      [
+        [0, 3, 2, T],
+        [0, 1, 2, F],
+        [0, 1, 1, T],
+        [0, 0, 1, F],
+        [1, 1, 4, F],
+        [2, 2, 1, T],
+        [3, 2, 1, T],
+        [4, 2, 1, T],
+        [4, 1, 1, T],
+        [4, 0, 1, F],
+        [4, 0, 1, F],
+        [9, 3, 3, T],
+        [9, 0, 0, T],
+      ],
+    ],
+    // x/time/rate's row here reads [1, 1, 1, T] at the sixth step: its admitted requests at t0
+    // moved the last update back from t1 to t0, and t0..t1 was refilled a second time. floodgate
+    // never moves the last update back (issue 20: on a store shared by nodes whose clocks differ,
+    // that double refill admitted all the traffic offered), so at t1 no token has come back yet:
+    // one token fewer for this step back, the rest of the row as x/time/rate's.
+    [
+      'NewLimiter(10, 3), time going backwards (floodgate: the last update never moves back)',
+      10,
+      3,
+      [
+        [1, 3, 1, T],
+        [0, 2, 1, T],
+        [0, 1, 1, T],
+        [0, 0, 1, F],
+        [0, 0, 1, F],
+        [1, 0, 1, F],
+        [1, 0, 1, F],
+        [1, 0, 1, F],
+        [2, 1, 1, T],
+        [2, 0, 1, F],
+        [2, 0, 1, F],
+      ],
+    ],
+  ];
 
 describe('x/time/rate vectors on tokenBucket', () => {
   for (const [faceName, makeFace] of faces) {
@@ -110,7 +165,12 @@ describe('redis-cell CL.THROTTLE vectors on gcra', () => {
       const face = makeFace(gcra({ rate: 30, periodMs: 60_000, maxBurst: 15 }));
       // [limited 0, limit 16, remaining 15, retry_after -1, reset_after 2 s]
       assert.deepEqual(face.consume('user123', 1, 1_700_000_000_000), {
-        allowed: true, limit: 16, remaining: 15, retryAfterMs: 0, resetMs: 2000, reason: 'ok',
+        allowed: true,
+        limit: 16,
+        remaining: 15,
+        retryAfterMs: 0,
+        resetMs: 2000,
+        reason: 'ok',
       });
     });
 
@@ -121,13 +181,29 @@ describe('redis-cell CL.THROTTLE vectors on gcra', () => {
       // limit outright (COST_EXCEEDS_LIMIT), and likewise spends nothing.
       assert.throws(() => face.consume('k', 6, now), isCode('COST_EXCEEDS_LIMIT'));
       assert.equal(face.peek('k', 0, now).remaining, 5);
-      for (const [remaining, resetS] of [[4, 1], [3, 2], [2, 3], [1, 4], [0, 5]] as const) {
+      for (const [remaining, resetS] of [
+        [4, 1],
+        [3, 2],
+        [2, 3],
+        [1, 4],
+        [0, 5],
+      ] as const) {
         assert.deepEqual(face.consume('k', 1, now), {
-          allowed: true, limit: 5, remaining, retryAfterMs: 0, resetMs: resetS * 1000, reason: 'ok',
+          allowed: true,
+          limit: 5,
+          remaining,
+          retryAfterMs: 0,
+          resetMs: resetS * 1000,
+          reason: 'ok',
         });
       }
       assert.deepEqual(face.consume('k', 1, now), {
-        allowed: false, limit: 5, remaining: 0, retryAfterMs: 1000, resetMs: 5000, reason: 'limit',
+        allowed: false,
+        limit: 5,
+        remaining: 0,
+        retryAfterMs: 1000,
+        resetMs: 5000,
+        reason: 'limit',
       });
       const later = face.consume('k', 1, now + 3000);
       assert.equal(later.allowed, true);

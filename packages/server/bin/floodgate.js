@@ -24,7 +24,11 @@ if (existsSync(built)) {
 } else {
   const tsx = createRequire(import.meta.url).resolve('tsx');
   const main = join(here, '..', 'src', 'cli', 'main.ts');
-  const child = spawn(process.execPath, ['--conditions=floodgate-source', '--import', tsx, main, ...process.argv.slice(2)], { stdio: 'inherit' });
+  const child = spawn(
+    process.execPath,
+    ['--conditions=floodgate-source', '--import', tsx, main, ...process.argv.slice(2)],
+    { stdio: 'inherit' },
+  );
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal === null ? 1 : 128)));
 }

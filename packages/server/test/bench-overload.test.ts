@@ -9,10 +9,16 @@ import { FAILED, TIMED_OUT, poissonArrivals, runOpenLoop, type LoadRecords } fro
 import { parseResponseEnd } from '../../../bench/overload/raw-connection.js';
 import { startUpstream, type UpstreamState } from '../../../bench/overload/upstream.js';
 
-function get(port: number, path: string, method = 'GET'): { done: Promise<{ status: number; atMs: number }>; abort: () => void } {
+function get(
+  port: number,
+  path: string,
+  method = 'GET',
+): { done: Promise<{ status: number; atMs: number }>; abort: () => void } {
   const req = request({ host: '127.0.0.1', port, path, method, agent: false });
   const done = new Promise<{ status: number; atMs: number }>((resolve, reject) => {
-    req.on('response', (res: IncomingMessage) => res.on('end', () => resolve({ status: res.statusCode!, atMs: performance.now() })).resume());
+    req.on('response', (res: IncomingMessage) =>
+      res.on('end', () => resolve({ status: res.statusCode!, atMs: performance.now() })).resume(),
+    );
     req.on('error', reject);
   });
   req.end();
@@ -50,10 +56,15 @@ describe('bench/overload upstream', () => {
     });
     if (state.served === 0) assert.deepEqual([state.busy, state.queued], [2, 4]);
     const answers = await Promise.all(calls.map((c) => c.done));
-    assert.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      [200, 200, 200, 200, 200, 200],
+    );
     // Two slots of 40 ms: the i-th answer (0-based, in time order) cannot come before (floor(i / 2) + 1) × 40 ms.
     const ends = answers.map((a) => a.atMs - startedMs).sort((a, b) => a - b);
-    ends.forEach((endMs, i) => assert.ok(endMs >= (Math.floor(i / 2) + 1) * 40 - 1, `answer ${i} came after ${endMs.toFixed(1)} ms`));
+    ends.forEach((endMs, i) =>
+      assert.ok(endMs >= (Math.floor(i / 2) + 1) * 40 - 1, `answer ${i} came after ${endMs.toFixed(1)} ms`),
+    );
     assert.equal((await stateOf(port)).served, 6);
   });
 
@@ -75,17 +86,25 @@ describe('bench/overload upstream', () => {
   it('changes its capacity from the control endpoint, and a reset drops the queue', async () => {
     const { server, port } = await startUpstream({ slots: 4, serviceMs: 200 });
     servers.push(server);
-    assert.deepEqual(await (await fetch(`http://127.0.0.1:${port}/_control/capacity?slots=1&serviceMs=10`, { method: 'POST' })).json(), { slots: 1, serviceMs: 10, busy: 0, queued: 0, served: 0, abandoned: 0 });
+    assert.deepEqual(
+      await (await fetch(`http://127.0.0.1:${port}/_control/capacity?slots=1&serviceMs=10`, { method: 'POST' })).json(),
+      { slots: 1, serviceMs: 10, busy: 0, queued: 0, served: 0, abandoned: 0 },
+    );
     const calls = Array.from({ length: 3 }, () => get(port, '/work'));
     await until(async () => (await stateOf(port)).served === 3);
     await Promise.all(calls.map((c) => c.done));
     await fetch(`http://127.0.0.1:${port}/_control/capacity?serviceMs=500`, { method: 'POST' });
     const stuck = Array.from({ length: 3 }, () => get(port, '/work'));
     await until(async () => (await stateOf(port)).queued === 2);
-    const reset = (await (await fetch(`http://127.0.0.1:${port}/_control/reset?slots=8&serviceMs=20`, { method: 'POST' })).json()) as UpstreamState;
+    const reset = (await (
+      await fetch(`http://127.0.0.1:${port}/_control/reset?slots=8&serviceMs=20`, { method: 'POST' })
+    ).json()) as UpstreamState;
     assert.deepEqual([reset.slots, reset.serviceMs, reset.queued, reset.busy], [8, 20, 0, 1]);
     const settled = await Promise.allSettled(stuck.map((c) => c.done));
-    assert.deepEqual(settled.slice(1).map((s) => s.status), ['rejected', 'rejected']);
+    assert.deepEqual(
+      settled.slice(1).map((s) => s.status),
+      ['rejected', 'rejected'],
+    );
     stuck[0]!.abort();
   });
 });
@@ -112,7 +131,13 @@ describe('bench/overload load generator', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as AddressInfo).port;
     try {
-      const plan = { url: `http://127.0.0.1:${port}/work`, phases: [{ durationMs: 300, perSecond: 100 }], timeoutMs: 600, seed: 3, startAtEpochMs: Date.now() + 50 };
+      const plan = {
+        url: `http://127.0.0.1:${port}/work`,
+        phases: [{ durationMs: 300, perSecond: 100 }],
+        timeoutMs: 600,
+        seed: 3,
+        startAtEpochMs: Date.now() + 50,
+      };
       const records = await runOpenLoop(plan);
       assert.equal(records.dueMs.length, poissonArrivals(plan.phases, plan.seed).length);
       assert.ok(records.dueMs.length > 10);
@@ -133,8 +158,21 @@ describe('bench/overload load generator', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as AddressInfo).port;
     try {
-      const tierMix = { header: 'x-priority', tiers: [{ name: 'top', weight: 1 }, { name: 'bulk', weight: 3 }] };
-      const records = await runOpenLoop({ url: `http://127.0.0.1:${port}/`, phases: [{ durationMs: 200, perSecond: 200 }], timeoutMs: 1000, seed: 5, startAtEpochMs: Date.now(), tierMix });
+      const tierMix = {
+        header: 'x-priority',
+        tiers: [
+          { name: 'top', weight: 1 },
+          { name: 'bulk', weight: 3 },
+        ],
+      };
+      const records = await runOpenLoop({
+        url: `http://127.0.0.1:${port}/`,
+        phases: [{ durationMs: 200, perSecond: 200 }],
+        timeoutMs: 1000,
+        seed: 5,
+        startAtEpochMs: Date.now(),
+        tierMix,
+      });
       assert.deepEqual([...seen].sort(), records.tier.map((t) => tierMix.tiers[t]!.name).sort());
       assert.ok(seen.includes('top') && seen.includes('bulk'));
       assert.ok(records.status.every((s) => s === 200));
@@ -149,11 +187,19 @@ describe('bench/overload raw connection', () => {
   it('finds the end of a response by Content-Length, by chunks, or at the head when the connection ends it', () => {
     const lengthOf = 'HTTP/1.1 429 Too Many Requests\r\nContent-Length: 5\r\n\r\n';
     assert.equal(parseResponseEnd(lengthOf + 'abc'), undefined);
-    assert.deepEqual(parseResponseEnd(lengthOf + 'abcdeHTTP/1.1 200'), { status: 429, end: lengthOf.length + 5, close: false });
+    assert.deepEqual(parseResponseEnd(lengthOf + 'abcdeHTTP/1.1 200'), {
+      status: 429,
+      end: lengthOf.length + 5,
+      close: false,
+    });
     const chunked = 'HTTP/1.1 503 Service Unavailable\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n';
     assert.equal(parseResponseEnd(chunked + '3\r\nabc\r\n'), undefined);
     assert.equal(parseResponseEnd(chunked + '3\r\nabc\r\n0\r\n'), undefined);
-    assert.deepEqual(parseResponseEnd(chunked + '3\r\nabc\r\n0\r\n\r\n'), { status: 503, end: chunked.length + 13, close: true });
+    assert.deepEqual(parseResponseEnd(chunked + '3\r\nabc\r\n0\r\n\r\n'), {
+      status: 503,
+      end: chunked.length + 13,
+      close: true,
+    });
     assert.deepEqual(parseResponseEnd('HTTP/1.1 200 OK\r\nx: y\r\n\r\nrest'), { status: 200, end: 25, close: true });
     assert.equal(parseResponseEnd('HTTP/1.1 200 OK\r\n'), undefined);
   });

@@ -83,8 +83,10 @@ async function sharedLimitAdmits(gateways: readonly GatewayProcess[]): Promise<n
   for (let attempt = 0; attempt < 20; attempt++) {
     const tenant = `tenant-${process.pid}-${tenants++}`;
     const replies: Reply[] = [];
-    for (let i = 0; i < 8; i++) replies.push(await call(gateways[i % 2]!.url('/tight'), { headers: { 'x-tenant': tenant } }));
-    if (replies.every((r) => r.headers['floodgate-degraded'] === undefined)) return replies.filter((r) => r.status === 200).length;
+    for (let i = 0; i < 8; i++)
+      replies.push(await call(gateways[i % 2]!.url('/tight'), { headers: { 'x-tenant': tenant } }));
+    if (replies.every((r) => r.headers['floodgate-degraded'] === undefined))
+      return replies.filter((r) => r.status === 200).length;
     await sleep(50);
   }
   assert.fail('no tenant had all its requests decided by Redis');
@@ -134,7 +136,10 @@ describe('floodgate serve at its Redis defaults, through Redis faults', () => {
     const statuses = new Map<number, number>();
     for (const r of load.replies) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
     assert.deepEqual([...statuses.keys()], [200], `statuses: ${JSON.stringify(Object.fromEntries(statuses))}`);
-    assert.ok(load.replies.some((r) => r.headers['floodgate-degraded'] !== undefined), 'the faults were seen');
+    assert.ok(
+      load.replies.some((r) => r.headers['floodgate-degraded'] !== undefined),
+      'the faults were seen',
+    );
     assert.ok(load.replies.length > 300, `the load ran (${load.replies.length} requests)`);
     for (const g of gateways) assert.equal(g.child.exitCode, null, 'the gateway is still running');
   });

@@ -13,7 +13,6 @@ import { after, describe, it } from 'node:test';
 import { fixturePath, GrpcRls, postJson, rl } from './decision/support.js';
 import { floodgate, FLOODGATE_BIN } from './support/cli.js';
 
-
 describe('floodgate ratelimit', () => {
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-ratelimit-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -22,25 +21,57 @@ describe('floodgate ratelimit', () => {
     assert.match((await floodgate('--help')).stdout, /^ {2}ratelimit\b/m);
     const help = await floodgate('ratelimit', '--help');
     assert.equal(help.code, 0);
-    for (const flag of ['--config <file>', '--grpc-port <port>', '--http-port <port>', '--redis <host:port>', '--redis-cluster', '--on-store-error', '--store-timeout-ms', '--check']) assert.ok(help.stdout.includes(flag), flag);
+    for (const flag of [
+      '--config <file>',
+      '--grpc-port <port>',
+      '--http-port <port>',
+      '--redis <host:port>',
+      '--redis-cluster',
+      '--on-store-error',
+      '--store-timeout-ms',
+      '--check',
+    ])
+      assert.ok(help.stdout.includes(flag), flag);
   });
 
   it('--check names the domains of good files, and lists every error of a bad one with its line (exit 2)', async () => {
-    const good = await floodgate('ratelimit', '--check', '--config', fixturePath('example.yaml'), '--config', fixturePath('quota.yaml'));
+    const good = await floodgate(
+      'ratelimit',
+      '--check',
+      '--config',
+      fixturePath('example.yaml'),
+      '--config',
+      fixturePath('quota.yaml'),
+    );
     assert.equal(good.code, 0, good.stderr);
     assert.match(good.stdout, /2 domain\(s\): rl, quota/);
     const bad = join(dir, 'bad.yaml');
-    writeFileSync(bad, 'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n');
+    writeFileSync(
+      bad,
+      'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n',
+    );
     const res = await floodgate('ratelimit', '--check', '--config', bad);
     assert.equal(res.code, 2);
     assert.match(res.stderr, /bad\.yaml:4:\d+: descriptors\[0\]\.rate_limit\.unit: unknown unit "fortnight"/);
-    const flag = await floodgate('ratelimit', '--config', fixturePath('example.yaml'), '--on-store-error', 'sometimes', '--grpc-port', '0');
+    const flag = await floodgate(
+      'ratelimit',
+      '--config',
+      fixturePath('example.yaml'),
+      '--on-store-error',
+      'sometimes',
+      '--grpc-port',
+      '0',
+    );
     assert.equal(flag.code, 2);
     assert.match(flag.stderr, /--on-store-error must be local, fail-open, fail-closed or throw/);
   });
 
-  it('serves Envoy\'s gRPC API and the JSON API until SIGTERM', async () => {
-    const child = spawn(process.execPath, [FLOODGATE_BIN, 'ratelimit', '--config', fixturePath('example.yaml'), '--grpc-port', '0', '--http-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  it("serves Envoy's gRPC API and the JSON API until SIGTERM", async () => {
+    const child = spawn(
+      process.execPath,
+      [FLOODGATE_BIN, 'ratelimit', '--config', fixturePath('example.yaml'), '--grpc-port', '0', '--http-port', '0'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const exited = once(child, 'exit');
     const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     try {

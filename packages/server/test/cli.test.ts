@@ -10,7 +10,8 @@ describe('the floodgate command', () => {
   it('has --help on every command', async () => {
     const top = await floodgate('--help');
     assert.equal(top.code, 0);
-    for (const command of ['serve', 'check', 'schema', 'simulate']) assert.match(top.stdout, new RegExp(`^  ${command}\\b`, 'm'));
+    for (const command of ['serve', 'check', 'schema', 'simulate'])
+      assert.match(top.stdout, new RegExp(`^  ${command}\\b`, 'm'));
     const serve = await floodgate('serve', '--help');
     assert.equal(serve.code, 0);
     assert.match(serve.stdout, /--config <file>/);
@@ -25,7 +26,7 @@ describe('the floodgate command', () => {
     assert.match(bad.stderr, /unknown-key\.yaml:7:\d+ routes\[0\]\.rules\[0\]\.limt: unknown key "limt"/);
   });
 
-  it('passes simulate\'s arguments through to the simulator, exit code included', async () => {
+  it("passes simulate's arguments through to the simulator, exit code included", async () => {
     const help = await floodgate('simulate', '--help');
     assert.equal(help.code, 0);
     assert.match(help.stdout, /Usage: floodgate simulate --scenario/);

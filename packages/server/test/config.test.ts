@@ -18,23 +18,41 @@ const EXPECTED: Record<string, readonly (readonly [line: number, path: string, s
   'bad-upstream': [[3, 'routes[0].upstream', 'an http:// or https:// URL']],
   'breaker-negative-threshold': [[5, 'routes[0].circuitBreaker.trigger.ratio', 'Too small']],
   'breaker-ratio-above-one': [[5, 'routes[0].circuitBreaker.trigger.ratio', 'Too big']],
-  'overload-both-limits': [[5, 'routes[0].adaptive', 'both concurrency (a fixed limit) and adaptive (a learned limit) are given']],
-  'overload-initial-outside': [[6, 'routes[0].adaptive.initialLimit', 'initialLimit (5) lies outside minLimit (10) to maxLimit (1000)']],
+  'overload-both-limits': [
+    [5, 'routes[0].adaptive', 'both concurrency (a fixed limit) and adaptive (a learned limit) are given'],
+  ],
+  'overload-initial-outside': [
+    [6, 'routes[0].adaptive.initialLimit', 'initialLimit (5) lies outside minLimit (10) to maxLimit (1000)'],
+  ],
   'overload-min-above-max': [[5, 'routes[0].adaptive.minLimit', 'minLimit (50) is above maxLimit (10)']],
   'overload-zero-window': [[5, 'routes[0].adaptive.windowMs', 'Too small']],
-  'priority-default-unknown': [[7, 'routes[0].priority.default', 'the default tier "bulk" is not one of the tiers (critical, batch)']],
-  'priority-reserve-too-large': [[7, 'routes[0].priority.reserveRatio', 'reserveRatio × (tiers - 1) below 1, got 0.6 for 3 tiers']],
+  'priority-default-unknown': [
+    [7, 'routes[0].priority.default', 'the default tier "bulk" is not one of the tiers (critical, batch)'],
+  ],
+  'priority-reserve-too-large': [
+    [7, 'routes[0].priority.reserveRatio', 'reserveRatio × (tiers - 1) below 1, got 0.6 for 3 tiers'],
+  ],
   'priority-tier-twice': [[6, 'routes[0].priority.tiers[2]', 'the tier "critical" is listed twice']],
-  'priority-without-limit': [[6, 'routes[0].priority', 'priority tiers are given but there is no concurrency limit here']],
+  'priority-without-limit': [
+    [6, 'routes[0].priority', 'priority tiers are given but there is no concurrency limit here'],
+  ],
   'route-tier-unknown': [[6, 'routes[0].routeTier', 'routeTier "urgent" is not one of the tiers (critical, batch)']],
-  'route-tier-without-priority': [[5, 'routes[0].routeTier', 'neither the route nor its upstream has a priority section']],
+  'route-tier-without-priority': [
+    [5, 'routes[0].routeTier', 'neither the route nor its upstream has a priority section'],
+  ],
   'shed-bad-status': [[5, 'routes[0].shed.status', 'expected one of 503|429']],
   'shed-without-limit': [[4, 'routes[0].shed', 'there is no concurrency limit here']],
-  'upstream-protects-nothing': [[5, 'upstreams[0]', 'protects nothing: it has no concurrency, adaptive or circuitBreaker section']],
+  'upstream-protects-nothing': [
+    [5, 'upstreams[0]', 'protects nothing: it has no concurrency, adaptive or circuitBreaker section'],
+  ],
   'upstream-twice': [[7, 'upstreams[1].url', 'the origin http://127.0.0.1:3000 is listed twice in upstreams']],
   'upstream-unused': [[5, 'upstreams[0].url', 'no route forwards to http://127.0.0.1:4000']],
-  'upstream-with-path': [[5, 'upstreams[0].url', 'an upstreams url names an origin, but http://127.0.0.1:3000/v1 has a path']],
-  'cost-above-limit': [[7, 'routes[0].rules[0].cost', 'a cost of 6 can never be admitted: the policy admits at most 5']],
+  'upstream-with-path': [
+    [5, 'upstreams[0].url', 'an upstreams url names an origin, but http://127.0.0.1:3000/v1 has a path'],
+  ],
+  'cost-above-limit': [
+    [7, 'routes[0].rules[0].cost', 'a cost of 6 can never be admitted: the policy admits at most 5'],
+  ],
   'duplicate-route': [[5, 'routes[1].name', 'the route name "api" is used twice']],
   'duplicate-rule': [[7, 'routes[0].rules[1].name', 'the rule name "per-ip" is used twice']],
   'duplicate-yaml-key': [[3, '', 'Map keys must be unique']],
@@ -50,8 +68,12 @@ const EXPECTED: Record<string, readonly (readonly [line: number, path: string, s
   'queue-without-mode': [[7, 'routes[0].rules[0].queue', 'queue options are given but the rule\'s mode is "enforce"']],
   'redis-password-unset': [[4, 'store.passwordEnv', 'FLOODGATE_TEST_UNSET_PASSWORD is not set']],
   'redis-url-and-nodes': [[2, 'store', 'exactly one of url (one server) and nodes (a cluster)']],
-  'redis-timeout-not-ms': [[4, 'store.timeoutMs', 'expected a number of ms above 0, or an adaptive timeout { floorMs, p99Multiple, capMs }']],
-  'redis-timeout-floor-above-cap': [[4, 'store.timeoutMs.floorMs', 'store.timeoutMs.floorMs (300) must not be above store.timeoutMs.capMs (100)']],
+  'redis-timeout-not-ms': [
+    [4, 'store.timeoutMs', 'expected a number of ms above 0, or an adaptive timeout { floorMs, p99Multiple, capMs }'],
+  ],
+  'redis-timeout-floor-above-cap': [
+    [4, 'store.timeoutMs.floorMs', 'store.timeoutMs.floorMs (300) must not be above store.timeoutMs.capMs (100)'],
+  ],
   'redis-on-error-unknown': [[4, 'store.onError', 'expected local, fail-open, fail-closed, or { fallback: local }']],
   'redis-on-error-share-and-nodes': [[4, 'store.onError.share', 'both nodes and share are given']],
   'redis-on-error-share-above-one': [[6, 'store.onError.share', 'Too big']],
@@ -60,7 +82,9 @@ const EXPECTED: Record<string, readonly (readonly [line: number, path: string, s
   'secret-twice': [[7, 'routes[0].rules[0].key.secretEnv', 'both secret and secretEnv are given']],
   'service-descriptor-unreadable': [[4, 'rateLimitService.descriptors[0]', 'cannot read the descriptor file']],
   'service-no-descriptors': [[3, 'rateLimitService.descriptors', 'name at least one Envoy descriptor file']],
-  'service-without-listener': [[2, 'rateLimitService', 'the rateLimitService has no listener: it needs grpc, http or both']],
+  'service-without-listener': [
+    [2, 'rateLimitService', 'the rateLimitService has no listener: it needs grpc, http or both'],
+  ],
   'short-admin-token': [[1, 'admin.token', 'at least 16 characters']],
   'unknown-algorithm': [[6, 'routes[0].rules[0].policy.algorithm', "Expected 'tokenBucket' | 'leakyBucket'"]],
   'unknown-key': [[7, 'routes[0].rules[0].limt', 'unknown key "limt"']],
@@ -83,7 +107,9 @@ async function problemsOf(name: string): Promise<ConfigError> {
 
 describe('config errors: one fixture per message', () => {
   it('has an expectation for every fixture, and a fixture for every expectation', () => {
-    const files = readdirSync(FIXTURES).map((f) => f.replace(/\.yaml$/, '')).sort();
+    const files = readdirSync(FIXTURES)
+      .map((f) => f.replace(/\.yaml$/, ''))
+      .sort();
     assert.deepEqual(files, Object.keys(EXPECTED).sort());
   });
 
@@ -105,13 +131,21 @@ describe('config errors: one fixture per message', () => {
   }
 
   it('an unreadable file is CONFIG_UNREADABLE, naming the file', async () => {
-    await assert.rejects(loadConfig(join(FIXTURES, 'no-such-file.yaml')), (err: unknown) => err instanceof ConfigError && err.code === 'CONFIG_UNREADABLE' && err.message.includes('no-such-file.yaml'));
+    await assert.rejects(
+      loadConfig(join(FIXTURES, 'no-such-file.yaml')),
+      (err: unknown) =>
+        err instanceof ConfigError && err.code === 'CONFIG_UNREADABLE' && err.message.includes('no-such-file.yaml'),
+    );
   });
 });
 
 describe('config: defaults and the offline commands', () => {
   it('fills defaults: memory store, enforce mode, cost 1, identity by ip, match everything', () => {
-    const c = parseConfig('routes:\n  - name: a\n    upstream: http://127.0.0.1:1\n    rules:\n      - name: r\n        policy: { algorithm: gcra, rate: 1, periodMs: 1000 }\n', 'x.yaml', {});
+    const c = parseConfig(
+      'routes:\n  - name: a\n    upstream: http://127.0.0.1:1\n    rules:\n      - name: r\n        policy: { algorithm: gcra, rate: 1, periodMs: 1000 }\n',
+      'x.yaml',
+      {},
+    );
     assert.equal(c.store.type, 'memory');
     assert.deepEqual(c.routes[0]!.rules[0]!.key, { type: 'ip' });
     assert.equal(c.routes[0]!.rules[0]!.mode, 'enforce');
@@ -119,11 +153,22 @@ describe('config: defaults and the offline commands', () => {
     assert.equal(c.routes[0]!.match.path, '/*');
   });
 
-  it('a redis store: the library\'s adaptive timeout, local fallback and write-back by default; a fixed or adaptive timeout and each failure policy when given', () => {
-    const storeOf = (store: string): StoreConfig => parseConfig(`store: ${store}\nroutes:\n  - name: a\n    upstream: http://127.0.0.1:1\n`, 'x.yaml', {}).store;
-    assert.deepEqual(storeOf('{ type: redis, url: "redis://127.0.0.1:7000" }'), { type: 'redis', url: 'redis://127.0.0.1:7000', onError: 'local', writeBack: true });
-    assert.deepEqual(storeOf('{ type: redis, url: "redis://127.0.0.1:7000", timeoutMs: 40, onError: fail-closed, writeBack: false }'), { type: 'redis', url: 'redis://127.0.0.1:7000', timeoutMs: 40, onError: 'fail-closed', writeBack: false });
-    const adaptive = storeOf('{ type: redis, url: "redis://127.0.0.1:7000", timeoutMs: { floorMs: 10, capMs: 100 }, onError: { fallback: local, nodes: 3 } }');
+  it("a redis store: the library's adaptive timeout, local fallback and write-back by default; a fixed or adaptive timeout and each failure policy when given", () => {
+    const storeOf = (store: string): StoreConfig =>
+      parseConfig(`store: ${store}\nroutes:\n  - name: a\n    upstream: http://127.0.0.1:1\n`, 'x.yaml', {}).store;
+    assert.deepEqual(storeOf('{ type: redis, url: "redis://127.0.0.1:7000" }'), {
+      type: 'redis',
+      url: 'redis://127.0.0.1:7000',
+      onError: 'local',
+      writeBack: true,
+    });
+    assert.deepEqual(
+      storeOf('{ type: redis, url: "redis://127.0.0.1:7000", timeoutMs: 40, onError: fail-closed, writeBack: false }'),
+      { type: 'redis', url: 'redis://127.0.0.1:7000', timeoutMs: 40, onError: 'fail-closed', writeBack: false },
+    );
+    const adaptive = storeOf(
+      '{ type: redis, url: "redis://127.0.0.1:7000", timeoutMs: { floorMs: 10, capMs: 100 }, onError: { fallback: local, nodes: 3 } }',
+    );
     assert.ok(adaptive.type === 'redis');
     assert.deepEqual(adaptive.timeoutMs, { floorMs: 10, capMs: 100 });
     assert.deepEqual(adaptive.onError, { fallback: 'local', nodes: 3 });
@@ -139,14 +184,18 @@ describe('config: defaults and the offline commands', () => {
     assert.equal(blocks.length, 4);
     const stores = blocks.map((yaml, i) => parseConfig(yaml, `gateway-store.md block ${i + 1}`, {}).store);
     const { timeoutMs, ...spelledOut } = stores[1] as Extract<StoreConfig, { type: 'redis' }>;
-    assert.deepEqual(timeoutMs, { ...ADAPTIVE_TIMEOUT_DEFAULTS }, 'the page shows the library\'s adaptive defaults');
+    assert.deepEqual(timeoutMs, { ...ADAPTIVE_TIMEOUT_DEFAULTS }, "the page shows the library's adaptive defaults");
     assert.deepEqual(stores[0], spelledOut, 'the first config is the second with its defaults left out');
   });
 
-  it('the gateway\'s own answer when a store throws after all follows the store\'s policy: fail-closed only under fail-closed', () => {
+  it("the gateway's own answer when a store throws after all follows the store's policy: fail-closed only under fail-closed", () => {
     assert.equal(gatewayOnStoreError({ type: 'memory' }), 'fail-open');
-    for (const onError of ['local', 'fail-open', { fallback: 'local', nodes: 2 }] as const) assert.equal(gatewayOnStoreError({ type: 'redis', url: 'redis://h:1', onError, writeBack: true }), 'fail-open');
-    assert.equal(gatewayOnStoreError({ type: 'redis', url: 'redis://h:1', onError: 'fail-closed', writeBack: true }), 'fail-closed');
+    for (const onError of ['local', 'fail-open', { fallback: 'local', nodes: 2 }] as const)
+      assert.equal(gatewayOnStoreError({ type: 'redis', url: 'redis://h:1', onError, writeBack: true }), 'fail-open');
+    assert.equal(
+      gatewayOnStoreError({ type: 'redis', url: 'redis://h:1', onError: 'fail-closed', writeBack: true }),
+      'fail-closed',
+    );
   });
 
   it('check exits 0 on the example config and 1 with every problem on a bad one', async () => {
@@ -166,13 +215,19 @@ describe('config: defaults and the offline commands', () => {
     let text = '';
     out.on('data', (c: Buffer) => (text += c.toString()));
     assert.equal(runSchema(out), 0);
-    const schema = JSON.parse(text) as { $schema: string; additionalProperties: boolean; required: string[]; properties: Record<string, unknown> };
+    const schema = JSON.parse(text) as {
+      $schema: string;
+      additionalProperties: boolean;
+      required: string[];
+      properties: Record<string, unknown>;
+    };
     assert.match(schema.$schema, /json-schema\.org/);
     assert.equal(schema.additionalProperties, false);
     assert.equal(schema.required, undefined);
     assert.ok('store' in schema.properties && 'limits' in schema.properties && 'rateLimitService' in schema.properties);
     assert.ok('upstreams' in schema.properties, 'the overload protection shared per upstream');
     const route = (schema.properties.routes as { items: { properties: Record<string, unknown> } }).items.properties;
-    for (const section of ['concurrency', 'adaptive', 'circuitBreaker', 'priority', 'shed', 'routeTier']) assert.ok(section in route, section);
+    for (const section of ['concurrency', 'adaptive', 'circuitBreaker', 'priority', 'shed', 'routeTier'])
+      assert.ok(section in route, section);
   });
 });

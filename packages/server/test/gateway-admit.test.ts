@@ -49,13 +49,21 @@ function tableOf(): RouteTable {
 }
 
 function requestOn(route: CompiledRoute, peer: string, headers: Record<string, string> = {}): ProxyRequest {
-  const raw = { method: 'GET', url: '/x', headers: { host: 'gw', ...headers }, socket: { remoteAddress: peer } } as unknown as IncomingMessage;
+  const raw = {
+    method: 'GET',
+    url: '/x',
+    headers: { host: 'gw', ...headers },
+    socket: { remoteAddress: peer },
+  } as unknown as IncomingMessage;
   return new ProxyRequest(raw, new ClientIpResolver({ trustProxy: false }, { warn: () => {} }), route.name, {});
 }
 
 function recorder(): { reporter: DecisionReporter; seen: string[] } {
   const seen: string[] = [];
-  const reporter: DecisionReporter = { outcome: (_route: string, rule: string, outcome: RuleOutcome) => seen.push(`${rule}:${outcome}`), queueDepth: () => {} };
+  const reporter: DecisionReporter = {
+    outcome: (_route: string, rule: string, outcome: RuleOutcome) => seen.push(`${rule}:${outcome}`),
+    queueDepth: () => {},
+  };
   return { reporter, seen };
 }
 
@@ -71,15 +79,33 @@ describe('gateway admission on the memory store', () => {
       assert.ok(!(answer instanceof Promise), 'a memory-store route is admitted without a promise');
       answers.push(answer as Admission);
     }
-    assert.deepEqual(answers.map((a) => [a.allowed, a.status]), [[true, 0], [true, 0], [false, 429]]);
-    assert.match(answers[0]!.headers.find(([n]) => n === 'ratelimit')![1], /"per-client";r=1;t=\d+, "per-route";r=99;t=\d+/);
+    assert.deepEqual(
+      answers.map((a) => [a.allowed, a.status]),
+      [
+        [true, 0],
+        [true, 0],
+        [false, 429],
+      ],
+    );
+    assert.match(
+      answers[0]!.headers.find(([n]) => n === 'ratelimit')![1],
+      /"per-client";r=1;t=\d+, "per-route";r=99;t=\d+/,
+    );
     // The refused request charged no rule: the route rule still shows 98 left after two admissions.
-    assert.match(answers[2]!.headers.find(([n]) => n === 'ratelimit')![1], /"per-client";r=0;t=\d+, "per-route";r=98;t=\d+/);
+    assert.match(
+      answers[2]!.headers.find(([n]) => n === 'ratelimit')![1],
+      /"per-client";r=0;t=\d+, "per-route";r=98;t=\d+/,
+    );
     assert.ok(answers[2]!.headers.some(([n]) => n === 'retry-after'));
     assert.deepEqual(seen, [
-      'watch:shadow_admitted', 'per-client:admitted', 'per-route:admitted',
-      'watch:shadow_limited', 'per-client:near_limit', 'per-route:admitted',
-      'watch:shadow_limited', 'per-client:limited',
+      'watch:shadow_admitted',
+      'per-client:admitted',
+      'per-route:admitted',
+      'watch:shadow_limited',
+      'per-client:near_limit',
+      'per-route:admitted',
+      'watch:shadow_limited',
+      'per-client:limited',
     ]);
     // Another client has its own per-client budget.
     const other = admit(route, requestOn(route, '10.0.0.2'), options) as Admission;
@@ -101,7 +127,11 @@ describe('gateway admission on the memory store', () => {
     const route = tableOf().routes[2]!;
     assert.equal(route.synchronous, false);
     const { reporter, seen } = recorder();
-    const answer = admit(route, requestOn(route, '10.0.0.1'), { reporter, onStoreError: 'fail-open', signal: undefined });
+    const answer = admit(route, requestOn(route, '10.0.0.1'), {
+      reporter,
+      onStoreError: 'fail-open',
+      signal: undefined,
+    });
     assert.ok(answer instanceof Promise);
     assert.equal((await answer).allowed, true);
     assert.deepEqual(seen, ['line:queued']);

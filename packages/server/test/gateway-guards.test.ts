@@ -68,22 +68,42 @@ describe('gateway overload guards, without a socket', () => {
     assert.deepEqual(b!.codel, { intervalMs: 50, targetMs: 2 });
     assert.equal('order' in c!, false);
     assert.equal('codel' in c!, false);
-    assert.throws(() => parseConfig('routes:\n  - name: d\n    upstream: http://127.0.0.1:1\n    concurrency: { limit: 4, order: lifo }\n', 'test.yaml', {}), /order/);
+    assert.throws(
+      () =>
+        parseConfig(
+          'routes:\n  - name: d\n    upstream: http://127.0.0.1:1\n    concurrency: { limit: 4, order: lifo }\n',
+          'test.yaml',
+          {},
+        ),
+      /order/,
+    );
     for (const options of [a, b, c]) assert.ok(new ConcurrencyLimiter(options!));
   });
 
   it('gives a route without protection no guards: its requests pay nothing for them', () => {
     const table = tableOf(yaml(2));
     assert.equal(table.routes[0]!.guards, undefined);
-    assert.deepEqual(table.routes[1]!.guards!.map((s) => s.guard.scope), ['route:api', 'upstream:backend']);
-    assert.deepEqual(table.routes[2]!.guards!.map((s) => s.guard.scope), ['upstream:backend'], 'a route with no section of its own passes its upstream\'s guard only');
+    assert.deepEqual(
+      table.routes[1]!.guards!.map((s) => s.guard.scope),
+      ['route:api', 'upstream:backend'],
+    );
+    assert.deepEqual(
+      table.routes[2]!.guards!.map((s) => s.guard.scope),
+      ['upstream:backend'],
+      "a route with no section of its own passes its upstream's guard only",
+    );
   });
 
   it('admits and sheds at once (no promise) when no limit waits, and holds nothing for a refused request', () => {
     const route = tableOf(yaml(2)).routes[1]!;
     const reporter = recorder();
-    const passages = [0, 1, 2].map(() => enter(route.guards!, { 'x-priority': 'critical' }, { reporter, signal: undefined }));
-    assert.ok(passages.every((p) => !(p instanceof Promise)), 'answered synchronously');
+    const passages = [0, 1, 2].map(() =>
+      enter(route.guards!, { 'x-priority': 'critical' }, { reporter, signal: undefined }),
+    );
+    assert.ok(
+      passages.every((p) => !(p instanceof Promise)),
+      'answered synchronously',
+    );
     assert.ok(passages[0] instanceof Passage && passages[1] instanceof Passage);
     const shed = passages[2] as Admission;
     assert.equal(shed.allowed, false);
@@ -116,22 +136,31 @@ describe('gateway overload guards, without a socket', () => {
     const shared = route.guards![1]!.guard;
     const second = tableOf(yaml(3), first);
     const [own2, shared2] = second.routes[1]!.guards!.map((s) => s.guard);
-    assert.notEqual(own2!.limiter, oldOwn, 'the route\'s limit changed: a new limiter');
+    assert.notEqual(own2!.limiter, oldOwn, "the route's limit changed: a new limiter");
     assert.equal(own2!.limiter!.inFlight, 0);
-    assert.equal(shared2!.limiter, shared.limiter, 'the upstream\'s section did not change: the same limiter, and what it learned');
+    assert.equal(
+      shared2!.limiter,
+      shared.limiter,
+      "the upstream's section did not change: the same limiter, and what it learned",
+    );
     assert.equal(shared2!.breaker, shared.breaker);
     held.settle(OK);
     assert.equal(oldOwn.inFlight, 0, 'the permit went back to the limiter it came from');
     assert.equal(shared.limiter!.inFlight, 0);
     const third = tableOf(yaml(3, 2000), second);
-    assert.notEqual(third.routes[1]!.guards![1]!.guard.breaker, shared.breaker, 'a changed circuitBreaker section is a new breaker');
-    assert.equal(third.routes[1]!.guards![1]!.guard.limiter, shared.limiter, 'while the upstream\'s limiter stays');
+    assert.notEqual(
+      third.routes[1]!.guards![1]!.guard.breaker,
+      shared.breaker,
+      'a changed circuitBreaker section is a new breaker',
+    );
+    assert.equal(third.routes[1]!.guards![1]!.guard.limiter, shared.limiter, "while the upstream's limiter stays");
   });
 
   it('refuses with 503 while a circuit is open, without taking a slot', () => {
     const route = tableOf(yaml(10)).routes[1]!;
     const failed: UpstreamResult = { status: 500, durationMs: 1, error: undefined, failure: undefined };
-    for (let i = 0; i < 2; i++) (enter(route.guards!, {}, { reporter: recorder(), signal: undefined }) as Passage).settle(failed);
+    for (let i = 0; i < 2; i++)
+      (enter(route.guards!, {}, { reporter: recorder(), signal: undefined }) as Passage).settle(failed);
     const reporter = recorder();
     const refused = enter(route.guards!, {}, { reporter, signal: undefined }) as Admission;
     assert.equal(refused.status, 503);
@@ -165,9 +194,14 @@ routes:
     assert.deepEqual(reporter.seen, ['route:line/default/aborted']);
   });
 
-  it('tells the limiter what each ending says of the upstream\'s load', () => {
+  it("tells the limiter what each ending says of the upstream's load", () => {
     const fixed = new ConcurrencyLimiter({ limit: 1 });
-    const r = (status: number, failure?: UpstreamResult['failure']): UpstreamResult => ({ status, durationMs: 10, error: failure, failure });
+    const r = (status: number, failure?: UpstreamResult['failure']): UpstreamResult => ({
+      status,
+      durationMs: 10,
+      error: failure,
+      failure,
+    });
     const table: [UpstreamResult, string][] = [
       [r(200), 'success'],
       [r(404), 'success'],
@@ -180,6 +214,7 @@ routes:
       [r(413, 'too-large'), 'ignore'],
       [r(502, 'other'), 'ignore'],
     ];
-    for (const [result, outcome] of table) assert.equal(outcomeOf(result, fixed), outcome, `${result.status} ${String(result.failure)}`);
+    for (const [result, outcome] of table)
+      assert.equal(outcomeOf(result, fixed), outcome, `${result.status} ${String(result.failure)}`);
   });
 });

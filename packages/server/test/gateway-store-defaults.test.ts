@@ -56,7 +56,7 @@ function remainingOf(reply: Reply): number {
   return Number(/;r=(\d+)/.exec(String(reply.headers.ratelimit))?.[1]);
 }
 
-describe('floodgate serve at the Redis store\'s defaults while Redis hangs', () => {
+describe("floodgate serve at the Redis store's defaults while Redis hangs", () => {
   let redis: RedisServers;
   let upstream: TestUpstream;
   let gateway: GatewayProcess;
@@ -75,8 +75,19 @@ describe('floodgate serve at the Redis store\'s defaults while Redis hangs', () 
   });
 
   it('answers every request by the local fallback (2xx or 429, never 5xx), bounded by the policy, then decides on Redis again', async () => {
-    const before = [await call(gateway.url('/counted')), await call(gateway.url('/counted')), await call(gateway.url('/roomy'))];
-    assert.deepEqual(before.map((r) => [r.status, r.headers['floodgate-degraded']]), [[200, undefined], [200, undefined], [200, undefined]]);
+    const before = [
+      await call(gateway.url('/counted')),
+      await call(gateway.url('/counted')),
+      await call(gateway.url('/roomy')),
+    ];
+    assert.deepEqual(
+      before.map((r) => [r.status, r.headers['floodgate-degraded']]),
+      [
+        [200, undefined],
+        [200, undefined],
+        [200, undefined],
+      ],
+    );
     assert.deepEqual(before.slice(0, 2).map(remainingOf), [9, 8]);
 
     redis.signal(0, 'SIGSTOP');
@@ -94,34 +105,75 @@ describe('floodgate serve at the Redis store\'s defaults while Redis hangs', () 
       assert.ok(r.status === 200 || r.status === 429, `answered ${r.status}: ${r.body}`);
       assert.equal(r.headers['floodgate-degraded'], 'fallback', 'the local fallback decided, and says so');
     }
-    assert.deepEqual(counted.map((r) => r.status), [200, 200, 200], 'the fallback admits within this gateway\'s share of the limit');
-    assert.equal(tight.filter((r) => r.status === 200).length, 3, 'and refuses beyond it: the fallback is bounded (one gateway: the policy\'s whole burst, 1 + maxBurst)');
-    assert.ok(tight.filter((r) => r.status === 429).every((r) => /quota-exceeded/.test(r.body) && r.headers['retry-after'] !== undefined), 'a fallback refusal is an ordinary 429');
+    assert.deepEqual(
+      counted.map((r) => r.status),
+      [200, 200, 200],
+      "the fallback admits within this gateway's share of the limit",
+    );
+    assert.equal(
+      tight.filter((r) => r.status === 200).length,
+      3,
+      "and refuses beyond it: the fallback is bounded (one gateway: the policy's whole burst, 1 + maxBurst)",
+    );
+    assert.ok(
+      tight
+        .filter((r) => r.status === 429)
+        .every((r) => /quota-exceeded/.test(r.body) && r.headers['retry-after'] !== undefined),
+      'a fallback refusal is an ordinary 429',
+    );
 
-    const recovered = await untilTrue(async () => (await call(gateway.url('/roomy'))).headers['floodgate-degraded'] === undefined);
+    const recovered = await untilTrue(
+      async () => (await call(gateway.url('/roomy'))).headers['floodgate-degraded'] === undefined,
+    );
     assert.ok(recovered, 'Redis decides again once it answers');
     const after = await call(gateway.url('/counted'));
     assert.equal(after.headers['floodgate-degraded'], undefined);
     assert.ok(remainingOf(after) <= 10 - 2 - 1, 'Redis decides, on its own count');
 
     const metrics = (await call(gateway.adminUrl('/metrics'))).body;
-    assert.equal(metricValue(metrics, 'floodgate_decisions_total', { route: 'counted', outcome: 'fallback_admitted' }), 3);
-    assert.equal(metricValue(metrics, 'floodgate_decisions_total', { route: 'tight', outcome: 'fallback_admitted' }), 3);
-    assert.equal(metricValue(metrics, 'floodgate_decisions_total', { route: 'tight', outcome: 'fallback_limited' }), 17);
-    assert.ok(metricValue(metrics, 'floodgate_store_errors_total', { policy: 'fallback' }) >= 1, 'store failures are counted under the policy that answered');
-    assert.equal(metricValue(metrics, 'floodgate_responses_total', { status: '503' }) + metricValue(metrics, 'floodgate_responses_total', { status: '500' }), 0);
+    assert.equal(
+      metricValue(metrics, 'floodgate_decisions_total', { route: 'counted', outcome: 'fallback_admitted' }),
+      3,
+    );
+    assert.equal(
+      metricValue(metrics, 'floodgate_decisions_total', { route: 'tight', outcome: 'fallback_admitted' }),
+      3,
+    );
+    assert.equal(
+      metricValue(metrics, 'floodgate_decisions_total', { route: 'tight', outcome: 'fallback_limited' }),
+      17,
+    );
+    assert.ok(
+      metricValue(metrics, 'floodgate_store_errors_total', { policy: 'fallback' }) >= 1,
+      'store failures are counted under the policy that answered',
+    );
+    assert.equal(
+      metricValue(metrics, 'floodgate_responses_total', { status: '503' }) +
+        metricValue(metrics, 'floodgate_responses_total', { status: '500' }),
+      0,
+    );
   });
 
   it('charges Redis with what the fallback admitted once it answers again (write-back)', async () => {
     const first = await call(gateway.url('/counted'));
     redis.signal(0, 'SIGSTOP');
     try {
-      for (let i = 0; i < 2; i++) assert.equal((await call(gateway.url('/counted'))).headers['floodgate-degraded'], 'fallback');
+      for (let i = 0; i < 2; i++)
+        assert.equal((await call(gateway.url('/counted'))).headers['floodgate-degraded'], 'fallback');
     } finally {
       redis.signal(0, 'SIGCONT');
     }
-    assert.ok(await untilTrue(async () => (await call(gateway.url('/roomy'))).headers['floodgate-degraded'] === undefined));
-    const wroteBack = await untilTrue(async () => metricValue((await call(gateway.adminUrl('/metrics'))).body, 'floodgate_store_duration_seconds_count', { operation: 'charge', result: 'ok' }) >= 1, 50);
+    assert.ok(
+      await untilTrue(async () => (await call(gateway.url('/roomy'))).headers['floodgate-degraded'] === undefined),
+    );
+    const wroteBack = await untilTrue(
+      async () =>
+        metricValue((await call(gateway.adminUrl('/metrics'))).body, 'floodgate_store_duration_seconds_count', {
+          operation: 'charge',
+          result: 'ok',
+        }) >= 1,
+      50,
+    );
     assert.ok(wroteBack, 'a charge script ran');
     assert.equal(remainingOf(await call(gateway.url('/counted'))), remainingOf(first) - 2 - 1);
   });

@@ -98,7 +98,9 @@ function rawHead(port: number, text: string): Promise<string> {
 function upgrade(port: number): Promise<{ head: string; socket: import('node:net').Socket }> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1', () => {
-      socket.write('GET /ws HTTP/1.1\r\nhost: gw\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n');
+      socket.write(
+        'GET /ws HTTP/1.1\r\nhost: gw\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n',
+      );
     });
     let text = '';
     const timer = setTimeout(() => reject(new Error(`no upgrade answer: ${text}`)), 5_000);
@@ -120,7 +122,9 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
 
   before(async () => {
     upstream = await startUpstream();
-    gw = await startGateway(configFor(upstream.origin, `http://127.0.0.1:${await closedPort()}`), { env: { FG_TEST_ADMIN_TOKEN: TOKEN, FG_TEST_JWT_SECRET: JWT_SECRET } });
+    gw = await startGateway(configFor(upstream.origin, `http://127.0.0.1:${await closedPort()}`), {
+      env: { FG_TEST_ADMIN_TOKEN: TOKEN, FG_TEST_JWT_SECRET: JWT_SECRET },
+    });
     await gw.waitForLog('ready');
   });
   after(async () => {
@@ -136,13 +140,20 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
       assert.equal(r.headers['ratelimit-policy'], '"per-ip";q=3;w=600');
       seen.push(String(r.headers.ratelimit));
     }
-    assert.deepEqual(seen.map((s) => /r=(\d+)/.exec(s)![1]), ['2', '1', '0']);
+    assert.deepEqual(
+      seen.map((s) => /r=(\d+)/.exec(s)![1]),
+      ['2', '1', '0'],
+    );
     const refused = await call(gw.url('/limited/x'));
     assert.equal(refused.status, 429);
     assert.equal(refused.headers['content-type'], 'application/problem+json');
     assert.ok(Number(refused.headers['retry-after']) > 0);
     assert.deepEqual(JSON.parse(refused.body)['violated-policies'], ['per-ip']);
-    assert.equal(upstream.received.filter((r) => r.url === '/limited/x').length, 3, 'the refused request never reached the upstream');
+    assert.equal(
+      upstream.received.filter((r) => r.url === '/limited/x').length,
+      3,
+      'the refused request never reached the upstream',
+    );
   });
 
   it('decides several rules together: a request refused by one is charged to none, each rule with its own cost', async () => {
@@ -154,7 +165,11 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
     const a3 = await call(gw.url('/keyed/a'), { headers: h });
     assert.equal(a3.status, 429);
     assert.deepEqual(JSON.parse(a3.body)['violated-policies'], ['per-tenant']);
-    assert.match(String(a3.headers.ratelimit), /"per-api-key";r=2/, 'the API key was not charged for the refused request');
+    assert.match(
+      String(a3.headers.ratelimit),
+      /"per-api-key";r=2/,
+      'the API key was not charged for the refused request',
+    );
     const b1 = await call(gw.url('/keyed/b'), { headers: h });
     assert.equal(b1.status, 200, 'another tenant has its own count');
     const b2 = await call(gw.url('/keyed/b'), { headers: h });
@@ -185,11 +200,25 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
   it('shadow mode decides and reports but never refuses', async () => {
     for (let i = 0; i < 3; i++) assert.equal((await call(gw.url('/shadow/x'))).status, 200);
     const metrics = (await call(gw.adminUrl('/metrics'))).body;
-    assert.equal(metricValue(metrics, 'floodgate_decisions_total', { route: 'shadowed', rule: 'would-limit', outcome: 'shadow_admitted' }), 1);
-    assert.equal(metricValue(metrics, 'floodgate_decisions_total', { route: 'shadowed', rule: 'would-limit', outcome: 'shadow_limited' }), 2);
+    assert.equal(
+      metricValue(metrics, 'floodgate_decisions_total', {
+        route: 'shadowed',
+        rule: 'would-limit',
+        outcome: 'shadow_admitted',
+      }),
+      1,
+    );
+    assert.equal(
+      metricValue(metrics, 'floodgate_decisions_total', {
+        route: 'shadowed',
+        rule: 'would-limit',
+        outcome: 'shadow_limited',
+      }),
+      2,
+    );
   });
 
-  it('queue mode delays requests to the policy\'s outflow, in order, and answers 503 when the queue is full', async () => {
+  it("queue mode delays requests to the policy's outflow, in order, and answers 503 when the queue is full", async () => {
     const sent = performance.now();
     const done: number[] = [];
     const replies = await Promise.all(
@@ -205,7 +234,10 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
     assert.equal(served.length, 5, 'one passes at once and maxQueue (4) wait');
     assert.equal(full.length, 2);
     const spanMs = Math.max(...served.map((r) => r.atMs)) - Math.min(...served.map((r) => r.atMs));
-    assert.ok(spanMs >= 300, `five requests at 10/s take at least 4 intervals to flow out (took ${spanMs.toFixed(0)} ms)`);
+    assert.ok(
+      spanMs >= 300,
+      `five requests at 10/s take at least 4 intervals to flow out (took ${spanMs.toFixed(0)} ms)`,
+    );
     const full503 = await call(gw.url('/queue/x'));
     assert.ok([200, 503].includes(full503.status));
   });
@@ -221,7 +253,10 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
 
   it('strips hop-by-hop headers both ways and writes the forwarding headers afresh', async () => {
     // A raw request: client libraries manage Connection themselves.
-    const head = await rawHead(gw.port, 'GET /echo HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close, x-private\r\nx-private: 1\r\nkeep-alive: timeout=9\r\nte: trailers\r\nx-forwarded-for: 6.6.6.6\r\nx-kept: yes\r\n\r\n');
+    const head = await rawHead(
+      gw.port,
+      'GET /echo HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close, x-private\r\nx-private: 1\r\nkeep-alive: timeout=9\r\nte: trailers\r\nx-forwarded-for: 6.6.6.6\r\nx-kept: yes\r\n\r\n',
+    );
     assert.match(head, /^HTTP\/1\.1 200/);
     assert.doesNotMatch(head, /x-upstream-hop/i, 'a field the upstream named in Connection is not passed on');
     const seen = upstream.received.find((x) => x.url === '/echo')!;
@@ -230,7 +265,7 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
     assert.notEqual(seen.headers['keep-alive'], 'timeout=9');
     assert.equal(seen.headers['x-kept'], 'yes');
     assert.equal(seen.headers['x-forwarded-for'], '127.0.0.1');
-    assert.equal(seen.headers.forwarded, "for=127.0.0.1;host=127.0.0.1;proto=http");
+    assert.equal(seen.headers.forwarded, 'for=127.0.0.1;host=127.0.0.1;proto=http');
   });
 
   it('enforces body and header size limits: 413 and 431', async () => {
@@ -239,7 +274,12 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
     const small = await call(gw.url('/upload'), { method: 'POST', body: Buffer.alloc(500, 97) });
     assert.equal(small.status, 200);
     assert.equal(JSON.parse(small.body).bodyBytes, 500, 'the body is streamed through whole');
-    const chunked = await call(gw.url('/upload-chunked'), { method: 'POST', body: (async function* () { for (let i = 0; i < 5; i++) yield Buffer.alloc(400, 98); })() as never });
+    const chunked = await call(gw.url('/upload-chunked'), {
+      method: 'POST',
+      body: (async function* () {
+        for (let i = 0; i < 5; i++) yield Buffer.alloc(400, 98);
+      })() as never,
+    });
     assert.equal(chunked.status, 413, 'a chunked body is counted as it passes');
     const huge = await call(gw.url('/x'), { headers: { 'x-huge': 'a'.repeat(5000) } });
     assert.equal(huge.status, 431);
@@ -247,7 +287,9 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
 
   it('closes on a client that stalls in the middle of its headers (slowloris) with 408', async () => {
     const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(gw.port, '127.0.0.1', () => socket.write('GET /limited/slow HTTP/1.1\r\nhost: gw\r\nx-a: 1\r\n'));
+      const socket = connect(gw.port, '127.0.0.1', () =>
+        socket.write('GET /limited/slow HTTP/1.1\r\nhost: gw\r\nx-a: 1\r\n'),
+      );
       let got = '';
       const timer = setTimeout(() => reject(new Error('the stalled connection was never closed')), 8_000);
       socket.on('data', (c: Buffer) => (got += c.toString('latin1')));
@@ -277,9 +319,16 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
 
   it('exports metrics: decisions by route, rule and outcome, responses and upstream latency', async () => {
     const text = (await call(gw.adminUrl('/metrics'))).body;
-    assert.ok(metricValue(text, 'floodgate_decisions_total', { route: 'limited', rule: 'per-ip', outcome: 'limited' }) >= 1);
-    assert.ok(metricValue(text, 'floodgate_decisions_total', { route: 'limited', rule: 'per-ip', outcome: 'near_limit' }) >= 1);
-    assert.ok(metricValue(text, 'floodgate_decisions_total', { route: 'queued', rule: 'outflow', outcome: 'queue_rejected' }) >= 2);
+    assert.ok(
+      metricValue(text, 'floodgate_decisions_total', { route: 'limited', rule: 'per-ip', outcome: 'limited' }) >= 1,
+    );
+    assert.ok(
+      metricValue(text, 'floodgate_decisions_total', { route: 'limited', rule: 'per-ip', outcome: 'near_limit' }) >= 1,
+    );
+    assert.ok(
+      metricValue(text, 'floodgate_decisions_total', { route: 'queued', rule: 'outflow', outcome: 'queue_rejected' }) >=
+        2,
+    );
     assert.ok(metricValue(text, 'floodgate_responses_total', { route: 'dead', status: '502' }) >= 1);
     assert.ok(metricValue(text, 'floodgate_upstream_duration_seconds_count', { route: 'limited', status: '200' }) >= 3);
     assert.equal(metricValue(text, 'floodgate_queue_depth', { route: 'queued', rule: 'outflow' }), 0);
@@ -291,7 +340,10 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
     assert.equal((await call(gw.adminUrl('/healthz'))).status, 200);
     assert.equal((await call(gw.adminUrl('/readyz'))).status, 200);
     assert.equal((await call(gw.adminUrl('/admin/config'))).status, 401);
-    assert.equal((await call(gw.adminUrl('/admin/config'), { headers: { authorization: 'Bearer wrong-token' } })).status, 401);
+    assert.equal(
+      (await call(gw.adminUrl('/admin/config'), { headers: { authorization: 'Bearer wrong-token' } })).status,
+      401,
+    );
     const auth = { authorization: `Bearer ${TOKEN}` };
     const config = await call(gw.adminUrl('/admin/config'), { headers: auth });
     assert.equal(config.status, 200);
@@ -300,10 +352,15 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
     const q = '?route=limited&rule=per-ip&identity=ip:127.0.0.1';
     const state = JSON.parse((await call(gw.adminUrl(`/admin/keys${q}`), { headers: auth })).body);
     assert.equal(state.state.remaining, 0);
-    assert.equal((await call(gw.adminUrl(`/admin/keys/refund${q}&cost=1`), { method: 'POST', headers: auth })).status, 200);
+    assert.equal(
+      (await call(gw.adminUrl(`/admin/keys/refund${q}&cost=1`), { method: 'POST', headers: auth })).status,
+      200,
+    );
     assert.equal((await call(gw.url('/limited/x'))).status, 200, 'the refunded unit is spent');
     assert.equal((await call(gw.url('/limited/x'))).status, 429);
-    const reset = JSON.parse((await call(gw.adminUrl(`/admin/keys/reset${q}`), { method: 'POST', headers: auth })).body);
+    const reset = JSON.parse(
+      (await call(gw.adminUrl(`/admin/keys/reset${q}`), { method: 'POST', headers: auth })).body,
+    );
     assert.equal(reset.state.remaining, 3);
     assert.equal((await call(gw.url('/limited/x'))).status, 200);
     assert.equal((await call(gw.adminUrl('/admin/keys?route=nope&rule=x&identity=y'), { headers: auth })).status, 400);

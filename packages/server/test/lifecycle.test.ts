@@ -64,7 +64,9 @@ describe('hot reload under traffic', () => {
 
     const before1 = gw.logs.length;
     const written = performance.now();
-    await gw.writeConfig(config(upstream.origin, 10, `  - name: added\n    match: { path: /added }\n    upstream: ${upstream.origin}\n`));
+    await gw.writeConfig(
+      config(upstream.origin, 10, `  - name: added\n    match: { path: /added }\n    upstream: ${upstream.origin}\n`),
+    );
     const reloaded = await gw.waitForLog('config reloaded', before1, 5_000);
     const seenAfterMs = performance.now() - written;
     assert.equal(reloaded.keptLimiters, 2, 'both unchanged rules keep their limiter');
@@ -78,7 +80,10 @@ describe('hot reload under traffic', () => {
     await gw.writeConfig('routes:\n  - name: steady\n    upstream: not-a-url\n    colour: red\n');
     const rejected = await gw.waitForLog('config reload rejected; the running config stays in force', before2, 5_000);
     assert.equal((rejected.problems as string[]).length, 2);
-    assert.match((rejected.problems as string[]).join('\n'), /floodgate\.yaml:4:\d+ routes\[0\]\.colour: unknown key "colour"/);
+    assert.match(
+      (rejected.problems as string[]).join('\n'),
+      /floodgate\.yaml:4:\d+ routes\[0\]\.colour: unknown key "colour"/,
+    );
     const still = await call(gw.url('/steady'));
     assert.equal(remainingOf(still.headers.ratelimit), 4, 'the old config still serves, counters intact');
     assert.equal((await call(gw.url('/added'))).status, 200);

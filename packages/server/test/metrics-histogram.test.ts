@@ -4,12 +4,24 @@ import { Histogram, Registry } from 'prom-client';
 import { LabelledHistogram } from '../src/ops/histogram.js';
 
 describe('LabelledHistogram', () => {
-  it('exposes exactly what prom-client\'s Histogram exposes for the same observations', async () => {
+  it("exposes exactly what prom-client's Histogram exposes for the same observations", async () => {
     const buckets = [0.001, 0.005, 0.01, 0.1, 1];
     const ours = new Registry();
     const theirs = new Registry();
-    const fast = new LabelledHistogram({ name: 'x_seconds', help: 'Some durations.', labelNames: ['route', 'status'], buckets, registry: ours });
-    const reference = new Histogram({ name: 'x_seconds', help: 'Some durations.', labelNames: ['route', 'status'], buckets, registers: [theirs] });
+    const fast = new LabelledHistogram({
+      name: 'x_seconds',
+      help: 'Some durations.',
+      labelNames: ['route', 'status'],
+      buckets,
+      registry: ours,
+    });
+    const reference = new Histogram({
+      name: 'x_seconds',
+      help: 'Some durations.',
+      labelNames: ['route', 'status'],
+      buckets,
+      registers: [theirs],
+    });
     const observations: Array<[string, number, number]> = [
       ['api', 200, 0.0004],
       ['api', 200, 0.001],

@@ -3,7 +3,11 @@ import { describe, it } from 'node:test';
 import { ConcurrencyLimiter } from 'floodgate';
 import { GatewayMetrics } from '../src/ops/metrics.js';
 
-async function valueOf(metrics: GatewayMetrics, name: string, labels: Record<string, string>): Promise<number | undefined> {
+async function valueOf(
+  metrics: GatewayMetrics,
+  name: string,
+  labels: Record<string, string>,
+): Promise<number | undefined> {
   const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === name);
   const found = metric?.values.find((v) => Object.entries(labels).every(([k, l]) => String(v.labels[k]) === l));
   return found?.value;
@@ -17,24 +21,40 @@ describe('GatewayMetrics counts', () => {
     metrics.outcome('api', 'per-ip', 'limited');
     metrics.response('api', 200, 3);
     metrics.serviceDecision('edge', 'path', 'limited');
-    assert.equal(await valueOf(metrics, 'floodgate_decisions_total', { route: 'api', rule: 'per-ip', outcome: 'admitted' }), 2);
-    assert.equal(await valueOf(metrics, 'floodgate_decisions_total', { route: 'api', rule: 'per-ip', outcome: 'limited' }), 1);
+    assert.equal(
+      await valueOf(metrics, 'floodgate_decisions_total', { route: 'api', rule: 'per-ip', outcome: 'admitted' }),
+      2,
+    );
+    assert.equal(
+      await valueOf(metrics, 'floodgate_decisions_total', { route: 'api', rule: 'per-ip', outcome: 'limited' }),
+      1,
+    );
     assert.equal(await valueOf(metrics, 'floodgate_responses_total', { route: 'api', status: '200' }), 1);
-    assert.equal(await valueOf(metrics, 'floodgate_ratelimit_service_decisions_total', { domain: 'edge', descriptor: 'path', outcome: 'limited' }), 1);
+    assert.equal(
+      await valueOf(metrics, 'floodgate_ratelimit_service_decisions_total', {
+        domain: 'edge',
+        descriptor: 'path',
+        outcome: 'limited',
+      }),
+      1,
+    );
     metrics.outcome('api', 'per-ip', 'admitted');
     metrics.response('api', 200, 3);
     metrics.response('api', 429, undefined);
     // A scrape with nothing new changes nothing; the next one adds what came since.
     const text = await metrics.registry.metrics();
     assert.match(text, /floodgate_decisions_total\{route="api",rule="per-ip",outcome="admitted"\} 3/);
-    assert.equal(await valueOf(metrics, 'floodgate_decisions_total', { route: 'api', rule: 'per-ip', outcome: 'admitted' }), 3);
+    assert.equal(
+      await valueOf(metrics, 'floodgate_decisions_total', { route: 'api', rule: 'per-ip', outcome: 'admitted' }),
+      3,
+    );
     assert.equal(await valueOf(metrics, 'floodgate_responses_total', { route: 'api', status: '200' }), 2);
     assert.equal(await valueOf(metrics, 'floodgate_responses_total', { route: 'api', status: '429' }), 1);
   });
 });
 
 describe('GatewayMetrics overload', () => {
-  it('reads each guard\'s limiter and circuit at the scrape, counts sheds and transitions, and drops a guard a reload removed', async () => {
+  it("reads each guard's limiter and circuit at the scrape, counts sheds and transitions, and drops a guard a reload removed", async () => {
     const metrics = new GatewayMetrics();
     const limiter = new ConcurrencyLimiter({ limit: 3 });
     const permit = limiter.tryAcquire();
@@ -46,9 +66,20 @@ describe('GatewayMetrics overload', () => {
     assert.equal(await valueOf(metrics, 'floodgate_concurrency_limit', { scope: 'route:api' }), 3);
     assert.equal(await valueOf(metrics, 'floodgate_concurrency_in_flight', { scope: 'route:api' }), 1);
     assert.equal(await valueOf(metrics, 'floodgate_concurrency_queued', { scope: 'route:api' }), 0);
-    assert.equal(await valueOf(metrics, 'floodgate_concurrency_rtt_baseline_seconds', { scope: 'route:api' }), undefined, 'a fixed limit has no latency estimate');
+    assert.equal(
+      await valueOf(metrics, 'floodgate_concurrency_rtt_baseline_seconds', { scope: 'route:api' }),
+      undefined,
+      'a fixed limit has no latency estimate',
+    );
     assert.equal(await valueOf(metrics, 'floodgate_circuit_state', { scope: 'route:api' }), 1);
-    assert.equal(await valueOf(metrics, 'floodgate_concurrency_shed_total', { scope: 'route:api', tier: 'batch', reason: 'limit' }), 2);
+    assert.equal(
+      await valueOf(metrics, 'floodgate_concurrency_shed_total', {
+        scope: 'route:api',
+        tier: 'batch',
+        reason: 'limit',
+      }),
+      2,
+    );
     assert.equal(await valueOf(metrics, 'floodgate_circuit_transitions_total', { scope: 'route:api', to: 'open' }), 1);
     if (permit.allowed) permit.release();
     guards = [];

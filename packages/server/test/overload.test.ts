@@ -77,7 +77,10 @@ describe('overload protection in floodgate serve (a gateway process, slot-servic
       startSlotUpstream({ slots: 4, serviceMs: 5 }),
     ]);
     [ups.bulk, ups.tiered, ups.fragile, ups.learned, ups.shared] = started;
-    origins = Object.fromEntries(Object.entries(ups).map(([k, u]) => [k, u.origin])) as Record<keyof typeof ups, string>;
+    origins = Object.fromEntries(Object.entries(ups).map(([k, u]) => [k, u.origin])) as Record<
+      keyof typeof ups,
+      string
+    >;
     dead = `http://127.0.0.1:${await closedPort()}`;
     gw = await startGateway(configFor(origins, dead));
     await gw.waitForLog('ready');
@@ -96,7 +99,10 @@ describe('overload protection in floodgate serve (a gateway process, slot-servic
     assert.equal(firstTwoDone, false, 'the shed answer came while the two admitted requests were still in flight');
     assert.equal(shed.status, 503);
     assert.equal(shed.headers['content-type'], 'application/problem+json');
-    assert.ok(Number(shed.headers['retry-after']) >= 1, `Retry-After in whole seconds, at least 1: ${String(shed.headers['retry-after'])}`);
+    assert.ok(
+      Number(shed.headers['retry-after']) >= 1,
+      `Retry-After in whole seconds, at least 1: ${String(shed.headers['retry-after'])}`,
+    );
     const body = JSON.parse(shed.body) as Record<string, unknown>;
     assert.equal(body.status, 503);
     assert.match(String(body.type), /temporary-reduced-capacity/);
@@ -104,32 +110,62 @@ describe('overload protection in floodgate serve (a gateway process, slot-servic
     assert.deepEqual(body['violated-policies'], ['concurrency']);
     assert.equal((await ups.bulk.stats()).byPath['/bulk/c'], undefined, 'the shed request never reached the upstream');
     assert.equal(await gauge('floodgate_concurrency_in_flight', 'route:bulkhead'), 2);
-    assert.equal(metricValue(await scrape(), 'floodgate_concurrency_shed_total', { scope: 'route:bulkhead', tier: 'default', reason: 'limit' }), 1);
+    assert.equal(
+      metricValue(await scrape(), 'floodgate_concurrency_shed_total', {
+        scope: 'route:bulkhead',
+        tier: 'default',
+        reason: 'limit',
+      }),
+      1,
+    );
     await ups.bulk.control({ hang: false });
-    assert.deepEqual((await held).map((r) => r.status), [200, 200]);
-    await until('both slots are free again', async () => (await gauge('floodgate_concurrency_in_flight', 'route:bulkhead')) === 0);
+    assert.deepEqual(
+      (await held).map((r) => r.status),
+      [200, 200],
+    );
+    await until(
+      'both slots are free again',
+      async () => (await gauge('floodgate_concurrency_in_flight', 'route:bulkhead')) === 0,
+    );
     assert.equal((await call(gw.url('/bulk/d'))).status, 200);
   });
 
   it('gives the slots back after an upstream timeout, an upstream error, a refused connection and a client that left', async () => {
     await ups.bulk.control({ hang: true });
     const timedOut = await Promise.all([call(gw.url('/bulk/t1')), call(gw.url('/bulk/t2'))]);
-    assert.deepEqual(timedOut.map((r) => r.status), [504, 504]);
+    assert.deepEqual(
+      timedOut.map((r) => r.status),
+      [504, 504],
+    );
     await ups.bulk.control({ hang: false, errorStatus: 500 });
     assert.equal((await call(gw.url('/bulk/e1'))).status, 500);
     await ups.bulk.control({ errorStatus: null });
-    assert.deepEqual([(await call(gw.url('/dead/x'))).status, (await call(gw.url('/dead/y'))).status, (await call(gw.url('/dead/z'))).status], [502, 502, 502]);
+    assert.deepEqual(
+      [
+        (await call(gw.url('/dead/x'))).status,
+        (await call(gw.url('/dead/y'))).status,
+        (await call(gw.url('/dead/z'))).status,
+      ],
+      [502, 502, 502],
+    );
     await ups.bulk.control({ hang: true });
     const abort = new AbortController();
     const leaving = request(gw.url('/bulk/gone'), { signal: abort.signal }).catch((err: unknown) => err);
     await until('the upstream holds the request', async () => (await ups.bulk.stats()).byPath['/bulk/gone'] === 1);
     abort.abort();
     await leaving;
-    await until('the client\'s slot is free again', async () => (await gauge('floodgate_concurrency_in_flight', 'route:bulkhead')) === 0);
+    await until(
+      "the client's slot is free again",
+      async () => (await gauge('floodgate_concurrency_in_flight', 'route:bulkhead')) === 0,
+    );
     await ups.bulk.control({ hang: false });
     assert.equal(await gauge('floodgate_concurrency_in_flight', 'route:dead'), 0);
     const two = await Promise.all([call(gw.url('/bulk/after-1')), call(gw.url('/bulk/after-2'))]);
-    assert.deepEqual(two.map((r) => r.status), [200, 200], 'both slots can be taken again');
+    assert.deepEqual(
+      two.map((r) => r.status),
+      [200, 200],
+      'both slots can be taken again',
+    );
   });
 
   it('with tiers [critical, batch], lets critical requests through while batch ones are shed (with the configured 429)', async () => {
@@ -141,32 +177,60 @@ describe('overload protection in floodgate serve (a gateway process, slot-servic
     assert.equal(JSON.parse(shedBatch.body).status, 429);
     const unknown = await call(gw.url('/tiered/b4'), { headers: { 'x-priority': 'whatever' } });
     assert.equal(unknown.status, 429, 'an unknown tier name is the default tier (batch)');
-    const critical = [call(gw.url('/tiered/c1'), { headers: { 'x-priority': 'critical' } }), call(gw.url('/tiered/c2'), { headers: { 'x-priority': 'critical' } })];
+    const critical = [
+      call(gw.url('/tiered/c1'), { headers: { 'x-priority': 'critical' } }),
+      call(gw.url('/tiered/c2'), { headers: { 'x-priority': 'critical' } }),
+    ];
     await until('the critical requests are in flight', async () => (await ups.tiered.stats()).open === 4);
     const full = await call(gw.url('/tiered/c3'), { headers: { 'x-priority': 'critical' } });
     assert.equal(full.status, 429, 'past the whole limit even critical requests are shed');
     const health = call(gw.url('/health'));
-    await until('the routeTier critical request is in flight', async () => (await ups.tiered.stats()).byPath['/health'] === 1);
+    await until(
+      'the routeTier critical request is in flight',
+      async () => (await ups.tiered.stats()).byPath['/health'] === 1,
+    );
     const text = await scrape();
-    assert.equal(metricValue(text, 'floodgate_concurrency_shed_total', { scope: 'route:tiered', tier: 'batch', reason: 'limit' }), 2);
-    assert.equal(metricValue(text, 'floodgate_concurrency_shed_total', { scope: 'route:tiered', tier: 'critical', reason: 'limit' }), 1);
+    assert.equal(
+      metricValue(text, 'floodgate_concurrency_shed_total', { scope: 'route:tiered', tier: 'batch', reason: 'limit' }),
+      2,
+    );
+    assert.equal(
+      metricValue(text, 'floodgate_concurrency_shed_total', {
+        scope: 'route:tiered',
+        tier: 'critical',
+        reason: 'limit',
+      }),
+      1,
+    );
     await ups.tiered.control({ hang: false });
     const answered = await Promise.all([...batch, ...critical, health]);
-    assert.deepEqual(answered.map((r) => r.status), [200, 200, 200, 200, 200]);
+    assert.deepEqual(
+      answered.map((r) => r.status),
+      [200, 200, 200, 200, 200],
+    );
     const byPath = (await ups.tiered.stats()).byPath;
-    assert.deepEqual([byPath['/tiered/b3'], byPath['/tiered/b4'], byPath['/tiered/c3']], [undefined, undefined, undefined]);
+    assert.deepEqual(
+      [byPath['/tiered/b3'], byPath['/tiered/b4'], byPath['/tiered/c3']],
+      [undefined, undefined, undefined],
+    );
   });
 
-  it('shares an upstreams entry\'s limit between the routes forwarding to it', async () => {
+  it("shares an upstreams entry's limit between the routes forwarding to it", async () => {
     await ups.shared.control({ hang: true });
     const first = call(gw.url('/shared-a/1'));
     await until('the upstream holds the first', async () => (await ups.shared.stats()).open === 1);
     const other = await call(gw.url('/shared-b/1'));
     assert.equal(other.status, 503, 'the other route is shed by the shared limit of 1');
-    assert.equal(metricValue(await scrape(), 'floodgate_concurrency_shed_total', { scope: 'upstream:shared', reason: 'limit' }), 1);
+    assert.equal(
+      metricValue(await scrape(), 'floodgate_concurrency_shed_total', { scope: 'upstream:shared', reason: 'limit' }),
+      1,
+    );
     await ups.shared.control({ hang: false });
     assert.equal((await first).status, 200);
-    await until('the shared slot is free', async () => (await gauge('floodgate_concurrency_in_flight', 'upstream:shared')) === 0);
+    await until(
+      'the shared slot is free',
+      async () => (await gauge('floodgate_concurrency_in_flight', 'upstream:shared')) === 0,
+    );
     assert.equal((await call(gw.url('/shared-b/2'))).status, 200);
   });
 
@@ -192,8 +256,11 @@ describe('overload protection in floodgate serve (a gateway process, slot-servic
     assert.equal(await gauge('floodgate_circuit_state', 'route:fragile'), 0, 'closed after the probe succeeded');
     assert.equal((await call(gw.url('/fragile/after'))).status, 200);
     const text = await scrape();
-    for (const to of ['open', 'half-open', 'closed']) assert.equal(metricValue(text, 'floodgate_circuit_transitions_total', { scope: 'route:fragile', to }), 1, to);
-    assert.ok(metricValue(text, 'floodgate_concurrency_shed_total', { scope: 'route:fragile', reason: 'circuit-open' }) >= 1);
+    for (const to of ['open', 'half-open', 'closed'])
+      assert.equal(metricValue(text, 'floodgate_circuit_transitions_total', { scope: 'route:fragile', to }), 1, to);
+    assert.ok(
+      metricValue(text, 'floodgate_concurrency_shed_total', { scope: 'route:fragile', reason: 'circuit-open' }) >= 1,
+    );
   });
 
   it('with an adaptive limit under load, the limit comes down from its start to what the upstream can serve, and the upstream never holds more than the ceiling', async () => {
@@ -217,30 +284,60 @@ describe('overload protection in floodgate serve (a gateway process, slot-servic
     running = false;
     await Promise.all(clients);
     const settled = samples.slice(40);
-    assert.ok((statuses.get(200) ?? 0) > 0 && (statuses.get(503) ?? 0) > 0, `some requests were served and some shed: ${JSON.stringify([...statuses])}`);
-    assert.ok(settled.every((limit) => limit >= 2 && limit < 30), `the limit came down from 30 and stays within minLimit: ${JSON.stringify(samples)}`);
+    assert.ok(
+      (statuses.get(200) ?? 0) > 0 && (statuses.get(503) ?? 0) > 0,
+      `some requests were served and some shed: ${JSON.stringify([...statuses])}`,
+    );
+    assert.ok(
+      settled.every((limit) => limit >= 2 && limit < 30),
+      `the limit came down from 30 and stays within minLimit: ${JSON.stringify(samples)}`,
+    );
     const peak = (await ups.learned.stats()).peakOpen;
     assert.ok(peak <= 30, `the upstream never held more than maxLimit (30) at once: ${peak}`);
-    await until('every slot is back', async () => (await gauge('floodgate_concurrency_in_flight', 'route:learned')) === 0);
+    await until(
+      'every slot is back',
+      async () => (await gauge('floodgate_concurrency_in_flight', 'route:learned')) === 0,
+    );
   });
 
   it('on reload keeps the limiters of unchanged sections, swaps a changed one, and a request admitted before gives its slot back to the old one', async () => {
     await ups.bulk.control({ hang: true });
     const before = (await ups.bulk.stats()).byPath['/bulk/old'] ?? 0;
     const old = call(gw.url('/bulk/old'));
-    await until('the upstream holds the request', async () => (await ups.bulk.stats()).byPath['/bulk/old'] === before + 1);
+    await until(
+      'the upstream holds the request',
+      async () => (await ups.bulk.stats()).byPath['/bulk/old'] === before + 1,
+    );
     const from = gw.logs.length;
-    await gw.writeConfig(configFor(origins, dead).replace('concurrency: { limit: 2 }\n  - name: dead', 'concurrency: { limit: 1 }\n  - name: dead'));
+    await gw.writeConfig(
+      configFor(origins, dead).replace(
+        'concurrency: { limit: 2 }\n  - name: dead',
+        'concurrency: { limit: 1 }\n  - name: dead',
+      ),
+    );
     const reloaded = await gw.waitForLog('config reloaded', from, 5_000);
-    assert.equal(reloaded.newGuards, 1, 'only the bulkhead route\'s limit changed');
-    assert.ok((reloaded.keptGuards as number) >= 6, `the other limiters and breakers were kept: ${JSON.stringify(reloaded)}`);
-    assert.equal(await gauge('floodgate_concurrency_in_flight', 'route:bulkhead'), 0, 'the new limiter holds nothing of the old one\'s');
+    assert.equal(reloaded.newGuards, 1, "only the bulkhead route's limit changed");
+    assert.ok(
+      (reloaded.keptGuards as number) >= 6,
+      `the other limiters and breakers were kept: ${JSON.stringify(reloaded)}`,
+    );
+    assert.equal(
+      await gauge('floodgate_concurrency_in_flight', 'route:bulkhead'),
+      0,
+      "the new limiter holds nothing of the old one's",
+    );
     assert.equal(await gauge('floodgate_concurrency_limit', 'route:bulkhead'), 1);
     const fresh = call(gw.url('/bulk/new'));
-    await until('the new limiter admits one', async () => (await gauge('floodgate_concurrency_in_flight', 'route:bulkhead')) === 1);
+    await until(
+      'the new limiter admits one',
+      async () => (await gauge('floodgate_concurrency_in_flight', 'route:bulkhead')) === 1,
+    );
     assert.equal((await call(gw.url('/bulk/third'))).status, 503, 'the new limit of 1 is full');
     await ups.bulk.control({ hang: false });
     assert.deepEqual([(await old).status, (await fresh).status], [200, 200]);
-    await until('the new limiter is empty again', async () => (await gauge('floodgate_concurrency_in_flight', 'route:bulkhead')) === 0);
+    await until(
+      'the new limiter is empty again',
+      async () => (await gauge('floodgate_concurrency_in_flight', 'route:bulkhead')) === 0,
+    );
   });
 });

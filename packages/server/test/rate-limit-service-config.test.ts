@@ -34,7 +34,10 @@ describe('rateLimitService descriptor files', () => {
     dir = await mkdtemp(join(tmpdir(), 'floodgate-rls-config-'));
     await writeFile(join(dir, 'good.yaml'), GOOD);
     await writeFile(join(dir, 'again.yaml'), GOOD);
-    await writeFile(join(dir, 'bad.yaml'), 'domain: api\ndescriptors:\n  - key: tenant\n    rate_limit: { unit: fortnight, requests_per_unit: 2 }\n  - key: user\n    shadow: true\n');
+    await writeFile(
+      join(dir, 'bad.yaml'),
+      'domain: api\ndescriptors:\n  - key: tenant\n    rate_limit: { unit: fortnight, requests_per_unit: 2 }\n  - key: user\n    shadow: true\n',
+    );
   });
   after(async () => {
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });
@@ -44,7 +47,10 @@ describe('rateLimitService descriptor files', () => {
     const file = join(dir, 'service-only.yaml');
     await writeFile(file, 'rateLimitService:\n  grpc: { port: 0 }\n  descriptors: [good.yaml]\n');
     const loaded = await loadConfig(file, {});
-    assert.deepEqual(loaded.domains.map((d) => d.domain), ['api']);
+    assert.deepEqual(
+      loaded.domains.map((d) => d.domain),
+      ['api'],
+    );
     assert.deepEqual(loaded.descriptorFiles, [join(dir, 'good.yaml')]);
     const res = await check(file);
     assert.equal(res.code, 0, res.stderr);
@@ -73,11 +79,16 @@ describe('rateLimitService descriptor files', () => {
     await writeFile(file, 'rateLimitService:\n  http: { port: 0 }\n  descriptors: [good.yaml, again.yaml]\n');
     const res = await check(file);
     assert.equal(res.code, 1);
-    assert.match(res.stderr, /again\.yaml:1:1 domain: domain "api" is already defined in .*good\.yaml \(fix: define each domain in one descriptor file only\)/);
+    assert.match(
+      res.stderr,
+      /again\.yaml:1:1 domain: domain "api" is already defined in .*good\.yaml \(fix: define each domain in one descriptor file only\)/,
+    );
   });
 
   it('a gateway with only a rateLimitService serves it, and answers 404 on its traffic port', async () => {
-    const gw = await startGateway(`rateLimitService:\n  grpc: { port: 0 }\n  descriptors: [${JSON.stringify(join(dir, 'good.yaml'))}]\n`);
+    const gw = await startGateway(
+      `rateLimitService:\n  grpc: { port: 0 }\n  descriptors: [${JSON.stringify(join(dir, 'good.yaml'))}]\n`,
+    );
     const client = new GrpcRls(gw.logs.find((l) => l.msg === 'listening')!.grpcPort as number);
     try {
       await gw.waitForLog('ready');

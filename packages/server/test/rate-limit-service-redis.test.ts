@@ -36,8 +36,14 @@ describe('the rate limit service of floodgate serve on a real Redis', () => {
     redis = await startRedisServer();
     dir = await mkdtemp(join(tmpdir(), 'floodgate-rls-redis-'));
     const descriptorFile = join(dir, 'ratelimit.yaml');
-    await writeFile(descriptorFile, 'domain: api\ndescriptors:\n  - key: tenant\n    rate_limit: { unit: hour, requests_per_unit: 5 }\n');
-    [a, b] = await Promise.all([startGateway(config(redis.ports[0]!, descriptorFile)), startGateway(config(redis.ports[0]!, descriptorFile))]);
+    await writeFile(
+      descriptorFile,
+      'domain: api\ndescriptors:\n  - key: tenant\n    rate_limit: { unit: hour, requests_per_unit: 5 }\n',
+    );
+    [a, b] = await Promise.all([
+      startGateway(config(redis.ports[0]!, descriptorFile)),
+      startGateway(config(redis.ports[0]!, descriptorFile)),
+    ]);
     await Promise.all([a.waitForLog('ready'), b.waitForLog('ready')]);
     clientA = new GrpcRls(a.logs.find((l) => l.msg === 'listening')!.grpcPort as number);
     clientB = new GrpcRls(b.logs.find((l) => l.msg === 'listening')!.grpcPort as number);
@@ -50,8 +56,10 @@ describe('the rate limit service of floodgate serve on a real Redis', () => {
     if (dir !== undefined) await rm(dir, { recursive: true, force: true });
   });
 
-  it('two gateway processes hold one descriptor limit exactly, through the gateway\'s store', async () => {
-    const calls = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? clientA : clientB).call(rl('api', [[['tenant', 'shared']]])));
+  it("two gateway processes hold one descriptor limit exactly, through the gateway's store", async () => {
+    const calls = Array.from({ length: 12 }, (_, i) =>
+      (i % 2 === 0 ? clientA : clientB).call(rl('api', [[['tenant', 'shared']]])),
+    );
     const answers = await Promise.all(calls);
     const admitted = answers.filter((r) => r.overall_code === 'OK');
     assert.equal(admitted.length, 5);
@@ -60,8 +68,14 @@ describe('the rate limit service of floodgate serve on a real Redis', () => {
     // The service's calls go through the gateway's store (timed in its metrics); concurrent
     // single-descriptor calls share the tick's batch script, so at most one round trip per call.
     const roundTrips = metricValue(metrics, 'floodgate_store_duration_seconds_count', { result: 'ok' });
-    assert.ok(roundTrips >= 1 && roundTrips <= 6, `the service's round trips are the gateway store's, at most one per call: ${roundTrips}`);
-    assert.equal(metricValue(metrics, 'floodgate_ratelimit_service_decisions_total', { domain: 'api', descriptor: 'tenant' }), 6);
+    assert.ok(
+      roundTrips >= 1 && roundTrips <= 6,
+      `the service's round trips are the gateway store's, at most one per call: ${roundTrips}`,
+    );
+    assert.equal(
+      metricValue(metrics, 'floodgate_ratelimit_service_decisions_total', { domain: 'api', descriptor: 'tenant' }),
+      6,
+    );
   });
 
   it('answers a call in flight while Redis hangs before exiting on SIGTERM', async () => {

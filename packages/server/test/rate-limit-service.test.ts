@@ -75,7 +75,10 @@ describe('floodgate serve with a rateLimitService', () => {
     assert.equal((await call(gw.url('/api/hello'))).status, 200);
     const first = await grpc.call(rl('api', [[['tenant', 'acme']], [['user', 'ann']]]));
     assert.equal(first.overall_code, 'OK');
-    assert.deepEqual(first.statuses.map((s) => s.limit_remaining), [4, 2]);
+    assert.deepEqual(
+      first.statuses.map((s) => s.limit_remaining),
+      [4, 2],
+    );
     assert.equal(first.statuses[1]!.current_limit!.requests_per_unit, 3);
     const json = await postJson(httpPort, '/v1/decide', rl('api', [[['tenant', 'acme']]]));
     assert.equal(json.status, 200);
@@ -88,14 +91,40 @@ describe('floodgate serve with a rateLimitService', () => {
 
   it('counts the service decisions in the gateway metrics, by domain, descriptor and outcome', async () => {
     const metrics = (await call(gw.adminUrl('/metrics'))).body;
-    assert.equal(metricValue(metrics, 'floodgate_ratelimit_service_decisions_total', { domain: 'api', descriptor: 'tenant', outcome: 'admitted' }), 2);
-    assert.equal(metricValue(metrics, 'floodgate_ratelimit_service_decisions_total', { domain: 'api', descriptor: 'user', outcome: 'admitted' }), 3);
-    assert.equal(metricValue(metrics, 'floodgate_ratelimit_service_decisions_total', { domain: 'api', descriptor: 'user', outcome: 'limited' }), 1);
-    assert.equal(metricValue(metrics, 'floodgate_decisions_total', { route: 'api', rule: 'per-ip', outcome: 'admitted' }), 1);
+    assert.equal(
+      metricValue(metrics, 'floodgate_ratelimit_service_decisions_total', {
+        domain: 'api',
+        descriptor: 'tenant',
+        outcome: 'admitted',
+      }),
+      2,
+    );
+    assert.equal(
+      metricValue(metrics, 'floodgate_ratelimit_service_decisions_total', {
+        domain: 'api',
+        descriptor: 'user',
+        outcome: 'admitted',
+      }),
+      3,
+    );
+    assert.equal(
+      metricValue(metrics, 'floodgate_ratelimit_service_decisions_total', {
+        domain: 'api',
+        descriptor: 'user',
+        outcome: 'limited',
+      }),
+      1,
+    );
+    assert.equal(
+      metricValue(metrics, 'floodgate_decisions_total', { route: 'api', rule: 'per-ip', outcome: 'admitted' }),
+      1,
+    );
   });
 
   it('shows the service in the admin config dump', async () => {
-    const dump = JSON.parse((await call(gw.adminUrl('/admin/config'), { headers: { authorization: `Bearer ${TOKEN}` } })).body) as { rateLimitService: { domains: string[]; descriptorFiles: string[]; grpcPort: number } };
+    const dump = JSON.parse(
+      (await call(gw.adminUrl('/admin/config'), { headers: { authorization: `Bearer ${TOKEN}` } })).body,
+    ) as { rateLimitService: { domains: string[]; descriptorFiles: string[]; grpcPort: number } };
     assert.deepEqual(dump.rateLimitService.domains, ['api']);
     assert.deepEqual(dump.rateLimitService.descriptorFiles, [descriptorFile]);
   });
@@ -107,16 +136,26 @@ describe('floodgate serve with a rateLimitService', () => {
     assert.equal(reloaded.why, 'file changed');
     const after = await grpc.call(rl('api', [[['tenant', 'acme']], [['user', 'ann']]]));
     // tenant (unchanged): 2 of 5 used before, so 2 left after this one; user (changed) counts afresh under its new limit.
-    assert.deepEqual(after.statuses.map((s) => s.limit_remaining), [2, 9]);
+    assert.deepEqual(
+      after.statuses.map((s) => s.limit_remaining),
+      [2, 9],
+    );
     assert.equal(after.statuses[1]!.current_limit!.requests_per_unit, 10);
   });
 
   it('refuses a bad descriptor file with its line, and keeps serving the previous config', async () => {
     const from = gw.logs.length;
-    await writeFile(descriptorFile, descriptors(10).replace('unit: hour, requests_per_unit: 10', 'unit: fortnight, requests_per_unit: 10'));
+    await writeFile(
+      descriptorFile,
+      descriptors(10).replace('unit: hour, requests_per_unit: 10', 'unit: fortnight, requests_per_unit: 10'),
+    );
     const refused = await gw.waitForLog('config reload rejected; the running config stays in force', from, 5_000);
     const problems = (refused.problems as string[]).join('\n');
-    assert.match(problems, new RegExp(`${descriptorFile.replace(/[.\\/]/g, '\\$&')}:6:\\d+ descriptors\\[1\\]\\.rate_limit\\.unit: `), problems);
+    assert.match(
+      problems,
+      new RegExp(`${descriptorFile.replace(/[.\\/]/g, '\\$&')}:6:\\d+ descriptors\\[1\\]\\.rate_limit\\.unit: `),
+      problems,
+    );
     const still = await grpc.call(rl('api', [[['user', 'bob']]]));
     assert.equal(still.statuses[0]!.current_limit!.requests_per_unit, 10);
     const metrics = (await call(gw.adminUrl('/metrics'))).body;

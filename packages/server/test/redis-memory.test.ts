@@ -48,7 +48,10 @@ describe('floodgate serve checks the memory settings of its Redis', () => {
     try {
       const checked = await gateway.waitForLog('store memory checked');
       assert.equal((checked as { risks?: unknown }).risks, 0);
-      assert.equal(gateway.logs.some((l) => l.msg === 'store memory: a throttled key could be evicted'), false);
+      assert.equal(
+        gateway.logs.some((l) => l.msg === 'store memory: a throttled key could be evicted'),
+        false,
+      );
     } finally {
       await gateway.stop();
     }

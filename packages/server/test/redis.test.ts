@@ -48,7 +48,10 @@ describe('floodgate serve on a real Redis', () => {
     redis = await startRedisServer();
     upstream = await startUpstream();
     const prefix = `fg-gw-test-${process.pid}:`;
-    [a, b] = await Promise.all([startGateway(config(redis.ports[0]!, upstream.origin, prefix)), startGateway(config(redis.ports[0]!, upstream.origin, prefix))]);
+    [a, b] = await Promise.all([
+      startGateway(config(redis.ports[0]!, upstream.origin, prefix)),
+      startGateway(config(redis.ports[0]!, upstream.origin, prefix)),
+    ]);
     await Promise.all([a.waitForLog('ready'), b.waitForLog('ready')]);
   });
   after(async () => {
@@ -60,21 +63,40 @@ describe('floodgate serve on a real Redis', () => {
   it('two gateway processes hold one shared limit exactly', async () => {
     const replies: Reply[] = [];
     // 30 requests, 3 at a time, spread over both gateways.
-    for (let i = 0; i < 10; i++) replies.push(...(await Promise.all([call(a.url('/shared')), call(b.url('/shared')), call(i % 2 === 0 ? a.url('/shared') : b.url('/shared'))])));
+    for (let i = 0; i < 10; i++)
+      replies.push(
+        ...(await Promise.all([
+          call(a.url('/shared')),
+          call(b.url('/shared')),
+          call(i % 2 === 0 ? a.url('/shared') : b.url('/shared')),
+        ])),
+      );
     assert.equal(replies.filter((r) => r.status === 200).length, 10);
     assert.equal(replies.filter((r) => r.status === 429).length, 20);
-    const remaining = replies.filter((r) => r.status === 200).map((r) => Number(/r=(\d+)/.exec(String(r.headers.ratelimit))![1]));
-    assert.deepEqual(remaining.sort((x, y) => x - y), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 'each admission saw the one shared count');
+    const remaining = replies
+      .filter((r) => r.status === 200)
+      .map((r) => Number(/r=(\d+)/.exec(String(r.headers.ratelimit))![1]));
+    assert.deepEqual(
+      remaining.sort((x, y) => x - y),
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+      'each admission saw the one shared count',
+    );
   });
 
   it('never refuses a neighbour on the same address for a charge taken back: the refusals of an exhausted user charge nothing', async () => {
     const as = (user: string): Promise<Reply> => call(a.url('/neighbours'), { headers: { 'x-user': user } });
-    assert.deepEqual((await Promise.all([as('greedy'), as('greedy')])).map((r) => r.status), [200, 200]);
+    assert.deepEqual(
+      (await Promise.all([as('greedy'), as('greedy')])).map((r) => r.status),
+      [200, 200],
+    );
     // 60 refused requests of the exhausted user race 20 neighbours for the address's last 21 units.
     const greedy = Array.from({ length: 60 }, () => as('greedy'));
     const neighbours = Array.from({ length: 20 }, (_, i) => as(`neighbour-${i}`));
     const [g, n] = await Promise.all([Promise.all(greedy), Promise.all(neighbours)]);
-    assert.ok(g.every((r) => r.status === 429 && /"user"/.test(r.body)), 'every request of the exhausted user is refused by its user rule');
+    assert.ok(
+      g.every((r) => r.status === 429 && /"user"/.test(r.body)),
+      'every request of the exhausted user is refused by its user rule',
+    );
     const wrong = n.filter((r) => r.status !== 200);
     assert.equal(wrong.length, 0, `neighbours refused: ${wrong.map((r) => r.body).join(' | ')}`);
     const last = await as('neighbour-last');
@@ -135,23 +157,40 @@ describe('floodgate serve on a real Redis', () => {
 });
 
 describe('floodgate serve on a real Redis Cluster', () => {
-  it('two gateway processes hold one shared limit exactly, per key, across the cluster\'s slots', async () => {
+  it("two gateway processes hold one shared limit exactly, per key, across the cluster's slots", async () => {
     const cluster = await startRedisCluster();
     const upstream = await startUpstream();
     const nodes = cluster.ports.map((p) => `"redis://127.0.0.1:${p}"`).join(', ');
-    const yaml = config(0, upstream.origin, '', `store: { type: redis, nodes: [${nodes}], timeoutMs: 1000, onError: fail-closed }`).replace(/key: \{ type: route \}/, 'key: { type: header, name: x-tenant }');
+    const yaml = config(
+      0,
+      upstream.origin,
+      '',
+      `store: { type: redis, nodes: [${nodes}], timeoutMs: 1000, onError: fail-closed }`,
+    ).replace(/key: \{ type: route \}/, 'key: { type: header, name: x-tenant }');
     const gateways = await Promise.all([startGateway(yaml), startGateway(yaml)]);
     try {
       await Promise.all(gateways.map((g) => g.waitForLog('ready')));
       const tenants = ['alpha', 'beta', 'gamma', 'delta'];
       const replies = await Promise.all(
-        Array.from({ length: 64 }, (_, i) => call(gateways[i % 2]!.url('/shared'), { headers: { 'x-tenant': tenants[i % 4]! } }).then((r) => ({ tenant: tenants[i % 4]!, r }))),
+        Array.from({ length: 64 }, (_, i) =>
+          call(gateways[i % 2]!.url('/shared'), { headers: { 'x-tenant': tenants[i % 4]! } }).then((r) => ({
+            tenant: tenants[i % 4]!,
+            r,
+          })),
+        ),
       );
       for (const t of tenants) {
         const mine = replies.filter((x) => x.tenant === t);
-        assert.equal(mine.filter((x) => x.r.status === 200).length, 10, `${t}: exactly the limit admitted across both gateways`);
+        assert.equal(
+          mine.filter((x) => x.r.status === 200).length,
+          10,
+          `${t}: exactly the limit admitted across both gateways`,
+        );
         assert.equal(mine.filter((x) => x.r.status === 429).length, 6);
-        assert.ok(mine.every((x) => x.r.headers['floodgate-degraded'] === undefined), 'every decision was made by Redis');
+        assert.ok(
+          mine.every((x) => x.r.headers['floodgate-degraded'] === undefined),
+          'every decision was made by Redis',
+        );
       }
     } finally {
       await Promise.all(gateways.map((g) => g.stop()));

@@ -34,12 +34,33 @@ describe('forwarding headers', () => {
   const facts = { peer: '192.0.2.7', proto: 'http', trusted: false };
 
   it('drop hop-by-hop fields, those the Connection header names, and Host', () => {
-    const out = upstreamHeaders({ host: 'gw', connection: 'keep-alive, X-Secret', 'x-secret': '1', 'keep-alive': 'timeout=5', te: 'trailers', 'proxy-authorization': 'x', upgrade: 'h2c', accept: 'text/plain' }, facts);
-    assert.deepEqual(Object.keys(out).sort(), ['accept', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto']);
+    const out = upstreamHeaders(
+      {
+        host: 'gw',
+        connection: 'keep-alive, X-Secret',
+        'x-secret': '1',
+        'keep-alive': 'timeout=5',
+        te: 'trailers',
+        'proxy-authorization': 'x',
+        upgrade: 'h2c',
+        accept: 'text/plain',
+      },
+      facts,
+    );
+    assert.deepEqual(Object.keys(out).sort(), [
+      'accept',
+      'forwarded',
+      'x-forwarded-for',
+      'x-forwarded-host',
+      'x-forwarded-proto',
+    ]);
   });
 
   it('start the forwarding fields afresh from an untrusted peer, so a client cannot forge them', () => {
-    const out = upstreamHeaders({ host: 'example.com', 'x-forwarded-for': '10.0.0.1', forwarded: 'for=10.0.0.1', 'x-forwarded-proto': 'https' }, facts);
+    const out = upstreamHeaders(
+      { host: 'example.com', 'x-forwarded-for': '10.0.0.1', forwarded: 'for=10.0.0.1', 'x-forwarded-proto': 'https' },
+      facts,
+    );
     assert.equal(out['x-forwarded-for'], '192.0.2.7');
     assert.equal(out['x-forwarded-proto'], 'http');
     assert.equal(out['x-forwarded-host'], 'example.com');
@@ -47,14 +68,28 @@ describe('forwarding headers', () => {
   });
 
   it('append to the forwarding fields of a trusted peer, quoting IPv6 in Forwarded', () => {
-    const out = upstreamHeaders({ host: 'example.com:8443', 'x-forwarded-for': '10.0.0.1', forwarded: 'for=10.0.0.1', 'x-forwarded-proto': 'https' }, { peer: '2001:db8::1', proto: 'http', trusted: true });
+    const out = upstreamHeaders(
+      {
+        host: 'example.com:8443',
+        'x-forwarded-for': '10.0.0.1',
+        forwarded: 'for=10.0.0.1',
+        'x-forwarded-proto': 'https',
+      },
+      { peer: '2001:db8::1', proto: 'http', trusted: true },
+    );
     assert.equal(out['x-forwarded-for'], '10.0.0.1, 2001:db8::1');
     assert.equal(out['x-forwarded-proto'], 'https');
     assert.equal(out.forwarded, 'for=10.0.0.1, for="[2001:db8::1]";host="example.com:8443";proto=http');
   });
 
   it('drop hop-by-hop fields of responses too', () => {
-    const out = downstreamHeaders({ connection: 'close, x-hop', 'x-hop': '1', 'transfer-encoding': 'chunked', 'content-type': 'text/plain', 'set-cookie': ['a=1', 'b=2'] });
+    const out = downstreamHeaders({
+      connection: 'close, x-hop',
+      'x-hop': '1',
+      'transfer-encoding': 'chunked',
+      'content-type': 'text/plain',
+      'set-cookie': ['a=1', 'b=2'],
+    });
     assert.deepEqual(out, { 'content-type': 'text/plain', 'set-cookie': ['a=1', 'b=2'] });
   });
 
@@ -94,8 +129,16 @@ describe('JWT claims', () => {
 
 describe('redaction', () => {
   it('hides tokens, secrets, passwords and URL passwords', () => {
-    const out = redactConfig({ admin: { token: 'abc', port: 1 }, store: { url: 'redis://user:hunter2@host:1' }, routes: [{ rules: [{ key: { secret: 's' } }] }] });
+    const out = redactConfig({
+      admin: { token: 'abc', port: 1 },
+      store: { url: 'redis://user:hunter2@host:1' },
+      routes: [{ rules: [{ key: { secret: 's' } }] }],
+    });
     assert.equal(JSON.stringify(out).includes('hunter2'), false);
-    assert.deepEqual(out, { admin: { token: '[redacted]', port: 1 }, store: { url: 'redis://user:[redacted]@host:1' }, routes: [{ rules: [{ key: { secret: '[redacted]' } }] }] });
+    assert.deepEqual(out, {
+      admin: { token: '[redacted]', port: 1 },
+      store: { url: 'redis://user:[redacted]@host:1' },
+      routes: [{ rules: [{ key: { secret: '[redacted]' } }] }],
+    });
   });
 });

@@ -40,7 +40,9 @@ export async function buildDist(packager: Packager, distDir: string): Promise<st
   await rm(distDir, { recursive: true, force: true });
   const tscBin = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   try {
-    await run(process.execPath, [tscBin, '-p', join(packager.packageDir, 'tsconfig.build.json'), '--outDir', distDir], { cwd: packager.packageDir });
+    await run(process.execPath, [tscBin, '-p', join(packager.packageDir, 'tsconfig.build.json'), '--outDir', distDir], {
+      cwd: packager.packageDir,
+    });
   } catch (error) {
     const out = (error as { stdout?: string }).stdout ?? '';
     throw new Error(`tsc -p ${packager.packageDir}/tsconfig.build.json failed:\n${out}`, { cause: error });
@@ -51,7 +53,10 @@ export async function buildDist(packager: Packager, distDir: string): Promise<st
 /** stagePackage builds into `stageDir/dist` and lays out beside it what the tarball carries; it returns `stageDir`. */
 export async function stagePackage(packager: Packager, stageDir: string): Promise<string> {
   await mkdir(stageDir, { recursive: true });
-  const workspace = JSON.parse(await readFile(join(packager.packageDir, 'package.json'), 'utf8')) as Record<string, unknown>;
+  const workspace = JSON.parse(await readFile(join(packager.packageDir, 'package.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
   await buildDist(packager, join(stageDir, 'dist'));
   await writeFile(join(stageDir, 'package.json'), `${JSON.stringify(publishedManifest(workspace), null, 2)}\n`);
   const copies = [

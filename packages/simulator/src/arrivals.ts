@@ -65,7 +65,9 @@ class KeyNames {
  */
 export function generateArrivals(traffic: readonly TrafficSpec[], durationMs: number, seed: number): Arrivals {
   const names = new KeyNames();
-  const batches = traffic.map((spec, i) => generateSource(spec, durationMs, new SeededRandom(seed + 0x9e3779b9 * (i + 1)), names));
+  const batches = traffic.map((spec, i) =>
+    generateSource(spec, durationMs, new SeededRandom(seed + 0x9e3779b9 * (i + 1)), names),
+  );
   return mergeBatches(batches, names.names);
 }
 
@@ -88,7 +90,11 @@ function generateSource(spec: TrafficSpec, durationMs: number, random: SeededRan
 }
 
 /** Calls `emit` with each arrival time of a generated source, in increasing order. */
-function forEachTime(spec: Exclude<TrafficSpec, { type: 'trace' }>, random: SeededRandom, emit: (atMs: number) => void): void {
+function forEachTime(
+  spec: Exclude<TrafficSpec, { type: 'trace' }>,
+  random: SeededRandom,
+  emit: (atMs: number) => void,
+): void {
   switch (spec.type) {
     case 'constant':
       return evenly(spec.startMs, spec.endMs, spec.ratePerSecond, emit);
@@ -103,7 +109,12 @@ function forEachTime(spec: Exclude<TrafficSpec, { type: 'trace' }>, random: Seed
       return ramp(spec, emit);
     case 'poisson':
       if (spec.ratePerSecond <= 0) return;
-      for (let t = spec.startMs + random.exponential(spec.ratePerSecond / 1000); t < spec.endMs; t += random.exponential(spec.ratePerSecond / 1000)) emit(t);
+      for (
+        let t = spec.startMs + random.exponential(spec.ratePerSecond / 1000);
+        t < spec.endMs;
+        t += random.exponential(spec.ratePerSecond / 1000)
+      )
+        emit(t);
       return;
     case 'on-off':
       for (let cycle = spec.startMs; cycle < spec.endMs; cycle += spec.onMs + spec.offMs) {
@@ -121,7 +132,10 @@ function evenly(startMs: number, endMs: number, ratePerSecond: number, emit: (at
 }
 
 /** A rate moving linearly: the k-th arrival where the integrated rate reaches k + 1/2. */
-function ramp(spec: { fromPerSecond: number; toPerSecond: number; startMs: number; endMs: number }, emit: (atMs: number) => void): void {
+function ramp(
+  spec: { fromPerSecond: number; toPerSecond: number; startMs: number; endMs: number },
+  emit: (atMs: number) => void,
+): void {
   const lengthMs = spec.endMs - spec.startMs;
   if (lengthMs <= 0) return;
   const a = spec.fromPerSecond / 1000;
@@ -154,7 +168,13 @@ function keyPicker(spec: SourceBase, random: SeededRandom, names: KeyNames): () 
 function mergeBatches(batches: Batch[], keys: string[]): Arrivals {
   if (batches.length === 1) {
     const only = batches[0]!;
-    return { length: only.length, atMs: only.atMs.slice(0, only.length), keyIds: only.keyIds.slice(0, only.length), costs: only.costs.slice(0, only.length), keys };
+    return {
+      length: only.length,
+      atMs: only.atMs.slice(0, only.length),
+      keyIds: only.keyIds.slice(0, only.length),
+      costs: only.costs.slice(0, only.length),
+      keys,
+    };
   }
   const length = batches.reduce((n, b) => n + b.length, 0);
   const atMs = new Float64Array(length);
@@ -165,7 +185,8 @@ function mergeBatches(batches: Batch[], keys: string[]): Arrivals {
     let best = -1;
     for (let b = 0; b < batches.length; b++) {
       const h = heads[b]!;
-      if (h < batches[b]!.length && (best === -1 || batches[b]!.atMs[h]! < batches[best]!.atMs[heads[best]!]!)) best = b;
+      if (h < batches[b]!.length && (best === -1 || batches[b]!.atMs[h]! < batches[best]!.atMs[heads[best]!]!))
+        best = b;
     }
     const batch = batches[best]!;
     const h = heads[best]!++;

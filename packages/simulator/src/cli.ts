@@ -58,14 +58,19 @@ export async function runSimulateCommand(args: string[], io: CommandIo): Promise
     }
     const scenarioPath = resolve(io.cwd, flags.scenario);
     const scenario = await loadScenario(scenarioPath, flags.seed);
-    const report = scenario.service !== undefined ? reportOf(simulateService(scenario), SERVICE) : reportOf(await simulate(scenario), RATE_LIMIT);
+    const report =
+      scenario.service !== undefined
+        ? reportOf(simulateService(scenario), SERVICE)
+        : reportOf(await simulate(scenario), RATE_LIMIT);
     if (flags.out !== undefined) await writeOutputs(resolve(io.cwd, flags.out), report.files());
     io.stdout.write(flags.format === 'json' ? report.json : report.text);
     return 0;
   } catch (error) {
     if (!(error instanceof SimulatorError)) {
       // A fault of the simulator itself, not of the input: reported, never a crash of the CLI.
-      io.stderr.write(`floodgate simulate: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      io.stderr.write(
+        `floodgate simulate: internal error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
       return 1;
     }
     io.stderr.write(`floodgate simulate: ${error.message}\n`);
@@ -101,13 +106,24 @@ function readFlags(args: string[]): Flags {
     throw new SimulatorError('INVALID_ARGUMENT', (error as Error).message, 'args', { cause: error });
   }
   if (values.help === true) return { help: true, scenario: '', out: undefined, format: 'text', seed: undefined };
-  if (typeof values.scenario !== 'string') throw new SimulatorError('INVALID_ARGUMENT', '--scenario <file> is required', '--scenario');
+  if (typeof values.scenario !== 'string')
+    throw new SimulatorError('INVALID_ARGUMENT', '--scenario <file> is required', '--scenario');
   const format = values.format ?? 'text';
-  if (format !== 'text' && format !== 'json') throw new SimulatorError('INVALID_ARGUMENT', `--format must be text or json, got ${JSON.stringify(format)}`, '--format');
+  if (format !== 'text' && format !== 'json')
+    throw new SimulatorError(
+      'INVALID_ARGUMENT',
+      `--format must be text or json, got ${JSON.stringify(format)}`,
+      '--format',
+    );
   let seed: number | undefined;
   if (values.seed !== undefined) {
     seed = Number(values.seed);
-    if (!/^\d+$/.test(String(values.seed)) || seed > 2 ** 32 - 1) throw new SimulatorError('INVALID_ARGUMENT', `--seed must be a whole number from 0 to 4294967295, got ${JSON.stringify(values.seed)}`, '--seed');
+    if (!/^\d+$/.test(String(values.seed)) || seed > 2 ** 32 - 1)
+      throw new SimulatorError(
+        'INVALID_ARGUMENT',
+        `--seed must be a whole number from 0 to 4294967295, got ${JSON.stringify(values.seed)}`,
+        '--seed',
+      );
   }
   return { help: false, scenario: values.scenario, out: values.out as string | undefined, format, seed };
 }
@@ -119,13 +135,20 @@ async function loadScenario(path: string, seed: number | undefined): Promise<Rec
   try {
     data = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
-    throw new SimulatorError('INVALID_SCENARIO', `${path} is not valid ${path.endsWith('.json') ? 'JSON' : 'YAML'}: ${(error as Error).message}`, path, { cause: error });
+    throw new SimulatorError(
+      'INVALID_SCENARIO',
+      `${path} is not valid ${path.endsWith('.json') ? 'JSON' : 'YAML'}: ${(error as Error).message}`,
+      path,
+      { cause: error },
+    );
   }
   new Fields(data, ''); // the top level must be an object before it is read below
   const scenario = { ...(data as Record<string, unknown>) };
   if (seed !== undefined) scenario.seed = seed;
   if (Array.isArray(scenario.traffic)) {
-    scenario.traffic = await Promise.all(scenario.traffic.map((source: unknown, i: number) => loadTraceFile(source, i, dirname(path))));
+    scenario.traffic = await Promise.all(
+      scenario.traffic.map((source: unknown, i: number) => loadTraceFile(source, i, dirname(path))),
+    );
   }
   return scenario;
 }
@@ -145,7 +168,9 @@ async function readText(path: string, field: string): Promise<string> {
   try {
     return await readFile(path, 'utf8');
   } catch (error) {
-    throw new SimulatorError('IO_ERROR', `cannot read ${path} (${field}): ${(error as Error).message}`, field, { cause: error });
+    throw new SimulatorError('IO_ERROR', `cannot read ${path} (${field}): ${(error as Error).message}`, field, {
+      cause: error,
+    });
   }
 }
 
@@ -170,19 +195,36 @@ function reportOf<R>(result: R, render: Renderers<R>): Report {
   const json = render.json(result);
   const files = (): Array<[string, string]> => {
     const charts = render.charts(result);
-    return [['report.html', render.html(result, charts)], ...charts.map((c): [string, string] => [`${c.id}.svg`, c.svg]), ['summary.json', json], ['summary.txt', text]];
+    return [
+      ['report.html', render.html(result, charts)],
+      ...charts.map((c): [string, string] => [`${c.id}.svg`, c.svg]),
+      ['summary.json', json],
+      ['summary.txt', text],
+    ];
   };
   return { text, json, files };
 }
 
-const RATE_LIMIT: Renderers<SimulationResult> = { text: renderTextSummary, json: renderJsonSummary, charts: renderCharts, html: renderHtmlReport };
-const SERVICE: Renderers<ServiceSimulationResult> = { text: renderServiceTextSummary, json: renderServiceJsonSummary, charts: renderServiceCharts, html: renderServiceHtmlReport };
+const RATE_LIMIT: Renderers<SimulationResult> = {
+  text: renderTextSummary,
+  json: renderJsonSummary,
+  charts: renderCharts,
+  html: renderHtmlReport,
+};
+const SERVICE: Renderers<ServiceSimulationResult> = {
+  text: renderServiceTextSummary,
+  json: renderServiceJsonSummary,
+  charts: renderServiceCharts,
+  html: renderServiceHtmlReport,
+};
 
 async function writeOutputs(dir: string, files: Array<[string, string]>): Promise<void> {
   try {
     await mkdir(dir, { recursive: true });
     for (const [name, content] of files) await writeFile(resolve(dir, name), content);
   } catch (error) {
-    throw new SimulatorError('IO_ERROR', `cannot write the report to ${dir}: ${(error as Error).message}`, '--out', { cause: error });
+    throw new SimulatorError('IO_ERROR', `cannot write the report to ${dir}: ${(error as Error).message}`, '--out', {
+      cause: error,
+    });
   }
 }

@@ -33,6 +33,7 @@ export class SimulatorError extends Error {
 /** describe returns a short rendering of a bad value for an error message. */
 export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  if (typeof value === 'number' || typeof value === 'boolean' || value === undefined || value === null) return String(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === undefined || value === null)
+    return String(value);
   return Array.isArray(value) ? 'an array' : typeof value;
 }

@@ -53,13 +53,20 @@ export class Fields {
     const value = this.raw(name);
     if (value === undefined && fallback !== undefined) return fallback;
     const where = this.at(name);
-    if (typeof value !== 'number' || Number.isNaN(value)) throw invalid(where, `must be a number, got ${describe(value)}`);
-    if (rule.integer === true && !Number.isSafeInteger(value)) throw invalid(where, `must be a whole number, got ${describe(value)}`);
-    if (!Number.isFinite(value) && rule.max !== Infinity) throw invalid(where, `must be finite, got ${describe(value)}`);
+    if (typeof value !== 'number' || Number.isNaN(value))
+      throw invalid(where, `must be a number, got ${describe(value)}`);
+    if (rule.integer === true && !Number.isSafeInteger(value))
+      throw invalid(where, `must be a whole number, got ${describe(value)}`);
+    if (!Number.isFinite(value) && rule.max !== Infinity)
+      throw invalid(where, `must be finite, got ${describe(value)}`);
     if (rule.min !== undefined && (rule.above === true ? value <= rule.min : value < rule.min)) {
-      throw invalid(where, `must be ${rule.above === true ? 'greater than' : 'at least'} ${rule.min}, got ${describe(value)}`);
+      throw invalid(
+        where,
+        `must be ${rule.above === true ? 'greater than' : 'at least'} ${rule.min}, got ${describe(value)}`,
+      );
     }
-    if (rule.max !== undefined && value > rule.max) throw invalid(where, `must be at most ${rule.max}, got ${describe(value)}`);
+    if (rule.max !== undefined && value > rule.max)
+      throw invalid(where, `must be at most ${rule.max}, got ${describe(value)}`);
     return value;
   }
 
@@ -72,7 +79,8 @@ export class Fields {
   string(name: string, fallback?: string): string {
     const value = this.raw(name);
     if (value === undefined && fallback !== undefined) return fallback;
-    if (typeof value !== 'string' || value === '') throw invalid(this.at(name), `must be a non-empty string, got ${describe(value)}`);
+    if (typeof value !== 'string' || value === '')
+      throw invalid(this.at(name), `must be a non-empty string, got ${describe(value)}`);
     return value;
   }
 
@@ -91,7 +99,8 @@ export class Fields {
     const value = this.raw(name);
     if (value === undefined && minLength === 0) return [];
     if (!Array.isArray(value)) throw invalid(this.at(name), `must be a list, got ${describe(value)}`);
-    if (value.length < minLength) throw invalid(this.at(name), `must hold at least ${minLength} item(s), got ${value.length}`);
+    if (value.length < minLength)
+      throw invalid(this.at(name), `must hold at least ${minLength} item(s), got ${value.length}`);
     return value;
   }
 

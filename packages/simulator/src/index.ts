@@ -6,10 +6,26 @@
  */
 export { simulate, runLane, type LaneResult, type SimulationResult } from './simulate.js';
 export { parseScenario } from './parse-scenario.js';
-export type { DistributionSpec, KeySpread, LaneSpec, OutageSpec, PolicySpec, Scenario, TraceRow, TrafficSpec } from './scenario.js';
+export type {
+  DistributionSpec,
+  KeySpread,
+  LaneSpec,
+  OutageSpec,
+  PolicySpec,
+  Scenario,
+  TraceRow,
+  TrafficSpec,
+} from './scenario.js';
 export { generateArrivals, type Arrivals } from './arrivals.js';
 export { parseTrace, traceFormatOf } from './trace.js';
-export { maxInAnyWindow, percentiles, scoreLane, type KeyTimeline, type Score, type WaitPercentiles } from './oracle.js';
+export {
+  maxInAnyWindow,
+  percentiles,
+  scoreLane,
+  type KeyTimeline,
+  type Score,
+  type WaitPercentiles,
+} from './oracle.js';
 export { promiseOf, buildAlgorithm, describePolicy, type PolicyPromise } from './policy.js';
 export { SeededRandom, ZipfSampler } from './random.js';
 export { SimulatorError, type SimulatorErrorCode } from './errors.js';
@@ -19,9 +35,25 @@ export { renderCharts, type Chart } from './render/charts.js';
 export { renderHtmlReport } from './render/html-report.js';
 export { renderJsonSummary, renderTextSummary, summaryJson } from './render/summary.js';
 export { renderLineChart, type ChartLine, type ChartSeries, type LineChartOptions } from './render/svg-chart.js';
-export { simulateService, describeProtection, type ServiceLaneResult, type ServiceSimulationResult, type TierTotals } from './service/simulate-service.js';
+export {
+  simulateService,
+  describeProtection,
+  type ServiceLaneResult,
+  type ServiceSimulationResult,
+  type TierTotals,
+} from './service/simulate-service.js';
 export { parseServiceScenario } from './service/parse-service.js';
-export type { AdaptiveSpec, CapacityStep, Protection, ProtectionLaneSpec, RetrySpec, ServiceScenario, ServiceSpec, ServiceTimeSpec, TierSpec } from './service/spec.js';
+export type {
+  AdaptiveSpec,
+  CapacityStep,
+  Protection,
+  ProtectionLaneSpec,
+  RetrySpec,
+  ServiceScenario,
+  ServiceSpec,
+  ServiceTimeSpec,
+  TierSpec,
+} from './service/spec.js';
 export type { ServicePhase } from './service/capacity.js';
 export type { LevelSeries, TierSeries } from './service/meter.js';
 export { ServiceTime, inverseNormal, lognormalSigma } from './service/service-time.js';

@@ -42,7 +42,11 @@ export interface KeyTimeline {
  * (t - windowMs, t] plus its own is at most `guaranteed`. Exact, and linear in the requests
  * (plus a sort of any key admitted out of order); one typed array per measure, none per key.
  */
-export function scoreLane(arrivals: Arrivals, admittedAtMs: Float64Array, promise: PolicyPromise): { score: Score; hottest: KeyTimeline } {
+export function scoreLane(
+  arrivals: Arrivals,
+  admittedAtMs: Float64Array,
+  promise: PolicyPromise,
+): { score: Score; hottest: KeyTimeline } {
   const admissions = admissionsByKey(arrivals, admittedAtMs);
   const { offsets, atMs, costs } = admissions;
   const scratch = new Int32Array(atMs.length);
@@ -51,7 +55,10 @@ export function scoreLane(arrivals: Arrivals, admittedAtMs: Float64Array, promis
   let admittedCost = 0;
   let hottest = { key: 0, cost: -1 };
   for (let k = 0; k < arrivals.keys.length; k++) {
-    const timeline = { atMs: atMs.subarray(offsets[k]!, offsets[k + 1]!), costs: costs.subarray(offsets[k]!, offsets[k + 1]!) };
+    const timeline = {
+      atMs: atMs.subarray(offsets[k]!, offsets[k + 1]!),
+      costs: costs.subarray(offsets[k]!, offsets[k + 1]!),
+    };
     const slide = slideWindow(timeline, promise, scratch);
     maxInWindow = Math.max(maxInWindow, slide.max);
     overAdmitted += slide.over;
@@ -66,12 +73,16 @@ export function scoreLane(arrivals: Arrivals, admittedAtMs: Float64Array, promis
     admittedCost,
     maxInWindow,
     overAdmitted,
-    wronglyRefused: promise.guaranteed === undefined ? undefined : countWronglyRefused(arrivals, admittedAtMs, admissions, promise),
+    wronglyRefused:
+      promise.guaranteed === undefined ? undefined : countWronglyRefused(arrivals, admittedAtMs, admissions, promise),
     waitMs: percentiles(waits),
     hottestKey: arrivals.keys[hottest.key] ?? '',
   };
   const h = hottest.key;
-  return { score, hottest: { atMs: atMs.slice(offsets[h]!, offsets[h + 1]!), costs: costs.slice(offsets[h]!, offsets[h + 1]!) } };
+  return {
+    score,
+    hottest: { atMs: atMs.slice(offsets[h]!, offsets[h + 1]!), costs: costs.slice(offsets[h]!, offsets[h + 1]!) },
+  };
 }
 
 /** Admissions grouped by key (a counting sort): key k's are [offsets[k], offsets[k+1]), each key's in time order. */
@@ -85,12 +96,14 @@ function admissionsByKey(arrivals: Arrivals, admittedAtMs: Float64Array): Admiss
   // Here and below, `at === at` is false only for NaN: a refusal.
   const keyCount = arrivals.keys.length;
   const offsets = new Int32Array(keyCount + 1);
-  for (let i = 0; i < arrivals.length; i++) if (admittedAtMs[i] === admittedAtMs[i]) offsets[arrivals.keyIds[i]! + 1]!++;
+  for (let i = 0; i < arrivals.length; i++)
+    if (admittedAtMs[i] === admittedAtMs[i]) offsets[arrivals.keyIds[i]! + 1]!++;
   for (let k = 0; k < keyCount; k++) offsets[k + 1]! += offsets[k]!;
   const total = offsets[keyCount]!;
   const next = offsets.slice(0, keyCount);
   const order = new Int32Array(total);
-  for (let i = 0; i < arrivals.length; i++) if (admittedAtMs[i] === admittedAtMs[i]) order[next[arrivals.keyIds[i]!]!++] = i;
+  for (let i = 0; i < arrivals.length; i++)
+    if (admittedAtMs[i] === admittedAtMs[i]) order[next[arrivals.keyIds[i]!]!++] = i;
   for (let k = 0; k < keyCount; k++) sortSegment(order.subarray(offsets[k]!, offsets[k + 1]!), admittedAtMs);
   const atMs = new Float64Array(total);
   const costs = new Float64Array(total);
@@ -118,7 +131,11 @@ function sortSegment(segment: Int32Array, admittedAtMs: Float64Array): void {
  * keeps each admission that fits among those it kept, and counts the others. For unit costs no
  * smaller set of removals leaves every window within the promise.
  */
-function slideWindow(timeline: KeyTimeline, promise: PolicyPromise, kept: Int32Array = new Int32Array(timeline.atMs.length)): { max: number; over: number; total: number } {
+function slideWindow(
+  timeline: KeyTimeline,
+  promise: PolicyPromise,
+  kept: Int32Array = new Int32Array(timeline.atMs.length),
+): { max: number; over: number; total: number } {
   const { atMs, costs } = timeline;
   const windowMs = promise.windowMs;
   const slack = 1e-9 * Math.max(1, promise.maxAdmitted);
@@ -152,7 +169,12 @@ function slideWindow(timeline: KeyTimeline, promise: PolicyPromise, kept: Int32A
  * Refusals made while their key's window, admissions up to then, held room under `guaranteed`.
  * One pass in arrival order, with a window (two cursors and a sum) per key.
  */
-function countWronglyRefused(arrivals: Arrivals, admittedAtMs: Float64Array, admissions: Admissions, promise: PolicyPromise): number {
+function countWronglyRefused(
+  arrivals: Arrivals,
+  admittedAtMs: Float64Array,
+  admissions: Admissions,
+  promise: PolicyPromise,
+): number {
   const guaranteed = promise.guaranteed!;
   const slack = 1e-9 * Math.max(1, guaranteed);
   const { offsets, atMs, costs } = admissions;
@@ -196,7 +218,8 @@ function waitsOf(arrivals: Arrivals, admittedAtMs: Float64Array, admitted: numbe
 
 /** percentiles returns nearest-rank percentiles of `sorted` (ascending); all 0 when empty. */
 export function percentiles(sorted: Float64Array): WaitPercentiles {
-  const rank = (p: number): number => (sorted.length === 0 ? 0 : sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]!);
+  const rank = (p: number): number =>
+    sorted.length === 0 ? 0 : sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]!;
   return { p50: rank(0.5), p90: rank(0.9), p99: rank(0.99), max: rank(1) };
 }
 

@@ -1,5 +1,11 @@
 import { Fields, invalid } from './fields.js';
-import { LIMITER_POLICIES, type DistributionSpec, type LaneSpec, type OutageSpec, type PolicySpec } from './scenario.js';
+import {
+  LIMITER_POLICIES,
+  type DistributionSpec,
+  type LaneSpec,
+  type OutageSpec,
+  type PolicySpec,
+} from './scenario.js';
 
 const POLICY_TYPES = [...LIMITER_POLICIES, 'shaping-queue', 'smooth-bursty', 'smooth-warming-up'] as const;
 const POSITIVE = { min: 0, above: true };
@@ -13,10 +19,12 @@ export function parseLane(value: unknown, path: string): LaneSpec {
   const maxWaitMs = f.number('maxWaitMs', { min: 0, max: Infinity }, Infinity);
   const isLimiter = (LIMITER_POLICIES as readonly string[]).includes(policy.type);
   if (!isLimiter && f.has('mode')) throw invalid(f.at('mode'), `does not apply to ${policy.type}, which always queues`);
-  if (isLimiter && mode === 'refuse' && f.has('maxWaitMs')) throw invalid(f.at('maxWaitMs'), "applies only with mode 'wait' (refuse mode never waits)");
+  if (isLimiter && mode === 'refuse' && f.has('maxWaitMs'))
+    throw invalid(f.at('maxWaitMs'), "applies only with mode 'wait' (refuse mode never waits)");
   let distribution: DistributionSpec | undefined;
   if (f.has('distribution')) {
-    if (!isLimiter || mode !== 'refuse') throw invalid(f.at('distribution'), 'applies only to a limiter policy in refuse mode');
+    if (!isLimiter || mode !== 'refuse')
+      throw invalid(f.at('distribution'), 'applies only to a limiter policy in refuse mode');
     distribution = parseDistribution(f.raw('distribution'), f.at('distribution'));
   }
   f.done();
@@ -43,15 +51,38 @@ function readPolicy(f: Fields, type: (typeof POLICY_TYPES)[number]): PolicySpec 
     case 'sliding-window-log':
       return { type, limit: f.number('limit', POSITIVE), windowMs: windowMs() };
     case 'sliding-window-counter':
-      return { type, limit: f.number('limit', POSITIVE), windowMs: windowMs(), subWindows: f.optionalNumber('subWindows', { min: 1, integer: true }) };
+      return {
+        type,
+        limit: f.number('limit', POSITIVE),
+        windowMs: windowMs(),
+        subWindows: f.optionalNumber('subWindows', { min: 1, integer: true }),
+      };
     case 'gcra':
-      return { type, rate: f.number('rate', POSITIVE), periodMs: f.number('periodMs', POSITIVE), maxBurst: f.number('maxBurst', { min: 0, integer: true }) };
+      return {
+        type,
+        rate: f.number('rate', POSITIVE),
+        periodMs: f.number('periodMs', POSITIVE),
+        maxBurst: f.number('maxBurst', { min: 0, integer: true }),
+      };
     case 'shaping-queue':
-      return { type, intervalMs: f.number('intervalMs', POSITIVE), capacity: f.number('capacity', { min: 0, max: Infinity }) };
+      return {
+        type,
+        intervalMs: f.number('intervalMs', POSITIVE),
+        capacity: f.number('capacity', { min: 0, max: Infinity }),
+      };
     case 'smooth-bursty':
-      return { type, permitsPerSecond: f.number('permitsPerSecond', POSITIVE), maxBurstSeconds: f.number('maxBurstSeconds', { min: 0 }, 1) };
+      return {
+        type,
+        permitsPerSecond: f.number('permitsPerSecond', POSITIVE),
+        maxBurstSeconds: f.number('maxBurstSeconds', { min: 0 }, 1),
+      };
     case 'smooth-warming-up':
-      return { type, permitsPerSecond: f.number('permitsPerSecond', POSITIVE), warmupMs: f.number('warmupMs', POSITIVE), coldFactor: f.number('coldFactor', { min: 1 }, 3) };
+      return {
+        type,
+        permitsPerSecond: f.number('permitsPerSecond', POSITIVE),
+        warmupMs: f.number('warmupMs', POSITIVE),
+        coldFactor: f.number('coldFactor', { min: 1 }, 3),
+      };
   }
 }
 
@@ -71,9 +102,11 @@ function readSkew(f: Fields, nodes: number): number[] {
   if (f.has('skewMs') && f.has('maxSkewMs')) throw invalid(f.at('maxSkewMs'), 'cannot be given with skewMs');
   if (f.has('skewMs')) {
     const list = f.array('skewMs');
-    if (list.length !== nodes) throw invalid(f.at('skewMs'), `must hold one offset per node (${nodes}), got ${list.length}`);
+    if (list.length !== nodes)
+      throw invalid(f.at('skewMs'), `must hold one offset per node (${nodes}), got ${list.length}`);
     return list.map((v, i) => {
-      if (typeof v !== 'number' || !Number.isFinite(v)) throw invalid(`${f.at('skewMs')}[${i}]`, 'must be a finite number of ms');
+      if (typeof v !== 'number' || !Number.isFinite(v))
+        throw invalid(`${f.at('skewMs')}[${i}]`, 'must be a finite number of ms');
       return v;
     });
   }

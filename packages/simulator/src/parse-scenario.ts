@@ -24,13 +24,19 @@ const MAX_BUCKETS = 5000;
  */
 export function parseScenario(value: unknown): Scenario {
   const f = new Fields(value, '');
-  if (f.has('service')) throw invalid('service', 'makes this a service scenario, which simulateService runs (floodgate simulate picks it by this field)');
-  if (f.has('protections')) throw invalid('protections', 'applies only to a service scenario: add a service section, or list policies instead');
+  if (f.has('service'))
+    throw invalid(
+      'service',
+      'makes this a service scenario, which simulateService runs (floodgate simulate picks it by this field)',
+    );
+  if (f.has('protections'))
+    throw invalid('protections', 'applies only to a service scenario: add a service section, or list policies instead');
   const { seed, durationMs, bucketMs, traffic } = parseCommon(f);
   const policies = f.array('policies', 1).map((p, i) => parseLane(p, `policies[${i}]`));
   const names = new Set<string>();
   for (const [i, lane] of policies.entries()) {
-    if (names.has(lane.name)) throw invalid(`policies[${i}].name`, `repeats the name ${JSON.stringify(lane.name)}; lane names must be unique`);
+    if (names.has(lane.name))
+      throw invalid(`policies[${i}].name`, `repeats the name ${JSON.stringify(lane.name)}; lane names must be unique`);
     names.add(lane.name);
   }
   f.done();
@@ -50,7 +56,11 @@ export function parseCommon(f: Fields): CommonFields {
   const seed = f.number('seed', { integer: true, min: 0, max: 2 ** 32 - 1 }, 1);
   const durationMs = f.number('durationMs', { min: 1, max: MAX_DURATION_MS });
   const bucketMs = f.number('bucketMs', { min: 0, above: true }, Math.max(1, Math.round(durationMs / 100)));
-  if (durationMs / bucketMs > MAX_BUCKETS) throw invalid('bucketMs', `cuts durationMs into more than ${MAX_BUCKETS} steps; use at least ${Math.ceil(durationMs / MAX_BUCKETS)}`);
+  if (durationMs / bucketMs > MAX_BUCKETS)
+    throw invalid(
+      'bucketMs',
+      `cuts durationMs into more than ${MAX_BUCKETS} steps; use at least ${Math.ceil(durationMs / MAX_BUCKETS)}`,
+    );
   const traffic = f.array('traffic', 1).map((t, i) => parseTraffic(t, `traffic[${i}]`, durationMs));
   checkArrivalCount(traffic);
   return { seed, durationMs, bucketMs, traffic };
@@ -80,7 +90,10 @@ function checkArrivalCount(traffic: TrafficSpec[]): void {
   for (const [i, spec] of traffic.entries()) {
     total += expectedArrivals(spec);
     if (total > MAX_ARRIVALS) {
-      throw invalid(`traffic[${i}]`, `brings the scenario to about ${Math.round(total)} requests, more than the ${MAX_ARRIVALS} a run may hold; lower the rate or durationMs`);
+      throw invalid(
+        `traffic[${i}]`,
+        `brings the scenario to about ${Math.round(total)} requests, more than the ${MAX_ARRIVALS} a run may hold; lower the rate or durationMs`,
+      );
     }
   }
 }

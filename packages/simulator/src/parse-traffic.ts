@@ -14,7 +14,11 @@ export function parseTraffic(value: unknown, path: string, durationMs: number): 
   return spec;
 }
 
-function parseGenerated(f: Fields, type: Exclude<(typeof TRAFFIC_TYPES)[number], 'trace'>, durationMs: number): TrafficSpec {
+function parseGenerated(
+  f: Fields,
+  type: Exclude<(typeof TRAFFIC_TYPES)[number], 'trace'>,
+  durationMs: number,
+): TrafficSpec {
   const base = parseBase(f);
   const span = () => {
     const startMs = f.number('startMs', MS, 0);
@@ -27,7 +31,13 @@ function parseGenerated(f: Fields, type: Exclude<(typeof TRAFFIC_TYPES)[number],
     case 'poisson':
       return { ...base, type, ratePerSecond: f.number('ratePerSecond', RATE), ...span() };
     case 'burst':
-      return { ...base, type, atMs: f.number('atMs', MS), count: f.number('count', { min: 1, integer: true, max: 1e8 }), spreadMs: f.number('spreadMs', MS, 0) };
+      return {
+        ...base,
+        type,
+        atMs: f.number('atMs', MS),
+        count: f.number('count', { min: 1, integer: true, max: 1e8 }),
+        spreadMs: f.number('spreadMs', MS, 0),
+      };
     case 'boundary-burst':
       return {
         ...base,
@@ -37,9 +47,22 @@ function parseGenerated(f: Fields, type: Exclude<(typeof TRAFFIC_TYPES)[number],
         gapMs: f.number('gapMs', { min: 0, above: true }, 1),
       };
     case 'ramp':
-      return { ...base, type, fromPerSecond: f.number('fromPerSecond', RATE), toPerSecond: f.number('toPerSecond', RATE), ...span() };
+      return {
+        ...base,
+        type,
+        fromPerSecond: f.number('fromPerSecond', RATE),
+        toPerSecond: f.number('toPerSecond', RATE),
+        ...span(),
+      };
     case 'on-off':
-      return { ...base, type, ratePerSecond: f.number('ratePerSecond', RATE), onMs: f.number('onMs', { min: 0, above: true }), offMs: f.number('offMs', MS), ...span() };
+      return {
+        ...base,
+        type,
+        ratePerSecond: f.number('ratePerSecond', RATE),
+        onMs: f.number('onMs', { min: 0, above: true }),
+        offMs: f.number('offMs', MS),
+        ...span(),
+      };
   }
 }
 
@@ -64,7 +87,8 @@ function parseTrace(f: Fields): TrafficSpec {
   const file = f.has('file') ? f.string('file') : (f.raw('file') as undefined);
   const format = f.has('format') ? f.choice('format', ['csv', 'jsonl'] as const) : (f.raw('format') as undefined);
   const rawRows = f.array('rows');
-  if (file === undefined && !f.has('rows')) throw invalid(f.at('rows'), 'is required when no file is given (a list of { atMs, key?, cost? })');
+  if (file === undefined && !f.has('rows'))
+    throw invalid(f.at('rows'), 'is required when no file is given (a list of { atMs, key?, cost? })');
   const rows = rawRows.map((row, i) => parseRow(row, `${f.at('rows')}[${i}]`));
   return { type: 'trace', rows, file, format };
 }

@@ -1,9 +1,21 @@
-import { fixedWindow, FloodgateError, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm } from 'floodgate';
+import {
+  fixedWindow,
+  FloodgateError,
+  gcra,
+  leakyBucket,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+  type Algorithm,
+} from 'floodgate';
 import { SimulatorError } from './errors.js';
 import type { PolicySpec } from './scenario.js';
 
 /** LimiterPolicySpec is a {@link PolicySpec} that runs through a `Limiter` and a store. */
-export type LimiterPolicySpec = Extract<PolicySpec, { type: 'token-bucket' | 'leaky-bucket' | 'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'gcra' }>;
+export type LimiterPolicySpec = Extract<
+  PolicySpec,
+  { type: 'token-bucket' | 'leaky-bucket' | 'fixed-window' | 'sliding-window-log' | 'sliding-window-counter' | 'gcra' }
+>;
 
 /**
  * PolicyPromise is what a policy promises about any window of `windowMs` on one key: never more than
@@ -54,9 +66,17 @@ function factory(spec: LimiterPolicySpec, share: number): Algorithm {
     case 'sliding-window-log':
       return slidingWindowLog({ limit: Math.max(1, Math.floor(spec.limit * share)), windowMs: spec.windowMs });
     case 'sliding-window-counter':
-      return slidingWindowCounter({ limit: spec.limit * share, windowMs: spec.windowMs, ...(spec.subWindows === undefined ? {} : { subWindows: spec.subWindows }) });
+      return slidingWindowCounter({
+        limit: spec.limit * share,
+        windowMs: spec.windowMs,
+        ...(spec.subWindows === undefined ? {} : { subWindows: spec.subWindows }),
+      });
     case 'gcra':
-      return gcra({ rate: spec.rate * share, periodMs: spec.periodMs, maxBurst: Math.max(0, Math.round((spec.maxBurst + 1) * share) - 1) });
+      return gcra({
+        rate: spec.rate * share,
+        periodMs: spec.periodMs,
+        maxBurst: Math.max(0, Math.round((spec.maxBurst + 1) * share) - 1),
+      });
   }
 }
 
@@ -81,12 +101,27 @@ export function promiseOf(spec: PolicySpec): PolicyPromise {
       return bucketPromise(spec.maxBurst + 1, spec.rate / spec.periodMs);
     case 'shaping-queue':
       // Turns are intervalMs apart, each rounded up to a whole ms: one more may fall in a window.
-      return { windowMs: 1000, maxAdmitted: Math.floor(1000 / spec.intervalMs) + 1, guaranteed: undefined, limit: 1000 / spec.intervalMs };
+      return {
+        windowMs: 1000,
+        maxAdmitted: Math.floor(1000 / spec.intervalMs) + 1,
+        guaranteed: undefined,
+        limit: 1000 / spec.intervalMs,
+      };
     case 'smooth-bursty':
       // Stored permits (maxBurstSeconds' worth), a second's rate, and the one whose cost the next pays.
-      return { windowMs: 1000, maxAdmitted: Math.ceil(spec.permitsPerSecond * (1 + spec.maxBurstSeconds)) + 1, guaranteed: undefined, limit: spec.permitsPerSecond };
+      return {
+        windowMs: 1000,
+        maxAdmitted: Math.ceil(spec.permitsPerSecond * (1 + spec.maxBurstSeconds)) + 1,
+        guaranteed: undefined,
+        limit: spec.permitsPerSecond,
+      };
     case 'smooth-warming-up':
-      return { windowMs: 1000, maxAdmitted: Math.ceil(spec.permitsPerSecond) + 1, guaranteed: undefined, limit: spec.permitsPerSecond };
+      return {
+        windowMs: 1000,
+        maxAdmitted: Math.ceil(spec.permitsPerSecond) + 1,
+        guaranteed: undefined,
+        limit: spec.permitsPerSecond,
+      };
   }
 }
 

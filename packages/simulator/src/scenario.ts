@@ -34,7 +34,14 @@ export type TrafficSpec =
   | (SourceBase & { type: 'boundary-burst'; boundaryMs: number; count: number; gapMs: number })
   | (SourceBase & { type: 'ramp'; fromPerSecond: number; toPerSecond: number; startMs: number; endMs: number })
   | (SourceBase & { type: 'poisson'; ratePerSecond: number; startMs: number; endMs: number })
-  | (SourceBase & { type: 'on-off'; ratePerSecond: number; onMs: number; offMs: number; startMs: number; endMs: number })
+  | (SourceBase & {
+      type: 'on-off';
+      ratePerSecond: number;
+      onMs: number;
+      offMs: number;
+      startMs: number;
+      endMs: number;
+    })
   | { type: 'trace'; rows: TraceRow[]; file: string | undefined; format: 'csv' | 'jsonl' | undefined };
 
 /** PolicySpec names one of the library's limiters and its numbers, as its factory takes them. */
@@ -50,7 +57,14 @@ export type PolicySpec =
   | { type: 'smooth-warming-up'; permitsPerSecond: number; warmupMs: number; coldFactor: number };
 
 /** The policy types that run through a `Limiter` and a store (the others have their own engines). */
-export const LIMITER_POLICIES = ['token-bucket', 'leaky-bucket', 'fixed-window', 'sliding-window-log', 'sliding-window-counter', 'gcra'] as const;
+export const LIMITER_POLICIES = [
+  'token-bucket',
+  'leaky-bucket',
+  'fixed-window',
+  'sliding-window-log',
+  'sliding-window-counter',
+  'gcra',
+] as const;
 
 /** OutageSpec is a window of time in which the shared store does not answer. */
 export interface OutageSpec {

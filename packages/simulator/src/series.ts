@@ -24,7 +24,12 @@ export interface SeriesOptions {
  * seriesOf returns the per-step values of one lane from its arrivals' admission times (NaN:
  * refused) and its hottest key's admissions. Times past the last step count in the last step.
  */
-export function seriesOf(arrivals: Arrivals, admittedAtMs: Float64Array, hottest: KeyTimeline, options: SeriesOptions): Series {
+export function seriesOf(
+  arrivals: Arrivals,
+  admittedAtMs: Float64Array,
+  hottest: KeyTimeline,
+  options: SeriesOptions,
+): Series {
   const { bucketMs, steps } = options;
   const stepOf = (ms: number): number => Math.min(steps - 1, Math.max(0, Math.floor(ms / bucketMs)));
   const admitted = new Float64Array(steps);

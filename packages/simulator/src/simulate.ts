@@ -5,7 +5,14 @@ import { runRefuse } from './engine/refuse.js';
 import { runWait } from './engine/wait.js';
 import { scoreLane, type Score } from './oracle.js';
 import { parseScenario } from './parse-scenario.js';
-import { buildAlgorithm, describePolicy, promiseOf, scenarioErrorOf, type LimiterPolicySpec, type PolicyPromise } from './policy.js';
+import {
+  buildAlgorithm,
+  describePolicy,
+  promiseOf,
+  scenarioErrorOf,
+  type LimiterPolicySpec,
+  type PolicyPromise,
+} from './policy.js';
 import type { LaneSpec, Scenario } from './scenario.js';
 import { seriesOf, type Series } from './series.js';
 
@@ -69,14 +76,29 @@ export async function simulate(scenario: Scenario | unknown): Promise<Simulation
   }
   let horizonMs = checked.durationMs;
   for (const admittedAtMs of outcomes) {
-    for (let i = 0; i < admittedAtMs.length; i++) if (admittedAtMs[i]! >= horizonMs) horizonMs = admittedAtMs[i]! + checked.bucketMs / 2;
+    for (let i = 0; i < admittedAtMs.length; i++)
+      if (admittedAtMs[i]! >= horizonMs) horizonMs = admittedAtMs[i]! + checked.bucketMs / 2;
   }
   const steps = Math.max(1, Math.min(MAX_STEPS, Math.ceil(horizonMs / checked.bucketMs)));
-  const lanes = checked.policies.map((lane, index) => laneResult(lane, arrivals, outcomes[index]!, { bucketMs: checked.bucketMs, steps }));
-  return { scenario: checked, arrivals, horizonMs: steps * checked.bucketMs, steps, offered: offeredLoad(arrivals, checked.bucketMs, steps), lanes };
+  const lanes = checked.policies.map((lane, index) =>
+    laneResult(lane, arrivals, outcomes[index]!, { bucketMs: checked.bucketMs, steps }),
+  );
+  return {
+    scenario: checked,
+    arrivals,
+    horizonMs: steps * checked.bucketMs,
+    steps,
+    offered: offeredLoad(arrivals, checked.bucketMs, steps),
+    lanes,
+  };
 }
 
-function laneResult(lane: LaneSpec, arrivals: Arrivals, admittedAtMs: Float64Array, cut: { bucketMs: number; steps: number }): LaneResult {
+function laneResult(
+  lane: LaneSpec,
+  arrivals: Arrivals,
+  admittedAtMs: Float64Array,
+  cut: { bucketMs: number; steps: number },
+): LaneResult {
   const promise = promiseOf(lane.policy);
   const { score, hottest } = scoreLane(arrivals, admittedAtMs, promise);
   const series = seriesOf(arrivals, admittedAtMs, hottest, { ...cut, windowMs: promise.windowMs });
@@ -84,26 +106,40 @@ function laneResult(lane: LaneSpec, arrivals: Arrivals, admittedAtMs: Float64Arr
 }
 
 /** runLane returns each arrival's admission time (NaN: refused) under one lane, on the engine its policy and mode call for. */
-export async function runLane(lane: LaneSpec, arrivals: Arrivals, context: { seed: number; path: string }): Promise<Float64Array> {
+export async function runLane(
+  lane: LaneSpec,
+  arrivals: Arrivals,
+  context: { seed: number; path: string },
+): Promise<Float64Array> {
   const spec = lane.policy;
   if (spec.type === 'shaping-queue') return runShape(spec, arrivals);
-  if (spec.type === 'smooth-bursty' || spec.type === 'smooth-warming-up') return runSmooth(spec, arrivals, lane.maxWaitMs);
+  if (spec.type === 'smooth-bursty' || spec.type === 'smooth-warming-up')
+    return runSmooth(spec, arrivals, lane.maxWaitMs);
   const algorithm = buildAlgorithm(spec, `${context.path}.policy`);
   if (lane.mode === 'wait') return runWait(algorithm, arrivals, lane.maxWaitMs);
   if (lane.distribution === undefined) return runRefuse(algorithm, arrivals);
   const outage = lane.distribution.outage;
-  const localAlgorithm = outage?.onError === 'local' ? buildAlgorithm(spec as LimiterPolicySpec, `${context.path}.policy`, outage.share) : undefined;
+  const localAlgorithm =
+    outage?.onError === 'local'
+      ? buildAlgorithm(spec as LimiterPolicySpec, `${context.path}.policy`, outage.share)
+      : undefined;
   return runDistributed(arrivals, { algorithm, localAlgorithm, distribution: lane.distribution, seed: context.seed });
 }
 
 function describeLane(lane: LaneSpec): string {
   const parts = [describePolicy(lane.policy)];
-  if (lane.mode === 'wait') parts.push(`wait up to ${Number.isFinite(lane.maxWaitMs) ? `${lane.maxWaitMs} ms` : 'any time'}`);
+  if (lane.mode === 'wait')
+    parts.push(`wait up to ${Number.isFinite(lane.maxWaitMs) ? `${lane.maxWaitMs} ms` : 'any time'}`);
   const d = lane.distribution;
   if (d !== undefined) {
-    parts.push(`${d.nodes} nodes, round trip ${d.roundTripMs} ms${d.roundTripJitterMs > 0 ? ` + up to ${d.roundTripJitterMs} ms` : ''}, skew ${Math.min(...d.skewMs)}..${Math.max(...d.skewMs)} ms`);
+    parts.push(
+      `${d.nodes} nodes, round trip ${d.roundTripMs} ms${d.roundTripJitterMs > 0 ? ` + up to ${d.roundTripJitterMs} ms` : ''}, skew ${Math.min(...d.skewMs)}..${Math.max(...d.skewMs)} ms`,
+    );
     const o = d.outage;
-    if (o !== undefined) parts.push(`store out ${o.startMs}-${o.endMs} ms: ${o.onError === 'local' ? `local share ${round(o.share)}` : o.onError}`);
+    if (o !== undefined)
+      parts.push(
+        `store out ${o.startMs}-${o.endMs} ms: ${o.onError === 'local' ? `local share ${round(o.share)}` : o.onError}`,
+      );
   }
   return parts.join('; ');
 }
@@ -114,6 +150,7 @@ function round(value: number): number {
 
 function offeredLoad(arrivals: Arrivals, bucketMs: number, steps: number): Float64Array {
   const offered = new Float64Array(steps);
-  for (let i = 0; i < arrivals.length; i++) offered[Math.min(steps - 1, Math.floor(arrivals.atMs[i]! / bucketMs))]! += arrivals.costs[i]!;
+  for (let i = 0; i < arrivals.length; i++)
+    offered[Math.min(steps - 1, Math.floor(arrivals.atMs[i]! / bucketMs))]! += arrivals.costs[i]!;
   return offered;
 }

@@ -50,10 +50,12 @@ function jsonRow(line: string, where: string): TraceRow {
   } catch (error) {
     throw bad(where, `is not valid JSON (${(error as Error).message})`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw bad(where, 'must be a JSON object { "atMs": ..., "key"?: ..., "cost"?: ... }');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw bad(where, 'must be a JSON object { "atMs": ..., "key"?: ..., "cost"?: ... }');
   const { atMs, key, cost, ...rest } = value as Record<string, unknown>;
   const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) throw bad(where, `has an unknown field ${JSON.stringify(unknown)}; expected atMs, key, cost`);
+  if (unknown !== undefined)
+    throw bad(where, `has an unknown field ${JSON.stringify(unknown)}; expected atMs, key, cost`);
   const row: TraceRow = { atMs: timeOf(atMs, where) };
   if (key !== undefined) {
     if (typeof key !== 'string' || key === '') throw bad(where, 'key must be a non-empty string');
@@ -65,13 +67,15 @@ function jsonRow(line: string, where: string): TraceRow {
 
 function timeOf(value: unknown, where: string): number {
   const ms = typeof value === 'number' ? value : typeof value === 'string' && value !== '' ? Number(value) : NaN;
-  if (!Number.isFinite(ms) || ms < 0) throw bad(where, `atMs must be a finite number of ms, at least 0, got ${JSON.stringify(value)}`);
+  if (!Number.isFinite(ms) || ms < 0)
+    throw bad(where, `atMs must be a finite number of ms, at least 0, got ${JSON.stringify(value)}`);
   return ms;
 }
 
 function costOf(value: unknown, where: string): number {
   const cost = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : NaN;
-  if (!Number.isFinite(cost) || cost < 0) throw bad(where, `cost must be a finite number, at least 0, got ${JSON.stringify(value)}`);
+  if (!Number.isFinite(cost) || cost < 0)
+    throw bad(where, `cost must be a finite number, at least 0, got ${JSON.stringify(value)}`);
   return cost;
 }
 

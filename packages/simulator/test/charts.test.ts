@@ -10,7 +10,16 @@ import { PALETTE } from '../src/render/format.js';
 /** Where the rendered charts are kept after the run, to be looked at. */
 const PNG_DIR = join(tmpdir(), 'floodgate-simulator-charts');
 
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const LAUNCH_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 interface ChartDom {
   xTicks: string[];
@@ -76,7 +85,10 @@ function readChartDom(page: Page): Promise<ChartDom> {
 }
 
 function countPixels(page: Page, png: Buffer, colors: readonly string[]): Promise<{ ink: number; perColor: number[] }> {
-  return page.evaluate(`${COUNT_PIXELS}(${JSON.stringify({ data: png.toString('base64'), colors })})`) as Promise<{ ink: number; perColor: number[] }>;
+  return page.evaluate(`${COUNT_PIXELS}(${JSON.stringify({ data: png.toString('base64'), colors })})`) as Promise<{
+    ink: number;
+    perColor: number[];
+  }>;
 }
 
 describe('the charts, looked at in headless Chromium', () => {
@@ -97,7 +109,12 @@ describe('the charts, looked at in headless Chromium', () => {
       policies: [
         { name: 'fixed window', policy: { type: 'fixed-window', limit: 60, windowMs: 1000 } },
         { name: 'sliding log', policy: { type: 'sliding-window-log', limit: 60, windowMs: 1000 } },
-        { name: 'bucket, wait', mode: 'wait', maxWaitMs: 400, policy: { type: 'token-bucket', capacity: 20, refillPerSecond: 60 } },
+        {
+          name: 'bucket, wait',
+          mode: 'wait',
+          maxWaitMs: 400,
+          policy: { type: 'token-bucket', capacity: 20, refillPerSecond: 60 },
+        },
       ],
     });
     charts = renderCharts(result);
@@ -128,7 +145,9 @@ describe('the charts, looked at in headless Chromium', () => {
       const png = await page.locator('svg').screenshot({ path: join(PNG_DIR, `${chart.id}.png`) });
       const pixels = await countPixels(page, png, PALETTE.slice(0, names.length));
       assert.ok(pixels.ink > 5000, `${chart.id}: ${pixels.ink} non-white pixels`);
-      pixels.perColor.forEach((n, k) => assert.ok(n > 100, `${chart.id}: series ${names[k]} has ${n} pixels of its colour`));
+      pixels.perColor.forEach((n, k) =>
+        assert.ok(n > 100, `${chart.id}: series ${names[k]} has ${n} pixels of its colour`),
+      );
     }
   });
 

@@ -63,9 +63,17 @@ describe('floodgate simulate', () => {
     assert.equal(summary.lanes.length, 3);
     assert.equal(summary.scenario.traffic[0].rows, 60, 'the trace file was read: 60 rows');
     const fixed = summary.lanes[0].score;
-    assert.equal(fixed.maxInWindow, 40, 'the trace puts 25 + 25 across the boundary on alice; the fixed window admits 2 x 20');
+    assert.equal(
+      fixed.maxInWindow,
+      40,
+      'the trace puts 25 + 25 across the boundary on alice; the fixed window admits 2 x 20',
+    );
     const html = await readFile(join(dir, 'report', 'report.html'), 'utf8');
-    assert.doesNotMatch(html, /<script|https?:\/\/(?!www\.w3\.org\/2000\/svg)/, 'self-contained: no script, no external URL');
+    assert.doesNotMatch(
+      html,
+      /<script|https?:\/\/(?!www\.w3\.org\/2000\/svg)/,
+      'self-contained: no script, no external URL',
+    );
     assert.equal((html.match(/<svg /g) ?? []).length, 3);
   });
 
@@ -83,7 +91,10 @@ describe('floodgate simulate', () => {
     const { code, stdout } = await run(['-s', 'scenario.yaml', '--format', 'json'], dir);
     assert.equal(code, 0);
     const summary = JSON.parse(stdout);
-    assert.deepEqual(summary.lanes.map((l: { name: string }) => l.name), ['fixed', 'gcra', 'wait']);
+    assert.deepEqual(
+      summary.lanes.map((l: { name: string }) => l.name),
+      ['fixed', 'gcra', 'wait'],
+    );
     assert.equal(summary.scenario.policies[0].maxWaitMs, 'Infinity');
   });
 
@@ -100,7 +111,12 @@ describe('floodgate simulate', () => {
     const trace = await run(['-s', 'badtrace.yaml'], dir);
     assert.equal(trace.code, 2);
     assert.match(trace.stderr, /trace line bad\.csv:2 atMs must be a finite number/);
-    for (const args of [['--nope'], [], ['-s', 'scenario.yaml', '--format', 'xml'], ['-s', 'scenario.yaml', '--seed', '-1']]) {
+    for (const args of [
+      ['--nope'],
+      [],
+      ['-s', 'scenario.yaml', '--format', 'xml'],
+      ['-s', 'scenario.yaml', '--seed', '-1'],
+    ]) {
       const r = await run(args, dir);
       assert.equal(r.code, 2, args.join(' '));
       assert.match(r.stderr, /^floodgate simulate: /);

@@ -20,7 +20,13 @@ const promise: PolicyPromise = { windowMs: 100, maxAdmitted: 3, guaranteed: 3, l
 describe('the oracle', () => {
   it('finds the most admitted in any window (t - windowMs, t], per key', () => {
     const arrivals = arrivalsOf([
-      [0, 'a'], [50, 'a'], [99, 'a'], [100, 'a'], [150, 'a'], [199, 'b'], [200, 'a'],
+      [0, 'a'],
+      [50, 'a'],
+      [99, 'a'],
+      [100, 'a'],
+      [150, 'a'],
+      [199, 'b'],
+      [200, 'a'],
     ]);
     const admitted = Float64Array.from(arrivals.atMs);
     const { score, hottest } = scoreLane(arrivals, admitted, promise);
@@ -33,7 +39,15 @@ describe('the oracle', () => {
   });
 
   it('counts as over-admitted what an exact limiter holding the promise would have refused', () => {
-    const arrivals = arrivalsOf([[0, 'a'], [10, 'a'], [20, 'a'], [30, 'a'], [40, 'a'], [105, 'a'], [111, 'a']]);
+    const arrivals = arrivalsOf([
+      [0, 'a'],
+      [10, 'a'],
+      [20, 'a'],
+      [30, 'a'],
+      [40, 'a'],
+      [105, 'a'],
+      [111, 'a'],
+    ]);
     const admitted = Float64Array.from(arrivals.atMs);
     const { score } = scoreLane(arrivals, admitted, promise);
     assert.equal(score.maxInWindow, 5);
@@ -42,7 +56,11 @@ describe('the oracle', () => {
   });
 
   it('weighs by cost and orders admissions made out of arrival order', () => {
-    const arrivals = arrivalsOf([[0, 'a', 2], [1, 'a', 2], [2, 'a', 1]]);
+    const arrivals = arrivalsOf([
+      [0, 'a', 2],
+      [1, 'a', 2],
+      [2, 'a', 1],
+    ]);
     const admitted = Float64Array.from([30, 10, 20]);
     const { score, hottest } = scoreLane(arrivals, admitted, promise);
     assert.deepEqual([...hottest.atMs], [10, 20, 30]);
@@ -54,7 +72,15 @@ describe('the oracle', () => {
   });
 
   it('calls a refusal wrong only when the window had room under the guarantee', () => {
-    const arrivals = arrivalsOf([[0, 'a'], [1, 'a'], [2, 'a'], [3, 'a'], [50, 'b'], [120, 'a'], [130, 'a', 3]]);
+    const arrivals = arrivalsOf([
+      [0, 'a'],
+      [1, 'a'],
+      [2, 'a'],
+      [3, 'a'],
+      [50, 'b'],
+      [120, 'a'],
+      [130, 'a', 3],
+    ]);
     const admitted = Float64Array.from([0, 1, 2, NaN, NaN, NaN, NaN]);
     const { score } = scoreLane(arrivals, admitted, promise);
     // 3: the window is full (right); b at 50: empty window (wrong); a at 120: (20, 120] is empty (wrong);

@@ -6,7 +6,10 @@ import { simulateService, type ServiceLaneResult, type ServiceSimulationResult }
 
 // The shipped scenario: 8 slots × 20 ms (400 answers a second), offered 2000 a second from 2 s to
 // 16 s, the slots halved from 8 s to 12 s, in steps of 250 ms.
-const SCENARIO = parse(readFileSync(new URL('../scenarios/overload.yaml', import.meta.url), 'utf8')) as Record<string, unknown>;
+const SCENARIO = parse(readFileSync(new URL('../scenarios/overload.yaml', import.meta.url), 'utf8')) as Record<
+  string,
+  unknown
+>;
 const CAPACITY = 400;
 
 let result: ServiceSimulationResult;
@@ -43,23 +46,41 @@ function successOf(l: ServiceLaneResult, t: number, fromMs: number, toMs: number
 
 /** The median over [fromMs, toMs) of the per-step median latency of tier `t`. */
 function typicalP50(l: ServiceLaneResult, t: number, fromMs: number, toMs: number): number {
-  const values = stepsOf(fromMs, toMs).map((s) => l.series.tiers[t]!.p50Ms[s]!).filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+  const values = stepsOf(fromMs, toMs)
+    .map((s) => l.series.tiers[t]!.p50Ms[s]!)
+    .filter((v) => !Number.isNaN(v))
+    .sort((a, b) => a - b);
   return values[Math.floor(values.length / 2)]!;
 }
 
 describe('the overload scenario', () => {
   it('offers five times the capacity, then halves the capacity and restores it', () => {
-    assert.deepEqual(result.phases.map((p) => [p.fromMs, p.toMs, p.capacityPerSecond]), [[0, 2000, 400], [2000, 8000, 400], [8000, 12000, 200], [12000, 16000, 400], [16000, 20000, 400]]);
+    assert.deepEqual(
+      result.phases.map((p) => [p.fromMs, p.toMs, p.capacityPerSecond]),
+      [
+        [0, 2000, 400],
+        [2000, 8000, 400],
+        [8000, 12000, 200],
+        [12000, 16000, 400],
+        [16000, 20000, 400],
+      ],
+    );
     const offered = result.phases[1]!.offeredPerSecond / CAPACITY;
     assert.ok(offered > 4.8 && offered < 5.2, `offered ${offered} × capacity`);
   });
 
   it('collapses without protection: the backlog of abandoned work leaves nearly no goodput', () => {
     const none = lane('none');
-    assert.ok(goodputPerSecond(none, 4000, 20_000) <= 0.01 * CAPACITY, `goodput ${goodputPerSecond(none, 4000, 20_000)}/s`);
+    assert.ok(
+      goodputPerSecond(none, 4000, 20_000) <= 0.01 * CAPACITY,
+      `goodput ${goodputPerSecond(none, 4000, 20_000)}/s`,
+    );
     assert.ok(none.totals.peakBacklog > 10_000, `backlog ${none.totals.peakBacklog}`);
     // From 4 s to 20 s the service can answer 400 × 12 + 200 × 4 calls: nearly all go to clients that left.
-    assert.ok(none.totals.wasted >= 0.9 * (CAPACITY * 12 + (CAPACITY / 2) * 4), `answers nobody waited for: ${none.totals.wasted}`);
+    assert.ok(
+      none.totals.wasted >= 0.9 * (CAPACITY * 12 + (CAPACITY / 2) * 4),
+      `answers nobody waited for: ${none.totals.wasted}`,
+    );
     assert.ok(none.goodputRatio! < 0.15, `goodput ratio ${none.goodputRatio}`);
     assert.equal(typicalP50(none, 0, 4000, 16_000), 1000, 'every admitted call waits for the whole timeout');
   });
@@ -106,7 +127,12 @@ describe('the overload scenario', () => {
 
   it('serves the top tier under a tiered fixed limit too', () => {
     const service = { ...(SCENARIO.service as object), capacity: [] };
-    const fixed = simulateService({ ...SCENARIO, durationMs: 8000, service, protections: [{ concurrency: { limit: 40 }, tiers: { reserveRatio: 0.3 } }] }).lanes[0]!;
+    const fixed = simulateService({
+      ...SCENARIO,
+      durationMs: 8000,
+      service,
+      protections: [{ concurrency: { limit: 40 }, tiers: { reserveRatio: 0.3 } }],
+    }).lanes[0]!;
     const critical = fixed.series.tiers[0]!;
     assert.ok(sumOver(critical.succeeded, 3000, 8000) / sumOver(critical.requests, 3000, 8000) >= 0.99);
     assert.ok(fixed.tiers[2]!.successRatio < 0.3);

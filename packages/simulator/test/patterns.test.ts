@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { maxInAnyWindow, promiseOf, scoreLane, simulate, type PolicySpec, type SimulationResult } from '../src/index.js';
+import {
+  maxInAnyWindow,
+  promiseOf,
+  scoreLane,
+  simulate,
+  type PolicySpec,
+  type SimulationResult,
+} from '../src/index.js';
 
 const limit = 100;
 const fixed: PolicySpec = { type: 'fixed-window', limit, windowMs: 1000 };
@@ -55,7 +62,10 @@ describe('the boundary burst', () => {
         ],
       });
       const f = lane(result, 'fixed').score;
-      assert.ok(f.maxInWindow > limit && f.maxInWindow <= 2 * limit, `seed ${seed}: fixed window peak ${f.maxInWindow}`);
+      assert.ok(
+        f.maxInWindow > limit && f.maxInWindow <= 2 * limit,
+        `seed ${seed}: fixed window peak ${f.maxInWindow}`,
+      );
       assert.equal(f.overAdmitted, 0);
       const l = lane(result, 'log').score;
       assert.equal(l.maxInWindow, limit, `seed ${seed}`);
@@ -70,7 +80,10 @@ describe('the sliding window counter', () => {
   it('stays within twice its limit; its weighted estimate refuses some requests an exact window would admit, its sub-windows none', async () => {
     const result = await simulate({
       durationMs: 4000,
-      traffic: [{ type: 'boundary-burst', boundaryMs: 1000, count: limit }, { type: 'constant', ratePerSecond: 150, startMs: 1500 }],
+      traffic: [
+        { type: 'boundary-burst', boundaryMs: 1000, count: limit },
+        { type: 'constant', ratePerSecond: 150, startMs: 1500 },
+      ],
       policies: [
         { name: 'weighted', policy: { type: 'sliding-window-counter', limit, windowMs: 1000 } },
         { name: 'sub-windows', policy: { type: 'sliding-window-counter', limit, windowMs: 1000, subWindows: 10 } },
@@ -81,7 +94,10 @@ describe('the sliding window counter', () => {
       assert.ok(score.maxInWindow <= 2 * limit, `${name}: ${score.maxInWindow}`);
       assert.equal(score.overAdmitted, 0);
     }
-    assert.ok(lane(result, 'weighted').score.wronglyRefused! > 0, 'the weighted estimate counts some of the previous window that has left');
+    assert.ok(
+      lane(result, 'weighted').score.wronglyRefused! > 0,
+      'the weighted estimate counts some of the previous window that has left',
+    );
     // The counted sub-windows lie inside the trailing window: a refusal means that window is full.
     assert.equal(lane(result, 'sub-windows').score.wronglyRefused, 0);
   });
@@ -90,7 +106,12 @@ describe('the sliding window counter', () => {
 describe('rate policies', () => {
   const policies: Array<{ name: string; policy: PolicySpec; burst: number; perMs: number }> = [
     { name: 'gcra', policy: { type: 'gcra', rate: 50, periodMs: 1000, maxBurst: 9 }, burst: 10, perMs: 0.05 },
-    { name: 'token bucket', policy: { type: 'token-bucket', capacity: 10, refillPerSecond: 50 }, burst: 10, perMs: 0.05 },
+    {
+      name: 'token bucket',
+      policy: { type: 'token-bucket', capacity: 10, refillPerSecond: 50 },
+      burst: 10,
+      perMs: 0.05,
+    },
     { name: 'leaky bucket', policy: { type: 'leaky-bucket', capacity: 10, leakPerSecond: 50 }, burst: 10, perMs: 0.05 },
   ];
 
@@ -115,7 +136,10 @@ describe('rate policies', () => {
           assert.ok(timeline.atMs.length > 100, `${name} admitted ${timeline.atMs.length}`);
           for (const windowMs of [1, 10, 50, 200, 1000, 5000]) {
             const max = maxInAnyWindow(timeline, windowMs);
-            assert.ok(max <= p.burst + p.perMs * windowMs + 1e-9, `seed ${seed} ${name}: ${max} in ${windowMs} ms > ${p.burst} + ${p.perMs * windowMs}`);
+            assert.ok(
+              max <= p.burst + p.perMs * windowMs + 1e-9,
+              `seed ${seed} ${name}: ${max} in ${windowMs} ms > ${p.burst} + ${p.perMs * windowMs}`,
+            );
           }
           assert.equal(lane(result, name).score.overAdmitted, 0);
         }
@@ -127,11 +151,24 @@ describe('rate policies', () => {
   it('waits no longer than maxWaitMs and admits more than refusing does', async () => {
     const result = await simulate({
       durationMs: 5000,
-      traffic: [{ type: 'poisson', ratePerSecond: 70 }, { type: 'burst', atMs: 1000, count: 40 }],
+      traffic: [
+        { type: 'poisson', ratePerSecond: 70 },
+        { type: 'burst', atMs: 1000, count: 40 },
+      ],
       policies: [
         { name: 'refuse', policy: { type: 'token-bucket', capacity: 5, refillPerSecond: 60 } },
-        { name: 'wait', mode: 'wait', maxWaitMs: 250, policy: { type: 'token-bucket', capacity: 5, refillPerSecond: 60 } },
-        { name: 'window wait', mode: 'wait', maxWaitMs: 250, policy: { type: 'fixed-window', limit: 6, windowMs: 100 } },
+        {
+          name: 'wait',
+          mode: 'wait',
+          maxWaitMs: 250,
+          policy: { type: 'token-bucket', capacity: 5, refillPerSecond: 60 },
+        },
+        {
+          name: 'window wait',
+          mode: 'wait',
+          maxWaitMs: 250,
+          policy: { type: 'fixed-window', limit: 6, windowMs: 100 },
+        },
       ],
     });
     const refuse = lane(result, 'refuse').score;
@@ -154,14 +191,27 @@ describe('wait mode', () => {
       policies: [
         { name: 'bucket', mode: 'wait', policy: { type: 'token-bucket', capacity: 10, refillPerSecond: 10 } },
         { name: 'window', mode: 'wait', policy: { type: 'fixed-window', limit: 10, windowMs: 1000 } },
-        { name: 'window, 1.5 s', mode: 'wait', maxWaitMs: 1500, policy: { type: 'fixed-window', limit: 10, windowMs: 1000 } },
+        {
+          name: 'window, 1.5 s',
+          mode: 'wait',
+          maxWaitMs: 1500,
+          policy: { type: 'fixed-window', limit: 10, windowMs: 1000 },
+        },
       ],
     });
     const at = (name: string) => [...lane(result, name).admittedAtMs];
     const tenAtZero = Array.from({ length: 10 }, () => 0);
     assert.deepEqual(at('bucket'), [...tenAtZero, ...Array.from({ length: 15 }, (_, i) => 100 * (i + 1))]);
-    assert.deepEqual(at('window'), [...tenAtZero, ...Array.from({ length: 10 }, () => 1000), ...Array.from({ length: 5 }, () => 2000)]);
-    assert.deepEqual(at('window, 1.5 s'), [...tenAtZero, ...Array.from({ length: 10 }, () => 1000), ...Array.from({ length: 5 }, () => NaN)]);
+    assert.deepEqual(at('window'), [
+      ...tenAtZero,
+      ...Array.from({ length: 10 }, () => 1000),
+      ...Array.from({ length: 5 }, () => 2000),
+    ]);
+    assert.deepEqual(at('window, 1.5 s'), [
+      ...tenAtZero,
+      ...Array.from({ length: 10 }, () => 1000),
+      ...Array.from({ length: 5 }, () => NaN),
+    ]);
     assert.deepEqual(lane(result, 'bucket').score.waitMs, { p50: 300, p90: 1300, p99: 1500, max: 1500 });
   });
 });
@@ -171,7 +221,10 @@ describe('shaping and warm-up', () => {
     const intervalMs = 7.5;
     const result = await simulate({
       durationMs: 6000,
-      traffic: [{ type: 'burst', atMs: 0, count: 400 }, { type: 'poisson', ratePerSecond: 200 }],
+      traffic: [
+        { type: 'burst', atMs: 0, count: 400 },
+        { type: 'poisson', ratePerSecond: 200 },
+      ],
       policies: [{ name: 'shape', policy: { type: 'shaping-queue', intervalMs, capacity: 2000 } }],
     });
     const out = timelineOf(result, 'shape').atMs;
@@ -180,9 +233,13 @@ describe('shaping and warm-up', () => {
     // 400 queued plus 200/s in, 133.3/s out: the backlog lasts the whole run.
     for (let second = 0; second < 6; second++) {
       const count = out.filter((t) => t >= second * 1000 && t < (second + 1) * 1000).length;
-      assert.ok(Math.abs(count - ratePerSecond) <= 0.01 * ratePerSecond, `second ${second}: ${count} out, expected ${ratePerSecond.toFixed(2)} ± 1%`);
+      assert.ok(
+        Math.abs(count - ratePerSecond) <= 0.01 * ratePerSecond,
+        `second ${second}: ${count} out, expected ${ratePerSecond.toFixed(2)} ± 1%`,
+      );
     }
-    for (let i = 1; i < out.length; i++) assert.ok(out[i]! - out[i - 1]! >= intervalMs - 1 && out[i]! - out[i - 1]! <= intervalMs + 1, `gap ${i}`);
+    for (let i = 1; i < out.length; i++)
+      assert.ok(out[i]! - out[i - 1]! >= intervalMs - 1 && out[i]! - out[i - 1]! <= intervalMs + 1, `gap ${i}`);
   });
 
   it("shows the warming-up limiter's ramp: slow from cold, then its stable rate", async () => {
@@ -217,10 +274,26 @@ describe('distribution', () => {
       traffic: [{ type: 'constant', ratePerSecond: 300 }],
       policies: [
         { name: 'shared', policy, distribution: { nodes: 3, roundTripMs: 2 } },
-        { name: 'fail-open', policy, distribution: { nodes: 3, roundTripMs: 2, outage: { ...outage, onError: 'fail-open' } } },
-        { name: 'fail-closed', policy, distribution: { nodes: 3, roundTripMs: 2, outage: { ...outage, onError: 'fail-closed' } } },
-        { name: 'local third', policy, distribution: { nodes: 3, roundTripMs: 2, outage: { ...outage, onError: 'local' } } },
-        { name: 'local full', policy, distribution: { nodes: 3, roundTripMs: 2, outage: { ...outage, onError: 'local', share: 1 } } },
+        {
+          name: 'fail-open',
+          policy,
+          distribution: { nodes: 3, roundTripMs: 2, outage: { ...outage, onError: 'fail-open' } },
+        },
+        {
+          name: 'fail-closed',
+          policy,
+          distribution: { nodes: 3, roundTripMs: 2, outage: { ...outage, onError: 'fail-closed' } },
+        },
+        {
+          name: 'local third',
+          policy,
+          distribution: { nodes: 3, roundTripMs: 2, outage: { ...outage, onError: 'local' } },
+        },
+        {
+          name: 'local full',
+          policy,
+          distribution: { nodes: 3, roundTripMs: 2, outage: { ...outage, onError: 'local', share: 1 } },
+        },
       ],
     });
     const score = (name: string) => lane(result, name).score;
@@ -234,7 +307,10 @@ describe('distribution', () => {
     // away (one round trip's worth) overlap the fresh local windows.
     assert.ok(score('local third').maxInWindow <= 62, `local third peak ${score('local third').maxInWindow}`);
     assert.ok(score('local third').overAdmitted <= 2, `local third over ${score('local third').overAdmitted}`);
-    assert.ok(score('fail-closed').wronglyRefused! > 100, `fail-closed wrongly refused ${score('fail-closed').wronglyRefused}`);
+    assert.ok(
+      score('fail-closed').wronglyRefused! > 100,
+      `fail-closed wrongly refused ${score('fail-closed').wronglyRefused}`,
+    );
   });
 
   it('shows what clock skew between nodes costs a window policy', async () => {
@@ -242,7 +318,13 @@ describe('distribution', () => {
       simulate({
         durationMs: 6000,
         traffic: [{ type: 'constant', ratePerSecond: 300 }],
-        policies: [{ name: 'fixed', policy: { type: 'fixed-window', limit: 60, windowMs: 1000 }, distribution: { nodes: 3, maxSkewMs } }],
+        policies: [
+          {
+            name: 'fixed',
+            policy: { type: 'fixed-window', limit: 60, windowMs: 1000 },
+            distribution: { nodes: 3, maxSkewMs },
+          },
+        ],
       });
     const aligned = (await run(0)).lanes[0]!.score;
     const skewed = (await run(300)).lanes[0]!.score;
@@ -256,6 +338,11 @@ describe('promises', () => {
   it('are stated per policy', () => {
     assert.deepEqual(promiseOf(fixed), { windowMs: 1000, maxAdmitted: 200, guaranteed: 100, limit: 100 });
     assert.deepEqual(promiseOf(log), { windowMs: 1000, maxAdmitted: 100, guaranteed: 100, limit: 100 });
-    assert.deepEqual(promiseOf({ type: 'gcra', rate: 10, periodMs: 1000, maxBurst: 4 }), { windowMs: 500, maxAdmitted: 10, guaranteed: 5, limit: 5 });
+    assert.deepEqual(promiseOf({ type: 'gcra', rate: 10, periodMs: 1000, maxBurst: 4 }), {
+      windowMs: 500,
+      maxAdmitted: 10,
+      guaranteed: 5,
+      limit: 5,
+    });
   });
 });

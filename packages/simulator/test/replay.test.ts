@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseTrace, renderCharts, renderHtmlReport, renderJsonSummary, renderTextSummary, SeededRandom, simulate } from '../src/index.js';
+import {
+  parseTrace,
+  renderCharts,
+  renderHtmlReport,
+  renderJsonSummary,
+  renderTextSummary,
+  SeededRandom,
+  simulate,
+} from '../src/index.js';
 
 /** A trace of 3,000 requests on 30 keys with mixed costs, as JSON lines, drawn from a fixed seed. */
 function jsonLinesTrace(): string {
@@ -9,7 +17,10 @@ function jsonLinesTrace(): string {
   let atMs = 0;
   for (let i = 0; i < 3000; i++) {
     atMs += random.exponential(1.5);
-    const row: Record<string, unknown> = { atMs: Number(atMs.toFixed(3)), key: `client-${Math.floor(random.next() * 30)}` };
+    const row: Record<string, unknown> = {
+      atMs: Number(atMs.toFixed(3)),
+      key: `client-${Math.floor(random.next() * 30)}`,
+    };
     if (i % 7 === 0) row.cost = 3;
     lines.push(JSON.stringify(row));
   }
@@ -24,8 +35,17 @@ describe('a replayed trace', () => {
     traffic: [{ type: 'trace', rows }],
     policies: [
       { name: 'log', policy: { type: 'sliding-window-log', limit: 40, windowMs: 1000 } },
-      { name: 'gcra wait', mode: 'wait', maxWaitMs: 100, policy: { type: 'gcra', rate: 40, periodMs: 1000, maxBurst: 9 } },
-      { name: 'three nodes', policy: { type: 'token-bucket', capacity: 10, refillPerSecond: 40 }, distribution: { nodes: 3, roundTripMs: 1, roundTripJitterMs: 2, maxSkewMs: 20 } },
+      {
+        name: 'gcra wait',
+        mode: 'wait',
+        maxWaitMs: 100,
+        policy: { type: 'gcra', rate: 40, periodMs: 1000, maxBurst: 9 },
+      },
+      {
+        name: 'three nodes',
+        policy: { type: 'token-bucket', capacity: 10, refillPerSecond: 40 },
+        distribution: { nodes: 3, roundTripMs: 1, roundTripJitterMs: 2, maxSkewMs: 20 },
+      },
     ],
   };
 
@@ -37,9 +57,13 @@ describe('a replayed trace', () => {
     assert.equal(renderJsonSummary(first), renderJsonSummary(second));
     assert.equal(renderTextSummary(first), renderTextSummary(second));
     const [a, b] = [renderCharts(first), renderCharts(second)];
-    assert.deepEqual(a.map((c) => c.svg), b.map((c) => c.svg));
+    assert.deepEqual(
+      a.map((c) => c.svg),
+      b.map((c) => c.svg),
+    );
     assert.equal(renderHtmlReport(first, a), renderHtmlReport(second, b));
-    for (const lane of first.lanes) assert.ok(lane.score.admitted > 0 && lane.score.refused > 0, `${lane.name} both admits and refuses`);
+    for (const lane of first.lanes)
+      assert.ok(lane.score.admitted > 0 && lane.score.refused > 0, `${lane.name} both admits and refuses`);
   });
 
   it('replays the trace exactly: its times, keys and costs', async () => {

@@ -2,7 +2,10 @@
 import { PassThrough } from 'node:stream';
 import { runSimulateCommand } from '../src/index.js';
 
-export async function runCommand(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runCommand(
+  args: string[],
+  cwd: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   const out: Buffer[] = [];

@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { generateArrivals, parseScenario, parseTrace, simulate, SimulatorError, SeededRandom, ZipfSampler } from '../src/index.js';
+import {
+  generateArrivals,
+  parseScenario,
+  parseTrace,
+  simulate,
+  SimulatorError,
+  SeededRandom,
+  ZipfSampler,
+} from '../src/index.js';
 
 const policies = [{ name: 'p', policy: { type: 'fixed-window', limit: 10, windowMs: 1000 } }];
 const traffic = [{ type: 'constant', ratePerSecond: 10 }];
@@ -29,22 +37,81 @@ describe('bad scenarios', () => {
     rejects({ ...base, colour: 'red' }, 'colour', /not a known field/);
     rejects({ ...base, traffic: [] }, 'traffic', /at least 1/);
     rejects({ ...base, traffic: [{ type: 'flood' }] }, 'traffic[0].type', /one of 'constant'/);
-    rejects({ ...base, traffic: [{ type: 'constant', ratePerSecond: 'fast' }] }, 'traffic[0].ratePerSecond', /must be a number/);
-    rejects({ ...base, traffic: [{ type: 'constant', ratePerSecond: 5, startMs: 500, endMs: 100 }] }, 'traffic[0].endMs', /not be before startMs/);
-    rejects({ ...base, traffic: [{ type: 'poisson', ratePerSecond: 5, keys: { count: 0 } }] }, 'traffic[0].keys.count', /at least 1/);
+    rejects(
+      { ...base, traffic: [{ type: 'constant', ratePerSecond: 'fast' }] },
+      'traffic[0].ratePerSecond',
+      /must be a number/,
+    );
+    rejects(
+      { ...base, traffic: [{ type: 'constant', ratePerSecond: 5, startMs: 500, endMs: 100 }] },
+      'traffic[0].endMs',
+      /not be before startMs/,
+    );
+    rejects(
+      { ...base, traffic: [{ type: 'poisson', ratePerSecond: 5, keys: { count: 0 } }] },
+      'traffic[0].keys.count',
+      /at least 1/,
+    );
     rejects({ ...base, traffic: [{ type: 'trace' }] }, 'traffic[0].rows', /required/);
     rejects({ ...base, traffic: [{ type: 'trace', rows: [{ atMs: -1 }] }] }, 'traffic[0].rows[0].atMs', /at least 0/);
-    rejects({ ...base, policies: [{ name: 'p', policy: { type: 'fixed-window', limit: 10 } }] }, 'policies[0].policy.windowMs', /must be a number/);
-    rejects({ ...base, policies: [{ name: 'p', policy: { type: 'gcra', rate: 1, periodMs: 1000, maxBurst: 1, burst: 2 } }] }, 'policies[0].policy.burst', /not a known field/);
-    rejects({ ...base, policies: [{ name: 'p', mode: 'queue', policy: policies[0]!.policy }] }, 'policies[0].mode', /'refuse', 'wait'/);
+    rejects(
+      { ...base, policies: [{ name: 'p', policy: { type: 'fixed-window', limit: 10 } }] },
+      'policies[0].policy.windowMs',
+      /must be a number/,
+    );
+    rejects(
+      { ...base, policies: [{ name: 'p', policy: { type: 'gcra', rate: 1, periodMs: 1000, maxBurst: 1, burst: 2 } }] },
+      'policies[0].policy.burst',
+      /not a known field/,
+    );
+    rejects(
+      { ...base, policies: [{ name: 'p', mode: 'queue', policy: policies[0]!.policy }] },
+      'policies[0].mode',
+      /'refuse', 'wait'/,
+    );
     rejects({ ...base, policies: [...policies, ...policies] }, 'policies[1].name', /unique/);
-    rejects({ ...base, policies: [{ ...policies[0], maxWaitMs: 100 }] }, 'policies[0].maxWaitMs', /only with mode 'wait'/);
-    rejects({ ...base, policies: [{ name: 's', mode: 'wait', policy: { type: 'shaping-queue', intervalMs: 10, capacity: 5 } }] }, 'policies[0].mode', /always queues/);
-    rejects({ ...base, policies: [{ ...policies[0], distribution: { nodes: 2, skewMs: [1] } }] }, 'policies[0].distribution.skewMs', /one offset per node/);
-    rejects({ ...base, policies: [{ ...policies[0], distribution: { nodes: 2, outage: { startMs: 5, endMs: 1, onError: 'local' } } }] }, 'policies[0].distribution.outage.endMs', /after startMs/);
-    rejects({ ...base, policies: [{ ...policies[0], distribution: { nodes: 2, outage: { startMs: 0, endMs: 1, onError: 'local', share: 2 } } }] }, 'policies[0].distribution.outage.share', /at most 1/);
+    rejects(
+      { ...base, policies: [{ ...policies[0], maxWaitMs: 100 }] },
+      'policies[0].maxWaitMs',
+      /only with mode 'wait'/,
+    );
+    rejects(
+      {
+        ...base,
+        policies: [{ name: 's', mode: 'wait', policy: { type: 'shaping-queue', intervalMs: 10, capacity: 5 } }],
+      },
+      'policies[0].mode',
+      /always queues/,
+    );
+    rejects(
+      { ...base, policies: [{ ...policies[0], distribution: { nodes: 2, skewMs: [1] } }] },
+      'policies[0].distribution.skewMs',
+      /one offset per node/,
+    );
+    rejects(
+      {
+        ...base,
+        policies: [{ ...policies[0], distribution: { nodes: 2, outage: { startMs: 5, endMs: 1, onError: 'local' } } }],
+      },
+      'policies[0].distribution.outage.endMs',
+      /after startMs/,
+    );
+    rejects(
+      {
+        ...base,
+        policies: [
+          { ...policies[0], distribution: { nodes: 2, outage: { startMs: 0, endMs: 1, onError: 'local', share: 2 } } },
+        ],
+      },
+      'policies[0].distribution.outage.share',
+      /at most 1/,
+    );
     rejects({ ...base, bucketMs: 0.01 }, 'bucketMs', /more than 5000 steps/);
-    rejects({ ...base, durationMs: 3_600_000, traffic: [traffic[0], { type: 'poisson', ratePerSecond: 10_000 }] }, 'traffic[1]', /about 36036000 requests, more than the 20000000/);
+    rejects(
+      { ...base, durationMs: 3_600_000, traffic: [traffic[0], { type: 'poisson', ratePerSecond: 10_000 }] },
+      'traffic[1]',
+      /about 36036000 requests, more than the 20000000/,
+    );
   });
 
   it("passes the library's own checks through, naming the option", async () => {
@@ -67,14 +134,27 @@ describe('bad scenarios', () => {
     const s = parseScenario(base);
     assert.equal(s.seed, 1);
     assert.equal(s.bucketMs, 10);
-    assert.deepEqual(s.policies[0], { name: 'p', policy: { type: 'fixed-window', limit: 10, windowMs: 1000 }, mode: 'refuse', maxWaitMs: Infinity, distribution: undefined });
+    assert.deepEqual(s.policies[0], {
+      name: 'p',
+      policy: { type: 'fixed-window', limit: 10, windowMs: 1000 },
+      mode: 'refuse',
+      maxWaitMs: Infinity,
+      distribution: undefined,
+    });
   });
 });
 
 describe('traces', () => {
   it('read CSV with an optional header and JSON lines', () => {
-    assert.deepEqual(parseTrace('atMs,key,cost\n0,alice\n\n# note\n10.5,bob,2\n20\n', 'csv', 't.csv'), [{ atMs: 0, key: 'alice' }, { atMs: 10.5, key: 'bob', cost: 2 }, { atMs: 20 }]);
-    assert.deepEqual(parseTrace('{"atMs":1,"key":"a"}\n{"atMs":2,"cost":3}\n', 'jsonl', 't.jsonl'), [{ atMs: 1, key: 'a' }, { atMs: 2, cost: 3 }]);
+    assert.deepEqual(parseTrace('atMs,key,cost\n0,alice\n\n# note\n10.5,bob,2\n20\n', 'csv', 't.csv'), [
+      { atMs: 0, key: 'alice' },
+      { atMs: 10.5, key: 'bob', cost: 2 },
+      { atMs: 20 },
+    ]);
+    assert.deepEqual(parseTrace('{"atMs":1,"key":"a"}\n{"atMs":2,"cost":3}\n', 'jsonl', 't.jsonl'), [
+      { atMs: 1, key: 'a' },
+      { atMs: 2, cost: 3 },
+    ]);
   });
 
   it('name the file and line of a bad row', () => {
@@ -89,7 +169,11 @@ describe('traces', () => {
     for (const [text, format, field, pattern] of cases) {
       assert.throws(
         () => parseTrace(text, format, field.split(':')[0]!),
-        (error: unknown) => error instanceof SimulatorError && error.code === 'INVALID_TRACE' && error.field === field && pattern.test(error.message),
+        (error: unknown) =>
+          error instanceof SimulatorError &&
+          error.code === 'INVALID_TRACE' &&
+          error.field === field &&
+          pattern.test(error.message),
         `${JSON.stringify(text)} should fail at ${field}`,
       );
     }
@@ -102,7 +186,17 @@ describe('traffic', () => {
       [
         { type: 'constant', ratePerSecond: 4, startMs: 0, endMs: 1000, key: 'c', keys: undefined, cost: 1 },
         { type: 'boundary-burst', boundaryMs: 500, count: 2, gapMs: 1, key: 'b', keys: undefined, cost: 2 },
-        { type: 'on-off', ratePerSecond: 10, onMs: 200, offMs: 300, startMs: 0, endMs: 1000, key: 'o', keys: undefined, cost: 1 },
+        {
+          type: 'on-off',
+          ratePerSecond: 10,
+          onMs: 200,
+          offMs: 300,
+          startMs: 0,
+          endMs: 1000,
+          key: 'o',
+          keys: undefined,
+          cost: 1,
+        },
       ],
       1000,
       1,
@@ -115,14 +209,37 @@ describe('traffic', () => {
   });
 
   it('ramps its rate linearly', () => {
-    const a = generateArrivals([{ type: 'ramp', fromPerSecond: 0, toPerSecond: 200, startMs: 0, endMs: 2000, key: 'k', keys: undefined, cost: 1 }], 2000, 1);
+    const a = generateArrivals(
+      [
+        {
+          type: 'ramp',
+          fromPerSecond: 0,
+          toPerSecond: 200,
+          startMs: 0,
+          endMs: 2000,
+          key: 'k',
+          keys: undefined,
+          cost: 1,
+        },
+      ],
+      2000,
+      1,
+    );
     const first = [...a.atMs].filter((t) => t < 1000).length;
     assert.equal(a.length, 200, 'the area under the ramp');
     assert.equal(first, 50, 'a quarter of it in the first half');
   });
 
   it('draws Poisson gaps and Zipf keys from the seed alone', () => {
-    const spec = { type: 'poisson' as const, ratePerSecond: 1000, startMs: 0, endMs: 10_000, key: 'k', keys: { count: 100, zipfExponent: 1, prefix: 'u' }, cost: 1 };
+    const spec = {
+      type: 'poisson' as const,
+      ratePerSecond: 1000,
+      startMs: 0,
+      endMs: 10_000,
+      key: 'k',
+      keys: { count: 100, zipfExponent: 1, prefix: 'u' },
+      cost: 1,
+    };
     const a = generateArrivals([spec], 10_000, 42);
     const b = generateArrivals([spec], 10_000, 42);
     const c = generateArrivals([spec], 10_000, 43);
@@ -142,7 +259,10 @@ describe('traffic', () => {
     const r = new SeededRandom(9);
     const s = new SeededRandom(9);
     const xs = Array.from({ length: 5 }, () => r.next());
-    assert.deepEqual(xs, Array.from({ length: 5 }, () => s.next()));
+    assert.deepEqual(
+      xs,
+      Array.from({ length: 5 }, () => s.next()),
+    );
     assert.ok(xs.every((x) => x >= 0 && x < 1));
     assert.equal(new ZipfSampler(3, 0).sample(0.5), 1, 'uniform: the middle third');
   });

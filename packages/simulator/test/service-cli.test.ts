@@ -11,7 +11,16 @@ const OVERLOAD = fileURLToPath(new URL('../scenarios/overload.yaml', import.meta
 
 const run = runCommand;
 
-const FILES = ['concurrency.svg', 'goodput.svg', 'latency-tier-0.svg', 'latency-tier-1.svg', 'latency-tier-2.svg', 'report.html', 'summary.json', 'summary.txt'];
+const FILES = [
+  'concurrency.svg',
+  'goodput.svg',
+  'latency-tier-0.svg',
+  'latency-tier-1.svg',
+  'latency-tier-2.svg',
+  'report.html',
+  'summary.json',
+  'summary.txt',
+];
 
 describe('floodgate simulate with a service scenario', () => {
   let dir = '';
@@ -28,15 +37,32 @@ describe('floodgate simulate with a service scenario', () => {
     assert.equal(first.stderr, '');
     assert.equal(first.code, 0);
     assert.deepEqual((await readdir(join(dir, 'report'))).sort(), FILES);
-    assert.match(first.stdout, /^floodgate service simulation: \d+ requests over 20000 ms, seed 7\nservice: 8 slots, lognormal service time, mean 20 ms, p99 60 ms/);
-    assert.match(first.stdout, /\nadaptive +\d+ +\d+ +\d+ +0 +0\.9\d+ +0 +\d+\n/, 'the adaptive lane: nothing timed out, goodput over 0.9 of capacity');
+    assert.match(
+      first.stdout,
+      /^floodgate service simulation: \d+ requests over 20000 ms, seed 7\nservice: 8 slots, lognormal service time, mean 20 ms, p99 60 ms/,
+    );
+    assert.match(
+      first.stdout,
+      /\nadaptive +\d+ +\d+ +\d+ +0 +0\.9\d+ +0 +\d+\n/,
+      'the adaptive lane: nothing timed out, goodput over 0.9 of capacity',
+    );
     assert.equal(await readFile(join(dir, 'report', 'summary.txt'), 'utf8'), first.stdout);
     const summary = JSON.parse(await readFile(join(dir, 'report', 'summary.json'), 'utf8'));
-    assert.deepEqual(summary.lanes.map((l: { name: string }) => l.name), ['none', 'concurrency 40', 'adaptive', 'adaptive, tiered']);
-    assert.deepEqual(summary.capacity.map((c: { perSecond: number }) => c.perSecond), [400, 200, 400]);
+    assert.deepEqual(
+      summary.lanes.map((l: { name: string }) => l.name),
+      ['none', 'concurrency 40', 'adaptive', 'adaptive, tiered'],
+    );
+    assert.deepEqual(
+      summary.capacity.map((c: { perSecond: number }) => c.perSecond),
+      [400, 200, 400],
+    );
     assert.equal(summary.lanes[2].tiers[0].name, 'critical');
     const html = await readFile(join(dir, 'report', 'report.html'), 'utf8');
-    assert.doesNotMatch(html, /<script|https?:\/\/(?!www\.w3\.org\/2000\/svg)/, 'self-contained: no script, no external URL');
+    assert.doesNotMatch(
+      html,
+      /<script|https?:\/\/(?!www\.w3\.org\/2000\/svg)/,
+      'self-contained: no script, no external URL',
+    );
     assert.equal((html.match(/<svg /g) ?? []).length, 5);
     const concurrency = await readFile(join(dir, 'report', 'concurrency.svg'), 'utf8');
     assert.ok(!concurrency.includes('data-name="none"'), 'a lane without a limit has no line in the concurrency chart');
@@ -67,16 +93,36 @@ describe('floodgate simulate with a service scenario', () => {
 describe('a line with gaps', () => {
   it('breaks where a step has no value', () => {
     const values = Float64Array.from([1, NaN, 2, 3, NaN]);
-    const svg = renderLineChart({ id: 'gaps', title: 't', yLabel: 'y', stepMs: 1000, series: [{ name: 'a', color: '#000000', lines: [{ kind: 'p50', values }] }] });
+    const svg = renderLineChart({
+      id: 'gaps',
+      title: 't',
+      yLabel: 'y',
+      stepMs: 1000,
+      series: [{ name: 'a', color: '#000000', lines: [{ kind: 'p50', values }] }],
+    });
     const d = /<path class="line p50" d="([^"]*)"/.exec(svg)![1]!;
-    assert.deepEqual(d.split(' ').filter((w) => /^[ML]/.test(w)).map((w) => w[0]), ['M', 'M', 'L']);
+    assert.deepEqual(
+      d
+        .split(' ')
+        .filter((w) => /^[ML]/.test(w))
+        .map((w) => w[0]),
+      ['M', 'M', 'L'],
+    );
     assert.ok(!d.includes('NaN'));
   });
 });
 
 describe('the service charts', () => {
   it('leave out the limit chart when no lane has a limit, and draw one latency chart for one tier', () => {
-    const result = simulateService({ durationMs: 1000, traffic: [{ type: 'poisson', ratePerSecond: 100 }], service: { slots: 2, serviceMs: 10 }, protections: ['none'] });
-    assert.deepEqual(renderServiceCharts(result).map((c) => c.id), ['goodput', 'latency']);
+    const result = simulateService({
+      durationMs: 1000,
+      traffic: [{ type: 'poisson', ratePerSecond: 100 }],
+      service: { slots: 2, serviceMs: 10 },
+      protections: ['none'],
+    });
+    assert.deepEqual(
+      renderServiceCharts(result).map((c) => c.id),
+      ['goodput', 'latency'],
+    );
   });
 });

@@ -34,8 +34,14 @@ describe('3 nodes with clocks at -50, 0 and +50 ms on one store', () => {
       const one = result.lanes[2 * i]!.score;
       const skewed = result.lanes[2 * i + 1]!.score;
       const over = (skewed.maxInWindow - one.maxInWindow) / limit;
-      assert.ok(over <= boundShare, `${spec.type}: busiest window ${skewed.maxInWindow} vs ${one.maxInWindow} on one clock`);
-      assert.ok(skewed.admitted <= one.admitted + boundShare * limit, `${spec.type}: ${skewed.admitted} admitted vs ${one.admitted}`);
+      assert.ok(
+        over <= boundShare,
+        `${spec.type}: busiest window ${skewed.maxInWindow} vs ${one.maxInWindow} on one clock`,
+      );
+      assert.ok(
+        skewed.admitted <= one.admitted + boundShare * limit,
+        `${spec.type}: ${skewed.admitted} admitted vs ${one.admitted}`,
+      );
     }
   });
 });

@@ -76,7 +76,11 @@ export interface Algorithm {
  */
 export function checkShare(share: number, option: string): number {
   if (typeof share !== 'number' || !(share > 0 && share <= 1)) {
-    throw new FloodgateError('INVALID_OPTION', `${option} must be a number above 0 and at most 1, got ${describeValue(share)}`, option);
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `${option} must be a number above 0 and at most 1, got ${describeValue(share)}`,
+      option,
+    );
   }
   return share;
 }

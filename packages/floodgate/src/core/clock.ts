@@ -128,7 +128,10 @@ export class ManualClock implements Clock, Timers {
    * others; the first error is thrown once the clock is at `targetMs`.
    */
   private moveTo(targetMs: number): number {
-    if (this.moving) throw new Error('ManualClock: advance or set was called from a timer callback; move the clock from the test instead');
+    if (this.moving)
+      throw new Error(
+        'ManualClock: advance or set was called from a timer callback; move the clock from the test instead',
+      );
     this.moving = true;
     let failure: { error: unknown } | undefined;
     try {

@@ -39,5 +39,12 @@ export function makeDecision(
 ): Decision {
   const left = remaining > 0 ? Math.floor(remaining + 1e-9) : 0;
   if (allowed) return { allowed, limit, remaining: left, retryAfterMs: 0, resetMs: ceilMs(resetMs), reason: 'ok' };
-  return { allowed, limit, remaining: left, retryAfterMs: ceilMs(retryAfterMs), resetMs: ceilMs(resetMs), reason: 'limit' };
+  return {
+    allowed,
+    limit,
+    remaining: left,
+    retryAfterMs: ceilMs(retryAfterMs),
+    resetMs: ceilMs(resetMs),
+    reason: 'limit',
+  };
 }

@@ -111,7 +111,11 @@ export type ObserverHook = keyof Observer;
  * notify calls `observer[hook](event)` when both exist, and swallows what the hook throws: an
  * observer never changes a decision or breaks a store call.
  */
-export function notify<H extends ObserverHook>(observer: Observer | undefined, hook: H, event: Parameters<NonNullable<Observer[H]>>[0]): void {
+export function notify<H extends ObserverHook>(
+  observer: Observer | undefined,
+  hook: H,
+  event: Parameters<NonNullable<Observer[H]>>[0],
+): void {
   const fn = observer?.[hook] as ((e: typeof event) => void) | undefined;
   if (fn === undefined) return;
   try {

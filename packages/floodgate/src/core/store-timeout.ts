@@ -23,7 +23,11 @@ export interface AdaptiveTimeoutOptions {
 export type StoreTimeoutOption = number | AdaptiveTimeoutOptions;
 
 /** ADAPTIVE_TIMEOUT_DEFAULTS are the defaults of {@link AdaptiveTimeoutOptions}: the timeout of every store by default. */
-export const ADAPTIVE_TIMEOUT_DEFAULTS: Required<AdaptiveTimeoutOptions> = Object.freeze({ floorMs: 25, p99Multiple: 3, capMs: 250 });
+export const ADAPTIVE_TIMEOUT_DEFAULTS: Required<AdaptiveTimeoutOptions> = Object.freeze({
+  floorMs: 25,
+  p99Multiple: 3,
+  capMs: 250,
+});
 
 /** How many recent answers the p99 is taken over. */
 const SAMPLES = 256;
@@ -74,26 +78,48 @@ export class StoreTimeout {
   static of(option: unknown, where: string): StoreTimeout {
     if (option === undefined) return new StoreTimeout(undefined, ADAPTIVE_TIMEOUT_DEFAULTS);
     if (typeof option === 'number') {
-      if (!(option > 0)) throw new FloodgateError('INVALID_OPTION', `${where} must be a number of ms above 0 (Infinity: no deadline) or { floorMs, p99Multiple, capMs }, got ${describeValue(option)}`, where);
+      if (!(option > 0))
+        throw new FloodgateError(
+          'INVALID_OPTION',
+          `${where} must be a number of ms above 0 (Infinity: no deadline) or { floorMs, p99Multiple, capMs }, got ${describeValue(option)}`,
+          where,
+        );
       return new StoreTimeout(option, ADAPTIVE_TIMEOUT_DEFAULTS);
     }
     if (typeof option !== 'object' || option === null || Array.isArray(option)) {
-      throw new FloodgateError('INVALID_OPTION', `${where} must be a number of ms or { floorMs, p99Multiple, capMs } (an adaptive timeout), got ${describeValue(option)}`, where);
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `${where} must be a number of ms or { floorMs, p99Multiple, capMs } (an adaptive timeout), got ${describeValue(option)}`,
+        where,
+      );
     }
     const given = option as Record<string, unknown>;
     for (const name of Object.keys(given)) {
-      if (!(name in ADAPTIVE_TIMEOUT_DEFAULTS)) throw new FloodgateError('INVALID_OPTION', `${where}.${name} is not an option of an adaptive timeout (floorMs, p99Multiple, capMs)`, `${where}.${name}`);
+      if (!(name in ADAPTIVE_TIMEOUT_DEFAULTS))
+        throw new FloodgateError(
+          'INVALID_OPTION',
+          `${where}.${name} is not an option of an adaptive timeout (floorMs, p99Multiple, capMs)`,
+          `${where}.${name}`,
+        );
     }
     const pick = (name: keyof AdaptiveTimeoutOptions): number => {
       const value = given[name] ?? ADAPTIVE_TIMEOUT_DEFAULTS[name];
       if (typeof value !== 'number' || !Number.isFinite(value) || !(value > 0)) {
-        throw new FloodgateError('INVALID_OPTION', `${where}.${name} must be a finite number above 0, got ${describeValue(value)}`, `${where}.${name}`);
+        throw new FloodgateError(
+          'INVALID_OPTION',
+          `${where}.${name} must be a finite number above 0, got ${describeValue(value)}`,
+          `${where}.${name}`,
+        );
       }
       return value;
     };
     const adaptive = { floorMs: pick('floorMs'), p99Multiple: pick('p99Multiple'), capMs: pick('capMs') };
     if (adaptive.floorMs > adaptive.capMs) {
-      throw new FloodgateError('INVALID_OPTION', `${where}.floorMs (${adaptive.floorMs}) must not be above ${where}.capMs (${adaptive.capMs})`, `${where}.floorMs`);
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `${where}.floorMs (${adaptive.floorMs}) must not be above ${where}.capMs (${adaptive.capMs})`,
+        `${where}.floorMs`,
+      );
     }
     return new StoreTimeout(undefined, adaptive);
   }

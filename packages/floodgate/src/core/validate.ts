@@ -51,7 +51,11 @@ export function durationMs(value: unknown, option: string): number {
  */
 export function requireObject<T extends object>(value: unknown, option: string): T {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new FloodgateError('INVALID_OPTION', `${option} must be an options object, got ${describeValue(value)}`, option);
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `${option} must be an options object, got ${describeValue(value)}`,
+      option,
+    );
   }
   return value as T;
 }
@@ -64,7 +68,11 @@ export function requireObject<T extends object>(value: unknown, option: string):
 export function checkCost(cost: number, limit: number, policy: string, wholeOnly = false): number {
   if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0 || (wholeOnly && !Number.isInteger(cost))) {
     const what = wholeOnly ? 'a whole number' : 'a finite number';
-    throw new FloodgateError('INVALID_COST', `cost must be ${what} of at least 0 for ${policy}, got ${describeValue(cost)}`, 'cost');
+    throw new FloodgateError(
+      'INVALID_COST',
+      `cost must be ${what} of at least 0 for ${policy}, got ${describeValue(cost)}`,
+      'cost',
+    );
   }
   if (cost > limit) {
     throw new FloodgateError(

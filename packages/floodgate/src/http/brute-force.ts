@@ -64,8 +64,17 @@ export class BruteForceGuard<S> {
   private readonly states: readonly RuleState<S>[];
 
   constructor(options: BruteForceGuardOptions<S>) {
-    if (typeof options !== 'object' || options === null || !Array.isArray(options.rules) || options.rules.length === 0) {
-      throw new FloodgateError('INVALID_OPTION', `bruteForceGuard needs rules: a non-empty array, got ${describeValue((options as { rules?: unknown } | null)?.rules)}`, 'rules');
+    if (
+      typeof options !== 'object' ||
+      options === null ||
+      !Array.isArray(options.rules) ||
+      options.rules.length === 0
+    ) {
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `bruteForceGuard needs rules: a non-empty array, got ${describeValue((options as { rules?: unknown } | null)?.rules)}`,
+        'rules',
+      );
     }
     const names = new Set<string>();
     this.states = options.rules.map((rule, i) => stateOf(checkRule(rule, i, names), options));
@@ -73,7 +82,9 @@ export class BruteForceGuard<S> {
 
   /** check returns whether `attempt` may go ahead: refused while any rule's block on it lasts. */
   async check(attempt: S): Promise<GuardAnswer> {
-    const blocked = await Promise.all(this.states.map(async (s) => [s.rule.name, await blockedFor(s, keyOf(s, attempt))] as const));
+    const blocked = await Promise.all(
+      this.states.map(async (s) => [s.rule.name, await blockedFor(s, keyOf(s, attempt))] as const),
+    );
     return answerOf(blocked);
   }
 
@@ -89,10 +100,14 @@ export class BruteForceGuard<S> {
 
   /** succeeded clears the failure count of the rules with `resetOnSuccess` (blocks and escalation stay). */
   async succeeded(attempt: S): Promise<void> {
-    await Promise.all(this.states.filter((s) => s.rule.resetOnSuccess === true).map((s) => {
-      const key = keyOf(s, attempt);
-      return key === undefined ? undefined : s.failures.reset(`f:${key}`);
-    }));
+    await Promise.all(
+      this.states
+        .filter((s) => s.rule.resetOnSuccess === true)
+        .map((s) => {
+          const key = keyOf(s, attempt);
+          return key === undefined ? undefined : s.failures.reset(`f:${key}`);
+        }),
+    );
   }
 }
 
@@ -117,7 +132,11 @@ export function bruteForceGuard<S>(options: BruteForceGuardOptions<S>): BruteFor
 function keyOf<S>(s: RuleState<S>, attempt: S): string | undefined {
   const key = s.rule.key(attempt);
   if (key !== undefined && typeof key !== 'string') {
-    throw new FloodgateError('INVALID_OPTION', `rule "${s.rule.name}": key must return a string or undefined, got ${describeValue(key)}`, `${s.rule.name}.key`);
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `rule "${s.rule.name}": key must return a string or undefined, got ${describeValue(key)}`,
+      `${s.rule.name}.key`,
+    );
   }
   return key === undefined ? undefined : `bf:${s.rule.name}:${key}`;
 }
@@ -134,7 +153,8 @@ async function recordFailure<S>(s: RuleState<S>, key: string | undefined): Promi
   if (d.allowed && d.remaining > 0) return;
   // The maxFailures-th failure: block at the next level, and count afresh once the block ends.
   const strike = await s.strikes.consume(`s:${key}`);
-  const level = Math.min(Math.max(strike.allowed ? s.blocks.length - strike.remaining : s.blocks.length, 1), s.blocks.length) - 1;
+  const level =
+    Math.min(Math.max(strike.allowed ? s.blocks.length - strike.remaining : s.blocks.length, 1), s.blocks.length) - 1;
   await s.blocks[level]!.consume(`b${level}:${key}`);
   await s.failures.reset(`f:${key}`);
 }
@@ -149,13 +169,18 @@ function stateOf<S>(rule: BruteForceRule<S>, options: BruteForceGuardOptions<S>)
   const blockMs = typeof rule.blockMs === 'number' ? [rule.blockMs] : rule.blockMs;
   const forgetMs = rule.forgetBlocksMs ?? 10 * Math.max(...blockMs);
   const make = (capacity: number, perMs: number, part: string): Limiter =>
-    new Limiter({ policy: tokenBucket({ capacity, refillPerSecond: (capacity * 1000) / perMs }), name: `brute-force.${rule.name}.${part}`, ...(options.store ? { store: options.store } : {}), ...(options.clock ? { clock: options.clock } : {}) });
+    new Limiter({
+      policy: tokenBucket({ capacity, refillPerSecond: (capacity * 1000) / perMs }),
+      name: `brute-force.${rule.name}.${part}`,
+      ...(options.store ? { store: options.store } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
+    });
   return {
     rule,
     failures: make(rule.maxFailures, rule.windowMs, 'failures'),
     strikes: make(blockMs.length, forgetMs, 'strikes'),
     // Keys carry the part (`f:`, `s:`, `b0:`...): limiters with equal policies may share a store's table.
-  // A bucket of one token, refilled in exactly the block's time: taking it blocks for that long.
+    // A bucket of one token, refilled in exactly the block's time: taking it blocks for that long.
     blocks: blockMs.map((ms, i) => make(1, ms, `block${i}`)),
   };
 }
@@ -163,14 +188,19 @@ function stateOf<S>(rule: BruteForceRule<S>, options: BruteForceGuardOptions<S>)
 function checkRule<S>(rule: BruteForceRule<S>, i: number, names: Set<string>): BruteForceRule<S> {
   const at = `rules[${i}]`;
   if (typeof rule !== 'object' || rule === null) throw invalid(at, 'an object', rule);
-  if (typeof rule.name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(rule.name) || names.has(rule.name)) throw invalid(`${at}.name`, 'a unique name of 1-64 of A-Z a-z 0-9 _ . -', rule.name);
+  if (typeof rule.name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(rule.name) || names.has(rule.name))
+    throw invalid(`${at}.name`, 'a unique name of 1-64 of A-Z a-z 0-9 _ . -', rule.name);
   names.add(rule.name);
   if (typeof rule.key !== 'function') throw invalid(`${at}.key`, 'a function from the attempt to a key', rule.key);
-  if (!Number.isSafeInteger(rule.maxFailures) || rule.maxFailures < 1) throw invalid(`${at}.maxFailures`, 'a whole number from 1', rule.maxFailures);
-  if (!positive(rule.windowMs)) throw invalid(`${at}.windowMs`, 'a finite number of milliseconds above 0', rule.windowMs);
+  if (!Number.isSafeInteger(rule.maxFailures) || rule.maxFailures < 1)
+    throw invalid(`${at}.maxFailures`, 'a whole number from 1', rule.maxFailures);
+  if (!positive(rule.windowMs))
+    throw invalid(`${at}.windowMs`, 'a finite number of milliseconds above 0', rule.windowMs);
   const blocks = typeof rule.blockMs === 'number' ? [rule.blockMs] : rule.blockMs;
-  if (!Array.isArray(blocks) || blocks.length === 0 || !blocks.every(positive)) throw invalid(`${at}.blockMs`, 'milliseconds above 0, or a non-empty list of them', rule.blockMs);
-  if (rule.forgetBlocksMs !== undefined && !positive(rule.forgetBlocksMs)) throw invalid(`${at}.forgetBlocksMs`, 'a finite number of milliseconds above 0', rule.forgetBlocksMs);
+  if (!Array.isArray(blocks) || blocks.length === 0 || !blocks.every(positive))
+    throw invalid(`${at}.blockMs`, 'milliseconds above 0, or a non-empty list of them', rule.blockMs);
+  if (rule.forgetBlocksMs !== undefined && !positive(rule.forgetBlocksMs))
+    throw invalid(`${at}.forgetBlocksMs`, 'a finite number of milliseconds above 0', rule.forgetBlocksMs);
   return rule;
 }
 
@@ -179,5 +209,9 @@ function positive(value: unknown): boolean {
 }
 
 function invalid(option: string, expected: string, got: unknown): FloodgateError {
-  return new FloodgateError('INVALID_OPTION', `bruteForceGuard ${option} must be ${expected}, got ${describeValue(got)}`, option);
+  return new FloodgateError(
+    'INVALID_OPTION',
+    `bruteForceGuard ${option} must be ${expected}, got ${describeValue(got)}`,
+    option,
+  );
 }

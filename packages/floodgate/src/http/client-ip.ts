@@ -71,7 +71,11 @@ export class ClientIpResolver {
     const trust = options.trustProxy ?? false;
     this.header = options.forwardedHeader ?? 'x-forwarded-for';
     if (this.header !== 'x-forwarded-for' && this.header !== 'forwarded') {
-      throw new FloodgateError('INVALID_OPTION', `forwardedHeader must be "x-forwarded-for" or "forwarded", got ${describeValue(this.header)}`, 'forwardedHeader');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `forwardedHeader must be "x-forwarded-for" or "forwarded", got ${describeValue(this.header)}`,
+        'forwardedHeader',
+      );
     }
     if (Array.isArray(trust)) {
       this.hops = 0;
@@ -80,7 +84,11 @@ export class ClientIpResolver {
       this.hops = trust === false ? 0 : trust;
       this.ranges = undefined;
     } else {
-      throw new FloodgateError('INVALID_OPTION', `trustProxy must be false, a whole number of proxy hops, or a list of CIDR ranges, got ${describeValue(trust)}`, 'trustProxy');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `trustProxy must be false, a whole number of proxy hops, or a list of CIDR ranges, got ${describeValue(trust)}`,
+        'trustProxy',
+      );
     }
   }
 
@@ -152,7 +160,9 @@ export class ClientIpResolver {
     if (address === undefined) {
       if (!this.warnedUnknown) {
         this.warnedUnknown = true;
-        this.logger.warn('floodgate: the runtime gave no client address, so clients keyed by IP share the key "ip:unknown"; with Hono outside node, pass remoteAddress. (Logged once.)');
+        this.logger.warn(
+          'floodgate: the runtime gave no client address, so clients keyed by IP share the key "ip:unknown"; with Hono outside node, pass remoteAddress. (Logged once.)',
+        );
       }
       return 'unknown';
     }
@@ -167,12 +177,16 @@ export class ClientIpResolver {
 
   private warnIfForwarded(headers: HeaderSource, why: string): void {
     // Called on every request until it warns, so it allocates nothing and asks only whether the headers are there.
-    const seen = carries(headers, 'x-forwarded-for') ? 'x-forwarded-for' : carries(headers, 'forwarded') ? 'forwarded' : undefined;
+    const seen = carries(headers, 'x-forwarded-for')
+      ? 'x-forwarded-for'
+      : carries(headers, 'forwarded')
+        ? 'forwarded'
+        : undefined;
     if (seen === undefined) return;
     this.warned = true;
     this.logger.warn(
       `floodgate: a request carried "${seen}" but ${why}, so the header is ignored and clients are keyed by ` +
-        'the socket address. Behind a proxy every client then shares the proxy\'s key: set trustProxy to the ' +
+        "the socket address. Behind a proxy every client then shares the proxy's key: set trustProxy to the " +
         'number of proxies (e.g. 1) or their CIDR ranges, and forwardedHeader to the header they write. ' +
         'Without a proxy, leave it: the header is spoofed and rightly ignored. (Logged once.)',
     );

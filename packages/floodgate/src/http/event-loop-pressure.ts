@@ -100,7 +100,12 @@ export class EventLoopPressure {
  * enables (one sampling timer, unreferenced, per call). `option` names the options in errors:
  * `maxMs` must be a number above 0, `windowMs` too, `resolutionMs` a whole number of at least 1.
  */
-export function watchEventLoop(monitor: DelayMonitor, options: EventLoopDelayOptions, option: string, clock: Clock = monotonicClock): EventLoopPressure {
+export function watchEventLoop(
+  monitor: DelayMonitor,
+  options: EventLoopDelayOptions,
+  option: string,
+  clock: Clock = monotonicClock,
+): EventLoopPressure {
   const checked = checkDelayOptions(options, option);
   const histogram = monitor({ resolution: checked.resolutionMs });
   histogram.enable();
@@ -110,7 +115,11 @@ export function watchEventLoop(monitor: DelayMonitor, options: EventLoopDelayOpt
 function checkDelayOptions(options: EventLoopDelayOptions, option: string): Required<EventLoopDelayOptions> {
   const o = requireObject<EventLoopDelayOptions>(options, option);
   if (o.maxMs === undefined) {
-    throw new FloodgateError('INVALID_OPTION', `${option}.maxMs is required: the event-loop delay in ms above which the process is under pressure, got ${describeValue(o.maxMs)}`, `${option}.maxMs`);
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `${option}.maxMs is required: the event-loop delay in ms above which the process is under pressure, got ${describeValue(o.maxMs)}`,
+      `${option}.maxMs`,
+    );
   }
   return {
     maxMs: positiveNumber(o.maxMs, `${option}.maxMs`),

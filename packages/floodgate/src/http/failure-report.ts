@@ -58,19 +58,30 @@ export class FailureReport {
   /** storeFailed reports a store error that reached the gate on `dimension`, answered by `policy`. */
   storeFailed(dimension: string, err: unknown, policy: StoreErrorPolicy): void {
     const error = err instanceof Error ? err : new Error(String(err));
-    notify(this.options.observer, 'storeError', { store: `http:${dimension}`, error, policy, atMs: this.options.clock.now() });
+    notify(this.options.observer, 'storeError', {
+      store: `http:${dimension}`,
+      error,
+      policy,
+      atMs: this.options.clock.now(),
+    });
     if (!this.began(dimension)) return;
-    this.options.logger.warn(`floodgate: the store behind "${dimension}" failed; onStoreError "${policy}" answers until it decides again`, err);
+    this.options.logger.warn(
+      `floodgate: the store behind "${dimension}" failed; onStoreError "${policy}" answers until it decides again`,
+      err,
+    );
   }
 
   /** decided notes one decision of `dimension`: the start of an outage when a failure policy made it, the end when a limit did. */
   decided(dimension: string, decision: Decision): void {
     if (!isDegraded(decision)) {
-      if (this.down && (decision.reason === 'ok' || decision.reason === 'limit') && this.failing.delete(dimension)) this.down = this.failing.size > 0;
+      if (this.down && (decision.reason === 'ok' || decision.reason === 'limit') && this.failing.delete(dimension))
+        this.down = this.failing.size > 0;
       return;
     }
     if (!this.began(dimension)) return;
-    this.options.logger.warn(`floodgate: the store behind "${dimension}" is failing; its onError "${decision.reason}" decides until it answers again`);
+    this.options.logger.warn(
+      `floodgate: the store behind "${dimension}" is failing; its onError "${decision.reason}" decides until it answers again`,
+    );
   }
 
   /** began marks `dimension` failing and tells whether that is news. */
@@ -86,7 +97,10 @@ export class FailureReport {
     if (this.loggedOptions.has(option)) return;
     this.loggedOptions.add(option);
     const message = err instanceof Error ? err.message : String(err);
-    this.options.logger.warn(`floodgate: the ${option} option threw, and the request was answered as decided: ${message} (logged once)`, err);
+    this.options.logger.warn(
+      `floodgate: the ${option} option threw, and the request was answered as decided: ${message} (logged once)`,
+      err,
+    );
   }
 
   /** optionFailed logs an application fault (a failing option function, a bad key) once per option. */
@@ -95,6 +109,9 @@ export class FailureReport {
     if (this.loggedOptions.has(what)) return;
     this.loggedOptions.add(what);
     const message = err instanceof Error ? err.message : String(err);
-    this.options.logger.warn(`floodgate: a request could not be decided and was answered 500: ${message} (logged once for ${what})`, err);
+    this.options.logger.warn(
+      `floodgate: a request could not be decided and was answered 500: ${message} (logged once for ${what})`,
+      err,
+    );
   }
 }

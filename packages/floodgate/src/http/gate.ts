@@ -44,7 +44,9 @@ export class HttpGate<Req = unknown> {
     this.settings = checkOptions(options);
     this.clientIp = new ClientIpResolver(options, this.settings.logger);
     this.writer = new VerdictWriter(this.settings);
-    this.keys = this.settings.dimensions.map((d) => new StoreKeys(d.name, this.settings.maxKeyLength, this.settings.partitionKeys));
+    this.keys = this.settings.dimensions.map(
+      (d) => new StoreKeys(d.name, this.settings.maxKeyLength, this.settings.partitionKeys),
+    );
     this.watchesOutcome = this.settings.refundWhen !== undefined;
     this.report = new FailureReport(this.settings);
   }
@@ -104,7 +106,8 @@ export class HttpGate<Req = unknown> {
     if (verdict.charges === undefined || refundWhen === undefined || !refundWhen(outcome, req)) return;
     for (const c of verdict.charges) {
       if (c.limiter.table.synchronous) c.limiter.refundSync(c.key, c.cost);
-      else c.limiter.refund(c.key, c.cost).catch((err: unknown) => this.report.storeFailed(c.dimension, err, 'fail-open'));
+      else
+        c.limiter.refund(c.key, c.cost).catch((err: unknown) => this.report.storeFailed(c.dimension, err, 'fail-open'));
     }
   }
 
@@ -153,7 +156,10 @@ export class HttpGate<Req = unknown> {
   private async decideOneAsync(p: Plan<Req>, cost: number): Promise<Verdict> {
     let d: Decision;
     try {
-      d = cost > p.limiter.policy.limit ? never(await p.limiter.peek(p.key, ZERO_COST)) : await p.limiter.consume(p.key, cost === 1 ? undefined : { cost });
+      d =
+        cost > p.limiter.policy.limit
+          ? never(await p.limiter.peek(p.key, ZERO_COST))
+          : await p.limiter.consume(p.key, cost === 1 ? undefined : { cost });
     } catch (err) {
       return this.failed(err, [p]);
     }
@@ -176,7 +182,9 @@ export class HttpGate<Req = unknown> {
       const result = consumeAllSync(entriesOf(plans, cost));
       decisions = result.decisions.slice();
       // A refused request was charged nowhere: the limits that would have admitted it report what they have left.
-      if (!result.allowed) for (let i = 0; i < plans.length; i++) if (decisions[i]!.allowed) decisions[i] = plans[i]!.limiter.peekSync(plans[i]!.key, ZERO_COST);
+      if (!result.allowed)
+        for (let i = 0; i < plans.length; i++)
+          if (decisions[i]!.allowed) decisions[i] = plans[i]!.limiter.peekSync(plans[i]!.key, ZERO_COST);
     } catch (err) {
       return this.failed(err, plans);
     }
@@ -192,7 +200,9 @@ export class HttpGate<Req = unknown> {
     let decisions: readonly Decision[];
     try {
       const result = await consumeAll(entriesOf(plans, cost));
-      decisions = result.allowed ? result.decisions : await Promise.all(result.decisions.map((d, i) => (d.allowed ? standing(plans[i]!, d) : d)));
+      decisions = result.allowed
+        ? result.decisions
+        : await Promise.all(result.decisions.map((d, i) => (d.allowed ? standing(plans[i]!, d) : d)));
     } catch (err) {
       return this.failed(err, plans);
     }
@@ -203,7 +213,9 @@ export class HttpGate<Req = unknown> {
   private answer(plans: readonly Plan<Req>[], decisions: readonly Decision[], cost: number): Verdict {
     for (let i = 0; i < decisions.length; i++) this.report.decided(plans[i]!.dimension.name, decisions[i]!);
     for (const d of decisions) if (!d.allowed) return this.writer.refuse(plans, decisions);
-    return plans.length === 1 ? this.writer.admitOne(plans[0]!, decisions[0]!, cost) : this.writer.admit(plans, decisions, cost);
+    return plans.length === 1
+      ? this.writer.admitOne(plans[0]!, decisions[0]!, cost)
+      : this.writer.admit(plans, decisions, cost);
   }
 
   /**

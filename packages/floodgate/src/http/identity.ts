@@ -61,7 +61,11 @@ function group(address: string, v4Bits: number, v6Bits: number): string {
 
 function prefixOption(value: unknown, max: number, option: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) {
-    throw new FloodgateError('INVALID_OPTION', `${option} must be a whole number from 1 to ${max}, got ${describeValue(value)}`, option);
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `${option} must be a whole number from 1 to ${max}, got ${describeValue(value)}`,
+      option,
+    );
   }
   return value;
 }
@@ -76,7 +80,11 @@ function prefixOption(value: unknown, max: number, option: string): number {
  */
 export function byHeader(name: string): Identity {
   if (typeof name !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) {
-    throw new FloodgateError('INVALID_OPTION', `byHeader needs a header name such as "x-api-key", got ${describeValue(name)}`, 'byHeader.name');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `byHeader needs a header name such as "x-api-key", got ${describeValue(name)}`,
+      'byHeader.name',
+    );
   }
   const lower = name.toLowerCase();
   const kind = `header:${lower}:`;
@@ -97,9 +105,15 @@ export function byHeader(name: string): Identity {
  * const key = byUser((req: express.Request) => req.user?.id);
  * const sameOnEveryFramework = byUser((_raw, req) => req.header('x-user-id'));
  */
-export function byUser<Req>(userId: (raw: Req, req: HttpRequest<Req>) => string | number | null | undefined): Identity<Req> {
+export function byUser<Req>(
+  userId: (raw: Req, req: HttpRequest<Req>) => string | number | null | undefined,
+): Identity<Req> {
   if (typeof userId !== 'function') {
-    throw new FloodgateError('INVALID_OPTION', `byUser needs a function from the request to the user's id, got ${describeValue(userId)}`, 'byUser');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `byUser needs a function from the request to the user's id, got ${describeValue(userId)}`,
+      'byUser',
+    );
   }
   return function userIdentity(req) {
     const id = userId(req.raw, req);
@@ -155,7 +169,11 @@ export function byFunction<Req>(fn: (req: HttpRequest<Req>) => string | undefine
  */
 export function firstOf<Req>(...identities: Identity<Req>[]): Identity<Req> {
   if (identities.length === 0 || identities.some((i) => typeof i !== 'function')) {
-    throw new FloodgateError('INVALID_OPTION', 'firstOf needs one or more identities, e.g. firstOf(byUser(fn), byIp())', 'firstOf');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      'firstOf needs one or more identities, e.g. firstOf(byUser(fn), byIp())',
+      'firstOf',
+    );
   }
   return function firstIdentity(req) {
     for (const identity of identities) {

@@ -98,8 +98,14 @@ export function formatIp(ip: IpAddress): string {
   for (let i = 0; i < 16; i += 2) groups.push((ip.bytes[i]! << 8) | ip.bytes[i + 1]!);
   const [start, length] = longestZeroRun(groups);
   if (length < 2) return groups.map((g) => g.toString(16)).join(':');
-  const left = groups.slice(0, start).map((g) => g.toString(16)).join(':');
-  const right = groups.slice(start + length).map((g) => g.toString(16)).join(':');
+  const left = groups
+    .slice(0, start)
+    .map((g) => g.toString(16))
+    .join(':');
+  const right = groups
+    .slice(start + length)
+    .map((g) => g.toString(16))
+    .join(':');
   return `${left}::${right}`;
 }
 
@@ -143,7 +149,11 @@ export function parseIpRange(text: string, option: string): IpRange {
   // An IPv4-mapped range (::ffff:10.0.0.0/104) is read as the IPv4 range it maps.
   const prefixBits = ip?.version === 4 && maxBits === 128 ? bits - 96 : bits;
   if (ip === undefined || !/^\d{1,3}$/.test(bitsText) || bits > maxBits || prefixBits < 0) {
-    throw new FloodgateError('INVALID_OPTION', `${option} must be an IP address or CIDR range such as "10.0.0.0/8" or "2001:db8::/32", got ${describeValue(text)}`, option);
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `${option} must be an IP address or CIDR range such as "10.0.0.0/8" or "2001:db8::/32", got ${describeValue(text)}`,
+      option,
+    );
   }
   return { ...maskIp(ip, prefixBits), prefixBits };
 }

@@ -77,7 +77,13 @@ export class StoreKeys {
     let entry = this.cache.get(identity);
     if (entry === undefined) {
       const key = storeKey(this.dimension, identity, this.maxKeyLength);
-      entry = { key, pk: this.partitionSecret === undefined ? undefined : partitionDigest(key, this.partitionSecret).toString('base64') };
+      entry = {
+        key,
+        pk:
+          this.partitionSecret === undefined
+            ? undefined
+            : partitionDigest(key, this.partitionSecret).toString('base64'),
+      };
       this.cache.set(identity, entry);
     }
     return entry;

@@ -15,11 +15,21 @@ export class OptionFunctionError extends FloodgateError {
   /** The route of the request the function failed for. */
   readonly route: string | undefined;
 
-  constructor(code: 'INVALID_OPTION' | 'INVALID_COST', message: string, where: { option: string; route: string | undefined; cause?: unknown }) {
+  constructor(
+    code: 'INVALID_OPTION' | 'INVALID_COST',
+    message: string,
+    where: { option: string; route: string | undefined; cause?: unknown },
+  ) {
     super(code, where.route === undefined ? message : `${message} (route ${describeValue(where.route)})`, where.option);
     this.name = 'OptionFunctionError';
     this.route = where.route;
-    if ('cause' in where) Object.defineProperty(this, 'cause', { value: where.cause, enumerable: false, writable: true, configurable: true });
+    if ('cause' in where)
+      Object.defineProperty(this, 'cause', {
+        value: where.cause,
+        enumerable: false,
+        writable: true,
+        configurable: true,
+      });
   }
 }
 
@@ -30,7 +40,15 @@ export function threw(option: string, route: string | undefined, cause: unknown)
 }
 
 /** returnedWrong returns the error for an option function that returned `got` where `expected` was due. */
-export function returnedWrong(option: string, route: string | undefined, expected: string, got: unknown): OptionFunctionError {
+export function returnedWrong(
+  option: string,
+  route: string | undefined,
+  expected: string,
+  got: unknown,
+): OptionFunctionError {
   const code = option === 'cost' ? 'INVALID_COST' : 'INVALID_OPTION';
-  return new OptionFunctionError(code, `the ${option} option must return ${expected}, got ${describeValue(got)}`, { option, route });
+  return new OptionFunctionError(code, `the ${option} option must return ${expected}, got ${describeValue(got)}`, {
+    option,
+    route,
+  });
 }

@@ -163,7 +163,8 @@ export function checkOptions<Req>(options: HttpLimitOptions<Req>): Settings<Req>
   if (onStoreError !== 'fail-open' && onStoreError !== 'fail-closed' && onStoreError !== 'throw') {
     throw invalid('onStoreError', '"fail-open", "fail-closed" or "throw"', onStoreError);
   }
-  if (o.observer !== undefined && (typeof o.observer !== 'object' || o.observer === null)) throw invalid('observer', 'an object of hooks', o.observer);
+  if (o.observer !== undefined && (typeof o.observer !== 'object' || o.observer === null))
+    throw invalid('observer', 'an object of hooks', o.observer);
   const maxKeyLength = o.maxKeyLength ?? DEFAULT_MAX_KEY_LENGTH;
   if (!Number.isSafeInteger(maxKeyLength) || maxKeyLength < MIN_MAX_KEY_LENGTH) {
     throw invalid('maxKeyLength', `a whole number of at least ${MIN_MAX_KEY_LENGTH}`, maxKeyLength);
@@ -194,22 +195,32 @@ export function checkOptions<Req>(options: HttpLimitOptions<Req>): Settings<Req>
 
 function checkDimensions<Req>(o: HttpLimitOptions<Req>): CheckedDimension<Req>[] {
   if ((o.limiter === undefined) === (o.dimensions === undefined)) {
-    throw new FloodgateError('INVALID_OPTION', 'give either limiter (one policy) or dimensions (several), not both and not neither', 'limiter');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      'give either limiter (one policy) or dimensions (several), not both and not neither',
+      'limiter',
+    );
   }
-  const given: readonly Dimension<Req>[] = o.dimensions ?? [{ name: o.name ?? 'default', limiter: o.limiter!, ...(o.key ? { key: o.key } : {}) }];
-  if (!Array.isArray(given) || given.length === 0) throw invalid('dimensions', 'a non-empty array of { name, limiter, key }', given);
+  const given: readonly Dimension<Req>[] = o.dimensions ?? [
+    { name: o.name ?? 'default', limiter: o.limiter!, ...(o.key ? { key: o.key } : {}) },
+  ];
+  if (!Array.isArray(given) || given.length === 0)
+    throw invalid('dimensions', 'a non-empty array of { name, limiter, key }', given);
   const names = new Set<string>();
   return given.map((d, i) => {
     const at = `dimensions[${i}]`;
     const named = (field: string): string => (o.dimensions === undefined ? field : `${at}.${field}`);
     requireObject<Dimension<Req>>(d, at);
-    if (typeof d.name !== 'string' || !POLICY_NAME.test(d.name)) throw invalid(`${at}.name`, '1-64 of A-Z a-z 0-9 _ . -', d.name);
+    if (typeof d.name !== 'string' || !POLICY_NAME.test(d.name))
+      throw invalid(`${at}.name`, '1-64 of A-Z a-z 0-9 _ . -', d.name);
     if (names.has(d.name)) throw invalid(`${at}.name`, 'unique among the dimensions', d.name);
     names.add(d.name);
     const fixed = d.limiter instanceof Limiter;
-    if (!fixed && typeof d.limiter !== 'function') throw invalid(`${at}.limiter`, 'a Limiter or a function returning one', d.limiter);
+    if (!fixed && typeof d.limiter !== 'function')
+      throw invalid(`${at}.limiter`, 'a Limiter or a function returning one', d.limiter);
     const unit = d.quotaUnit ?? 'requests';
-    if (!['requests', 'content-bytes', 'concurrent-requests'].includes(unit)) throw invalid(`${at}.quotaUnit`, '"requests", "content-bytes" or "concurrent-requests"', unit);
+    if (!['requests', 'content-bytes', 'concurrent-requests'].includes(unit))
+      throw invalid(`${at}.quotaUnit`, '"requests", "content-bytes" or "concurrent-requests"', unit);
     const limiter = fixed ? (d.limiter as Limiter) : undefined;
     return {
       name: d.name,
@@ -217,7 +228,8 @@ function checkDimensions<Req>(o: HttpLimitOptions<Req>): CheckedDimension<Req>[]
       choose: fixed ? undefined : (d.limiter as (req: HttpRequest<Req>) => Limiter | undefined),
       key: optionalFunction(d.key, `${at}.key`) ?? byIp(),
       quotaUnit: unit,
-      policyItem: limiter === undefined ? undefined : policyItem({ name: d.name, policy: limiter.policy, unit, pk: undefined }),
+      policyItem:
+        limiter === undefined ? undefined : policyItem({ name: d.name, policy: limiter.policy, unit, pk: undefined }),
       serviceHead: serviceHead(d.name),
       keyOption: named('key'),
       limiterOption: named('limiter'),
@@ -225,17 +237,26 @@ function checkDimensions<Req>(o: HttpLimitOptions<Req>): CheckedDimension<Req>[]
   });
 }
 
-function preflightSkip<Req>(exempt: unknown, skip: ((req: HttpRequest<Req>) => boolean) | undefined): ((req: HttpRequest<Req>) => boolean) | undefined {
+function preflightSkip<Req>(
+  exempt: unknown,
+  skip: ((req: HttpRequest<Req>) => boolean) | undefined,
+): ((req: HttpRequest<Req>) => boolean) | undefined {
   if (exempt !== undefined && typeof exempt !== 'boolean') throw invalid('exemptPreflight', 'true or false', exempt);
   return exempt === true ? withPreflightExempt(skip) : skip;
 }
 
 function partitionSecret(value: unknown): Uint8Array | undefined {
   if (value === undefined || value === false) return undefined;
-  const secret: unknown = typeof value === 'object' && value !== null ? (value as { secret?: unknown }).secret : undefined;
-  const bytes = typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret instanceof Uint8Array ? secret : undefined;
+  const secret: unknown =
+    typeof value === 'object' && value !== null ? (value as { secret?: unknown }).secret : undefined;
+  const bytes =
+    typeof secret === 'string' ? Buffer.from(secret, 'utf8') : secret instanceof Uint8Array ? secret : undefined;
   if (bytes === undefined || bytes.length < MIN_PARTITION_SECRET_BYTES) {
-    throw invalid('partitionKeys', `false or { secret } with a secret of at least ${MIN_PARTITION_SECRET_BYTES} bytes shared by every process (pk is an HMAC of the key)`, value);
+    throw invalid(
+      'partitionKeys',
+      `false or { secret } with a secret of at least ${MIN_PARTITION_SECRET_BYTES} bytes shared by every process (pk is an HMAC of the key)`,
+      value,
+    );
   }
   return bytes;
 }

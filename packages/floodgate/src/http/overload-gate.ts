@@ -10,7 +10,12 @@ import { ConcurrencyLimiter, type Admission } from '../overload/concurrency-limi
 import type { Shed, ShedReason } from '../overload/concurrency-permit.js';
 import type { CoDel } from '../overload/wait-line.js';
 import { ClientIpResolver, type TrustProxyOptions } from './client-ip.js';
-import { watchEventLoop, type DelayMonitor, type EventLoopDelayOptions, type EventLoopPressure } from './event-loop-pressure.js';
+import {
+  watchEventLoop,
+  type DelayMonitor,
+  type EventLoopDelayOptions,
+  type EventLoopPressure,
+} from './event-loop-pressure.js';
 import { FIELD, ceilSeconds } from './headers.js';
 import { consoleLogger, type Logger } from './logger.js';
 import { OptionFunctionError, returnedWrong, threw } from './option-error.js';
@@ -86,7 +91,18 @@ export interface ConcurrencyControl {
 }
 
 /** The options that shape the limiter a gate makes, refused beside `limiter`. */
-const LIMITER_SHAPE = ['limit', 'adaptive', 'tiers', 'reserveRatio', 'maxQueue', 'maxWaitMs', 'order', 'codel', 'eventLoopDelay', 'clock'] as const;
+const LIMITER_SHAPE = [
+  'limit',
+  'adaptive',
+  'tiers',
+  'reserveRatio',
+  'maxQueue',
+  'maxWaitMs',
+  'order',
+  'codel',
+  'eventLoopDelay',
+  'clock',
+] as const;
 
 const DETAILS: Readonly<Record<ShedReason, string>> = {
   limit: 'every slot for requests of this priority is taken',
@@ -149,7 +165,11 @@ export class ConcurrencyGate<Req = unknown> {
    * The tier is `tier` when given (a route's own), else `tierOf(req)` or `tierHeader`'s value,
    * else the least important. A failing `tierOf` throws an `INVALID_OPTION` OptionFunctionError.
    */
-  admit(req: HttpRequest<Req> | undefined, signal: AbortSignal | undefined, tier?: number): Admission | Promise<Admission> {
+  admit(
+    req: HttpRequest<Req> | undefined,
+    signal: AbortSignal | undefined,
+    tier?: number,
+  ): Admission | Promise<Admission> {
     const chosen = tier ?? (req === undefined ? undefined : this.tierFor(req));
     try {
       return this.limiter.acquire(chosen === undefined ? { signal } : { tier: chosen, signal });
@@ -158,14 +178,22 @@ export class ConcurrencyGate<Req = unknown> {
       // A client's header names no tier the limiter has: it is the least important.
       if (tier === undefined && this.tierOf === undefined) return this.limiter.acquire({ signal });
       const option = tier === undefined ? 'tierOf' : 'tier';
-      throw new OptionFunctionError('INVALID_OPTION', `the ${option} option gave a tier the limiter lacks: ${err.message}`, { option, route: req?.route });
+      throw new OptionFunctionError(
+        'INVALID_OPTION',
+        `the ${option} option gave a tier the limiter lacks: ${err.message}`,
+        { option, route: req?.route },
+      );
     }
   }
 
   /** refusal returns the answer to a shed request: `statusCode` (503), `Retry-After` in whole seconds (at least 1), problem+json. */
   refusal(shed: Shed): ShedResponse {
     const seconds = Math.max(1, ceilSeconds(shed.retryAfterMs));
-    const headers: HeaderPair[] = [[FIELD.retryAfter, String(seconds)], [FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
+    const headers: HeaderPair[] = [
+      [FIELD.retryAfter, String(seconds)],
+      [FIELD.cacheControl, 'no-store'],
+      [FIELD.contentType, PROBLEM_CONTENT_TYPE],
+    ];
     return { statusCode: this.statusCode, headers, body: this.bodies[shed.reason] };
   }
 
@@ -196,19 +224,34 @@ function givenLimiter<Req>(o: HttpConcurrencyOptions<Req>): ConcurrencyLimiter {
   if (!(o.limiter instanceof ConcurrencyLimiter)) throw invalid('limiter', 'a ConcurrencyLimiter', o.limiter);
   const clash = LIMITER_SHAPE.find((name) => o[name] !== undefined);
   if (clash !== undefined) {
-    throw new FloodgateError('INVALID_OPTION', `${clash} shapes the limiter this middleware would make; with limiter given, set ${clash} on that ConcurrencyLimiter instead`, clash);
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `${clash} shapes the limiter this middleware would make; with limiter given, set ${clash} on that ConcurrencyLimiter instead`,
+      clash,
+    );
   }
   return o.limiter;
 }
 
 /** The event-loop monitor for `eventLoopDelay`, which feeds an adaptive limit only. */
-function eventLoopOf<Req>(o: HttpConcurrencyOptions<Req>, monitor: DelayMonitor | undefined): EventLoopPressure | undefined {
+function eventLoopOf<Req>(
+  o: HttpConcurrencyOptions<Req>,
+  monitor: DelayMonitor | undefined,
+): EventLoopPressure | undefined {
   if (o.eventLoopDelay === undefined) return undefined;
   if (o.adaptive === undefined) {
-    throw new FloodgateError('INVALID_OPTION', 'eventLoopDelay backs an adaptive limit off; a fixed limit never moves: give adaptive, or leave eventLoopDelay out', 'eventLoopDelay');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      'eventLoopDelay backs an adaptive limit off; a fixed limit never moves: give adaptive, or leave eventLoopDelay out',
+      'eventLoopDelay',
+    );
   }
   if (monitor === undefined) {
-    throw new FloodgateError('INVALID_OPTION', "eventLoopDelay needs node:perf_hooks's monitorEventLoopDelay, which this runtime lacks: leave it out, or give limiter with a pressure function of your own", 'eventLoopDelay');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      "eventLoopDelay needs node:perf_hooks's monitorEventLoopDelay, which this runtime lacks: leave it out, or give limiter with a pressure function of your own",
+      'eventLoopDelay',
+    );
   }
   return watchEventLoop(monitor, o.eventLoopDelay, 'eventLoopDelay', o.clock);
 }
@@ -216,23 +259,46 @@ function eventLoopOf<Req>(o: HttpConcurrencyOptions<Req>, monitor: DelayMonitor 
 /** The limiter of the options, its errors naming the options as given here (`maxQueue`, not `ConcurrencyLimiter.maxQueue`). */
 function madeLimiter<Req>(o: HttpConcurrencyOptions<Req>, pressure: EventLoopPressure | undefined): ConcurrencyLimiter {
   if ((o.limit === undefined) === (o.adaptive === undefined)) {
-    const what = o.limit === undefined ? 'give limit (a fixed number of requests in flight), adaptive (options, or true) or limiter (a ConcurrencyLimiter)' : 'give limit or adaptive, not both';
+    const what =
+      o.limit === undefined
+        ? 'give limit (a fixed number of requests in flight), adaptive (options, or true) or limiter (a ConcurrencyLimiter)'
+        : 'give limit or adaptive, not both';
     throw new FloodgateError('INVALID_OPTION', what, 'limit');
   }
   const { limit, adaptive, tiers, reserveRatio, maxQueue, maxWaitMs, order, codel, clock } = o;
   try {
-    return new ConcurrencyLimiter({ limit, adaptive, tiers, reserveRatio, maxQueue, maxWaitMs, order, codel, clock, pressure: pressure?.pressed });
+    return new ConcurrencyLimiter({
+      limit,
+      adaptive,
+      tiers,
+      reserveRatio,
+      maxQueue,
+      maxWaitMs,
+      order,
+      codel,
+      clock,
+      pressure: pressure?.pressed,
+    });
   } catch (err) {
     pressure?.close();
     if (!(err instanceof FloodgateError) || !err.option?.startsWith('ConcurrencyLimiter.')) throw err;
-    throw new FloodgateError(err.code, err.message.replaceAll('ConcurrencyLimiter.', ''), err.option.slice('ConcurrencyLimiter.'.length));
+    throw new FloodgateError(
+      err.code,
+      err.message.replaceAll('ConcurrencyLimiter.', ''),
+      err.option.slice('ConcurrencyLimiter.'.length),
+    );
   }
 }
 
 /** Each shed reason's problem+json body, made once: the draft's `temporary-reduced-capacity`, with the status sent. */
 function shedBodies(statusCode: number): Record<ShedReason, string> {
   const body = (reason: ShedReason): string => capacityProblemBody(statusCode, DETAILS[reason]);
-  return { limit: body('limit'), 'queue-full': body('queue-full'), 'queue-timeout': body('queue-timeout'), aborted: body('aborted') };
+  return {
+    limit: body('limit'),
+    'queue-full': body('queue-full'),
+    'queue-timeout': body('queue-timeout'),
+    aborted: body('aborted'),
+  };
 }
 
 function checkStatus(value: unknown): number {
@@ -244,7 +310,8 @@ function checkStatus(value: unknown): number {
 function checkTierHeader(value: unknown, tierOf: unknown): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || !/^[A-Za-z0-9-]+$/.test(value)) throw invalid('tierHeader', 'a header name', value);
-  if (tierOf !== undefined) throw new FloodgateError('INVALID_OPTION', 'give tierOf or tierHeader, not both', 'tierHeader');
+  if (tierOf !== undefined)
+    throw new FloodgateError('INVALID_OPTION', 'give tierOf or tierHeader, not both', 'tierHeader');
   return value.toLowerCase();
 }
 

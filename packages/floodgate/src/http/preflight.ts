@@ -7,14 +7,20 @@ import type { HttpRequest } from './request.js';
  * request without them is an ordinary request.
  */
 export function isPreflight(req: HttpRequest<unknown>): boolean {
-  return req.method === 'OPTIONS' && req.header('access-control-request-method') !== undefined && req.header('origin') !== undefined;
+  return (
+    req.method === 'OPTIONS' &&
+    req.header('access-control-request-method') !== undefined &&
+    req.header('origin') !== undefined
+  );
 }
 
 /**
  * withPreflightExempt returns a `skip` function that passes CORS preflights untouched and asks
  * `skip` (when given) about every other request.
  */
-export function withPreflightExempt<Req>(skip: ((req: HttpRequest<Req>) => boolean) | undefined): (req: HttpRequest<Req>) => boolean {
+export function withPreflightExempt<Req>(
+  skip: ((req: HttpRequest<Req>) => boolean) | undefined,
+): (req: HttpRequest<Req>) => boolean {
   if (skip === undefined) return isPreflight;
   return function skipPreflightOr(req) {
     return isPreflight(req) || skip(req);

@@ -21,10 +21,15 @@ export function refusalOf(message: unknown, statusCode: unknown): RefusalRespons
   if (message === undefined && statusCode === undefined) return undefined;
   const status = statusCode ?? 429;
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 400 || status > 599) {
-    throw new FloodgateError('INVALID_OPTION', `statusCode must be a whole number from 400 to 599, got ${describeValue(status)}`, 'statusCode');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `statusCode must be a whole number from 400 to 599, got ${describeValue(status)}`,
+      'statusCode',
+    );
   }
   if (message === undefined) return { statusCode: status, body: undefined, contentType: undefined };
-  if (typeof message === 'string') return { statusCode: status, body: message, contentType: 'text/plain; charset=utf-8' };
+  if (typeof message === 'string')
+    return { statusCode: status, body: message, contentType: 'text/plain; charset=utf-8' };
   if (typeof message === 'object' && message !== null) {
     let body: string | undefined;
     try {
@@ -34,5 +39,9 @@ export function refusalOf(message: unknown, statusCode: unknown): RefusalRespons
     }
     if (body !== undefined) return { statusCode: status, body, contentType: 'application/json; charset=utf-8' };
   }
-  throw new FloodgateError('INVALID_OPTION', `message must be a string or an object that JSON.stringify can write, got ${describeValue(message)}`, 'message');
+  throw new FloodgateError(
+    'INVALID_OPTION',
+    `message must be a string or an object that JSON.stringify can write, got ${describeValue(message)}`,
+    'message',
+  );
 }

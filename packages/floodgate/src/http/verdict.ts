@@ -37,7 +37,14 @@ export interface Verdict extends RateLimitInfo {
 }
 
 /** PASS is the verdict for a request that is not limited at all (skipped, allowed-listed). */
-export const PASS: Verdict = Object.freeze({ allowed: true, statusCode: 0, headers: [], body: undefined, charges: undefined, decisions: Object.freeze([]) });
+export const PASS: Verdict = Object.freeze({
+  allowed: true,
+  statusCode: 0,
+  headers: [],
+  body: undefined,
+  charges: undefined,
+  decisions: Object.freeze([]),
+});
 
 /** Plan is one dimension as it applies to one request: its limiter and store key. */
 export interface Plan<Req> {
@@ -64,11 +71,18 @@ export class VerdictWriter<Req> {
 
   constructor(private readonly settings: Settings<Req>) {
     const only = settings.dimensions.length === 1 ? settings.dimensions[0]! : undefined;
-    const plain = settings.draftHeaders && settings.legacyReset === undefined && !settings.partitionKeys && settings.refundWhen === undefined;
+    const plain =
+      settings.draftHeaders &&
+      settings.legacyReset === undefined &&
+      !settings.partitionKeys &&
+      settings.refundWhen === undefined;
     const policy = only?.policyItem;
     const head = only?.serviceHead ?? '';
     const policyPair: HeaderPair = [FIELD.policy, policy ?? ''];
-    this.memo = plain && policy !== undefined ? new AdmitMemo((d) => admitted([policyPair, [FIELD.service, serviceItem(head, d, undefined)]])) : undefined;
+    this.memo =
+      plain && policy !== undefined
+        ? new AdmitMemo((d) => admitted([policyPair, [FIELD.service, serviceItem(head, d, undefined)]]))
+        : undefined;
     const fixed = !settings.partitionKeys && settings.dimensions.every((d) => d.policyItem !== undefined);
     this.allPolicies = fixed ? settings.dimensions.map((d) => d.policyItem!).join(', ') : undefined;
   }
@@ -76,19 +90,34 @@ export class VerdictWriter<Req> {
   /** admit returns the verdict for a request every dimension admitted. */
   admit(plans: readonly Plan<Req>[], decisions: readonly Decision[], cost: number): Verdict {
     const charges = this.settings.refundWhen === undefined ? undefined : chargesOf(plans, decisions, cost);
-    return { allowed: true, statusCode: 0, headers: this.headers(plans, decisions), body: undefined, charges, decisions: named(plans, decisions) };
+    return {
+      allowed: true,
+      statusCode: 0,
+      headers: this.headers(plans, decisions),
+      body: undefined,
+      charges,
+      decisions: named(plans, decisions),
+    };
   }
 
   /** admitOne is {@link admit} for a single dimension, without arrays of plans and decisions. */
   admitOne(plan: Plan<Req>, decision: Decision, cost: number): Verdict {
     const decisions = [{ name: plan.dimension.name, decision }];
     // The memo's verdict stands for every decision with the same r and t: its headers, with this decision.
-    if (this.memo !== undefined && decision.reason === 'ok' && plan.limiter === plan.dimension.limiter) return { ...this.memo.valueOf(decision), decisions };
+    if (this.memo !== undefined && decision.reason === 'ok' && plan.limiter === plan.dimension.limiter)
+      return { ...this.memo.valueOf(decision), decisions };
     const s = this.settings;
-    const charges = s.refundWhen === undefined || decision.reason === 'fail-open' ? undefined : [{ dimension: plan.dimension.name, limiter: plan.limiter, key: plan.key, cost }];
+    const charges =
+      s.refundWhen === undefined || decision.reason === 'fail-open'
+        ? undefined
+        : [{ dimension: plan.dimension.name, limiter: plan.limiter, key: plan.key, cost }];
     let headers: HeaderPair[];
     if (s.legacyReset !== undefined || decision.reason !== 'ok') headers = this.headers([plan], [decision]);
-    else if (s.draftHeaders) headers = [[FIELD.policy, policyItemOf(plan)], [FIELD.service, serviceItem(plan.dimension.serviceHead, decision, plan.pk)]];
+    else if (s.draftHeaders)
+      headers = [
+        [FIELD.policy, policyItemOf(plan)],
+        [FIELD.service, serviceItem(plan.dimension.serviceHead, decision, plan.pk)],
+      ];
     else headers = [];
     return { allowed: true, statusCode: 0, headers, body: undefined, charges, decisions };
   }
@@ -108,7 +137,14 @@ export class VerdictWriter<Req> {
     const custom = kind === 'quota-exceeded' ? this.settings.refusal : undefined;
     headers.push([FIELD.cacheControl, 'no-store'], [FIELD.contentType, custom?.contentType ?? PROBLEM_CONTENT_TYPE]);
     const body = custom?.body ?? problemBody(kind, names);
-    return { allowed: false, statusCode: custom?.statusCode ?? STATUS_OF[kind], headers, body, charges: undefined, decisions: named(plans, decisions) };
+    return {
+      allowed: false,
+      statusCode: custom?.statusCode ?? STATUS_OF[kind],
+      headers,
+      body,
+      charges: undefined,
+      decisions: named(plans, decisions),
+    };
   }
 
   /**
@@ -120,9 +156,15 @@ export class VerdictWriter<Req> {
   degraded(failed: readonly string[], policy: 'fail-open' | 'fail-closed'): Verdict {
     const s = this.settings;
     const mark: HeaderPair[] = s.degradedHeader === undefined ? [] : [[s.degradedHeader, policy]];
-    if (policy === 'fail-open') return { allowed: true, statusCode: 0, headers: mark, body: undefined, charges: undefined, decisions: NONE };
+    if (policy === 'fail-open')
+      return { allowed: true, statusCode: 0, headers: mark, body: undefined, charges: undefined, decisions: NONE };
     // When the store answers again is unknown: a second, as the limiter layer's own fail-closed says.
-    const headers: HeaderPair[] = [...mark, [FIELD.retryAfter, '1'], [FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
+    const headers: HeaderPair[] = [
+      ...mark,
+      [FIELD.retryAfter, '1'],
+      [FIELD.cacheControl, 'no-store'],
+      [FIELD.contentType, PROBLEM_CONTENT_TYPE],
+    ];
     const body = problemBody('temporary-reduced-capacity', failed, 'the rate-limit store is unavailable');
     return { allowed: false, statusCode: 503, headers, body, charges: undefined, decisions: NONE };
   }
@@ -132,7 +174,10 @@ export class VerdictWriter<Req> {
    * option function threw or returned the wrong type): a problem body that names no internals.
    */
   broken(): Verdict {
-    const headers: HeaderPair[] = [[FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
+    const headers: HeaderPair[] = [
+      [FIELD.cacheControl, 'no-store'],
+      [FIELD.contentType, PROBLEM_CONTENT_TYPE],
+    ];
     return { allowed: false, statusCode: 500, headers, body: INTERNAL_PROBLEM, charges: undefined, decisions: NONE };
   }
 
@@ -143,7 +188,9 @@ export class VerdictWriter<Req> {
   private markDegraded(headers: HeaderPair[], decisions: readonly Decision[]): void {
     const name = this.settings.degradedHeader;
     if (name === undefined) return;
-    const failed = decisions.find((d) => d.reason === 'fail-open' || d.reason === 'fail-closed' || d.reason === 'fallback');
+    const failed = decisions.find(
+      (d) => d.reason === 'fail-open' || d.reason === 'fail-closed' || d.reason === 'fallback',
+    );
     if (failed !== undefined) headers.push([name, failed.reason]);
   }
 
@@ -180,11 +227,16 @@ export class VerdictWriter<Req> {
  * What an admitted request was charged, to give back by outcome: not where `fail-open` admitted
  * it, since nothing was charged there and a refund would hand out quota once the store is back.
  */
-function chargesOf<Req>(plans: readonly Plan<Req>[], decisions: readonly Decision[], cost: number): Charge[] | undefined {
+function chargesOf<Req>(
+  plans: readonly Plan<Req>[],
+  decisions: readonly Decision[],
+  cost: number,
+): Charge[] | undefined {
   const charges: Charge[] = [];
   for (let i = 0; i < plans.length; i++) {
     const p = plans[i]!;
-    if (decisions[i]!.reason !== 'fail-open') charges.push({ dimension: p.dimension.name, limiter: p.limiter, key: p.key, cost });
+    if (decisions[i]!.reason !== 'fail-open')
+      charges.push({ dimension: p.dimension.name, limiter: p.limiter, key: p.key, cost });
   }
   return charges.length === 0 ? undefined : charges;
 }

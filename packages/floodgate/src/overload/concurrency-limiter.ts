@@ -2,7 +2,12 @@
  * ConcurrencyLimiter: a bulkhead (at most N calls in flight) whose N is fixed or learned, with
  * priority tiers and a bounded wait line.
  */
-import { AdaptiveLimit, type AdaptiveLimitOptions, type AdaptiveLimitSnapshot, type CallOutcome } from '../core/adaptive/adaptive-limit.js';
+import {
+  AdaptiveLimit,
+  type AdaptiveLimitOptions,
+  type AdaptiveLimitSnapshot,
+  type CallOutcome,
+} from '../core/adaptive/adaptive-limit.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { FloodgateError, describeValue } from '../core/errors.js';
 import { isTimers, systemTimers, type Timers } from '../core/timers.js';
@@ -106,7 +111,11 @@ export class ConcurrencyLimiter {
   constructor(options: ConcurrencyLimiterOptions) {
     const o = requireObject<ConcurrencyLimiterOptions>(options, 'ConcurrencyLimiter');
     if ((o.limit === undefined) === (o.adaptive === undefined)) {
-      throw new FloodgateError('INVALID_OPTION', 'ConcurrencyLimiter needs exactly one of limit (a fixed number) and adaptive (options or true)', 'limit');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        'ConcurrencyLimiter needs exactly one of limit (a fixed number) and adaptive (options or true)',
+        'limit',
+      );
     }
     this.fixedLimit = o.limit === undefined ? 0 : positiveInteger(o.limit, 'ConcurrencyLimiter.limit');
     this.estimator = o.adaptive === undefined ? undefined : new AdaptiveLimit(o.adaptive === true ? {} : o.adaptive);
@@ -115,12 +124,18 @@ export class ConcurrencyLimiter {
     this.maxQueue = checkQueueBound(o.maxQueue, 'ConcurrencyLimiter.maxQueue', 0);
     this.maxWaitMs = checkMaxWaitMs(o.maxWaitMs ?? 1000, 'ConcurrencyLimiter.maxWaitMs');
     if (o.pressure !== undefined && typeof o.pressure !== 'function') {
-      throw new FloodgateError('INVALID_OPTION', `ConcurrencyLimiter.pressure must be a function returning a boolean, got ${describeValue(o.pressure)}`, 'ConcurrencyLimiter.pressure');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `ConcurrencyLimiter.pressure must be a function returning a boolean, got ${describeValue(o.pressure)}`,
+        'ConcurrencyLimiter.pressure',
+      );
     }
     this.pressure = o.pressure;
     this.clock = o.clock ?? systemClock;
     this.line = new WaitLine(this.tierCount, checkOrder(o.order, o.codel));
-    this.alarm = new Alarm(this.clock, o.timers ?? (isTimers(this.clock) ? this.clock : systemTimers), () => this.serve());
+    this.alarm = new Alarm(this.clock, o.timers ?? (isTimers(this.clock) ? this.clock : systemTimers), () =>
+      this.serve(),
+    );
   }
 
   /** limit returns how many calls may be in flight now (for the top tier). */
@@ -217,7 +232,12 @@ export class ConcurrencyLimiter {
     this.held--;
     if (this.estimator !== undefined) {
       const pressed = outcome === 'success' && this.pressure?.() === true;
-      const call = { startMs: permit.startMs, inFlight: permit.inFlight, inFlightAfter: this.held, outcome: pressed ? 'drop' : outcome } as const;
+      const call = {
+        startMs: permit.startMs,
+        inFlight: permit.inFlight,
+        inFlightAfter: this.held,
+        outcome: pressed ? 'drop' : outcome,
+      } as const;
       this.estimator.record(this.clock.now(), call);
     }
     if (this.line.size > 0) this.serve();
@@ -243,7 +263,11 @@ export class ConcurrencyLimiter {
 
   private checkTier(tier: number): number {
     if (Number.isInteger(tier) && tier >= 0 && tier < this.tierCount) return tier;
-    throw new FloodgateError('INVALID_OPTION', `tier must be a whole number from 0 to ${this.tierCount - 1} (the limiter has ${this.tierCount} tiers), got ${describeValue(tier)}`, 'tier');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `tier must be a whole number from 0 to ${this.tierCount - 1} (the limiter has ${this.tierCount} tiers), got ${describeValue(tier)}`,
+      'tier',
+    );
   }
 }
 
@@ -260,7 +284,11 @@ function checkReserve(value: unknown, tiers: number): number {
 function checkOrder(order: unknown, codel: Partial<CoDel> | undefined): CoDel | undefined {
   if (order === 'fifo') return undefined;
   if (order !== undefined && order !== 'adaptive-lifo') {
-    throw new FloodgateError('INVALID_OPTION', `ConcurrencyLimiter.order must be 'adaptive-lifo' or 'fifo', got ${describeValue(order)}`, 'ConcurrencyLimiter.order');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `ConcurrencyLimiter.order must be 'adaptive-lifo' or 'fifo', got ${describeValue(order)}`,
+      'ConcurrencyLimiter.order',
+    );
   }
   const intervalMs = checkMaxWaitMs(codel?.intervalMs ?? 100, 'ConcurrencyLimiter.codel.intervalMs');
   const targetMs = checkMaxWaitMs(codel?.targetMs ?? 5, 'ConcurrencyLimiter.codel.targetMs');

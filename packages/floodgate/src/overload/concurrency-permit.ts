@@ -60,10 +60,18 @@ export class ConcurrencyPermit implements Disposable {
    */
   release(outcome: CallOutcome = 'success'): void {
     if (this.done) {
-      throw new FloodgateError('PERMIT_RELEASED', 'ConcurrencyPermit.release: this permit was released already; release each permit once (check permit.released)', 'permit');
+      throw new FloodgateError(
+        'PERMIT_RELEASED',
+        'ConcurrencyPermit.release: this permit was released already; release each permit once (check permit.released)',
+        'permit',
+      );
     }
     if (outcome !== 'success' && outcome !== 'drop' && outcome !== 'ignore') {
-      throw new FloodgateError('INVALID_OPTION', `ConcurrencyPermit.release: outcome must be 'success', 'drop' or 'ignore', got ${String(outcome)}`, 'outcome');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `ConcurrencyPermit.release: outcome must be 'success', 'drop' or 'ignore', got ${String(outcome)}`,
+        'outcome',
+      );
     }
     this.done = true;
     this.giveBack(this, outcome);

@@ -70,7 +70,14 @@ export class WaitLine {
   /** add puts a caller in the line and returns it. */
   add(nowMs: number, tier: number, maxWaitMs: number, settle: Waiter['settle']): Waiter {
     if (this.byId.size === 0) this.lastEmptyMs = nowMs;
-    const waiter: Waiter = { id: this.nextId++, tier, enqueuedMs: nowMs, deadlineMs: nowMs + maxWaitMs, settle, detach: undefined };
+    const waiter: Waiter = {
+      id: this.nextId++,
+      tier,
+      enqueuedMs: nowMs,
+      deadlineMs: nowMs + maxWaitMs,
+      settle,
+      detach: undefined,
+    };
     this.tiers[tier]!.push(waiter);
     this.live[tier]!++;
     this.byId.set(waiter.id, waiter);

@@ -101,7 +101,8 @@ export class DeadlineQueue {
     this.armedForMs = Infinity;
     const nowMs = this.clock.now();
     let next = this.head;
-    while (next < this.entries.length && (this.entries[next]!.settled || this.entries[next]!.deadlineMs <= nowMs)) next++;
+    while (next < this.entries.length && (this.entries[next]!.settled || this.entries[next]!.deadlineMs <= nowMs))
+      next++;
     if (next < this.entries.length) this.arm(this.entries[next]!.deadlineMs);
     if (this.checking) return;
     this.checking = true;
@@ -151,9 +152,22 @@ export class DeadlineQueue {
  * first (or `queue` abandons `target`, what the call was sent to). The operation itself is not cancelled: should it answer after
  * its deadline, `late` (when given) receives that answer, which the caller has not had.
  */
-export function watch<T>(queue: DeadlineQueue, clock: Clock, operation: Promise<T>, timeoutMs: number, timeoutError: () => Error, late?: (value: T) => void, target?: unknown): Promise<T> {
+export function watch<T>(
+  queue: DeadlineQueue,
+  clock: Clock,
+  operation: Promise<T>,
+  timeoutMs: number,
+  timeoutError: () => Error,
+  late?: (value: T) => void,
+  target?: unknown,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const deadline: Deadline = { deadlineMs: clock.now() + timeoutMs, settled: false, expire: () => reject(timeoutError()), target };
+    const deadline: Deadline = {
+      deadlineMs: clock.now() + timeoutMs,
+      settled: false,
+      expire: () => reject(timeoutError()),
+      target,
+    };
     queue.add(deadline);
     operation.then(
       (value) => {

@@ -32,7 +32,13 @@ export interface GuardedTableOptions {
 }
 
 /** Codes of bad input: they pass through as they are, never treated as a store failure. */
-const INPUT_CODES: ReadonlySet<FloodgateErrorCode> = new Set(['INVALID_OPTION', 'INVALID_COST', 'COST_EXCEEDS_LIMIT', 'INVALID_KEY', 'STORE_NOT_SYNC']);
+const INPUT_CODES: ReadonlySet<FloodgateErrorCode> = new Set([
+  'INVALID_OPTION',
+  'INVALID_COST',
+  'COST_EXCEEDS_LIMIT',
+  'INVALID_KEY',
+  'STORE_NOT_SYNC',
+]);
 
 /**
  * GuardedTable puts a deadline and a failure policy around an asynchronous table that has neither
@@ -60,7 +66,14 @@ export class GuardedTable implements PolicyStore {
     this.deadlines = new DeadlineQueue(options.clock, options.timers);
     const limit = options.limit;
     this.open = Object.freeze({ allowed: true, limit, remaining: 0, retryAfterMs: 0, resetMs: 0, reason: 'fail-open' });
-    this.closed = Object.freeze({ allowed: false, limit, remaining: 0, retryAfterMs: FAIL_CLOSED_RETRY_MS, resetMs: 0, reason: 'fail-closed' });
+    this.closed = Object.freeze({
+      allowed: false,
+      limit,
+      remaining: 0,
+      retryAfterMs: FAIL_CLOSED_RETRY_MS,
+      resetMs: 0,
+      reason: 'fail-closed',
+    });
     if (inner.reserve === undefined) this.reserve = undefined;
   }
 
@@ -89,7 +102,8 @@ export class GuardedTable implements PolicyStore {
     return this.guard(() => this.inner.reserve!(key, cost, nowMs, maxWaitMs), reservationOnFailure);
   }
 
-  private readonly decisionOnFailure = (policy: 'fail-open' | 'fail-closed'): Decision => (policy === 'fail-open' ? this.open : this.closed);
+  private readonly decisionOnFailure = (policy: 'fail-open' | 'fail-closed'): Decision =>
+    policy === 'fail-open' ? this.open : this.closed;
 
   /** Runs `call` under the deadline; a failure goes to {@link failed}. */
   private guard<T>(call: () => MaybePromise<T>, onFailure: (policy: 'fail-open' | 'fail-closed') => T): Promise<T> {
@@ -101,9 +115,12 @@ export class GuardedTable implements PolicyStore {
     }
     const { timeout, clock } = this.options;
     const timeoutMs = timeout.ms;
-    if (timeoutMs === Infinity) return Promise.resolve(answer).then(undefined, (error: unknown) => this.failed(error, onFailure));
+    if (timeoutMs === Infinity)
+      return Promise.resolve(answer).then(undefined, (error: unknown) => this.failed(error, onFailure));
     const startedMs = clock.now();
-    return watch(this.deadlines, clock, Promise.resolve(answer), timeoutMs, () => timeoutError(timeout.describe())).then(
+    return watch(this.deadlines, clock, Promise.resolve(answer), timeoutMs, () =>
+      timeoutError(timeout.describe()),
+    ).then(
       (value) => {
         timeout.record(clock.now() - startedMs);
         return value;
@@ -118,7 +135,12 @@ export class GuardedTable implements PolicyStore {
     const typed = storeError(error);
     const { onError, observer } = this.options;
     if (observer !== undefined) {
-      notify(observer, 'storeError', { store: this.options.storeName, error: typed, policy: onError, atMs: this.options.clock.now() });
+      notify(observer, 'storeError', {
+        store: this.options.storeName,
+        error: typed,
+        policy: onError,
+        atMs: this.options.clock.now(),
+      });
     }
     if (onError === 'throw') return Promise.reject(typed);
     try {
@@ -139,7 +161,11 @@ export function storeError(error: unknown): FloodgateError {
 }
 
 function timeoutError(timeout: string): FloodgateError {
-  return new FloodgateError('STORE_TIMEOUT', `the limiter's store did not answer within ${timeout} (Limiter.timeoutMs)`, 'timeoutMs');
+  return new FloodgateError(
+    'STORE_TIMEOUT',
+    `the limiter's store did not answer within ${timeout} (Limiter.timeoutMs)`,
+    'timeoutMs',
+  );
 }
 
 function nothing(): void {}

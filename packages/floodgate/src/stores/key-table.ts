@@ -85,7 +85,7 @@ export class KeyTable {
 
   /** isLive returns whether `slot` currently holds a key. */
   isLive(slot: number): boolean {
-    return slot < this.highWater && this.u16[(slot * this.stride) * 4] !== FREE;
+    return slot < this.highWater && this.u16[slot * this.stride * 4] !== FREE;
   }
 
   /** keyAt returns the key held at `slot` (for inspection, sweeping and tests; allocates a string). */
@@ -152,7 +152,7 @@ export class KeyTable {
   }
 
   private lengthAt(slot: number): number {
-    return this.u16[(slot * this.stride) * 4]! & LENGTH_MASK;
+    return this.u16[slot * this.stride * 4]! & LENGTH_MASK;
   }
 
   /** The j-th code unit of the key stored at `slot`. */
@@ -230,7 +230,10 @@ export class KeyTable {
   /** Compacts the arena when half of it is garbage, else doubles it. */
   private makeArenaRoom(bytes: number): void {
     const live = this.arenaUsed - this.arenaGarbage;
-    const capacity = Math.max(this.arena.length * (this.arenaGarbage * 2 >= this.arenaUsed ? 1 : 2), (live + bytes) * 2);
+    const capacity = Math.max(
+      this.arena.length * (this.arenaGarbage * 2 >= this.arenaUsed ? 1 : 2),
+      (live + bytes) * 2,
+    );
     const next = new Uint8Array(capacity);
     let used = 0;
     for (let slot = 0; slot < this.highWater; slot++) {

@@ -73,15 +73,27 @@ export class MemoryStore implements Store {
   constructor(options: MemoryStoreOptions = {}) {
     this.maxKeys = positiveInteger(options.maxKeys ?? 1_000_000, 'MemoryStore.maxKeys');
     if (this.maxKeys > MAX_KEYS) {
-      throw new FloodgateError('INVALID_OPTION', `MemoryStore.maxKeys must be at most ${MAX_KEYS}, got ${this.maxKeys}`, 'MemoryStore.maxKeys');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `MemoryStore.maxKeys must be at most ${MAX_KEYS}, got ${this.maxKeys}`,
+        'MemoryStore.maxKeys',
+      );
     }
     this.maxKeyLength = positiveInteger(options.maxKeyLength ?? 1024, 'MemoryStore.maxKeyLength');
     this.overflow = options.overflow ?? true;
     if (typeof this.overflow !== 'boolean') {
-      throw new FloodgateError('INVALID_OPTION', `MemoryStore.overflow must be true or false, got ${describeValue(this.overflow)}`, 'MemoryStore.overflow');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `MemoryStore.overflow must be true or false, got ${describeValue(this.overflow)}`,
+        'MemoryStore.overflow',
+      );
     }
     if (this.maxKeyLength > MAX_KEY_LENGTH) {
-      throw new FloodgateError('INVALID_OPTION', `MemoryStore.maxKeyLength must be at most ${MAX_KEY_LENGTH}, got ${this.maxKeyLength}`, 'MemoryStore.maxKeyLength');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `MemoryStore.maxKeyLength must be at most ${MAX_KEY_LENGTH}, got ${this.maxKeyLength}`,
+        'MemoryStore.maxKeyLength',
+      );
     }
   }
 
@@ -338,7 +350,8 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
 
   /** The overflow tier, made the first time the table is full; null when off or unknown to the policy. */
   private overflowTier(): OverflowSketch | null {
-    if (this.overflow === undefined) this.overflow = OverflowSketch.create(this.algorithm, { cellsPerRow: this.maxKeys }) ?? null;
+    if (this.overflow === undefined)
+      this.overflow = OverflowSketch.create(this.algorithm, { cellsPerRow: this.maxKeys }) ?? null;
     return this.overflow;
   }
 
@@ -396,7 +409,11 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   private checkKey(key: string): void {
     if (typeof key !== 'string' || key.length === 0 || key.length > this.maxKeyLength) {
       const what = typeof key === 'string' ? `a string of ${key.length} code units` : describeValue(key);
-      throw new FloodgateError('INVALID_KEY', `key must be a non-empty string of at most ${this.maxKeyLength} code units (MemoryStore.maxKeyLength), got ${what}`, 'key');
+      throw new FloodgateError(
+        'INVALID_KEY',
+        `key must be a non-empty string of at most ${this.maxKeyLength} code units (MemoryStore.maxKeyLength), got ${what}`,
+        'key',
+      );
     }
   }
 }

@@ -92,7 +92,10 @@ export class OverflowSketch {
   ) {
     const windowMs = algorithm.windowMs!;
     this.unitMs = kind === 'tat' ? windowMs / algorithm.limit : windowMs;
-    this.slack = kind === 'tat' ? Math.min(TIME_EPSILON_MS, countSlack(algorithm.limit) * this.unitMs) : countSlack(algorithm.limit);
+    this.slack =
+      kind === 'tat'
+        ? Math.min(TIME_EPSILON_MS, countSlack(algorithm.limit) * this.unitMs)
+        : countSlack(algorithm.limit);
     this.cells = new Float64Array(OVERFLOW_ROWS * cellsPerRow).fill(kind === 'tat' ? -Infinity : 0);
     if (kind === 'sliding') this.previous = new Float64Array(OVERFLOW_ROWS * cellsPerRow);
     this.hashSeed = seed >>> 0;
@@ -107,7 +110,12 @@ export class OverflowSketch {
     const kind = algorithm.kind === undefined ? undefined : KINDS.get(algorithm.kind);
     const windowMs = algorithm.windowMs;
     if (kind === undefined || windowMs === undefined || !(windowMs > 0) || !Number.isFinite(windowMs)) return undefined;
-    return new OverflowSketch(algorithm, kind, options.cellsPerRow, options.seed ?? Math.floor(Math.random() * 2 ** 32));
+    return new OverflowSketch(
+      algorithm,
+      kind,
+      options.cellsPerRow,
+      options.seed ?? Math.floor(Math.random() * 2 ** 32),
+    );
   }
 
   /** bytes returns the memory the sketch's cells take: 32 bytes per cell of a row, 64 for the sliding windows. */
@@ -170,7 +178,7 @@ export class OverflowSketch {
     let least = Infinity;
     let leastCurrent = Infinity;
     for (let row = 0; row < OVERFLOW_ROWS; row++) {
-      const slot = row * this.cellsPerRow + ((h1 + Math.imul(row, h2)) >>> 0) % this.cellsPerRow;
+      const slot = row * this.cellsPerRow + (((h1 + Math.imul(row, h2)) >>> 0) % this.cellsPerRow);
       this.slots[row] = slot;
       const current = this.cells[slot]!;
       leastCurrent = Math.min(leastCurrent, current);
@@ -220,16 +228,29 @@ export class OverflowSketch {
       const tat = Math.max(estimate, nowMs);
       const allowed = cost === 0 || tat + cost * this.unitMs - nowMs <= toleranceMs + this.slack;
       const settled = allowed ? tat + cost * this.unitMs : tat;
-      return makeDecision(allowed, limit, (toleranceMs - (settled - nowMs)) / this.unitMs, tat + cost * this.unitMs - toleranceMs - nowMs, settled - nowMs);
+      return makeDecision(
+        allowed,
+        limit,
+        (toleranceMs - (settled - nowMs)) / this.unitMs,
+        tat + cost * this.unitMs - toleranceMs - nowMs,
+        settled - nowMs,
+      );
     }
     const allowed = estimate + cost <= limit + this.slack;
     const after = allowed ? estimate + cost : estimate;
     const untilEndMs = this.windowStartMs + this.unitMs - nowMs;
-    if (this.kind === 'window') return makeDecision(allowed, limit, limit - after, untilEndMs, after > 0 ? untilEndMs : 0);
+    if (this.kind === 'window')
+      return makeDecision(allowed, limit, limit - after, untilEndMs, after > 0 ? untilEndMs : 0);
     // Sliding: the previous window's counts leave at this window's end, the current one's a window later.
     const current = allowed ? this.leastCurrent + cost : this.leastCurrent;
     const retryMs = current + cost <= limit + this.slack ? untilEndMs : untilEndMs + this.unitMs;
-    return makeDecision(allowed, limit, limit - after, retryMs, current > 0 ? untilEndMs + this.unitMs : after > 0 ? untilEndMs : 0);
+    return makeDecision(
+      allowed,
+      limit,
+      limit - after,
+      retryMs,
+      current > 0 ? untilEndMs + this.unitMs : after > 0 ? untilEndMs : 0,
+    );
   }
 }
 

@@ -36,7 +36,14 @@ export class UndoLog {
    * save copies `width` cells of `records` from `at`, the state of `slot` in `table`;
    * `insertedKey` is the key when the step has just added it (an undo then forgets it).
    */
-  save(table: RestorableTable, slot: number, records: Float64Array, at: number, width: number, insertedKey?: string): void {
+  save(
+    table: RestorableTable,
+    slot: number,
+    records: Float64Array,
+    at: number,
+    width: number,
+    insertedKey?: string,
+  ): void {
     const used = this.used;
     if (used + width > this.saved.length) this.grow(used + width);
     const saved = this.saved;
@@ -51,7 +58,8 @@ export class UndoLog {
 
   /** undo puts every saved state back, the latest first, and empties the log. */
   undo(): void {
-    for (let i = this.count - 1; i >= 0; i--) this.tables[i]!.restoreState(this.slots[i]!, this.saved, this.offsets[i]!, this.inserted[i]);
+    for (let i = this.count - 1; i >= 0; i--)
+      this.tables[i]!.restoreState(this.slots[i]!, this.saved, this.offsets[i]!, this.inserted[i]);
     this.clear();
   }
 

@@ -86,7 +86,9 @@ export class AcquireQueues {
       };
       const queue = this.queues.get(key);
       if (queue === undefined && this.syncTable !== undefined) {
-        return this.syncTable.reserve === undefined ? this.firstTry(this.syncTable, arrival) : this.firstBooking(this.syncTable, arrival);
+        return this.syncTable.reserve === undefined
+          ? this.firstTry(this.syncTable, arrival)
+          : this.firstBooking(this.syncTable, arrival);
       }
       this.policy.checkCost(arrival.cost);
       if (this.context.maxQueue === 0) return this.passOrRefuse(arrival);
@@ -123,9 +125,10 @@ export class AcquireQueues {
 
   /** The queue of an asynchronous store, made before its first call so later callers line up behind. */
   private openQueue(key: string): KeyQueue {
-    const queue = this.context.table.reserve === undefined
-      ? new RetryQueue(key, this.context, -Infinity)
-      : new BookingQueue(key, this.context);
+    const queue =
+      this.context.table.reserve === undefined
+        ? new RetryQueue(key, this.context, -Infinity)
+        : new BookingQueue(key, this.context);
     this.queues.set(key, queue);
     return queue;
   }
@@ -133,9 +136,10 @@ export class AcquireQueues {
   /** With maxQueue 0 on an asynchronous store nobody ever waits: pass now or be refused. */
   private async passOrRefuse({ key, cost, nowMs }: Arrival): Promise<void> {
     const { table } = this.context;
-    const passed = table.reserve === undefined
-      ? (await table.consume(key, cost, nowMs)).allowed
-      : (await table.reserve(key, cost, nowMs, 0)) === 0;
+    const passed =
+      table.reserve === undefined
+        ? (await table.consume(key, cost, nowMs)).allowed
+        : (await table.reserve(key, cost, nowMs, 0)) === 0;
     if (!passed) throw this.full(key);
   }
 

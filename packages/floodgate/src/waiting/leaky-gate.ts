@@ -23,8 +23,7 @@ export interface LeakyGateOptions {
  * frees up, at least 1, for a `Retry-After`).
  */
 export type GateTicket =
-  | { readonly rejected: false; readonly waitMs: number }
-  | { readonly rejected: true; readonly retryAfterMs: number };
+  { readonly rejected: false; readonly waitMs: number } | { readonly rejected: true; readonly retryAfterMs: number };
 
 /**
  * LeakyGate is the leaky bucket as a queue for callers that wait themselves: a gateway's request
@@ -59,7 +58,11 @@ export class LeakyGate {
     const o = requireObject<LeakyGateOptions>(options, 'LeakyGate');
     this.intervalMs = positiveNumber(o.intervalMs, 'LeakyGate.intervalMs');
     if (o.capacity === undefined) {
-      throw new FloodgateError('INVALID_OPTION', 'LeakyGate.capacity is required: the most callers that may wait, e.g. 100', 'LeakyGate.capacity');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        'LeakyGate.capacity is required: the most callers that may wait, e.g. 100',
+        'LeakyGate.capacity',
+      );
     }
     this.capacity = checkQueueBound(o.capacity, 'LeakyGate.capacity', 0);
     this.clock = o.clock ?? systemClock;
@@ -97,7 +100,11 @@ export class LeakyGate {
 
   private follow(nowMs: number): void {
     if (!Number.isFinite(nowMs)) {
-      throw new FloodgateError('INVALID_OPTION', `LeakyGate: nowMs must be a finite number of ms, got ${describeValue(nowMs)}`, 'nowMs');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `LeakyGate: nowMs must be a finite number of ms, got ${describeValue(nowMs)}`,
+        'nowMs',
+      );
     }
     if (nowMs < this.lastNowMs) this.lastTurnMs -= this.lastNowMs - nowMs;
     this.lastNowMs = nowMs;

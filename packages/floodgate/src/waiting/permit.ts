@@ -2,7 +2,8 @@
  * The key `using` looks for. Node 20 before 20.4 has no `Symbol.dispose`; Node's own stand-in is
  * `Symbol.for('nodejs.dispose')`, which later versions define `Symbol.dispose` as.
  */
-export const disposeSymbol: typeof Symbol.dispose = (Symbol.dispose ?? Symbol.for('nodejs.dispose')) as typeof Symbol.dispose;
+export const disposeSymbol: typeof Symbol.dispose = (Symbol.dispose ??
+  Symbol.for('nodejs.dispose')) as typeof Symbol.dispose;
 
 /** The key of the method a Semaphore uses to take a permit back; not part of the public surface. */
 export const reclaimPermit: unique symbol = Symbol('reclaimPermit');

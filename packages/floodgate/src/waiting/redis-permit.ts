@@ -3,7 +3,8 @@
  * stand-ins are `Symbol.for('nodejs.dispose')` and `Symbol.for('nodejs.asyncDispose')`.
  */
 const disposeSymbol: typeof Symbol.dispose = (Symbol.dispose ?? Symbol.for('nodejs.dispose')) as typeof Symbol.dispose;
-const asyncDisposeSymbol: typeof Symbol.asyncDispose = (Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')) as typeof Symbol.asyncDispose;
+const asyncDisposeSymbol: typeof Symbol.asyncDispose = (Symbol.asyncDispose ??
+  Symbol.for('nodejs.asyncDispose')) as typeof Symbol.asyncDispose;
 
 /**
  * RedisPermitState is where a {@link RedisPermit} stands, as far as this process knows: held,

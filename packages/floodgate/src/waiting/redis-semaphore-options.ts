@@ -60,7 +60,12 @@ export function settingsOf(options: RedisSemaphoreOptions): SemaphoreSettings {
   const name = checkName(o.name);
   const prefix = checkPrefix(o.prefix ?? 'floodgate:');
   const timers = o.timers ?? systemTimers;
-  if (!isTimers(timers)) throw new FloodgateError('INVALID_OPTION', `RedisSemaphore.timers must have setTimer and clearTimer, got ${describeValue(timers)}`, 'RedisSemaphore.timers');
+  if (!isTimers(timers))
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `RedisSemaphore.timers must have setTimer and clearTimer, got ${describeValue(timers)}`,
+      'RedisSemaphore.timers',
+    );
   return {
     adapter: checkAdapter(o.adapter),
     key: `${prefix}semaphore:{${name}}`,
@@ -81,22 +86,40 @@ function isClock(value: unknown): value is Clock {
 
 function checkName(name: unknown): string {
   if (typeof name !== 'string' || name.length === 0 || name.length > MAX_NAME_LENGTH) {
-    throw new FloodgateError('INVALID_OPTION', `RedisSemaphore.name must be a string of 1 to ${MAX_NAME_LENGTH} characters, got ${describeValue(name)}`, 'RedisSemaphore.name');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `RedisSemaphore.name must be a string of 1 to ${MAX_NAME_LENGTH} characters, got ${describeValue(name)}`,
+      'RedisSemaphore.name',
+    );
   }
   return name;
 }
 
 function checkPrefix(prefix: unknown): string {
   if (typeof prefix !== 'string' || prefix.includes('{') || prefix.includes('}')) {
-    throw new FloodgateError('INVALID_OPTION', `RedisSemaphore.prefix must be a string without { or } (the name is the hash tag), got ${describeValue(prefix)}`, 'RedisSemaphore.prefix');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `RedisSemaphore.prefix must be a string without { or } (the name is the hash tag), got ${describeValue(prefix)}`,
+      'RedisSemaphore.prefix',
+    );
   }
   return prefix;
 }
 
 function checkAdapter(adapter: unknown): RedisAdapter {
   const a = adapter as Partial<RedisAdapter> | null | undefined;
-  if (typeof a !== 'object' || a === null || typeof a.evalsha !== 'function' || typeof a.eval !== 'function' || typeof a.cluster !== 'boolean') {
-    throw new FloodgateError('INVALID_OPTION', `RedisSemaphore.adapter must be a RedisAdapter, e.g. ioredisAdapter(new Redis()) or nodeRedisAdapter(client), got ${describeValue(adapter)}`, 'RedisSemaphore.adapter');
+  if (
+    typeof a !== 'object' ||
+    a === null ||
+    typeof a.evalsha !== 'function' ||
+    typeof a.eval !== 'function' ||
+    typeof a.cluster !== 'boolean'
+  ) {
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `RedisSemaphore.adapter must be a RedisAdapter, e.g. ioredisAdapter(new Redis()) or nodeRedisAdapter(client), got ${describeValue(adapter)}`,
+      'RedisSemaphore.adapter',
+    );
   }
   return a as RedisAdapter;
 }

@@ -81,7 +81,11 @@ export class RedisSemaphore {
   /** Creates a semaphore over `options.adapter`; it sends nothing to Redis until first used. */
   constructor(options: RedisSemaphoreOptions) {
     this.s = settingsOf(options);
-    this.runner = new ScriptRunner(this.s.adapter, this.s.timeout, new Circuit({ failuresToOpen: 3, probeIntervalMs: 250 }));
+    this.runner = new ScriptRunner(
+      this.s.adapter,
+      this.s.timeout,
+      new Circuit({ failuresToOpen: 3, probeIntervalMs: 250 }),
+    );
     this.alarm = new Alarm(this.s.clock, this.s.timers, () => this.serve());
     this.hooks = new AbortHooks(this.abort);
     this.link = { releaseHolder: (id) => this.releaseHolder(id), renewHolder: (id) => this.renewHolder(id) };
@@ -118,7 +122,8 @@ export class RedisSemaphore {
       const maxWaitMs = checkMaxWaitMs(options?.maxWaitMs, 'maxWaitMs');
       const signal = checkSignal(options?.signal, 'signal');
       if (signal?.aborted === true) return Promise.reject(aborted(WHAT, signal));
-      if (this.lineWaits && this.ring.live >= this.s.maxQueue) return Promise.reject(queueFull(WHAT, 'maxQueue', this.s.maxQueue));
+      if (this.lineWaits && this.ring.live >= this.s.maxQueue)
+        return Promise.reject(queueFull(WHAT, 'maxQueue', this.s.maxQueue));
       if (this.lineWaits && maxWaitMs === 0) return Promise.reject(waitTimeout(WHAT, maxWaitMs));
       return this.join(maxWaitMs, signal);
     } catch (error) {
@@ -169,7 +174,12 @@ export class RedisSemaphore {
   /** Hands the granted permits out in line order, then decides when to try again. */
   private tried(batch: readonly number[], ids: readonly string[], reply: unknown): void {
     const answer = acquireReplyOf(reply);
-    if (answer === undefined || answer.granted > batch.length) return this.failed(batch, ids, replyError('the semaphore acquire script', '[granted, held, msUntilFirstLeaseEnds]', reply));
+    if (answer === undefined || answer.granted > batch.length)
+      return this.failed(
+        batch,
+        ids,
+        replyError('the semaphore acquire script', '[granted, held, msUntilFirstLeaseEnds]', reply),
+      );
     this.trying = false;
     const unclaimed: string[] = [];
     for (let i = 0; i < answer.granted; i++) {

@@ -83,11 +83,17 @@ export class Semaphore {
     this.maxQueue = checkQueueBound(o.maxQueue, 'Semaphore.maxQueue', Infinity);
     this.leaseMs = checkLeaseMs(o.leaseMs);
     if (o.onReclaim !== undefined && typeof o.onReclaim !== 'function') {
-      throw new FloodgateError('INVALID_OPTION', 'Semaphore.onReclaim must be a function taking the reclaimed permit', 'Semaphore.onReclaim');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        'Semaphore.onReclaim must be a function taking the reclaimed permit',
+        'Semaphore.onReclaim',
+      );
     }
     this.onReclaim = o.onReclaim;
     this.clock = o.clock ?? systemClock;
-    this.alarm = new Alarm(this.clock, o.timers ?? (isTimers(this.clock) ? this.clock : systemTimers), () => this.serve());
+    this.alarm = new Alarm(this.clock, o.timers ?? (isTimers(this.clock) ? this.clock : systemTimers), () =>
+      this.serve(),
+    );
     this.hooks = new AbortHooks(this.abort);
   }
 
@@ -129,7 +135,8 @@ export class Semaphore {
       if (signal?.aborted === true) return Promise.reject(aborted('Semaphore.acquire', signal));
       const permit = this.tryAcquire();
       if (permit !== undefined) return Promise.resolve(permit);
-      if (this.ring.live >= this.maxQueue) return Promise.reject(queueFull('Semaphore.acquire', 'maxQueue', this.maxQueue));
+      if (this.ring.live >= this.maxQueue)
+        return Promise.reject(queueFull('Semaphore.acquire', 'maxQueue', this.maxQueue));
       if (maxWaitMs === 0) return Promise.reject(waitTimeout('Semaphore.acquire', maxWaitMs));
       return this.wait(this.clock.now() + maxWaitMs, signal);
     } catch (error) {
@@ -231,7 +238,11 @@ export class Semaphore {
 function checkLeaseMs(value: unknown): number {
   if (value === undefined) return Infinity;
   if (typeof value !== 'number' || !(value > 0)) {
-    throw new FloodgateError('INVALID_OPTION', `Semaphore.leaseMs must be a number of ms above 0 (Infinity: no lease), got ${describeValue(value)}`, 'Semaphore.leaseMs');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `Semaphore.leaseMs must be a number of ms above 0 (Infinity: no lease), got ${describeValue(value)}`,
+      'Semaphore.leaseMs',
+    );
   }
   return value;
 }

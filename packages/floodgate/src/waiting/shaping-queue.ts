@@ -101,7 +101,11 @@ export class ShapingQueue {
   submit<T>(task: () => T | PromiseLike<T>, options?: SubmitOptions): Promise<T> {
     try {
       if (typeof task !== 'function') {
-        throw new FloodgateError('INVALID_OPTION', 'ShapingQueue.submit: task must be a function returning a value or a promise', 'task');
+        throw new FloodgateError(
+          'INVALID_OPTION',
+          'ShapingQueue.submit: task must be a function returning a value or a promise',
+          'task',
+        );
       }
       const signal = checkSignal(options?.signal, 'signal');
       if (signal?.aborted === true) return Promise.reject(aborted('ShapingQueue.submit', signal));
@@ -189,6 +193,7 @@ function checkRequiredBound(value: unknown, option: string): number {
 
 function checkConcurrency(value: unknown, option: string): number {
   const bound = checkQueueBound(value, option, Infinity);
-  if (bound === 0) throw new FloodgateError('INVALID_OPTION', `${option} must be at least 1 (or Infinity), got 0`, option);
+  if (bound === 0)
+    throw new FloodgateError('INVALID_OPTION', `${option} must be at least 1 (or Infinity), got 0`, option);
   return bound;
 }

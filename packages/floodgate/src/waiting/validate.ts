@@ -8,7 +8,11 @@ import { FloodgateError, describeValue } from '../core/errors.js';
 export function checkMaxWaitMs(value: unknown, option: string): number {
   if (value === undefined) return Infinity;
   if (typeof value !== 'number' || !(value >= 0)) {
-    throw new FloodgateError('INVALID_OPTION', `${option} must be a number of ms of at least 0 (Infinity: no bound), got ${describeValue(value)}`, option);
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `${option} must be a number of ms of at least 0 (Infinity: no bound), got ${describeValue(value)}`,
+      option,
+    );
   }
   return value;
 }
@@ -21,7 +25,11 @@ export function checkMaxWaitMs(value: unknown, option: string): number {
 export function checkQueueBound(value: unknown, option: string, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !(value === Infinity || (Number.isSafeInteger(value) && value >= 0))) {
-    throw new FloodgateError('INVALID_OPTION', `${option} must be a whole number of at least 0, or Infinity, got ${describeValue(value)}`, option);
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `${option} must be a whole number of at least 0, or Infinity, got ${describeValue(value)}`,
+      option,
+    );
   }
   return value;
 }
@@ -34,7 +42,12 @@ export function checkQueueBound(value: unknown, option: string, fallback: number
 export function checkSignal(value: unknown, option: string): AbortSignal | undefined {
   if (value === undefined) return undefined;
   const signal = value as Partial<AbortSignal> | null;
-  if (typeof signal !== 'object' || signal === null || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
+  if (
+    typeof signal !== 'object' ||
+    signal === null ||
+    typeof signal.aborted !== 'boolean' ||
+    typeof signal.addEventListener !== 'function'
+  ) {
     throw new FloodgateError('INVALID_OPTION', `${option} must be an AbortSignal, got ${describeValue(value)}`, option);
   }
   return value as AbortSignal;

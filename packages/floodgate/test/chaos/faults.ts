@@ -56,11 +56,15 @@ export async function replicaOf(masterPort: number): Promise<number> {
   const deadlineMs = performance.now() + 5000;
   for (;;) {
     const { stdout } = await run('redis-cli', ['-p', String(masterPort), 'cluster', 'nodes']);
-    const lines = stdout.trim().split('\n').map((line) => line.split(' '));
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split(' '));
     const masterId = lines.find((f) => f[2]!.includes('myself'))?.[0];
     const replica = lines.find((f) => masterId !== undefined && f[3] === masterId);
     if (replica !== undefined) return Number(replica[1]!.split(/[:@]/)[1]);
-    if (performance.now() > deadlineMs) throw new Error(`no replica of 127.0.0.1:${masterPort} in its CLUSTER NODES:\n${stdout}`);
+    if (performance.now() > deadlineMs)
+      throw new Error(`no replica of 127.0.0.1:${masterPort} in its CLUSTER NODES:\n${stdout}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

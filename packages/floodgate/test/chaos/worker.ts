@@ -43,8 +43,18 @@ process.on('unhandledRejection', () => void unhandled++);
 
 const store = new RedisStore({ adapter: ioredisAdapter(client), prefix: args.prefix });
 const KEYS = 30;
-const load = new Load({ keys: KEYS, perTick: 2, tables: { defaults: store.bind(tokenBucket({ capacity: 1e6, refillPerSecond: 1e6 })) } });
-const status = { redisAskedMs: 0, settled: 0, errors: 0, error: undefined as string | undefined, reasons: {} as Record<string, number> };
+const load = new Load({
+  keys: KEYS,
+  perTick: 2,
+  tables: { defaults: store.bind(tokenBucket({ capacity: 1e6, refillPerSecond: 1e6 })) },
+});
+const status = {
+  redisAskedMs: 0,
+  settled: 0,
+  errors: 0,
+  error: undefined as string | undefined,
+  reasons: {} as Record<string, number>,
+};
 const keyRedisAskedMs = new Map<string, number>();
 let seen = 0;
 
@@ -68,7 +78,9 @@ function report(extra: Partial<WorkerStatus> = {}): void {
     status.redisAskedMs = Math.max(status.redisAskedMs, askedMs);
     keyRedisAskedMs.set(s.key, Math.max(keyRedisAskedMs.get(s.key) ?? 0, askedMs));
   }
-  process.stdout.write(JSON.stringify({ ...status, everyKeyRedisAskedMs: everyKeyRedisAskedMs(), unhandled, ...extra }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ ...status, everyKeyRedisAskedMs: everyKeyRedisAskedMs(), unhandled, ...extra }) + '\n',
+  );
 }
 
 load.start();

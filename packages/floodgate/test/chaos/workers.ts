@@ -35,7 +35,11 @@ export class Worker {
       };
       const timer = setTimeout(() => {
         done();
-        reject(new Error(`a worker: not ${what} within ${withinMs} ms; last status ${JSON.stringify(this.status)}; stderr: ${this.stderr.slice(-2000)}`));
+        reject(
+          new Error(
+            `a worker: not ${what} within ${withinMs} ms; last status ${JSON.stringify(this.status)}; stderr: ${this.stderr.slice(-2000)}`,
+          ),
+        );
       }, withinMs);
       const done = (): void => {
         clearTimeout(timer);
@@ -72,7 +76,11 @@ export class Worker {
 export async function startWorkers(count: number, args: Omit<WorkerArgs, 'prefix'>): Promise<Worker[]> {
   const workers = Array.from({ length: count }, (_, i) => {
     const json = JSON.stringify({ ...args, prefix: `chaos-${process.pid}-${i}:` });
-    return new Worker(spawn(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', WORKER, json], { stdio: ['pipe', 'pipe', 'pipe'] }));
+    return new Worker(
+      spawn(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', WORKER, json], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      }),
+    );
   });
   await Promise.all(workers.map((w) => w.until('decided by Redis', (s) => s.redisAskedMs > 0, 20_000)));
   return workers;
@@ -84,7 +92,11 @@ export async function startWorkers(count: number, args: Omit<WorkerArgs, 'prefix
  * bound is only there so a test that never recovers fails rather than hangs.
  */
 export function decidedByRedisSince(workers: readonly Worker[], epochMs: number, withinMs = 20_000): Promise<void> {
-  return Promise.all(workers.map((w) => w.until('decided by Redis again on every key', (s) => s.everyKeyRedisAskedMs > epochMs, withinMs))).then(() => undefined);
+  return Promise.all(
+    workers.map((w) =>
+      w.until('decided by Redis again on every key', (s) => s.everyKeyRedisAskedMs > epochMs, withinMs),
+    ),
+  ).then(() => undefined);
 }
 
 /** nowMs returns epoch ms on the workers' clock (`performance.timeOrigin + performance.now()`). */

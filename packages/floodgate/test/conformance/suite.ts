@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FloodgateError, type Algorithm, type Decision, type FloodgateErrorCode, type PolicyStore } from '../../src/index.js';
+import {
+  FloodgateError,
+  type Algorithm,
+  type Decision,
+  type FloodgateErrorCode,
+  type PolicyStore,
+} from '../../src/index.js';
 import { assertWellFormed } from '../support/decisions.js';
 import { bucketGroups } from './tables/buckets.js';
 import { fixedWindowGroup } from './tables/fixed-window.js';

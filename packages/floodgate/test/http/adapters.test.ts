@@ -5,7 +5,8 @@ import { fixedWindow, Limiter, ManualClock, tokenBucket } from '../../src/index.
 import { adapters, type Running } from './servers.js';
 import { memoryLogger } from './support.js';
 
-const windowLimit = (limit: number, clock = new ManualClock(0)): Limiter => new Limiter({ policy: fixedWindow({ limit, windowMs: 60_000 }), clock });
+const windowLimit = (limit: number, clock = new ManualClock(0)): Limiter =>
+  new Limiter({ policy: fixedWindow({ limit, windowMs: 60_000 }), clock });
 
 for (const [name, start] of Object.entries(adapters)) {
   describe(`${name} adapter on a real server`, () => {
@@ -42,7 +43,9 @@ for (const [name, start] of Object.entries(adapters)) {
 
     it('admits exactly the limit of N concurrent requests on one key', async () => {
       const url = await run({ limiter: new Limiter({ policy: tokenBucket({ capacity: 5, refillPerSecond: 1e-6 }) }) });
-      const statuses = await Promise.all(Array.from({ length: 30 }, () => fetch(`${url}/ok`).then(async (r) => (await r.arrayBuffer(), r.status))));
+      const statuses = await Promise.all(
+        Array.from({ length: 30 }, () => fetch(`${url}/ok`).then(async (r) => (await r.arrayBuffer(), r.status))),
+      );
       assert.equal(statuses.filter((s) => s === 200).length, 5);
       assert.equal(statuses.filter((s) => s === 429).length, 25);
     });
@@ -72,14 +75,16 @@ for (const [name, start] of Object.entries(adapters)) {
     it('warns once, naming it, when a Forwarded header arrives untrusted', async () => {
       const logger = memoryLogger();
       const url = await run({ limiter: windowLimit(5), logger });
-      for (let i = 0; i < 2; i++) assert.equal((await fetch(`${url}/ok`, { headers: { Forwarded: 'for=192.0.2.9' } })).status, 200);
+      for (let i = 0; i < 2; i++)
+        assert.equal((await fetch(`${url}/ok`, { headers: { Forwarded: 'for=192.0.2.9' } })).status, 200);
       assert.equal(logger.messages.length, 1);
       assert.match(String(logger.messages[0]), /"forwarded"/);
     });
 
     it('keys IPv6 clients of one /56 together behind a trusted proxy', async () => {
       const url = await run({ limiter: windowLimit(2), trustProxy: ['127.0.0.1/32'] });
-      const via = (ip: string): Promise<number> => fetch(`${url}/ok`, { headers: { 'x-forwarded-for': ip } }).then(async (r) => (await r.arrayBuffer(), r.status));
+      const via = (ip: string): Promise<number> =>
+        fetch(`${url}/ok`, { headers: { 'x-forwarded-for': ip } }).then(async (r) => (await r.arrayBuffer(), r.status));
       assert.equal(await via('2001:db8:1:100::1'), 200);
       assert.equal(await via('2001:db8:1:1ff::abcd'), 200);
       assert.equal(await via('2001:db8:1:1c0::7'), 429);
@@ -107,7 +112,10 @@ for (const [name, start] of Object.entries(adapters)) {
 describe('fastify per-route options', () => {
   it('exempts a route, or gives it its own limiter and name', async () => {
     const login = windowLimit(1);
-    const app = await adapters.fastify!({ limiter: windowLimit(100) }, { '/ok': false, '/items/:id': { limiter: login, name: 'login' } });
+    const app = await adapters.fastify!(
+      { limiter: windowLimit(100) },
+      { '/ok': false, '/items/:id': { limiter: login, name: 'login' } },
+    );
     try {
       const ok = await fetch(`${app.url}/ok`);
       assert.equal(ok.headers.get('ratelimit'), null);

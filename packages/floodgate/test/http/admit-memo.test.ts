@@ -20,7 +20,10 @@ describe('AdmitMemo', () => {
   it('answers every decision with the value made afresh, whatever came before it', () => {
     // Small ranges make slots collide often: a memo that kept a stale value would show it here.
     const decision = fc.record({
-      remaining: fc.oneof(fc.integer({ min: 0, max: 600 }), fc.constantFrom(2 ** 31, 2 ** 32 + 5, 999_999_999_999, Number.MAX_SAFE_INTEGER)),
+      remaining: fc.oneof(
+        fc.integer({ min: 0, max: 600 }),
+        fc.constantFrom(2 ** 31, 2 ** 32 + 5, 999_999_999_999, Number.MAX_SAFE_INTEGER),
+      ),
       resetMs: fc.oneof(fc.integer({ min: 0, max: 300_000 }), fc.constant(Infinity)),
     });
     fc.assert(
@@ -56,14 +59,19 @@ describe('HttpGate with the admit memo', () => {
   it('reports each admission as it stands, as the bucket drains and refills', () => {
     const { clock, gate: g } = gate();
     const seen: string[] = [];
-    for (let i = 0; i < 3; i++) seen.push(String((g.check(view(g)) as { headers: readonly (readonly string[])[] }).headers[1]![1]));
+    for (let i = 0; i < 3; i++)
+      seen.push(String((g.check(view(g)) as { headers: readonly (readonly string[])[] }).headers[1]![1]));
     clock.advance(1_000);
     seen.push(String((g.check(view(g)) as { headers: readonly (readonly string[])[] }).headers[1]![1]));
     assert.deepEqual(seen, ['"api";r=4;t=1', '"api";r=3;t=2', '"api";r=2;t=3', '"api";r=2;t=3']);
   });
 
   it('is not used when admissions carry more than the draft headers: refunds, legacy headers, partition keys', () => {
-    for (const options of [{ refundWhen: () => true }, { legacyHeaders: true }, { partitionKeys: { secret: 'a test secret of 32 characters.' } }]) {
+    for (const options of [
+      { refundWhen: () => true },
+      { legacyHeaders: true },
+      { partitionKeys: { secret: 'a test secret of 32 characters.' } },
+    ]) {
       const { clock, gate: g } = gate(options);
       // The same r and t twice: a memo would answer the second from the first.
       const a = g.check(view(g));
@@ -73,7 +81,8 @@ describe('HttpGate with the admit memo', () => {
         assert.ok(!(v instanceof Promise));
         if ('refundWhen' in options) assert.equal(v.charges?.length, 1);
         if ('legacyHeaders' in options) assert.ok(v.headers.some(([n]) => n === FIELD.legacyRemaining));
-        if ('partitionKeys' in options) assert.match(v.headers.find(([n]) => n === FIELD.service)![1], /"api";r=4;t=1;pk=:/);
+        if ('partitionKeys' in options)
+          assert.match(v.headers.find(([n]) => n === FIELD.service)![1], /"api";r=4;t=1;pk=:/);
       }
       assert.notEqual(a, b);
     }
@@ -83,7 +92,7 @@ describe('HttpGate with the admit memo', () => {
 describe('AdmitMemo when remaining counts down on every request', () => {
   it('pauses after a run of misses, answering the same values, and remembers again after the pause', () => {
     let made = 0;
-    const memo = new AdmitMemo((d) => ((made++), { item: serviceItem(HEAD, d, undefined) }));
+    const memo = new AdmitMemo((d) => (made++, { item: serviceItem(HEAD, d, undefined) }));
     for (let r = 100_000; r > 100_000 - 64; r--) memo.valueOf(admitted(r, 5_000));
     const beforePause = made;
     // Paused: a repeated pair is made afresh (nothing kept), and still answered right.

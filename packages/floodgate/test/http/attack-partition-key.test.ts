@@ -15,14 +15,18 @@ function pkOf(options: Partial<HttpLimitOptions<FakeRequest>>, remote = '127.0.0
   return /;pk=:([^:]*):/.exec(service)?.[1];
 }
 
-describe('attack: recovering a client\'s key from pk (issue 14)', () => {
+describe("attack: recovering a client's key from pk (issue 14)", () => {
   it('sends no pk unless a secret is configured', () => {
     assert.equal(pkOf({}), undefined);
     assert.equal(pkOf({ partitionKeys: false }), undefined);
   });
 
   it('no longer matches the unsalted hash the issue recomputed from default/ip:127.0.0.1', () => {
-    const unsalted = createHash('sha256').update(Buffer.from('default/ip:127.0.0.1', 'utf16le')).digest().subarray(0, 16).toString('base64');
+    const unsalted = createHash('sha256')
+      .update(Buffer.from('default/ip:127.0.0.1', 'utf16le'))
+      .digest()
+      .subarray(0, 16)
+      .toString('base64');
     const pk = pkOf({ partitionKeys: { secret: SECRET } });
     assert.ok(pk !== undefined && pk.length > 0);
     assert.notEqual(pk, unsalted);
@@ -39,7 +43,8 @@ describe('attack: recovering a client\'s key from pk (issue 14)', () => {
     for (const partitionKeys of [true, { secret: 'short' }, { secret: 42 }, {}]) {
       assert.throws(
         () => pkOf({ partitionKeys } as unknown as Partial<HttpLimitOptions<FakeRequest>>),
-        (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION' && err.option === 'partitionKeys',
+        (err: unknown) =>
+          err instanceof FloodgateError && err.code === 'INVALID_OPTION' && err.option === 'partitionKeys',
       );
     }
   });

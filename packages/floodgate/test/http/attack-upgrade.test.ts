@@ -129,10 +129,15 @@ describe('HEAD and CORS preflights', () => {
     if (server !== undefined) await close(server);
     server = undefined;
   });
-  const preflight = { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'PUT' } };
+  const preflight = {
+    method: 'OPTIONS',
+    headers: { origin: 'https://app.example', 'access-control-request-method': 'PUT' },
+  };
 
   it('limits HEAD and preflights like any request by default', async () => {
-    const limit = floodgateNode({ limiter: new Limiter({ policy: fixedWindow({ limit: 2, windowMs: 60_000 }), clock: new ManualClock(0) }) });
+    const limit = floodgateNode({
+      limiter: new Limiter({ policy: fixedWindow({ limit: 2, windowMs: 60_000 }), clock: new ManualClock(0) }),
+    });
     server = createServer((req, res) => limit(req, res, () => plain(req, res)));
     const url = await listen(server);
     assert.equal((await fetch(url, { method: 'HEAD' })).status, 200);
@@ -141,7 +146,10 @@ describe('HEAD and CORS preflights', () => {
   });
 
   it('passes preflights untouched with exemptPreflight, and nothing else', async () => {
-    const limit = floodgateNode({ limiter: new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 60_000 }), clock: new ManualClock(0) }), exemptPreflight: true });
+    const limit = floodgateNode({
+      limiter: new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 60_000 }), clock: new ManualClock(0) }),
+      exemptPreflight: true,
+    });
     server = createServer((req, res) => limit(req, res, () => plain(req, res)));
     const url = await listen(server);
     for (let i = 0; i < 5; i++) {
@@ -154,6 +162,13 @@ describe('HEAD and CORS preflights', () => {
   });
 
   it('refuses a non-boolean exemptPreflight', () => {
-    assert.throws(() => floodgateNode({ limiter: new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 1000 }) }), exemptPreflight: 'yes' as unknown as boolean }), /exemptPreflight/);
+    assert.throws(
+      () =>
+        floodgateNode({
+          limiter: new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 1000 }) }),
+          exemptPreflight: 'yes' as unknown as boolean,
+        }),
+      /exemptPreflight/,
+    );
   });
 });

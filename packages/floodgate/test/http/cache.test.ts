@@ -33,7 +33,10 @@ describe('client address memo', () => {
 
   it('answers a repeated forwarding chain as the first time, per peer and header value', () => {
     const resolver = new ClientIpResolver({ trustProxy: ['10.0.0.0/8'] }, memoryLogger());
-    const xff = (value: string, remote = '10.0.0.1'): FakeRequest => ({ remote, headers: { 'x-forwarded-for': value } });
+    const xff = (value: string, remote = '10.0.0.1'): FakeRequest => ({
+      remote,
+      headers: { 'x-forwarded-for': value },
+    });
     for (let round = 0; round < 3; round++) {
       assert.equal(resolve(resolver, xff('198.51.100.7, 10.1.1.1')), '198.51.100.7');
       // The same header from a peer that is no trusted proxy names the peer itself.
@@ -45,14 +48,23 @@ describe('client address memo', () => {
   });
 
   it('keeps each resolver to its own header: the same address via X-Forwarded-For and Forwarded', () => {
-    const options = (forwardedHeader: TrustProxyOptions['forwardedHeader']): TrustProxyOptions => ({ trustProxy: 1, forwardedHeader });
+    const options = (forwardedHeader: TrustProxyOptions['forwardedHeader']): TrustProxyOptions => ({
+      trustProxy: 1,
+      forwardedHeader,
+    });
     const xffResolver = new ClientIpResolver(options('x-forwarded-for'), memoryLogger());
     const forwardedResolver = new ClientIpResolver(options('forwarded'), memoryLogger());
-    const both = { remote: '10.0.0.1', headers: { 'x-forwarded-for': '192.0.2.1', forwarded: 'for="[2001:db8::1]:443"' } };
+    const both = {
+      remote: '10.0.0.1',
+      headers: { 'x-forwarded-for': '192.0.2.1', forwarded: 'for="[2001:db8::1]:443"' },
+    };
     for (let round = 0; round < 2; round++) {
       assert.equal(resolve(xffResolver, both), '192.0.2.1');
       assert.equal(resolve(forwardedResolver, both), '2001:db8::1');
-      assert.equal(resolve(forwardedResolver, { remote: '10.0.0.1', headers: { forwarded: 'for=192.0.2.1' } }), '192.0.2.1');
+      assert.equal(
+        resolve(forwardedResolver, { remote: '10.0.0.1', headers: { forwarded: 'for=192.0.2.1' } }),
+        '192.0.2.1',
+      );
       assert.equal(resolve(xffResolver, { remote: '10.0.0.1', headers: { forwarded: 'for=192.0.2.1' } }), '10.0.0.1');
     }
   });
@@ -81,12 +93,18 @@ describe('StoreKeys', () => {
     assert.equal(new StoreKeys('d', 256, undefined).of('ip:192.0.2.1').pk, undefined);
   });
 
-  it('keeps one dimension\'s keys apart from another\'s', () => {
-    assert.notEqual(new StoreKeys('a', 256, undefined).of('ip:1.2.3.4').key, new StoreKeys('b', 256, undefined).of('ip:1.2.3.4').key);
+  it("keeps one dimension's keys apart from another's", () => {
+    assert.notEqual(
+      new StoreKeys('a', 256, undefined).of('ip:1.2.3.4').key,
+      new StoreKeys('b', 256, undefined).of('ip:1.2.3.4').key,
+    );
   });
 
-  it('writes a single dimension\'s pk from its store key, the same on every request', () => {
-    const gate = new HttpGate<FakeRequest>({ limiter: new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), clock: new ManualClock(0) }), partitionKeys: { secret: 'a test secret of 32 characters.' } });
+  it("writes a single dimension's pk from its store key, the same on every request", () => {
+    const gate = new HttpGate<FakeRequest>({
+      limiter: new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), clock: new ManualClock(0) }),
+      partitionKeys: { secret: 'a test secret of 32 characters.' },
+    });
     const resolver = new ClientIpResolver({}, memoryLogger());
     const pk = `;pk=:${partitionDigest('default/ip:192.0.2.1', Buffer.from('a test secret of 32 characters.')).toString('base64')}:`;
     for (let i = 0; i < 2; i++) {
@@ -101,7 +119,18 @@ describe('StoreKeys', () => {
 
 describe('integerText', () => {
   it('writes whole numbers as String does, however large', () => {
-    const samples = [0, 7, 999_999_999, 1e9, 1e9 + 1, 1_000_000_007_000, 999_999_999_999, 2 ** 31, 2 ** 53 - 1, 1e12 + 5];
+    const samples = [
+      0,
+      7,
+      999_999_999,
+      1e9,
+      1e9 + 1,
+      1_000_000_007_000,
+      999_999_999_999,
+      2 ** 31,
+      2 ** 53 - 1,
+      1e12 + 5,
+    ];
     for (const n of samples) assert.equal(integerText(n), String(n));
     for (const n of [2 ** 53, 1e21, 1.5, -3, Infinity]) assert.equal(integerText(n), String(n));
   });

@@ -9,9 +9,22 @@ import { FakeView, memoryLogger, type FakeRequest } from './support.js';
  * store's `onError` does: each decision carries the policy's reason.
  */
 function decidedBy(reason: Decision['reason'], allowed: boolean): Store {
-  const decision: Decision = { allowed, limit: 5, remaining: allowed ? 4 : 0, retryAfterMs: allowed ? 0 : 2000, resetMs: 2000, reason };
+  const decision: Decision = {
+    allowed,
+    limit: 5,
+    remaining: allowed ? 4 : 0,
+    retryAfterMs: allowed ? 0 : 2000,
+    resetMs: 2000,
+    reason,
+  };
   const answer = async (): Promise<Decision> => decision;
-  const table: PolicyStore = { synchronous: false, consume: answer, peek: answer, refund: async () => {}, reset: async () => {} };
+  const table: PolicyStore = {
+    synchronous: false,
+    consume: answer,
+    peek: answer,
+    refund: async () => {},
+    reset: async () => {},
+  };
   return { bind: () => table };
 }
 
@@ -43,7 +56,11 @@ describe("decisions made by a store's failure policy are marked", () => {
   });
 
   it('with legacy headers, fail-open claims no X-RateLimit-Remaining either', async () => {
-    const limiter = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), clock: new ManualClock(), store: decidedBy('fail-open', true) });
+    const limiter = new Limiter({
+      policy: fixedWindow({ limit: 5, windowMs: 1000 }),
+      clock: new ManualClock(),
+      store: decidedBy('fail-open', true),
+    });
     const gate = new HttpGate<FakeRequest>({ limiter, legacyHeaders: true, logger: memoryLogger() });
     const v = await run(gate);
     assert.deepEqual(v.headers.map(([n]) => n).sort(), ['floodgate-degraded', 'ratelimit-policy']);
@@ -52,8 +69,18 @@ describe("decisions made by a store's failure policy are marked", () => {
   it('two dimensions, one failing open: only the decided one has a RateLimit item', async () => {
     const clock = new ManualClock();
     const local = new Limiter({ policy: fixedWindow({ limit: 3, windowMs: 1000 }), clock });
-    const shared = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), clock, store: decidedBy('fail-open', true) });
-    const gate = new HttpGate<FakeRequest>({ dimensions: [{ name: 'local', limiter: local }, { name: 'shared', limiter: shared }], logger: memoryLogger() });
+    const shared = new Limiter({
+      policy: fixedWindow({ limit: 5, windowMs: 1000 }),
+      clock,
+      store: decidedBy('fail-open', true),
+    });
+    const gate = new HttpGate<FakeRequest>({
+      dimensions: [
+        { name: 'local', limiter: local },
+        { name: 'shared', limiter: shared },
+      ],
+      logger: memoryLogger(),
+    });
     const v = await run(gate);
     assert.equal(v.allowed, true);
     assert.equal(header(v, 'ratelimit'), '"local";r=2;t=1');
@@ -85,10 +112,24 @@ describe("decisions made by a store's failure policy are marked", () => {
   it('with refundWhen, nothing is given back where fail-open admitted: nothing was charged there', async () => {
     const clock = new ManualClock();
     const local = new Limiter({ policy: fixedWindow({ limit: 3, windowMs: 1000 }), clock });
-    const shared = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), clock, store: decidedBy('fail-open', true) });
-    const both = new HttpGate<FakeRequest>({ dimensions: [{ name: 'local', limiter: local }, { name: 'shared', limiter: shared }], refundWhen: () => true, logger: memoryLogger() });
+    const shared = new Limiter({
+      policy: fixedWindow({ limit: 5, windowMs: 1000 }),
+      clock,
+      store: decidedBy('fail-open', true),
+    });
+    const both = new HttpGate<FakeRequest>({
+      dimensions: [
+        { name: 'local', limiter: local },
+        { name: 'shared', limiter: shared },
+      ],
+      refundWhen: () => true,
+      logger: memoryLogger(),
+    });
     const v = await run(both);
-    assert.deepEqual(v.charges?.map((c) => c.dimension), ['local']);
+    assert.deepEqual(
+      v.charges?.map((c) => c.dimension),
+      ['local'],
+    );
     const only = new HttpGate<FakeRequest>({ limiter: shared, refundWhen: () => true, logger: memoryLogger() });
     assert.equal((await run(only)).charges, undefined);
   });

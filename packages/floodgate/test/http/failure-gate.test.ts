@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HttpGate, type HttpLimitOptions, type Logger, type Verdict } from '../../src/http/index.js';
-import { fixedWindow, FloodgateError, Limiter, ManualClock, type Observer, type PolicyStore, type Store, type StoreErrorEvent } from '../../src/index.js';
+import {
+  fixedWindow,
+  FloodgateError,
+  Limiter,
+  ManualClock,
+  type Observer,
+  type PolicyStore,
+  type Store,
+  type StoreErrorEvent,
+} from '../../src/index.js';
 import { FakeView, type FakeRequest } from './support.js';
 
 /** A store that fails every call as a RedisStore on `onError: 'throw'` does: a typed STORE_ERROR. */
@@ -31,13 +40,20 @@ function recorders(): Recorded {
   };
 }
 
-function twoDimensions(store: Store, onStoreError: HttpLimitOptions['onStoreError'], r: Recorded): { gate: HttpGate<FakeRequest>; local: Limiter } {
+function twoDimensions(
+  store: Store,
+  onStoreError: HttpLimitOptions['onStoreError'],
+  r: Recorded,
+): { gate: HttpGate<FakeRequest>; local: Limiter } {
   const clock = new ManualClock(5_000);
   const local = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), clock });
   // onError 'throw' on the limiter: the store's error reaches the gate, as these tests intend.
   const shared = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), clock, store, onError: 'throw' });
   const options: HttpLimitOptions<FakeRequest> = {
-    dimensions: [{ name: 'local', limiter: local }, { name: 'shared', limiter: shared }],
+    dimensions: [
+      { name: 'local', limiter: local },
+      { name: 'shared', limiter: shared },
+    ],
     logger: r.logger,
     observer: r.observer,
     clock,
@@ -67,7 +83,15 @@ describe('a store error that reaches the gate (STORE_ERROR, as a RedisStore on t
       assert.match(r.logger.entries[0]![0], /the store behind "(local, )?shared" failed; onStoreError "fail-open"/);
       assert.ok(r.logger.entries[0]![1] instanceof FloodgateError);
       assert.equal(r.observer.events.length, 3);
-      assert.deepEqual({ ...r.observer.events[0]!, error: undefined }, { store: synchronous ? 'http:local, shared' : 'http:shared', error: undefined, policy: 'fail-open', atMs: 5_000 });
+      assert.deepEqual(
+        { ...r.observer.events[0]!, error: undefined },
+        {
+          store: synchronous ? 'http:local, shared' : 'http:shared',
+          error: undefined,
+          policy: 'fail-open',
+          atMs: 5_000,
+        },
+      );
       assert.equal((r.observer.events[0]!.error as FloodgateError).code, 'STORE_ERROR');
     });
 
@@ -89,7 +113,10 @@ describe('a store error that reaches the gate (STORE_ERROR, as a RedisStore on t
     it(`${kind}: throw hands the error on, charging nothing`, async () => {
       const r = recorders();
       const { gate, local } = twoDimensions(throwingStore(storeError, synchronous), 'throw', r);
-      await assert.rejects(async () => gate.check(new FakeView(gate.clientIp, {})), (e: unknown) => e instanceof FloodgateError && e.code === 'STORE_ERROR');
+      await assert.rejects(
+        async () => gate.check(new FakeView(gate.clientIp, {})),
+        (e: unknown) => e instanceof FloodgateError && e.code === 'STORE_ERROR',
+      );
       await new Promise((resolve) => setImmediate(resolve));
       assert.equal(localLeft(local), 5);
       assert.equal(r.observer.events[0]!.policy, 'throw');
@@ -99,7 +126,11 @@ describe('a store error that reaches the gate (STORE_ERROR, as a RedisStore on t
 
   it('a plain Error from a custom store is a store failure too', async () => {
     const r = recorders();
-    const { gate } = twoDimensions(throwingStore(() => new Error('socket hang up')), 'fail-closed', r);
+    const { gate } = twoDimensions(
+      throwingStore(() => new Error('socket hang up')),
+      'fail-closed',
+      r,
+    );
     assert.equal((await gate.check(new FakeView(gate.clientIp, {}))).statusCode, 503);
   });
 
@@ -114,7 +145,12 @@ describe('a store error that reaches the gate (STORE_ERROR, as a RedisStore on t
       refund: async () => {},
       reset: async () => {},
     };
-    const limiter = new Limiter({ policy: fixedWindow({ limit: 100, windowMs: 1000 }), clock: new ManualClock(), store: { bind: () => table }, onError: 'throw' });
+    const limiter = new Limiter({
+      policy: fixedWindow({ limit: 100, windowMs: 1000 }),
+      clock: new ManualClock(),
+      store: { bind: () => table },
+      onError: 'throw',
+    });
     const gate = new HttpGate<FakeRequest>({ limiter, logger: r.logger });
     const once = async (): Promise<Verdict> => gate.check(new FakeView(gate.clientIp, {}));
     await once();

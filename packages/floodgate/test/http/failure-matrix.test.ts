@@ -10,7 +10,15 @@ import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Cluster, Redis } from 'ioredis';
 import { byHeader, type HttpLimitOptions, type StoreErrorPolicy } from '../../src/http/index.js';
-import { Limiter, tokenBucket, MemoryStore, type LimiterOptions, type Observer, type Store, type StoreErrorEvent } from '../../src/index.js';
+import {
+  Limiter,
+  tokenBucket,
+  MemoryStore,
+  type LimiterOptions,
+  type Observer,
+  type Store,
+  type StoreErrorEvent,
+} from '../../src/index.js';
 import { ioredisAdapter, RedisStore, type OnError } from '../../src/redis.js';
 import { startRedisCluster, startRedisServer, type RedisServers } from '../support/redis-server.js';
 import { failingCustomStore, type FailingKind } from './failure-stores.js';
@@ -55,7 +63,11 @@ const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
 
 before(async () => {
   process.on('unhandledRejection', onUnhandled);
-  [redis, cluster, closedPort] = await Promise.all([startRedisServer(), startRedisCluster({ nodeTimeoutMs: 60_000 }), freeClosedPort()]);
+  [redis, cluster, closedPort] = await Promise.all([
+    startRedisServer(),
+    startRedisCluster({ nodeTimeoutMs: 60_000 }),
+    freeClosedPort(),
+  ]);
 });
 
 after(async () => {
@@ -73,9 +85,22 @@ async function freeClosedPort(): Promise<number> {
 }
 
 /** A short deadline where Redis is broken (so the case is quick), a generous one where it works (so a busy machine is no outage). */
-function redisStore(client: Redis | Cluster, onError: OnError | undefined, prefix: string, observer: Observer, working = false): RedisStore {
+function redisStore(
+  client: Redis | Cluster,
+  onError: OnError | undefined,
+  prefix: string,
+  observer: Observer,
+  working = false,
+): RedisStore {
   const timeoutMs = working ? 2000 : 100;
-  return new RedisStore({ adapter: ioredisAdapter(client), prefix, timeoutMs, probeIntervalMs: 200, observer, ...(onError === undefined ? {} : { onError }) });
+  return new RedisStore({
+    adapter: ioredisAdapter(client),
+    prefix,
+    timeoutMs,
+    probeIntervalMs: 200,
+    observer,
+    ...(onError === undefined ? {} : { onError }),
+  });
 }
 
 async function standalone(port: number, ready: boolean): Promise<Redis> {
@@ -86,7 +111,10 @@ async function standalone(port: number, ready: boolean): Promise<Redis> {
 }
 
 async function clusterClient(): Promise<Cluster> {
-  const client = new Cluster(cluster.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: 1 } });
+  const client = new Cluster(
+    cluster.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port })),
+    { redisOptions: { maxRetriesPerRequest: 1 } },
+  );
   client.on('error', () => {});
   if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
   return client;
@@ -152,7 +180,8 @@ interface Case {
 
 const fallback: OnError = { fallback: 'local', share: 0.5 };
 const cases: Case[] = [];
-for (const name of ['memory', 'redis', 'redis cluster']) cases.push({ backend: backends[name]!, onError: undefined, onStoreError: undefined, answer: 'ok' });
+for (const name of ['memory', 'redis', 'redis cluster'])
+  cases.push({ backend: backends[name]!, onError: undefined, onStoreError: undefined, answer: 'ok' });
 for (const name of ['redis absent (closed port)', 'redis hung (SIGSTOP)', 'redis cluster hung (SIGSTOP every node)']) {
   // The default: a local fallback with this process's share (one process seen: the whole limit).
   cases.push({ backend: backends[name]!, onError: undefined, onStoreError: undefined, answer: 'local-whole' });
@@ -181,17 +210,30 @@ interface Seen {
   storeEvents: StoreErrorEvent[];
 }
 
-async function runAdapter(c: Case, adapter: string, index: number): Promise<{ seen: () => Promise<Seen>; start: () => Promise<Running>; close: () => void }> {
+async function runAdapter(
+  c: Case,
+  adapter: string,
+  index: number,
+): Promise<{ seen: () => Promise<Seen>; start: () => Promise<Running>; close: () => void }> {
   const logs: string[] = [];
   const gateEvents: StoreErrorEvent[] = [];
   const storeEvents: StoreErrorEvent[] = [];
   const storeObserver: Observer = { storeError: (e) => void storeEvents.push(e) };
   const opened = await c.backend.open(c.onError, `matrix:${index}:${adapter}:`, storeObserver);
   const ip = new Limiter({ policy: slowBucket(IP_LIMIT) });
-  const guard: Partial<LimiterOptions> = c.backend.custom ? { timeoutMs: 100, observer: storeObserver, ...(c.onError === undefined ? {} : { onError: c.onError as 'fail-closed' | 'throw' }) } : {};
+  const guard: Partial<LimiterOptions> = c.backend.custom
+    ? {
+        timeoutMs: 100,
+        observer: storeObserver,
+        ...(c.onError === undefined ? {} : { onError: c.onError as 'fail-closed' | 'throw' }),
+      }
+    : {};
   const user = new Limiter({ policy: slowBucket(USER_LIMIT), store: opened.store, ...guard });
   const options: HttpLimitOptions<unknown> = {
-    dimensions: [{ name: 'ip', limiter: ip }, { name: 'user', limiter: user, key: byHeader('x-user') }],
+    dimensions: [
+      { name: 'ip', limiter: ip },
+      { name: 'user', limiter: user, key: byHeader('x-user') },
+    ],
     logger: { warn: (message) => void logs.push(message) },
     observer: { storeError: (e) => void gateEvents.push(e) },
     ...(c.onStoreError === undefined ? {} : { onStoreError: c.onStoreError }),
@@ -201,11 +243,15 @@ async function runAdapter(c: Case, adapter: string, index: number): Promise<{ se
   const seen = async (): Promise<Seen> => {
     const responses = [];
     for (let i = 0; i < REQUESTS; i++) {
-      const res = await fetch(`${running!.url}/ok`, { headers: { 'x-user': adapter }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+      const res = await fetch(`${running!.url}/ok`, {
+        headers: { 'x-user': adapter },
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
       responses.push({ status: res.status, headers: res.headers, body: await res.text() });
     }
     const ipLeft = ip.peekSync('ip/ip:127.0.0.1', { cost: 0 }).remaining;
-    const userLeft = c.answer === 'ok' ? (await user.peek(`user/header:x-user:${adapter}`, { cost: 0 })).remaining : undefined;
+    const userLeft =
+      c.answer === 'ok' ? (await user.peek(`user/header:x-user:${adapter}`, { cost: 0 })).remaining : undefined;
     return { adapter, responses, ipLeft, userLeft, logs, gateEvents, storeEvents };
   };
   return { start, seen, close: () => opened.close() };
@@ -226,7 +272,11 @@ function check(c: Case, s: Seen): void {
   switch (c.answer) {
     case 'ok': {
       assert.deepEqual(statuses, [200, 200, 200, 200, 429], at);
-      assert.match(s.responses[0]!.headers.get('ratelimit')!, new RegExp(`^"ip";r=${IP_LIMIT - 1};t=\\d+, "user";r=${USER_LIMIT - 1};t=\\d+$`), at);
+      assert.match(
+        s.responses[0]!.headers.get('ratelimit')!,
+        new RegExp(`^"ip";r=${IP_LIMIT - 1};t=\\d+, "user";r=${USER_LIMIT - 1};t=\\d+$`),
+        at,
+      );
       const refused = s.responses[4]!;
       assert.match(refused.headers.get('content-type')!, /^application\/problem\+json/, at);
       assert.ok(Number(refused.headers.get('retry-after')) >= 1, at);
@@ -241,10 +291,19 @@ function check(c: Case, s: Seen): void {
       assert.deepEqual(degraded, Array(REQUESTS).fill('fail-open'), at);
       if (c.onError === 'throw') {
         // The error reached the gate: the limiter layer took back every charge, and nothing was decided.
-        assert.ok(s.responses.every((r) => r.headers.get('ratelimit') === null), `${at}no RateLimit claimed`);
+        assert.ok(
+          s.responses.every((r) => r.headers.get('ratelimit') === null),
+          `${at}no RateLimit claimed`,
+        );
         assert.equal(s.ipLeft, IP_LIMIT, `${at}nothing charged`);
       } else {
-        s.responses.forEach((r, i) => assert.match(r.headers.get('ratelimit')!, new RegExp(`^"ip";r=${IP_LIMIT - 1 - i};t=\\d+$`), `${at}no item for the undecided policy`));
+        s.responses.forEach((r, i) =>
+          assert.match(
+            r.headers.get('ratelimit')!,
+            new RegExp(`^"ip";r=${IP_LIMIT - 1 - i};t=\\d+$`),
+            `${at}no item for the undecided policy`,
+          ),
+        );
         assert.equal(s.ipLeft, IP_LIMIT - REQUESTS, `${at}served requests count where decided`);
       }
       break;
@@ -254,7 +313,11 @@ function check(c: Case, s: Seen): void {
       for (const r of s.responses) {
         assert.match(r.headers.get('content-type')!, /^application\/problem\+json/, at);
         assert.ok(Number(r.headers.get('retry-after')) >= 1, `${at}Retry-After: ${r.headers.get('retry-after')}`);
-        assert.equal(problem(r.body).type, 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity', at);
+        assert.equal(
+          problem(r.body).type,
+          'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity',
+          at,
+        );
         assert.deepEqual(problem(r.body)['violated-policies'], ['user'], at);
       }
       assert.equal(s.ipLeft, IP_LIMIT, `${at}a refused request is charged nowhere`);
@@ -271,7 +334,10 @@ function check(c: Case, s: Seen): void {
       break;
     case 'app-error':
       assert.deepEqual(statuses, Array(REQUESTS).fill(500), `${at}the application's own error handler answered`);
-      assert.ok(s.responses.every((r) => r.headers.get('content-type') !== 'application/problem+json'), at);
+      assert.ok(
+        s.responses.every((r) => r.headers.get('content-type') !== 'application/problem+json'),
+        at,
+      );
       assert.equal(s.ipLeft, IP_LIMIT, at);
       break;
   }
@@ -287,12 +353,25 @@ function checkEvents(c: Case, s: Seen): void {
   } else {
     assert.equal(s.gateEvents.length, REQUESTS, at);
     const policy = c.onStoreError ?? 'fail-open';
-    assert.ok(s.gateEvents.every((e) => e.policy === policy && e.store === 'http:user'), `${at}${JSON.stringify(s.gateEvents.map((e) => e.policy))}`);
+    assert.ok(
+      s.gateEvents.every((e) => e.policy === policy && e.store === 'http:user'),
+      `${at}${JSON.stringify(s.gateEvents.map((e) => e.policy))}`,
+    );
   }
   if (c.answer === 'ok') return;
-  const storePolicy = c.onError === undefined ? (c.answer === 'local-whole' ? 'fallback' : 'fail-open') : typeof c.onError === 'object' ? 'fallback' : c.onError;
+  const storePolicy =
+    c.onError === undefined
+      ? c.answer === 'local-whole'
+        ? 'fallback'
+        : 'fail-open'
+      : typeof c.onError === 'object'
+        ? 'fallback'
+        : c.onError;
   assert.ok(s.storeEvents.length >= 1, `${at}the store (or the limiter guarding a custom one) reports its failures`);
-  assert.ok(s.storeEvents.every((e) => e.policy === storePolicy), `${at}${JSON.stringify(s.storeEvents.map((e) => e.policy))}`);
+  assert.ok(
+    s.storeEvents.every((e) => e.policy === storePolicy),
+    `${at}${JSON.stringify(s.storeEvents.map((e) => e.policy))}`,
+  );
 }
 
 describe('failure matrix: five adapters x stores x failure policies', () => {

@@ -11,7 +11,8 @@ export type FailingKind = 'floodgate-error' | 'plain-error' | 'never-answers';
 export function failingCustomStore(kind: FailingKind): Store {
   const fail = (): Promise<never> => {
     if (kind === 'never-answers') return new Promise<never>(() => {});
-    if (kind === 'floodgate-error') return Promise.reject(new FloodgateError('STORE_ERROR', 'custom store: backend unreachable'));
+    if (kind === 'floodgate-error')
+      return Promise.reject(new FloodgateError('STORE_ERROR', 'custom store: backend unreachable'));
     return Promise.reject(new Error('custom store: socket hang up'));
   };
   const table: PolicyStore = { synchronous: false, consume: fail, peek: fail, refund: fail, reset: fail };

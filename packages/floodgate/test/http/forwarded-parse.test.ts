@@ -50,8 +50,18 @@ describe('Forwarded (RFC 7239) read by its grammar', () => {
 
 describe('X-Forwarded-For read as a list', () => {
   it('reads addresses with and without ports, nearest first', () => {
-    assert.deepEqual(xForwardedForNodes('192.0.2.1:80, [2001:db8::1]:443 ,2001:db8::2,, 198.51.100.9', 8), ['198.51.100.9', '2001:db8::2', '2001:db8::1', '192.0.2.1']);
-    assert.deepEqual(xForwardedForNodes('"1.2.3.4", 1.2.3.4:x, unknown, _x', 8), ['unknown', 'unknown', 'unknown', 'unknown']);
+    assert.deepEqual(xForwardedForNodes('192.0.2.1:80, [2001:db8::1]:443 ,2001:db8::2,, 198.51.100.9', 8), [
+      '198.51.100.9',
+      '2001:db8::2',
+      '2001:db8::1',
+      '192.0.2.1',
+    ]);
+    assert.deepEqual(xForwardedForNodes('"1.2.3.4", 1.2.3.4:x, unknown, _x', 8), [
+      'unknown',
+      'unknown',
+      'unknown',
+      'unknown',
+    ]);
   });
 });
 
@@ -63,11 +73,14 @@ describe('quote injection (issue 14): the proxy appends its element to what the 
     });
   }
 
-  it('gives a trusted element that names no address a key of its own, not the proxy\'s', () => {
+  it("gives a trusted element that names no address a key of its own, not the proxy's", () => {
     assert.equal(clientIp(options, { forwarded: 'for=unknown' }), 'unknown');
     assert.equal(clientIp(options, { forwarded: 'for="garbage' }), 'unknown');
     assert.equal(clientIp(options, { forwarded: 'for=_client7' }), '_client7');
-    assert.equal(clientIp({ trustProxy: [`${PROXY}/32`], forwardedHeader: 'forwarded' }, { forwarded: 'for=_client7' }), '_client7');
+    assert.equal(
+      clientIp({ trustProxy: [`${PROXY}/32`], forwardedHeader: 'forwarded' }, { forwarded: 'for=_client7' }),
+      '_client7',
+    );
     assert.equal(clientIp({ trustProxy: 1 }, { 'x-forwarded-for': '6.6.6.6, garbage' }), 'unknown');
     // Deeper than the malformed element is never believed either.
     assert.equal(clientIp({ trustProxy: 3 }, { 'x-forwarded-for': '6.6.6.6, garbage, 192.0.2.8' }), 'unknown');
@@ -77,7 +90,9 @@ describe('quote injection (issue 14): the proxy appends its element to what the 
 /** Elements a proxy writes: well formed, with a for= node and other pairs in any order. */
 const octet = fc.integer({ min: 0, max: 255 });
 const ipv4 = fc.tuple(octet, octet, octet, octet).map((o) => o.join('.'));
-const ipv6 = fc.array(fc.integer({ min: 0, max: 0xffff }), { minLength: 8, maxLength: 8 }).map((g) => g.map((x) => x.toString(16)).join(':'));
+const ipv6 = fc
+  .array(fc.integer({ min: 0, max: 0xffff }), { minLength: 8, maxLength: 8 })
+  .map((g) => g.map((x) => x.toString(16)).join(':'));
 const node = fc.oneof(
   ipv4,
   ipv4.map((a) => `"${a}:8080"`),
@@ -97,26 +112,43 @@ const element = fc.tuple(node, fc.array(otherPair, { maxLength: 2 }), fc.boolean
 /** Anything a client may send, rich in the characters that matter to the grammar. */
 const clientPrefix = fc.oneof(
   fc.string({ maxLength: 40 }),
-  fc.array(fc.constantFrom('"', '\\', ',', ';', '=', 'for', ' ', '[', ']', ':', '1.2.3.4', '_x', 'unknown'), { maxLength: 20 }).map((a) => a.join('')),
+  fc
+    .array(fc.constantFrom('"', '\\', ',', ';', '=', 'for', ' ', '[', ']', ':', '1.2.3.4', '_x', 'unknown'), {
+      maxLength: 20,
+    })
+    .map((a) => a.join('')),
 );
 
 describe('a client-controlled prefix never changes the element chosen (properties)', () => {
   it('Forwarded: the trusted elements read the same whatever precedes them', () => {
     fc.assert(
-      fc.property(clientPrefix, fc.array(element, { minLength: 1, maxLength: 4 }), fc.constantFrom(', ', ',', ' , '), (prefix, trusted, join) => {
-        const suffix = trusted.join(join);
-        const alone = forwardedNodes(suffix, trusted.length);
-        assert.equal(alone.length, trusted.length);
-        assert.deepEqual(forwardedNodes(`${prefix}${join}${suffix}`, trusted.length), alone);
-        const options = { trustProxy: trusted.length, forwardedHeader: 'forwarded' as const };
-        assert.equal(clientIp(options, { forwarded: `${prefix}${join}${suffix}` }), clientIp(options, { forwarded: suffix }));
-      }),
+      fc.property(
+        clientPrefix,
+        fc.array(element, { minLength: 1, maxLength: 4 }),
+        fc.constantFrom(', ', ',', ' , '),
+        (prefix, trusted, join) => {
+          const suffix = trusted.join(join);
+          const alone = forwardedNodes(suffix, trusted.length);
+          assert.equal(alone.length, trusted.length);
+          assert.deepEqual(forwardedNodes(`${prefix}${join}${suffix}`, trusted.length), alone);
+          const options = { trustProxy: trusted.length, forwardedHeader: 'forwarded' as const };
+          assert.equal(
+            clientIp(options, { forwarded: `${prefix}${join}${suffix}` }),
+            clientIp(options, { forwarded: suffix }),
+          );
+        },
+      ),
       { numRuns: 500 },
     );
   });
 
   it('X-Forwarded-For: the trusted entries read the same whatever precedes them', () => {
-    const entry = fc.oneof(ipv4, ipv4.map((a) => `${a}:1234`), ipv6, ipv6.map((a) => `[${a}]:443`));
+    const entry = fc.oneof(
+      ipv4,
+      ipv4.map((a) => `${a}:1234`),
+      ipv6,
+      ipv6.map((a) => `[${a}]:443`),
+    );
     fc.assert(
       fc.property(clientPrefix, fc.array(entry, { minLength: 1, maxLength: 4 }), (prefix, trusted) => {
         const suffix = trusted.join(', ');

@@ -57,7 +57,11 @@ describe('several dimensions decided together', () => {
         });
         const request = { headers: { 'x-user': 'u1' }, route: '/r' };
         for (let i = 0; i < 4; i++) assert.equal((await run(gate, request)).allowed, true);
-        const keys: [Limiter, string][] = [[ip, 'ip/ip:127.0.0.1'], [user, 'user/header:x-user:u1'], [route, 'route/route:GET /r']];
+        const keys: [Limiter, string][] = [
+          [ip, 'ip/ip:127.0.0.1'],
+          [user, 'user/header:x-user:u1'],
+          [route, 'route/route:GET /r'],
+        ];
         const before = await Promise.all(keys.map(([l, k]) => remaining(l, k)));
         assert.deepEqual(before, [96, 0, 96]);
         const refused = await run(gate, request);
@@ -85,7 +89,10 @@ describe('several dimensions decided together', () => {
     for (let i = 0; i < 2; i++) {
       const both = await run(gate, { headers: { 'x-user': 'u' }, route: '/r' });
       assert.equal(header(both, 'ratelimit-policy'), '"ip";q=10;w=60, "user";q=5;w=60, "route";q=7;w=1');
-      assert.equal(header(both, 'ratelimit'), `"ip";r=${9 - 2 * i};t=60, "user";r=${4 - i};t=60, "route";r=${6 - 2 * i};t=1`);
+      assert.equal(
+        header(both, 'ratelimit'),
+        `"ip";r=${9 - 2 * i};t=60, "user";r=${4 - i};t=60, "route";r=${6 - 2 * i};t=1`,
+      );
       const anonymous = await run(gate, { route: '/r' });
       assert.equal(header(anonymous, 'ratelimit-policy'), '"ip";q=10;w=60, "route";q=7;w=1');
       assert.equal(header(anonymous, 'ratelimit'), `"ip";r=${8 - 2 * i};t=60, "route";r=${5 - 2 * i};t=1`);
@@ -94,8 +101,12 @@ describe('several dimensions decided together', () => {
 
   it('checks synchronous limiters without a promise, and asynchronous ones with one', async () => {
     const clock = new ManualClock();
-    const sync = new HttpGate<FakeRequest>({ limiter: limiter(tokenBucket({ capacity: 1, refillPerSecond: 1 }), clock) });
-    const async = new HttpGate<FakeRequest>({ limiter: limiter(tokenBucket({ capacity: 1, refillPerSecond: 1 }), clock, asyncStore()) });
+    const sync = new HttpGate<FakeRequest>({
+      limiter: limiter(tokenBucket({ capacity: 1, refillPerSecond: 1 }), clock),
+    });
+    const async = new HttpGate<FakeRequest>({
+      limiter: limiter(tokenBucket({ capacity: 1, refillPerSecond: 1 }), clock, asyncStore()),
+    });
     assert.ok(!(sync.check(new FakeView(sync.clientIp, {})) instanceof Promise));
     const pending = async.check(new FakeView(async.clientIp, {}));
     assert.ok(pending instanceof Promise);
@@ -107,10 +118,18 @@ describe('several dimensions decided together', () => {
     const free = limiter(fixedWindow({ limit: 1, windowMs: 1000 }), clock);
     const paid = limiter(fixedWindow({ limit: 3, windowMs: 1000 }), clock);
     const gate = new HttpGate<FakeRequest>({
-      dimensions: [{ name: 'user', limiter: (req) => (req.header('x-plan') === 'none' ? undefined : req.header('x-plan') === 'paid' ? paid : free), key: byUser((raw: FakeRequest) => raw.headers?.['x-user']) }],
+      dimensions: [
+        {
+          name: 'user',
+          limiter: (req) =>
+            req.header('x-plan') === 'none' ? undefined : req.header('x-plan') === 'paid' ? paid : free,
+          key: byUser((raw: FakeRequest) => raw.headers?.['x-user']),
+        },
+      ],
     });
     const verdicts = [];
-    for (let i = 0; i < 4; i++) verdicts.push((await run(gate, { headers: { 'x-user': 'p', 'x-plan': 'paid' } })).allowed);
+    for (let i = 0; i < 4; i++)
+      verdicts.push((await run(gate, { headers: { 'x-user': 'p', 'x-plan': 'paid' } })).allowed);
     assert.deepEqual(verdicts, [true, true, true, false]);
     assert.equal((await run(gate, { headers: { 'x-user': 'f' } })).allowed, true);
     assert.equal((await run(gate, { headers: { 'x-user': 'f' } })).allowed, false);
@@ -122,22 +141,42 @@ describe('several dimensions decided together', () => {
 describe('cost, skip and allow lists', () => {
   it('charges the cost, and refuses forever a cost above the limit (no Retry-After)', async () => {
     const l = limiter(fixedWindow({ limit: 5, windowMs: 1000 }), new ManualClock());
-    const gate = new HttpGate<FakeRequest>({ limiter: l, cost: (req) => Number(req.header('x-cost') ?? 1), logger: memoryLogger() });
+    const gate = new HttpGate<FakeRequest>({
+      limiter: l,
+      cost: (req) => Number(req.header('x-cost') ?? 1),
+      logger: memoryLogger(),
+    });
     assert.equal((await run(gate, { headers: { 'x-cost': '3' } })).allowed, true);
     assert.equal(await remaining(l, 'default/ip:127.0.0.1'), 2);
     const huge = await run(gate, { headers: { 'x-cost': '6' } });
     assert.equal(huge.statusCode, 429);
-    assert.equal(huge.headers.find(([n]) => n === 'retry-after'), undefined);
+    assert.equal(
+      huge.headers.find(([n]) => n === 'retry-after'),
+      undefined,
+    );
     assert.equal(huge.headers.find(([n]) => n === 'ratelimit')![1], '"default";r=2');
     assert.equal(await remaining(l, 'default/ip:127.0.0.1'), 2);
-    assert.equal((await run(gate, { headers: { 'x-cost': '-1' } })).statusCode, 500, 'a bad cost is the application\'s fault');
+    assert.equal(
+      (await run(gate, { headers: { 'x-cost': '-1' } })).statusCode,
+      500,
+      "a bad cost is the application's fault",
+    );
     assert.equal(await remaining(l, 'default/ip:127.0.0.1'), 2);
   });
 
   it('passes skipped and allow-listed requests untouched', async () => {
     const l = limiter(fixedWindow({ limit: 1, windowMs: 1000 }), new ManualClock());
-    const gate = new HttpGate<FakeRequest>({ limiter: l, skip: (req) => req.route === '/health', allowList: ['10.0.0.0/8', '2001:db8::/32'] });
-    for (const request of [{ route: '/health' }, { remote: '10.1.2.3' }, { remote: '2001:db8::5' }, { remote: '::ffff:10.0.0.1' }]) {
+    const gate = new HttpGate<FakeRequest>({
+      limiter: l,
+      skip: (req) => req.route === '/health',
+      allowList: ['10.0.0.0/8', '2001:db8::/32'],
+    });
+    for (const request of [
+      { route: '/health' },
+      { remote: '10.1.2.3' },
+      { remote: '2001:db8::5' },
+      { remote: '::ffff:10.0.0.1' },
+    ]) {
       const v = await run(gate, request);
       assert.equal(v.allowed, true);
       assert.deepEqual(v.headers, []);
@@ -152,7 +191,10 @@ describe('refundWhen', () => {
     const a = limiter(fixedWindow({ limit: 3, windowMs: 1000 }), clock);
     const b = limiter(tokenBucket({ capacity: 3, refillPerSecond: 1 }), clock, asyncStore());
     const gate = new HttpGate<FakeRequest>({
-      dimensions: [{ name: 'a', limiter: a }, { name: 'b', limiter: b }],
+      dimensions: [
+        { name: 'a', limiter: a },
+        { name: 'b', limiter: b },
+      ],
       refundWhen: (outcome) => outcome.statusCode < 400 || !outcome.completed,
     });
     const view = new FakeView(gate.clientIp, {});
@@ -167,10 +209,16 @@ describe('refundWhen', () => {
 });
 
 describe('store failures', () => {
-  const options = (onStoreError: 'fail-open' | 'fail-closed', logger = memoryLogger()): HttpLimitOptions<FakeRequest> => ({
+  const options = (
+    onStoreError: 'fail-open' | 'fail-closed',
+    logger = memoryLogger(),
+  ): HttpLimitOptions<FakeRequest> => ({
     dimensions: [
       { name: 'local', limiter: limiter(fixedWindow({ limit: 5, windowMs: 1000 }), new ManualClock()) },
-      { name: 'shared', limiter: limiter(fixedWindow({ limit: 5, windowMs: 1000 }), new ManualClock(), failingStore()) },
+      {
+        name: 'shared',
+        limiter: limiter(fixedWindow({ limit: 5, windowMs: 1000 }), new ManualClock(), failingStore()),
+      },
     ],
     onStoreError,
     logger,
@@ -196,7 +244,12 @@ describe('store failures', () => {
     const body = JSON.parse(v.body!) as Record<string, unknown>;
     assert.equal(body.type, 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity');
     assert.deepEqual(body['violated-policies'], ['shared']);
-    assert.deepEqual(Object.fromEntries(v.headers), { 'floodgate-degraded': 'fail-closed', 'retry-after': '1', 'cache-control': 'no-store', 'content-type': 'application/problem+json' });
+    assert.deepEqual(Object.fromEntries(v.headers), {
+      'floodgate-degraded': 'fail-closed',
+      'retry-after': '1',
+      'cache-control': 'no-store',
+      'content-type': 'application/problem+json',
+    });
     await new Promise((resolve) => setTimeout(resolve, 5));
     assert.equal(await remaining(o.dimensions![0]!.limiter as Limiter, 'local/ip:127.0.0.1'), 5);
   });
@@ -204,7 +257,9 @@ describe('store failures', () => {
 
 describe('concurrency', () => {
   it('admits exactly the limit of N concurrent requests on one key (asynchronous store)', async () => {
-    const gate = new HttpGate<FakeRequest>({ limiter: limiter(tokenBucket({ capacity: 7, refillPerSecond: 1 }), new ManualClock(), asyncStore()) });
+    const gate = new HttpGate<FakeRequest>({
+      limiter: limiter(tokenBucket({ capacity: 7, refillPerSecond: 1 }), new ManualClock(), asyncStore()),
+    });
     const verdicts = await Promise.all(Array.from({ length: 50 }, () => run(gate)));
     assert.equal(verdicts.filter((v) => v.allowed).length, 7);
   });
@@ -216,7 +271,15 @@ describe('options', () => {
     ['neither limiter nor dimensions', {}],
     ['both', { limiter: l, dimensions: [{ name: 'a', limiter: l }] }],
     ['a bad name', { dimensions: [{ name: 'a b', limiter: l }] }],
-    ['duplicate names', { dimensions: [{ name: 'a', limiter: l }, { name: 'a', limiter: l }] }],
+    [
+      'duplicate names',
+      {
+        dimensions: [
+          { name: 'a', limiter: l },
+          { name: 'a', limiter: l },
+        ],
+      },
+    ],
     ['a limiter that is none', { limiter: {} }],
     ['a bad onStoreError', { limiter: l, onStoreError: 'maybe' }],
     ['a bad legacyHeaders', { limiter: l, legacyHeaders: 'epoch' }],
@@ -226,7 +289,10 @@ describe('options', () => {
   ];
   for (const [what, options] of bad) {
     it(`refuses ${what} with INVALID_OPTION`, () => {
-      assert.throws(() => new HttpGate(options as HttpLimitOptions), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION');
+      assert.throws(
+        () => new HttpGate(options as HttpLimitOptions),
+        (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION',
+      );
     });
   }
 });

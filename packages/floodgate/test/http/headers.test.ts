@@ -100,9 +100,21 @@ describe('combined limits, legacy headers and partition keys', () => {
     await (await get()).arrayBuffer();
     const res = await get();
     const policy = parseList(res.headers.get('ratelimit-policy')!) as Item[];
-    assert.deepEqual(policy.map((i) => [i[0], params(i).q, params(i).w]), [['burst', 2, 1], ['daily', 1000, 86_400]]);
+    assert.deepEqual(
+      policy.map((i) => [i[0], params(i).q, params(i).w]),
+      [
+        ['burst', 2, 1],
+        ['daily', 1000, 86_400],
+      ],
+    );
     const service = parseList(res.headers.get('ratelimit')!) as Item[];
-    assert.deepEqual(service.map((i) => [i[0], params(i).r]), [['burst', 0], ['daily', 998]]);
+    assert.deepEqual(
+      service.map((i) => [i[0], params(i).r]),
+      [
+        ['burst', 0],
+        ['daily', 998],
+      ],
+    );
     for (const item of [...policy, ...service]) assert.equal((params(item).pk as ArrayBuffer).byteLength, 16);
     assert.notDeepEqual(params(service[0]!).pk, params(service[1]!).pk);
     assert.equal(res.headers.get('x-ratelimit-limit'), '2');
@@ -116,7 +128,11 @@ describe('combined limits, legacy headers and partition keys', () => {
   });
 
   it('writes X-RateLimit-Reset as epoch seconds when asked', async () => {
-    const epoch = await adapters.koa!({ limiter: new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), clock }), legacyHeaders: 'epoch-seconds', clock });
+    const epoch = await adapters.koa!({
+      limiter: new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), clock }),
+      legacyHeaders: 'epoch-seconds',
+      clock,
+    });
     try {
       clock.set(1_000_000);
       const res = await fetch(`${epoch.url}/ok`);
@@ -128,7 +144,10 @@ describe('combined limits, legacy headers and partition keys', () => {
   });
 
   it('can leave the draft headers out', async () => {
-    const bare = await adapters.hono!({ limiter: new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }) }), draftHeaders: false });
+    const bare = await adapters.hono!({
+      limiter: new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }) }),
+      draftHeaders: false,
+    });
     try {
       const res = await fetch(`${bare.url}/ok`);
       assert.equal(res.headers.get('ratelimit'), null);

@@ -6,7 +6,8 @@ import { floodgateHono } from '../../src/http/adapters/hono.js';
 import { fixedWindow, Limiter, ManualClock } from '../../src/index.js';
 import { close, listen, memoryLogger } from './support.js';
 
-const limiter = (): Limiter => new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), clock: new ManualClock(0) });
+const limiter = (): Limiter =>
+  new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), clock: new ManualClock(0) });
 
 function app(): Hono {
   const hono = new Hono();
@@ -69,7 +70,7 @@ describe('hono adapter: untrusted forwarding headers', () => {
     assert.deepEqual(await warned((hono) => hono.request('/text')), []);
   });
 
-  it('warns once under @hono/node-server, from node\'s raw header list', async () => {
+  it("warns once under @hono/node-server, from node's raw header list", async () => {
     const logger = memoryLogger();
     const hono = new Hono();
     hono.use('*', floodgateHono({ limiter: limiter(), logger }));
@@ -79,7 +80,8 @@ describe('hono adapter: untrusted forwarding headers', () => {
     try {
       assert.equal((await fetch(`${url}/text`)).status, 200);
       assert.equal(logger.messages.length, 0);
-      for (let i = 0; i < 2; i++) assert.equal((await fetch(`${url}/text`, { headers: { 'X-Forwarded-For': '198.51.100.1' } })).status, 200);
+      for (let i = 0; i < 2; i++)
+        assert.equal((await fetch(`${url}/text`, { headers: { 'X-Forwarded-For': '198.51.100.1' } })).status, 200);
       assert.equal(logger.messages.length, 1);
       assert.match(logger.messages[0]!, /"x-forwarded-for"/);
     } finally {
@@ -117,7 +119,8 @@ describe('hono adapter: completed is truthful (issue 14)', () => {
       const done = await fetch(`${url}/fast`);
       assert.equal(await done.text(), 'fast');
       // Every settle has run once its connection closed: wait for them, bounded.
-      for (let i = 0; i < 100 && outcomes.length < aborts + 1; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      for (let i = 0; i < 100 && outcomes.length < aborts + 1; i++)
+        await new Promise((resolve) => setTimeout(resolve, 20));
       assert.equal(outcomes.filter((c) => !c).length, aborts);
       assert.equal(outcomes.filter((c) => c).length, 1);
       // The aborted requests were refunded: only the completed one still counts.
@@ -130,7 +133,14 @@ describe('hono adapter: completed is truthful (issue 14)', () => {
   it('elsewhere, reads the request signal: an aborted request is not completed', async () => {
     const outcomes: boolean[] = [];
     const hono = new Hono();
-    hono.use('*', floodgateHono({ limiter: limiter(), remoteAddress: () => '192.0.2.1', refundWhen: (o) => (outcomes.push(o.completed), false) }));
+    hono.use(
+      '*',
+      floodgateHono({
+        limiter: limiter(),
+        remoteAddress: () => '192.0.2.1',
+        refundWhen: (o) => (outcomes.push(o.completed), false),
+      }),
+    );
     const controller = new AbortController();
     hono.get('/t', (c) => {
       controller.abort();

@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { byFunction, byHeader, byIp, byRoute, byUser, ClientIpResolver, firstOf, storeKey, type TrustProxyOptions } from '../../src/http/index.js';
+import {
+  byFunction,
+  byHeader,
+  byIp,
+  byRoute,
+  byUser,
+  ClientIpResolver,
+  firstOf,
+  storeKey,
+  type TrustProxyOptions,
+} from '../../src/http/index.js';
 import { FloodgateError } from '../../src/index.js';
 import { FakeView, memoryLogger, type FakeRequest } from './support.js';
 
@@ -45,7 +55,9 @@ describe('client address and trustProxy', () => {
   });
 
   it('reads RFC 7239 Forwarded when told to, with quoting, IPv6 brackets and ports', () => {
-    const headers = { forwarded: 'for=6.6.6.6, For="[2001:DB8:cafe::17]:4711";proto=https, for=10.0.0.2:80;by=10.0.0.1' };
+    const headers = {
+      forwarded: 'for=6.6.6.6, For="[2001:DB8:cafe::17]:4711";proto=https, for=10.0.0.2:80;by=10.0.0.1',
+    };
     const options = { trustProxy: ['10.0.0.0/8'], forwardedHeader: 'forwarded' as const };
     assert.equal(clientIp(options, { remote: '10.0.0.1', headers }), '2001:db8:cafe::17');
     assert.equal(clientIp({ ...options, trustProxy: 1 }, { remote: '10.0.0.1', headers }), '10.0.0.2');
@@ -56,13 +68,25 @@ describe('client address and trustProxy', () => {
     // The walk ends at the first element naming no address: 1.2.3.4 beyond the gap is not believed,
     // and the request is not keyed by the proxy (10.0.0.1) that other clients share.
     assert.equal(clientIp({ trustProxy: 3, forwardedHeader: 'forwarded' }, { remote: '10.0.0.1', headers }), 'unknown');
-    assert.equal(clientIp({ trustProxy: 3, forwardedHeader: 'forwarded' }, { remote: '10.0.0.1', headers: { forwarded: 'for=1.2.3.4, for=_hidden' } }), '_hidden');
-    assert.equal(clientIp({ trustProxy: 3 }, { remote: '10.0.0.1', headers: { 'x-forwarded-for': '1.2.3.4, garbage, 10.0.0.2' } }), 'unknown');
+    assert.equal(
+      clientIp(
+        { trustProxy: 3, forwardedHeader: 'forwarded' },
+        { remote: '10.0.0.1', headers: { forwarded: 'for=1.2.3.4, for=_hidden' } },
+      ),
+      '_hidden',
+    );
+    assert.equal(
+      clientIp({ trustProxy: 3 }, { remote: '10.0.0.1', headers: { 'x-forwarded-for': '1.2.3.4, garbage, 10.0.0.2' } }),
+      'unknown',
+    );
   });
 
   it('warns when a proxy is trusted but writes the other header', () => {
     const logger = memoryLogger();
-    assert.equal(clientIp({ trustProxy: 1 }, { remote: '10.0.0.1', headers: { forwarded: 'for=1.2.3.4' } }, logger), '10.0.0.1');
+    assert.equal(
+      clientIp({ trustProxy: 1 }, { remote: '10.0.0.1', headers: { forwarded: 'for=1.2.3.4' } }, logger),
+      '10.0.0.1',
+    );
     assert.match(logger.messages[0]!, /trustProxy reads "x-forwarded-for" only/);
   });
 
@@ -75,18 +99,24 @@ describe('client address and trustProxy', () => {
 
   it('refuses bad trust settings with a typed error', () => {
     for (const trustProxy of [-1, 1.5, true, ['10.0.0.0/99']]) {
-      assert.throws(() => new ClientIpResolver({ trustProxy } as unknown as TrustProxyOptions, memoryLogger()), FloodgateError);
+      assert.throws(
+        () => new ClientIpResolver({ trustProxy } as unknown as TrustProxyOptions, memoryLogger()),
+        FloodgateError,
+      );
     }
   });
 });
 
 describe('identities', () => {
   const resolver = new ClientIpResolver({ trustProxy: 1 }, memoryLogger());
-  const from = (xff: string): FakeView => new FakeView(resolver, { remote: '127.0.0.1', headers: { 'x-forwarded-for': xff } });
+  const from = (xff: string): FakeView =>
+    new FakeView(resolver, { remote: '127.0.0.1', headers: { 'x-forwarded-for': xff } });
 
   it('groups IPv6 clients by /56, so rotating addresses inside it shares one key', () => {
     const ip = byIp();
-    const keys = ['2001:db8:1:100::1', '2001:db8:1:1ff:ffff::2', '2001:db8:1:1a0:1234:5678:9abc:def0'].map((a) => ip(from(a)));
+    const keys = ['2001:db8:1:100::1', '2001:db8:1:1ff:ffff::2', '2001:db8:1:1a0:1234:5678:9abc:def0'].map((a) =>
+      ip(from(a)),
+    );
     assert.deepEqual(new Set(keys), new Set(['ip:2001:db8:1:100::/56']));
     assert.equal(ip(from('2001:db8:1:200::1')), 'ip:2001:db8:1:200::/56');
     assert.equal(byIp({ ipv6PrefixBits: 64 })(from('2001:db8:1:1ff::1')), 'ip:2001:db8:1:1ff::/64');
@@ -98,7 +128,10 @@ describe('identities', () => {
     assert.equal(byIp()(from('::ffff:192.0.2.77')), 'ip:192.0.2.77');
     assert.equal(byIp({ ipv4PrefixBits: 24 })(from('192.0.2.77')), 'ip:192.0.2.0/24');
     assert.equal(byIp()(from('garbage')), 'ip:unknown');
-    const obfuscated = new FakeView(new ClientIpResolver({ trustProxy: 1, forwardedHeader: 'forwarded' }, memoryLogger()), { headers: { forwarded: 'for=_c7' } });
+    const obfuscated = new FakeView(
+      new ClientIpResolver({ trustProxy: 1, forwardedHeader: 'forwarded' }, memoryLogger()),
+      { headers: { forwarded: 'for=_c7' } },
+    );
     assert.equal(byIp()(obfuscated), 'ip:_c7');
   });
 
@@ -113,7 +146,14 @@ describe('identities', () => {
     assert.equal(byRoute()(view), 'route:POST /a/:id');
     assert.equal(byRoute({ method: false })(view), 'route:/a/:id');
     assert.equal(byFunction(() => '')(view), 'fn:');
-    assert.equal(firstOf(byHeader('x-missing'), byUser(() => 'u'), byIp())(view), 'user:u');
+    assert.equal(
+      firstOf(
+        byHeader('x-missing'),
+        byUser(() => 'u'),
+        byIp(),
+      )(view),
+      'user:u',
+    );
   });
 
   it('refuses identities built from bad arguments', () => {

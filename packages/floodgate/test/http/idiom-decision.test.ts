@@ -18,12 +18,18 @@ import { close, listen } from './support.js';
 /** What a handler downstream reports of the decision attached to its request. */
 function summary(info: RateLimitInfo | undefined): unknown {
   if (info === undefined) return 'none';
-  return { allowed: info.allowed, statusCode: info.statusCode, decisions: info.decisions.map((d) => [d.name, d.decision.remaining, d.decision.limit, d.decision.reason]) };
+  return {
+    allowed: info.allowed,
+    statusCode: info.statusCode,
+    decisions: info.decisions.map((d) => [d.name, d.decision.remaining, d.decision.limit, d.decision.reason]),
+  };
 }
 
 type Serve = (options: HttpLimitOptions<never>) => Promise<{ url: string; stop: () => Promise<void> }>;
 
-const onNode = async (handler: Parameters<typeof createServer>[1]): Promise<{ url: string; stop: () => Promise<void> }> => {
+const onNode = async (
+  handler: Parameters<typeof createServer>[1],
+): Promise<{ url: string; stop: () => Promise<void> }> => {
   const server = createServer(handler);
   const url = await listen(server);
   return { url, stop: () => close(server) };
@@ -33,7 +39,9 @@ const onNode = async (handler: Parameters<typeof createServer>[1]): Promise<{ ur
 const serve: Record<string, Serve> = {
   node: (options) => {
     const limit = floodgateNode(options as HttpLimitOptions<IncomingMessage>);
-    return onNode((req, res) => limit(req, res, () => res.end(JSON.stringify(summary((req as IncomingMessage & WithRateLimit).rateLimit)))));
+    return onNode((req, res) =>
+      limit(req, res, () => res.end(JSON.stringify(summary((req as IncomingMessage & WithRateLimit).rateLimit)))),
+    );
   },
   express: (options) => {
     const app = express();
@@ -66,7 +74,7 @@ const serve: Record<string, Serve> = {
 
 for (const [name, start] of Object.entries(serve)) {
   describe(`${name}: the decision attached to the request`, () => {
-    it('carries each dimension\'s decision, typed, to the handler', async () => {
+    it("carries each dimension's decision, typed, to the handler", async () => {
       const clock = new ManualClock(0);
       const app = await start({
         dimensions: [
@@ -77,25 +85,40 @@ for (const [name, start] of Object.entries(serve)) {
       try {
         await fetch(`${app.url}/ok`);
         const body = await (await fetch(`${app.url}/ok`)).json();
-        assert.deepEqual(body, { allowed: true, statusCode: 0, decisions: [['burst', 3, 5, 'ok'], ['hourly', 98, 100, 'ok']] });
+        assert.deepEqual(body, {
+          allowed: true,
+          statusCode: 0,
+          decisions: [
+            ['burst', 3, 5, 'ok'],
+            ['hourly', 98, 100, 'ok'],
+          ],
+        });
       } finally {
         await app.stop();
       }
     });
 
     it('one dimension: each request sees its own remaining, also when the headers are reused', async () => {
-      const app = await start({ limiter: new Limiter({ policy: fixedWindow({ limit: 3, windowMs: 60_000 }), clock: new ManualClock(0) }) });
+      const app = await start({
+        limiter: new Limiter({ policy: fixedWindow({ limit: 3, windowMs: 60_000 }), clock: new ManualClock(0) }),
+      });
       try {
         const seen: unknown[] = [];
         for (let i = 0; i < 3; i++) seen.push(await (await fetch(`${app.url}/ok`)).json());
-        assert.deepEqual(seen.map((b) => (b as { decisions: unknown[][] }).decisions[0]![1]), [2, 1, 0]);
+        assert.deepEqual(
+          seen.map((b) => (b as { decisions: unknown[][] }).decisions[0]![1]),
+          [2, 1, 0],
+        );
       } finally {
         await app.stop();
       }
     });
 
     it('a skipped request carries no decisions', async () => {
-      const app = await start({ limiter: new Limiter({ policy: fixedWindow({ limit: 3, windowMs: 60_000 }) }), skip: () => true });
+      const app = await start({
+        limiter: new Limiter({ policy: fixedWindow({ limit: 3, windowMs: 60_000 }) }),
+        skip: () => true,
+      });
       try {
         assert.deepEqual(await (await fetch(`${app.url}/ok`)).json(), { allowed: true, statusCode: 0, decisions: [] });
       } finally {

@@ -8,7 +8,8 @@ import type { HttpLimitOptions } from '../../src/http/index.js';
 import { FloodgateError, fixedWindow, Limiter, ManualClock } from '../../src/index.js';
 import { close, listen, memoryLogger } from './support.js';
 
-const onePerHour = (): Limiter => new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 3_600_000 }), clock: new ManualClock(0) });
+const onePerHour = (): Limiter =>
+  new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 3_600_000 }), clock: new ManualClock(0) });
 
 describe("Express's trust proxy setting", () => {
   let stop: (() => Promise<void>) | undefined;
@@ -23,19 +24,25 @@ describe("Express's trust proxy setting", () => {
     if (setting !== undefined) app.set('trust proxy', setting);
     app.use(floodgateExpress(options));
     app.get('/ok', (req, res) => void res.send(`ip ${req.ip}`));
-    app.use((err: FloodgateError, _req: express.Request, res: express.Response, _next: express.NextFunction) => void res.status(500).send(`${err.code}: ${err.message}`));
+    app.use(
+      (err: FloodgateError, _req: express.Request, res: express.Response, _next: express.NextFunction) =>
+        void res.status(500).send(`${err.code}: ${err.message}`),
+    );
     const server = createServer(app);
     const url = await listen(server);
     stop = () => close(server);
     return url;
   }
 
-  const from = (url: string, client: string): Promise<Response> => fetch(`${url}/ok`, { headers: { 'x-forwarded-for': client } });
+  const from = (url: string, client: string): Promise<Response> =>
+    fetch(`${url}/ok`, { headers: { 'x-forwarded-for': client } });
 
   it('three clients behind a proxy get three buckets when the app trusts the proxy', async () => {
     const url = await start(1, { limiter: onePerHour() });
-    for (const client of ['192.0.2.1', '192.0.2.2', '::ffff:192.0.2.3']) assert.equal((await from(url, client)).status, 200, client);
-    for (const client of ['192.0.2.1', '192.0.2.2', '192.0.2.3']) assert.equal((await from(url, client)).status, 429, client);
+    for (const client of ['192.0.2.1', '192.0.2.2', '::ffff:192.0.2.3'])
+      assert.equal((await from(url, client)).status, 200, client);
+    for (const client of ['192.0.2.1', '192.0.2.2', '192.0.2.3'])
+      assert.equal((await from(url, client)).status, 429, client);
   });
 
   it("with a list setting ('loopback') the same, and the key is Express's req.ip", async () => {

@@ -4,7 +4,8 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { floodgateFastify, RateLimitedError } from '../../src/http/adapters/fastify.js';
 import { FloodgateError, fixedWindow, Limiter, ManualClock } from '../../src/index.js';
 
-const perHour = (limit: number): Limiter => new Limiter({ policy: fixedWindow({ limit, windowMs: 3_600_000 }), clock: new ManualClock(0) });
+const perHour = (limit: number): Limiter =>
+  new Limiter({ policy: fixedWindow({ limit, windowMs: 3_600_000 }), clock: new ManualClock(0) });
 
 describe('Fastify in its own idiom', () => {
   let app: FastifyInstance | undefined;
@@ -24,7 +25,9 @@ describe('Fastify in its own idiom', () => {
     a.get('/ok', async () => 'ok');
     const url = await listen(a);
     assert.equal((await fetch(`${url}/ok`, { headers: { 'x-forwarded-for': '192.0.2.1' } })).status, 200);
-    const warned = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.msg.includes('x-forwarded-for'));
+    const warned = lines
+      .map((l) => JSON.parse(l) as { level: number; msg: string })
+      .filter((l) => l.msg.includes('x-forwarded-for'));
     assert.equal(warned.length, 1);
     assert.equal(warned[0]!.level, 40);
   });
@@ -35,7 +38,8 @@ describe('Fastify in its own idiom', () => {
     await a.register(floodgateFastify, { limiter: perHour(1), refuseWith: 'error' });
     a.addHook('onError', (_request, _reply, err, done) => (seen.push(err), done()));
     a.setErrorHandler((err, _request, reply) => {
-      if (err instanceof RateLimitedError) return reply.code(err.statusCode).send({ slowDown: err.retryAfterSeconds, code: err.code });
+      if (err instanceof RateLimitedError)
+        return reply.code(err.statusCode).send({ slowDown: err.retryAfterSeconds, code: err.code });
       return reply.code(500).send('other');
     });
     a.get('/ok', async () => 'ok');
@@ -76,7 +80,7 @@ describe('Fastify in its own idiom', () => {
     assert.deepEqual(sent, [200, 429]);
   });
 
-  it('global: false limits only the routes whose config.rateLimit asks, each with the plugin\'s or its own limiter', async () => {
+  it("global: false limits only the routes whose config.rateLimit asks, each with the plugin's or its own limiter", async () => {
     const a = Fastify();
     await a.register(floodgateFastify, { global: false, limiter: perHour(1) });
     a.get('/free', async () => 'ok');
@@ -99,7 +103,13 @@ describe('Fastify in its own idiom', () => {
     app = a;
     await a.register(floodgateFastify, { global: false });
     a.get('/own', { config: { rateLimit: { limiter: perHour(1) } } }, async () => 'ok');
-    assert.throws(() => a.get('/x', { config: { rateLimit: true } }, async () => 'ok'), (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION' && /^GET \/x: give either limiter/.test(err.message));
+    assert.throws(
+      () => a.get('/x', { config: { rateLimit: true } }, async () => 'ok'),
+      (err: unknown) =>
+        err instanceof FloodgateError &&
+        err.code === 'INVALID_OPTION' &&
+        /^GET \/x: give either limiter/.test(err.message),
+    );
   });
 
   it('a bad per-route config is refused when the route is registered, naming the route', async () => {
@@ -109,18 +119,31 @@ describe('Fastify in its own idiom', () => {
     const bad = { dimensions: [{ name: 'a', limiter: 5 }] } as unknown as { dimensions: [] };
     assert.throws(
       () => a.get('/x', { config: { rateLimit: bad } }, async () => 'ok'),
-      (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION' && err.option === 'dimensions[0].limiter' && /^GET \/x: dimensions\[0\]\.limiter must be a Limiter/.test(err.message),
+      (err: unknown) =>
+        err instanceof FloodgateError &&
+        err.code === 'INVALID_OPTION' &&
+        err.option === 'dimensions[0].limiter' &&
+        /^GET \/x: dimensions\[0\]\.limiter must be a Limiter/.test(err.message),
     );
-    assert.throws(() => a.post('/y', { config: { rateLimit: 'yes' } }, async () => 'ok'), /^FloodgateError: POST \/y: config\.rateLimit must be true, false or an object/);
-    assert.throws(() => a.get('/z', { config: { rateLimit: {}, floodgate: false } }, async () => 'ok'), /GET \/z: config\.rateLimit must be given alone/);
+    assert.throws(
+      () => a.post('/y', { config: { rateLimit: 'yes' } }, async () => 'ok'),
+      /^FloodgateError: POST \/y: config\.rateLimit must be true, false or an object/,
+    );
+    assert.throws(
+      () => a.get('/z', { config: { rateLimit: {}, floodgate: false } }, async () => 'ok'),
+      /GET \/z: config\.rateLimit must be given alone/,
+    );
   });
 
   it('bad plugin options fail register with INVALID_OPTION', async () => {
     for (const options of [{ limiter: perHour(1), global: 'no' }, { limiter: perHour(1), refuseWith: 'throw' }, {}]) {
       const a = Fastify();
-      await assert.rejects(async () => {
-        await a.register(floodgateFastify, options as never);
-      }, (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION');
+      await assert.rejects(
+        async () => {
+          await a.register(floodgateFastify, options as never);
+        },
+        (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION',
+      );
       await a.close();
     }
   });

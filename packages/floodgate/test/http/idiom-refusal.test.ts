@@ -14,7 +14,8 @@ import { FloodgateError, fixedWindow, Limiter, ManualClock } from '../../src/ind
 import { adapters, type Running } from './servers.js';
 import { close, FakeView, listen, memoryLogger } from './support.js';
 
-const onePerHour = (): Limiter => new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 3_600_000 }), clock: new ManualClock(0) });
+const onePerHour = (): Limiter =>
+  new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 3_600_000 }), clock: new ManualClock(0) });
 
 for (const [name, start] of Object.entries(adapters)) {
   describe(`${name}: onLimit, message and statusCode`, () => {
@@ -26,7 +27,13 @@ for (const [name, start] of Object.entries(adapters)) {
 
     it('calls onLimit once per refusal with the request view and the decisions; message and statusCode shape the answer', async () => {
       const calls: { path: string; info: RateLimitInfo }[] = [];
-      app = await start({ limiter: onePerHour(), name: 'hourly', onLimit: (req, info) => void calls.push({ path: req.path, info }), message: { error: 'slow down' }, statusCode: 503 });
+      app = await start({
+        limiter: onePerHour(),
+        name: 'hourly',
+        onLimit: (req, info) => void calls.push({ path: req.path, info }),
+        message: { error: 'slow down' },
+        statusCode: 503,
+      });
       assert.equal((await fetch(`${app.url}/ok`)).status, 200);
       assert.equal(calls.length, 0);
       const refused = await fetch(`${app.url}/ok`);
@@ -37,14 +44,22 @@ for (const [name, start] of Object.entries(adapters)) {
       assert.equal(calls.length, 1);
       assert.equal(calls[0]!.path, '/ok');
       assert.equal(calls[0]!.info.statusCode, 503);
-      assert.deepEqual(calls[0]!.info.decisions.map((d) => [d.name, d.decision.reason, d.decision.retryAfterMs]), [['hourly', 'limit', 3_600_000]]);
+      assert.deepEqual(
+        calls[0]!.info.decisions.map((d) => [d.name, d.decision.reason, d.decision.retryAfterMs]),
+        [['hourly', 'limit', 3_600_000]],
+      );
     });
 
     it('an onLimit that throws is logged once and the refusal stands', async () => {
       const logger = memoryLogger();
-      app = await start({ limiter: onePerHour(), logger, onLimit: () => {
-        throw new Error('metrics down');
-      }, message: 'Too many requests' });
+      app = await start({
+        limiter: onePerHour(),
+        logger,
+        onLimit: () => {
+          throw new Error('metrics down');
+        },
+        message: 'Too many requests',
+      });
       await fetch(`${app.url}/ok`);
       for (let i = 0; i < 2; i++) {
         const refused = await fetch(`${app.url}/ok`);
@@ -80,7 +95,13 @@ describe('handler: the framework answers a refusal itself', () => {
 
   it('express: handler(req, res, next, info)', async () => {
     const app = express();
-    app.use(floodgateExpress({ limiter: onePerHour(), handler: (req, res, _next, info) => void res.status(info.statusCode).send(`express ${req.path} ${info.decisions[0]!.decision.remaining}`) }));
+    app.use(
+      floodgateExpress({
+        limiter: onePerHour(),
+        handler: (req, res, _next, info) =>
+          void res.status(info.statusCode).send(`express ${req.path} ${info.decisions[0]!.decision.remaining}`),
+      }),
+    );
     app.get('/ok', (_req, res) => void res.send('ok'));
     await expectCustom(await twice(await serve(createServer(app))), 'express /ok 0');
   });
@@ -95,7 +116,9 @@ describe('handler: the framework answers a refusal itself', () => {
         res.end('node refused');
       },
     });
-    const url = await serve(createServer((req, res) => limit(req, res, (err) => ((failed = err), res.end(err ? 'failed' : 'ok')))));
+    const url = await serve(
+      createServer((req, res) => limit(req, res, (err) => ((failed = err), res.end(err ? 'failed' : 'ok')))),
+    );
     await expectCustom(await twice(url), 'node refused');
     assert.equal(await (await fetch(`${url}/boom`)).text(), 'failed');
     assert.match(String(failed), /handler broke/);
@@ -103,16 +126,24 @@ describe('handler: the framework answers a refusal itself', () => {
 
   it('koa: handler(ctx, info)', async () => {
     const app = new Koa();
-    app.use(floodgateKoa({ limiter: onePerHour(), handler: (ctx, info) => void (ctx.body = `koa ${info.statusCode}`) }));
+    app.use(
+      floodgateKoa({ limiter: onePerHour(), handler: (ctx, info) => void (ctx.body = `koa ${info.statusCode}`) }),
+    );
     app.use((ctx) => void (ctx.body = 'ok'));
     await expectCustom(await twice(await serve(createServer(app.callback()))), 'koa 429');
   });
 
   it('hono: handler(c, info) returns the Response', async () => {
     const app = new Hono();
-    app.use('*', floodgateHono({ limiter: onePerHour(), handler: (c, info) => c.text(`hono ${info.decisions.length}`, 429) }));
+    app.use(
+      '*',
+      floodgateHono({ limiter: onePerHour(), handler: (c, info) => c.text(`hono ${info.decisions.length}`, 429) }),
+    );
     app.get('/ok', (c) => c.text('ok'));
-    await expectCustom(await twice(await serve(createAdaptorServer({ fetch: app.fetch }) as ReturnType<typeof createServer>)), 'hono 1');
+    await expectCustom(
+      await twice(await serve(createAdaptorServer({ fetch: app.fetch }) as ReturnType<typeof createServer>)),
+      'hono 1',
+    );
   });
 
   it('bad message, statusCode or handler: INVALID_OPTION naming it', () => {
@@ -123,18 +154,32 @@ describe('handler: the framework answers a refusal itself', () => {
       [{ onLimit: 'log' }, 'onLimit'],
     ];
     for (const [options, option] of bad) {
-      assert.throws(() => new HttpGate({ limiter: onePerHour(), ...options }), (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION' && err.option === option);
+      assert.throws(
+        () => new HttpGate({ limiter: onePerHour(), ...options }),
+        (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION' && err.option === option,
+      );
     }
-    assert.throws(() => floodgateExpress({ limiter: onePerHour(), handler: 'x' as never }), (err: unknown) => err instanceof FloodgateError && err.option === 'handler');
+    assert.throws(
+      () => floodgateExpress({ limiter: onePerHour(), handler: 'x' as never }),
+      (err: unknown) => err instanceof FloodgateError && err.option === 'handler',
+    );
   });
 
   it('the gate calls onLimit for a refusal, not for an admission or a 500', () => {
     const seen: number[] = [];
-    const gate = new HttpGate<unknown>({ limiter: onePerHour(), onLimit: (_req: HttpRequest<unknown>, info) => void seen.push(info.statusCode) });
+    const gate = new HttpGate<unknown>({
+      limiter: onePerHour(),
+      onLimit: (_req: HttpRequest<unknown>, info) => void seen.push(info.statusCode),
+    });
     const view = new FakeView(gate.clientIp, {});
     gate.check(view);
     gate.check(view);
-    const broken = new HttpGate<unknown>({ limiter: onePerHour(), cost: () => -1, logger: memoryLogger(), onLimit: () => void seen.push(500) });
+    const broken = new HttpGate<unknown>({
+      limiter: onePerHour(),
+      cost: () => -1,
+      logger: memoryLogger(),
+      onLimit: () => void seen.push(500),
+    });
     broken.check(new FakeView(broken.clientIp, {}));
     assert.deepEqual(seen, [429]);
   });

@@ -17,8 +17,14 @@ import { close, listen } from './support.js';
 
 const clock = (): ManualClock => new ManualClock(0);
 /** The outer middleware: 10 a minute, named `app`. The inner: 1 a minute, named `route`. */
-const outer = (): HttpLimitOptions<never> => ({ name: 'app', limiter: new Limiter({ policy: fixedWindow({ limit: 10, windowMs: 60_000 }), clock: clock() }) });
-const inner = (): HttpLimitOptions<never> => ({ name: 'route', limiter: new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 60_000 }), clock: clock() }) });
+const outer = (): HttpLimitOptions<never> => ({
+  name: 'app',
+  limiter: new Limiter({ policy: fixedWindow({ limit: 10, windowMs: 60_000 }), clock: clock() }),
+});
+const inner = (): HttpLimitOptions<never> => ({
+  name: 'route',
+  limiter: new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 60_000 }), clock: clock() }),
+});
 
 type Fetcher = { fetch: (path: string) => Promise<Response>; stop: () => Promise<void> };
 
@@ -78,7 +84,7 @@ const stacks: Record<string, () => Promise<Fetcher>> = {
 
 for (const [name, make] of Object.entries(stacks)) {
   describe(`${name}: stacked middlewares`, () => {
-    it('keep both middlewares\' RateLimit items, admitted and refused', async () => {
+    it("keep both middlewares' RateLimit items, admitted and refused", async () => {
       const app = await make();
       try {
         const admitted = await app.fetch('/ok');

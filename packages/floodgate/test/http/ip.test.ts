@@ -61,7 +61,10 @@ describe('maskIp and ranges', () => {
 
   it('refuses ranges that are not ranges, naming the option', () => {
     for (const bad of ['10.0.0.0/33', '10.0.0.0/', 'x/8', '::/129', '10.0.0.0/8x']) {
-      assert.throws(() => parseIpRange(bad, 'trustProxy[0]'), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === 'trustProxy[0]');
+      assert.throws(
+        () => parseIpRange(bad, 'trustProxy[0]'),
+        (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === 'trustProxy[0]',
+      );
     }
   });
 });

@@ -46,9 +46,17 @@ interface Reply {
 }
 
 async function get(url: string, ip: string, user: string): Promise<Reply> {
-  const res = await fetch(`${url}/ok`, { headers: { 'x-forwarded-for': ip, 'x-user': user }, signal: AbortSignal.timeout(10_000), dispatcher: agent });
+  const res = await fetch(`${url}/ok`, {
+    headers: { 'x-forwarded-for': ip, 'x-user': user },
+    signal: AbortSignal.timeout(10_000),
+    dispatcher: agent,
+  });
   const body = await res.text();
-  return { status: res.status, violated: res.status === 200 ? undefined : (JSON.parse(body) as { 'violated-policies': unknown })['violated-policies'] };
+  return {
+    status: res.status,
+    violated:
+      res.status === 200 ? undefined : (JSON.parse(body) as { 'violated-policies': unknown })['violated-policies'],
+  };
 }
 
 /** One trial on client IP `ip`: exhaust a user, then flood with it while neighbours ask once each. */
@@ -66,7 +74,10 @@ type StoreKind = 'redis' | 'delayed 5 ms';
 function optionsFor(kind: StoreKind, prefix: string): HttpLimitOptions<unknown> {
   // A deadline far above any round trip: this test is about a race between requests, not about timeouts
   // (a consumeAll that timed out while its script still ran would be retried limit by limit).
-  const store = kind === 'redis' ? new RedisStore({ adapter: ioredisAdapter(client), prefix, timeoutMs: 30_000 }) : asyncStore(new MemoryStore(), 5);
+  const store =
+    kind === 'redis'
+      ? new RedisStore({ adapter: ioredisAdapter(client), prefix, timeoutMs: 30_000 })
+      : asyncStore(new MemoryStore(), 5);
   const ip = new Limiter({ policy: tokenBucket({ capacity: IP_LIMIT, refillPerSecond: IP_LIMIT / 1e6 }), store });
   // Buckets that refill too slowly to matter in a run: no wall-clock window boundary resets them mid-trial.
   const user = new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 1e-6 }), store });
@@ -95,7 +106,9 @@ describe('neighbours of an exhausted user on one IP are never refused by the ip 
             });
             for (const r of await Promise.all(batch)) {
               wrong.push(...r.wrong);
-              floodNotByUser += r.exhausted.filter((e) => e.status !== 429 || JSON.stringify(e.violated) !== '["user"]').length;
+              floodNotByUser += r.exhausted.filter(
+                (e) => e.status !== 429 || JSON.stringify(e.violated) !== '["user"]',
+              ).length;
             }
           }
         } finally {

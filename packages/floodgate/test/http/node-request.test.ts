@@ -6,7 +6,16 @@ import { NodeRequestView, peerAddress } from '../../src/http/adapters/node-reque
 import { ClientIpResolver } from '../../src/http/client-ip.js';
 import { memoryLogger } from './support.js';
 
-const NAMES = ['host', 'x-forwarded-for', 'forwarded', 'x-forwarded-host', 'accept', 'x-api-key', 'set-cookie', 'cookie'];
+const NAMES = [
+  'host',
+  'x-forwarded-for',
+  'forwarded',
+  'x-forwarded-host',
+  'accept',
+  'x-api-key',
+  'set-cookie',
+  'cookie',
+];
 
 describe('NodeRequestView.hasHeader, on requests parsed by node', () => {
   /** For each request: NAMES as hasHeader and as header() see them, hasHeader asked first. */
@@ -27,12 +36,24 @@ describe('NodeRequestView.hasHeader, on requests parsed by node', () => {
   /** Sends one request with exactly `lines` as its header section and waits for the answer. */
   const send = (lines: string[]): Promise<void> =>
     new Promise((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1', () => socket.end(`GET / HTTP/1.1\r\n${lines.join('\r\n')}\r\nConnection: close\r\n\r\n`));
-      socket.on('data', () => {}).on('close', () => resolve()).on('error', reject);
+      const socket = connect(port, '127.0.0.1', () =>
+        socket.end(`GET / HTTP/1.1\r\n${lines.join('\r\n')}\r\nConnection: close\r\n\r\n`),
+      );
+      socket
+        .on('data', () => {})
+        .on('close', () => resolve())
+        .on('error', reject);
     });
 
   it('finds a header whatever the case the client sent it in, and only by its whole name', async () => {
-    await send(['Host: example.test', 'X-FORWARDED-FOR: 192.0.2.1', 'forwarded: for=192.0.2.2', 'X-Forwarded-Hos: x', 'Accept: a', 'accept: b']);
+    await send([
+      'Host: example.test',
+      'X-FORWARDED-FOR: 192.0.2.1',
+      'forwarded: for=192.0.2.2',
+      'X-Forwarded-Hos: x',
+      'Accept: a',
+      'accept: b',
+    ]);
     const last = seen.at(-1)!;
     assert.deepEqual(Object.fromEntries(NAMES.map((n, i) => [n, last.has[i]])), {
       host: true,
@@ -64,7 +85,10 @@ describe('peerAddress', () => {
     });
     const a = socket('192.0.2.1');
     const b = socket('2001:db8::1');
-    assert.deepEqual([peerAddress(a), peerAddress(b), peerAddress(a), peerAddress(b)], ['192.0.2.1', '2001:db8::1', '192.0.2.1', '2001:db8::1']);
+    assert.deepEqual(
+      [peerAddress(a), peerAddress(b), peerAddress(a), peerAddress(b)],
+      ['192.0.2.1', '2001:db8::1', '192.0.2.1', '2001:db8::1'],
+    );
     assert.equal(reads, 2, 'one read per socket');
     const late: { address?: string } = {};
     const closing = {

@@ -125,7 +125,8 @@ for (const [name, start] of Object.entries(overloadAdapters)) {
     });
 
     it('serves a critical request waiting in the line before a batch one that came first', async () => {
-      const tierOf = (req: { header(name: string): string | undefined }): number | undefined => (req.header('x-tier') === 'critical' ? 0 : undefined);
+      const tierOf = (req: { header(name: string): string | undefined }): number | undefined =>
+        req.header('x-tier') === 'critical' ? 0 : undefined;
       const limiter = new RecordingLimiter({ limit: 1, tiers: 2, maxQueue: 5, maxWaitMs: 10_000 });
       const url = await run({ limiter, tierOf });
       const holder = fetch(`${url}/slow?tag=holder`);
@@ -135,7 +136,10 @@ for (const [name, start] of Object.entries(overloadAdapters)) {
       const critical = fetch(`${url}/slow?tag=critical`, { headers: { 'x-tier': 'critical' } });
       await until(() => limiter.queued === 2, 'the critical request waits');
       control.release();
-      assert.deepEqual(await Promise.all([holder, batch, critical].map(async (r) => (await r).status)), [200, 200, 200]);
+      assert.deepEqual(
+        await Promise.all([holder, batch, critical].map(async (r) => (await r).status)),
+        [200, 200, 200],
+      );
       assert.deepEqual(control.started, ['holder', 'critical', 'batch']);
       await releasedOnce(limiter, 3);
     });
@@ -157,7 +161,12 @@ for (const [name, start] of Object.entries(overloadAdapters)) {
 
     it('fails the request through the framework when tierOf throws, holding no slot', async () => {
       const limiter = new RecordingLimiter({ limit: 1 });
-      const url = await run({ limiter, tierOf: () => { throw new Error('no tier'); } });
+      const url = await run({
+        limiter,
+        tierOf: () => {
+          throw new Error('no tier');
+        },
+      });
       assert.equal((await fetch(`${url}/slow`)).status, 500);
       assert.equal(limiter.inFlight, 0);
       assert.deepEqual(control.started, []);
@@ -177,7 +186,9 @@ for (const [name, start] of Object.entries(overloadAdapters)) {
     it('learns a limit with adaptive, and admits while under it', async () => {
       const url = await run({ adaptive: { initialLimit: 4, minLimit: 2 } });
       control.release();
-      const statuses = await Promise.all(Array.from({ length: 4 }, () => fetch(`${url}/slow`).then(async (r) => (await r.arrayBuffer(), r.status))));
+      const statuses = await Promise.all(
+        Array.from({ length: 4 }, () => fetch(`${url}/slow`).then(async (r) => (await r.arrayBuffer(), r.status))),
+      );
       assert.deepEqual(statuses, [200, 200, 200, 200]);
     });
   });

@@ -6,12 +6,24 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { eventLoopPressure } from '../../src/http/adapters/node.js';
-import { CallHold, ConcurrencyGate, EventLoopPressure, OptionFunctionError, callOutcome, isTimeoutError, watchEventLoop, type CallEnding, type DelayHistogram, type HttpConcurrencyOptions } from '../../src/http/index.js';
+import {
+  CallHold,
+  ConcurrencyGate,
+  EventLoopPressure,
+  OptionFunctionError,
+  callOutcome,
+  isTimeoutError,
+  watchEventLoop,
+  type CallEnding,
+  type DelayHistogram,
+  type HttpConcurrencyOptions,
+} from '../../src/http/index.js';
 import { ClientIpResolver } from '../../src/http/client-ip.js';
 import { ConcurrencyLimiter, ConcurrencyPermit, FloodgateError, ManualClock, type Admission } from '../../src/index.js';
 import { FakeView, memoryLogger } from './support.js';
 
-const view = (headers: Record<string, string> = {}): FakeView => new FakeView(new ClientIpResolver({}, memoryLogger()), { headers, route: '/r' });
+const view = (headers: Record<string, string> = {}): FakeView =>
+  new FakeView(new ClientIpResolver({}, memoryLogger()), { headers, route: '/r' });
 
 function permitOf(admission: Admission | Promise<Admission>): ConcurrencyPermit {
   assert.ok(admission instanceof ConcurrencyPermit, 'admitted at once');
@@ -60,34 +72,75 @@ describe('ConcurrencyGate options', () => {
     ['zero tiers', { limit: 2, tiers: 0 }, 'tiers', /^tiers must be/],
     ['a bad order', { limit: 2, order: 'lifo' as 'fifo' }, 'order', /^order must be/],
     ['a bad adaptive option', { adaptive: { minLimit: 0 } }, 'adaptive.minLimit', /adaptive.minLimit/],
-    ['a status other than 503 and 429', { limit: 2, statusCode: 500 as 503 }, 'statusCode', /^statusCode must be 503 or 429, got 500/],
-    ['a tierOf that is no function', { limit: 2, tierOf: 1 as unknown as () => number }, 'tierOf', /^tierOf must be a function/],
+    [
+      'a status other than 503 and 429',
+      { limit: 2, statusCode: 500 as 503 },
+      'statusCode',
+      /^statusCode must be 503 or 429, got 500/,
+    ],
+    [
+      'a tierOf that is no function',
+      { limit: 2, tierOf: 1 as unknown as () => number },
+      'tierOf',
+      /^tierOf must be a function/,
+    ],
     ['a bad tierHeader', { limit: 2, tierHeader: 'x priority' }, 'tierHeader', /^tierHeader must be a header name/],
     ['tierOf and tierHeader', { limit: 2, tierOf: () => 0, tierHeader: 'x-tier' }, 'tierHeader', /not both/],
-    ['a limiter that is not a ConcurrencyLimiter', { limiter: {} as ConcurrencyLimiter }, 'limiter', /^limiter must be a ConcurrencyLimiter/],
+    [
+      'a limiter that is not a ConcurrencyLimiter',
+      { limiter: {} as ConcurrencyLimiter },
+      'limiter',
+      /^limiter must be a ConcurrencyLimiter/,
+    ],
     ['a limiter and maxQueue', { limiter, maxQueue: 5 }, 'maxQueue', /set maxQueue on that ConcurrencyLimiter/],
-    ['a limiter and eventLoopDelay', { limiter, eventLoopDelay: { maxMs: 50 } }, 'eventLoopDelay', /with limiter given/],
+    [
+      'a limiter and eventLoopDelay',
+      { limiter, eventLoopDelay: { maxMs: 50 } },
+      'eventLoopDelay',
+      /with limiter given/,
+    ],
     ['eventLoopDelay on a fixed limit', { limit: 2, eventLoopDelay: { maxMs: 50 } }, 'eventLoopDelay', /give adaptive/],
-    ['eventLoopDelay without maxMs', { adaptive: true, eventLoopDelay: {} as { maxMs: number } }, 'eventLoopDelay.maxMs', /is required/],
-    ['eventLoopDelay with a bad resolution', { adaptive: true, eventLoopDelay: { maxMs: 50, resolutionMs: 0.5 } }, 'eventLoopDelay.resolutionMs', /whole number/],
+    [
+      'eventLoopDelay without maxMs',
+      { adaptive: true, eventLoopDelay: {} as { maxMs: number } },
+      'eventLoopDelay.maxMs',
+      /is required/,
+    ],
+    [
+      'eventLoopDelay with a bad resolution',
+      { adaptive: true, eventLoopDelay: { maxMs: 50, resolutionMs: 0.5 } },
+      'eventLoopDelay.resolutionMs',
+      /whole number/,
+    ],
     ['a bad trustProxy', { limit: 2, trustProxy: 'yes' as unknown as number }, 'trustProxy', /^trustProxy must be/],
   ];
   for (const [what, options, option, message] of cases) {
     it(`refuses ${what}, naming ${option}`, () => {
       assert.throws(
         () => new ConcurrencyGate(options, () => new FakeHistogram()),
-        (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION' && err.option === option && message.test(err.message),
+        (err: unknown) =>
+          err instanceof FloodgateError &&
+          err.code === 'INVALID_OPTION' &&
+          err.option === option &&
+          message.test(err.message),
       );
     });
   }
 
   it('refuses eventLoopDelay where no monitor can be had', () => {
-    assert.throws(() => new ConcurrencyGate({ adaptive: true, eventLoopDelay: { maxMs: 50 } }), { code: 'INVALID_OPTION', option: 'eventLoopDelay', message: /monitorEventLoopDelay/ });
+    assert.throws(() => new ConcurrencyGate({ adaptive: true, eventLoopDelay: { maxMs: 50 } }), {
+      code: 'INVALID_OPTION',
+      option: 'eventLoopDelay',
+      message: /monitorEventLoopDelay/,
+    });
   });
 
   it('starts no event-loop sampling when the options are refused', () => {
     const histogram = new FakeHistogram();
-    assert.throws(() => new ConcurrencyGate({ adaptive: true, maxQueue: -1, eventLoopDelay: { maxMs: 50 } }, () => histogram), { option: 'maxQueue' });
+    assert.throws(
+      () => new ConcurrencyGate({ adaptive: true, maxQueue: -1, eventLoopDelay: { maxMs: 50 } }, () => histogram),
+      { option: 'maxQueue' },
+    );
     assert.equal(histogram.enabled, false);
   });
 
@@ -97,7 +150,7 @@ describe('ConcurrencyGate options', () => {
     const b = new ConcurrencyGate({ limiter: shared });
     assert.equal(a.limiter, shared);
     const permit = permitOf(a.admit(undefined, undefined));
-    assert.equal(((b.admit(undefined, undefined)) as { allowed: boolean }).allowed, false);
+    assert.equal((b.admit(undefined, undefined) as { allowed: boolean }).allowed, false);
     permit.release();
     assert.equal(shared.inFlight, 0);
   });
@@ -108,7 +161,11 @@ describe('ConcurrencyGate answers', () => {
     const gate = new ConcurrencyGate({ limit: 1 });
     const answer = gate.refusal({ allowed: false, reason: 'queue-full', tier: 0, retryAfterMs: 1 });
     assert.equal(answer.statusCode, 503);
-    assert.deepEqual(answer.headers, [['retry-after', '1'], ['cache-control', 'no-store'], ['content-type', 'application/problem+json']]);
+    assert.deepEqual(answer.headers, [
+      ['retry-after', '1'],
+      ['cache-control', 'no-store'],
+      ['content-type', 'application/problem+json'],
+    ]);
     assert.deepEqual(JSON.parse(answer.body), {
       type: 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity',
       title: 'Request cannot be satisfied due to temporary server capacity constraints',
@@ -116,7 +173,12 @@ describe('ConcurrencyGate answers', () => {
       detail: 'every slot is taken and the line of requests waiting for one is full',
     });
     assert.equal(gate.refusal({ allowed: false, reason: 'limit', tier: 0, retryAfterMs: 2001 }).headers[0]![1], '3');
-    const teapot = new ConcurrencyGate({ limit: 1, statusCode: 429 }).refusal({ allowed: false, reason: 'limit', tier: 0, retryAfterMs: 0 });
+    const teapot = new ConcurrencyGate({ limit: 1, statusCode: 429 }).refusal({
+      allowed: false,
+      reason: 'limit',
+      tier: 0,
+      retryAfterMs: 0,
+    });
     assert.equal(teapot.statusCode, 429);
     assert.equal(teapot.headers[0]![1], '1');
     assert.equal((JSON.parse(teapot.body) as { status: number }).status, 429);
@@ -126,17 +188,39 @@ describe('ConcurrencyGate answers', () => {
     const gate = new ConcurrencyGate({ limit: 10, tiers: 2, tierOf: (req) => Number(req.header('x-tier')) });
     assert.equal(permitOf(gate.admit(view({ 'x-tier': '0' }), undefined)).tier, 0);
     for (const bad of ['5', '-1', '0.5']) {
-      assert.throws(() => gate.admit(view({ 'x-tier': bad }), undefined), (err: unknown) => err instanceof OptionFunctionError && err.option === 'tierOf' && err.route === '/r');
+      assert.throws(
+        () => gate.admit(view({ 'x-tier': bad }), undefined),
+        (err: unknown) => err instanceof OptionFunctionError && err.option === 'tierOf' && err.route === '/r',
+      );
     }
-    const throwing = new ConcurrencyGate({ limit: 10, tierOf: () => { throw new Error('boom'); } });
-    assert.throws(() => throwing.admit(view(), undefined), { name: 'OptionFunctionError', option: 'tierOf', message: /the tierOf option threw: boom/ });
+    const throwing = new ConcurrencyGate({
+      limit: 10,
+      tierOf: () => {
+        throw new Error('boom');
+      },
+    });
+    assert.throws(() => throwing.admit(view(), undefined), {
+      name: 'OptionFunctionError',
+      option: 'tierOf',
+      message: /the tierOf option threw: boom/,
+    });
     assert.equal(gate.limiter.inFlight, 1);
   });
 
   it('takes the tier from tierHeader; a missing, bad or unknown value is the least important tier', () => {
     const gate = new ConcurrencyGate({ limit: 10, tiers: 3, tierHeader: 'X-Priority' });
     const tierOf = (headers: Record<string, string>): number => permitOf(gate.admit(view(headers), undefined)).tier;
-    assert.deepEqual([tierOf({ 'x-priority': '0' }), tierOf({ 'x-priority': ' 1 ' }), tierOf({}), tierOf({ 'x-priority': 'high' }), tierOf({ 'x-priority': '3' }), tierOf({ 'x-priority': '1e3' })], [0, 1, 2, 2, 2, 2]);
+    assert.deepEqual(
+      [
+        tierOf({ 'x-priority': '0' }),
+        tierOf({ 'x-priority': ' 1 ' }),
+        tierOf({}),
+        tierOf({ 'x-priority': 'high' }),
+        tierOf({ 'x-priority': '3' }),
+        tierOf({ 'x-priority': '1e3' }),
+      ],
+      [0, 1, 2, 2, 2, 2],
+    );
   });
 
   it('gives a route its own tier over tierOf', () => {
@@ -147,7 +231,14 @@ describe('ConcurrencyGate answers', () => {
   it('counts a request as a drop under event-loop pressure, backing an adaptive limit off', () => {
     const clock = new ManualClock(0);
     const histogram = new FakeHistogram();
-    const gate = new ConcurrencyGate({ adaptive: { initialLimit: 10, minSamples: 1, windowMs: 100 }, eventLoopDelay: { maxMs: 20, windowMs: 10_000 }, clock }, () => histogram);
+    const gate = new ConcurrencyGate(
+      {
+        adaptive: { initialLimit: 10, minSamples: 1, windowMs: 100 },
+        eventLoopDelay: { maxMs: 20, windowMs: 10_000 },
+        clock,
+      },
+      () => histogram,
+    );
     assert.equal(histogram.enabled, true);
     histogram.record(50, 5);
     for (let i = 0; i < 2; i++) {
@@ -177,13 +268,36 @@ describe('callOutcome', () => {
     ['a client that left during a 503', { statusCode: 503, completed: false }, 'ignore'],
     ['a thrown timeout, the client gone', { statusCode: 500, completed: false, error: timeout }, 'drop'],
   ];
-  for (const [what, ending, outcome] of cases) it(`is ${outcome} for ${what}`, () => assert.equal(callOutcome(ending), outcome));
+  for (const [what, ending, outcome] of cases)
+    it(`is ${outcome} for ${what}`, () => assert.equal(callOutcome(ending), outcome));
 
   it('knows a timeout by its name, code or 504 status', () => {
-    const yes = [timeout, { code: 'ETIMEDOUT' }, { code: 'UND_ERR_HEADERS_TIMEOUT' }, new FloodgateError('STORE_TIMEOUT', 'slow'), { status: 504 }, { statusCode: 504 }, new DOMException('t', 'TimeoutError')];
-    const no = [new Error('x'), { code: 'ECONNRESET' }, { status: 500 }, 'TimeoutError', null, undefined, new DOMException('a', 'AbortError')];
-    assert.deepEqual(yes.map(isTimeoutError), yes.map(() => true));
-    assert.deepEqual(no.map(isTimeoutError), no.map(() => false));
+    const yes = [
+      timeout,
+      { code: 'ETIMEDOUT' },
+      { code: 'UND_ERR_HEADERS_TIMEOUT' },
+      new FloodgateError('STORE_TIMEOUT', 'slow'),
+      { status: 504 },
+      { statusCode: 504 },
+      new DOMException('t', 'TimeoutError'),
+    ];
+    const no = [
+      new Error('x'),
+      { code: 'ECONNRESET' },
+      { status: 500 },
+      'TimeoutError',
+      null,
+      undefined,
+      new DOMException('a', 'AbortError'),
+    ];
+    assert.deepEqual(
+      yes.map(isTimeoutError),
+      yes.map(() => true),
+    );
+    assert.deepEqual(
+      no.map(isTimeoutError),
+      no.map(() => false),
+    );
   });
 });
 
@@ -275,7 +389,13 @@ describe('EventLoopPressure', () => {
   });
 
   it('refuses bad options, naming them', () => {
-    assert.throws(() => eventLoopPressure({ maxMs: -1 }), { code: 'INVALID_OPTION', option: 'eventLoopPressure.maxMs' });
-    assert.throws(() => eventLoopPressure({ maxMs: 10, windowMs: 0 }), { code: 'INVALID_OPTION', option: 'eventLoopPressure.windowMs' });
+    assert.throws(() => eventLoopPressure({ maxMs: -1 }), {
+      code: 'INVALID_OPTION',
+      option: 'eventLoopPressure.maxMs',
+    });
+    assert.throws(() => eventLoopPressure({ maxMs: 10, windowMs: 0 }), {
+      code: 'INVALID_OPTION',
+      option: 'eventLoopPressure.windowMs',
+    });
   });
 });

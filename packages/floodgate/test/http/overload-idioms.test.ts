@@ -18,9 +18,15 @@ import { ConcurrencyLimiter, FloodgateError } from '../../src/index.js';
 import { Control, until } from './overload-servers.js';
 import { close, listen } from './support.js';
 
-const factories = { floodgateConcurrencyNode, floodgateConcurrencyExpress, floodgateConcurrencyKoa, floodgateConcurrencyHono };
+const factories = {
+  floodgateConcurrencyNode,
+  floodgateConcurrencyExpress,
+  floodgateConcurrencyKoa,
+  floodgateConcurrencyHono,
+};
 
-const invalid = (option: string) => (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION' && err.option === option;
+const invalid = (option: string) => (err: unknown) =>
+  err instanceof FloodgateError && err.code === 'INVALID_OPTION' && err.option === option;
 
 describe('the concurrency factories', () => {
   for (const [name, make] of Object.entries(factories)) {
@@ -117,7 +123,11 @@ describe('the Fastify plugin', () => {
   it('refuses a bad config.concurrency when the route is registered, naming the route', async () => {
     const app = Fastify();
     await app.register(floodgateConcurrencyFastify, { limit: 2 });
-    assert.throws(() => app.get('/x', { config: { concurrency: { tier: -1 } } }, async () => 'x'), (err: unknown) => invalid('config.concurrency')(err) && /^GET \/x: config\.concurrency must be/.test((err as Error).message));
+    assert.throws(
+      () => app.get('/x', { config: { concurrency: { tier: -1 } } }, async () => 'x'),
+      (err: unknown) =>
+        invalid('config.concurrency')(err) && /^GET \/x: config\.concurrency must be/.test((err as Error).message),
+    );
     await app.close();
   });
 });

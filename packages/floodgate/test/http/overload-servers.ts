@@ -18,7 +18,13 @@ import { floodgateConcurrencyHono } from '../../src/http/adapters/hono.js';
 import { floodgateConcurrencyKoa } from '../../src/http/adapters/koa.js';
 import { floodgateConcurrencyNode } from '../../src/http/adapters/node.js';
 import type { HttpConcurrencyOptions } from '../../src/http/index.js';
-import { ConcurrencyLimiter, type Admission, type CallOutcome, type ConcurrencyAcquireOptions, type ConcurrencyLimiterOptions } from '../../src/index.js';
+import {
+  ConcurrencyLimiter,
+  type Admission,
+  type CallOutcome,
+  type ConcurrencyAcquireOptions,
+  type ConcurrencyLimiterOptions,
+} from '../../src/index.js';
 import type { Running } from './servers.js';
 import { close, listen } from './support.js';
 
@@ -120,13 +126,20 @@ export const overloadAdapters: Record<string, StartOverload> = {
       res.statusCode = 500;
       res.end();
     };
-    return startServer(createServer((req, res) => bulkhead(req, res, (err) => (err ? fail(res) : void nodeRoutes(req, res, control).catch(() => fail(res))))));
+    return startServer(
+      createServer((req, res) =>
+        bulkhead(req, res, (err) => (err ? fail(res) : void nodeRoutes(req, res, control).catch(() => fail(res)))),
+      ),
+    );
   },
   express: (options, control) => {
     const app = express();
     app.use(floodgateConcurrencyExpress(options));
     app.use((req, res, next) => void nodeRoutes(req, res, control).catch(next));
-    app.use((_err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => void res.status(500).end());
+    app.use(
+      (_err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) =>
+        void res.status(500).end(),
+    );
     return startServer(createServer(app));
   },
   fastify: async (options, control) => {

@@ -19,7 +19,14 @@ const HOUR = 60 * MIN;
 
 const loginRules: BruteForceRule<Attempt>[] = [
   { name: 'ip', key: (a) => a.ip, maxFailures: 20, windowMs: 24 * HOUR, blockMs: 24 * HOUR },
-  { name: 'user-ip', key: (a) => `${a.user}@${a.ip}`, maxFailures: 3, windowMs: HOUR, blockMs: [MIN, 10 * MIN, HOUR], resetOnSuccess: true },
+  {
+    name: 'user-ip',
+    key: (a) => `${a.user}@${a.ip}`,
+    maxFailures: 3,
+    windowMs: HOUR,
+    blockMs: [MIN, 10 * MIN, HOUR],
+    resetOnSuccess: true,
+  },
 ];
 
 describe('bruteForceGuard on the manual clock', () => {
@@ -79,7 +86,19 @@ describe('bruteForceGuard on the manual clock', () => {
 
   it('forgets failures over the window and past blocks after forgetBlocksMs', async () => {
     const clock = new ManualClock(0);
-    const guard = bruteForceGuard<Attempt>({ rules: [{ name: 'u', key: (a) => a.user, maxFailures: 2, windowMs: MIN, blockMs: [MIN, HOUR], forgetBlocksMs: 2 * HOUR }], clock });
+    const guard = bruteForceGuard<Attempt>({
+      rules: [
+        {
+          name: 'u',
+          key: (a) => a.user,
+          maxFailures: 2,
+          windowMs: MIN,
+          blockMs: [MIN, HOUR],
+          forgetBlocksMs: 2 * HOUR,
+        },
+      ],
+      clock,
+    });
     await guard.failed(alice);
     clock.advance(MIN);
     assert.equal((await guard.failed(alice)).allowed, true, 'the first failure was forgotten');
@@ -99,12 +118,18 @@ describe('bruteForceGuard on the manual clock', () => {
       [[{ ...loginRules[0], key: 'ip' }], 'rules[0].key'],
     ];
     for (const [rules, option] of bad) {
-      assert.throws(() => bruteForceGuard({ rules: rules as BruteForceRule<Attempt>[] }), (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION' && err.option === option, option);
+      assert.throws(
+        () => bruteForceGuard({ rules: rules as BruteForceRule<Attempt>[] }),
+        (err: unknown) => err instanceof FloodgateError && err.code === 'INVALID_OPTION' && err.option === option,
+        option,
+      );
     }
   });
 
   it('a key function returning a non-string is a typed error', async () => {
-    const guard = bruteForceGuard<Attempt>({ rules: [{ name: 'x', key: () => 42 as unknown as string, maxFailures: 1, windowMs: MIN, blockMs: MIN }] });
+    const guard = bruteForceGuard<Attempt>({
+      rules: [{ name: 'x', key: () => 42 as unknown as string, maxFailures: 1, windowMs: MIN, blockMs: MIN }],
+    });
     await assert.rejects(guard.check(alice), (err: unknown) => err instanceof FloodgateError && err.option === 'x.key');
   });
 });

@@ -70,13 +70,17 @@ export const adapters: Record<string, Start> = {
       throw new Error('handler failed');
     });
     app.get('/items/:id', (_req, res) => void res.send('ok'));
-    app.use((_err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => void res.status(500).end());
+    app.use(
+      (_err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) =>
+        void res.status(500).end(),
+    );
     return startServer(createServer(app));
   },
   fastify: async (options, routes = {}) => {
     const app = Fastify();
     await app.register(floodgateFastify, options);
-    const config = (path: string): { config: { floodgate: FloodgateRouteConfig } } | object => (path in routes ? { config: { floodgate: routes[path]! } } : {});
+    const config = (path: string): { config: { floodgate: FloodgateRouteConfig } } | object =>
+      path in routes ? { config: { floodgate: routes[path]! } } : {};
     app.get('/ok', config('/ok'), async () => 'ok');
     app.get('/fail', config('/fail'), async () => {
       throw new Error('handler failed');

@@ -11,32 +11,107 @@ function recordingLogger(): Logger & { entries: [string, unknown][] } {
   return { entries, warn: (message, detail) => void entries.push([message, detail]) };
 }
 
-const fresh = (): Limiter => new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), clock: new ManualClock() });
+const fresh = (): Limiter =>
+  new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 1000 }), clock: new ManualClock() });
 
 /** Each faulty option: the options that carry it, the option its error names, and its code. */
-const faults: { what: string; options: (l: Limiter) => Partial<HttpLimitOptions<FakeRequest>>; option: string; code: string }[] = [
-  { what: 'an identity returning a number', options: (l) => ({ limiter: l, key: () => 42 as unknown as string }), option: 'key', code: 'INVALID_OPTION' },
-  { what: 'an identity that throws', options: (l) => ({ limiter: l, key: () => { throw new TypeError('no user'); } }), option: 'key', code: 'INVALID_OPTION' },
+const faults: {
+  what: string;
+  options: (l: Limiter) => Partial<HttpLimitOptions<FakeRequest>>;
+  option: string;
+  code: string;
+}[] = [
+  {
+    what: 'an identity returning a number',
+    options: (l) => ({ limiter: l, key: () => 42 as unknown as string }),
+    option: 'key',
+    code: 'INVALID_OPTION',
+  },
+  {
+    what: 'an identity that throws',
+    options: (l) => ({
+      limiter: l,
+      key: () => {
+        throw new TypeError('no user');
+      },
+    }),
+    option: 'key',
+    code: 'INVALID_OPTION',
+  },
   {
     what: 'a dimension identity returning an object',
-    options: (l) => ({ dimensions: [{ name: 'ip', limiter: fresh() }, { name: 'user', limiter: l, key: () => ({}) as unknown as string }] }),
+    options: (l) => ({
+      dimensions: [
+        { name: 'ip', limiter: fresh() },
+        { name: 'user', limiter: l, key: () => ({}) as unknown as string },
+      ],
+    }),
     option: 'dimensions[1].key',
     code: 'INVALID_OPTION',
   },
   { what: 'a cost of NaN', options: (l) => ({ limiter: l, cost: () => NaN }), option: 'cost', code: 'INVALID_COST' },
   { what: 'a cost of -1', options: (l) => ({ limiter: l, cost: () => -1 }), option: 'cost', code: 'INVALID_COST' },
-  { what: 'a cost of Infinity', options: (l) => ({ limiter: l, cost: () => Infinity }), option: 'cost', code: 'INVALID_COST' },
-  { what: 'a cost of "3"', options: (l) => ({ limiter: l, cost: () => '3' as unknown as number }), option: 'cost', code: 'INVALID_COST' },
-  { what: 'a cost function that throws', options: (l) => ({ limiter: l, cost: () => { throw new Error('bad body'); } }), option: 'cost', code: 'INVALID_OPTION' },
-  { what: 'a limiter chooser returning a policy', options: () => ({ limiter: () => fixedWindow({ limit: 1, windowMs: 1 }) as unknown as Limiter }), option: 'limiter', code: 'INVALID_OPTION' },
+  {
+    what: 'a cost of Infinity',
+    options: (l) => ({ limiter: l, cost: () => Infinity }),
+    option: 'cost',
+    code: 'INVALID_COST',
+  },
+  {
+    what: 'a cost of "3"',
+    options: (l) => ({ limiter: l, cost: () => '3' as unknown as number }),
+    option: 'cost',
+    code: 'INVALID_COST',
+  },
+  {
+    what: 'a cost function that throws',
+    options: (l) => ({
+      limiter: l,
+      cost: () => {
+        throw new Error('bad body');
+      },
+    }),
+    option: 'cost',
+    code: 'INVALID_OPTION',
+  },
+  {
+    what: 'a limiter chooser returning a policy',
+    options: () => ({ limiter: () => fixedWindow({ limit: 1, windowMs: 1 }) as unknown as Limiter }),
+    option: 'limiter',
+    code: 'INVALID_OPTION',
+  },
   {
     what: 'a dimension chooser that throws',
-    options: () => ({ dimensions: [{ name: 'plan', limiter: () => { throw new Error('no plan'); } }] }),
+    options: () => ({
+      dimensions: [
+        {
+          name: 'plan',
+          limiter: () => {
+            throw new Error('no plan');
+          },
+        },
+      ],
+    }),
     option: 'dimensions[0].limiter',
     code: 'INVALID_OPTION',
   },
-  { what: 'a skip returning "yes"', options: (l) => ({ limiter: l, skip: () => 'yes' as unknown as boolean }), option: 'skip', code: 'INVALID_OPTION' },
-  { what: 'a skip that throws', options: (l) => ({ limiter: l, skip: () => { throw new Error('boom'); } }), option: 'skip', code: 'INVALID_OPTION' },
+  {
+    what: 'a skip returning "yes"',
+    options: (l) => ({ limiter: l, skip: () => 'yes' as unknown as boolean }),
+    option: 'skip',
+    code: 'INVALID_OPTION',
+  },
+  {
+    what: 'a skip that throws',
+    options: (l) => ({
+      limiter: l,
+      skip: () => {
+        throw new Error('boom');
+      },
+    }),
+    option: 'skip',
+    code: 'INVALID_OPTION',
+  },
 ];
 
 describe('user-supplied functions that fail: a typed error naming the option, logged once, a 500 problem', () => {
@@ -49,7 +124,12 @@ describe('user-supplied functions that fail: a typed error naming the option, lo
         const v = await gate.check(new FakeView(gate.clientIp, { route: '/orders/:id' }));
         assert.equal(v.statusCode, 500);
         assert.equal(v.allowed, false);
-        assert.deepEqual(JSON.parse(v.body!), { type: 'about:blank', title: 'Internal Server Error', status: 500, detail: 'the rate limit for this request could not be applied' });
+        assert.deepEqual(JSON.parse(v.body!), {
+          type: 'about:blank',
+          title: 'Internal Server Error',
+          status: 500,
+          detail: 'the rate limit for this request could not be applied',
+        });
         assert.ok(v.headers.some(([n, value]) => n === 'content-type' && value === 'application/problem+json'));
       }
       assert.equal(logger.entries.length, 1, 'logged once');
@@ -68,7 +148,13 @@ describe('user-supplied functions that fail: a typed error naming the option, lo
   it('a throwing function keeps what it threw as the cause', async () => {
     const logger = recordingLogger();
     const thrown = new TypeError('no user');
-    const gate = new HttpGate<FakeRequest>({ limiter: fresh(), key: () => { throw thrown; }, logger });
+    const gate = new HttpGate<FakeRequest>({
+      limiter: fresh(),
+      key: () => {
+        throw thrown;
+      },
+      logger,
+    });
     await gate.check(new FakeView(gate.clientIp, {}));
     assert.equal((logger.entries[0]![1] as Error).cause, thrown);
   });
@@ -76,7 +162,10 @@ describe('user-supplied functions that fail: a typed error naming the option, lo
   it('a second dimension failing gives back what the first one took', async () => {
     const ip = fresh();
     const gate = new HttpGate<FakeRequest>({
-      dimensions: [{ name: 'ip', limiter: ip }, { name: 'user', limiter: fresh(), key: () => 7 as unknown as string }],
+      dimensions: [
+        { name: 'ip', limiter: ip },
+        { name: 'user', limiter: fresh(), key: () => 7 as unknown as string },
+      ],
       logger: recordingLogger(),
     });
     assert.equal((await gate.check(new FakeView(gate.clientIp, {}))).statusCode, 500);
@@ -85,7 +174,14 @@ describe('user-supplied functions that fail: a typed error naming the option, lo
 
   it('a cost of 0, an identity of undefined and a chooser of undefined are fine', async () => {
     const l = fresh();
-    const gate = new HttpGate<FakeRequest>({ dimensions: [{ name: 'a', limiter: l }, { name: 'b', limiter: () => undefined }, { name: 'c', limiter: fresh(), key: byHeader('x-none') }], cost: () => 0 });
+    const gate = new HttpGate<FakeRequest>({
+      dimensions: [
+        { name: 'a', limiter: l },
+        { name: 'b', limiter: () => undefined },
+        { name: 'c', limiter: fresh(), key: byHeader('x-none') },
+      ],
+      cost: () => 0,
+    });
     assert.equal((await gate.check(new FakeView(gate.clientIp, {}))).allowed, true);
   });
 });
@@ -122,7 +218,10 @@ describe('on every adapter, a failing option answers a problem, never the framew
       assert.equal(fine.status, 200);
       await fine.arrayBuffer();
       const codes = logs[name]!.map((e) => [(e as OptionFunctionError).code, (e as OptionFunctionError).option]);
-      assert.deepEqual(codes, [['INVALID_OPTION', 'key'], ['INVALID_COST', 'cost']]);
+      assert.deepEqual(codes, [
+        ['INVALID_OPTION', 'key'],
+        ['INVALID_COST', 'cost'],
+      ]);
     });
   }
 });

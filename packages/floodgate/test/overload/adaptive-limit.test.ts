@@ -12,7 +12,10 @@ import { seeded } from '../waiting/support.js';
 const CAPACITY = 400;
 const base = (ratePerSecond: number): Phase => ({ fromMs: 0, ratePerSecond, slots: 8, serviceMs: 20 });
 
-function adaptive(options: ConstructorParameters<typeof ConcurrencyLimiter>[0] = { adaptive: true }): { clock: ManualClock; limiter: ConcurrencyLimiter } {
+function adaptive(options: ConstructorParameters<typeof ConcurrencyLimiter>[0] = { adaptive: true }): {
+  clock: ManualClock;
+  limiter: ConcurrencyLimiter;
+} {
   const clock = new ManualClock(0);
   return { clock, limiter: new ConcurrencyLimiter({ ...options, clock }) };
 }
@@ -50,7 +53,11 @@ describe('AdaptiveLimit against a simulated service', () => {
 
   test('follows the capacity down when the service slows to half (20 -> 40 ms) and back up', () => {
     const { clock, limiter } = adaptive();
-    const phases: Phase[] = [base(5 * CAPACITY), { ...base(5 * CAPACITY), fromMs: 5000, serviceMs: 40 }, { ...base(5 * CAPACITY), fromMs: 10_000 }];
+    const phases: Phase[] = [
+      base(5 * CAPACITY),
+      { ...base(5 * CAPACITY), fromMs: 5000, serviceMs: 40 },
+      { ...base(5 * CAPACITY), fromMs: 10_000 },
+    ];
     const r = runService({ clock, limiter, phases, durationMs: 15_000 });
     // Within 3 s of the change, goodput is at least 0.85 of the new capacity (200/s); a Vegas
     // estimator with a fixed baseline would starve here, taking the slower service for queueing.
@@ -61,7 +68,11 @@ describe('AdaptiveLimit against a simulated service', () => {
 
   test('follows the slots down (8 -> 4) and up (4 -> 16)', () => {
     const { clock, limiter } = adaptive();
-    const phases: Phase[] = [base(5 * CAPACITY), { ...base(5 * CAPACITY), fromMs: 5000, slots: 4 }, { ...base(5 * CAPACITY), fromMs: 10_000, slots: 16 }];
+    const phases: Phase[] = [
+      base(5 * CAPACITY),
+      { ...base(5 * CAPACITY), fromMs: 5000, slots: 4 },
+      { ...base(5 * CAPACITY), fromMs: 10_000, slots: 16 },
+    ];
     const r = runService({ clock, limiter, phases, durationMs: 15_000 });
     assert.ok(goodputShare(r.goodput, 5, 8, CAPACITY / 2) >= 0.9, `goodput ${r.goodput.join(' ')}`);
     for (const limit of r.limits.slice(6, 10)) assert.ok(limit >= 4 && limit <= 10, `limits ${r.limits.join(' ')}`);
@@ -81,7 +92,12 @@ describe('AdaptiveLimit against a simulated service', () => {
 
   test('a small, slow service (2 slots of 50 ms) from a limit ten times too high: the probes bring the limit down', () => {
     const { clock, limiter } = adaptive();
-    const r = runService({ clock, limiter, phases: [{ fromMs: 0, ratePerSecond: 200, slots: 2, serviceMs: 50 }], durationMs: 20_000 });
+    const r = runService({
+      clock,
+      limiter,
+      phases: [{ fromMs: 0, ratePerSecond: 200, slots: 2, serviceMs: 50 }],
+      durationMs: 20_000,
+    });
     // A probe that halves a limit of 3 or more still queues on 2 slots, so the baseline here is
     // above 50 ms and the limit keeps a longer queue than on more slots: goodput holds.
     const baseline = limiter.snapshot().adaptive!.baselineRttMs!;
@@ -100,7 +116,10 @@ describe('AdaptiveLimit against a simulated service', () => {
         { fromMs: 10_000, ratePerSecond: 5 * capacity, slots: slots / 2, serviceMs: 20 },
         { fromMs: 15_000, ratePerSecond: 5 * capacity, slots, serviceMs: 20 },
       ];
-      const serviceOf = (_: number, phase: Phase): { serviceMs: number; outcome: 'success' } => ({ serviceMs: -Math.log(1 - random()) * phase.serviceMs, outcome: 'success' });
+      const serviceOf = (_: number, phase: Phase): { serviceMs: number; outcome: 'success' } => ({
+        serviceMs: -Math.log(1 - random()) * phase.serviceMs,
+        outcome: 'success',
+      });
       const r = runService({ clock, limiter, phases, durationMs: 20_000, serviceOf });
       assert.ok(goodputShare(r.goodput, 3, 10, capacity) >= 0.9, `goodput ${r.goodput.join(' ')}`);
       assert.ok(goodputShare(r.goodput, 10, 13, capacity / 2) >= 0.85, `goodput ${r.goodput.join(' ')}`);
@@ -110,19 +129,28 @@ describe('AdaptiveLimit against a simulated service', () => {
 
   test('respects the floor: a quiet, slow service is never limited below minLimit', () => {
     const { clock, limiter } = adaptive({ adaptive: { minLimit: 6, initialLimit: 6 } });
-    const r = runService({ clock, limiter, phases: [{ fromMs: 0, ratePerSecond: 5, slots: 1, serviceMs: 150 }], durationMs: 20_000 });
+    const r = runService({
+      clock,
+      limiter,
+      phases: [{ fromMs: 0, ratePerSecond: 5, slots: 1, serviceMs: 150 }],
+      durationMs: 20_000,
+    });
     for (const limit of r.limits) assert.ok(limit >= 6);
   });
 
   test('fast health checks do not pull the baseline down: ten percent unmarked, or half marked ignore', () => {
-    for (const [every, outcome] of [[10, 'success'], [2, 'ignore']] as const) {
+    for (const [every, outcome] of [
+      [10, 'success'],
+      [2, 'ignore'],
+    ] as const) {
       const { clock, limiter } = adaptive();
       const r = runService({
         clock,
         limiter,
         phases: [base(5 * CAPACITY)],
         durationMs: 8000,
-        serviceOf: (i, phase) => (i % every === 0 ? { serviceMs: 1, outcome } : { serviceMs: phase.serviceMs, outcome: 'success' }),
+        serviceOf: (i, phase) =>
+          i % every === 0 ? { serviceMs: 1, outcome } : { serviceMs: phase.serviceMs, outcome: 'success' },
       });
       const baseline = limiter.snapshot().adaptive!.baselineRttMs!;
       assert.ok(baseline >= 19 && baseline <= 24, `baseline ${baseline} (health checks every ${every}, ${outcome})`);
@@ -132,7 +160,13 @@ describe('AdaptiveLimit against a simulated service', () => {
 });
 
 describe('AdaptiveLimit, step by step', () => {
-  const window = (estimator: AdaptiveLimit, atMs: number, rttMs: number, count = 10, inFlight = estimator.limit): void => {
+  const window = (
+    estimator: AdaptiveLimit,
+    atMs: number,
+    rttMs: number,
+    count = 10,
+    inFlight = estimator.limit,
+  ): void => {
     for (let i = 0; i < count; i++) estimator.record(atMs, { startMs: atMs - rttMs, inFlight, outcome: 'success' });
   };
 
@@ -153,7 +187,8 @@ describe('AdaptiveLimit, step by step', () => {
     estimator.record(120, { startMs: 95, inFlight: 20, inFlightAfter: 9, outcome: 'success' });
     for (let i = 0; i < 12; i++) estimator.sent(120 + 10 * i); // 120..210 are the cohort: at 220, 100 ms on with 10 sent, it closes
     // The fast calls end first; the probe waits for the slow one sent last.
-    for (let i = 0; i < 9; i++) estimator.record(240 + i, { startMs: 120 + 10 * i, inFlight: 9, inFlightAfter: 5, outcome: 'success' });
+    for (let i = 0; i < 9; i++)
+      estimator.record(240 + i, { startMs: 120 + 10 * i, inFlight: 9, inFlightAfter: 5, outcome: 'success' });
     assert.equal(estimator.probing, true, 'one cohort call is still out');
     estimator.record(400, { startMs: 220, inFlight: 9, inFlightAfter: 5, outcome: 'success' }); // not a member
     assert.equal(estimator.probing, true);
@@ -201,7 +236,11 @@ describe('AdaptiveLimit, step by step', () => {
       [{ probeIntervalMs: 0 }, 'adaptive.probeIntervalMs'],
     ];
     for (const [options, option] of cases) {
-      assert.throws(() => new AdaptiveLimit(options), (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === option, JSON.stringify(options));
+      assert.throws(
+        () => new AdaptiveLimit(options),
+        (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === option,
+        JSON.stringify(options),
+      );
     }
   });
 });

@@ -14,7 +14,11 @@ type Step = readonly [atMs: number, action: string, expected: unknown];
 function setup(options: Omit<CircuitBreakerOptions, 'clock' | 'onStateChange'>) {
   const clock = new ManualClock(0);
   const events: string[] = [];
-  const breaker = new CircuitBreaker({ ...options, clock, onStateChange: (e) => events.push(`${e.from}>${e.to} ${e.reason} @${e.atMs}`) });
+  const breaker = new CircuitBreaker({
+    ...options,
+    clock,
+    onStateChange: (e) => events.push(`${e.from}>${e.to} ${e.reason} @${e.atMs}`),
+  });
   return { clock, breaker, events };
 }
 
@@ -24,7 +28,8 @@ function act(breaker: CircuitBreaker, action: string): unknown {
     case 'ok':
     case 'fail': {
       const admission = breaker.admit();
-      if (admission !== 'refuse') breaker.record({ ok: verb === 'ok', durationMs: Number(arg ?? 0), probe: admission === 'probe' });
+      if (admission !== 'refuse')
+        breaker.record({ ok: verb === 'ok', durationMs: Number(arg ?? 0), probe: admission === 'probe' });
       return `${admission}/${breaker.state}`;
     }
     case 'admit':
@@ -237,7 +242,10 @@ describe('CircuitBreaker: open, half-open and back', () => {
       [200, 'fail 10', 'probe/open'], // a failed probe fails, even fast
       [300, 'ok 50', 'probe/closed'],
     ]);
-    assert.deepEqual(events.map((e) => e.split(' ')[1]), ['slowCallRatio', 'probe-due', 'probe-failed', 'probe-due', 'probe-failed', 'probe-due', 'probe-succeeded']);
+    assert.deepEqual(
+      events.map((e) => e.split(' ')[1]),
+      ['slowCallRatio', 'probe-due', 'probe-failed', 'probe-due', 'probe-failed', 'probe-due', 'probe-succeeded'],
+    );
   });
 
   test('a probe outliving probeTimeoutMs fails: reopened as of its timeout', () => {
@@ -281,19 +289,22 @@ describe('CircuitBreaker: open, half-open and back', () => {
   });
 
   test('halfOpenProbes 3: three probes, the rest refused; all three must succeed', () => {
-    const events = run({ trigger: { type: 'errorCount', count: 1 }, minCalls: 0, openMs: 100, halfOpenProbes: 3, probeTimeoutMs: 40 }, [
-      [0, 'fail', 'send/open'],
-      [100, 'admit', 'probe'],
-      [100, 'retry', 0],
-      [101, 'admit', 'probe'],
-      [102, 'admit', 'probe'],
-      [102, 'admit', 'refuse'],
-      [102, 'retry', 138], // the oldest probe times out at 140, then openMs
-      [110, 'probe ok', 'half-open'],
-      [111, 'probe ok', 'half-open'],
-      [111, 'admit', 'refuse'], // a passed probe does not free its place
-      [112, 'probe ok', 'closed'],
-    ]);
+    const events = run(
+      { trigger: { type: 'errorCount', count: 1 }, minCalls: 0, openMs: 100, halfOpenProbes: 3, probeTimeoutMs: 40 },
+      [
+        [0, 'fail', 'send/open'],
+        [100, 'admit', 'probe'],
+        [100, 'retry', 0],
+        [101, 'admit', 'probe'],
+        [102, 'admit', 'probe'],
+        [102, 'admit', 'refuse'],
+        [102, 'retry', 138], // the oldest probe times out at 140, then openMs
+        [110, 'probe ok', 'half-open'],
+        [111, 'probe ok', 'half-open'],
+        [111, 'admit', 'refuse'], // a passed probe does not free its place
+        [112, 'probe ok', 'closed'],
+      ],
+    );
     assert.deepEqual(events.slice(1), ['open>half-open probe-due @100', 'half-open>closed probe-succeeded @112']);
   });
 
@@ -335,7 +346,7 @@ describe('CircuitBreaker: open, half-open and back', () => {
     ]);
   });
 
-  test('refused calls are not calls: they neither delay the probe nor take a probe\'s place', () => {
+  test("refused calls are not calls: they neither delay the probe nor take a probe's place", () => {
     const steps: Step[] = [
       [0, 'fail', 'send/closed'],
       [0, 'fail', 'send/open'],
@@ -389,13 +400,20 @@ describe('CircuitBreaker: calls that end after the circuit opened', () => {
       [101, 'ok', 'probe/closed'],
       [102, 'late fail', 'closed'], // the window was emptied: one failure
     ]);
-    assert.deepEqual(events, ['closed>open errorCount @1', 'open>half-open probe-due @101', 'half-open>closed probe-succeeded @101']);
+    assert.deepEqual(events, [
+      'closed>open errorCount @1',
+      'open>half-open probe-due @101',
+      'half-open>closed probe-succeeded @101',
+    ]);
   });
 });
 
 describe('CircuitBreaker.tryAcquire', () => {
   test('a call measures its own duration on the clock, and ends once', () => {
-    const { clock, breaker, events } = setup({ trigger: { type: 'slowCallRatio', slowCallMs: 100, ratio: 0.5 }, minCalls: 1 });
+    const { clock, breaker, events } = setup({
+      trigger: { type: 'slowCallRatio', slowCallMs: 100, ratio: 0.5 },
+      minCalls: 1,
+    });
     const fast = breaker.tryAcquire()!;
     assert.deepEqual([fast.probe, fast.startedMs], [false, 0]);
     clock.set(100);
@@ -419,7 +437,12 @@ describe('CircuitBreaker.tryAcquire', () => {
   });
 
   test('each probe ends itself: a timed-out probe ending late is not taken for the next one', () => {
-    const { clock, breaker, events } = setup({ trigger: { type: 'errorCount', count: 1 }, minCalls: 0, openMs: 100, probeTimeoutMs: 50 });
+    const { clock, breaker, events } = setup({
+      trigger: { type: 'errorCount', count: 1 },
+      minCalls: 0,
+      openMs: 100,
+      probeTimeoutMs: 50,
+    });
     breaker.tryAcquire()!.failed();
     clock.set(100);
     const first = breaker.tryAcquire()!;
@@ -428,20 +451,28 @@ describe('CircuitBreaker.tryAcquire', () => {
     const second = breaker.tryAcquire()!;
     assert.equal(second.probe, true);
     assert.equal(first.succeeded(), true);
-    assert.equal(breaker.state, 'half-open', 'the first probe\'s late success is not the second\'s');
+    assert.equal(breaker.state, 'half-open', "the first probe's late success is not the second's");
     assert.equal(second.failed(), true);
     assert.equal(breaker.state, 'open');
-    assert.deepEqual(events.map((e) => e.split(' ')[1]), ['errorCount', 'probe-due', 'probe-timeout', 'probe-due', 'probe-failed']);
+    assert.deepEqual(
+      events.map((e) => e.split(' ')[1]),
+      ['errorCount', 'probe-due', 'probe-timeout', 'probe-due', 'probe-failed'],
+    );
   });
 
   test('with several probes out, each ends its own', () => {
-    const { clock, breaker } = setup({ trigger: { type: 'errorCount', count: 1 }, minCalls: 0, openMs: 100, halfOpenProbes: 2 });
+    const { clock, breaker } = setup({
+      trigger: { type: 'errorCount', count: 1 },
+      minCalls: 0,
+      openMs: 100,
+      halfOpenProbes: 2,
+    });
     breaker.tryAcquire()!.failed();
     clock.set(100);
     const [a, b] = [breaker.tryAcquire()!, breaker.tryAcquire()!];
     assert.equal(b.abandon(), true);
     const c = breaker.tryAcquire()!;
-    assert.equal(c.probe, true, 'b\'s place was freed');
+    assert.equal(c.probe, true, "b's place was freed");
     assert.equal(breaker.tryAcquire(), undefined);
     a.succeeded();
     assert.equal(breaker.state, 'half-open');
@@ -449,9 +480,15 @@ describe('CircuitBreaker.tryAcquire', () => {
     assert.equal(breaker.state, 'closed');
   });
 
-  test('events carry the breaker\'s name', () => {
+  test("events carry the breaker's name", () => {
     const seen: unknown[] = [];
-    const breaker = new CircuitBreaker({ trigger: { type: 'errorCount', count: 1 }, minCalls: 0, name: 'prices', clock: new ManualClock(7), onStateChange: (e) => seen.push(e) });
+    const breaker = new CircuitBreaker({
+      trigger: { type: 'errorCount', count: 1 },
+      minCalls: 0,
+      name: 'prices',
+      clock: new ManualClock(7),
+      onStateChange: (e) => seen.push(e),
+    });
     breaker.tryAcquire()!.failed();
     assert.deepEqual(seen, [{ breaker: 'prices', from: 'closed', to: 'open', reason: 'errorCount', atMs: 7 }]);
     assert.equal(breaker.name, 'prices');
@@ -515,9 +552,21 @@ describe('CircuitBreaker options', () => {
   });
 
   test('the messages say how to fix it', () => {
-    assert.throws(() => new CircuitBreaker({ trigger: { type: 'errorRatio', ratio: 2 } }), /ratio must be a share of the calls above 0 and at most 1 .*got 2$/);
-    assert.throws(() => new CircuitBreaker({ trigger, windowMs: 1000, buckets: 3 }), /a divisor of 1000 such as 10 for 1000, got 3$/);
-    assert.throws(() => new CircuitBreaker({ trigger: { type: 'errorRatio', count: 3 } as never }), /count is not an option of the errorRatio trigger; it takes ratio$/);
-    assert.throws(() => new CircuitBreaker({ trigger: { type: 'nope' } as never }), /one of \{ type: 'slowCallRatio'.*got type "nope"$/);
+    assert.throws(
+      () => new CircuitBreaker({ trigger: { type: 'errorRatio', ratio: 2 } }),
+      /ratio must be a share of the calls above 0 and at most 1 .*got 2$/,
+    );
+    assert.throws(
+      () => new CircuitBreaker({ trigger, windowMs: 1000, buckets: 3 }),
+      /a divisor of 1000 such as 10 for 1000, got 3$/,
+    );
+    assert.throws(
+      () => new CircuitBreaker({ trigger: { type: 'errorRatio', count: 3 } as never }),
+      /count is not an option of the errorRatio trigger; it takes ratio$/,
+    );
+    assert.throws(
+      () => new CircuitBreaker({ trigger: { type: 'nope' } as never }),
+      /one of \{ type: 'slowCallRatio'.*got type "nope"$/,
+    );
   });
 });

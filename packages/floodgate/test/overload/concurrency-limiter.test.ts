@@ -1,8 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ConcurrencyLimiter, ConcurrencyPermit, FloodgateError, ManualClock, type Admission, type ConcurrencyLimiterOptions } from 'floodgate';
+import {
+  ConcurrencyLimiter,
+  ConcurrencyPermit,
+  FloodgateError,
+  ManualClock,
+  type Admission,
+  type ConcurrencyLimiterOptions,
+} from 'floodgate';
 
-function limiter(options: Partial<ConcurrencyLimiterOptions> = {}): { clock: ManualClock; limiter: ConcurrencyLimiter } {
+function limiter(options: Partial<ConcurrencyLimiterOptions> = {}): {
+  clock: ManualClock;
+  limiter: ConcurrencyLimiter;
+} {
   const clock = new ManualClock(0);
   return { clock, limiter: new ConcurrencyLimiter({ limit: 2, ...options, clock }) };
 }
@@ -34,7 +44,10 @@ describe('ConcurrencyLimiter: a fixed limit', () => {
     const a = permit(l.acquire());
     permit(l.acquire());
     a.release();
-    assert.throws(() => a.release(), (e) => e instanceof FloodgateError && e.code === 'PERMIT_RELEASED');
+    assert.throws(
+      () => a.release(),
+      (e) => e instanceof FloodgateError && e.code === 'PERMIT_RELEASED',
+    );
     assert.equal(l.inFlight, 1);
     assert.equal(a.released, true);
   });
@@ -69,8 +82,13 @@ describe('ConcurrencyLimiter: the wait line', () => {
     assert.equal(l.inFlight, 1);
   });
 
-  test('a standing queue serves the newest first and sheds waiters older than CoDel\'s target', async () => {
-    const { clock, limiter: l } = limiter({ limit: 1, maxQueue: 10, maxWaitMs: 1000, codel: { intervalMs: 100, targetMs: 5 } });
+  test("a standing queue serves the newest first and sheds waiters older than CoDel's target", async () => {
+    const { clock, limiter: l } = limiter({
+      limit: 1,
+      maxQueue: 10,
+      maxWaitMs: 1000,
+      codel: { intervalMs: 100, targetMs: 5 },
+    });
     let held = permit(l.acquire());
     const order: number[] = [];
     const waits: Promise<Admission>[] = [];
@@ -85,7 +103,10 @@ describe('ConcurrencyLimiter: the wait line', () => {
     void fresh.then((a) => a.allowed && order.push(3));
     held.release(); // standing: the newest (3) is served, and the three older than 5 ms are shed
     const results = await Promise.all(waits);
-    assert.deepEqual(results.map((r) => r.allowed || r.reason), ['queue-timeout', 'queue-timeout', 'queue-timeout']);
+    assert.deepEqual(
+      results.map((r) => r.allowed || r.reason),
+      ['queue-timeout', 'queue-timeout', 'queue-timeout'],
+    );
     held = (await fresh) as ConcurrencyPermit;
     assert.deepEqual(order, [3]);
     held.release();
@@ -98,11 +119,16 @@ describe('ConcurrencyLimiter: the wait line', () => {
     const controller = new AbortController();
     const waiting = l.acquire({ signal: controller.signal }) as Promise<Admission>;
     controller.abort();
-    assert.equal((await waiting).allowed || (await waiting as { reason: string }).reason, 'aborted');
+    assert.equal((await waiting).allowed || ((await waiting) as { reason: string }).reason, 'aborted');
     assert.equal(l.queued, 0);
     const pre = new AbortController();
     pre.abort();
-    assert.deepEqual(l.acquire({ signal: pre.signal }), { allowed: false, reason: 'aborted', tier: 0, retryAfterMs: 1 });
+    assert.deepEqual(l.acquire({ signal: pre.signal }), {
+      allowed: false,
+      reason: 'aborted',
+      tier: 0,
+      retryAfterMs: 1,
+    });
   });
 
   test('no timer is left once nobody waits', async () => {
@@ -177,7 +203,10 @@ describe('ConcurrencyLimiter: priority tiers', () => {
 describe('ConcurrencyLimiter: adaptive', () => {
   test('shed calls never feed the latency signal', () => {
     const clock = new ManualClock(0);
-    const l = new ConcurrencyLimiter({ adaptive: { initialLimit: 2, minLimit: 2, minSamples: 1, windowMs: 10 }, clock });
+    const l = new ConcurrencyLimiter({
+      adaptive: { initialLimit: 2, minLimit: 2, minSamples: 1, windowMs: 10 },
+      clock,
+    });
     const a = permit(l.acquire());
     permit(l.acquire());
     for (let i = 0; i < 100; i++) assert.equal((l.acquire() as Admission).allowed, false);
@@ -189,7 +218,11 @@ describe('ConcurrencyLimiter: adaptive', () => {
 
   test('pressure (a second signal, such as event-loop delay) turns successes into drops', () => {
     const clock = new ManualClock(0);
-    const l = new ConcurrencyLimiter({ adaptive: { initialLimit: 40, minSamples: 1, windowMs: 10, backoffRatio: 0.5 }, clock, pressure: () => true });
+    const l = new ConcurrencyLimiter({
+      adaptive: { initialLimit: 40, minSamples: 1, windowMs: 10, backoffRatio: 0.5 },
+      clock,
+      pressure: () => true,
+    });
     const p = permit(l.acquire());
     const q = permit(l.acquire());
     clock.advance(20);
@@ -217,21 +250,33 @@ describe('ConcurrencyLimiter: bad input', () => {
   ];
   for (const [options, option] of cases) {
     test(`${JSON.stringify(options)} is INVALID_OPTION on ${option}`, () => {
-      assert.throws(() => new ConcurrencyLimiter(options as ConcurrencyLimiterOptions), (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === option);
+      assert.throws(
+        () => new ConcurrencyLimiter(options as ConcurrencyLimiterOptions),
+        (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === option,
+      );
     });
   }
 
   test('a tier out of range is INVALID_OPTION and moves no counter', () => {
     const { limiter: l } = limiter({ tiers: 2 });
-    assert.throws(() => l.acquire({ tier: 2 }), (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === 'tier');
-    assert.throws(() => l.tryAcquire(-1), (e) => e instanceof FloodgateError && e.option === 'tier');
+    assert.throws(
+      () => l.acquire({ tier: 2 }),
+      (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === 'tier',
+    );
+    assert.throws(
+      () => l.tryAcquire(-1),
+      (e) => e instanceof FloodgateError && e.option === 'tier',
+    );
     assert.equal(l.inFlight, 0);
   });
 
   test('a release outcome that is not one of the three is INVALID_OPTION and frees nothing', () => {
     const { limiter: l } = limiter();
     const p = permit(l.acquire());
-    assert.throws(() => p.release('fine' as never), (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION');
+    assert.throws(
+      () => p.release('fine' as never),
+      (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION',
+    );
     assert.equal(l.inFlight, 1);
     p.release();
     assert.equal(l.inFlight, 0);

@@ -46,8 +46,9 @@ describe('the API reference', { timeout: 180_000 }, () => {
     }
   });
 
-  it('tells an undocumented export from an undocumented member, in TypeDoc\'s words', () => {
-    const said = (name: string, kind: string): string => `${name} (${kind}), defined in floodgate/src/x.ts, does not have any documentation`;
+  it("tells an undocumented export from an undocumented member, in TypeDoc's words", () => {
+    const said = (name: string, kind: string): string =>
+      `${name} (${kind}), defined in floodgate/src/x.ts, does not have any documentation`;
     assert.equal(isUndocumentedExport(said('index.tokenBucket', 'Function')), true);
     assert.equal(isUndocumentedExport(said('http/adapters/node.NodeMiddleware', 'TypeAlias')), true);
     assert.equal(isUndocumentedExport(said('redis.IoredisClient.eval', 'CallSignature')), false);

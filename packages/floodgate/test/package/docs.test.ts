@@ -37,14 +37,19 @@ describe('docs/errors.md', () => {
 
   it('gives every code its meaning, typical causes and fix', async () => {
     for (const [code, text] of sectionsOf(await readFile(ERRORS_MD, 'utf8'))) {
-      for (const part of ['**Meaning:**', '**Typical causes:**', '**Fix:**']) assert.ok(text.includes(part), `${code} has ${part}`);
+      for (const part of ['**Meaning:**', '**Typical causes:**', '**Fix:**'])
+        assert.ok(text.includes(part), `${code} has ${part}`);
     }
   });
 });
 
 describe('links in the READMEs and docs', () => {
   it('point at files that exist', async () => {
-    const pages = [join(ROOT, 'packages/floodgate/README.md'), join(ROOT, 'examples/README.md'), ...(await readdir(join(ROOT, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => join(ROOT, 'docs', f))];
+    const pages = [
+      join(ROOT, 'packages/floodgate/README.md'),
+      join(ROOT, 'examples/README.md'),
+      ...(await readdir(join(ROOT, 'docs'))).filter((f) => f.endsWith('.md')).map((f) => join(ROOT, 'docs', f)),
+    ];
     const broken: string[] = [];
     for (const page of pages) {
       const text = await readFile(page, 'utf8');

@@ -22,9 +22,24 @@ const EXPECTED: Record<string, RegExp[]> = {
   'hono.ts': [/#2 200/, /#1 429/],
   'node-http.ts': [/#2 200 ratelimit: "client";r=0/, /#3 429/, /skipped/, /#1 200 ratelimit: -/],
   'redis.ts': [/#1 allowed=true remaining=2 reason="ok"/, /#3 allowed=true remaining=0/, /#4 allowed=false/],
-  'brute-force.ts': [/\(Redis\)/, /alice\/right: 200 welcome/, /blocked for 60 s/, /alice\/right: 429 blocked by user-ip \(retry-after: 60\)/, /bob\/right: 200 welcome/],
+  'brute-force.ts': [
+    /\(Redis\)/,
+    /alice\/right: 200 welcome/,
+    /blocked for 60 s/,
+    /alice\/right: 429 blocked by user-ip \(retry-after: 60\)/,
+    /bob\/right: 200 welcome/,
+  ],
   'overload.ts': [/t=1000 ms {2}limit=\d+ {2}baseline=2\d\.\d ms/, /goodput (9\d|100)% of capacity/],
-  'waiting.ts': [/caller 1 admitted/, /caller 2 admitted/, /caller 3 admitted/, /caller 4 admitted/, /caller 5 admitted/, /gave up with WAIT_TIMEOUT/, /task 4 runs/, /at most 2 held at once/],
+  'waiting.ts': [
+    /caller 1 admitted/,
+    /caller 2 admitted/,
+    /caller 3 admitted/,
+    /caller 4 admitted/,
+    /caller 5 admitted/,
+    /gave up with WAIT_TIMEOUT/,
+    /task 4 runs/,
+    /at most 2 held at once/,
+  ],
 };
 
 function assertInOrder(output: string, patterns: readonly RegExp[], example: string): void {

@@ -36,11 +36,21 @@ const CASES: AppCase[] = [
     runs: [['out/main.js', twoRequests]],
   },
   {
-    spec: { name: 'express', type: 'module', links: ['express', '@types/express', '@types/node'], tsconfigs: { 'tsconfig.json': NODENEXT } },
+    spec: {
+      name: 'express',
+      type: 'module',
+      links: ['express', '@types/express', '@types/node'],
+      tsconfigs: { 'tsconfig.json': NODENEXT },
+    },
     runs: [['out/main.js', twoRequests]],
   },
   {
-    spec: { name: 'fastify', type: 'module', links: ['fastify', '@types/node'], tsconfigs: { 'tsconfig.json': BUNDLER } },
+    spec: {
+      name: 'fastify',
+      type: 'module',
+      links: ['fastify', '@types/node'],
+      tsconfigs: { 'tsconfig.json': BUNDLER },
+    },
     runs: [['out/main.js', twoRequests]],
   },
   {
@@ -51,7 +61,9 @@ const CASES: AppCase[] = [
       name: 'koa',
       type: 'module',
       links: ['koa', '@types/koa', '@types/content-disposition', '@types/node'],
-      tsconfigs: { 'tsconfig.json': { ...NODE16, paths: { 'content-disposition': ['./node_modules/@types/content-disposition'] } } },
+      tsconfigs: {
+        'tsconfig.json': { ...NODE16, paths: { 'content-disposition': ['./node_modules/@types/content-disposition'] } },
+      },
     },
     runs: [['out/main.js', twoRequests]],
   },
@@ -66,7 +78,12 @@ const CASES: AppCase[] = [
     runs: [['out/main.js', twoRequests]],
   },
   {
-    spec: { name: 'redis', type: 'module', links: ['ioredis', '@types/node'], tsconfigs: { 'tsconfig.json': NODENEXT } },
+    spec: {
+      name: 'redis',
+      type: 'module',
+      links: ['ioredis', '@types/node'],
+      tsconfigs: { 'tsconfig.json': NODENEXT },
+    },
     runs: [['out/main.js', { allowed: [true, false] }]],
   },
   {
@@ -79,7 +96,10 @@ const CASES: AppCase[] = [
     runs: [
       ['out/main.js', { ...twoRequests, code: 'INVALID_OPTION', kinds: ['function', 'function'] }],
       ['out16/main.js', { ...twoRequests, code: 'INVALID_OPTION', kinds: ['function', 'function'] }],
-      ['require.cjs', { allowed: [true, false], code: 'INVALID_COST', kinds: ['function', 'function', 'function'], builds: ['cjs'] }],
+      [
+        'require.cjs',
+        { allowed: [true, false], code: 'INVALID_COST', kinds: ['function', 'function', 'function'], builds: ['cjs'] },
+      ],
     ],
   },
 ];
@@ -97,7 +117,10 @@ describe('the packed tarball', { timeout: 300_000 }, () => {
   before(async () => {
     const starting = startRedisServer();
     // Assigned before the pack is awaited, so that a failed build still stops the server.
-    starting.then((servers) => (redis = servers), () => {});
+    starting.then(
+      (servers) => (redis = servers),
+      () => {},
+    );
     packed = await packAndUnpack();
     redis = await starting;
   });
@@ -108,14 +131,24 @@ describe('the packed tarball', { timeout: 300_000 }, () => {
 
   it('carries README, LICENSE, CHANGELOG and both builds, and no sources, maps or tests', async () => {
     const { stdout } = await run('tar', ['tzf', packed.tarball]);
-    const files = stdout.trim().split('\n').map((f) => f.replace(/^package\//, ''));
+    const files = stdout
+      .trim()
+      .split('\n')
+      .map((f) => f.replace(/^package\//, ''));
     for (const file of ['README.md', 'LICENSE', 'CHANGELOG.md', 'package.json', 'dist/cjs/package.json']) {
       assert.ok(files.includes(file), `${file} is in the tarball`);
     }
-    const stray = files.filter((f) => !/^(README\.md|LICENSE|CHANGELOG\.md|package\.json|dist\/(esm|cjs)\/.+\.(js|d\.ts)|dist\/cjs\/package\.json)$/.test(f));
+    const stray = files.filter(
+      (f) =>
+        !/^(README\.md|LICENSE|CHANGELOG\.md|package\.json|dist\/(esm|cjs)\/.+\.(js|d\.ts)|dist\/cjs\/package\.json)$/.test(
+          f,
+        ),
+    );
     assert.deepEqual(stray, [], 'nothing but the builds and the documents');
     const esm = files.filter((f) => f.startsWith('dist/esm/')).map((f) => f.slice('dist/esm/'.length));
-    const cjs = files.filter((f) => f.startsWith('dist/cjs/') && f !== 'dist/cjs/package.json').map((f) => f.slice('dist/cjs/'.length));
+    const cjs = files
+      .filter((f) => f.startsWith('dist/cjs/') && f !== 'dist/cjs/package.json')
+      .map((f) => f.slice('dist/cjs/'.length));
     assert.deepEqual(cjs.sort(), esm.sort(), 'the two builds hold the same modules');
     assert.ok(esm.some((f) => f.endsWith('.d.ts')) && esm.some((f) => f.endsWith('.js')));
   });
@@ -133,25 +166,51 @@ describe('the packed tarball', { timeout: 300_000 }, () => {
     const esm = `${packed.packageDir}/dist/esm`;
     // The core, Redis and framework-neutral HTTP types import nothing, not even node's own types,
     // and Hono's adapter only Hono: they type-check on any runtime, without @types/node.
-    const bareOnly: Record<string, string[]> = { 'index.d.ts': [], 'redis.d.ts': [], 'http/index.d.ts': [], 'http/adapters/hono.d.ts': ['hono'] };
+    const bareOnly: Record<string, string[]> = {
+      'index.d.ts': [],
+      'redis.d.ts': [],
+      'http/index.d.ts': [],
+      'http/adapters/hono.d.ts': ['hono'],
+    };
     for (const [entry, allowed] of Object.entries(bareOnly)) {
-      assert.deepEqual([...(await importGraph(esm, entry))].filter(isBare), allowed, `${entry} imports ${allowed.join(', ') || 'nothing'}`);
+      assert.deepEqual(
+        [...(await importGraph(esm, entry))].filter(isBare),
+        allowed,
+        `${entry} imports ${allowed.join(', ') || 'nothing'}`,
+      );
     }
     const own: Record<string, string[]> = { node: [], express: ['express'], fastify: ['fastify'], koa: ['koa'] };
     for (const [adapter, allowed] of Object.entries(own)) {
       const bare = [...(await importGraph(esm, `http/adapters/${adapter}.d.ts`))].filter(isPackage);
-      assert.deepEqual(bare, allowed, `floodgate/http/${adapter} imports no package but ${allowed.join(', ') || "node's types"}`);
+      assert.deepEqual(
+        bare,
+        allowed,
+        `floodgate/http/${adapter} imports no package but ${allowed.join(', ') || "node's types"}`,
+      );
     }
   });
 
   it('compiles strictly, without skipLibCheck, in an app per framework and resolution, and runs it', async () => {
     const apps = await inPairs(CASES, async (app) => ({ app, dir: await makeApp(packed, app.spec) }));
-    const builds = apps.flatMap(({ app, dir }) => Object.keys(app.spec.tsconfigs ?? {}).map((tsconfig) => ({ app, dir, tsconfig })));
-    const diagnostics = builds.map(({ app, dir, tsconfig }) => ({ where: `${app.spec.name}/${tsconfig}`, out: compile(dir, tsconfig) }));
-    assert.deepEqual(diagnostics.filter((d) => d.out !== ''), []);
+    const builds = apps.flatMap(({ app, dir }) =>
+      Object.keys(app.spec.tsconfigs ?? {}).map((tsconfig) => ({ app, dir, tsconfig })),
+    );
+    const diagnostics = builds.map(({ app, dir, tsconfig }) => ({
+      where: `${app.spec.name}/${tsconfig}`,
+      out: compile(dir, tsconfig),
+    }));
+    assert.deepEqual(
+      diagnostics.filter((d) => d.out !== ''),
+      [],
+    );
     const env = { REDIS_PORT: String(redis.ports[0]) };
-    const runs = apps.flatMap(({ app, dir }) => app.runs.map(([entry, expected]) => ({ where: `${app.spec.name}/${entry}`, dir, entry, expected })));
+    const runs = apps.flatMap(({ app, dir }) =>
+      app.runs.map(([entry, expected]) => ({ where: `${app.spec.name}/${entry}`, dir, entry, expected })),
+    );
     const results = await inPairs(runs, async (r) => ({ where: r.where, result: await runApp(r.dir, r.entry, env) }));
-    assert.deepEqual(results, runs.map((r) => ({ where: r.where, result: r.expected })));
+    assert.deepEqual(
+      results,
+      runs.map((r) => ({ where: r.where, result: r.expected })),
+    );
   });
 });

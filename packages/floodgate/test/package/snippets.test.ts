@@ -26,7 +26,11 @@ function snippetsOf(markdown: string): string[] {
 }
 
 function typeCheck(files: readonly string[], dir: string): string {
-  const config = ts.getParsedCommandLineOfConfigFile(WORKSPACE_TSCONFIG, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
+  const config = ts.getParsedCommandLineOfConfigFile(
+    WORKSPACE_TSCONFIG,
+    {},
+    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} },
+  );
   assert.ok(config, 'the workspace tsconfig parses');
   const program = ts.createProgram({ rootNames: files, options: { ...config.options, noEmit: true } });
   const formatHost = { getCanonicalFileName: (f: string) => f, getCurrentDirectory: () => dir, getNewLine: () => '\n' };
@@ -45,17 +49,22 @@ describe('the README and docs snippets', { timeout: 180_000 }, () => {
   let redis: RedisServers | undefined;
   before(async () => {
     const starting = startRedisServer();
-    starting.then((servers) => (redis = servers), () => {});
+    starting.then(
+      (servers) => (redis = servers),
+      () => {},
+    );
     dir = await mkdtemp(join(tmpdir(), 'floodgate-snippets-'));
     await symlink(WORKSPACE_MODULES, join(dir, 'node_modules'), 'dir');
     await writeFile(join(dir, 'package.json'), '{ "type": "module" }');
     const snippets: string[] = [];
     for (const page of await markdownFiles()) snippets.push(...snippetsOf(await readFile(page, 'utf8')));
-    files = await Promise.all(snippets.map(async (code, i) => {
-      const file = join(dir, `snippet-${i + 1}.ts`);
-      await writeFile(file, code);
-      return file;
-    }));
+    files = await Promise.all(
+      snippets.map(async (code, i) => {
+        const file = join(dir, `snippet-${i + 1}.ts`);
+        await writeFile(file, code);
+        return file;
+      }),
+    );
     await starting;
   });
   after(async () => {
@@ -75,12 +84,16 @@ describe('the README and docs snippets', { timeout: 180_000 }, () => {
     const env = { ...process.env, REDIS_URL: `redis://127.0.0.1:${redis?.ports[0]}` };
     const failures: string[] = [];
     for (let i = 0; i < files.length; i += 2) {
-      await Promise.all(files.slice(i, i + 2).map(async (file) => {
-        const args = ['--conditions=floodgate-source', '--import', 'tsx', file];
-        await run(process.execPath, args, { cwd: dir, env, timeout: 20_000 }).catch((error: Error & { stderr?: string }) => {
-          failures.push(`${file}: ${error.stderr || error.message}`);
-        });
-      }));
+      await Promise.all(
+        files.slice(i, i + 2).map(async (file) => {
+          const args = ['--conditions=floodgate-source', '--import', 'tsx', file];
+          await run(process.execPath, args, { cwd: dir, env, timeout: 20_000 }).catch(
+            (error: Error & { stderr?: string }) => {
+              failures.push(`${file}: ${error.stderr || error.message}`);
+            },
+          );
+        }),
+      );
     }
     assert.deepEqual(failures, []);
   });

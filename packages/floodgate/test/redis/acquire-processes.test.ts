@@ -7,7 +7,14 @@ import { Redis } from 'ioredis';
 import { Limiter, tokenBucket } from '../../src/index.js';
 import { RedisStore, ioredisAdapter, type RedisAdapter } from '../../src/redis.js';
 import { startRedisServer, type RedisServers } from '../support/redis-server.js';
-import { policyOf, type Outcome, type ParentMessage, type PolicyKind, type WorkerArgs, type WorkerReply } from './acquire-policies.js';
+import {
+  policyOf,
+  type Outcome,
+  type ParentMessage,
+  type PolicyKind,
+  type WorkerArgs,
+  type WorkerReply,
+} from './acquire-policies.js';
 
 // Distributed waiting: four processes, each with its own client and its own Limiter, call
 // `acquire` many times at once on one key, on Redis's clock. Every process books its callers'
@@ -133,7 +140,10 @@ describe('Limiter.acquire across processes on one Redis', () => {
   test('the window check cannot hide an over-admission', () => {
     // Everything at once, or twice the rate after the burst, is far beyond SLACK.
     assert.ok(excess(Array.from({ length: TOTAL }, () => 1000)).excess > SLACK + 50);
-    const doubled = Array.from({ length: TOTAL }, (_, i) => 1000 + Math.max(0, i - CAPACITY + 1) * (1000 / PER_SECOND / 2));
+    const doubled = Array.from(
+      { length: TOTAL },
+      (_, i) => 1000 + Math.max(0, i - CAPACITY + 1) * (1000 / PER_SECOND / 2),
+    );
     assert.ok(excess(doubled).excess > SLACK + 20);
     // A schedule exactly on the policy is at 0 (the burst, then one every 20 ms).
     const exact = Array.from({ length: TOTAL }, (_, i) => 1000 + Math.max(0, i - CAPACITY + 1) * (1000 / PER_SECOND));
@@ -157,7 +167,10 @@ describe('Limiter.acquire across processes on one Redis', () => {
     await limiter.acquire('slow-link'); // booked for when one has refilled
     // Admitted at (or after) its slot, the bucket is at most 100 ms from its next token.
     const next = await new Limiter({ policy, store }).peek('slow-link');
-    assert.ok(next.retryAfterMs <= 100, `admitted ${next.retryAfterMs - 100} ms before its slot (the next token is ${next.retryAfterMs} ms away)`);
+    assert.ok(
+      next.retryAfterMs <= 100,
+      `admitted ${next.retryAfterMs - 100} ms before its slot (the next token is ${next.retryAfterMs} ms away)`,
+    );
   });
 
   for (const policy of ['token-bucket', 'gcra'] as const) {
@@ -166,24 +179,39 @@ describe('Limiter.acquire across processes on one Redis', () => {
       const perWorker = await runAll(policy, key, 20_000);
       const outcomes = perWorker.flat();
       assert.equal(outcomes.length, TOTAL);
-      assert.deepEqual(outcomes.filter((o) => o.error !== undefined), [], 'every acquire is admitted');
+      assert.deepEqual(
+        outcomes.filter((o) => o.error !== undefined),
+        [],
+        'every acquire is admitted',
+      );
 
       const times = outcomes.map((o) => o.settledAt);
       const start = Math.min(...outcomes.map((o) => o.startedAt));
       const end = Math.max(...times);
       const worst = excess(times);
-      t.diagnostic(`${policy}: run ${end - start} ms (policy: at least ${((TOTAL - CAPACITY) * 1000) / PER_SECOND}); worst window ${worst.count} admitted in ${worst.to - worst.from} ms, ${worst.excess.toFixed(2)} over the policy (slack ${SLACK})`);
-      assert.ok(worst.excess <= SLACK, `${worst.count} admitted in [${worst.from}, ${worst.to}] (${worst.to - worst.from} ms): ${worst.excess.toFixed(2)} more than the policy allows`);
+      t.diagnostic(
+        `${policy}: run ${end - start} ms (policy: at least ${((TOTAL - CAPACITY) * 1000) / PER_SECOND}); worst window ${worst.count} admitted in ${worst.to - worst.from} ms, ${worst.excess.toFixed(2)} over the policy (slack ${SLACK})`,
+      );
+      assert.ok(
+        worst.excess <= SLACK,
+        `${worst.count} admitted in [${worst.from}, ${worst.to}] (${worst.to - worst.from} ms): ${worst.excess.toFixed(2)} more than the policy allows`,
+      );
 
       // Callers waited: the last admission is no sooner than the burst plus the rest at the rate.
       const leastRunMs = ((TOTAL - CAPACITY) * 1000) / PER_SECOND;
-      assert.ok(end - start >= leastRunMs - JITTER_MS, `all ${TOTAL} admitted within ${end - start} ms; the policy needs ${leastRunMs}`);
+      assert.ok(
+        end - start >= leastRunMs - JITTER_MS,
+        `all ${TOTAL} admitted within ${end - start} ms; the policy needs ${leastRunMs}`,
+      );
       // ...and were woken promptly: nobody waits long past the schedule.
       assert.ok(end - start <= leastRunMs + 2000, `the run took ${end - start} ms; the policy needs ${leastRunMs}`);
       // Each process's own callers waited too (at best it got the first PER_WORKER slots).
       for (const [i, own] of perWorker.entries()) {
         const longest = Math.max(...own.map((o) => o.settledAt - o.startedAt));
-        assert.ok(longest >= ((PER_WORKER - CAPACITY) * 1000) / PER_SECOND - JITTER_MS, `worker ${i}'s longest wait was ${longest} ms`);
+        assert.ok(
+          longest >= ((PER_WORKER - CAPACITY) * 1000) / PER_SECOND - JITTER_MS,
+          `worker ${i}'s longest wait was ${longest} ms`,
+        );
       }
     });
 
@@ -200,12 +228,24 @@ describe('Limiter.acquire across processes on one Redis', () => {
       const lastStart = Math.max(...outcomes.map((o) => o.startedAt));
       const least = CAPACITY + Math.floor((PER_SECOND * maxWaitMs) / 1000);
       const most = CAPACITY + (PER_SECOND * (lastStart - firstStart + maxWaitMs + JITTER_MS)) / 1000;
-      t.diagnostic(`${policy}: ${admitted.length} admitted, ${refused.length} refused; arrivals over ${lastStart - firstStart} ms; allowed ${least}..${most.toFixed(1)}`);
-      assert.ok(admitted.length >= least && admitted.length <= most, `${admitted.length} admitted; the policy allows ${least} to ${most.toFixed(1)}`);
+      t.diagnostic(
+        `${policy}: ${admitted.length} admitted, ${refused.length} refused; arrivals over ${lastStart - firstStart} ms; allowed ${least}..${most.toFixed(1)}`,
+      );
+      assert.ok(
+        admitted.length >= least && admitted.length <= most,
+        `${admitted.length} admitted; the policy allows ${least} to ${most.toFixed(1)}`,
+      );
       const worst = excess(admitted.map((o) => o.settledAt));
-      assert.ok(worst.excess <= SLACK, `${worst.count} admitted in ${worst.to - worst.from} ms: ${worst.excess.toFixed(2)} more than the policy allows`);
+      assert.ok(
+        worst.excess <= SLACK,
+        `${worst.count} admitted in ${worst.to - worst.from} ms: ${worst.excess.toFixed(2)} more than the policy allows`,
+      );
       // maxWaitMs holds: an admitted caller was woken by its deadline, a refused one told by then.
-      for (const o of outcomes) assert.ok(o.settledAt - o.startedAt <= maxWaitMs + 2 * JITTER_MS, `settled after ${o.settledAt - o.startedAt} ms`);
+      for (const o of outcomes)
+        assert.ok(
+          o.settledAt - o.startedAt <= maxWaitMs + 2 * JITTER_MS,
+          `settled after ${o.settledAt - o.startedAt} ms`,
+        );
 
       // The refused were charged nothing: the key is back to full one burst's worth of refill
       // after the last admission, not (refused / rate) later.
@@ -215,12 +255,20 @@ describe('Limiter.acquire across processes on one Redis', () => {
       const peekedAt = Date.now();
       const peeked = await limiter.peek(key, { cost: 0 });
       const fullAt = peekedAt + peeked.resetMs;
-      t.diagnostic(`${policy}: full ${fullAt - lastAdmitted} ms after the last admission (policy: ${refillMs}; had the refused been charged: ${refillMs + (refused.length * 1000) / PER_SECOND})`);
+      t.diagnostic(
+        `${policy}: full ${fullAt - lastAdmitted} ms after the last admission (policy: ${refillMs}; had the refused been charged: ${refillMs + (refused.length * 1000) / PER_SECOND})`,
+      );
       if (peeked.resetMs > 0) {
-        assert.ok(fullAt <= lastAdmitted + refillMs + JITTER_MS, `full ${fullAt - lastAdmitted} ms after the last admission, not about ${refillMs}`);
+        assert.ok(
+          fullAt <= lastAdmitted + refillMs + JITTER_MS,
+          `full ${fullAt - lastAdmitted} ms after the last admission, not about ${refillMs}`,
+        );
       } else {
         // Already full when peeked: conclusive only while charging the refused would still show.
-        assert.ok(peekedAt < lastAdmitted + refillMs + (refused.length * 1000) / PER_SECOND - JITTER_MS, 'peeked too late to tell');
+        assert.ok(
+          peekedAt < lastAdmitted + refillMs + (refused.length * 1000) / PER_SECOND - JITTER_MS,
+          'peeked too late to tell',
+        );
       }
       // Redis read its clock between peekedAt and now: full by now + resetMs at the latest.
       await sleep(peeked.resetMs + 5);

@@ -6,7 +6,15 @@
 import { Redis } from 'ioredis';
 import { FloodgateError, Limiter } from '../../src/index.js';
 import { RedisStore, ioredisAdapter } from '../../src/redis.js';
-import { policyOf, type Outcome, type ParentMessage, type PolicyKind, type RunMessage, type WorkerArgs, type WorkerReply } from './acquire-policies.js';
+import {
+  policyOf,
+  type Outcome,
+  type ParentMessage,
+  type PolicyKind,
+  type RunMessage,
+  type WorkerArgs,
+  type WorkerReply,
+} from './acquire-policies.js';
 
 function send(reply: WorkerReply): void {
   if (process.send === undefined) throw new Error('acquire-worker.ts must be forked with an IPC channel');

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ManualClock, fixedWindow, gcra, slidingWindowLog, tokenBucket, type Decision } from '../../src/index.js';
-import { BATCH_SCRIPT, OverLimitCache, RedisStore, ioredisAdapter, type RedisAdapter, type RedisStoreOptions } from '../../src/stores/redis/index.js';
+import {
+  BATCH_SCRIPT,
+  OverLimitCache,
+  RedisStore,
+  ioredisAdapter,
+  type RedisAdapter,
+  type RedisStoreOptions,
+} from '../../src/stores/redis/index.js';
 import { useRedis } from './setup.js';
 
 // Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
@@ -43,7 +50,10 @@ describe('the over-limit cache answers refusals it is sure of, without Redis', (
       const d = await t.consume('k', 1, 0);
       assert.equal(d.allowed, false);
       assert.equal(d.reason, 'limit');
-      assert.ok(d.retryAfterMs >= refused.retryAfterMs - 1000 && d.retryAfterMs <= refused.retryAfterMs, String(d.retryAfterMs));
+      assert.ok(
+        d.retryAfterMs >= refused.retryAfterMs - 1000 && d.retryAfterMs <= refused.retryAfterMs,
+        String(d.retryAfterMs),
+      );
     }
     assert.equal((await t.peek('k', 2, 0)).allowed, false);
     assert.equal(calls.length, sent, 'nothing sent for a cached refusal');
@@ -82,15 +92,24 @@ describe('the over-limit cache answers refusals it is sure of, without Redis', (
     }
   });
 
-  test('on the store\'s clock: a refusal is answered locally until its retry time, then Redis is asked again', async () => {
+  test("on the store's clock: a refusal is answered locally until its retry time, then Redis is asked again", async () => {
     const clock = new ManualClock(5000);
     let calls = 0;
     const refuse = (): Promise<unknown> => (calls++, Promise.resolve(['0', '0', '100', '100']));
-    const t = new RedisStore({ adapter: { cluster: false, evalsha: refuse, eval: refuse }, maxBatchSize: 1, clock, timers: clock }).bind(window);
+    const t = new RedisStore({
+      adapter: { cluster: false, evalsha: refuse, eval: refuse },
+      maxBatchSize: 1,
+      clock,
+      timers: clock,
+    }).bind(window);
     assert.equal((await t.consume('k', 1, Number.NaN)).retryAfterMs, 100);
     clock.advance(60);
     const cached = await t.consume('k', 1, Number.NaN);
-    assert.deepEqual([cached.allowed, cached.retryAfterMs, calls], [false, 40, 1], 'answered locally, counting down on the clock');
+    assert.deepEqual(
+      [cached.allowed, cached.retryAfterMs, calls],
+      [false, 40, 1],
+      'answered locally, counting down on the clock',
+    );
     clock.advance(38);
     await t.consume('k', 1, Number.NaN);
     assert.equal(calls, 1, 'still certain at 98 ms');
@@ -102,7 +121,14 @@ describe('the over-limit cache answers refusals it is sure of, without Redis', (
   test('it is bounded: the oldest entry makes room', () => {
     let nowMs = 0;
     const cache = new OverLimitCache(3, { now: () => nowMs });
-    const refusal: Decision = { allowed: false, limit: 1, remaining: 0, retryAfterMs: 1000, resetMs: 1000, reason: 'limit' };
+    const refusal: Decision = {
+      allowed: false,
+      limit: 1,
+      remaining: 0,
+      retryAfterMs: 1000,
+      resetMs: 1000,
+      reason: 'limit',
+    };
     for (const key of ['a', 'b', 'c', 'd']) cache.remember(key, 1, refusal, 0);
     assert.equal(cache.size, 3);
     assert.equal(cache.refusal('a', 1), undefined);
@@ -122,14 +148,29 @@ describe('decisions of one tick share one batch script', () => {
     const { adapter, calls } = counting();
     const t = store('batch1', adapter).bind(fixedWindow({ limit: 50, windowMs: 3_600_000 }));
     const decisions = await Promise.all(Array.from({ length: 200 }, () => t.consume('k', 1, 0)));
-    assert.deepEqual(decisions.map((d) => d.allowed), Array.from({ length: 200 }, (_, i) => i < 50));
-    assert.deepEqual(decisions.slice(0, 50).map((d) => d.remaining), Array.from({ length: 50 }, (_, i) => 49 - i));
+    assert.deepEqual(
+      decisions.map((d) => d.allowed),
+      Array.from({ length: 200 }, (_, i) => i < 50),
+    );
+    assert.deepEqual(
+      decisions.slice(0, 50).map((d) => d.remaining),
+      Array.from({ length: 50 }, (_, i) => 49 - i),
+    );
     assert.deepEqual(calls, [BATCH_SCRIPT.sha1, BATCH_SCRIPT.sha1], 'two batches of at most 128');
   });
 
   test('mixed policies, keys and ops in one batch answer as one by one', async () => {
-    const policies = [gcra({ rate: 10, periodMs: 1000, maxBurst: 3 }), slidingWindowLog({ limit: 3, windowMs: 60_000 }), tokenBucket({ capacity: 2, refillPerSecond: 0.01 })];
-    const ops = Array.from({ length: 60 }, (_, i) => ({ policy: policies[i % 3]!, key: `k${i % 4}`, op: i % 5 === 0 ? ('peek' as const) : ('consume' as const), nowMs: 1_000_000 + i }));
+    const policies = [
+      gcra({ rate: 10, periodMs: 1000, maxBurst: 3 }),
+      slidingWindowLog({ limit: 3, windowMs: 60_000 }),
+      tokenBucket({ capacity: 2, refillPerSecond: 0.01 }),
+    ];
+    const ops = Array.from({ length: 60 }, (_, i) => ({
+      policy: policies[i % 3]!,
+      key: `k${i % 4}`,
+      op: i % 5 === 0 ? ('peek' as const) : ('consume' as const),
+      nowMs: 1_000_000 + i,
+    }));
     const answer = async (s: RedisStore, together: boolean): Promise<Decision[]> => {
       const run = (o: (typeof ops)[number]): Promise<Decision> => s.bind(o.policy)[o.op](o.key, 1, o.nowMs);
       if (together) return Promise.all(ops.map(run));
@@ -144,20 +185,65 @@ describe('decisions of one tick share one batch script', () => {
 
   test('the batch script names each policy once; a bad policy number fails its decision only', async () => {
     await get().client.script('LOAD', BATCH_SCRIPT.source);
-    const reply = (await get().client.evalsha(BATCH_SCRIPT.sha1, 3, 'bp:a', 'bp:b', 'bp:c', '1', 'fixed-window', '2', '60000', '0', '1', 'consume', '5000', '1', '7', 'consume', '5000', '1', '1', 'peek', '5000', '2')) as unknown[];
+    const reply = (await get().client.evalsha(
+      BATCH_SCRIPT.sha1,
+      3,
+      'bp:a',
+      'bp:b',
+      'bp:c',
+      '1',
+      'fixed-window',
+      '2',
+      '60000',
+      '0',
+      '1',
+      'consume',
+      '5000',
+      '1',
+      '7',
+      'consume',
+      '5000',
+      '1',
+      '1',
+      'peek',
+      '5000',
+      '2',
+    )) as unknown[];
     assert.deepEqual(reply.slice(0, 4), [1, 1, 0, 55000]);
     assert.equal(reply[4], 'E');
     assert.match(String(reply[5]), /bad policy number 7/);
     assert.deepEqual(reply.slice(8), [1, 0, 0, 55000]);
-    await assert.rejects(get().client.evalsha(BATCH_SCRIPT.sha1, 1, 'bp:a', '1', 'fixed-window', '2', '60000', '0', '1', 'consume', '5000'), /batch arguments/);
+    await assert.rejects(
+      get().client.evalsha(
+        BATCH_SCRIPT.sha1,
+        1,
+        'bp:a',
+        '1',
+        'fixed-window',
+        '2',
+        '60000',
+        '0',
+        '1',
+        'consume',
+        '5000',
+      ),
+      /batch arguments/,
+    );
   });
 
   test('a corrupt state fails its own decision only', async () => {
     const s = store('batch3', counting().adapter, { onError: 'throw' });
     const t = s.bind(tokenBucket({ capacity: 3, refillPerSecond: 1 }));
     await get().client.set(t.entryOf('bad').redisKey, 'not doubles');
-    const results = await Promise.allSettled([t.consume('good', 1, 0), t.consume('bad', 1, 0), t.consume('good', 1, 0)]);
-    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+    const results = await Promise.allSettled([
+      t.consume('good', 1, 0),
+      t.consume('bad', 1, 0),
+      t.consume('good', 1, 0),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
     assert.match(String((results[1] as PromiseRejectedResult).reason), /holds 11 bytes/);
   });
 });

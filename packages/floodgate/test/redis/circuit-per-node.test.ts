@@ -6,7 +6,15 @@ import { Cluster, Redis } from 'ioredis';
 import { createCluster } from 'redis';
 import { FloodgateError, Limiter, ManualClock, tokenBucket, type Decision } from '../../src/index.js';
 import { NodeCircuits } from '../../src/stores/redis/node-circuits.js';
-import { RedisStore, hashSlotOf, ioredisAdapter, nodeRedisAdapter, type OnError, type RedisAdapter, type RedisTable } from '../../src/stores/redis/index.js';
+import {
+  RedisStore,
+  hashSlotOf,
+  ioredisAdapter,
+  nodeRedisAdapter,
+  type OnError,
+  type RedisAdapter,
+  type RedisTable,
+} from '../../src/stores/redis/index.js';
 import { startRedisCluster, type RedisServers } from '../support/redis-server.js';
 
 // Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
@@ -34,7 +42,10 @@ interface FakeCluster {
  * slot. The adapter tells the store that node through `nodeOf` when `tell` is true; `cluster`
  * false makes it a single Redis (which still routes by slot here, to fail part of the keys).
  */
-function fakeCluster(serving: (slot: number) => string, options: { tell?: boolean; cluster?: boolean; nodeOf?: (slot: number) => string | undefined } = {}): FakeCluster {
+function fakeCluster(
+  serving: (slot: number) => string,
+  options: { tell?: boolean; cluster?: boolean; nodeOf?: (slot: number) => string | undefined } = {},
+): FakeCluster {
   const modes = new Map<string, Mode>();
   const calls = new Map<string, number>();
   const answer = (_script: string, keys: readonly string[]): Promise<unknown> => {
@@ -62,8 +73,25 @@ function keysWhere(table: RedisTable, count: number, where: (slot: number) => bo
   return keys;
 }
 
-function store(adapter: RedisAdapter, more: { onError?: OnError; probeIntervalMs?: number; maxBatchSize?: number; timeoutMs?: number; clock?: ManualClock; timers?: ManualClock } = {}): RedisStore {
-  return new RedisStore({ timeoutMs: DECIDES, adapter, failuresToOpen: 3, probeIntervalMs: 60_000, maxBatchSize: 1, ...more });
+function store(
+  adapter: RedisAdapter,
+  more: {
+    onError?: OnError;
+    probeIntervalMs?: number;
+    maxBatchSize?: number;
+    timeoutMs?: number;
+    clock?: ManualClock;
+    timers?: ManualClock;
+  } = {},
+): RedisStore {
+  return new RedisStore({
+    timeoutMs: DECIDES,
+    adapter,
+    failuresToOpen: 3,
+    probeIntervalMs: 60_000,
+    maxBatchSize: 1,
+    ...more,
+  });
 }
 
 function storeError(message: RegExp): (error: unknown) => boolean {
@@ -71,7 +99,7 @@ function storeError(message: RegExp): (error: unknown) => boolean {
 }
 
 describe('a circuit per node, against fake adapters', () => {
-  test('failures on node A open only A\'s circuit; keys on B keep being sent and answered', async () => {
+  test("failures on node A open only A's circuit; keys on B keep being sent and answered", async () => {
     const fake = fakeCluster(halves);
     const s = store(fake.adapter, { onError: 'fail-closed' });
     const closed = s.bind(policy);
@@ -86,11 +114,16 @@ describe('a circuit per node, against fake adapters', () => {
     assert.equal(fake.calls('A:1'), 3, 'three failures, then nothing more sent to A');
     assert.equal(fake.calls('B:2'), 20, 'every decision on B was sent');
     const thrown = s.withOnError('throw').bind(policy);
-    await assert.rejects(Promise.resolve(thrown.consume(onA!, 1, 0)), storeError(/^RedisStore: the [\w-]+ script was not sent: Redis node A:1 failed repeatedly \(the circuit is open\), next probe in \d+ ms$/));
+    await assert.rejects(
+      Promise.resolve(thrown.consume(onA!, 1, 0)),
+      storeError(
+        /^RedisStore: the [\w-]+ script was not sent: Redis node A:1 failed repeatedly \(the circuit is open\), next probe in \d+ ms$/,
+      ),
+    );
     assert.equal((await thrown.consume(onB!, 1, 0)).reason, 'ok');
   });
 
-  test('fail-closed retries when the key\'s own node is next tried', async () => {
+  test("fail-closed retries when the key's own node is next tried", async () => {
     const fake = fakeCluster(halves);
     const clock = new ManualClock();
     const closed = store(fake.adapter, { onError: 'fail-closed', clock, timers: clock }).bind(policy);
@@ -105,13 +138,14 @@ describe('a circuit per node, against fake adapters', () => {
     assert.equal(b.retryAfterMs, 1, 'B failed once and is still closed: it is tried again at once');
   });
 
-  test('batches of one tick: A\'s scripts fail, B\'s are answered; then nothing is sent to A', async () => {
+  test("batches of one tick: A's scripts fail, B's are answered; then nothing is sent to A", async () => {
     const fake = fakeCluster(halves);
     const open = store(fake.adapter, { onError: 'fail-open', maxBatchSize: 128 }).bind(policy);
     const onA = keysWhere(open, 10, (slot) => slot < 8192);
     const onB = keysWhere(open, 10, (slot) => slot >= 8192);
     fake.set('A:1', 'fail');
-    const reasons = async (keys: readonly string[]): Promise<string[]> => (await Promise.all(keys.map((k) => open.consume(k, 1, 0)))).map((d) => d.reason);
+    const reasons = async (keys: readonly string[]): Promise<string[]> =>
+      (await Promise.all(keys.map((k) => open.consume(k, 1, 0)))).map((d) => d.reason);
     const [first, firstB] = await Promise.all([reasons(onA), reasons(onB)]);
     assert.deepEqual(new Set(first), new Set(['fail-open']));
     assert.deepEqual(new Set(firstB), new Set(['ok']));
@@ -120,7 +154,7 @@ describe('a circuit per node, against fake adapters', () => {
     const [again, againB] = await Promise.all([reasons(onA), reasons(onB)]);
     assert.deepEqual(new Set(again), new Set(['fail-open']));
     assert.deepEqual(new Set(againB), new Set(['ok']));
-    assert.equal(fake.calls('A:1'), sentToA, 'A\'s circuit is open: nothing sent');
+    assert.equal(fake.calls('A:1'), sentToA, "A's circuit is open: nothing sent");
     assert.ok(fake.calls('B:2') > sentToB, 'B still sent');
   });
 
@@ -139,7 +173,7 @@ describe('a circuit per node, against fake adapters', () => {
     assert.equal((await closed.consume(onA!, 1, 0)).reason, 'ok');
   });
 
-  test('after a failover the slots\' new master starts with a closed circuit', async () => {
+  test("after a failover the slots' new master starts with a closed circuit", async () => {
     let failedOver = false;
     const fake = fakeCluster((slot) => (slot < 8192 ? (failedOver ? 'C:3' : 'A:1') : 'B:2'));
     const closed = store(fake.adapter, { onError: 'fail-closed' }).bind(policy);
@@ -161,7 +195,10 @@ describe('a circuit per node, against fake adapters', () => {
     for (let i = 0; i < 3; i++) await closed.consume(onA!, 1, 0);
     assert.equal((await closed.consume(onB!, 1, 0)).reason, 'fail-closed', 'the one circuit is open for every key');
     assert.equal(fake.calls('B:2'), 0);
-    await assert.rejects(Promise.resolve(s.withOnError('throw').bind(policy).consume(onB!, 1, 0)), storeError(/script was not sent: Redis failed repeatedly \(the circuit is open\)/));
+    await assert.rejects(
+      Promise.resolve(s.withOnError('throw').bind(policy).consume(onB!, 1, 0)),
+      storeError(/script was not sent: Redis failed repeatedly \(the circuit is open\)/),
+    );
   });
 
   test('a cluster adapter without nodeOf: slots share a circuit per group of 1024', async () => {
@@ -175,7 +212,10 @@ describe('a circuit per node, against fake adapters', () => {
       fake.set('A:1', 'fail');
       for (let i = 0; i < 5; i++) await closed.consume(inGroup0!, 1, 0);
       assert.equal(fake.calls('A:1'), 3, 'slots 0-1023: open after three failures');
-      await assert.rejects(Promise.resolve(s.withOnError('throw').bind(policy).consume(inGroup0!, 1, 0)), storeError(/Redis for slots 0-1023 \(node unknown\) failed repeatedly/));
+      await assert.rejects(
+        Promise.resolve(s.withOnError('throw').bind(policy).consume(inGroup0!, 1, 0)),
+        storeError(/Redis for slots 0-1023 \(node unknown\) failed repeatedly/),
+      );
       assert.equal((await closed.consume(inGroup1!, 1, 0)).reason, 'fail-closed');
       assert.equal(fake.calls('A:1'), 4, 'slots 1024-2047 have their own circuit, still closed: sent');
       assert.equal((await closed.consume(onB!, 1, 0)).reason, 'ok', 'keys of the healthy node are answered');
@@ -196,13 +236,21 @@ describe('a circuit per node, against fake adapters', () => {
     assert.equal(clock.timerCount(), 1, 'A still has 1 ms');
     clock.advance(1);
     const [a, b] = await Promise.allSettled(calls);
-    assert.ok(a.status === 'rejected' && a.reason instanceof FloodgateError && a.reason.code === 'STORE_TIMEOUT' && /no answer from Redis node A:1 within 50 ms/.test(a.reason.message));
+    assert.ok(
+      a.status === 'rejected' &&
+        a.reason instanceof FloodgateError &&
+        a.reason.code === 'STORE_TIMEOUT' &&
+        /no answer from Redis node A:1 within 50 ms/.test(a.reason.message),
+    );
     assert.ok(b.status === 'fulfilled' && b.value.reason === 'ok');
   });
 
   test('an adapter whose nodeOf is not a function is refused', () => {
     const { adapter } = fakeCluster(halves);
-    assert.throws(() => new RedisStore({ timeoutMs: DECIDES, adapter: { ...adapter, nodeOf: 'A:1' as unknown as () => string } }), /RedisStore.adapter must be a RedisAdapter/);
+    assert.throws(
+      () => new RedisStore({ timeoutMs: DECIDES, adapter: { ...adapter, nodeOf: 'A:1' as unknown as () => string } }),
+      /RedisStore.adapter must be a RedisAdapter/,
+    );
   });
 });
 
@@ -240,7 +288,13 @@ describe('NodeCircuits', () => {
   test('stays bounded: idle circuits are forgotten first, then the oldest open ones', () => {
     const clock = new ManualClock();
     let node = 'n0';
-    const circuits = new NodeCircuits({ failuresToOpen: 1, probeIntervalMs: 100, clock, nodeOf: () => node, maxNodes: 4 });
+    const circuits = new NodeCircuits({
+      failuresToOpen: 1,
+      probeIntervalMs: 100,
+      clock,
+      nodeOf: () => node,
+      maxNodes: 4,
+    });
     for (let i = 0; i < 1000; i++) {
       node = `n${i}`;
       circuits.circuitOf(['k']);
@@ -269,7 +323,9 @@ describe('NodeCircuits', () => {
     const names = new Set<string>();
     for (let i = 0; i < 5000; i++) names.add(circuits.circuitOf([`k${i}`]).name);
     assert.equal(circuits.size, 16);
-    assert.ok(names.has('Redis for slots 0-1023 (node unknown)') && names.has('Redis for slots 15360-16383 (node unknown)'));
+    assert.ok(
+      names.has('Redis for slots 0-1023 (node unknown)') && names.has('Redis for slots 15360-16383 (node unknown)'),
+    );
   });
 });
 
@@ -323,8 +379,16 @@ describe('hashSlotOf', () => {
     for (const key of ['\ud800', 'a\udc00b', '{\ud83d}x', '{😀}', '{é€😀\ud800}', '{}', '}{', '{', 'x{\udbff']) {
       assert.equal(hashSlotOf(key), referenceSlot(key), JSON.stringify(key));
     }
-    const text = fc.string({ unit: fc.oneof(fc.constantFrom('{', '}', '\ud83d', '\ude00', '\ud800'), fc.string({ unit: 'binary', minLength: 1, maxLength: 1 })) });
-    fc.assert(fc.property(text, (key) => hashSlotOf(key) === referenceSlot(key)), { numRuns: 5000 });
+    const text = fc.string({
+      unit: fc.oneof(
+        fc.constantFrom('{', '}', '\ud83d', '\ude00', '\ud800'),
+        fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+      ),
+    });
+    fc.assert(
+      fc.property(text, (key) => hashSlotOf(key) === referenceSlot(key)),
+      { numRuns: 5000 },
+    );
   });
 });
 
@@ -338,7 +402,9 @@ interface Topology {
 async function topologyOf(servers: RedisServers): Promise<Topology> {
   const probe = new Redis({ host: '127.0.0.1', port: servers.ports[0]! });
   try {
-    const reply = (await probe.call('CLUSTER', 'SLOTS')) as Array<[number, number, [string, number, ...unknown[]], ...unknown[]]>;
+    const reply = (await probe.call('CLUSTER', 'SLOTS')) as Array<
+      [number, number, [string, number, ...unknown[]], ...unknown[]]
+    >;
     const ranges = reply.map(([start, end, [, port]]) => ({ start, end, port }));
     const masterIndexes = [...new Set(ranges.map((r) => servers.ports.indexOf(r.port)))];
     return { masterIndexes, portOfSlot: (slot) => ranges.find((r) => slot >= r.start && slot <= r.end)!.port };
@@ -368,30 +434,50 @@ describe('a circuit per master on a real Redis Cluster', () => {
   });
 
   /** Decides every key once on each table, all in one tick; returns the reasons by table and key. */
-  async function round(tables: Readonly<Record<string, (key: string) => Promise<Decision>>>, keys: readonly string[]): Promise<Map<string, string>> {
+  async function round(
+    tables: Readonly<Record<string, (key: string) => Promise<Decision>>>,
+    keys: readonly string[],
+  ): Promise<Map<string, string>> {
     const reasons = new Map<string, string>();
     await Promise.all(
-      Object.entries(tables).flatMap(([name, decide]) => keys.map(async (key) => reasons.set(`${name} ${key}`, (await decide(key)).reason))),
+      Object.entries(tables).flatMap(([name, decide]) =>
+        keys.map(async (key) => reasons.set(`${name} ${key}`, (await decide(key)).reason)),
+      ),
     );
     return reasons;
   }
 
-  async function stopOneMaster(adapter: RedisAdapter, prefix: string, t: { diagnostic(message: string): void }): Promise<void> {
+  async function stopOneMaster(
+    adapter: RedisAdapter,
+    prefix: string,
+    t: { diagnostic(message: string): void },
+  ): Promise<void> {
     const store = new RedisStore({ adapter, prefix, timeoutMs: TIMEOUT_MS, probeIntervalMs: 100 });
     const closed = new Limiter({ policy, store: store.withOnError('fail-closed') });
     const local = store.withOnError({ fallback: 'local', share: 0.5 }).bind(policy);
     const table = store.bind(policy);
     const thrown = store.withOnError('throw').bind(policy);
-    const tables = { closed: (key: string) => closed.consume(key), local: (key: string) => Promise.resolve(local.consume(key, 1, Date.now())) };
+    const tables = {
+      closed: (key: string) => closed.consume(key),
+      local: (key: string) => Promise.resolve(local.consume(key, 1, Date.now())),
+    };
     const { masterIndexes, portOfSlot } = await topologyOf(servers);
     assert.equal(masterIndexes.length, 3);
     const slotOf = (key: string): number => hashSlotOf(table.entryOf(key).redisKey);
-    const keysOf = masterIndexes.map((index) => keysWhere(table, 4, (slot) => portOfSlot(slot) === servers.ports[index]));
+    const keysOf = masterIndexes.map((index) =>
+      keysWhere(table, 4, (slot) => portOfSlot(slot) === servers.ports[index]),
+    );
     const all = keysOf.flat();
-    const healthyByRedis = async (): Promise<boolean> => [...(await round(tables, all)).values()].every((reason) => reason === 'ok');
+    const healthyByRedis = async (): Promise<boolean> =>
+      [...(await round(tables, all)).values()].every((reason) => reason === 'ok');
     for (let i = 0; i < 50 && !(await healthyByRedis()); i++) await sleep(100);
     assert.ok(await healthyByRedis(), 'every key is decided by Redis before the fault');
-    for (const key of all) assert.equal(adapter.nodeOf?.(slotOf(key)), `127.0.0.1:${portOfSlot(slotOf(key))}`, 'nodeOf agrees with CLUSTER SLOTS');
+    for (const key of all)
+      assert.equal(
+        adapter.nodeOf?.(slotOf(key)),
+        `127.0.0.1:${portOfSlot(slotOf(key))}`,
+        'nodeOf agrees with CLUSTER SLOTS',
+      );
 
     const stopped = masterIndexes[0]!;
     const stoppedPort = servers.ports[stopped]!;
@@ -413,10 +499,18 @@ describe('a circuit per master on a real Redis Cluster', () => {
       }
       const errors = await Promise.allSettled(stoppedKeys.map((key) => Promise.resolve(thrown.consume(key, 1, 0))));
       const node = `Redis node 127.0.0.1:${stoppedPort}`;
-      for (const e of errors) assert.ok(e.status === 'rejected' && e.reason instanceof FloodgateError && e.reason.message.includes(node), String(e.status === 'rejected' ? e.reason : e.value));
+      for (const e of errors)
+        assert.ok(
+          e.status === 'rejected' && e.reason instanceof FloodgateError && e.reason.message.includes(node),
+          String(e.status === 'rejected' ? e.reason : e.value),
+        );
       assert.ok(
-        errors.some((e) => e.status === 'rejected' && (e.reason as Error).message.includes(`${node} failed repeatedly (the circuit is open)`)),
-        'the stopped master\'s circuit is open',
+        errors.some(
+          (e) =>
+            e.status === 'rejected' &&
+            (e.reason as Error).message.includes(`${node} failed repeatedly (the circuit is open)`),
+        ),
+        "the stopped master's circuit is open",
       );
       t.diagnostic(`${rounds} rounds while the master on port ${stoppedPort} was stopped`);
     } finally {

@@ -21,15 +21,32 @@ function nodeRedisClient(): ReturnType<typeof connect> {
 beforeStop(async () => (await nodeRedis)?.quit());
 
 runConformance('redis store (ioredis)', (algorithm) =>
-  new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'conf-io-0:', unsafeTestTime: true }).bind(algorithm),
+  new RedisStore({
+    timeoutMs: DECIDES,
+    adapter: ioredisAdapter(get().client),
+    prefix: 'conf-io-0:',
+    unsafeTestTime: true,
+  }).bind(algorithm),
 );
 runConformance(
   'redis store (ioredis)',
-  (algorithm) => new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'conf-io-epoch:', unsafeTestTime: true }).bind(algorithm),
+  (algorithm) =>
+    new RedisStore({
+      timeoutMs: DECIDES,
+      adapter: ioredisAdapter(get().client),
+      prefix: 'conf-io-epoch:',
+      unsafeTestTime: true,
+    }).bind(algorithm),
   { baseMs: 1_728_000_000_000 },
 );
 runConformance(
   'redis store (node-redis)',
-  async (algorithm) => new RedisStore({ timeoutMs: DECIDES, adapter: nodeRedisAdapter(await nodeRedisClient()), prefix: 'conf-nr-epoch:', unsafeTestTime: true }).bind(algorithm),
+  async (algorithm) =>
+    new RedisStore({
+      timeoutMs: DECIDES,
+      adapter: nodeRedisAdapter(await nodeRedisClient()),
+      prefix: 'conf-nr-epoch:',
+      unsafeTestTime: true,
+    }).bind(algorithm),
   { baseMs: 1_728_000_000_000 },
 );

@@ -18,7 +18,11 @@ const DECIDES = 5000;
 const get = useRedis();
 
 type Op = 'consume' | 'peek' | 'refund' | 'reserve' | 'reset';
-interface Step { readonly stepMs: number; readonly cost: number; readonly op: Op }
+interface Step {
+  readonly stepMs: number;
+  readonly cost: number;
+  readonly op: Op;
+}
 
 class Model {
   state: Float64Array | undefined;
@@ -64,7 +68,13 @@ class Model {
   }
 }
 
-async function applyRedis(table: RedisTable, op: Op, key: string, nowMs: number, cost: number): Promise<Decision | number | undefined> {
+async function applyRedis(
+  table: RedisTable,
+  op: Op,
+  key: string,
+  nowMs: number,
+  cost: number,
+): Promise<Decision | number | undefined> {
   switch (op) {
     case 'consume':
       return table.consume(key, cost, nowMs);
@@ -96,8 +106,19 @@ async function redisCells(spec: PolicySpec, redisKey: string, width: number): Pr
 }
 
 function stepsArb(spec: PolicySpec, reserve: boolean): fc.Arbitrary<Step[]> {
-  const ops: Op[] = ['consume', 'consume', 'consume', 'peek', 'refund', ...(reserve ? (['reserve'] as const) : []), 'reset'];
-  const op = fc.oneof({ weight: 30, arbitrary: fc.constantFrom(...ops.slice(0, -1)) }, { weight: 1, arbitrary: fc.constant<Op>('reset') });
+  const ops: Op[] = [
+    'consume',
+    'consume',
+    'consume',
+    'peek',
+    'refund',
+    ...(reserve ? (['reserve'] as const) : []),
+    'reset',
+  ];
+  const op = fc.oneof(
+    { weight: 30, arbitrary: fc.constantFrom(...ops.slice(0, -1)) },
+    { weight: 1, arbitrary: fc.constant<Op>('reset') },
+  );
   return fc.array(fc.record({ stepMs: stepArb(spec), cost: costArb(spec), op }), { minLength: 1, maxLength: 60 });
 }
 
@@ -107,7 +128,9 @@ describe('differential: Lua scripts against the pure core', () => {
   for (const kind of policyKinds) {
     test(kind, async () => {
       const store = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), unsafeTestTime: true });
-      const arb = policyArb(kind).chain((spec) => fc.tuple(fc.constant(spec), startArb, stepsArb(spec, build(spec).reserve !== undefined)));
+      const arb = policyArb(kind).chain((spec) =>
+        fc.tuple(fc.constant(spec), startArb, stepsArb(spec, build(spec).reserve !== undefined)),
+      );
       await fc.assert(
         fc.asyncProperty(arb, async ([spec, startMs, steps]) => {
           const algorithm = build(spec);

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FloodgateError, Limiter, ManualClock, fixedWindow, gcra, tokenBucket, type Algorithm, type FloodgateErrorCode } from '../../src/index.js';
+import {
+  FloodgateError,
+  Limiter,
+  ManualClock,
+  fixedWindow,
+  gcra,
+  tokenBucket,
+  type Algorithm,
+  type FloodgateErrorCode,
+} from '../../src/index.js';
 import { RedisStore, ioredisAdapter, type RedisAdapter } from '../../src/stores/redis/index.js';
 import { useRedis } from './setup.js';
 
@@ -37,7 +46,10 @@ describe('replies that break the promise are typed errors', () => {
   for (const [name, reply] of replies) {
     test(name, async () => {
       const table = new RedisStore({ timeoutMs: DECIDES, adapter: fake(async () => reply) }).bind(policy);
-      await assert.rejects(table.consume('a', 1, 0), rejectsWith('STORE_REPLY', /token-bucket script \(consume\) answered/));
+      await assert.rejects(
+        table.consume('a', 1, 0),
+        rejectsWith('STORE_REPLY', /token-bucket script \(consume\) answered/),
+      );
     });
   }
 
@@ -53,18 +65,35 @@ describe('replies that break the promise are typed errors', () => {
 describe('failures reject with Errors, never hang', () => {
   test('a client error becomes STORE_ERROR, with the cause kept', async () => {
     const cause = new Error('ECONNREFUSED 127.0.0.1:1');
-    const table = new RedisStore({ timeoutMs: DECIDES, adapter: fake(() => Promise.reject(cause)), onError: 'throw' }).bind(policy);
-    await assert.rejects(table.consume('a', 1, 0), (e: unknown) => rejectsWith('STORE_ERROR', /ECONNREFUSED/)(e) && (e as Error).cause === cause);
+    const table = new RedisStore({
+      timeoutMs: DECIDES,
+      adapter: fake(() => Promise.reject(cause)),
+      onError: 'throw',
+    }).bind(policy);
+    await assert.rejects(
+      table.consume('a', 1, 0),
+      (e: unknown) => rejectsWith('STORE_ERROR', /ECONNREFUSED/)(e) && (e as Error).cause === cause,
+    );
   });
 
   test('a rejection with a non-Error still rejects with a FloodgateError', async () => {
-    const table = new RedisStore({ timeoutMs: DECIDES, adapter: fake(() => Promise.reject('boom' as unknown as Error)), onError: 'throw' }).bind(policy);
+    const table = new RedisStore({
+      timeoutMs: DECIDES,
+      adapter: fake(() => Promise.reject('boom' as unknown as Error)),
+      onError: 'throw',
+    }).bind(policy);
     await assert.rejects(table.peek('a', 1, 0), rejectsWith('STORE_ERROR', /boom/));
   });
 
   test('no answer within timeoutMs is STORE_TIMEOUT, and a thousand waiting calls share one timer', async () => {
     const clock = new ManualClock();
-    const table = new RedisStore({ adapter: fake(() => new Promise(() => {})), timeoutMs: 50, onError: 'throw', clock, timers: clock }).bind(policy);
+    const table = new RedisStore({
+      adapter: fake(() => new Promise(() => {})),
+      timeoutMs: 50,
+      onError: 'throw',
+      clock,
+      timers: clock,
+    }).bind(policy);
     let settled = 0;
     const calls = Array.from({ length: 1000 }, (_, i) => table.consume(`k${i}`, 1, 0).finally(() => settled++));
     await new Promise((resolve) => setImmediate(resolve)); // the batches are sent
@@ -80,24 +109,41 @@ describe('failures reject with Errors, never hang', () => {
 
   test('a stopped server is a STORE_TIMEOUT or STORE_ERROR, not a hang', async () => {
     const { Redis } = await import('ioredis');
-    const client = new Redis({ port: 1, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const client = new Redis({
+      port: 1,
+      host: '127.0.0.1',
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     client.on('error', () => {});
     const table = new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 200, onError: 'throw' }).bind(policy);
-    await assert.rejects(table.consume('a', 1, 0), (e: unknown) => e instanceof FloodgateError && (e.code === 'STORE_ERROR' || e.code === 'STORE_TIMEOUT'));
+    await assert.rejects(
+      table.consume('a', 1, 0),
+      (e: unknown) => e instanceof FloodgateError && (e.code === 'STORE_ERROR' || e.code === 'STORE_TIMEOUT'),
+    );
     client.disconnect();
   });
 
-  test('a state that is not the policy\'s layout is a STORE_ERROR naming the key', async () => {
-    const table = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'corrupt:', onError: 'throw' }).bind(policy);
+  test("a state that is not the policy's layout is a STORE_ERROR naming the key", async () => {
+    const table = new RedisStore({
+      timeoutMs: DECIDES,
+      adapter: ioredisAdapter(get().client),
+      prefix: 'corrupt:',
+      onError: 'throw',
+    }).bind(policy);
     await get().client.set(table.entryOf('a').redisKey, 'not doubles');
-    await assert.rejects(table.consume('a', 1, 0), rejectsWith('STORE_ERROR', /corrupt:token-bucket:.*holds 11 bytes where 16 were expected/));
+    await assert.rejects(
+      table.consume('a', 1, 0),
+      rejectsWith('STORE_ERROR', /corrupt:token-bucket:.*holds 11 bytes where 16 were expected/),
+    );
   });
 });
 
 describe('input is checked before anything is sent', () => {
   const never = fake(() => Promise.reject(new Error('nothing should be sent')));
 
-  test('costs and keys reject with the memory store\'s codes', async () => {
+  test("costs and keys reject with the memory store's codes", async () => {
     const table = new RedisStore({ timeoutMs: DECIDES, adapter: never, maxKeyLength: 8 }).bind(policy);
     await assert.rejects(table.consume('a', 4, 0), rejectsWith('COST_EXCEEDS_LIMIT'));
     await assert.rejects(table.consume('a', -1, 0), rejectsWith('INVALID_COST'));
@@ -116,7 +162,13 @@ describe('input is checked before anything is sent', () => {
       await assert.rejects(table.refund(key, 1, 0), named);
       await assert.rejects(table.reset(key), named);
       await assert.rejects(table.reserve!(key, 1, 0, 10), named);
-      await assert.rejects(store.consumeAll([{ policy, key: 'fine' }, { policy, key }]), named);
+      await assert.rejects(
+        store.consumeAll([
+          { policy, key: 'fine' },
+          { policy, key },
+        ]),
+        named,
+      );
     }
   });
 
@@ -133,13 +185,22 @@ describe('input is checked before anything is sent', () => {
       [{ adapter: never, observer: 'metrics' }, /RedisStore.observer must be an object/],
     ];
     for (const [options, message] of bad) {
-      assert.throws(() => new RedisStore(options as never), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && message.test(e.message));
+      assert.throws(
+        () => new RedisStore(options as never),
+        (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && message.test(e.message),
+      );
     }
     const { kind: _kind, ...withoutKind } = fixedWindow({ limit: 1, windowMs: 1 });
     const foreign = { ...withoutKind, name: 'home-made' } as Algorithm;
-    assert.throws(() => new RedisStore({ timeoutMs: DECIDES, adapter: never }).bind(foreign), /cannot run the algorithm "home-made": the Redis store has no script for its kind/);
+    assert.throws(
+      () => new RedisStore({ timeoutMs: DECIDES, adapter: never }).bind(foreign),
+      /cannot run the algorithm "home-made": the Redis store has no script for its kind/,
+    );
     const unknownKind = { ...fixedWindow({ limit: 1, windowMs: 1 }), kind: Symbol('home-made') } as Algorithm;
-    assert.throws(() => new RedisStore({ timeoutMs: DECIDES, adapter: never }).bind(unknownKind), /no script for its kind/);
+    assert.throws(
+      () => new RedisStore({ timeoutMs: DECIDES, adapter: never }).bind(unknownKind),
+      /no script for its kind/,
+    );
   });
 
   test('a Limiter over the store answers by promise; the ...Sync methods say why not', async () => {
@@ -147,6 +208,9 @@ describe('input is checked before anything is sent', () => {
     const limiter = new Limiter({ policy: gcra({ rate: 5, periodMs: 1000, maxBurst: 1 }), store });
     assert.equal((await limiter.consume('u')).remaining, 1);
     assert.equal((await limiter.consume('u', { cost: 2 })).allowed, false);
-    assert.throws(() => limiter.consumeSync('u'), (e: unknown) => e instanceof FloodgateError && e.code === 'STORE_NOT_SYNC');
+    assert.throws(
+      () => limiter.consumeSync('u'),
+      (e: unknown) => e instanceof FloodgateError && e.code === 'STORE_NOT_SYNC',
+    );
   });
 });

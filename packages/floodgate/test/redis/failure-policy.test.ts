@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { FloodgateError, Limiter, ManualClock, fixedWindow, gcra, slidingWindowLog, tokenBucket } from '../../src/index.js';
+import {
+  FloodgateError,
+  Limiter,
+  ManualClock,
+  fixedWindow,
+  gcra,
+  slidingWindowLog,
+  tokenBucket,
+} from '../../src/index.js';
 import { Circuit } from '../../src/stores/redis/circuit.js';
 import { scaledPolicy } from '../../src/stores/redis/failure-policy.js';
 import { RedisStore, type OnError, type RedisAdapter } from '../../src/stores/redis/index.js';
@@ -8,7 +16,11 @@ import { RedisStore, type OnError, type RedisAdapter } from '../../src/stores/re
 // The failure policies and the circuit, against adapters that fail on demand: no Redis needed.
 
 /** switchable returns an adapter that hangs, fails or answers `reply` as `mode` says, counting calls. */
-function switchable(reply: () => unknown = () => ['1', '0', '0', '0']): { adapter: RedisAdapter; calls: () => number; set: (mode: 'hang' | 'fail' | 'ok') => void } {
+function switchable(reply: () => unknown = () => ['1', '0', '0', '0']): {
+  adapter: RedisAdapter;
+  calls: () => number;
+  set: (mode: 'hang' | 'fail' | 'ok') => void;
+} {
   let mode: 'hang' | 'fail' | 'ok' = 'ok';
   let calls = 0;
   const answer = (): Promise<unknown> => {
@@ -23,7 +35,11 @@ function switchable(reply: () => unknown = () => ['1', '0', '0', '0']): { adapte
 const policy = fixedWindow({ limit: 4, windowMs: 60_000 });
 
 /** table binds `policy` on a store over `adapter` whose time is `clock` (a fresh ManualClock by default). */
-function table(adapter: RedisAdapter, onError: OnError, more: { timeoutMs?: number; probeIntervalMs?: number; clock?: ManualClock } = {}): ReturnType<RedisStore['bind']> {
+function table(
+  adapter: RedisAdapter,
+  onError: OnError,
+  more: { timeoutMs?: number; probeIntervalMs?: number; clock?: ManualClock } = {},
+): ReturnType<RedisStore['bind']> {
   const clock = more.clock ?? new ManualClock();
   return new RedisStore({ adapter, onError, maxBatchSize: 1, ...more, clock, timers: clock }).bind(policy);
 }
@@ -32,17 +48,31 @@ describe('failure policies decide when Redis fails, and say so', () => {
   test('throw (the default) rejects with STORE_ERROR', async () => {
     const { adapter, set } = switchable();
     set('fail');
-    await assert.rejects(table(adapter, 'throw').consume('a', 1, 0), (e: unknown) => e instanceof FloodgateError && e.code === 'STORE_ERROR');
+    await assert.rejects(
+      table(adapter, 'throw').consume('a', 1, 0),
+      (e: unknown) => e instanceof FloodgateError && e.code === 'STORE_ERROR',
+    );
   });
 
   test('fail-open admits, fail-closed refuses until the next probe', async () => {
     const { adapter, set } = switchable();
     set('fail');
-    assert.deepEqual(await table(adapter, 'fail-open').consume('a', 1, 0), { allowed: true, limit: 4, remaining: 0, retryAfterMs: 0, resetMs: 0, reason: 'fail-open' });
+    assert.deepEqual(await table(adapter, 'fail-open').consume('a', 1, 0), {
+      allowed: true,
+      limit: 4,
+      remaining: 0,
+      retryAfterMs: 0,
+      resetMs: 0,
+      reason: 'fail-open',
+    });
     const clock = new ManualClock();
     const closedTable = table(adapter, 'fail-closed', { probeIntervalMs: 500, clock });
     const first = await closedTable.peek('a', 1, 0);
-    assert.deepEqual([first.allowed, first.reason, first.retryAfterMs], [false, 'fail-closed', 1], 'one failure: the circuit is closed, Redis is tried again at once');
+    assert.deepEqual(
+      [first.allowed, first.reason, first.retryAfterMs],
+      [false, 'fail-closed', 1],
+      'one failure: the circuit is closed, Redis is tried again at once',
+    );
     await closedTable.peek('a', 1, 0);
     await closedTable.peek('a', 1, 0);
     clock.advance(120);
@@ -61,7 +91,11 @@ describe('failure policies decide when Redis fails, and say so', () => {
     assert.equal(calls(), 4);
     clock.advance(100);
     const waiting = await closed.consume('a', 1, 0);
-    assert.deepEqual([waiting.allowed, waiting.reason, waiting.retryAfterMs], [false, 'fail-closed', 900 + 250], 'the probe may fail at 1250, then one more interval');
+    assert.deepEqual(
+      [waiting.allowed, waiting.reason, waiting.retryAfterMs],
+      [false, 'fail-closed', 900 + 250],
+      'the probe may fail at 1250, then one more interval',
+    );
     clock.advance(900);
     const probed = await probe;
     assert.equal(probed.reason, 'fail-closed', 'the probe timed out');
@@ -71,7 +105,11 @@ describe('failure policies decide when Redis fails, and say so', () => {
     assert.equal(calls(), 4, 'nothing sent before the stated time');
     clock.advance(1);
     set('ok');
-    assert.equal((await closed.consume('a', 1, 0)).reason, 'ok', 'at the stated time, the next probe is sent and answered');
+    assert.equal(
+      (await closed.consume('a', 1, 0)).reason,
+      'ok',
+      'at the stated time, the next probe is sent and answered',
+    );
   });
 
   test('local fallback admits its share of the limit, from a fresh state each outage', async () => {
@@ -81,7 +119,15 @@ describe('failure policies decide when Redis fails, and say so', () => {
     set('fail');
     const decisions = [];
     for (let i = 0; i < 4; i++) decisions.push(await t.consume('a', 1, 1000));
-    assert.deepEqual(decisions.map((d) => [d.allowed, d.reason, d.limit]), [[true, 'fallback', 4], [true, 'fallback', 4], [false, 'fallback', 4], [false, 'fallback', 4]]);
+    assert.deepEqual(
+      decisions.map((d) => [d.allowed, d.reason, d.limit]),
+      [
+        [true, 'fallback', 4],
+        [true, 'fallback', 4],
+        [false, 'fallback', 4],
+        [false, 'fallback', 4],
+      ],
+    );
     assert.equal((await t.consume('a', 3, 1000)).allowed, false, 'a cost above the local share is refused');
     set('ok');
     clock.advance(20);
@@ -113,8 +159,14 @@ describe('failure policies decide when Redis fails, and say so', () => {
   test('bad input still throws, whatever the policy', async () => {
     const { adapter } = switchable();
     const t = new RedisStore({ adapter, onError: 'fail-open', maxKeyLength: 4 }).bind(policy);
-    await assert.rejects(t.consume('a', 5, 0), (e: unknown) => e instanceof FloodgateError && e.code === 'COST_EXCEEDS_LIMIT');
-    await assert.rejects(t.refund('too long', 1, 0), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_KEY');
+    await assert.rejects(
+      t.consume('a', 5, 0),
+      (e: unknown) => e instanceof FloodgateError && e.code === 'COST_EXCEEDS_LIMIT',
+    );
+    await assert.rejects(
+      t.refund('too long', 1, 0),
+      (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_KEY',
+    );
   });
 
   test('a hung Redis is decided by the policy at timeoutMs, on one timer', async () => {
@@ -135,7 +187,12 @@ describe('failure policies decide when Redis fails, and say so', () => {
 
   test('options are checked', () => {
     const { adapter } = switchable();
-    for (const onError of ['open', { fallback: 'local', share: 0 }, { fallback: 'local', share: 1.5 }, { fallback: 'remote', share: 0.5 }]) {
+    for (const onError of [
+      'open',
+      { fallback: 'local', share: 0 },
+      { fallback: 'local', share: 1.5 },
+      { fallback: 'remote', share: 0.5 },
+    ]) {
       assert.throws(() => new RedisStore({ adapter, onError: onError as OnError }), /RedisStore.onError must be/);
     }
     assert.throws(() => new RedisStore({ adapter, failuresToOpen: 0 }), /RedisStore.failuresToOpen/);
@@ -147,10 +204,17 @@ describe('failure policies decide when Redis fails, and say so', () => {
     const { adapter, set } = switchable();
     const store = new RedisStore({ adapter, maxBatchSize: 1 });
     set('fail');
-    assert.equal((await Promise.resolve(store.withOnError('fail-open').bind(policy).consume('a', 1, 0))).reason, 'fail-open');
+    assert.equal(
+      (await Promise.resolve(store.withOnError('fail-open').bind(policy).consume('a', 1, 0))).reason,
+      'fail-open',
+    );
     assert.equal((await store.withOnError('fail-closed').bind(policy).consume('a', 1, 0)).reason, 'fail-closed');
     await assert.rejects(Promise.resolve(store.withOnError('throw').bind(policy).consume('a', 1, 0)));
-    assert.equal((await store.bind(policy).consume('a', 1, 0)).reason, 'fallback', 'the store\'s default is the bounded local fallback');
+    assert.equal(
+      (await store.bind(policy).consume('a', 1, 0)).reason,
+      'fallback',
+      "the store's default is the bounded local fallback",
+    );
   });
 });
 
@@ -159,7 +223,16 @@ describe('the circuit stops sending while Redis is away', () => {
     const { adapter, calls, set } = switchable();
     const clock = new ManualClock();
     // writeBack off: this counts the circuit's sends alone (the write-back has tests of its own).
-    const t = new RedisStore({ adapter, onError: 'fail-open', writeBack: false, failuresToOpen: 3, probeIntervalMs: 50, maxBatchSize: 1, clock, timers: clock }).bind(policy);
+    const t = new RedisStore({
+      adapter,
+      onError: 'fail-open',
+      writeBack: false,
+      failuresToOpen: 3,
+      probeIntervalMs: 50,
+      maxBatchSize: 1,
+      clock,
+      timers: clock,
+    }).bind(policy);
     set('fail');
     for (let i = 0; i < 100; i++) assert.equal((await t.consume('a', 1, 0)).reason, 'fail-open');
     assert.equal(calls(), 3, 'three failures, then nothing sent');
@@ -216,10 +289,13 @@ describe('a Limiter over Redis reads no local clock until it must fall back', ()
     // Half of 4 per minute: two admitted, then a refusal with a finite wait of at most the window.
     assert.deepEqual([first.reason, first.allowed, second.allowed, third.allowed], ['fallback', true, true, false]);
     assert.equal(second.remaining, 0);
-    assert.ok(Number.isFinite(third.retryAfterMs) && third.retryAfterMs > 0 && third.retryAfterMs <= 60_000, `retryAfterMs ${third.retryAfterMs}`);
+    assert.ok(
+      Number.isFinite(third.retryAfterMs) && third.retryAfterMs > 0 && third.retryAfterMs <= 60_000,
+      `retryAfterMs ${third.retryAfterMs}`,
+    );
   });
 
-  test('in test mode the table wants the caller\'s time', () => {
+  test("in test mode the table wants the caller's time", () => {
     const { adapter } = switchable();
     assert.equal(new RedisStore({ adapter, unsafeTestTime: true }).bind(policy).ownsClock, false);
   });

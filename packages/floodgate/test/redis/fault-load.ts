@@ -78,7 +78,9 @@ export class Load {
 
 /** firstHealthyMs returns when (performance.now()) the first decision asked after `afterMs` came from Redis ('ok' or 'limit'). */
 export function firstHealthyMs(samples: readonly Sample[], afterMs: number): number | undefined {
-  const healthy = samples.filter((s) => s.startedMs >= afterMs && (s.decision?.reason === 'ok' || s.decision?.reason === 'limit'));
+  const healthy = samples.filter(
+    (s) => s.startedMs >= afterMs && (s.decision?.reason === 'ok' || s.decision?.reason === 'limit'),
+  );
   return healthy.length === 0 ? undefined : Math.min(...healthy.map((s) => s.startedMs + s.latencyMs));
 }
 

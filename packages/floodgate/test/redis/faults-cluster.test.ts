@@ -21,7 +21,11 @@ const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
 before(async () => {
   servers = await startRedisCluster({ nodeTimeoutMs: 1000 });
   const nodes = servers.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port }));
-  client = new Cluster(nodes, { slotsRefreshInterval: 250, clusterRetryStrategy: () => 100, redisOptions: { maxRetriesPerRequest: 1 } });
+  client = new Cluster(nodes, {
+    slotsRefreshInterval: 250,
+    clusterRetryStrategy: () => 100,
+    redisOptions: { maxRetriesPerRequest: 1 },
+  });
   client.on('error', () => {});
   process.on('unhandledRejection', onUnhandled);
 });
@@ -47,9 +51,21 @@ async function allKeysHealthy(load: Load, sinceMs: number, deadlineMs: number): 
 }
 
 test('a master is killed and its replica promoted: decisions settle, then all keys recover', async (t) => {
-  const store = new RedisStore({ adapter: ioredisAdapter(client), prefix: 'failover:', timeoutMs: TIMEOUT_MS, probeIntervalMs: 200 });
+  const store = new RedisStore({
+    adapter: ioredisAdapter(client),
+    prefix: 'failover:',
+    timeoutMs: TIMEOUT_MS,
+    probeIntervalMs: 200,
+  });
   const policy = tokenBucket({ capacity: 1e6, refillPerSecond: 1e6 });
-  const load = new Load({ keys: KEYS, perTick: 2, tables: { open: store.withOnError('fail-open').bind(policy), local: store.withOnError({ fallback: 'local', share: 0.5 }).bind(policy) } });
+  const load = new Load({
+    keys: KEYS,
+    perTick: 2,
+    tables: {
+      open: store.withOnError('fail-open').bind(policy),
+      local: store.withOnError({ fallback: 'local', share: 0.5 }).bind(policy),
+    },
+  });
   load.start();
   assert.ok((await allKeysHealthy(load, 0, performance.now() + 3000)) !== undefined, 'healthy before the fault');
   await servers.kill(0);
@@ -59,8 +75,14 @@ test('a master is killed and its replica promoted: decisions settle, then all ke
   assert.ok(recoveredMs !== undefined, 'every key is decided by Redis again after the failover');
   t.diagnostic(`every key healthy ${Math.round(recoveredMs - killedMs)} ms after the master was killed`);
   const during = load.samples.filter((s) => s.startedMs >= killedMs && s.startedMs < recoveredMs);
-  assert.ok(load.samples.every((s) => s.decision !== undefined), 'no decision rejected');
-  assert.ok(during.some((s) => s.decision!.reason === 'fail-open'), 'the failover was seen');
+  assert.ok(
+    load.samples.every((s) => s.decision !== undefined),
+    'no decision rejected',
+  );
+  assert.ok(
+    during.some((s) => s.decision!.reason === 'fail-open'),
+    'the failover was seen',
+  );
   assert.ok(during.filter((s) => s.table === 'open').every((s) => s.decision!.allowed));
   assert.ok(during.filter((s) => s.table === 'local').every((s) => ['ok', 'fallback'].includes(s.decision!.reason)));
   const slowest = Math.max(...load.samples.map((s) => s.latencyMs));

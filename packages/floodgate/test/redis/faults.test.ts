@@ -43,9 +43,16 @@ function counted(adapter: RedisAdapter): RedisAdapter {
 
 /** A load on four policies of one store, and a second table under the local fallback to probe by hand. */
 function loadOn(prefix: string): { load: Load; fallback: PolicyStore } {
-  const store = new RedisStore({ adapter: counted(ioredisAdapter(client)), prefix, timeoutMs: TIMEOUT_MS, probeIntervalMs: 200 });
+  const store = new RedisStore({
+    adapter: counted(ioredisAdapter(client)),
+    prefix,
+    timeoutMs: TIMEOUT_MS,
+    probeIntervalMs: 200,
+  });
   const roomy = tokenBucket({ capacity: 1e6, refillPerSecond: 1e6 });
-  const fallback = store.withOnError({ fallback: 'local', share: 0.5 }).bind(fixedWindow({ limit: FALLBACK_LIMIT, windowMs: 60_000 }));
+  const fallback = store
+    .withOnError({ fallback: 'local', share: 0.5 })
+    .bind(fixedWindow({ limit: FALLBACK_LIMIT, windowMs: 60_000 }));
   const load = new Load({
     keys: 20,
     perTick: 2,
@@ -53,7 +60,9 @@ function loadOn(prefix: string): { load: Load; fallback: PolicyStore } {
       throw: store.withOnError('throw').bind(roomy),
       open: store.withOnError('fail-open').bind(roomy),
       closed: store.withOnError('fail-closed').bind(roomy),
-      local: store.withOnError({ fallback: 'local', share: 0.5 }).bind(fixedWindow({ limit: FALLBACK_LIMIT, windowMs: 60_000 })),
+      local: store
+        .withOnError({ fallback: 'local', share: 0.5 })
+        .bind(fixedWindow({ limit: FALLBACK_LIMIT, windowMs: 60_000 })),
     },
   });
   return { load, fallback };
@@ -69,16 +78,28 @@ async function probeFallback(fallback: PolicyStore): Promise<void> {
   const share = FALLBACK_LIMIT / 2;
   const decisions: Decision[] = [];
   for (let i = 0; i < 3 * share; i++) decisions.push(await fallback.consume('probe', 1, 0));
-  assert.ok(decisions.every((d) => d.reason === 'fallback'), `the fallback decides during the outage: ${decisions.map((d) => d.reason).join(',')}`);
+  assert.ok(
+    decisions.every((d) => d.reason === 'fallback'),
+    `the fallback decides during the outage: ${decisions.map((d) => d.reason).join(',')}`,
+  );
   const admitted = decisions.filter((d) => d.allowed).length;
-  assert.ok(admitted >= share && admitted <= 2 * share, `the fallback admitted ${admitted} of ${3 * share}, its share is ${share}`);
+  assert.ok(
+    admitted >= share && admitted <= 2 * share,
+    `the fallback admitted ${admitted} of ${3 * share}, its share is ${share}`,
+  );
 }
 
 /** Checks that each policy did what it promised for the requests asked during the outage. */
 function checkPolicies(load: Load, fromMs: number, untilMs: number): void {
-  const failed = (name: string): Sample[] => load.since(name, fromMs, untilMs).filter((s) => s.decision === undefined || !['ok', 'limit'].includes(s.decision.reason));
+  const failed = (name: string): Sample[] =>
+    load
+      .since(name, fromMs, untilMs)
+      .filter((s) => s.decision === undefined || !['ok', 'limit'].includes(s.decision.reason));
   for (const name of ['open', 'closed', 'local']) {
-    assert.ok(load.since(name, fromMs, untilMs).every((s) => s.decision !== undefined), `${name}: no request rejected`);
+    assert.ok(
+      load.since(name, fromMs, untilMs).every((s) => s.decision !== undefined),
+      `${name}: no request rejected`,
+    );
   }
   const open = failed('open');
   assert.ok(open.length > 50, `fail-open decided ${open.length} requests`);
@@ -90,7 +111,11 @@ function checkPolicies(load: Load, fromMs: number, untilMs: number): void {
   for (const s of local) if (s.decision!.allowed) admitted.set(s.key, (admitted.get(s.key) ?? 0) + 1);
   assert.ok(Math.max(...admitted.values()) <= FALLBACK_LIMIT / 2, 'the fallback admits at most its share per key');
   const thrown = failed('throw');
-  assert.ok(thrown.every((s) => s.error instanceof FloodgateError && (s.error.code === 'STORE_ERROR' || s.error.code === 'STORE_TIMEOUT')));
+  assert.ok(
+    thrown.every(
+      (s) => s.error instanceof FloodgateError && (s.error.code === 'STORE_ERROR' || s.error.code === 'STORE_TIMEOUT'),
+    ),
+  );
 }
 
 function checkSettledInTime(load: Load): void {
@@ -102,8 +127,13 @@ function checkSettledInTime(load: Load): void {
 function checkRecovered(load: Load, backMs: number, report: (message: string) => void): void {
   for (const name of ['throw', 'open', 'closed', 'local']) {
     const healthyMs = firstHealthyMs(load.since(name, backMs), backMs);
-    report(`${name}: healthy ${healthyMs === undefined ? 'never' : Math.round(healthyMs - backMs)} ms after Redis was back`);
-    assert.ok(healthyMs !== undefined && healthyMs - backMs <= 1000, `${name}: healthy ${healthyMs === undefined ? 'never' : `${Math.round(healthyMs - backMs)} ms`} after Redis was back`);
+    report(
+      `${name}: healthy ${healthyMs === undefined ? 'never' : Math.round(healthyMs - backMs)} ms after Redis was back`,
+    );
+    assert.ok(
+      healthyMs !== undefined && healthyMs - backMs <= 1000,
+      `${name}: healthy ${healthyMs === undefined ? 'never' : `${Math.round(healthyMs - backMs)} ms`} after Redis was back`,
+    );
   }
 }
 
@@ -124,7 +154,10 @@ describe('faults on one Redis', () => {
     await sleep(1200);
     await load.stop(TIMEOUT_MS + 2000);
     checkPolicies(load, downMs + TIMEOUT_MS + MARGIN_MS, backMs);
-    assert.ok(sentWhileDown < 60, `${sentWhileDown} scripts sent while Redis was down (about ${load.since('open', downMs, backMs).length * 4} decisions)`);
+    assert.ok(
+      sentWhileDown < 60,
+      `${sentWhileDown} scripts sent while Redis was down (about ${load.since('open', downMs, backMs).length * 4} decisions)`,
+    );
     checkSettledInTime(load);
     t.diagnostic(`${sentWhileDown} scripts sent while down, ${load.samples.length} decisions`);
     checkRecovered(load, backMs, (m) => t.diagnostic(m));

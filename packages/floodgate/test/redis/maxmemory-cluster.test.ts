@@ -16,7 +16,9 @@ const get = useRedisCluster();
 test('on a real cluster: a report per master, and the one master that may evict is named', async () => {
   const { client } = get();
   await client.set('warm-up', '1');
-  const masters = [...new Set(client.slots.map((nodes) => nodes[0]).filter((node): node is string => node !== undefined))];
+  const masters = [
+    ...new Set(client.slots.map((nodes) => nodes[0]).filter((node): node is string => node !== undefined)),
+  ];
   assert.equal(masters.length, 3);
   const evicting = masters[1]!;
   const direct = new Redis({ host: '127.0.0.1', port: Number(evicting.split(':')[1]) });
@@ -30,5 +32,8 @@ test('on a real cluster: a report per master, and the one master that may evict 
     const risk = report.node === evicting ? 'evicts-limit-state' : 'unbounded';
     assert.equal(report.risk, risk, `${String(report.node)}: ${report.message}`);
   }
-  assert.match(reports.find((r) => r.node === evicting)!.message, new RegExp(`Redis ${evicting} has maxmemory 67108864 bytes under volatile-lru`));
+  assert.match(
+    reports.find((r) => r.node === evicting)!.message,
+    new RegExp(`Redis ${evicting} has maxmemory 67108864 bytes under volatile-lru`),
+  );
 });

@@ -1,8 +1,23 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { FloodgateError, Limiter, fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm } from '../../src/index.js';
-import { RedisStore, ioredisAdapter, nodeRedisAdapter, type OnError, type RedisAdapter } from '../../src/stores/redis/index.js';
+import {
+  FloodgateError,
+  Limiter,
+  fixedWindow,
+  gcra,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+  type Algorithm,
+} from '../../src/index.js';
+import {
+  RedisStore,
+  ioredisAdapter,
+  nodeRedisAdapter,
+  type OnError,
+  type RedisAdapter,
+} from '../../src/stores/redis/index.js';
 import { hashSlotOf } from '../../src/stores/redis/key-layout.js';
 import { reportOf, routingKeys } from '../../src/stores/redis/memory-check.js';
 import { createClient } from 'redis';
@@ -13,7 +28,15 @@ import { beforeStop, useRedis } from './setup.js';
 const DECIDES = 5000;
 
 const get = useRedis();
-const EVICTING = ['allkeys-lru', 'allkeys-lfu', 'allkeys-random', 'volatile-lru', 'volatile-lfu', 'volatile-ttl', 'volatile-random'];
+const EVICTING = [
+  'allkeys-lru',
+  'allkeys-lfu',
+  'allkeys-random',
+  'volatile-lru',
+  'volatile-lfu',
+  'volatile-ttl',
+  'volatile-random',
+];
 const POLICIES: Record<string, Algorithm> = {
   'token bucket': tokenBucket({ capacity: 3, refillPerSecond: 0.001 }),
   gcra: gcra({ rate: 3, periodMs: 3_600_000, maxBurst: 2 }),
@@ -24,7 +47,12 @@ const POLICIES: Record<string, Algorithm> = {
 
 function storeOf(onError: OnError): RedisStore {
   // The over-limit cache would answer a throttled key locally until its retry time: off, so every decision is Redis's.
-  return new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), onError, overLimitCacheMaxKeys: 0 });
+  return new RedisStore({
+    timeoutMs: DECIDES,
+    adapter: ioredisAdapter(get().client),
+    onError,
+    overLimitCacheMaxKeys: 0,
+  });
 }
 
 function pick(decision: { allowed: boolean; reason: string }): [boolean, string] {
@@ -51,7 +79,8 @@ async function fill(client: Redis, options: { withTtl: boolean; stop: () => Prom
       else pipeline.set(`filler:${batch}:${i}`, value);
     }
     const results = (await pipeline.exec()) ?? [];
-    if (results.some(([error]) => error !== null && /^OOM/.test(error.message))) return batch * 50 + (await topUp(client));
+    if (results.some(([error]) => error !== null && /^OOM/.test(error.message)))
+      return batch * 50 + (await topUp(client));
     if (await options.stop()) return (batch + 1) * 50;
   }
   throw new Error('fill: Redis neither evicted the watched key nor refused a write after 20,000 values');
@@ -113,7 +142,10 @@ describe('checkMemory reports what a memory bound means for throttled keys', () 
     const client = await createClient({ url: `redis://127.0.0.1:${get().servers.ports[0]}` }).connect();
     try {
       const [report] = await new RedisStore({ timeoutMs: DECIDES, adapter: nodeRedisAdapter(client) }).checkMemory();
-      assert.deepEqual([report?.risk, report?.policy, report?.maxmemoryBytes], ['evicts-limit-state', 'allkeys-lfu', 10 * 1024 * 1024]);
+      assert.deepEqual(
+        [report?.risk, report?.policy, report?.maxmemoryBytes],
+        ['evicts-limit-state', 'allkeys-lfu', 10 * 1024 * 1024],
+      );
     } finally {
       client.destroy();
     }
@@ -127,14 +159,22 @@ describe('checkMemory reports what a memory bound means for throttled keys', () 
     }
     const info = Buffer.from('# Memory\r\nmaxmemory:1024\r\nmaxmemory_policy:volatile-ttl\r\n');
     const report = reportOf('a:1', [info, Buffer.from('evicted_keys:7\r\n')]);
-    assert.deepEqual([report.risk, report.maxmemoryBytes, report.policy, report.evictedKeys], ['evicts-limit-state', 1024, 'volatile-ttl', 7]);
+    assert.deepEqual(
+      [report.risk, report.maxmemoryBytes, report.policy, report.evictedKeys],
+      ['evicts-limit-state', 1024, 'volatile-ttl', 7],
+    );
     assert.match(report.message, /Redis a:1 .*evicted 7 keys/);
   });
 
   test('INFO refused by an ACL: unknown, naming the refusal, never a rejection', async () => {
     const client = get().client;
     await client.call('ACL', 'SETUSER', 'noinfo', 'on', '>secret', '~*', '+@all', '-info');
-    const limited = new Redis({ port: get().servers.ports[0]!, host: '127.0.0.1', username: 'noinfo', password: 'secret' });
+    const limited = new Redis({
+      port: get().servers.ports[0]!,
+      host: '127.0.0.1',
+      username: 'noinfo',
+      password: 'secret',
+    });
     beforeStop(() => limited.disconnect());
     const [report] = await new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(limited) }).checkMemory();
     assert.equal(report?.risk, 'unknown');
@@ -143,7 +183,13 @@ describe('checkMemory reports what a memory bound means for throttled keys', () 
   });
 
   test('a closed port: unknown, within the timeout', async () => {
-    const closed = new Redis({ port: 1, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    const closed = new Redis({
+      port: 1,
+      host: '127.0.0.1',
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+    });
     const [report] = await new RedisStore({ adapter: ioredisAdapter(closed), timeoutMs: 500 }).checkMemory();
     closed.disconnect();
     assert.equal(report?.risk, 'unknown');
@@ -157,7 +203,11 @@ describe('checkMemory reports what a memory bound means for throttled keys', () 
     assert.deepEqual([...keys.keys()].sort(), ['node-0', 'node-1', 'node-2']);
     for (const [node, key] of keys) assert.equal(nodeOf(hashSlotOf(key)), node);
     const reports = await new RedisStore({ timeoutMs: DECIDES, adapter }).checkMemory();
-    assert.deepEqual(reports.map((r) => [r.node, r.risk]).sort(), [['node-0', 'unknown'], ['node-1', 'unknown'], ['node-2', 'unknown']]);
+    assert.deepEqual(reports.map((r) => [r.node, r.risk]).sort(), [
+      ['node-0', 'unknown'],
+      ['node-1', 'unknown'],
+      ['node-2', 'unknown'],
+    ]);
   });
 });
 
@@ -172,7 +222,10 @@ describe('a throttled key when Redis fills up', () => {
       const [victimKey] = await client.keys('floodgate:*{victim}');
       await client.config('SET', 'maxmemory', String((await usedMemoryBytes(client)) + 256 * 1024));
       assert.equal((await store.checkMemory())[0]?.risk, 'evicts-limit-state');
-      await fill(client, { withTtl: policy.startsWith('volatile'), stop: async () => (await client.exists(victimKey!)) === 0 });
+      await fill(client, {
+        withTtl: policy.startsWith('volatile'),
+        stop: async () => (await client.exists(victimKey!)) === 0,
+      });
       assert.equal(await client.exists(victimKey!), 0, 'the throttled key was evicted');
       assert.equal((await limiter.consume('victim')).allowed, true, 'its limit was reset by the eviction');
       assert.ok((await store.checkMemory())[0]!.evictedKeys! > 0);
@@ -197,7 +250,15 @@ describe('a throttled key when Redis fills up', () => {
       const newcomer = await closed.consume('newcomer');
       assert.deepEqual(pick(newcomer), [false, 'fail-closed']);
       await topUp(client); // and again: the refused write may have let Redis free a few bytes meanwhile
-      await assert.rejects(throwing.consume('newcomer'), (e: unknown) => e instanceof FloodgateError && e.code === 'STORE_ERROR' && /OOM/.test(e.message) && /maxmemory/.test(e.message) && /onError/.test(e.message));
+      await assert.rejects(
+        throwing.consume('newcomer'),
+        (e: unknown) =>
+          e instanceof FloodgateError &&
+          e.code === 'STORE_ERROR' &&
+          /OOM/.test(e.message) &&
+          /maxmemory/.test(e.message) &&
+          /onError/.test(e.message),
+      );
     });
   }
 });
@@ -205,8 +266,16 @@ describe('a throttled key when Redis fills up', () => {
 describe('noeviction, full, decisions batched in one tick (one script, each decision on its own)', () => {
   const expected: Record<'fail-open' | 'fail-closed' | 'throw', Array<[boolean, string] | RegExp>> = {
     // fail-open admits what Redis could not write: a newcomer passes unlimited while Redis is full.
-    'fail-open': [[false, 'limit'], [true, 'fail-open'], [false, 'limit']],
-    'fail-closed': [[false, 'limit'], [false, 'fail-closed'], [false, 'limit']],
+    'fail-open': [
+      [false, 'limit'],
+      [true, 'fail-open'],
+      [false, 'limit'],
+    ],
+    'fail-closed': [
+      [false, 'limit'],
+      [false, 'fail-closed'],
+      [false, 'limit'],
+    ],
     throw: [[false, 'limit'], /batch script failed .*OOM.*maxmemory.*onError/, [false, 'limit']],
   };
   for (const [onError, outcomes] of Object.entries(expected)) {
@@ -216,11 +285,19 @@ describe('noeviction, full, decisions batched in one tick (one script, each deci
       await throttle(limiter, 'victim');
       await client.config('SET', 'maxmemory', String((await usedMemoryBytes(client)) + 256 * 1024));
       await fill(client, { withTtl: false, stop: async () => false });
-      const settled = await Promise.allSettled([limiter.consume('victim'), limiter.consume('newcomer'), limiter.consume('victim')]);
+      const settled = await Promise.allSettled([
+        limiter.consume('victim'),
+        limiter.consume('newcomer'),
+        limiter.consume('victim'),
+      ]);
       settled.forEach((outcome, i) => {
         const want = outcomes[i]!;
         if (want instanceof RegExp) {
-          assert.ok(outcome.status === 'rejected' && outcome.reason instanceof FloodgateError && outcome.reason.code === 'STORE_ERROR');
+          assert.ok(
+            outcome.status === 'rejected' &&
+              outcome.reason instanceof FloodgateError &&
+              outcome.reason.code === 'STORE_ERROR',
+          );
           assert.match(outcome.reason.message, want);
         } else {
           assert.ok(outcome.status === 'fulfilled');
@@ -238,9 +315,18 @@ test('noeviction, full, consumeAll: a throttled key refuses the whole request, w
   await throttle(new Limiter({ policy, store }), 'victim');
   await client.config('SET', 'maxmemory', String((await usedMemoryBytes(client)) + 256 * 1024));
   await fill(client, { withTtl: false, stop: async () => false });
-  const refused = await store.consumeAll([{ policy, key: 'newcomer' }, { policy, key: 'victim' }]);
+  const refused = await store.consumeAll([
+    { policy, key: 'newcomer' },
+    { policy, key: 'victim' },
+  ]);
   assert.deepEqual([refused.allowed, refused.decisions.map((d) => d.reason)], [false, ['ok', 'limit']]);
-  await assert.rejects(store.consumeAll([{ policy, key: 'newcomer' }]), (e: unknown) => e instanceof FloodgateError && e.code === 'STORE_ERROR' && /consume-all script failed: .*OOM.*maxmemory/.test(e.message));
+  await assert.rejects(
+    store.consumeAll([{ policy, key: 'newcomer' }]),
+    (e: unknown) =>
+      e instanceof FloodgateError &&
+      e.code === 'STORE_ERROR' &&
+      /consume-all script failed: .*OOM.*maxmemory/.test(e.message),
+  );
 });
 
 describe('per-key memory of each policy (MEMORY USAGE), for sizing maxmemory', () => {

@@ -5,7 +5,16 @@
  * `node --conditions=floodgate-source --import tsx packages/floodgate/test/redis/measure-key-memory.ts`.
  */
 import { Redis } from 'ioredis';
-import { Limiter, fixedWindow, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm } from '../../src/index.js';
+import {
+  Limiter,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+  type Algorithm,
+} from '../../src/index.js';
 import { RedisStore, ioredisAdapter } from '../../src/stores/redis/index.js';
 import { startRedisServer } from '../support/redis-server.js';
 
@@ -35,7 +44,9 @@ try {
     for (let i = 0; i <= limit; i++) await limiter.consume('user:0123456789');
     const [throttled] = await client.keys('floodgate:*');
     const beforeBytes = await usedMemoryBytes(client);
-    await Promise.all(Array.from({ length: FRESH_KEYS }, (_, i) => limiter.consume(`user:${String(i).padStart(10, '0')}`)));
+    await Promise.all(
+      Array.from({ length: FRESH_KEYS }, (_, i) => limiter.consume(`user:${String(i).padStart(10, '0')}`)),
+    );
     const perKeyBytes = Math.round(((await usedMemoryBytes(client)) - beforeBytes) / FRESH_KEYS);
     const usage = String(await client.call('MEMORY', 'USAGE', throttled!, 'SAMPLES', '0'));
     console.log(`${name}: throttled key ${usage} B (MEMORY USAGE); ${perKeyBytes} B of used_memory per fresh key`);

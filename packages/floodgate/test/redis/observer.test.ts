@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ManualClock, fixedWindow, type Clock, type Observer } from '../../src/index.js';
-import { CONSUME_ALL_SCRIPT, RedisStore, hashSlotOf, type OnError, type RedisAdapter } from '../../src/stores/redis/index.js';
+import {
+  CONSUME_ALL_SCRIPT,
+  RedisStore,
+  hashSlotOf,
+  type OnError,
+  type RedisAdapter,
+} from '../../src/stores/redis/index.js';
 
 // The store's events, on the manual clock: one storeCall per round trip, storeError with the policy
 // applied, circuit changes (per node on a cluster), fallback on and off. No Redis needed.
@@ -9,7 +15,11 @@ import { CONSUME_ALL_SCRIPT, RedisStore, hashSlotOf, type OnError, type RedisAda
 type Mode = 'ok' | 'fail' | 'hang';
 
 /** timedAdapter answers each script `delayMs` later on `clock` (or fails, or hangs), counting calls. */
-function timedAdapter(clock: ManualClock, delayMs: number, cluster = false): { adapter: RedisAdapter; set: (mode: Mode) => void; calls: () => number } {
+function timedAdapter(
+  clock: ManualClock,
+  delayMs: number,
+  cluster = false,
+): { adapter: RedisAdapter; set: (mode: Mode) => void; calls: () => number } {
   let mode: Mode = 'ok';
   let calls = 0;
   const answer = (script: string, keys: readonly string[], args: readonly string[]): Promise<unknown> => {
@@ -33,8 +43,19 @@ function replyTo(script: string, keys: readonly string[], args: readonly string[
 /** recorder returns an observer that keeps every store event as [hook, event]. */
 function recorder(): { observer: Observer; events: Array<[string, Record<string, unknown>]> } {
   const events: Array<[string, Record<string, unknown>]> = [];
-  const keep = (hook: string) => (event: object): void => void events.push([hook, { ...event }]);
-  return { observer: { storeCall: keep('storeCall'), storeError: keep('storeError'), circuit: keep('circuit'), fallback: keep('fallback') }, events };
+  const keep =
+    (hook: string) =>
+    (event: object): void =>
+      void events.push([hook, { ...event }]);
+  return {
+    observer: {
+      storeCall: keep('storeCall'),
+      storeError: keep('storeError'),
+      circuit: keep('circuit'),
+      fallback: keep('fallback'),
+    },
+    events,
+  };
 }
 
 const policy = fixedWindow({ limit: 4, windowMs: 60_000 });
@@ -42,11 +63,25 @@ const policy = fixedWindow({ limit: 4, windowMs: 60_000 });
 /** tick lets promise reactions and the batcher's setImmediate run. */
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-function storeOf(adapter: RedisAdapter, clock: ManualClock, observer: Observer | undefined, more: { onError?: OnError; maxBatchSize?: number; timeoutMs?: number } = {}): RedisStore {
-  return new RedisStore({ adapter, clock, timers: clock, failuresToOpen: 2, probeIntervalMs: 100, timeoutMs: 50, ...(observer === undefined ? {} : { observer }), ...more });
+function storeOf(
+  adapter: RedisAdapter,
+  clock: ManualClock,
+  observer: Observer | undefined,
+  more: { onError?: OnError; maxBatchSize?: number; timeoutMs?: number } = {},
+): RedisStore {
+  return new RedisStore({
+    adapter,
+    clock,
+    timers: clock,
+    failuresToOpen: 2,
+    probeIntervalMs: 100,
+    timeoutMs: 50,
+    ...(observer === undefined ? {} : { observer }),
+    ...more,
+  });
 }
 
-describe('storeCall: one event per round trip, timed on the store\'s clock', () => {
+describe("storeCall: one event per round trip, timed on the store's clock", () => {
   test('ten decisions of one tick are one batch call; one alone is its own call', async () => {
     const clock = new ManualClock(1000);
     const { adapter } = timedAdapter(clock, 7);
@@ -85,7 +120,11 @@ describe('storeCall: one event per round trip, timed on the store\'s clock', () 
     clock.advance(0);
     await Promise.all([refunded, all]);
     const calls = events.filter(([hook]) => hook === 'storeCall').map(([, e]) => [e.operation, e.durationMs, e.ok]);
-    assert.deepEqual(calls, [['consume', 50, false], ['refund', 0, true], ['consumeAll', 0, true]]);
+    assert.deepEqual(calls, [
+      ['consume', 50, false],
+      ['refund', 0, true],
+      ['consumeAll', 0, true],
+    ]);
   });
 });
 
@@ -105,7 +144,13 @@ describe('storeError, circuit and fallback', () => {
     await tick();
     clock.advance(0);
     assert.equal((await probe).reason, 'ok');
-    const seen = events.filter(([hook]) => hook !== 'storeCall').map(([hook, e]) => (hook === 'circuit' ? `circuit ${String(e.state)} at ${String(e.atMs)}` : `${hook} ${String(e.policy)} at ${String(e.atMs)}`));
+    const seen = events
+      .filter(([hook]) => hook !== 'storeCall')
+      .map(([hook, e]) =>
+        hook === 'circuit'
+          ? `circuit ${String(e.state)} at ${String(e.atMs)}`
+          : `${hook} ${String(e.policy)} at ${String(e.atMs)}`,
+      );
     assert.deepEqual(seen, [
       'storeError fail-closed at 0',
       'circuit open at 0',
@@ -115,10 +160,16 @@ describe('storeError, circuit and fallback', () => {
       'circuit closed at 100',
     ]);
     const errors = events.filter(([hook]) => hook === 'storeError').map(([, e]) => e.error);
-    assert.ok(errors.every((e) => e instanceof Error && /STORE_ERROR|ECONNREFUSED|circuit is open/.test(`${(e as { code?: string }).code} ${(e as Error).message}`)));
+    assert.ok(
+      errors.every(
+        (e) =>
+          e instanceof Error &&
+          /STORE_ERROR|ECONNREFUSED|circuit is open/.test(`${(e as { code?: string }).code} ${(e as Error).message}`),
+      ),
+    );
   });
 
-  test('on a cluster each node\'s circuit is reported with its node', async () => {
+  test("on a cluster each node's circuit is reported with its node", async () => {
     const clock = new ManualClock();
     const { adapter, set } = timedAdapter(clock, 0, true);
     const { observer, events } = recorder();
@@ -127,15 +178,24 @@ describe('storeError, circuit and fallback', () => {
     for (let i = 0; keyOnA === ''; i++) if (hashSlotOf(table.entryOf(`u${i}`).redisKey) < 8192) keyOnA = `u${i}`;
     set('fail');
     for (let i = 0; i < 3; i++) await table.consume(keyOnA, 1, Number.NaN);
-    assert.deepEqual(events.filter(([hook]) => hook === 'circuit').map(([, e]) => [e.node, e.state]), [['A:1', 'open']]);
-    assert.deepEqual(events.filter(([hook]) => hook === 'storeError').map(([, e]) => e.policy), ['fail-open', 'fail-open', 'fail-open']);
+    assert.deepEqual(
+      events.filter(([hook]) => hook === 'circuit').map(([, e]) => [e.node, e.state]),
+      [['A:1', 'open']],
+    );
+    assert.deepEqual(
+      events.filter(([hook]) => hook === 'storeError').map(([, e]) => e.policy),
+      ['fail-open', 'fail-open', 'fail-open'],
+    );
   });
 
   test('the local fallback reports when it takes over and when Redis decides again', async () => {
     const clock = new ManualClock();
     const { adapter, set } = timedAdapter(clock, 0);
     const { observer, events } = recorder();
-    const table = storeOf(adapter, clock, observer, { maxBatchSize: 1, onError: { fallback: 'local', share: 0.5 } }).bind(policy);
+    const table = storeOf(adapter, clock, observer, {
+      maxBatchSize: 1,
+      onError: { fallback: 'local', share: 0.5 },
+    }).bind(policy);
     set('fail');
     await table.consume('a', 1, Number.NaN);
     await table.consume('a', 1, Number.NaN);
@@ -146,8 +206,14 @@ describe('storeError, circuit and fallback', () => {
     clock.advance(0);
     assert.equal((await back).reason, 'ok');
     const fallbacks = events.filter(([hook]) => hook === 'fallback').map(([, e]) => [e.active, e.atMs]);
-    assert.deepEqual(fallbacks, [[true, 0], [false, 100]]);
-    assert.deepEqual(events.filter(([hook]) => hook === 'storeError').map(([, e]) => e.policy), ['fallback', 'fallback']);
+    assert.deepEqual(fallbacks, [
+      [true, 0],
+      [false, 100],
+    ]);
+    assert.deepEqual(
+      events.filter(([hook]) => hook === 'storeError').map(([, e]) => e.policy),
+      ['fallback', 'fallback'],
+    );
   });
 
   test('a throwing observer changes nothing; under throw the error is reported and still thrown', async () => {
@@ -177,7 +243,14 @@ describe('free when nothing listens', () => {
       let count = 0;
       const counting: Clock = { now: () => (count++, manual.now()) };
       const { adapter } = timedAdapter(manual, 0);
-      const table = new RedisStore({ adapter, clock: counting, timers: manual, maxBatchSize: 1, overLimitCacheMaxKeys: 0, ...(observer === undefined ? {} : { observer }) }).bind(policy);
+      const table = new RedisStore({
+        adapter,
+        clock: counting,
+        timers: manual,
+        maxBatchSize: 1,
+        overLimitCacheMaxKeys: 0,
+        ...(observer === undefined ? {} : { observer }),
+      }).bind(policy);
       for (let i = 0; i < 20; i++) {
         const d = table.consume(`k${i}`, 1, Number.NaN);
         await tick();

@@ -54,7 +54,8 @@ describe('an outage of Redis under three processes, at the defaults', () => {
     // rides on an answer; the second call of a round is answered after it (one connection, in
     // order), so no beat is still out when the clock moves on.
     for (let round = 0; round < 3; round++) {
-      for (const n of nodes) for (let i = 0; i < 2; i++) assert.equal((await n.table.consume('warm', 1, NaN)).reason, 'ok');
+      for (const n of nodes)
+        for (let i = 0; i < 2; i++) assert.equal((await n.table.consume('warm', 1, NaN)).reason, 'ok');
       for (const n of nodes) n.clock.advance(5000);
     }
     for (const n of nodes) for (let i = 0; i < 2; i++) assert.equal((await n.table.consume('k', 1, NaN)).reason, 'ok');
@@ -70,29 +71,51 @@ describe('an outage of Redis under three processes, at the defaults', () => {
       for (const n of nodes) n.clock.advance(25);
       sentAndCut = await Promise.all(pending.map((p) => Promise.all(p)));
       // Round 2: the circuits are open: decided locally, nothing sent. On 'b', more than a share.
-      neverSent = await Promise.all(nodes.map((n) => Promise.all(Array.from({ length: 20 }, () => n.table.consume('k', 1, NaN)))));
-      beyondShare = await Promise.all(nodes.map((n) => Promise.all(Array.from({ length: 80 }, () => n.table.consume('b', 1, NaN)))));
+      neverSent = await Promise.all(
+        nodes.map((n) => Promise.all(Array.from({ length: 20 }, () => n.table.consume('k', 1, NaN)))),
+      );
+      beyondShare = await Promise.all(
+        nodes.map((n) => Promise.all(Array.from({ length: 80 }, () => n.table.consume('b', 1, NaN)))),
+      );
     } finally {
       servers.signal(0, 'SIGCONT');
     }
     const share = CAPACITY / 3;
     for (let i = 0; i < 3; i++) {
       const local = [...sentAndCut[i]!, ...neverSent[i]!, ...beyondShare[i]!];
-      assert.ok(local.every((d) => d.reason === 'fallback'), `node ${i}: ${local.map((d) => d.reason).join(',')}`);
+      assert.ok(
+        local.every((d) => d.reason === 'fallback'),
+        `node ${i}: ${local.map((d) => d.reason).join(',')}`,
+      );
       assert.equal(admitted([...sentAndCut[i]!, ...neverSent[i]!]), 40, `node ${i}: within its share, all admitted`);
-      assert.equal(admitted(beyondShare[i]!), share, `node ${i} admits its share of 'b', a third of the limit, and no more`);
+      assert.equal(
+        admitted(beyondShare[i]!),
+        share,
+        `node ${i} admits its share of 'b', a third of the limit, and no more`,
+      );
     }
     // Redis is back: the hung batches run (and their late answers cancel what they charged); the
     // probe is answered, and each store writes back the admissions it never sent.
     for (const n of nodes) n.clock.advance(250);
     const probes = await Promise.all(nodes.map((n) => n.table.consume('probe', 1, NaN)));
-    assert.deepEqual(probes.map((d) => d.reason), ['ok', 'ok', 'ok']);
-    for (let tries = 0; tries < 200 && nodes.some((n) => (n.table.writeBack?.size ?? 0) > 0 || n.table.writeBack?.busy === true); tries++) {
+    assert.deepEqual(
+      probes.map((d) => d.reason),
+      ['ok', 'ok', 'ok'],
+    );
+    for (
+      let tries = 0;
+      tries < 200 && nodes.some((n) => (n.table.writeBack?.size ?? 0) > 0 || n.table.writeBack?.busy === true);
+      tries++
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     const left = await nodes[0]!.table.peek('k', 0, NaN);
     assert.equal(left.reason, 'ok');
     assert.equal(left.remaining, CAPACITY - 3 * (2 + 40), 'the key tells the truth: every admission charged once');
-    assert.equal((await nodes[1]!.table.peek('b', 0, NaN)).remaining, 0, 'the fleet admitted the whole limit of b, and Redis knows it');
+    assert.equal(
+      (await nodes[1]!.table.peek('b', 0, NaN)).remaining,
+      0,
+      'the fleet admitted the whole limit of b, and Redis knows it',
+    );
   });
 });

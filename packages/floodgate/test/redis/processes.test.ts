@@ -20,7 +20,12 @@ const REQUESTS = 80; // per worker and policy: 320 tries against limits of 120 a
 
 async function hammer(servers: RedisServers, cluster: boolean, prefix: string): Promise<Record<string, number>> {
   const worker = fileURLToPath(new URL('./worker.ts', import.meta.url));
-  const args = JSON.stringify({ ports: cluster ? servers.ports.slice(0, 3) : servers.ports, cluster, prefix, requests: REQUESTS });
+  const args = JSON.stringify({
+    ports: cluster ? servers.ports.slice(0, 3) : servers.ports,
+    cluster,
+    prefix,
+    requests: REQUESTS,
+  });
   const outputs = await Promise.all(
     Array.from({ length: WORKERS }, () =>
       run(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', worker, args], { timeout: 30_000 }),
@@ -28,7 +33,8 @@ async function hammer(servers: RedisServers, cluster: boolean, prefix: string): 
   );
   const totals: Record<string, number> = {};
   for (const { stdout } of outputs) {
-    for (const [name, admitted] of Object.entries(JSON.parse(stdout) as Record<string, number>)) totals[name] = (totals[name] ?? 0) + admitted;
+    for (const [name, admitted] of Object.entries(JSON.parse(stdout) as Record<string, number>))
+      totals[name] = (totals[name] ?? 0) + admitted;
   }
   return totals;
 }
@@ -39,7 +45,9 @@ async function check(servers: RedisServers, cluster: boolean): Promise<void> {
   const expected = Object.fromEntries(Object.keys(exactPolicies).map((name) => [name, EXACT_LIMIT]));
   assert.deepEqual(totals, { ...expected, allOrNothing: ALL_OR_NOTHING_LIMIT });
   // Nothing was spent on the refused all-or-nothing tries: the bucket holds 150 - 90 (and no refill to speak of).
-  const client = cluster ? new Cluster(servers.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port }))) : new Redis({ host: '127.0.0.1', port: servers.ports[0]! });
+  const client = cluster
+    ? new Cluster(servers.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port })))
+    : new Redis({ host: '127.0.0.1', port: servers.ports[0]! });
   try {
     const store = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(client), prefix });
     assert.equal((await store.bind(allOrNothing[0]!).peek('shared-all', 0, 0)).remaining, 60);

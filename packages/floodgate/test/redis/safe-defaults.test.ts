@@ -38,7 +38,10 @@ describe('the default failure policy is the bounded local fallback, and the READ
     try {
       const early = await Promise.all(Array.from({ length: 20 }, (_, i) => limiter.consume(`user:${i % 3}`)));
       // One process seen on the store (it never answered): the local share is the whole limit.
-      assert.ok(early.every((d) => d.allowed && d.reason === 'fallback'), early.map((d) => d.reason).join(','));
+      assert.ok(
+        early.every((d) => d.allowed && d.reason === 'fallback'),
+        early.map((d) => d.reason).join(','),
+      );
       await servers.restart(0);
       let healthy: Decision | undefined;
       // Bounded: the client reconnects within its 20 ms retry, and the circuit probes every 250 ms.
@@ -62,9 +65,16 @@ describe('the default failure policy is the bounded local fallback, and the READ
     const limiter = new Limiter({ policy: gcra({ rate: 100, periodMs: 60_000, maxBurst: 20 }), store });
     try {
       const results = await Promise.allSettled(Array.from({ length: 50 }, () => limiter.consume('user:a')));
-      assert.ok(results.every((r) => r.status === 'fulfilled'), 'no call rejects');
+      assert.ok(
+        results.every((r) => r.status === 'fulfilled'),
+        'no call rejects',
+      );
       for (const r of results) {
-        if (r.status === 'fulfilled') assert.ok(r.value.reason === 'ok' || r.value.reason === 'fallback' || r.value.reason === 'limit', r.value.reason);
+        if (r.status === 'fulfilled')
+          assert.ok(
+            r.value.reason === 'ok' || r.value.reason === 'fallback' || r.value.reason === 'limit',
+            r.value.reason,
+          );
       }
     } finally {
       client.disconnect();

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fixedWindow, gcra, slidingWindowLog, tokenBucket } from '../../src/index.js';
-import { BATCH_SCRIPT, CONSUME_ALL_SCRIPT, DECIDE_SCRIPTS, RedisStore, ioredisAdapter, type RedisAdapter } from '../../src/stores/redis/index.js';
+import {
+  BATCH_SCRIPT,
+  CONSUME_ALL_SCRIPT,
+  DECIDE_SCRIPTS,
+  RedisStore,
+  ioredisAdapter,
+  type RedisAdapter,
+} from '../../src/stores/redis/index.js';
 import { useRedis } from './setup.js';
 
 // Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
@@ -46,7 +53,9 @@ describe('scripts', () => {
   test('EVALSHA first; on NOSCRIPT the script is sent once by EVAL, then found by SHA1', async () => {
     await get().client.script('FLUSH');
     const { adapter, calls } = counting(ioredisAdapter(get().client));
-    const table = new RedisStore({ timeoutMs: DECIDES, adapter, prefix: 'noscript:' }).bind(gcra({ rate: 1, periodMs: 1000, maxBurst: 1 }));
+    const table = new RedisStore({ timeoutMs: DECIDES, adapter, prefix: 'noscript:' }).bind(
+      gcra({ rate: 1, periodMs: 1000, maxBurst: 1 }),
+    );
     assert.equal((await table.consume('a', 1, 0)).allowed, true);
     assert.deepEqual(calls, ['evalsha', 'eval']);
     assert.equal((await table.consume('a', 1, 0)).remaining, 0);
@@ -55,19 +64,26 @@ describe('scripts', () => {
 });
 
 describe('time and TTL', () => {
-  test('without test mode the server TIME is the clock: the caller\'s nowMs is ignored', async () => {
-    const table = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'time:' }).bind(fixedWindow({ limit: 2, windowMs: 60_000 }));
+  test("without test mode the server TIME is the clock: the caller's nowMs is ignored", async () => {
+    const table = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'time:' }).bind(
+      fixedWindow({ limit: 2, windowMs: 60_000 }),
+    );
     const d = await table.consume('a', 1, 0); // 1970: a window that ended long ago if it were used
     assert.equal(d.allowed, true);
     const [seconds] = await get().client.time();
     const untilEndMs = 60_000 - ((Number(seconds) * 1000) % 60_000);
-    assert.ok(Math.abs(d.resetMs - untilEndMs) <= 1100, `resetMs ${d.resetMs} vs the server's window end in ${untilEndMs}`);
+    assert.ok(
+      Math.abs(d.resetMs - untilEndMs) <= 1100,
+      `resetMs ${d.resetMs} vs the server's window end in ${untilEndMs}`,
+    );
     const ttlMs = await get().client.pttl(table.entryOf('a').redisKey);
     assert.ok(ttlMs > 0 && ttlMs <= d.resetMs, `TTL ${ttlMs} ends at the window's end (${d.resetMs})`);
   });
 
   test('a key expires when its state comes to rest (server time)', async () => {
-    const table = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'rest:' }).bind(tokenBucket({ capacity: 2, refillPerSecond: 20 }));
+    const table = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'rest:' }).bind(
+      tokenBucket({ capacity: 2, refillPerSecond: 20 }),
+    );
     const redisKey = table.entryOf('a').redisKey;
     await table.consume('a', 1, 0); // back to full in 50 ms
     const ttlMs = await get().client.pttl(redisKey);
@@ -77,7 +93,12 @@ describe('time and TTL', () => {
   });
 
   test('the TTL is the exact rest time (test mode adds an hour, as documented)', async () => {
-    const store = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'ttl:', unsafeTestTime: true });
+    const store = new RedisStore({
+      timeoutMs: DECIDES,
+      adapter: ioredisAdapter(get().client),
+      prefix: 'ttl:',
+      unsafeTestTime: true,
+    });
     const cases = [
       { policy: tokenBucket({ capacity: 4, refillPerSecond: 2 }), cost: 3, restMs: 1500 },
       { policy: gcra({ rate: 1, periodMs: 300, maxBurst: 4 }), cost: 2, restMs: 600 },
@@ -93,7 +114,12 @@ describe('time and TTL', () => {
   });
 
   test('a state at rest is not stored: cost 0 on a fresh key, a refund back to full', async () => {
-    const table = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'atrest:', unsafeTestTime: true }).bind(tokenBucket({ capacity: 3, refillPerSecond: 1 }));
+    const table = new RedisStore({
+      timeoutMs: DECIDES,
+      adapter: ioredisAdapter(get().client),
+      prefix: 'atrest:',
+      unsafeTestTime: true,
+    }).bind(tokenBucket({ capacity: 3, refillPerSecond: 1 }));
     const redisKey = table.entryOf('k').redisKey;
     await table.consume('k', 0, 1000);
     assert.equal(await get().client.exists(redisKey), 0);
@@ -104,7 +130,12 @@ describe('time and TTL', () => {
   });
 
   test('reserve books the future on Redis as in memory; window policies have none', async () => {
-    const store = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'reserve:', unsafeTestTime: true });
+    const store = new RedisStore({
+      timeoutMs: DECIDES,
+      adapter: ioredisAdapter(get().client),
+      prefix: 'reserve:',
+      unsafeTestTime: true,
+    });
     const table = store.bind(tokenBucket({ capacity: 2, refillPerSecond: 10 }));
     // x/time/rate's reservations on NewLimiter(10, 2): t0 -> t0, t0 -> t2, t3 -> t4.
     assert.equal(await table.reserve!('r', 2, 0, Infinity), 0);
@@ -115,10 +146,22 @@ describe('time and TTL', () => {
   });
 
   test('the sliding log reads and writes only the cells it needs, for a large limit too', async () => {
-    const table = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(get().client), prefix: 'biglog:', unsafeTestTime: true }).bind(slidingWindowLog({ limit: 50_000, windowMs: 1000 }));
+    const table = new RedisStore({
+      timeoutMs: DECIDES,
+      adapter: ioredisAdapter(get().client),
+      prefix: 'biglog:',
+      unsafeTestTime: true,
+    }).bind(slidingWindowLog({ limit: 50_000, windowMs: 1000 }));
     assert.equal((await table.consume('k', 49_999, 0)).remaining, 1);
     assert.equal((await table.consume('k', 2, 500)).allowed, false);
-    assert.deepEqual(await table.consume('k', 1, 999), { allowed: true, limit: 50_000, remaining: 0, retryAfterMs: 0, resetMs: 1000, reason: 'ok' });
+    assert.deepEqual(await table.consume('k', 1, 999), {
+      allowed: true,
+      limit: 50_000,
+      remaining: 0,
+      retryAfterMs: 0,
+      resetMs: 1000,
+      reason: 'ok',
+    });
     assert.equal((await table.peek('k', 49_999, 1000)).allowed, true);
     assert.equal((await table.peek('k', 50_000, 1000)).allowed, false);
   });

@@ -4,7 +4,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import { FloodgateError } from '../../src/core/errors.js';
-import { RedisSemaphore, SEMAPHORE_SCRIPT, hashSlotOf, ioredisAdapter, nodeRedisAdapter, type RedisAdapter, type RedisSemaphoreOptions } from '../../src/redis.js';
+import {
+  RedisSemaphore,
+  SEMAPHORE_SCRIPT,
+  hashSlotOf,
+  ioredisAdapter,
+  nodeRedisAdapter,
+  type RedisAdapter,
+  type RedisSemaphoreOptions,
+} from '../../src/redis.js';
 import { beforeStop, useRedis, useRedisCluster } from './setup.js';
 
 // RedisSemaphore through the clients semaphore.test.ts does not use: node-redis on one server, and
@@ -26,17 +34,45 @@ let connected: Promise<Map<string, Client>> | undefined;
 /** The clients by label, connected on first use (the servers start in before hooks). */
 function connect(): Promise<Map<string, Client>> {
   connected ??= (async () => {
-    const single = await createClient({ socket: { host: '127.0.0.1', port: standalone().servers.ports[0]! } }).connect();
+    const single = await createClient({
+      socket: { host: '127.0.0.1', port: standalone().servers.ports[0]! },
+    }).connect();
     beforeStop(() => single.close());
     const io = cluster().client;
     // As in cluster.test.ts: the masters as root nodes; the nodes announce themselves on 127.0.0.1.
-    const rootNodes = cluster().servers.ports.slice(0, 3).map((port) => ({ url: `redis://127.0.0.1:${port}` }));
+    const rootNodes = cluster()
+      .servers.ports.slice(0, 3)
+      .map((port) => ({ url: `redis://127.0.0.1:${port}` }));
     const nodeCluster = await createCluster({ rootNodes }).connect();
     beforeStop(() => nodeCluster.close());
     return new Map<string, Client>([
-      ['node-redis', { adapter: nodeRedisAdapter(single), set: (k, v) => single.set(k, v), del: (k) => single.del(k), exists: (k) => single.exists(k) }],
-      ['ioredis cluster', { adapter: ioredisAdapter(io), set: (k, v) => io.set(k, v), del: (k) => io.del(k), exists: (k) => io.exists(k) }],
-      ['node-redis cluster', { adapter: nodeRedisAdapter(nodeCluster, { cluster: true }), set: (k, v) => nodeCluster.set(k, v), del: (k) => nodeCluster.del(k), exists: (k) => nodeCluster.exists(k) }],
+      [
+        'node-redis',
+        {
+          adapter: nodeRedisAdapter(single),
+          set: (k, v) => single.set(k, v),
+          del: (k) => single.del(k),
+          exists: (k) => single.exists(k),
+        },
+      ],
+      [
+        'ioredis cluster',
+        {
+          adapter: ioredisAdapter(io),
+          set: (k, v) => io.set(k, v),
+          del: (k) => io.del(k),
+          exists: (k) => io.exists(k),
+        },
+      ],
+      [
+        'node-redis cluster',
+        {
+          adapter: nodeRedisAdapter(nodeCluster, { cluster: true }),
+          set: (k, v) => nodeCluster.set(k, v),
+          del: (k) => nodeCluster.del(k),
+          exists: (k) => nodeCluster.exists(k),
+        },
+      ],
     ]);
   })();
   return connected;
@@ -63,9 +99,14 @@ function clientSuite(label: string, prefix: string): void {
   let names = 0;
 
   /** semaphores returns `count` instances sharing one new name: as if each ran in its own process. */
-  function semaphores(client: Client, count: number, options: Partial<RedisSemaphoreOptions> = {}): { name: string; key: string; sems: RedisSemaphore[] } {
+  function semaphores(
+    client: Client,
+    count: number,
+    options: Partial<RedisSemaphoreOptions> = {},
+  ): { name: string; key: string; sems: RedisSemaphore[] } {
     const name = `t${names++}`;
-    const make = () => new RedisSemaphore({ adapter: client.adapter, prefix, name, permits: 1, leaseMs: 10_000, ...options });
+    const make = () =>
+      new RedisSemaphore({ adapter: client.adapter, prefix, name, permits: 1, leaseMs: 10_000, ...options });
     return { name, key: keyOf(prefix, name), sems: Array.from({ length: count }, make) };
   }
 
@@ -154,8 +195,14 @@ function clientSuite(label: string, prefix: string): void {
     test('bad arguments reject with INVALID_OPTION; a key Redis refuses, with STORE_ERROR', async () => {
       const client = await clientOf(label);
       const adapter = client.adapter;
-      assert.throws(() => new RedisSemaphore({ adapter, prefix, name: 'x', permits: 0, leaseMs: 1000 }), option('INVALID_OPTION', 'RedisSemaphore.permits'));
-      assert.throws(() => new RedisSemaphore({ adapter, prefix, name: 'x', permits: 1, leaseMs: -5 }), option('INVALID_OPTION', 'RedisSemaphore.leaseMs'));
+      assert.throws(
+        () => new RedisSemaphore({ adapter, prefix, name: 'x', permits: 0, leaseMs: 1000 }),
+        option('INVALID_OPTION', 'RedisSemaphore.permits'),
+      );
+      assert.throws(
+        () => new RedisSemaphore({ adapter, prefix, name: 'x', permits: 1, leaseMs: -5 }),
+        option('INVALID_OPTION', 'RedisSemaphore.leaseMs'),
+      );
       const { key, sems } = semaphores(client, 1);
       const sem = sems[0]!;
       await assert.rejects(sem.acquire({ maxWaitMs: -1 }), option('INVALID_OPTION', 'maxWaitMs'));
@@ -163,7 +210,10 @@ function clientSuite(label: string, prefix: string): void {
       // The client's own error for a key of the wrong type comes back as a FloodgateError.
       await client.set(key, 'not a sorted set');
       for (let i = 0; i < 3; i++) {
-        await assert.rejects(sem.acquire({ maxWaitMs: 0 }), (e: unknown) => code('STORE_ERROR')(e) && /WRONGTYPE/.test((e as Error).message));
+        await assert.rejects(
+          sem.acquire({ maxWaitMs: 0 }),
+          (e: unknown) => code('STORE_ERROR')(e) && /WRONGTYPE/.test((e as Error).message),
+        );
       }
       await assert.rejects(sem.holders(), code('STORE_ERROR'));
       await client.del(key);
@@ -190,7 +240,9 @@ function topologyOf(): Promise<Topology> {
   topology ??= (async () => {
     const probe = new Redis({ host: '127.0.0.1', port: cluster().servers.ports[0]! });
     beforeStop(() => probe.disconnect());
-    const reply = (await probe.call('CLUSTER', 'SLOTS')) as Array<[number, number, [string, number, ...unknown[]], ...unknown[]]>;
+    const reply = (await probe.call('CLUSTER', 'SLOTS')) as Array<
+      [number, number, [string, number, ...unknown[]], ...unknown[]]
+    >;
     const ranges = reply.map(([start, end, [, port]]) => ({ start, end, port }));
     const masters = new Map<number, Redis>();
     for (const { port } of ranges) {
@@ -235,15 +287,26 @@ function clusterSpread(label: string, prefix: string): void {
       await assert.rejects(p.b.acquire({ maxWaitMs: 0 }), code('WAIT_TIMEOUT'), `${p.name} is full`);
       // Read on that master directly: the holder is there, under the key's slot.
       assert.equal(await p.master.call('CLUSTER', 'KEYSLOT', p.key), p.slot);
-      assert.notEqual(await p.master.zscore(p.key, held[i]!.id), null, `${p.name}'s holder is on the master on port ${p.port}`);
-      assert.deepEqual(await p.master.script('EXISTS', SEMAPHORE_SCRIPT.sha1), [1], `the script was loaded on port ${p.port}`);
+      assert.notEqual(
+        await p.master.zscore(p.key, held[i]!.id),
+        null,
+        `${p.name}'s holder is on the master on port ${p.port}`,
+      );
+      assert.deepEqual(
+        await p.master.script('EXISTS', SEMAPHORE_SCRIPT.sha1),
+        [1],
+        `the script was loaded on port ${p.port}`,
+      );
     }
     // Releasing one semaphore's permit frees nothing of the others'.
     const waiters = pairs.map((p) => p.b.acquire({ maxWaitMs: 3000 }));
     assert.equal(await held[0]!.release(), true);
     const first = await waiters[0]!;
     assert.deepEqual(await Promise.all(pairs.map((p) => p.a.holders())), [1, 1, 1]);
-    assert.deepEqual(pairs.map((p) => p.b.waiting), [0, 1, 1]);
+    assert.deepEqual(
+      pairs.map((p) => p.b.waiting),
+      [0, 1, 1],
+    );
     await Promise.all([first.release(), held[1]!.release(), held[2]!.release()]);
     const rest = await Promise.all(waiters.slice(1));
     await Promise.all(rest.map((p) => p.release()));

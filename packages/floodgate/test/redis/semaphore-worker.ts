@@ -20,7 +20,14 @@ interface WorkerArgs {
 
 const args = JSON.parse(process.argv[2] ?? '{}') as WorkerArgs;
 const client = new Redis({ host: '127.0.0.1', port: args.port });
-const semaphore = new RedisSemaphore({ adapter: ioredisAdapter(client), name: args.name, permits: args.permits, leaseMs: args.leaseMs, pollMs: 10, timeoutMs: 5000 });
+const semaphore = new RedisSemaphore({
+  adapter: ioredisAdapter(client),
+  name: args.name,
+  permits: args.permits,
+  leaseMs: args.leaseMs,
+  pollMs: 10,
+  timeoutMs: 5000,
+});
 
 async function lane(): Promise<{ maxHolding: number; holds: number }> {
   let maxHolding = 0;
@@ -46,5 +53,10 @@ if (args.mode === 'die') {
   process.exit(0); // no release: the permits stay held until their leases end
 }
 const results = await Promise.all(Array.from({ length: args.lanes }, lane));
-process.stdout.write(JSON.stringify({ maxHolding: Math.max(...results.map((r) => r.maxHolding)), holds: results.reduce((sum, r) => sum + r.holds, 0) }));
+process.stdout.write(
+  JSON.stringify({
+    maxHolding: Math.max(...results.map((r) => r.maxHolding)),
+    holds: results.reduce((sum, r) => sum + r.holds, 0),
+  }),
+);
 client.disconnect();

@@ -3,7 +3,13 @@ import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { FloodgateError } from '../../src/core/errors.js';
-import { RedisSemaphore, SEMAPHORE_SCRIPT, ioredisAdapter, type RedisAdapter, type RedisSemaphoreOptions } from '../../src/redis.js';
+import {
+  RedisSemaphore,
+  SEMAPHORE_SCRIPT,
+  ioredisAdapter,
+  type RedisAdapter,
+  type RedisSemaphoreOptions,
+} from '../../src/redis.js';
 import { useRedis } from './setup.js';
 
 const get = useRedis();
@@ -12,7 +18,10 @@ let names = 0;
 /** semaphores returns `count` semaphores sharing one new name: as if each ran in its own process. */
 function semaphores(count: number, options: Partial<RedisSemaphoreOptions> = {}): RedisSemaphore[] {
   const name = `t${names++}`;
-  return Array.from({ length: count }, () => new RedisSemaphore({ adapter: ioredisAdapter(get().client), name, permits: 1, leaseMs: 10_000, ...options }));
+  return Array.from(
+    { length: count },
+    () => new RedisSemaphore({ adapter: ioredisAdapter(get().client), name, permits: 1, leaseMs: 10_000, ...options }),
+  );
 }
 
 function one(options: Partial<RedisSemaphoreOptions> = {}): RedisSemaphore {
@@ -47,7 +56,10 @@ describe('RedisSemaphore script', () => {
     const members = await get().client.zrange('floodgate:semaphore:{layout}', '0', '-1', 'WITHSCORES');
     assert.equal(members[0], p.id);
     const leaseEndMs = Number(members[1]);
-    assert.ok(Math.abs(leaseEndMs - 5000 - Number(seconds) * 1000) < 1500, `lease end ${leaseEndMs} on the server's clock`);
+    assert.ok(
+      Math.abs(leaseEndMs - 5000 - Number(seconds) * 1000) < 1500,
+      `lease end ${leaseEndMs} on the server's clock`,
+    );
     const pttlMs = await get().client.pttl('floodgate:semaphore:{layout}');
     assert.ok(pttlMs > 4000 && pttlMs <= 5000, `PTTL ${pttlMs}`);
     assert.equal(await p.release(), true);
@@ -90,7 +102,7 @@ describe('RedisSemaphore permits', () => {
     assert.ok(Date.now() - startMs >= 200, `granted after ${Date.now() - startMs} ms, before the lease ended`);
     assert.equal(await lost.release(), false);
     assert.equal(lost.state, 'reclaimed');
-    assert.equal(await live!.holders(), 1, 'the late release did not free the new holder\'s permit');
+    assert.equal(await live!.holders(), 1, "the late release did not free the new holder's permit");
     assert.equal(await next.release(), true);
   });
 
@@ -173,7 +185,12 @@ describe('RedisSemaphore waiting', () => {
   });
 
   test('a permit granted while its caller aborts goes to the next caller, or back to Redis', async () => {
-    const sem = new RedisSemaphore({ adapter: delayed(ioredisAdapter(get().client), 80), name: 'race', permits: 1, leaseMs: 10_000 });
+    const sem = new RedisSemaphore({
+      adapter: delayed(ioredisAdapter(get().client), 80),
+      name: 'race',
+      permits: 1,
+      leaseMs: 10_000,
+    });
     const controller = new AbortController();
     const gone = sem.acquire({ signal: controller.signal });
     const next = sem.acquire({ maxWaitMs: 3000 });
@@ -195,12 +212,20 @@ describe('RedisSemaphore waiting', () => {
 
 describe('RedisSemaphore failures', () => {
   test('Redis errors reject every caller with STORE_ERROR; no answer with STORE_TIMEOUT', async () => {
-    const failing: RedisAdapter = { cluster: false, evalsha: () => Promise.reject(new Error('ERR boom')), eval: () => Promise.reject(new Error('ERR boom')) };
+    const failing: RedisAdapter = {
+      cluster: false,
+      evalsha: () => Promise.reject(new Error('ERR boom')),
+      eval: () => Promise.reject(new Error('ERR boom')),
+    };
     const broken = new RedisSemaphore({ adapter: failing, name: 'broken', permits: 2, leaseMs: 1000 });
     const results = await Promise.allSettled([broken.acquire(), broken.acquire(), broken.acquire({ maxWaitMs: 0 })]);
     for (const r of results) assert.ok(r.status === 'rejected' && code('STORE_ERROR')(r.reason), String(r.status));
     await assert.rejects(broken.holders(), code('STORE_ERROR'));
-    const hanging: RedisAdapter = { cluster: false, evalsha: () => new Promise(() => undefined), eval: () => new Promise(() => undefined) };
+    const hanging: RedisAdapter = {
+      cluster: false,
+      evalsha: () => new Promise(() => undefined),
+      eval: () => new Promise(() => undefined),
+    };
     const hung = new RedisSemaphore({ adapter: hanging, name: 'hung', permits: 1, leaseMs: 1000, timeoutMs: 100 });
     const startMs = Date.now();
     const hungResults = await Promise.allSettled([hung.acquire(), hung.acquire({ maxWaitMs: 5000 })]);
@@ -220,7 +245,10 @@ describe('RedisSemaphore failures', () => {
       [{ pollMs: 0 }, 'RedisSemaphore.pollMs'],
     ];
     for (const [options, option] of bad) {
-      assert.throws(() => new RedisSemaphore({ adapter, name: 'x', permits: 1, leaseMs: 1000, ...options }), (e: unknown) => code('INVALID_OPTION')(e) && (e as FloodgateError).option === option);
+      assert.throws(
+        () => new RedisSemaphore({ adapter, name: 'x', permits: 1, leaseMs: 1000, ...options }),
+        (e: unknown) => code('INVALID_OPTION')(e) && (e as FloodgateError).option === option,
+      );
     }
   });
 });

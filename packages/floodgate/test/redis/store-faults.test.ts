@@ -64,7 +64,11 @@ describe('the default timeout: a hung Redis costs a caller the floor, once', () 
     assert.equal(await settledNow(Promise.race(hung)), false, 'still within the 25 ms floor');
     clock.advance(1);
     const decided = await Promise.all(hung);
-    assert.deepEqual(decided.map((d) => d.reason), Array(5).fill('fallback'), 'cut off at 25 ms, decided locally');
+    assert.deepEqual(
+      decided.map((d) => d.reason),
+      Array(5).fill('fallback'),
+      'cut off at 25 ms, decided locally',
+    );
     const after = table.consume('later', 1, NaN);
     assert.equal(await settledNow(after), true, 'the circuit is open: answered without waiting at all');
     assert.equal((await after).reason, 'fallback');
@@ -73,20 +77,34 @@ describe('the default timeout: a hung Redis costs a caller the floor, once', () 
   test('the circuit opening abandons the calls still in flight on it', async () => {
     const { adapter, set } = scripted();
     const clock = new ManualClock();
-    const table = new RedisStore({ adapter, maxBatchSize: 1, timeoutMs: 100, failuresToOpen: 3, clock, timers: clock }).bind(policy);
+    const table = new RedisStore({
+      adapter,
+      maxBatchSize: 1,
+      timeoutMs: 100,
+      failuresToOpen: 3,
+      clock,
+      timers: clock,
+    }).bind(policy);
     set('hang');
     const first = [0, 1, 2].map((i) => table.consume(`a${i}`, 1, NaN));
     clock.advance(50);
     const second = [0, 1, 2, 3].map((i) => table.consume(`b${i}`, 1, NaN));
     clock.advance(50); // the first three time out: the circuit opens
     await Promise.all(first);
-    assert.equal(await settledNow(Promise.all(second)), true, 'cut off at the opening, 50 ms before their own deadline');
-    assert.deepEqual((await Promise.all(second)).map((d) => d.reason), Array(4).fill('fallback'));
+    assert.equal(
+      await settledNow(Promise.all(second)),
+      true,
+      'cut off at the opening, 50 ms before their own deadline',
+    );
+    assert.deepEqual(
+      (await Promise.all(second)).map((d) => d.reason),
+      Array(4).fill('fallback'),
+    );
   });
 });
 
 describe('write-back: what the failure policy admitted is charged to Redis when it answers again', () => {
-  test('each key\'s total goes as one charge, after the first answer', async () => {
+  test("each key's total goes as one charge, after the first answer", async () => {
     const { adapter, sent, set } = scripted();
     const clock = new ManualClock();
     const table = new RedisStore({ adapter, maxBatchSize: 1, timeoutMs: 50, clock, timers: clock }).bind(policy);
@@ -104,7 +122,10 @@ describe('write-back: what the failure policy admitted is charged to Redis when 
     assert.equal((await table.consume('d', 1, NaN)).reason, 'ok');
     await drained();
     const charges = sent.filter((s) => s.op === 'charge').map((s) => [s.key.replace(/^.*\{|\}$/g, ''), s.cost]);
-    assert.deepEqual(charges, [['a', '3'], ['b', '4']]);
+    assert.deepEqual(charges, [
+      ['a', '3'],
+      ['b', '4'],
+    ]);
     assert.equal(table.writeBack?.size, 0);
   });
 
@@ -115,21 +136,34 @@ describe('write-back: what the failure policy admitted is charged to Redis when 
     set('hang');
     const cut = [table.consume('a', 1, NaN), table.consume('a', 1, NaN)];
     clock.advance(50);
-    assert.deepEqual((await Promise.all(cut)).map((d) => d.reason), ['fallback', 'fallback']);
+    assert.deepEqual(
+      (await Promise.all(cut)).map((d) => d.reason),
+      ['fallback', 'fallback'],
+    );
     assert.equal(table.writeBack?.owedFor('a'), 2);
     set('ok'); // Redis is back: the late answers come first
     sent[0]!.answer(['1', '97', '0', '0']); // Redis ran the first one late, and admitted it
     sent[1]!.answer(['0', '0', '1000', '1000']); // and refused the second: it is still owed
     await drained();
     // Once no cut-off call is still out, the write-back goes: only what Redis did not count.
-    assert.deepEqual(sent.filter((s) => s.op === 'charge').map((s) => s.cost), ['1']);
+    assert.deepEqual(
+      sent.filter((s) => s.op === 'charge').map((s) => s.cost),
+      ['1'],
+    );
     assert.equal(table.writeBack?.size, 0);
   });
 
   test('a charge that fails stays owed for the next answer', async () => {
     const { adapter, sent, set } = scripted();
     const clock = new ManualClock();
-    const table = new RedisStore({ adapter, maxBatchSize: 1, timeoutMs: 50, failuresToOpen: 100, clock, timers: clock }).bind(policy);
+    const table = new RedisStore({
+      adapter,
+      maxBatchSize: 1,
+      timeoutMs: 50,
+      failuresToOpen: 100,
+      clock,
+      timers: clock,
+    }).bind(policy);
     set('fail');
     await table.consume('a', 1, NaN);
     set('ok');
@@ -142,7 +176,10 @@ describe('write-back: what the failure policy admitted is charged to Redis when 
     await table.consume('c', 1, NaN);
     await drained();
     assert.equal(table.writeBack?.size, 0);
-    assert.deepEqual(sent.filter((s) => s.op === 'charge').map((s) => s.cost), ['1', '1']);
+    assert.deepEqual(
+      sent.filter((s) => s.op === 'charge').map((s) => s.cost),
+      ['1', '1'],
+    );
   });
 
   test('writeBack: false, fail-closed and throw owe nothing', async () => {
@@ -151,7 +188,11 @@ describe('write-back: what the failure policy admitted is charged to Redis when 
     const clock = new ManualClock();
     const off = new RedisStore({ adapter, maxBatchSize: 1, writeBack: false, clock, timers: clock });
     assert.equal(off.bind(policy).writeBack, undefined);
-    assert.equal((off.withOnError('fail-open').bind(policy) as ReturnType<RedisStore['bind']>).writeBack, undefined, 'writeBack: false holds for every policy of the store');
+    assert.equal(
+      (off.withOnError('fail-open').bind(policy) as ReturnType<RedisStore['bind']>).writeBack,
+      undefined,
+      'writeBack: false holds for every policy of the store',
+    );
     const on = new RedisStore({ adapter, maxBatchSize: 1, clock, timers: clock });
     assert.equal((on.withOnError('fail-closed').bind(policy) as ReturnType<RedisStore['bind']>).writeBack, undefined);
     assert.equal((on.withOnError('throw').bind(policy) as ReturnType<RedisStore['bind']>).writeBack, undefined);
@@ -159,17 +200,29 @@ describe('write-back: what the failure policy admitted is charged to Redis when 
   });
 });
 
-describe('the local fallback\'s share', () => {
+describe("the local fallback's share", () => {
   test('share or nodes, not both; nodes a whole number', () => {
     const { adapter } = scripted();
-    assert.throws(() => new RedisStore({ adapter, onError: { fallback: 'local', share: 0.5, nodes: 2 } }), /give share or nodes, not both/);
-    assert.throws(() => new RedisStore({ adapter, onError: { fallback: 'local', nodes: 1.5 } }), /nodes \(a whole number >= 1\)/);
+    assert.throws(
+      () => new RedisStore({ adapter, onError: { fallback: 'local', share: 0.5, nodes: 2 } }),
+      /give share or nodes, not both/,
+    );
+    assert.throws(
+      () => new RedisStore({ adapter, onError: { fallback: 'local', nodes: 1.5 } }),
+      /nodes \(a whole number >= 1\)/,
+    );
   });
 
   test('nodes: 4 gives each process a quarter of the limit', async () => {
     const { adapter, set } = scripted();
     const clock = new ManualClock();
-    const table = new RedisStore({ adapter, maxBatchSize: 1, onError: { fallback: 'local', nodes: 4 }, clock, timers: clock }).bind(policy);
+    const table = new RedisStore({
+      adapter,
+      maxBatchSize: 1,
+      onError: { fallback: 'local', nodes: 4 },
+      clock,
+      timers: clock,
+    }).bind(policy);
     set('fail');
     let admitted = 0;
     for (let i = 0; i < 60; i++) if ((await table.consume('a', 1, NaN)).allowed) admitted++;
@@ -188,7 +241,10 @@ describe('ioredisAdapter fails a call at once while the connection is lost', () 
     const adapter = ioredisAdapter(client);
     for (const status of ['reconnecting', 'close', 'end']) {
       client.status = status;
-      await assert.rejects(adapter.evalsha('sha', ['k'], []), new RegExp(`Connection is closed \\(ioredis status: ${status}\\)`));
+      await assert.rejects(
+        adapter.evalsha('sha', ['k'], []),
+        new RegExp(`Connection is closed \\(ioredis status: ${status}\\)`),
+      );
       await assert.rejects(adapter.eval('return 1', ['k'], []), /Connection is closed/);
     }
     assert.equal(sent, 0, 'nothing was queued in the client');
@@ -205,7 +261,14 @@ describe('lapses in a row', () => {
     const { adapter, set } = scripted();
     const clock = new ManualClock();
     const bucket = tokenBucket({ capacity: 10, refillPerSecond: 1 });
-    const table = new RedisStore({ adapter, maxBatchSize: 1, timeoutMs: 50, writeBack: false, clock, timers: clock }).bind(bucket);
+    const table = new RedisStore({
+      adapter,
+      maxBatchSize: 1,
+      timeoutMs: 50,
+      writeBack: false,
+      clock,
+      timers: clock,
+    }).bind(bucket);
     const lapse = async (): Promise<number> => {
       set('fail');
       let admitted = 0;

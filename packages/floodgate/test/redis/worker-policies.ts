@@ -1,4 +1,12 @@
-import { fixedWindow, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm } from '../../src/index.js';
+import {
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+  type Algorithm,
+} from '../../src/index.js';
 
 /**
  * EXACT_LIMIT is what each of {@link exactPolicies} admits during a test run: every policy is

@@ -24,7 +24,11 @@ class GuavaModel {
   threshold = 0;
   slope = 0;
 
-  constructor(readonly shape: Shape, rate: number, now: bigint) {
+  constructor(
+    readonly shape: Shape,
+    rate: number,
+    now: bigint,
+  ) {
     this.setRate(rate, now);
   }
 
@@ -113,7 +117,13 @@ const timeoutsMicros = fc.oneof(
   fc.constantFrom(0, Infinity, -Infinity, 9.3e18, -9.3e18),
 );
 
-function create(shape: Shape, warmupMs: number, rate: number, clock: ManualClock, sleep?: (ms: number) => Promise<void>) {
+function create(
+  shape: Shape,
+  warmupMs: number,
+  rate: number,
+  clock: ManualClock,
+  sleep?: (ms: number) => Promise<void>,
+) {
   return shape.kind === 'bursty'
     ? SmoothRateLimiter.bursty(rate, { maxBurstSeconds: shape.burstSeconds, clock, sleep })
     : SmoothRateLimiter.warmingUp(rate, warmupMs, { coldFactor: shape.coldFactor, clock, sleep });
@@ -147,7 +157,10 @@ describe('SmoothRateLimiter against a reference model of Guava', () => {
               assert.equal(limiter.reserveAt(o.permits, now), Number(model.reserve(o.permits, BigInt(now))));
             } else if (o.kind === 'tryReserve') {
               const expected = model.tryReserve(o.permits, javaLong(o.timeout), BigInt(now));
-              assert.equal(limiter.tryReserveAt(o.permits, o.timeout, now), expected === false ? false : Number(expected));
+              assert.equal(
+                limiter.tryReserveAt(o.permits, o.timeout, now),
+                expected === false ? false : Number(expected),
+              );
             } else {
               limiter.setRateAt(o.rate, now);
               model.setRate(o.rate, BigInt(now));
@@ -163,7 +176,11 @@ describe('SmoothRateLimiter against a reference model of Guava', () => {
   test('acquire, tryAcquire, sleep and setRate on a manual clock', async () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant('acquire' as const), permits }),
-      fc.record({ kind: fc.constant('tryAcquire' as const), permits, timeoutMs: fc.integer({ min: -1000, max: 3000 }) }),
+      fc.record({
+        kind: fc.constant('tryAcquire' as const),
+        permits,
+        timeoutMs: fc.integer({ min: -1000, max: 3000 }),
+      }),
       fc.record({ kind: fc.constant('sleep' as const), ms: fc.integer({ min: 0, max: 3000 }) }),
       fc.record({ kind: fc.constant('setRate' as const), rate: rates }),
     );

@@ -39,7 +39,11 @@ function rateOf(value: number | string | undefined): number {
 }
 
 /** Runs one op; returns the limiter (created or unchanged). */
-async function step(op: Op, limiter: SmoothRateLimiter | undefined, time: FakeStopwatch): Promise<SmoothRateLimiter | undefined> {
+async function step(
+  op: Op,
+  limiter: SmoothRateLimiter | undefined,
+  time: FakeStopwatch,
+): Promise<SmoothRateLimiter | undefined> {
   const options = { clock: time.clock, sleep: time.sleep };
   switch (op.op) {
     case 'create':

@@ -3,7 +3,16 @@ import { describe, test } from 'node:test';
 import { once } from 'node:events';
 import { spawn } from 'node:child_process';
 import { connect } from 'node:net';
-import { ADAPTIVE_TIMEOUT_DEFAULTS, DeadlineQueue, FloodgateError, ManualClock, StoreTimeout, monotonicClock, systemTimers, watch } from '../../src/index.js';
+import {
+  ADAPTIVE_TIMEOUT_DEFAULTS,
+  DeadlineQueue,
+  FloodgateError,
+  ManualClock,
+  StoreTimeout,
+  monotonicClock,
+  systemTimers,
+  watch,
+} from '../../src/index.js';
 
 describe('StoreTimeout: a floor, a multiple of the recent p99, a cap', () => {
   test('the default is adaptive: the cap before any answer, then 3x the p99 between 25 and 250 ms', () => {
@@ -49,7 +58,11 @@ describe('StoreTimeout: a floor, a multiple of the recent p99, a cap', () => {
       [{ flooMs: 10 }, /T\.timeoutMs\.flooMs is not an option of an adaptive timeout/],
     ];
     for (const [option, message] of bad) {
-      assert.throws(() => StoreTimeout.of(option, 'T.timeoutMs'), (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && message.test(e.message), String(option));
+      assert.throws(
+        () => StoreTimeout.of(option, 'T.timeoutMs'),
+        (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && message.test(e.message),
+        String(option),
+      );
     }
   });
 });
@@ -104,9 +117,16 @@ describe('DeadlineQueue: one timer, deadlines in any order, abandoned by target'
     assert.deepEqual(lateAnswers, ['ran after all']);
   });
 
-  test('an answer that arrived while this process\'s event loop stalled past the deadline wins over the deadline', async () => {
+  test("an answer that arrived while this process's event loop stalled past the deadline wins over the deadline", async () => {
     // The echo runs in another process, so that it answers while this one is stalled.
-    const echo = spawn(process.execPath, ['-e', "require('net').createServer((s) => s.on('data', (d) => s.write(d))).listen(0, '127.0.0.1', function () { console.log(this.address().port) })"], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const echo = spawn(
+      process.execPath,
+      [
+        '-e',
+        "require('net').createServer((s) => s.on('data', (d) => s.write(d))).listen(0, '127.0.0.1', function () { console.log(this.address().port) })",
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     const [portLine] = (await once(echo.stdout!, 'data')) as [Buffer];
     const socket = connect(Number(String(portLine).trim()), '127.0.0.1');
     await once(socket, 'connect');

@@ -77,7 +77,9 @@ function assertLogBound(limit: number, windowMs: number, run: readonly Admission
   }
   // Any span [s, s + windowMs) holding entries holds no more than those in (last - windowMs, last].
   for (const last of entries) {
-    const sum = entries.filter((e) => e.atMs > last.atMs - windowMs && e.atMs <= last.atMs).reduce((s, e) => s + e.cost, 0);
+    const sum = entries
+      .filter((e) => e.atMs > last.atMs - windowMs && e.atMs <= last.atMs)
+      .reduce((s, e) => s + e.cost, 0);
     assert.ok(sum <= limit, `the ${windowMs} ms up to ${last.atMs} admitted ${sum} > ${limit}`);
   }
 }

@@ -90,7 +90,11 @@ export function policyArb(kind: PolicyKind): fc.Arbitrary<PolicySpec> {
       return fc.record({ kind: fc.constant(kind), limit: fc.integer({ min: 1, max: 8 }), windowMs });
     case 'subWindows':
       return fc
-        .record({ limit: fc.integer({ min: 1, max: 10 }), subWindows: fc.integer({ min: 1, max: 6 }), subMs: fc.integer({ min: 1, max: 600 }) })
+        .record({
+          limit: fc.integer({ min: 1, max: 10 }),
+          subWindows: fc.integer({ min: 1, max: 6 }),
+          subMs: fc.integer({ min: 1, max: 600 }),
+        })
         .map(({ limit, subWindows, subMs }) => ({ kind, limit, subWindows, windowMs: subMs * subWindows }));
     case 'gcra':
       return fc.record({
@@ -111,7 +115,10 @@ export function costArb(spec: PolicySpec, positive = false): fc.Arbitrary<number
   const min = positive ? 1 : 0;
   const whole = fc.integer({ min, max: limit });
   if (spec.kind === 'slidingWindowLog') return whole;
-  return fc.oneof(whole, fc.integer({ min, max: limit * 10 }).map((tenths) => tenths / 10));
+  return fc.oneof(
+    whole,
+    fc.integer({ min, max: limit * 10 }).map((tenths) => tenths / 10),
+  );
 }
 
 /**

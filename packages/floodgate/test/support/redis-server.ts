@@ -68,9 +68,17 @@ function spawnRedis(args: readonly string[]): Promise<ChildProcess> {
     }, READY_TIMEOUT_MS);
     child.once('error', (error: NodeJS.ErrnoException) => {
       const missing = error.code === 'ENOENT';
-      fail(new Error(missing ? 'redis-server was not found on PATH: the Redis tests need it (e.g. apt-get install redis-server); they are not skipped' : `redis-server failed to start: ${error.message}`));
+      fail(
+        new Error(
+          missing
+            ? 'redis-server was not found on PATH: the Redis tests need it (e.g. apt-get install redis-server); they are not skipped'
+            : `redis-server failed to start: ${error.message}`,
+        ),
+      );
     });
-    child.once('exit', (code) => fail(new Error(`redis-server exited with code ${String(code)} before it was ready:\n${output}`)));
+    child.once('exit', (code) =>
+      fail(new Error(`redis-server exited with code ${String(code)} before it was ready:\n${output}`)),
+    );
     const watch = (chunk: Buffer): void => {
       output += chunk.toString();
       if (!settled && output.includes('Ready to accept connections')) {
@@ -108,7 +116,12 @@ async function stopAll(children: readonly ChildProcess[], dir: string): Promise<
 }
 
 /** Returns the {@link RedisServers} handle over `children`, each restartable with its `args`. */
-function serversOf(ports: readonly number[], children: ChildProcess[], args: readonly string[][], dir: string): RedisServers {
+function serversOf(
+  ports: readonly number[],
+  children: ChildProcess[],
+  args: readonly string[][],
+  dir: string,
+): RedisServers {
   const child = (index: number): ChildProcess => {
     const found = children[index];
     if (found === undefined) throw new Error(`no redis node ${index}`);
@@ -155,11 +168,23 @@ export async function startRedisCluster(options: ClusterOptions = {}): Promise<R
   for (let i = 0; i < 6; i++) taken.add(await freePort(true, taken));
   const ports = [...taken];
   const children: ChildProcess[] = [];
-  const args = ports.map((port) => [...baseArgs(port, dir), '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', String(nodeTimeoutMs), '--repl-diskless-sync-delay', '0']);
+  const args = ports.map((port) => [
+    ...baseArgs(port, dir),
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    `nodes-${port}.conf`,
+    '--cluster-node-timeout',
+    String(nodeTimeoutMs),
+    '--repl-diskless-sync-delay',
+    '0',
+  ]);
   try {
     for (const nodeArgs of args) children.push(await spawnRedis(nodeArgs));
     const nodes = ports.map((port) => `127.0.0.1:${port}`);
-    await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '1', '--cluster-yes'], { timeout: READY_TIMEOUT_MS });
+    await run('redis-cli', ['--cluster', 'create', ...nodes, '--cluster-replicas', '1', '--cluster-yes'], {
+      timeout: READY_TIMEOUT_MS,
+    });
     await waitForClusterOk(ports);
   } catch (error) {
     await stopAll(children, dir);
@@ -171,12 +196,21 @@ export async function startRedisCluster(options: ClusterOptions = {}): Promise<R
 async function waitForClusterOk(ports: readonly number[]): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
-    const infos = await Promise.all(ports.map((port) => run('redis-cli', ['-p', String(port), 'info', 'all']).then((r) => r.stdout)));
-    const clusterOk = await Promise.all(ports.map((port) => run('redis-cli', ['-p', String(port), 'cluster', 'info']).then((r) => r.stdout.includes('cluster_state:ok'))));
+    const infos = await Promise.all(
+      ports.map((port) => run('redis-cli', ['-p', String(port), 'info', 'all']).then((r) => r.stdout)),
+    );
+    const clusterOk = await Promise.all(
+      ports.map((port) =>
+        run('redis-cli', ['-p', String(port), 'cluster', 'info']).then((r) => r.stdout.includes('cluster_state:ok')),
+      ),
+    );
     // Replicas must have synced once, or none would be promoted when its master fails.
     const synced = infos.every((info) => !info.includes('role:slave') || info.includes('master_link_status:up'));
     if (clusterOk.every(Boolean) && synced) return;
-    if (Date.now() > deadline) throw new Error(`the Redis Cluster on ports ${ports.join(', ')} did not reach cluster_state:ok with every replica in sync`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `the Redis Cluster on ports ${ports.join(', ')} did not reach cluster_state:ok with every replica in sync`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -109,7 +109,8 @@ export function runService(options: {
     latenciesMs: Array.from({ length: seconds }, () => []),
     tiers: [],
   };
-  const tierStats = (tier: number): { offered: number; good: number } => (result.tiers[tier] ??= { offered: 0, good: 0 });
+  const tierStats = (tier: number): { offered: number; good: number } =>
+    (result.tiers[tier] ??= { offered: 0, good: 0 });
   const events = new Events();
   const waiting: { call: Call; serviceMs: number; outcome: 'success' | 'ignore' }[] = [];
   let head = 0;

@@ -145,7 +145,11 @@ export function perMsOf(spec: PolicySpec): number {
  *   [k windowMs - minOffsetMs, (k + 1) windowMs - maxOffsetMs);
  * - sub-window counter: the same over any n consecutive sub-windows.
  */
-export function excessOf(spec: PolicySpec, admitted: readonly Admitted[], spread: Spread): { excess: number; where: string } {
+export function excessOf(
+  spec: PolicySpec,
+  admitted: readonly Admitted[],
+  spread: Spread,
+): { excess: number; where: string } {
   const skewMs = spread.maxOffsetMs - spread.minOffsetMs;
   const limit = limitOf(spec);
   switch (spec.kind) {
@@ -169,7 +173,11 @@ export function excessOf(spec: PolicySpec, admitted: readonly Admitted[], spread
 const SLACK = 1e-6;
 
 /** Over every span [a_i, a_j] shorter than `shorterThanMs`, the most admitted beyond `allowed(span)`. */
-function worstSpan(admitted: readonly Admitted[], shorterThanMs: number, allowed: (spanMs: number) => number): { excess: number; where: string } {
+function worstSpan(
+  admitted: readonly Admitted[],
+  shorterThanMs: number,
+  allowed: (spanMs: number) => number,
+): { excess: number; where: string } {
   let worst = { excess: -Infinity, where: 'nothing admitted' };
   for (let i = 0; i < admitted.length; i++) {
     let sum = 0;
@@ -178,14 +186,21 @@ function worstSpan(admitted: readonly Admitted[], shorterThanMs: number, allowed
       if (!(spanMs < shorterThanMs)) break;
       sum += admitted[j]!.cost;
       const excess = sum - allowed(spanMs) - SLACK;
-      if (excess > worst.excess) worst = { excess, where: `${sum} admitted in real [${admitted[i]!.realMs}, ${admitted[j]!.realMs}]` };
+      if (excess > worst.excess)
+        worst = { excess, where: `${sum} admitted in real [${admitted[i]!.realMs}, ${admitted[j]!.realMs}]` };
     }
   }
   return worst;
 }
 
 /** Per aligned group of `span` slots of `slotMs`, shrunk by the offsets, the most admitted beyond `limit`. */
-function worstSlots(admitted: readonly Admitted[], slotMs: number, span: number, limit: number, spread: Spread): { excess: number; where: string } {
+function worstSlots(
+  admitted: readonly Admitted[],
+  slotMs: number,
+  span: number,
+  limit: number,
+  spread: Spread,
+): { excess: number; where: string } {
   let worst = { excess: -Infinity, where: 'nothing admitted' };
   if (admitted.length === 0) return worst;
   const first = Math.floor((admitted[0]!.realMs + spread.minOffsetMs) / slotMs) - span;

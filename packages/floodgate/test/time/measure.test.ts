@@ -56,7 +56,9 @@ function measure(spec: PolicySpec): { share: number; bound: number } {
     const aligned = maxInSpan(runShared(build(spec), ALIGNED, requests), windowMs);
     share = Math.max(share, (skewed - aligned) / limit);
     const offered = requests.map((r) => ({ realMs: r.realMs, cost: r.cost, clockMs: r.realMs }));
-    const extra = RATE_KINDS.has(spec.kind) ? Math.ceil((limit * SPREAD_MS) / windowMs - 1e-9) : maxInSpan(offered, SPREAD_MS);
+    const extra = RATE_KINDS.has(spec.kind)
+      ? Math.ceil((limit * SPREAD_MS) / windowMs - 1e-9)
+      : maxInSpan(offered, SPREAD_MS);
     bound = Math.max(bound, extra / limit);
   }
   return { share, bound };
@@ -66,7 +68,11 @@ describe('over-admission with 3 nodes at +-50 ms, limit 100, offered 3x the rate
   const rows: ReadonlyArray<{ windowMs: number; what: string; claim?: { share: number; windows: boolean } }> = [
     { windowMs: 1000, what: '1 s windows: within the bounds (10% of the limit for buckets and GCRA)' },
     { windowMs: 10_000, what: '10 s windows: at most 1% for buckets and GCRA', claim: { share: 0.01, windows: false } },
-    { windowMs: 30_000, what: '30 s windows: at most 1% for buckets, GCRA and windows', claim: { share: 0.01, windows: true } },
+    {
+      windowMs: 30_000,
+      what: '30 s windows: at most 1% for buckets, GCRA and windows',
+      claim: { share: 0.01, windows: true },
+    },
   ];
   for (const { windowMs, what, claim } of rows) {
     test(what, (t) => {

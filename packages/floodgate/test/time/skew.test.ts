@@ -25,7 +25,8 @@ describe(`every policy, 3 to 5 nodes on one state (seed ${seed})`, () => {
   for (const kind of policyKinds) {
     test(`${kind}: clocks within +-50 ms`, () => {
       const random = new Random(seed ^ kind.length);
-      for (let trial = 0; trial < TRIALS; trial++) check(specOf(kind, random), skewedNodes(random, 50), random, `trial ${trial}`);
+      for (let trial = 0; trial < TRIALS; trial++)
+        check(specOf(kind, random), skewedNodes(random, 50), random, `trial ${trial}`);
     });
 
     test(`${kind}: clocks within +-50 ms and one stepping up to 1 s back or forward`, () => {

@@ -13,7 +13,10 @@ const TRIALS = 40;
 const ONE_CLOCK = { minOffsetMs: 0, maxOffsetMs: 0 };
 
 function steppingBack(random: Random, endMs: number): NodeClock {
-  const steps = Array.from({ length: random.int(1, 3) }, () => ({ atMs: random.between(0, endMs), byMs: -random.between(1, 1000) }));
+  const steps = Array.from({ length: random.int(1, 3) }, () => ({
+    atMs: random.between(0, endMs),
+    byMs: -random.between(1, 1000),
+  }));
   return { offsetMs: 0, steps };
 }
 
@@ -28,7 +31,12 @@ describe(`one process, its clock stepping back up to 1 s (seed ${seed})`, () => 
       const random = new Random(seed ^ (kind.length * 104_729));
       for (let trial = 0; trial < TRIALS; trial++) {
         const spec = specOf(kind, random);
-        const requests = streamOf(spec, random, { startMs: random.pick([0, 1_700_000_000_000]), count: 300, nodes: 1, reserves: true });
+        const requests = streamOf(spec, random, {
+          startMs: random.pick([0, 1_700_000_000_000]),
+          count: 300,
+          nodes: 1,
+          reserves: true,
+        });
         const endMs = requests[requests.length - 1]!.realMs - requests[0]!.realMs;
         const clock = steppingBack(random, endMs);
         const stepped = { ...clock, steps: clock.steps.map((s) => ({ ...s, atMs: s.atMs + requests[0]!.realMs })) };
@@ -49,7 +57,10 @@ describe(`one process, its clock stepping back up to 1 s (seed ${seed})`, () => 
         // back moves those windows against real time, so which requests share a window, and so
         // the total over a sparse stream, may differ either way: no total to compare.
         if (!isWindowed(spec)) {
-          assert.ok(total(admitted) <= total(correct) + 1e-9, `${context}: ${total(admitted)} admitted, ${total(correct)} on a correct clock`);
+          assert.ok(
+            total(admitted) <= total(correct) + 1e-9,
+            `${context}: ${total(admitted)} admitted, ${total(correct)} on a correct clock`,
+          );
         }
       }
     });
@@ -60,14 +71,20 @@ describe(`one process, its clock stepping back up to 1 s (seed ${seed})`, () => 
     for (let trial = 0; trial < TRIALS; trial++) {
       const rate = random.pick([1, 5, 50]);
       const warm = random.next() < 0.5;
-      const correct = warm ? SmoothRateLimiter.warmingUp(rate, 1000) : SmoothRateLimiter.bursty(rate, { maxBurstSeconds: 2 });
-      const skewed = warm ? SmoothRateLimiter.warmingUp(rate, 1000) : SmoothRateLimiter.bursty(rate, { maxBurstSeconds: 2 });
+      const correct = warm
+        ? SmoothRateLimiter.warmingUp(rate, 1000)
+        : SmoothRateLimiter.bursty(rate, { maxBurstSeconds: 2 });
+      const skewed = warm
+        ? SmoothRateLimiter.warmingUp(rate, 1000)
+        : SmoothRateLimiter.bursty(rate, { maxBurstSeconds: 2 });
       const clock = steppingBack(random, 20_000);
       let realMicros = 0;
       for (let i = 0; i < 200; i++) {
         realMicros += Math.round(random.between(0, 2e6 / rate));
         const permits = random.int(1, 3);
-        const steppedMicros = realMicros + Math.round(clock.steps.filter((s) => realMicros >= s.atMs * 1000).reduce((o, s) => o + s.byMs, 0) * 1000);
+        const steppedMicros =
+          realMicros +
+          Math.round(clock.steps.filter((s) => realMicros >= s.atMs * 1000).reduce((o, s) => o + s.byMs, 0) * 1000);
         const startCorrect = realMicros + correct.reserveAt(permits, realMicros);
         const startStepped = realMicros + skewed.reserveAt(permits, steppedMicros);
         assert.ok(

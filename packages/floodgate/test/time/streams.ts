@@ -23,7 +23,10 @@ export function specOf(kind: PolicyKind, random: Random): PolicySpec {
 
 /** skewedNodes returns 3 to 5 node clocks each off real time by up to `maxSkewMs` either way. */
 export function skewedNodes(random: Random, maxSkewMs: number): NodeClock[] {
-  return Array.from({ length: random.int(3, 5) }, () => ({ offsetMs: random.between(-maxSkewMs, maxSkewMs), steps: [] }));
+  return Array.from({ length: random.int(3, 5) }, () => ({
+    offsetMs: random.between(-maxSkewMs, maxSkewMs),
+    steps: [],
+  }));
 }
 
 /** StreamOptions shapes {@link streamOf}'s requests. */

@@ -4,7 +4,13 @@ import { describe, test } from 'node:test';
 import { FloodgateError, Limiter, ManualClock, gcra, tokenBucket, type Store } from '../../src/index.js';
 import { asyncStore, flush, runAll, runUntil, track, type Outcome } from './support.js';
 
-function setup(options: { capacity: number; refillPerSecond: number; maxQueue?: number; store?: Store; startMs?: number }) {
+function setup(options: {
+  capacity: number;
+  refillPerSecond: number;
+  maxQueue?: number;
+  store?: Store;
+  startMs?: number;
+}) {
   const clock = new ManualClock(options.startMs ?? 0);
   const policy = tokenBucket({ capacity: options.capacity, refillPerSecond: options.refillPerSecond });
   const limiter = new Limiter({ policy, clock, maxQueue: options.maxQueue, store: options.store });
@@ -19,7 +25,10 @@ describe('acquire on a policy that books the future', () => {
     const { clock, limiter } = setup({ capacity: 2, refillPerSecond: 10 });
     const waiters = [0, 1, 2, 3, 4].map(() => track(clock, limiter.acquire('k')));
     await runAll(clock);
-    assert.deepEqual(waiters.map((w) => w.outcome), [0, 0, 100, 200, 300].map(admittedAt));
+    assert.deepEqual(
+      waiters.map((w) => w.outcome),
+      [0, 0, 100, 200, 300].map(admittedAt),
+    );
   });
 
   test('a cost books that many units: bigger requests delay those behind them', async () => {
@@ -31,7 +40,10 @@ describe('acquire on a policy that books the future', () => {
       track(clock, limiter.acquire('k', { cost: 0 })), // nothing, but not before those ahead
     ];
     await runAll(clock);
-    assert.deepEqual(steps.map((w) => w.outcome), [0, 500, 625, 625].map(admittedAt));
+    assert.deepEqual(
+      steps.map((w) => w.outcome),
+      [0, 500, 625, 625].map(admittedAt),
+    );
   });
 
   test('a wait longer than maxWaitMs fails at once and books nothing', async () => {
@@ -61,7 +73,10 @@ describe('acquire on a policy that books the future', () => {
     await flush();
     assert.deepEqual(outcomes[3]!.outcome, failedAt('QUEUE_FULL', 0));
     await runAll(clock);
-    assert.deepEqual(outcomes.slice(0, 3).map((w) => w.outcome), [0, 1000, 2000].map(admittedAt));
+    assert.deepEqual(
+      outcomes.slice(0, 3).map((w) => w.outcome),
+      [0, 1000, 2000].map(admittedAt),
+    );
   });
 
   test('maxQueue 0: nobody waits; those who can pass, pass', async () => {
@@ -70,7 +85,10 @@ describe('acquire on a policy that books the future', () => {
     await runUntil(clock, 1000);
     outcomes.push(track(clock, limiter.acquire('k')));
     await flush();
-    assert.deepEqual(outcomes.map((w) => w.outcome), [admittedAt(0), admittedAt(0), failedAt('QUEUE_FULL', 0), admittedAt(1000)]);
+    assert.deepEqual(
+      outcomes.map((w) => w.outcome),
+      [admittedAt(0), admittedAt(0), failedAt('QUEUE_FULL', 0), admittedAt(1000)],
+    );
   });
 
   test('an aborted waiter fails with ABORTED, its reason as cause, and gives its slot to those behind', async () => {
@@ -142,7 +160,10 @@ describe('acquire on a policy that books the future', () => {
     const limiter = new Limiter({ policy: gcra({ rate: 10, periodMs: 1000, maxBurst: 2 }), clock });
     const waiters = [0, 1, 2, 3, 4].map(() => track(clock, limiter.acquire('k')));
     await runAll(clock);
-    assert.deepEqual(waiters.map((w) => w.outcome), [0, 0, 0, 100, 200].map(admittedAt));
+    assert.deepEqual(
+      waiters.map((w) => w.outcome),
+      [0, 0, 0, 100, 200].map(admittedAt),
+    );
   });
 
   test('a clock set back does not admit anyone early', async () => {
@@ -168,7 +189,11 @@ describe('acquire on a policy that books the future', () => {
 
   test('bad input rejects the promise (never throws) with a typed error', async () => {
     const { limiter } = setup({ capacity: 2, refillPerSecond: 1 });
-    const codes = async (promise: Promise<void>): Promise<string> => promise.then(() => 'ok', (e: FloodgateError) => e.code);
+    const codes = async (promise: Promise<void>): Promise<string> =>
+      promise.then(
+        () => 'ok',
+        (e: FloodgateError) => e.code,
+      );
     assert.equal(await codes(limiter.acquire('k', { cost: 3 })), 'COST_EXCEEDS_LIMIT');
     assert.equal(await codes(limiter.acquire('k', { cost: -1 })), 'INVALID_COST');
     assert.equal(await codes(limiter.acquire('k', { maxWaitMs: -1 })), 'INVALID_OPTION');
@@ -182,9 +207,15 @@ describe('acquire on a policy that books the future', () => {
   test('Limiter options: maxQueue and timers are checked', () => {
     const policy = tokenBucket({ capacity: 1, refillPerSecond: 1 });
     for (const maxQueue of [-1, 1.5, Number.NaN, '3']) {
-      assert.throws(() => new Limiter({ policy, maxQueue: maxQueue as number }), { code: 'INVALID_OPTION', option: 'Limiter.maxQueue' });
+      assert.throws(() => new Limiter({ policy, maxQueue: maxQueue as number }), {
+        code: 'INVALID_OPTION',
+        option: 'Limiter.maxQueue',
+      });
     }
-    assert.throws(() => new Limiter({ policy, timers: {} as never }), { code: 'INVALID_OPTION', option: 'Limiter.timers' });
+    assert.throws(() => new Limiter({ policy, timers: {} as never }), {
+      code: 'INVALID_OPTION',
+      option: 'Limiter.timers',
+    });
     assert.doesNotThrow(() => new Limiter({ policy, maxQueue: Infinity }));
   });
 });
@@ -195,7 +226,10 @@ describe('acquire on an asynchronous store', () => {
     const { clock, limiter } = setup({ capacity: 1, refillPerSecond: 1, store });
     const waiters = [0, 1, 2].map(() => track(clock, limiter.acquire('k')));
     await runAll(clock);
-    assert.deepEqual(waiters.map((w) => w.outcome), [0, 1000, 2000].map(admittedAt));
+    assert.deepEqual(
+      waiters.map((w) => w.outcome),
+      [0, 1000, 2000].map(admittedAt),
+    );
   });
 
   test('a caller that aborts while its booking is in flight is refunded when it lands', async () => {
@@ -207,7 +241,10 @@ describe('acquire on an asynchronous store', () => {
     const last = track(clock, limiter.acquire('k'));
     controller.abort(); // before any answer
     await runAll(clock);
-    assert.deepEqual([first.outcome, leaving.outcome, last.outcome], [admittedAt(0), failedAt('ABORTED', 0), admittedAt(1000)]);
+    assert.deepEqual(
+      [first.outcome, leaving.outcome, last.outcome],
+      [admittedAt(0), failedAt('ABORTED', 0), admittedAt(1000)],
+    );
     assert.equal((await limiter.peek('k')).retryAfterMs, 1000, 'nothing charged for the aborted caller');
   });
 
@@ -222,7 +259,10 @@ describe('acquire on an asynchronous store', () => {
     await flush();
     assert.equal(store.tables[0]!.calls - callsBefore, 1, 'one refund, no booking again');
     await runAll(clock);
-    assert.deepEqual(waiters.map((w) => w.outcome), [admittedAt(0), failedAt('ABORTED', 0), admittedAt(1000), admittedAt(2000), admittedAt(3000)]);
+    assert.deepEqual(
+      waiters.map((w) => w.outcome),
+      [admittedAt(0), failedAt('ABORTED', 0), admittedAt(1000), admittedAt(2000), admittedAt(3000)],
+    );
   });
 
   test('a store failure rejects the caller it was for with that error', async () => {
@@ -238,8 +278,16 @@ describe('acquire on an asynchronous store', () => {
         reserve: () => Promise.reject(failure),
       }),
     };
-    const limiter = new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 1 }), store, clock, onError: 'throw' });
-    await assert.rejects(limiter.acquire('k'), (e) => e instanceof FloodgateError && e.code === 'STORE_ERROR' && e.cause === failure);
+    const limiter = new Limiter({
+      policy: tokenBucket({ capacity: 1, refillPerSecond: 1 }),
+      store,
+      clock,
+      onError: 'throw',
+    });
+    await assert.rejects(
+      limiter.acquire('k'),
+      (e) => e instanceof FloodgateError && e.code === 'STORE_ERROR' && e.cause === failure,
+    );
     assert.equal(clock.timerCount(), 0);
   });
 });

@@ -78,7 +78,10 @@ async function play(policy: Algorithm, store: Store, waiters: readonly WaiterSpe
     }
     const { cost, maxWaitMs } = waiters[event.index]!;
     const promise = limiter.acquire('key', { cost, maxWaitMs, signal: controllers[event.index]!.signal });
-    promise.then(() => admittedOrder.push(event.index), () => {});
+    promise.then(
+      () => admittedOrder.push(event.index),
+      () => {},
+    );
     tracked[event.index] = track(clock, promise);
     peakTimers = Math.max(peakTimers, clock.timerCount());
   }
@@ -87,7 +90,12 @@ async function play(policy: Algorithm, store: Store, waiters: readonly WaiterSpe
 }
 
 /** The state the policy reaches from the admissions alone, read at `nowMs` as a decision for a cost of 1. */
-function chargedByAdmissions(policy: Algorithm, waiters: readonly WaiterSpec[], outcomes: readonly Outcome[], nowMs: number) {
+function chargedByAdmissions(
+  policy: Algorithm,
+  waiters: readonly WaiterSpec[],
+  outcomes: readonly Outcome[],
+  nowMs: number,
+) {
   let state: Float64Array | undefined;
   const admitted = outcomes
     .map((outcome, index) => ({ outcome, index }))
@@ -107,7 +115,11 @@ async function checkScenario(policy: Algorithm, store: Store, waiters: readonly 
   assert.deepEqual(run.admittedOrder, sorted, 'admitted first in, first out');
   const nowMs = run.clock.now();
   const expected = chargedByAdmissions(policy, waiters, run.outcomes, nowMs);
-  assert.deepEqual(await run.limiter.peek('key', { cost: 0 }), expected, 'the store holds exactly what the admissions cost');
+  assert.deepEqual(
+    await run.limiter.peek('key', { cost: 0 }),
+    expected,
+    'the store holds exactly what the admissions cost',
+  );
   assert.equal(run.clock.timerCount(), 0, 'no timer left once nobody waits');
   // One timer for the key's line; an asynchronous store adds one for the deadline of its pending calls.
   const mostTimers = run.limiter.table.synchronous ? 1 : 2;
@@ -129,7 +141,11 @@ const retrying: readonly [string, () => Algorithm][] = [
 describe('acquire: 1,000 waiters with random cancellations', () => {
   for (const [name, make] of booking) {
     test(`${name}: unit costs; FIFO, exact admissions, aborts never charged`, async () => {
-      const run = await checkScenario(make(), new MemoryStore(), scenario(1, { waiters: 1000, mixedCosts: false, deadlines: true }));
+      const run = await checkScenario(
+        make(),
+        new MemoryStore(),
+        scenario(1, { waiters: 1000, mixedCosts: false, deadlines: true }),
+      );
       const counts = countKinds(run.outcomes);
       assert.ok(counts.admitted! > 300 && counts.ABORTED! > 30 && counts.WAIT_TIMEOUT! > 20, JSON.stringify(counts));
     });
@@ -141,7 +157,11 @@ describe('acquire: 1,000 waiters with random cancellations', () => {
 
   for (const [name, make] of retrying) {
     test(`${name}: the head retries alone; FIFO, exact admissions, aborts never charged`, async () => {
-      const run = await checkScenario(make(), new MemoryStore(), scenario(3, { waiters: 1000, mixedCosts: true, wholeCosts: true, deadlines: false }));
+      const run = await checkScenario(
+        make(),
+        new MemoryStore(),
+        scenario(3, { waiters: 1000, mixedCosts: true, wholeCosts: true, deadlines: false }),
+      );
       assert.ok(countKinds(run.outcomes).ABORTED! > 30);
     });
   }
@@ -151,13 +171,21 @@ describe('acquire on an asynchronous store: the same answers', () => {
   for (const [name, make] of [...booking, ...retrying]) {
     test(`${name}: 300 waiters, mixed costs, cancellations`, async () => {
       const books = booking.some(([n]) => n === name);
-      await checkScenario(make(), asyncStore(), scenario(4, { waiters: 300, mixedCosts: true, wholeCosts: !books, deadlines: books }));
+      await checkScenario(
+        make(),
+        asyncStore(),
+        scenario(4, { waiters: 300, mixedCosts: true, wholeCosts: !books, deadlines: books }),
+      );
     });
   }
 
   test('token bucket, unit costs: a cancellation hands slots over with one refund', async () => {
     const store = asyncStore();
-    await checkScenario(tokenBucket({ capacity: 2, refillPerSecond: 20 }), store, scenario(5, { waiters: 300, mixedCosts: false, deadlines: false }));
+    await checkScenario(
+      tokenBucket({ capacity: 2, refillPerSecond: 20 }),
+      store,
+      scenario(5, { waiters: 300, mixedCosts: false, deadlines: false }),
+    );
   });
 });
 
@@ -166,7 +194,16 @@ describe('acquire: many seeds, small scenarios', () => {
     for (let seed = 100; seed < 140; seed++) {
       for (const make of [booking[0]![1], retrying[0]![1]]) {
         const books = make === booking[0]![1];
-        await checkScenario(make(), new MemoryStore(), scenario(seed, { waiters: 60, mixedCosts: seed % 2 === 0, wholeCosts: !books, deadlines: seed % 3 !== 0 && books }));
+        await checkScenario(
+          make(),
+          new MemoryStore(),
+          scenario(seed, {
+            waiters: 60,
+            mixedCosts: seed % 2 === 0,
+            wholeCosts: !books,
+            deadlines: seed % 3 !== 0 && books,
+          }),
+        );
       }
     }
   });

@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Limiter, ManualClock, MemoryStore, fixedWindow, slidingWindowCounter, slidingWindowLog } from '../../src/index.js';
+import {
+  Limiter,
+  ManualClock,
+  MemoryStore,
+  fixedWindow,
+  slidingWindowCounter,
+  slidingWindowLog,
+} from '../../src/index.js';
 import { asyncStore, flush, runAll, runUntil, track, type Outcome } from './support.js';
 
 const admittedAt = (atMs: number): Outcome => ({ kind: 'admitted', atMs });
@@ -17,7 +24,10 @@ describe('acquire on a window policy (no booking)', () => {
     const { clock, limiter } = fixed(2, 1000);
     const waiters = [0, 1, 2, 3, 4].map(() => track(clock, limiter.acquire('k')));
     await runAll(clock);
-    assert.deepEqual(waiters.map((w) => w.outcome), [0, 0, 1000, 1000, 2000].map(admittedAt));
+    assert.deepEqual(
+      waiters.map((w) => w.outcome),
+      [0, 0, 1000, 1000, 2000].map(admittedAt),
+    );
   });
 
   test('one timer for the line, whatever its length', async () => {
@@ -71,7 +81,10 @@ describe('acquire on a window policy (no booking)', () => {
     const { clock, limiter } = fixed(1, 1000, 1);
     const outcomes = [0, 1, 2].map(() => track(clock, limiter.acquire('k')));
     await runAll(clock);
-    assert.deepEqual(outcomes.map((w) => w.outcome), [admittedAt(0), admittedAt(1000), failedAt('QUEUE_FULL', 0)]);
+    assert.deepEqual(
+      outcomes.map((w) => w.outcome),
+      [admittedAt(0), admittedAt(1000), failedAt('QUEUE_FULL', 0)],
+    );
     const none = fixed(1, 1000, 0);
     const [pass, refused] = [0, 1].map(() => track(none.clock, none.limiter.acquire('k')));
     await flush();
@@ -108,6 +121,9 @@ describe('acquire on a window policy (no booking)', () => {
     const limiter = new Limiter({ policy: fixedWindow({ limit: 2, windowMs: 1000 }), clock, store: asyncStore() });
     const waiters = [0, 1, 2, 3, 4].map(() => track(clock, limiter.acquire('k')));
     await runAll(clock);
-    assert.deepEqual(waiters.map((w) => w.outcome), [0, 0, 1000, 1000, 2000].map(admittedAt));
+    assert.deepEqual(
+      waiters.map((w) => w.outcome),
+      [0, 0, 1000, 1000, 2000].map(admittedAt),
+    );
   });
 });

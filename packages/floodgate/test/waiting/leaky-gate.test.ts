@@ -76,13 +76,19 @@ describe('LeakyGate: the leaky bucket as a queue for callers that wait themselve
             const waitingBefore = turns.filter((t) => t > nowMs).length;
             const ticket = gate.admit(nowMs);
             if (ticket.rejected) {
-              assert.ok(waitingBefore >= capacity && lastTurnMs + intervalMs > nowMs, 'refused only when full and it would wait');
+              assert.ok(
+                waitingBefore >= capacity && lastTurnMs + intervalMs > nowMs,
+                'refused only when full and it would wait',
+              );
               assert.ok(ticket.retryAfterMs >= 1);
               continue;
             }
             const turnMs = nowMs + ticket.waitMs;
             assert.ok(turnMs >= lastTurnMs + intervalMs, `turn ${turnMs} too close to ${lastTurnMs}`);
-            assert.ok(ticket.waitMs === 0 || turnMs === lastTurnMs + intervalMs, 'no turn left unused while callers wait');
+            assert.ok(
+              ticket.waitMs === 0 || turnMs === lastTurnMs + intervalMs,
+              'no turn left unused while callers wait',
+            );
             lastTurnMs = turnMs;
             turns.push(turnMs);
             assert.ok(turns.filter((t) => t > nowMs).length <= Math.max(capacity, 0), 'at most capacity waiting');

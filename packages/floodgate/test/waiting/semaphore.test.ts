@@ -20,11 +20,17 @@ describe('Semaphore: concurrency limits', () => {
     assert.deepEqual([semaphore.available, semaphore.held, semaphore.waiting], [0, 2, 3]);
     b.release();
     await flush();
-    assert.deepEqual(waiters.map((w) => w.outcome.kind), ['admitted', 'pending', 'pending']);
+    assert.deepEqual(
+      waiters.map((w) => w.outcome.kind),
+      ['admitted', 'pending', 'pending'],
+    );
     a.release();
     waiters[0]!.value!.release();
     await flush();
-    assert.deepEqual(waiters.map((w) => w.outcome.kind), ['admitted', 'admitted', 'admitted']);
+    assert.deepEqual(
+      waiters.map((w) => w.outcome.kind),
+      ['admitted', 'admitted', 'admitted'],
+    );
     assert.equal(semaphore.held, 2);
   });
 
@@ -78,7 +84,10 @@ describe('Semaphore: concurrency limits', () => {
     const waiting = track(clock, semaphore.acquire());
     const refused = track(clock, semaphore.acquire());
     await flush();
-    assert.deepEqual([waiting.outcome.kind, refused.outcome], ['pending', { kind: 'failed', code: 'QUEUE_FULL', atMs: 0 }]);
+    assert.deepEqual(
+      [waiting.outcome.kind, refused.outcome],
+      ['pending', { kind: 'failed', code: 'QUEUE_FULL', atMs: 0 }],
+    );
   });
 
   test('an abort ends the wait with ABORTED (reason as cause) and the line moves on', async () => {
@@ -173,7 +182,10 @@ describe('Semaphore: concurrency limits', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 4 }),
-        fc.array(fc.oneof(fc.constant('acquire' as const), fc.constant('release' as const), fc.constant('abort' as const)), { maxLength: 60 }),
+        fc.array(
+          fc.oneof(fc.constant('acquire' as const), fc.constant('release' as const), fc.constant('abort' as const)),
+          { maxLength: 60 },
+        ),
         fc.infiniteStream(fc.nat()),
         async (permits, ops, picks) => {
           const { semaphore } = setup({ permits });
@@ -203,7 +215,10 @@ describe('Semaphore: concurrency limits', () => {
             assert.ok(semaphore.held <= permits && held.length === semaphore.held);
             assert.equal(semaphore.held + semaphore.available, permits);
           }
-          assert.deepEqual(granted, [...granted].sort((a, b) => a - b));
+          assert.deepEqual(
+            granted,
+            [...granted].sort((a, b) => a - b),
+          );
         },
       ),
       { numRuns: 60 },

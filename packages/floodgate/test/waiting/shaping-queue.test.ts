@@ -22,7 +22,10 @@ describe('ShapingQueue: the leaky bucket as a queue', () => {
     assert.deepEqual(starts, [0], 'a task that can start does so before submit returns');
     await runAll(clock);
     assert.deepEqual(starts, [0, 100, 200, 300, 400]);
-    assert.deepEqual(results.map((r) => r.value), [0, 1, 2, 3, 4]);
+    assert.deepEqual(
+      results.map((r) => r.value),
+      [0, 1, 2, 3, 4],
+    );
   });
 
   test('what would overflow the bucket is refused at once with QUEUE_FULL', async () => {
@@ -67,11 +70,20 @@ describe('ShapingQueue: the leaky bucket as a queue', () => {
     assert.equal(await queue.submit(() => 'sync value'), 'sync value');
     const { queue: q2, clock } = setup({ intervalMs: 1, capacity: 10 });
     const failure = new Error('task failed');
-    const rejected = track(clock, q2.submit(() => Promise.reject(failure)));
-    const thrown = track(clock, q2.submit(() => {
-      throw failure;
-    }));
-    const odd = track(clock, q2.submit(() => Promise.reject('not an Error')));
+    const rejected = track(
+      clock,
+      q2.submit(() => Promise.reject(failure)),
+    );
+    const thrown = track(
+      clock,
+      q2.submit(() => {
+        throw failure;
+      }),
+    );
+    const odd = track(
+      clock,
+      q2.submit(() => Promise.reject('not an Error')),
+    );
     await runAll(clock);
     assert.equal(rejected.error, failure);
     assert.equal(thrown.error, failure);
@@ -150,10 +162,15 @@ describe('ShapingQueue: the leaky bucket as a queue', () => {
 
   test('options are checked', () => {
     const clock = new ManualClock(0);
-    assert.throws(() => new ShapingQueue({ intervalMs: 0, capacity: 1, clock }), { code: 'INVALID_OPTION', option: 'ShapingQueue.intervalMs' });
+    assert.throws(() => new ShapingQueue({ intervalMs: 0, capacity: 1, clock }), {
+      code: 'INVALID_OPTION',
+      option: 'ShapingQueue.intervalMs',
+    });
     assert.throws(() => new ShapingQueue({ intervalMs: 1, capacity: -1, clock }), { option: 'ShapingQueue.capacity' });
     assert.throws(() => new ShapingQueue({ intervalMs: 1 } as never), { option: 'ShapingQueue.capacity' });
-    assert.throws(() => new ShapingQueue({ intervalMs: 1, capacity: 1, concurrency: 0 }), { option: 'ShapingQueue.concurrency' });
+    assert.throws(() => new ShapingQueue({ intervalMs: 1, capacity: 1, concurrency: 0 }), {
+      option: 'ShapingQueue.concurrency',
+    });
   });
 
   test('submit never throws: a task that is not a function rejects', async () => {

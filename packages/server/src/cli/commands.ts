@@ -10,16 +10,27 @@ import { Gateway } from '../gateway/gateway.js';
 import { LOG_REDACT_PATHS } from '../ops/redact.js';
 
 /** runCheck validates `file`, prints what it found, and returns the exit code (0 valid, 1 invalid). */
-export async function runCheck(file: string, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): Promise<number> {
+export async function runCheck(
+  file: string,
+  stdout: NodeJS.WritableStream,
+  stderr: NodeJS.WritableStream,
+): Promise<number> {
   try {
     const { config, domains } = await loadConfig(file);
     const rules = config.routes.reduce((n, r) => n + r.rules.length, 0);
-    const service = config.rateLimitService === undefined ? '' : `, a rate limit service for ${domains.length} domain${domains.length === 1 ? '' : 's'}: ${domains.map((d) => d.domain).join(', ')}`;
-    stdout.write(`${file}: valid (${config.routes.length} routes, ${rules} rules, ${config.store.type} store${service})\n`);
+    const service =
+      config.rateLimitService === undefined
+        ? ''
+        : `, a rate limit service for ${domains.length} domain${domains.length === 1 ? '' : 's'}: ${domains.map((d) => d.domain).join(', ')}`;
+    stdout.write(
+      `${file}: valid (${config.routes.length} routes, ${rules} rules, ${config.store.type} store${service})\n`,
+    );
     return 0;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    stderr.write(`${err.problems.map(formatProblem).join('\n')}\n${err.problems.length} problem${err.problems.length === 1 ? '' : 's'} found\n`);
+    stderr.write(
+      `${err.problems.map(formatProblem).join('\n')}\n${err.problems.length} problem${err.problems.length === 1 ? '' : 's'} found\n`,
+    );
     return 1;
   }
 }
@@ -53,14 +64,26 @@ export async function runServe(flags: ServeFlags): Promise<number> {
   }
   let gateway: Gateway;
   try {
-    gateway = await Gateway.start({ file, log, ...(flags.port === undefined ? {} : { port: flags.port }), ...(flags.adminPort === undefined ? {} : { adminPort: flags.adminPort }), drainTimeoutMs: flags.drainTimeoutMs });
+    gateway = await Gateway.start({
+      file,
+      log,
+      ...(flags.port === undefined ? {} : { port: flags.port }),
+      ...(flags.adminPort === undefined ? {} : { adminPort: flags.adminPort }),
+      drainTimeoutMs: flags.drainTimeoutMs,
+    });
   } catch (err) {
-    if (err instanceof ConfigError) log.fatal({ problems: err.problems.map(formatProblem) }, 'the config is invalid; not starting');
+    if (err instanceof ConfigError)
+      log.fatal({ problems: err.problems.map(formatProblem) }, 'the config is invalid; not starting');
     else log.fatal({ error: (err as Error).message }, 'could not start');
     return 1;
   }
   if (flags.demoUpstream === true) process.stderr.write(tryLine(gateway) + '\n');
-  const stopWatching = flags.watch ? watchFiles(() => [file, ...gateway.descriptorFiles], () => void gateway.reload('file changed')) : () => {};
+  const stopWatching = flags.watch
+    ? watchFiles(
+        () => [file, ...gateway.descriptorFiles],
+        () => void gateway.reload('file changed'),
+      )
+    : () => {};
   process.on('SIGHUP', () => void gateway.reload('SIGHUP'));
   await new Promise<void>((resolveStop) => {
     const stop = (): void => {
@@ -77,10 +100,14 @@ export async function runServe(flags: ServeFlags): Promise<number> {
 /** The curl line a newcomer can run against the first route, to watch the headers count down to a 429. */
 function tryLine(gateway: Gateway): string {
   const route = gateway.table.routes[0];
-  if (route === undefined) return `\nfloodgate is listening (no routes). Metrics: http://127.0.0.1:${gateway.adminPort ?? '-'}/metrics\n`;
+  if (route === undefined)
+    return `\nfloodgate is listening (no routes). Metrics: http://127.0.0.1:${gateway.adminPort ?? '-'}/metrics\n`;
   const path = route.path.source.replace(/\*$/, 'hello').replace(/:[^/]+/g, '1');
   const service = gateway.rateLimitService;
-  const serviceLine = service === undefined ? '' : `The rate limit service (domains ${service.domains.join(', ')}): gRPC on port ${service.grpcPort ?? '-'}, JSON API on port ${service.httpPort ?? '-'} (POST /v1/decide).\n`;
+  const serviceLine =
+    service === undefined
+      ? ''
+      : `The rate limit service (domains ${service.domains.join(', ')}): gRPC on port ${service.grpcPort ?? '-'}, JSON API on port ${service.httpPort ?? '-'} (POST /v1/decide).\n`;
   return `\nfloodgate is listening. Try, several times in a row:\n\n  curl -i http://127.0.0.1:${gateway.port}${path}\n\nand watch RateLimit count down to a 429. Metrics: http://127.0.0.1:${gateway.adminPort ?? '-'}/metrics\n${serviceLine}`;
 }
 
@@ -99,7 +126,10 @@ async function startDemo(file: string, log: pino.Logger): Promise<boolean> {
     log.info({ upstream: upstream.origin }, 'demo upstream started');
     return true;
   } catch (err) {
-    log.fatal({ upstream: upstream.origin, error: (err as Error).message }, 'could not start the demo upstream: is that port taken?');
+    log.fatal(
+      { upstream: upstream.origin, error: (err as Error).message },
+      'could not start the demo upstream: is that port taken?',
+    );
     return false;
   }
 }

@@ -7,7 +7,9 @@ import { Command } from 'commander';
 import { runCheck, runSchema, runServe, type ServeFlags } from './commands.js';
 
 /** The server package's version: its package.json is two folders up from both src/cli and dist/cli. */
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
 
 const program = new Command('floodgate')
   .description('floodgate: a rate-limiting reverse proxy run from one config file')
@@ -21,8 +23,12 @@ program
   .description('run the gateway: listen, rate-limit each route by its rules, forward to its upstream')
   .requiredOption('-c, --config <file>', 'the YAML config file')
   .option('--port <port>', 'listen on this port instead of listen.port (0: any free port)', parsePort)
-  .option('--admin-port <port>', 'serve health, metrics and the admin API on this port instead of admin.port', parsePort)
-  .option('--demo-upstream', 'also start a small demo service at the first route\'s upstream address')
+  .option(
+    '--admin-port <port>',
+    'serve health, metrics and the admin API on this port instead of admin.port',
+    parsePort,
+  )
+  .option('--demo-upstream', "also start a small demo service at the first route's upstream address")
   .option('--no-watch', 'do not reload when the config file changes (SIGHUP still reloads)')
   .option('--drain-timeout-ms <ms>', 'longest wait for requests in flight on shutdown', (v) => Number(v), 10_000)
   .action(async (opts: ServeFlags) => {
@@ -31,23 +37,62 @@ program
 
 program
   .command('ratelimit')
-  .description('run only the rate limit service: Envoy\'s gRPC RateLimitService and the JSON API, from Envoy descriptor files')
-  .requiredOption('-c, --config <file>', 'an Envoy descriptor file (repeat for several; a domain may be defined once)', (v: string, all: string[] = []) => [...all, v])
-  .option('--grpc-port <port>', 'serve Envoy\'s RateLimitService (and gRPC health) on this port (0: any free port)', parsePort)
-  .option('--http-port <port>', 'serve the JSON API (POST /json, POST /v1/decide) on this port (0: any free port)', parsePort)
+  .description(
+    "run only the rate limit service: Envoy's gRPC RateLimitService and the JSON API, from Envoy descriptor files",
+  )
+  .requiredOption(
+    '-c, --config <file>',
+    'an Envoy descriptor file (repeat for several; a domain may be defined once)',
+    (v: string, all: string[] = []) => [...all, v],
+  )
+  .option(
+    '--grpc-port <port>',
+    "serve Envoy's RateLimitService (and gRPC health) on this port (0: any free port)",
+    parsePort,
+  )
+  .option(
+    '--http-port <port>',
+    'serve the JSON API (POST /json, POST /v1/decide) on this port (0: any free port)',
+    parsePort,
+  )
   .option('--host <address>', 'the address to listen on', '127.0.0.1')
-  .option('--redis <host:port>', 'keep counters in this Redis (redis://host:port also accepted), shared by every service on it')
+  .option(
+    '--redis <host:port>',
+    'keep counters in this Redis (redis://host:port also accepted), shared by every service on it',
+  )
   .option('--redis-cluster <host:port,...>', 'keep counters in this Redis Cluster')
-  .option('--on-store-error <policy>', 'when Redis fails or is slow: local (decide in this process with its share of each limit, written back to Redis when it answers), fail-open, fail-closed, or throw (gRPC UNAVAILABLE, so Envoy\'s failure_mode_deny decides)', 'local')
-  .option('--store-timeout-ms <ms>', 'how long a decision waits for Redis before --on-store-error answers (default: adaptive, 3 x the recent p99 between 25 and 250 ms)')
+  .option(
+    '--on-store-error <policy>',
+    "when Redis fails or is slow: local (decide in this process with its share of each limit, written back to Redis when it answers), fail-open, fail-closed, or throw (gRPC UNAVAILABLE, so Envoy's failure_mode_deny decides)",
+    'local',
+  )
+  .option(
+    '--store-timeout-ms <ms>',
+    'how long a decision waits for Redis before --on-store-error answers (default: adaptive, 3 x the recent p99 between 25 and 250 ms)',
+  )
   .option('--check', 'only read the descriptor files, print their domains (or every error) and stop')
-  .addHelpText('after', '\nWith neither port given it serves gRPC on 8081 and the JSON API on 8080. SIGHUP re-reads the files;\na file with errors is refused and the running config kept. To run it beside routes, use the\nrateLimitService section of a `floodgate serve` config instead.')
-  .action(async (opts: { config: string[]; grpcPort?: number; httpPort?: number; host: string; redis?: string; redisCluster?: string; onStoreError: string; storeTimeoutMs?: string; check?: boolean }) => {
-    // Loaded only for this command: it brings gRPC, which `serve` without a rate limit service never needs.
-    const { runRatelimit } = await import('./ratelimit.js');
-    process.exitCode = await runRatelimit(opts, { stdout: process.stdout, stderr: process.stderr, signals: process });
-    if (opts.check !== true) process.exit(process.exitCode);
-  });
+  .addHelpText(
+    'after',
+    '\nWith neither port given it serves gRPC on 8081 and the JSON API on 8080. SIGHUP re-reads the files;\na file with errors is refused and the running config kept. To run it beside routes, use the\nrateLimitService section of a `floodgate serve` config instead.',
+  )
+  .action(
+    async (opts: {
+      config: string[];
+      grpcPort?: number;
+      httpPort?: number;
+      host: string;
+      redis?: string;
+      redisCluster?: string;
+      onStoreError: string;
+      storeTimeoutMs?: string;
+      check?: boolean;
+    }) => {
+      // Loaded only for this command: it brings gRPC, which `serve` without a rate limit service never needs.
+      const { runRatelimit } = await import('./ratelimit.js');
+      process.exitCode = await runRatelimit(opts, { stdout: process.stdout, stderr: process.stderr, signals: process });
+      if (opts.check !== true) process.exit(process.exitCode);
+    },
+  );
 
 program
   .command('check')
@@ -59,7 +104,7 @@ program
 
 program
   .command('schema')
-  .description('print the config file\'s JSON Schema, for editors')
+  .description("print the config file's JSON Schema, for editors")
   .action(() => {
     process.exitCode = runSchema(process.stdout);
   });
@@ -70,15 +115,20 @@ program
   .helpOption(false)
   .allowUnknownOption()
   .allowExcessArguments()
-  .argument('[args...]', 'the simulator\'s own arguments, passed through')
+  .argument('[args...]', "the simulator's own arguments, passed through")
   .action(async (args: string[]) => {
     const { runSimulateCommand } = await import('floodgate-simulator');
-    process.exitCode = await runSimulateCommand(args, { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() });
+    process.exitCode = await runSimulateCommand(args, {
+      stdout: process.stdout,
+      stderr: process.stderr,
+      cwd: process.cwd(),
+    });
   });
 
 function parsePort(value: string): number {
   const port = Number(value);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`a port is a whole number from 0 to 65535, got "${value}"`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`a port is a whole number from 0 to 65535, got "${value}"`);
   return port;
 }
 

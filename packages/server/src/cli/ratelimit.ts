@@ -4,7 +4,12 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Store } from 'floodgate';
-import { formatConfigError, mergeDescriptorConfigs, parseDescriptorConfig, type DescriptorConfig } from '../decision/config.js';
+import {
+  formatConfigError,
+  mergeDescriptorConfigs,
+  parseDescriptorConfig,
+  type DescriptorConfig,
+} from '../decision/config.js';
 import { startDecisionServers } from '../decision/servers.js';
 import { createDecisionService, type DecisionService } from '../decision/service.js';
 import { FAIL_FAST_CLIENT, FAIL_FAST_CLUSTER } from '../store/store.js';
@@ -80,15 +85,27 @@ interface RedisFailure {
  * on the library's defaults unless the flags say otherwise: the adaptive timeout, the bounded local
  * fallback (each service's share from the services seen on Redis) and write-back.
  */
-async function redisStore(address: string, cluster: boolean, failure: RedisFailure): Promise<{ store: Store; close: () => void }> {
-  const nodes = cluster ? address.split(',').map((a) => hostPort(a, '--redis-cluster')) : [hostPort(address, '--redis')];
+async function redisStore(
+  address: string,
+  cluster: boolean,
+  failure: RedisFailure,
+): Promise<{ store: Store; close: () => void }> {
+  const nodes = cluster
+    ? address.split(',').map((a) => hostPort(a, '--redis-cluster'))
+    : [hostPort(address, '--redis')];
   const { Redis, Cluster } = await import('ioredis');
   const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
-  const client = cluster ? new Cluster(nodes, { ...FAIL_FAST_CLUSTER, slotsRefreshInterval: 1000, redisOptions: FAIL_FAST_CLIENT }) : new Redis({ ...nodes[0]!, ...FAIL_FAST_CLIENT });
+  const client = cluster
+    ? new Cluster(nodes, { ...FAIL_FAST_CLUSTER, slotsRefreshInterval: 1000, redisOptions: FAIL_FAST_CLIENT })
+    : new Redis({ ...nodes[0]!, ...FAIL_FAST_CLIENT });
   // Without a listener ioredis would print each reconnection attempt.
   client.on('error', () => undefined);
   const onError = failure.onError === 'local' ? { fallback: 'local' as const } : failure.onError;
-  const store = new RedisStore({ adapter: ioredisAdapter(client), onError, ...(failure.timeoutMs === undefined ? {} : { timeoutMs: failure.timeoutMs }) });
+  const store = new RedisStore({
+    adapter: ioredisAdapter(client),
+    onError,
+    ...(failure.timeoutMs === undefined ? {} : { timeoutMs: failure.timeoutMs }),
+  });
   return { store, close: () => client.disconnect() };
 }
 
@@ -104,10 +121,16 @@ function reload(service: DecisionService, paths: readonly string[], stderr: Node
 
 function failureOf(flags: RatelimitFlags): RedisFailure {
   const onError = flags.onStoreError ?? 'local';
-  if (onError !== 'local' && onError !== 'throw' && onError !== 'fail-open' && onError !== 'fail-closed') throw new UsageError(`--on-store-error must be local, fail-open, fail-closed or throw, got ${JSON.stringify(onError)}`);
+  if (onError !== 'local' && onError !== 'throw' && onError !== 'fail-open' && onError !== 'fail-closed')
+    throw new UsageError(
+      `--on-store-error must be local, fail-open, fail-closed or throw, got ${JSON.stringify(onError)}`,
+    );
   const given = flags.storeTimeoutMs;
   const timeoutMs = given === undefined ? undefined : Number(given);
-  if (timeoutMs !== undefined && !(timeoutMs > 0 && Number.isFinite(timeoutMs))) throw new UsageError(`--store-timeout-ms must be a number of ms above 0 (omit it for the adaptive timeout), got ${JSON.stringify(given)}`);
+  if (timeoutMs !== undefined && !(timeoutMs > 0 && Number.isFinite(timeoutMs)))
+    throw new UsageError(
+      `--store-timeout-ms must be a number of ms above 0 (omit it for the adaptive timeout), got ${JSON.stringify(given)}`,
+    );
   return { onError, timeoutMs };
 }
 
@@ -124,7 +147,11 @@ export async function runRatelimit(flags: RatelimitFlags, io: RatelimitIo): Prom
   try {
     return await serve(flags, io);
   } catch (error) {
-    io.stderr.write(error instanceof UsageError ? `${error.message}\n` : `decision service failed to start: ${(error as Error).message}\n`);
+    io.stderr.write(
+      error instanceof UsageError
+        ? `${error.message}\n`
+        : `decision service failed to start: ${(error as Error).message}\n`,
+    );
     return 2;
   }
 }
@@ -135,16 +162,26 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   if ('errors' in loaded) throw new UsageError(loaded.errors.join('\n'));
   const { domains } = loaded.config;
   if (flags.check === true) {
-    io.stdout.write(`${flags.config.join(', ')}: ${domains.length} domain(s): ${domains.map((d) => d.domain).join(', ')}\n`);
+    io.stdout.write(
+      `${flags.config.join(', ')}: ${domains.length} domain(s): ${domains.map((d) => d.domain).join(', ')}\n`,
+    );
     return 0;
   }
   const failure = failureOf(flags);
   const address = flags.redisCluster ?? flags.redis;
-  const redis = address === undefined ? undefined : await redisStore(address, flags.redisCluster !== undefined, failure);
+  const redis =
+    address === undefined ? undefined : await redisStore(address, flags.redisCluster !== undefined, failure);
   const service = createDecisionService({ domains, store: redis?.store });
   const neither = flags.grpcPort === undefined && flags.httpPort === undefined;
-  const servers = await startDecisionServers({ service, grpcPort: neither ? 8081 : flags.grpcPort, httpPort: neither ? 8080 : flags.httpPort, host: flags.host });
-  io.stdout.write(`${JSON.stringify({ ready: true, grpcPort: servers.grpcPort ?? null, httpPort: servers.httpPort ?? null })}\n`);
+  const servers = await startDecisionServers({
+    service,
+    grpcPort: neither ? 8081 : flags.grpcPort,
+    httpPort: neither ? 8080 : flags.httpPort,
+    host: flags.host,
+  });
+  io.stdout.write(
+    `${JSON.stringify({ ready: true, grpcPort: servers.grpcPort ?? null, httpPort: servers.httpPort ?? null })}\n`,
+  );
   io.signals.on('SIGHUP', () => reload(service, flags.config, io.stderr));
   await new Promise<void>((resolve) => {
     io.signals.once('SIGTERM', resolve);

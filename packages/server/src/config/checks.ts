@@ -15,28 +15,60 @@ export function checkConfig(config: GatewayConfig, at: Locator, env: NodeJS.Proc
   const problems: ConfigProblem[] = [];
   const routeNames = new Set<string>();
   config.routes.forEach((route, i) => {
-    if (routeNames.has(route.name)) problems.push(at.problem(['routes', i, 'name'], `the route name "${route.name}" is used twice`, 'give each route its own name'));
+    if (routeNames.has(route.name))
+      problems.push(
+        at.problem(
+          ['routes', i, 'name'],
+          `the route name "${route.name}" is used twice`,
+          'give each route its own name',
+        ),
+      );
     routeNames.add(route.name);
     const shadowing = config.routes.slice(0, i).findIndex((earlier) => routeCovers(earlier, route));
     if (shadowing >= 0) {
       const by = config.routes[shadowing]!.name;
-      problems.push(at.problem(['routes', i, 'match'], `the route "${route.name}" is unreachable: route "${by}" (routes[${shadowing}]) comes first and matches every request it would`, 'move the more specific route above the general one, or narrow the earlier match'));
+      problems.push(
+        at.problem(
+          ['routes', i, 'match'],
+          `the route "${route.name}" is unreachable: route "${by}" (routes[${shadowing}]) comes first and matches every request it would`,
+          'move the more specific route above the general one, or narrow the earlier match',
+        ),
+      );
     }
     problems.push(...checkRules(route, ['routes', i], at, env));
   });
   problems.push(...checkOverload(config, at));
   problems.push(...checkStore(config, at, env));
   if (config.routes.length === 0 && config.rateLimitService === undefined) {
-    problems.push(at.problem(['routes'], 'the config serves nothing: it needs routes, a rateLimitService, or both', 'add a route under routes:, or a rateLimitService: section with Envoy descriptor files'));
+    problems.push(
+      at.problem(
+        ['routes'],
+        'the config serves nothing: it needs routes, a rateLimitService, or both',
+        'add a route under routes:, or a rateLimitService: section with Envoy descriptor files',
+      ),
+    );
   }
   const service = config.rateLimitService;
   if (service !== undefined && service.grpc === undefined && service.http === undefined) {
-    problems.push(at.problem(['rateLimitService'], 'the rateLimitService has no listener: it needs grpc, http or both', 'add grpc: { port: 8081 } (for Envoy) and/or http: { port: 8082 } (the JSON API)'));
+    problems.push(
+      at.problem(
+        ['rateLimitService'],
+        'the rateLimitService has no listener: it needs grpc, http or both',
+        'add grpc: { port: 8081 } (for Envoy) and/or http: { port: 8082 } (the JSON API)',
+      ),
+    );
   }
   if (config.limits.requestTimeoutMs < config.limits.headersTimeoutMs) {
-    problems.push(at.problem(['limits', 'requestTimeoutMs'], `requestTimeoutMs (${config.limits.requestTimeoutMs}) is shorter than headersTimeoutMs (${config.limits.headersTimeoutMs}): the whole request cannot take less time than its headers`, 'make requestTimeoutMs at least headersTimeoutMs'));
+    problems.push(
+      at.problem(
+        ['limits', 'requestTimeoutMs'],
+        `requestTimeoutMs (${config.limits.requestTimeoutMs}) is shorter than headersTimeoutMs (${config.limits.headersTimeoutMs}): the whole request cannot take less time than its headers`,
+        'make requestTimeoutMs at least headersTimeoutMs',
+      ),
+    );
   }
-  if (config.admin !== undefined) problems.push(...checkSecret(config.admin.token, config.admin.tokenEnv, ['admin'], 'token', at, env));
+  if (config.admin !== undefined)
+    problems.push(...checkSecret(config.admin.token, config.admin.tokenEnv, ['admin'], 'token', at, env));
   return problems;
 }
 
@@ -46,14 +78,35 @@ function checkRules(route: RouteConfig, path: ConfigPath, at: Locator, env: Node
   const params = paramNamesOf(route.match.path);
   route.rules.forEach((rule, j) => {
     const rp = [...path, 'rules', j];
-    if (names.has(rule.name)) problems.push(at.problem([...rp, 'name'], `the rule name "${rule.name}" is used twice in route "${route.name}"`, 'give each rule of a route its own name'));
+    if (names.has(rule.name))
+      problems.push(
+        at.problem(
+          [...rp, 'name'],
+          `the rule name "${rule.name}" is used twice in route "${route.name}"`,
+          'give each rule of a route its own name',
+        ),
+      );
     names.add(rule.name);
     problems.push(...checkPolicy(rule, rp, at));
-    if (rule.mode !== 'queue' && rule.queue !== undefined) problems.push(at.problem([...rp, 'queue'], `queue options are given but the rule's mode is "${rule.mode}"`, 'set mode: queue, or remove the queue options'));
+    if (rule.mode !== 'queue' && rule.queue !== undefined)
+      problems.push(
+        at.problem(
+          [...rp, 'queue'],
+          `queue options are given but the rule's mode is "${rule.mode}"`,
+          'set mode: queue, or remove the queue options',
+        ),
+      );
     const key = rule.key;
     if (key.type === 'param' && !params.includes(key.name)) {
-      const known = params.length === 0 ? 'it has no parameters' : `its parameters are ${params.map((p) => `:${p}`).join(', ')}`;
-      problems.push(at.problem([...rp, 'key', 'name'], `the rule can never apply: the route's path ${route.match.path} has no parameter :${key.name} (${known})`, 'name a parameter of the route\'s path, or add it to match.path'));
+      const known =
+        params.length === 0 ? 'it has no parameters' : `its parameters are ${params.map((p) => `:${p}`).join(', ')}`;
+      problems.push(
+        at.problem(
+          [...rp, 'key', 'name'],
+          `the rule can never apply: the route's path ${route.match.path} has no parameter :${key.name} (${known})`,
+          "name a parameter of the route's path, or add it to match.path",
+        ),
+      );
     }
     if (key.type === 'jwt') problems.push(...checkSecret(key.secret, key.secretEnv, [...rp, 'key'], 'secret', at, env));
   });
@@ -64,12 +117,24 @@ function checkPolicy(rule: RuleConfig, rp: ConfigPath, at: Locator): ConfigProbl
   try {
     const policy = policyOf(rule.policy);
     if (rule.cost > policy.limit) {
-      return [at.problem([...rp, 'cost'], `a cost of ${rule.cost} can never be admitted: the policy admits at most ${policy.limit} at once, so every request would be refused`, `use a cost of at most ${policy.limit}, or raise the policy's limit`)];
+      return [
+        at.problem(
+          [...rp, 'cost'],
+          `a cost of ${rule.cost} can never be admitted: the policy admits at most ${policy.limit} at once, so every request would be refused`,
+          `use a cost of at most ${policy.limit}, or raise the policy's limit`,
+        ),
+      ];
     }
   } catch (err) {
     if (!(err instanceof FloodgateError)) throw err;
     const option = err.option?.split('.').at(-1);
-    return [at.problem(option === undefined ? [...rp, 'policy'] : [...rp, 'policy', option], err.message, 'change the number to one the policy accepts')];
+    return [
+      at.problem(
+        option === undefined ? [...rp, 'policy'] : [...rp, 'policy', option],
+        err.message,
+        'change the number to one the policy accepts',
+      ),
+    ];
   }
   return [];
 }
@@ -79,10 +144,22 @@ function checkStore(config: GatewayConfig, at: Locator, env: NodeJS.ProcessEnv):
   if (s.type !== 'redis') return [];
   const problems: ConfigProblem[] = [];
   if ((s.url === undefined) === (s.nodes === undefined)) {
-    problems.push(at.problem(['store'], 'a redis store needs exactly one of url (one server) and nodes (a cluster)', 'give url: redis://host:port, or nodes: [redis://host:port, ...]'));
+    problems.push(
+      at.problem(
+        ['store'],
+        'a redis store needs exactly one of url (one server) and nodes (a cluster)',
+        'give url: redis://host:port, or nodes: [redis://host:port, ...]',
+      ),
+    );
   }
   if (typeof s.onError === 'object' && s.onError.nodes !== undefined && s.onError.share !== undefined) {
-    problems.push(at.problem(['store', 'onError', 'share'], 'both nodes and share are given (share is 1 / nodes)', 'keep one: nodes (how many gateways share the limits) or share (the part each admits)'));
+    problems.push(
+      at.problem(
+        ['store', 'onError', 'share'],
+        'both nodes and share are given (share is 1 / nodes)',
+        'keep one: nodes (how many gateways share the limits) or share (the part each admits)',
+      ),
+    );
   }
   if (typeof s.timeoutMs === 'object') {
     try {
@@ -90,19 +167,51 @@ function checkStore(config: GatewayConfig, at: Locator, env: NodeJS.ProcessEnv):
     } catch (err) {
       if (!(err instanceof FloodgateError)) throw err;
       const option = err.option?.split('.').at(-1);
-      problems.push(at.problem(option === undefined || option === 'timeoutMs' ? ['store', 'timeoutMs'] : ['store', 'timeoutMs', option], err.message, 'keep floorMs at most capMs (the timeout lies between them)'));
+      problems.push(
+        at.problem(
+          option === undefined || option === 'timeoutMs' ? ['store', 'timeoutMs'] : ['store', 'timeoutMs', option],
+          err.message,
+          'keep floorMs at most capMs (the timeout lies between them)',
+        ),
+      );
     }
   }
   if (s.passwordEnv !== undefined && env[s.passwordEnv] === undefined) {
-    problems.push(at.problem(['store', 'passwordEnv'], `the environment variable ${s.passwordEnv} is not set`, `set ${s.passwordEnv}, or remove passwordEnv`));
+    problems.push(
+      at.problem(
+        ['store', 'passwordEnv'],
+        `the environment variable ${s.passwordEnv} is not set`,
+        `set ${s.passwordEnv}, or remove passwordEnv`,
+      ),
+    );
   }
   return problems;
 }
 
-function checkSecret(value: string | undefined, envName: string | undefined, path: ConfigPath, what: string, at: Locator, env: NodeJS.ProcessEnv): ConfigProblem[] {
-  if (value !== undefined && envName !== undefined) return [at.problem([...path, `${what}Env`], `both ${what} and ${what}Env are given`, `keep one: ${what}Env is better, since the file then holds no secret`)];
+function checkSecret(
+  value: string | undefined,
+  envName: string | undefined,
+  path: ConfigPath,
+  what: string,
+  at: Locator,
+  env: NodeJS.ProcessEnv,
+): ConfigProblem[] {
+  if (value !== undefined && envName !== undefined)
+    return [
+      at.problem(
+        [...path, `${what}Env`],
+        `both ${what} and ${what}Env are given`,
+        `keep one: ${what}Env is better, since the file then holds no secret`,
+      ),
+    ];
   if (envName !== undefined && (env[envName] ?? '').length < 16) {
-    return [at.problem([...path, `${what}Env`], `the environment variable ${envName} is not set or is shorter than 16 characters`, `set ${envName} to a long random value before starting`)];
+    return [
+      at.problem(
+        [...path, `${what}Env`],
+        `the environment variable ${envName} is not set or is shorter than 16 characters`,
+        `set ${envName} to a long random value before starting`,
+      ),
+    ];
   }
   return [];
 }
@@ -112,6 +221,7 @@ function routeCovers(earlier: RouteConfig, later: RouteConfig): boolean {
   const e = earlier.match;
   const l = later.match;
   if (e.host !== undefined && e.host.toLowerCase() !== l.host?.toLowerCase()) return false;
-  if (e.methods !== undefined && (l.methods === undefined || !l.methods.every((m) => e.methods!.includes(m)))) return false;
+  if (e.methods !== undefined && (l.methods === undefined || !l.methods.every((m) => e.methods!.includes(m))))
+    return false;
   return patternCovers(e.path, l.path);
 }

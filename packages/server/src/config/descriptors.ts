@@ -6,7 +6,13 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
-import { mergeDescriptorConfigs, parseDescriptorConfig, type ConfigError as DescriptorError, type DescriptorConfig, type DomainSpec } from '../decision/config.js';
+import {
+  mergeDescriptorConfigs,
+  parseDescriptorConfig,
+  type ConfigError as DescriptorError,
+  type DescriptorConfig,
+  type DomainSpec,
+} from '../decision/config.js';
 import { Locator, type ConfigProblem } from './problems.js';
 import type { GatewayConfig } from './schema.js';
 
@@ -17,14 +23,18 @@ export interface DescriptorFiles {
   readonly domains: readonly DomainSpec[];
 }
 
-const HINT = 'fix the descriptor file (Envoy\'s ratelimit config: domain, descriptors, key, value, rate_limit)';
+const HINT = "fix the descriptor file (Envoy's ratelimit config: domain, descriptors, key, value, rate_limit)";
 
 /**
  * loadDescriptorFiles returns the domains of `config.rateLimitService.descriptors` (none without the
  * section), or every problem found in those files. `configText` is the config file's text, so that
  * an unreadable file is placed on its line in the config.
  */
-export async function loadDescriptorFiles(config: GatewayConfig, configFile: string, configText: string): Promise<DescriptorFiles | { problems: ConfigProblem[] }> {
+export async function loadDescriptorFiles(
+  config: GatewayConfig,
+  configFile: string,
+  configText: string,
+): Promise<DescriptorFiles | { problems: ConfigProblem[] }> {
   const section = config.rateLimitService;
   if (section === undefined) return { files: [], domains: [] };
   const files = section.descriptors.map((p) => resolve(dirname(configFile), p));
@@ -36,7 +46,13 @@ export async function loadDescriptorFiles(config: GatewayConfig, configFile: str
       text = await readFile(file, 'utf8');
     } catch (err) {
       const locator = locatorOf(configFile, configText);
-      problems.push(locator.problem(['rateLimitService', 'descriptors', i], `cannot read the descriptor file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, 'give a path (relative to this config file) of a readable Envoy descriptor file'));
+      problems.push(
+        locator.problem(
+          ['rateLimitService', 'descriptors', i],
+          `cannot read the descriptor file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+          'give a path (relative to this config file) of a readable Envoy descriptor file',
+        ),
+      );
       continue;
     }
     const result = parseDescriptorConfig(text, file);
@@ -45,7 +61,10 @@ export async function loadDescriptorFiles(config: GatewayConfig, configFile: str
   }
   if (problems.length > 0) return { problems };
   const merged = mergeDescriptorConfigs(parsed);
-  if ('errors' in merged) return { problems: merged.errors.map((e) => ({ ...problemOf(e), hint: 'define each domain in one descriptor file only' })) };
+  if ('errors' in merged)
+    return {
+      problems: merged.errors.map((e) => ({ ...problemOf(e), hint: 'define each domain in one descriptor file only' })),
+    };
   return { files, domains: merged.config.domains };
 }
 

@@ -35,7 +35,9 @@ export async function loadConfig(file: string, env: NodeJS.ProcessEnv = process.
     text = await readFile(file, 'utf8');
   } catch (err) {
     const message = `cannot read the config file: ${(err as Error).message}`;
-    throw new ConfigError('CONFIG_UNREADABLE', [{ file, line: 0, column: 0, path: '', message, hint: 'give the path of a readable YAML file with --config' }]);
+    throw new ConfigError('CONFIG_UNREADABLE', [
+      { file, line: 0, column: 0, path: '', message, hint: 'give the path of a readable YAML file with --config' },
+    ]);
   }
   const config = parseConfig(text, file, env);
   const descriptors = await loadDescriptorFiles(config, file, text);
@@ -55,12 +57,23 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   if (doc.errors.length > 0) {
     const problems = doc.errors.map((e): ConfigProblem => {
       const { line, col } = lines.linePos(e.pos[0]);
-      return { file, line, column: col, path: '', message: `YAML syntax: ${e.message.split('\n')[0]}`, hint: 'fix the YAML syntax at that line (indentation, a missing colon, an unclosed quote, a repeated key)' };
+      return {
+        file,
+        line,
+        column: col,
+        path: '',
+        message: `YAML syntax: ${e.message.split('\n')[0]}`,
+        hint: 'fix the YAML syntax at that line (indentation, a missing colon, an unclosed quote, a repeated key)',
+      };
     });
     throw new ConfigError('CONFIG_INVALID', problems);
   }
   const parsed = configSchema.safeParse(doc.toJS() ?? {}, { reportInput: true });
-  if (!parsed.success) throw new ConfigError('CONFIG_INVALID', parsed.error.issues.map((i) => issueProblem(locator, i)));
+  if (!parsed.success)
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      parsed.error.issues.map((i) => issueProblem(locator, i)),
+    );
   const problems = checkConfig(parsed.data, locator, env);
   if (problems.length > 0) throw new ConfigError('CONFIG_INVALID', problems);
   return parsed.data;
@@ -71,14 +84,30 @@ function issueProblem(locator: Locator, issue: z.core.$ZodIssue): ConfigProblem 
   switch (issue.code) {
     case 'unrecognized_keys': {
       const keys = issue.keys.map((k) => `"${k}"`).join(', ');
-      return locator.problem([...path, issue.keys[0]!], `unknown key ${keys}`, 'remove it or correct its spelling; `floodgate schema` lists every key allowed');
+      return locator.problem(
+        [...path, issue.keys[0]!],
+        `unknown key ${keys}`,
+        'remove it or correct its spelling; `floodgate schema` lists every key allowed',
+      );
     }
     case 'invalid_type':
-      return locator.problem(path, issue.input === undefined ? `missing ${issue.expected}` : issue.message, issue.input === undefined ? `add ${String(path.at(-1))}` : `write ${article(issue.expected)}`);
+      return locator.problem(
+        path,
+        issue.input === undefined ? `missing ${issue.expected}` : issue.message,
+        issue.input === undefined ? `add ${String(path.at(-1))}` : `write ${article(issue.expected)}`,
+      );
     case 'invalid_union':
-      return locator.problem(path, unionMessage(issue), 'choose one of the kinds listed; `floodgate schema` shows each kind\'s keys');
+      return locator.problem(
+        path,
+        unionMessage(issue),
+        "choose one of the kinds listed; `floodgate schema` shows each kind's keys",
+      );
     case 'invalid_value':
-      return locator.problem(path, `${issue.message}`, `use one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`);
+      return locator.problem(
+        path,
+        `${issue.message}`,
+        `use one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`,
+      );
     default:
       return locator.problem(path, issue.message, hintOf(issue));
   }
@@ -90,7 +119,8 @@ function unionMessage(issue: z.core.$ZodIssueInvalidUnion): string {
 }
 
 function hintOf(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'too_small') return `use a value of at least ${String(issue.minimum)}${issue.inclusive === false ? ' (exclusive)' : ''}`;
+  if (issue.code === 'too_small')
+    return `use a value of at least ${String(issue.minimum)}${issue.inclusive === false ? ' (exclusive)' : ''}`;
   if (issue.code === 'too_big') return `use a value of at most ${String(issue.maximum)}`;
   if (issue.code === 'invalid_format') return 'write it in the form the message names';
   return 'see `floodgate schema` for what this key takes';

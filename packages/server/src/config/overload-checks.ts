@@ -19,14 +19,44 @@ export function checkOverload(config: GatewayConfig, at: Locator): ConfigProblem
     problems.push(...checkSection(upstream, path, at));
     const url = new URL(upstream.url);
     const earlier = origins.get(url.origin);
-    if (earlier !== undefined) problems.push(at.problem([...path, 'url'], `the origin ${url.origin} is listed twice in upstreams (upstreams[${earlier}] too)`, 'merge the two entries into one'));
+    if (earlier !== undefined)
+      problems.push(
+        at.problem(
+          [...path, 'url'],
+          `the origin ${url.origin} is listed twice in upstreams (upstreams[${earlier}] too)`,
+          'merge the two entries into one',
+        ),
+      );
     origins.set(url.origin, i);
-    if (url.pathname !== '/' || url.search !== '') problems.push(at.problem([...path, 'url'], `an upstreams url names an origin, but ${upstream.url} has a path or query`, `write the origin only: ${url.origin}`));
+    if (url.pathname !== '/' || url.search !== '')
+      problems.push(
+        at.problem(
+          [...path, 'url'],
+          `an upstreams url names an origin, but ${upstream.url} has a path or query`,
+          `write the origin only: ${url.origin}`,
+        ),
+      );
     else if (!config.routes.some((r) => new URL(r.upstream).origin === url.origin)) {
-      problems.push(at.problem([...path, 'url'], `no route forwards to ${url.origin}: this protection would never apply`, 'point a route\'s upstream at this origin, or remove the entry'));
+      problems.push(
+        at.problem(
+          [...path, 'url'],
+          `no route forwards to ${url.origin}: this protection would never apply`,
+          "point a route's upstream at this origin, or remove the entry",
+        ),
+      );
     }
-    if (upstream.concurrency === undefined && upstream.adaptive === undefined && upstream.circuitBreaker === undefined) {
-      problems.push(at.problem(path, `the upstreams entry for ${url.origin} protects nothing: it has no concurrency, adaptive or circuitBreaker section`, 'add concurrency: { limit: 100 }, adaptive: {}, or a circuitBreaker, or remove the entry'));
+    if (
+      upstream.concurrency === undefined &&
+      upstream.adaptive === undefined &&
+      upstream.circuitBreaker === undefined
+    ) {
+      problems.push(
+        at.problem(
+          path,
+          `the upstreams entry for ${url.origin} protects nothing: it has no concurrency, adaptive or circuitBreaker section`,
+          'add concurrency: { limit: 100 }, adaptive: {}, or a circuitBreaker, or remove the entry',
+        ),
+      );
     }
   });
   config.routes.forEach((route, i) => problems.push(...checkRouteTier(config, i, at)));
@@ -37,19 +67,44 @@ function checkSection(section: ProtectionConfig, path: ConfigPath, at: Locator):
   const problems: ConfigProblem[] = [];
   const limited = section.concurrency !== undefined || section.adaptive !== undefined;
   if (section.concurrency !== undefined && section.adaptive !== undefined) {
-    problems.push(at.problem([...path, 'adaptive'], 'both concurrency (a fixed limit) and adaptive (a learned limit) are given: one scope has one concurrency limit', 'keep concurrency: { limit } for a fixed bulkhead, or adaptive: { ... } to learn the limit from latency, not both'));
+    problems.push(
+      at.problem(
+        [...path, 'adaptive'],
+        'both concurrency (a fixed limit) and adaptive (a learned limit) are given: one scope has one concurrency limit',
+        'keep concurrency: { limit } for a fixed bulkhead, or adaptive: { ... } to learn the limit from latency, not both',
+      ),
+    );
   }
   problems.push(...checkAdaptive(section, path, at));
   const priority = section.priority;
   if (priority !== undefined) {
     problems.push(...checkTiers(priority.tiers, [...path, 'priority', 'tiers'], at));
     if (priority.default !== undefined && !priority.tiers.includes(priority.default)) {
-      problems.push(at.problem([...path, 'priority', 'default'], `the default tier "${priority.default}" is not one of the tiers (${priority.tiers.join(', ')})`, `name one of the tiers, such as "${priority.tiers.at(-1)!}", or list "${priority.default}" under tiers`));
+      problems.push(
+        at.problem(
+          [...path, 'priority', 'default'],
+          `the default tier "${priority.default}" is not one of the tiers (${priority.tiers.join(', ')})`,
+          `name one of the tiers, such as "${priority.tiers.at(-1)!}", or list "${priority.default}" under tiers`,
+        ),
+      );
     }
-    if (!limited) problems.push(at.problem([...path, 'priority'], 'priority tiers are given but there is no concurrency limit here to share out', 'add concurrency: { limit } or adaptive: {} beside priority, or remove priority'));
+    if (!limited)
+      problems.push(
+        at.problem(
+          [...path, 'priority'],
+          'priority tiers are given but there is no concurrency limit here to share out',
+          'add concurrency: { limit } or adaptive: {} beside priority, or remove priority',
+        ),
+      );
   }
   if (section.shed !== undefined && !limited) {
-    problems.push(at.problem([...path, 'shed'], 'shed says how a request over the concurrency limit is answered, but there is no concurrency limit here', 'add concurrency: { limit } or adaptive: {} beside shed, or remove shed'));
+    problems.push(
+      at.problem(
+        [...path, 'shed'],
+        'shed says how a request over the concurrency limit is answered, but there is no concurrency limit here',
+        'add concurrency: { limit } or adaptive: {} beside shed, or remove shed',
+      ),
+    );
   }
   if (problems.length === 0) problems.push(...libraryRefusals(section, path, at));
   return problems;
@@ -63,11 +118,23 @@ function checkAdaptive(section: ProtectionConfig, path: ConfigPath, at: Locator)
   const p = [...path, 'adaptive'];
   if (min > max) {
     const which = a.minLimit === undefined ? 'maxLimit' : 'minLimit';
-    return [at.problem([...p, which], `minLimit (${min}${a.minLimit === undefined ? ', the default' : ''}) is above maxLimit (${max}${a.maxLimit === undefined ? ', the default' : ''})`, 'make minLimit at most maxLimit')];
+    return [
+      at.problem(
+        [...p, which],
+        `minLimit (${min}${a.minLimit === undefined ? ', the default' : ''}) is above maxLimit (${max}${a.maxLimit === undefined ? ', the default' : ''})`,
+        'make minLimit at most maxLimit',
+      ),
+    ];
   }
   const initial = a.initialLimit;
   if (initial !== undefined && (initial < min || initial > max)) {
-    return [at.problem([...p, 'initialLimit'], `initialLimit (${initial}) lies outside minLimit (${min}) to maxLimit (${max})`, `use an initialLimit from ${min} to ${max}`)];
+    return [
+      at.problem(
+        [...p, 'initialLimit'],
+        `initialLimit (${initial}) lies outside minLimit (${min}) to maxLimit (${max})`,
+        `use an initialLimit from ${min} to ${max}`,
+      ),
+    ];
   }
   return [];
 }
@@ -76,7 +143,10 @@ function checkTiers(tiers: readonly string[], path: ConfigPath, at: Locator): Co
   const seen = new Set<string>();
   const problems: ConfigProblem[] = [];
   tiers.forEach((tier, k) => {
-    if (seen.has(tier)) problems.push(at.problem([...path, k], `the tier "${tier}" is listed twice`, 'list each tier once, most important first'));
+    if (seen.has(tier))
+      problems.push(
+        at.problem([...path, k], `the tier "${tier}" is listed twice`, 'list each tier once, most important first'),
+      );
     seen.add(tier);
   });
   return problems;
@@ -91,11 +161,23 @@ function checkRouteTier(config: GatewayConfig, i: number, at: Locator): ConfigPr
   const priorities = [route.priority, upstream?.priority].filter((p) => p !== undefined);
   const path = ['routes', i, 'routeTier'];
   if (priorities.length === 0) {
-    return [at.problem(path, `routeTier "${route.routeTier}" is given but neither the route nor its upstream has a priority section`, 'add priority: { tiers: [...] } to the route or its upstreams entry, or remove routeTier')];
+    return [
+      at.problem(
+        path,
+        `routeTier "${route.routeTier}" is given but neither the route nor its upstream has a priority section`,
+        'add priority: { tiers: [...] } to the route or its upstreams entry, or remove routeTier',
+      ),
+    ];
   }
   const missing = priorities.find((p) => !p.tiers.includes(route.routeTier!));
   if (missing === undefined) return [];
-  return [at.problem(path, `routeTier "${route.routeTier}" is not one of the tiers (${missing.tiers.join(', ')})`, `name one of ${missing.tiers.join(', ')}`)];
+  return [
+    at.problem(
+      path,
+      `routeTier "${route.routeTier}" is not one of the tiers (${missing.tiers.join(', ')})`,
+      `name one of ${missing.tiers.join(', ')}`,
+    ),
+  ];
 }
 
 /** What the library itself refuses in a section (a reserveRatio too large for the tiers, a window the breaker cannot split), placed at the option it names. */
@@ -106,14 +188,36 @@ function libraryRefusals(section: ProtectionConfig, path: ConfigPath, at: Locato
     const refused = refusalOf(() => new ConcurrencyLimiter(options));
     const option = refused?.option?.split('.').at(-1);
     const inPriority = option === 'reserveRatio' || option === 'tiers';
-    const where = inPriority ? [...path, 'priority', option] : [...path, section.adaptive === undefined ? 'concurrency' : 'adaptive', ...(option === undefined ? [] : [option])];
-    if (refused !== undefined) problems.push(at.problem(where, refused.message, inPriority ? 'make reserveRatio × (number of tiers - 1) less than 1' : 'change the number to one the limiter accepts'));
+    const where = inPriority
+      ? [...path, 'priority', option]
+      : [
+          ...path,
+          section.adaptive === undefined ? 'concurrency' : 'adaptive',
+          ...(option === undefined ? [] : [option]),
+        ];
+    if (refused !== undefined)
+      problems.push(
+        at.problem(
+          where,
+          refused.message,
+          inPriority
+            ? 'make reserveRatio × (number of tiers - 1) less than 1'
+            : 'change the number to one the limiter accepts',
+        ),
+      );
   }
   const breaker = section.circuitBreaker;
   if (breaker !== undefined) {
     const refused = refusalOf(() => new CircuitBreaker(breakerOptionsOf(breaker, 'check')));
     const option = refused?.option?.split('.').at(-1);
-    if (refused !== undefined) problems.push(at.problem([...path, 'circuitBreaker', ...(option === undefined || option === 'CircuitBreaker' ? [] : [option])], refused.message, 'change the number to one the circuit breaker accepts'));
+    if (refused !== undefined)
+      problems.push(
+        at.problem(
+          [...path, 'circuitBreaker', ...(option === undefined || option === 'CircuitBreaker' ? [] : [option])],
+          refused.message,
+          'change the number to one the circuit breaker accepts',
+        ),
+      );
   }
   return problems;
 }

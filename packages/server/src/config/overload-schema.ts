@@ -84,7 +84,10 @@ export const prioritySchema = z.strictObject({
   /** Tier names, most important first. */
   tiers: z.array(name).min(1, 'name at least one tier'),
   /** The request header whose value names a tier (default x-priority). */
-  header: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a header name such as x-priority').default('x-priority'),
+  header: z
+    .string()
+    .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a header name such as x-priority')
+    .default('x-priority'),
   /** The tier of a request without the header or with an unknown value (default the last, least important, tier). */
   default: name.optional(),
   /** Share of the limit held back from each tier below the top, per step down (default 0.1). */

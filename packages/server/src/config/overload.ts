@@ -27,7 +27,10 @@ export function limiterOptionsOf(section: ProtectionConfig): ConcurrencyLimiterO
 }
 
 /** The wait line's order and CoDel's parameters, only where the section gives them (the library's defaults otherwise). */
-function waitOrder(order: ConcurrencyLimiterOptions['order'], codel: ConcurrencyLimiterOptions['codel']): Pick<ConcurrencyLimiterOptions, 'order' | 'codel'> {
+function waitOrder(
+  order: ConcurrencyLimiterOptions['order'],
+  codel: ConcurrencyLimiterOptions['codel'],
+): Pick<ConcurrencyLimiterOptions, 'order' | 'codel'> {
   return { ...(order === undefined ? {} : { order }), ...(codel === undefined ? {} : { codel }) };
 }
 
@@ -37,7 +40,13 @@ function waitOrder(order: ConcurrencyLimiterOptions['order'], codel: Concurrency
  * tier are read per request, so they are not part of it.
  */
 export function limiterSignature(scope: string, section: ProtectionConfig): string {
-  return JSON.stringify([scope, section.concurrency, section.adaptive, section.priority?.tiers.length ?? 1, section.priority?.reserveRatio]);
+  return JSON.stringify([
+    scope,
+    section.concurrency,
+    section.adaptive,
+    section.priority?.tiers.length ?? 1,
+    section.priority?.reserveRatio,
+  ]);
 }
 
 /**
@@ -48,7 +57,15 @@ export function limiterSignature(scope: string, section: ProtectionConfig): stri
 export function breakerOptionsOf(section: CircuitBreakerConfig, name: string): CircuitBreakerOptions {
   let buckets = Math.min(10, section.windowMs);
   while (section.windowMs % buckets !== 0) buckets--;
-  return { trigger: section.trigger, windowMs: section.windowMs, buckets, minCalls: section.minCalls, openMs: section.openMs, halfOpenProbes: section.halfOpenProbes, name };
+  return {
+    trigger: section.trigger,
+    windowMs: section.windowMs,
+    buckets,
+    minCalls: section.minCalls,
+    openMs: section.openMs,
+    halfOpenProbes: section.halfOpenProbes,
+    name,
+  };
 }
 
 /** breakerSignature returns what decides a scope's circuit breaker, to keep it across a reload when unchanged. */

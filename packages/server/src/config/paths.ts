@@ -20,7 +20,11 @@ export function compilePath(source: string): PathPattern {
   if (noParams && rest) {
     const prefix = '/' + fixed.join('/');
     const base = prefix === '/' ? '' : prefix;
-    return { source, match: (path) => (path === base || path.startsWith(base + '/') || (base === '' && path.startsWith('/')) ? {} : undefined) };
+    return {
+      source,
+      match: (path) =>
+        path === base || path.startsWith(base + '/') || (base === '' && path.startsWith('/')) ? {} : undefined,
+    };
   }
   return {
     source,

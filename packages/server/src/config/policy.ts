@@ -1,5 +1,13 @@
 /** Policies from config: each config policy becomes the library's own algorithm. */
-import { fixedWindow, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm } from 'floodgate';
+import {
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+  type Algorithm,
+} from 'floodgate';
 import type { PolicyConfig } from './schema.js';
 
 /**
@@ -18,7 +26,11 @@ export function policyOf(config: PolicyConfig): Algorithm {
     case 'slidingWindowLog':
       return slidingWindowLog({ limit: config.limit, windowMs: config.windowMs });
     case 'slidingWindowCounter':
-      return slidingWindowCounter({ limit: config.limit, windowMs: config.windowMs, ...(config.subWindows === undefined ? {} : { subWindows: config.subWindows }) });
+      return slidingWindowCounter({
+        limit: config.limit,
+        windowMs: config.windowMs,
+        ...(config.subWindows === undefined ? {} : { subWindows: config.subWindows }),
+      });
     case 'gcra':
       return gcra({ rate: config.rate, periodMs: config.periodMs, maxBurst: config.maxBurst ?? 0 });
   }

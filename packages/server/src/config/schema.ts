@@ -15,8 +15,18 @@ export const policySchema = z.discriminatedUnion('algorithm', [
   z.strictObject({ algorithm: z.literal('leakyBucket'), capacity: positive, leakPerSecond: positive }),
   z.strictObject({ algorithm: z.literal('fixedWindow'), limit: positive, windowMs: positive }),
   z.strictObject({ algorithm: z.literal('slidingWindowLog'), limit: whole.positive(), windowMs: positive }),
-  z.strictObject({ algorithm: z.literal('slidingWindowCounter'), limit: positive, windowMs: positive, subWindows: whole.positive().optional() }),
-  z.strictObject({ algorithm: z.literal('gcra'), rate: positive, periodMs: positive, maxBurst: whole.nonnegative().optional() }),
+  z.strictObject({
+    algorithm: z.literal('slidingWindowCounter'),
+    limit: positive,
+    windowMs: positive,
+    subWindows: whole.positive().optional(),
+  }),
+  z.strictObject({
+    algorithm: z.literal('gcra'),
+    rate: positive,
+    periodMs: positive,
+    maxBurst: whole.nonnegative().optional(),
+  }),
 ]);
 
 const secretFields = {
@@ -29,8 +39,16 @@ const secretFields = {
 /** keySchema is who a request counts against. */
 export const keySchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('ip'), ipv6PrefixBits: whole.min(1).max(128).optional() }),
-  z.strictObject({ type: z.literal('header'), name: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a header name such as x-api-key') }),
-  z.strictObject({ type: z.literal('jwt'), claim: z.string().min(1), header: z.string().min(1).optional(), ...secretFields }),
+  z.strictObject({
+    type: z.literal('header'),
+    name: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a header name such as x-api-key'),
+  }),
+  z.strictObject({
+    type: z.literal('jwt'),
+    claim: z.string().min(1),
+    header: z.string().min(1).optional(),
+    ...secretFields,
+  }),
   z.strictObject({ type: z.literal('query'), name: z.string().min(1) }),
   z.strictObject({ type: z.literal('param'), name: z.string().min(1) }),
   z.strictObject({ type: z.literal('route') }),
@@ -54,7 +72,10 @@ export const routeSchema = z.strictObject({
   match: z
     .strictObject({
       host: z.string().min(1).optional(),
-      methods: z.array(z.string().regex(/^[A-Z]+$/, 'an HTTP method in upper case, such as GET')).min(1).optional(),
+      methods: z
+        .array(z.string().regex(/^[A-Z]+$/, 'an HTTP method in upper case, such as GET'))
+        .min(1)
+        .optional(),
       path: z.string().startsWith('/', 'a path starts with /').default('/*'),
     })
     .default({ path: '/*' }),
@@ -70,8 +91,14 @@ export const routeSchema = z.strictObject({
  * adaptive timeout `{ floorMs, p99Multiple, capMs }` (each optional: 25, 5, 250).
  */
 export const storeTimeoutSchema = z.union(
-  [positive, z.strictObject({ floorMs: positive.optional(), p99Multiple: positive.optional(), capMs: positive.optional() })],
-  { error: 'expected a number of ms above 0, or an adaptive timeout { floorMs, p99Multiple, capMs } (each a number above 0)' },
+  [
+    positive,
+    z.strictObject({ floorMs: positive.optional(), p99Multiple: positive.optional(), capMs: positive.optional() }),
+  ],
+  {
+    error:
+      'expected a number of ms above 0, or an adaptive timeout { floorMs, p99Multiple, capMs } (each a number above 0)',
+  },
 );
 
 /**
@@ -82,9 +109,16 @@ export const storeTimeoutSchema = z.union(
 export const storeOnErrorSchema = z.union(
   [
     z.enum(['local', 'fail-open', 'fail-closed']),
-    z.strictObject({ fallback: z.literal('local'), nodes: whole.positive().optional(), share: z.number().positive().max(1).optional() }),
+    z.strictObject({
+      fallback: z.literal('local'),
+      nodes: whole.positive().optional(),
+      share: z.number().positive().max(1).optional(),
+    }),
   ],
-  { error: 'expected local, fail-open, fail-closed, or { fallback: local } with nodes (a whole number of gateways, at least 1) or share (above 0, at most 1)' },
+  {
+    error:
+      'expected local, fail-open, fail-closed, or { fallback: local } with nodes (a whole number of gateways, at least 1) or share (above 0, at most 1)',
+  },
 );
 
 /** storeSchema is where limiter state lives: this process's memory, or Redis shared by many gateways. */
@@ -92,8 +126,14 @@ export const storeSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('memory'), maxKeys: whole.positive().optional() }),
   z.strictObject({
     type: z.literal('redis'),
-    url: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').optional(),
-    nodes: z.array(z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')).min(1).optional(),
+    url: z
+      .string()
+      .regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')
+      .optional(),
+    nodes: z
+      .array(z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL'))
+      .min(1)
+      .optional(),
     passwordEnv: z.string().min(1).optional(),
     /** How long a decision may wait for Redis: a fixed number of ms, or adaptive (omitted: the library's adaptive default, 3 × the recent p99 between 25 and 250 ms). */
     timeoutMs: storeTimeoutSchema.optional(),
@@ -101,7 +141,10 @@ export const storeSchema = z.discriminatedUnion('type', [
     onError: storeOnErrorSchema.default('local'),
     /** Whether what the failure policy admitted during an outage is charged to Redis when it answers again (default true). */
     writeBack: z.boolean().default(true),
-    prefix: z.string().regex(/^[^{}]*$/, 'no { or }').optional(),
+    prefix: z
+      .string()
+      .regex(/^[^{}]*$/, 'no { or }')
+      .optional(),
   }),
 ]);
 
@@ -123,7 +166,9 @@ export const rateLimitServiceSchema = z.strictObject({
 
 /** configSchema is the whole file. */
 export const configSchema = z.strictObject({
-  listen: z.strictObject({ host: z.string().default('127.0.0.1'), port: whole.min(0).max(65535).default(8080) }).default({ host: '127.0.0.1', port: 8080 }),
+  listen: z
+    .strictObject({ host: z.string().default('127.0.0.1'), port: whole.min(0).max(65535).default(8080) })
+    .default({ host: '127.0.0.1', port: 8080 }),
   admin: z
     .strictObject({
       host: z.string().default('127.0.0.1'),
@@ -131,7 +176,12 @@ export const configSchema = z.strictObject({
       token: z.string().min(16, 'an admin token needs at least 16 characters').optional(),
       tokenEnv: z.string().min(1).optional(),
       /** The live dashboard at /dashboard (on when there is a token); `keys` shows keys in full, truncated or as a keyed hash. */
-      dashboard: z.strictObject({ enabled: z.boolean().default(true), keys: z.enum(['full', 'truncate', 'hash']).default('full') }).optional(),
+      dashboard: z
+        .strictObject({
+          enabled: z.boolean().default(true),
+          keys: z.enum(['full', 'truncate', 'hash']).default('full'),
+        })
+        .optional(),
     })
     .optional(),
   store: storeSchema.default({ type: 'memory' }),
@@ -145,7 +195,14 @@ export const configSchema = z.strictObject({
       upstreamTimeoutMs: positive.default(30_000),
       connectTimeoutMs: positive.default(5_000),
     })
-    .default({ maxHeaderBytes: 16_384, maxBodyBytes: 10_485_760, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, upstreamTimeoutMs: 30_000, connectTimeoutMs: 5_000 }),
+    .default({
+      maxHeaderBytes: 16_384,
+      maxBodyBytes: 10_485_760,
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      upstreamTimeoutMs: 30_000,
+      connectTimeoutMs: 5_000,
+    }),
   /** The routes to proxy; a config needs routes, a rateLimitService, or both. */
   routes: z.array(routeSchema).default([]),
   /** Overload protection shared by every route forwarding to an origin (a route's own sections are checked first). */

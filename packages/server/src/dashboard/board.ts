@@ -77,7 +77,12 @@ export class Board {
     this.observer = this.store.observer;
     this.overload = new OverloadBoard({ clock: this.clock, timers: options.timers, seconds: options.overloadSeconds });
     this.startedAtMs = this.clock.now();
-    this.options = { sketchCapacity: options.sketchCapacity ?? 64, nearCapacity: options.nearCapacity ?? 32, halfLifeMs: options.halfLifeMs ?? 10_000, staleMs: options.staleMs ?? 10_000 };
+    this.options = {
+      sketchCapacity: options.sketchCapacity ?? 64,
+      nearCapacity: options.nearCapacity ?? 32,
+      halfLifeMs: options.halfLifeMs ?? 10_000,
+      staleMs: options.staleMs ?? 10_000,
+    };
   }
 
   /** outcome counts one rule's outcome for one request, now. */
@@ -95,11 +100,31 @@ export class Board {
     const nowMs = this.clock.now();
     const board = this.boardOf(e.route, e.rule);
     const d = e.decision;
-    const degraded = e.outcome === 'fail_open' || e.outcome === 'fail_closed' || e.outcome === 'fallback_admitted' || e.outcome === 'fallback_limited';
+    const degraded =
+      e.outcome === 'fail_open' ||
+      e.outcome === 'fail_closed' ||
+      e.outcome === 'fallback_admitted' ||
+      e.outcome === 'fallback_limited';
     if (d !== undefined && !degraded) board.near.observe(e.key, d, nowMs);
-    if (e.outcome === 'limited' || e.outcome === 'shadow_limited' || e.outcome === 'queue_rejected') board.overLimit.add(e.key, 1, nowMs);
-    if (e.outcome !== 'limited' && e.outcome !== 'queue_rejected' && e.outcome !== 'fail_closed' && e.outcome !== 'fallback_limited') return;
-    this.refused.record({ route: e.route, rule: e.rule, key: e.key, limit: d?.limit ?? 0, remaining: d?.remaining ?? 0, retryAfterMs: d?.retryAfterMs ?? 0, reason: e.reason, atMs: nowMs });
+    if (e.outcome === 'limited' || e.outcome === 'shadow_limited' || e.outcome === 'queue_rejected')
+      board.overLimit.add(e.key, 1, nowMs);
+    if (
+      e.outcome !== 'limited' &&
+      e.outcome !== 'queue_rejected' &&
+      e.outcome !== 'fail_closed' &&
+      e.outcome !== 'fallback_limited'
+    )
+      return;
+    this.refused.record({
+      route: e.route,
+      rule: e.rule,
+      key: e.key,
+      limit: d?.limit ?? 0,
+      remaining: d?.remaining ?? 0,
+      retryAfterMs: d?.retryAfterMs ?? 0,
+      reason: e.reason,
+      atMs: nowMs,
+    });
   }
 
   /** rates returns a rule's rates now (per second over the last `windowSeconds` whole seconds, or those since the start); zeros for a rule not seen yet. */
@@ -112,7 +137,10 @@ export class Board {
     const view = {} as Record<RateGroup, { perSecond: number; total: number }>;
     for (const group of Object.keys(RATE_GROUPS) as RateGroup[]) {
       const outcomes = RATE_GROUPS[group];
-      view[group] = { perSecond: series.perSecond(outcomes, window, nowMs), total: outcomes.reduce((n, o) => n + series.total(o), 0) };
+      view[group] = {
+        perSecond: series.perSecond(outcomes, window, nowMs),
+        total: outcomes.reduce((n, o) => n + series.total(o), 0),
+      };
     }
     return view;
   }
@@ -124,7 +152,13 @@ export class Board {
     let board = rules.get(rule);
     if (board === undefined) {
       const o = this.options;
-      board = { route, rule, series: new OutcomeSeries(), overLimit: new SpaceSaving({ capacity: o.sketchCapacity, halfLifeMs: o.halfLifeMs }), near: new NearLimit({ capacity: o.nearCapacity, staleMs: o.staleMs }) };
+      board = {
+        route,
+        rule,
+        series: new OutcomeSeries(),
+        overLimit: new SpaceSaving({ capacity: o.sketchCapacity, halfLifeMs: o.halfLifeMs }),
+        near: new NearLimit({ capacity: o.nearCapacity, staleMs: o.staleMs }),
+      };
       rules.set(rule, board);
     }
     return board;

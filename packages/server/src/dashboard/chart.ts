@@ -35,7 +35,9 @@ const TEXT = 'font-size="10" fill="#5f6b76" font-family="system-ui, sans-serif"'
  * at its start, middle and "now".
  */
 export function timeChart(options: TimeChartOptions): string {
-  const values = options.lines.flatMap((l) => l.points.map((p) => p[1]).filter((v): v is number => v !== undefined && Number.isFinite(v)));
+  const values = options.lines.flatMap((l) =>
+    l.points.map((p) => p[1]).filter((v): v is number => v !== undefined && Number.isFinite(v)),
+  );
   const top = roundUp(Math.max(1, ...values));
   const plotW = WIDTH - PAD.left - PAD.right;
   const plotH = HEIGHT - PAD.top - PAD.bottom;
@@ -54,7 +56,9 @@ export function timeChart(options: TimeChartOptions): string {
   ];
   const paths = options.lines.map((line) => {
     const d = pathOf(line.points, x, y, options.gapMs ?? 2_500);
-    return d === '' ? '' : `<path class="line-${esc(line.name)}" d="${d}" fill="none" stroke="${line.color}" stroke-width="1.75" stroke-linejoin="round"${line.dashed === true ? ' stroke-dasharray="4 3"' : ''}/>`;
+    return d === ''
+      ? ''
+      : `<path class="line-${esc(line.name)}" d="${d}" fill="none" stroke="${line.color}" stroke-width="1.75" stroke-linejoin="round"${line.dashed === true ? ' stroke-dasharray="4 3"' : ''}/>`;
   });
   return `<svg class="chart ${esc(options.className)}" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-label="${esc(options.label)}">${grid.join('')}${ticks.join('')}${paths.join('')}</svg>`;
 }
@@ -65,7 +69,12 @@ export function legendItem(line: Pick<ChartLine, 'color' | 'dashed'>, html: stri
 }
 
 /** The path of points in time order: a new segment where a value is missing or the gap is too long; a lone point gets a short tick so that it shows. */
-function pathOf(points: ChartLine['points'], x: (atMs: number) => number, y: (v: number) => number, gapMs: number): string {
+function pathOf(
+  points: ChartLine['points'],
+  x: (atMs: number) => number,
+  y: (v: number) => number,
+  gapMs: number,
+): string {
   const segments: string[][] = [];
   let previousMs: number | undefined;
   for (const [atMs, v] of points) {

@@ -44,7 +44,8 @@ export class DashboardEndpoints {
     if (req.method !== 'GET' && req.method !== 'HEAD') return plain(res, 405, 'use GET', { allow: 'GET, HEAD' });
     if (pathname === '/dashboard' || pathname === '/dashboard/') return this.page(res);
     if (pathname === '/dashboard/events') return this.stream(req, res);
-    if (pathname === '/dashboard/snapshot.json') return send(res, 200, 'application/json', JSON.stringify(snapshot(this.options.source)));
+    if (pathname === '/dashboard/snapshot.json')
+      return send(res, 200, 'application/json', JSON.stringify(snapshot(this.options.source)));
     plain(res, 404, `no such dashboard endpoint: ${pathname}`);
   }
 
@@ -58,14 +59,23 @@ export class DashboardEndpoints {
   private page(res: ServerResponse): void {
     const nonce = randomBytes(16).toString('base64');
     const csp = `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
-    send(res, 200, 'text/html; charset=utf-8', renderPage(snapshot(this.options.source), nonce), { 'content-security-policy': csp, 'x-frame-options': 'DENY' });
+    send(res, 200, 'text/html; charset=utf-8', renderPage(snapshot(this.options.source), nonce), {
+      'content-security-policy': csp,
+      'x-frame-options': 'DENY',
+    });
   }
 
   private stream(req: IncomingMessage, res: ServerResponse): void {
-    if (this.streams.size >= (this.options.maxStreams ?? 16)) return plain(res, 503, 'too many dashboard streams are open', { 'retry-after': '5' });
+    if (this.streams.size >= (this.options.maxStreams ?? 16))
+      return plain(res, 503, 'too many dashboard streams are open', { 'retry-after': '5' });
     // Rendered before the head is sent, so that a failure can still be answered with a 500.
     const first = eventOf(renderUpdate(snapshot(this.options.source)));
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', 'x-content-type-options': 'nosniff' });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+      'x-content-type-options': 'nosniff',
+    });
     if (req.method === 'HEAD') return void res.end();
     res.write(`retry: 2000\n\n${first}`);
     this.streams.add(res);
@@ -108,14 +118,31 @@ function eventOf(data: string): string {
 
 function refuse(res: ServerResponse): void {
   res.setHeader('www-authenticate', CHALLENGES);
-  plain(res, 401, 'the dashboard needs the admin token: log in with any user name and the token as the password, or send Authorization: Bearer <token>');
+  plain(
+    res,
+    401,
+    'the dashboard needs the admin token: log in with any user name and the token as the password, or send Authorization: Bearer <token>',
+  );
 }
 
 function plain(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
   send(res, status, 'text/plain; charset=utf-8', `${text}\n`, headers);
 }
 
-function send(res: ServerResponse, status: number, type: string, body: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer', 'content-length': String(Buffer.byteLength(body)), ...headers });
+function send(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    'content-type': type,
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'content-length': String(Buffer.byteLength(body)),
+    ...headers,
+  });
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }

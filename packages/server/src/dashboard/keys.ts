@@ -18,12 +18,16 @@ const TRUNCATE_AT = 24;
  * const show = keyShower('truncate');
  * show('api/per-ip/ip:192.0.2.1', 'api', 'per-ip'); // 'ip:192.0.2.1'
  */
-export function keyShower(display: KeyDisplay, secret: Uint8Array = randomBytes(32)): (key: string, route: string, rule: string) => string {
+export function keyShower(
+  display: KeyDisplay,
+  secret: Uint8Array = randomBytes(32),
+): (key: string, route: string, rule: string) => string {
   return (key, route, rule) => {
     const prefix = `${route}/${rule}/`;
     const bare = key.startsWith(prefix) ? key.slice(prefix.length) : key;
     if (display === 'full') return bare;
-    if (display === 'truncate') return bare.length <= TRUNCATE_AT ? bare : `${bare.slice(0, TRUNCATE_AT).replace(/[\uD800-\uDBFF]$/, '')}…`;
+    if (display === 'truncate')
+      return bare.length <= TRUNCATE_AT ? bare : `${bare.slice(0, TRUNCATE_AT).replace(/[\uD800-\uDBFF]$/, '')}…`;
     return `#${createHmac('sha256', secret).update(bare).digest('base64url').slice(0, 12)}`;
   };
 }

@@ -52,7 +52,12 @@ export function mountDashboard(options: MountOptions): MountedDashboard | undefi
   const { board, metrics } = options;
   const source: DashboardSource = {
     board,
-    rules: () => options.table().routes.flatMap((route) => route.rules.map((r) => ({ route: route.name, rule: r.name, mode: r.mode, policy: r.policyItem }))),
+    rules: () =>
+      options
+        .table()
+        .routes.flatMap((route) =>
+          route.rules.map((r) => ({ route: route.name, rule: r.name, mode: r.mode, policy: r.policyItem })),
+        ),
     activeConfig: options.activeConfig,
     isReady: options.isReady,
     storeKind: options.storeKind,

@@ -50,7 +50,8 @@ export class NearLimit {
   private readonly minShare: number;
 
   constructor(private readonly options: NearLimitOptions) {
-    if (!Number.isInteger(options.capacity) || options.capacity < 1) throw new RangeError(`NearLimit capacity must be a whole number of at least 1, got ${options.capacity}`);
+    if (!Number.isInteger(options.capacity) || options.capacity < 1)
+      throw new RangeError(`NearLimit capacity must be a whole number of at least 1, got ${options.capacity}`);
     if (!(options.staleMs > 0)) throw new RangeError(`NearLimit staleMs must be above 0, got ${options.staleMs}`);
     this.minShare = options.minShare ?? 0.5;
   }
@@ -82,7 +83,8 @@ export class NearLimit {
     const out: NearKey[] = [];
     for (const [key, s] of this.held) {
       if (nowMs - s.atMs > this.options.staleMs) this.held.delete(key);
-      else if (s.usedShare > 0) out.push({ key, usedShare: s.usedShare, limit: s.limit, remaining: s.remaining, atMs: s.atMs });
+      else if (s.usedShare > 0)
+        out.push({ key, usedShare: s.usedShare, limit: s.limit, remaining: s.remaining, atMs: s.atMs });
     }
     out.sort((a, b) => b.usedShare - a.usedShare || b.atMs - a.atMs);
     return out.slice(0, Math.max(0, n));

@@ -65,7 +65,9 @@ export interface OverloadScopeView {
   readonly shedPerSecond: Readonly<Record<string, number>>;
   /** Sheds in the window's samples, by reason. */
   readonly shedInWindow: Readonly<Record<string, number>>;
-  readonly circuit: { readonly state: string; readonly retryInMs: number; readonly transitions: readonly CircuitTransition[] } | undefined;
+  readonly circuit:
+    | { readonly state: string; readonly retryInMs: number; readonly transitions: readonly CircuitTransition[] }
+    | undefined;
 }
 
 /** OverloadView is the overload protection of every scope in force, in the guards' order. */
@@ -193,16 +195,27 @@ export class OverloadBoard {
     const scopes: OverloadScopeView[] = [];
     for (const guard of guards) {
       const memory = this.scopes.get(guard.scope);
-      const samples = memory?.samples.items().filter((s) => s.atMs > nowMs - this.seconds * 1000 && s.atMs <= nowMs) ?? [];
+      const samples =
+        memory?.samples.items().filter((s) => s.atMs > nowMs - this.seconds * 1000 && s.atMs <= nowMs) ?? [];
       const recent = samples.slice(-RECENT_SECONDS);
       const breaker = guard.breaker;
       scopes.push({
         scope: guard.scope,
         now: guard.limiter?.snapshot(),
         samples,
-        shedPerSecond: scaleCounts(recent.reduce((sum, s) => addCounts(sum, s.sheds), {}), 1 / Math.max(1, recent.length)),
+        shedPerSecond: scaleCounts(
+          recent.reduce((sum, s) => addCounts(sum, s.sheds), {}),
+          1 / Math.max(1, recent.length),
+        ),
         shedInWindow: samples.reduce((sum, s) => addCounts(sum, s.sheds), {}),
-        circuit: breaker === undefined ? undefined : { state: breaker.state, retryInMs: breaker.retryInMs(), transitions: memory?.transitions.items().reverse() ?? [] },
+        circuit:
+          breaker === undefined
+            ? undefined
+            : {
+                state: breaker.state,
+                retryInMs: breaker.retryInMs(),
+                transitions: memory?.transitions.items().reverse() ?? [],
+              },
       });
     }
     return { windowSeconds: this.seconds, scopes };
@@ -283,9 +296,24 @@ export class OverloadBoard {
   }
 }
 
-function sampleOf(guard: OverloadGuard, circuit: string | undefined, sheds: Record<string, number> | undefined, atMs: number): OverloadSample {
+function sampleOf(
+  guard: OverloadGuard,
+  circuit: string | undefined,
+  sheds: Record<string, number> | undefined,
+  atMs: number,
+): OverloadSample {
   const s = guard.limiter?.snapshot();
-  return { atMs, limit: s?.limit, inFlight: s?.inFlight, queued: s?.queued, baselineRttMs: s?.adaptive?.baselineRttMs, sampleRttMs: s?.adaptive?.sampleRttMs, probing: s?.adaptive?.probing ?? false, sheds: sheds ?? {}, circuit };
+  return {
+    atMs,
+    limit: s?.limit,
+    inFlight: s?.inFlight,
+    queued: s?.queued,
+    baselineRttMs: s?.adaptive?.baselineRttMs,
+    sampleRttMs: s?.adaptive?.sampleRttMs,
+    probing: s?.adaptive?.probing ?? false,
+    sheds: sheds ?? {},
+    circuit,
+  };
 }
 
 function addCounts(a: Readonly<Record<string, number>>, b: Readonly<Record<string, number>>): Record<string, number> {

@@ -94,5 +94,10 @@ ${renderLive(view)}
 
 /** renderUpdate returns one live update's data: the live fragment, and the config fragment with its load time. */
 export function renderUpdate(view: DashboardView): string {
-  return JSON.stringify({ atMs: view.atMs, live: renderLive(view), loadedAt: view.config.loadedAt, config: renderConfig(view) });
+  return JSON.stringify({
+    atMs: view.atMs,
+    live: renderLive(view),
+    loadedAt: view.config.loadedAt,
+    config: renderConfig(view),
+  });
 }

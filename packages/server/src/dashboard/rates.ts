@@ -2,7 +2,19 @@
 import type { RuleOutcome } from '../gateway/decide.js';
 
 /** OUTCOMES lists every rule outcome in the order their counts are kept. */
-export const OUTCOMES: readonly RuleOutcome[] = ['admitted', 'near_limit', 'limited', 'shadow_admitted', 'shadow_limited', 'queued', 'queue_rejected', 'fail_open', 'fail_closed', 'fallback_admitted', 'fallback_limited'];
+export const OUTCOMES: readonly RuleOutcome[] = [
+  'admitted',
+  'near_limit',
+  'limited',
+  'shadow_admitted',
+  'shadow_limited',
+  'queued',
+  'queue_rejected',
+  'fail_open',
+  'fail_closed',
+  'fallback_admitted',
+  'fallback_limited',
+];
 const INDEX = new Map<RuleOutcome, number>(OUTCOMES.map((o, i) => [o, i]));
 
 /** RATE_GROUPS are the dashboard's columns: which outcomes each one adds up. */
@@ -77,7 +89,8 @@ export class OutcomeSeries {
   private advance(second: number): number {
     if (second <= this.latestSecond) return this.latestSecond;
     const from = Math.max(this.latestSecond + 1, second - SECONDS + 1);
-    for (let s = from; s <= second; s++) this.counts.fill(0, (s % SECONDS) * OUTCOMES.length, (s % SECONDS + 1) * OUTCOMES.length);
+    for (let s = from; s <= second; s++)
+      this.counts.fill(0, (s % SECONDS) * OUTCOMES.length, ((s % SECONDS) + 1) * OUTCOMES.length);
     this.latestSecond = second;
     return second;
   }

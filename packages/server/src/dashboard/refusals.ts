@@ -33,7 +33,8 @@ export class RefusalRing {
   total = 0;
 
   constructor(readonly capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`RefusalRing capacity must be a whole number of at least 1, got ${capacity}`);
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError(`RefusalRing capacity must be a whole number of at least 1, got ${capacity}`);
     this.entries = new Array<Refusal | undefined>(capacity).fill(undefined);
   }
 

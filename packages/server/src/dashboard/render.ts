@@ -10,7 +10,14 @@ export { esc } from './format.js';
 
 /** renderLive returns the live part of the page (everything but the config): the fragment each update replaces. */
 export function renderLive(view: DashboardView): string {
-  return [summary(view), rulesTable(view), renderOverload(view.overload, view.atMs), topKeys(view), refusals(view), store(view)].join('\n');
+  return [
+    summary(view),
+    rulesTable(view),
+    renderOverload(view.overload, view.atMs),
+    topKeys(view),
+    refusals(view),
+    store(view),
+  ].join('\n');
 }
 
 function summary(view: DashboardView): string {
@@ -28,7 +35,11 @@ function rulesTable(view: DashboardView): string {
     const totals = GROUPS.map((g) => `<td class="num total-${g}">${count(r.rates[g].total)}</td>`).join('');
     return `<tr data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><td>${esc(r.route)}</td><td>${esc(r.rule)}</td><td><span class="mode mode-${esc(r.mode)}">${esc(r.mode)}</span></td><td><code>${esc(r.policy)}</code></td>${rates}${totals}<td>${sparkline(r)}</td></tr>`;
   });
-  return section('rates', 'Decisions per route and rule', `<p class="note">Rates per second over the last 10 s; counts since the gateway started. Admitted includes near-limit and queued; limited includes queue refusals; degraded is the store's failure policy deciding. The last 60 s: admitted in green, limited in red.</p><table><thead>${head}</thead><tbody>${rows.join('') || '<tr><td colspan="13">no rules</td></tr>'}</tbody></table>`);
+  return section(
+    'rates',
+    'Decisions per route and rule',
+    `<p class="note">Rates per second over the last 10 s; counts since the gateway started. Admitted includes near-limit and queued; limited includes queue refusals; degraded is the store's failure policy deciding. The last 60 s: admitted in green, limited in red.</p><table><thead>${head}</thead><tbody>${rows.join('') || '<tr><td colspan="13">no rules</td></tr>'}</tbody></table>`,
+  );
 }
 
 /** An inline SVG of admitted (green) and limited (red) per second over the last minute. */
@@ -37,33 +48,71 @@ function sparkline(r: RuleView): string {
   const height = 28;
   const max = Math.max(1, ...r.admittedSeries, ...r.limitedSeries);
   const line = (series: readonly number[]): string =>
-    series.map((v, i) => `${((i / Math.max(1, series.length - 1)) * width).toFixed(1)},${(height - 1 - (v / max) * (height - 2)).toFixed(1)}`).join(' ');
+    series
+      .map(
+        (v, i) =>
+          `${((i / Math.max(1, series.length - 1)) * width).toFixed(1)},${(height - 1 - (v / max) * (height - 2)).toFixed(1)}`,
+      )
+      .join(' ');
   return `<svg class="spark" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="admitted and limited per second, last 60 s, peak ${count(max)}/s"><polyline fill="none" stroke="#2e7d32" stroke-width="1.5" points="${line(r.admittedSeries)}"/><polyline fill="none" stroke="#c62828" stroke-width="1.5" points="${line(r.limitedSeries)}"/></svg>`;
 }
 
 function topKeys(view: DashboardView): string {
-  const cards = view.rules.filter((r) => r.overLimit.length > 0 || r.near.length > 0).map((r) => {
-    const over = r.overLimit.map((k) => `<tr><td class="key">${esc(k.key)}</td><td class="num">${rate(k.perSecond)}</td><td class="num">±${rate(k.errorPerSecond)}</td></tr>`).join('');
-    const near = r.near.map((k) => `<tr><td class="key">${esc(k.key)}</td><td><meter min="0" max="1" value="${k.usedShare.toFixed(3)}">${Math.round(k.usedShare * 100)}%</meter> ${Math.round(k.usedShare * 100)}%</td><td class="num">${count(k.remaining)} / ${count(k.limit)}</td><td class="num">${(k.ageMs / 1000).toFixed(1)} s</td></tr>`).join('');
-    return `<div class="card" data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><h3>${esc(r.route)} / ${esc(r.rule)}</h3>
+  const cards = view.rules
+    .filter((r) => r.overLimit.length > 0 || r.near.length > 0)
+    .map((r) => {
+      const over = r.overLimit
+        .map(
+          (k) =>
+            `<tr><td class="key">${esc(k.key)}</td><td class="num">${rate(k.perSecond)}</td><td class="num">±${rate(k.errorPerSecond)}</td></tr>`,
+        )
+        .join('');
+      const near = r.near
+        .map(
+          (k) =>
+            `<tr><td class="key">${esc(k.key)}</td><td><meter min="0" max="1" value="${k.usedShare.toFixed(3)}">${Math.round(k.usedShare * 100)}%</meter> ${Math.round(k.usedShare * 100)}%</td><td class="num">${count(k.remaining)} / ${count(k.limit)}</td><td class="num">${(k.ageMs / 1000).toFixed(1)} s</td></tr>`,
+        )
+        .join('');
+      return `<div class="card" data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><h3>${esc(r.route)} / ${esc(r.rule)}</h3>
 <table class="over-limit"><caption>Most often over the limit (refusals /s, decayed; error at most ±${rate(r.overLimitBoundPerSecond)})</caption><thead><tr><th>key</th><th class="num">/s</th><th class="num">error</th></tr></thead><tbody>${over || '<tr><td colspan="3">none lately</td></tr>'}</tbody></table>
 <table class="near-limit"><caption>Nearest the limit (at their latest request)</caption><thead><tr><th>key</th><th>used</th><th class="num">remaining</th><th class="num">age</th></tr></thead><tbody>${near || '<tr><td colspan="4">none lately</td></tr>'}</tbody></table></div>`;
-  });
-  return section('keys', 'Top keys', cards.length === 0 ? '<p class="note">No key has been near or over its limit lately.</p>' : `<div class="cards">${cards.join('\n')}</div>`);
+    });
+  return section(
+    'keys',
+    'Top keys',
+    cards.length === 0
+      ? '<p class="note">No key has been near or over its limit lately.</p>'
+      : `<div class="cards">${cards.join('\n')}</div>`,
+  );
 }
 
 function refusals(view: DashboardView): string {
-  const rows = view.refusals.map((f) => `<tr><td><time>${clockTime(f.atMs)}</time></td><td>${esc(f.route)}</td><td>${esc(f.rule)}</td><td class="key">${esc(f.key)}</td><td class="num">${count(f.limit)}</td><td class="num">${count(f.remaining)}</td><td class="num">${count(f.retryAfterMs)}</td><td>${esc(f.reason)}</td></tr>`);
+  const rows = view.refusals.map(
+    (f) =>
+      `<tr><td><time>${clockTime(f.atMs)}</time></td><td>${esc(f.route)}</td><td>${esc(f.rule)}</td><td class="key">${esc(f.key)}</td><td class="num">${count(f.limit)}</td><td class="num">${count(f.remaining)}</td><td class="num">${count(f.retryAfterMs)}</td><td>${esc(f.reason)}</td></tr>`,
+  );
   const body = `<p class="note">${count(view.refusalsTotal)} refusals since the start; the latest ${view.refusals.length} (times in UTC).</p><table><thead><tr><th>time</th><th>route</th><th>rule</th><th>key</th><th class="num">limit</th><th class="num">remaining</th><th class="num">retry after ms</th><th>reason</th></tr></thead><tbody>${rows.join('') || '<tr><td colspan="8">no refusals yet</td></tr>'}</tbody></table>`;
   return section('refusals', 'Recent refusals', body);
 }
 
 function store(view: DashboardView): string {
   const h = view.store.health;
-  const circuits = Object.entries(h.circuits).map(([node, state]) => `${esc(node)}: <span class="${state === 'closed' ? 'ok' : 'bad'}">${esc(state)}</span>`).join(', ') || 'closed (no change reported)';
-  const errors = Object.entries(h.errorsByPolicy).map(([policy, n]) => `${esc(policy)} ${count(n)}`).join(', ') || 'none';
-  const last = h.lastError === undefined ? '' : `<tr><th>latest failure</th><td>${clockTime(h.lastError.atMs)} UTC: ${esc(h.lastError.message)}</td></tr>`;
-  const memory = view.store.kind === 'memory' ? '<p class="note">The memory store answers in-process: no round trips to time.</p>' : '';
+  const circuits =
+    Object.entries(h.circuits)
+      .map(([node, state]) => `${esc(node)}: <span class="${state === 'closed' ? 'ok' : 'bad'}">${esc(state)}</span>`)
+      .join(', ') || 'closed (no change reported)';
+  const errors =
+    Object.entries(h.errorsByPolicy)
+      .map(([policy, n]) => `${esc(policy)} ${count(n)}`)
+      .join(', ') || 'none';
+  const last =
+    h.lastError === undefined
+      ? ''
+      : `<tr><th>latest failure</th><td>${clockTime(h.lastError.atMs)} UTC: ${esc(h.lastError.message)}</td></tr>`;
+  const memory =
+    view.store.kind === 'memory'
+      ? '<p class="note">The memory store answers in-process: no round trips to time.</p>'
+      : '';
   const rows = `<tr><th>backend</th><td id="store-kind">${esc(view.store.kind)}</td></tr><tr><th>round trips (last ${view.store.windowMs / 1000} s)</th><td>${count(h.calls)}, ${count(h.failedCalls)} failed</td></tr><tr><th>latency p50 / p99 / max</th><td>${ms(h.p50Ms)} / ${ms(h.p99Ms)} / ${ms(h.maxMs)} ms</td></tr><tr><th>failures by policy (since start)</th><td>${errors}</td></tr><tr><th>circuit</th><td>${circuits}</td></tr><tr><th>local fallback</th><td>${h.fallbackActive ? '<span class="bad">deciding</span>' : 'off'}</td></tr>${last}`;
   return section('store', 'Store', `${memory}<table class="facts"><tbody>${rows}</tbody></table>`);
 }

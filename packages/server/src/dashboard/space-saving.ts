@@ -57,8 +57,10 @@ export class SpaceSaving {
   private latestMs = -Infinity;
 
   constructor(options: SpaceSavingOptions) {
-    if (!Number.isInteger(options.capacity) || options.capacity < 1) throw new RangeError(`SpaceSaving capacity must be a whole number of at least 1, got ${options.capacity}`);
-    if (!(options.halfLifeMs > 0)) throw new RangeError(`SpaceSaving halfLifeMs must be above 0 (Infinity for no decay), got ${options.halfLifeMs}`);
+    if (!Number.isInteger(options.capacity) || options.capacity < 1)
+      throw new RangeError(`SpaceSaving capacity must be a whole number of at least 1, got ${options.capacity}`);
+    if (!(options.halfLifeMs > 0))
+      throw new RangeError(`SpaceSaving halfLifeMs must be above 0 (Infinity for no decay), got ${options.halfLifeMs}`);
     this.capacity = options.capacity;
     this.halfLifeMs = options.halfLifeMs;
   }
@@ -97,7 +99,9 @@ export class SpaceSaving {
   top(n: number, nowMs: number): HeavyHitter[] {
     const divisor = this.scaleAt(Math.max(nowMs, this.latestMs), false);
     const order = [...this.heap].sort((a, b) => b.count - a.count);
-    return order.slice(0, Math.max(0, n)).map((e) => ({ key: e.key, count: e.count / divisor, error: e.error / divisor }));
+    return order
+      .slice(0, Math.max(0, n))
+      .map((e) => ({ key: e.key, count: e.count / divisor, error: e.error / divisor }));
   }
 
   /** minCount returns the smallest monitored count decayed to `nowMs` (0 until the table is full): the error bound. */

@@ -43,7 +43,13 @@ export interface RuleView extends ActiveRule {
   readonly overLimit: readonly KeyCount[];
   /** The error bound of every over-limit rate shown (the sketch's smallest counter), per second. */
   readonly overLimitBoundPerSecond: number;
-  readonly near: readonly { readonly key: string; readonly usedShare: number; readonly remaining: number; readonly limit: number; readonly ageMs: number }[];
+  readonly near: readonly {
+    readonly key: string;
+    readonly usedShare: number;
+    readonly remaining: number;
+    readonly limit: number;
+    readonly ageMs: number;
+  }[];
 }
 
 /** DashboardView is one snapshot of the whole dashboard. */
@@ -52,7 +58,16 @@ export interface DashboardView {
   readonly startedAtMs: number;
   readonly ready: boolean;
   readonly rules: readonly RuleView[];
-  readonly refusals: readonly { readonly route: string; readonly rule: string; readonly key: string; readonly limit: number; readonly remaining: number; readonly retryAfterMs: number; readonly reason: string; readonly atMs: number }[];
+  readonly refusals: readonly {
+    readonly route: string;
+    readonly rule: string;
+    readonly key: string;
+    readonly limit: number;
+    readonly remaining: number;
+    readonly retryAfterMs: number;
+    readonly reason: string;
+    readonly atMs: number;
+  }[];
   readonly refusalsTotal: number;
   readonly store: { readonly kind: string; readonly windowMs: number; readonly health: StoreHealthView };
   /** The overload guards in force: each one's samples, figures now and circuit. */
@@ -96,8 +111,16 @@ function ruleView(source: DashboardSource, r: ActiveRule, nowMs: number): RuleVi
     rates: source.board.rates(r.route, r.rule),
     admittedSeries: b.series.series(RATE_GROUPS.admitted, nowMs).slice(-SECONDS),
     limitedSeries: b.series.series(RATE_GROUPS.limited, nowMs).slice(-SECONDS),
-    overLimit: b.overLimit.top(TOP, nowMs).map((h) => ({ key: show(h.key), perSecond: h.count * perSecond, errorPerSecond: h.error * perSecond })),
+    overLimit: b.overLimit
+      .top(TOP, nowMs)
+      .map((h) => ({ key: show(h.key), perSecond: h.count * perSecond, errorPerSecond: h.error * perSecond })),
     overLimitBoundPerSecond: b.overLimit.minCount(nowMs) * perSecond,
-    near: b.near.top(TOP, nowMs).map((n) => ({ key: show(n.key), usedShare: n.usedShare, remaining: n.remaining, limit: n.limit, ageMs: nowMs - n.atMs })),
+    near: b.near.top(TOP, nowMs).map((n) => ({
+      key: show(n.key),
+      usedShare: n.usedShare,
+      remaining: n.remaining,
+      limit: n.limit,
+      ageMs: nowMs - n.atMs,
+    })),
   };
 }

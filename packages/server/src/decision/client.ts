@@ -49,7 +49,8 @@ export interface ClientRequest {
 /** ClientStatus is the service's answer for one descriptor. */
 export interface ClientStatus {
   readonly code: 'OK' | 'OVER_LIMIT';
-  readonly limit: { readonly requestsPerUnit: number; readonly unit: string; readonly name: string | undefined } | undefined;
+  readonly limit:
+    { readonly requestsPerUnit: number; readonly unit: string; readonly name: string | undefined } | undefined;
   readonly remaining: number;
   readonly durationUntilResetMs: number;
 }
@@ -65,7 +66,9 @@ export interface ClientDecision {
 type Raw = Record<string, unknown>;
 
 function entriesOf(d: ClientDescriptor): Array<{ key: string; value: string }> {
-  return d.entries.map((e) => (Array.isArray(e) ? { key: e[0] as string, value: e[1] as string } : (e as { key: string; value: string })));
+  return d.entries.map((e) =>
+    Array.isArray(e) ? { key: e[0] as string, value: e[1] as string } : (e as { key: string; value: string }),
+  );
 }
 
 function secondsText(text: unknown): number {
@@ -81,8 +84,13 @@ function decisionOf(raw: unknown, json: boolean): ClientDecision {
   const r = raw as Raw | null;
   const code = r?.[json ? 'overallCode' : 'overall_code'];
   const statuses = r?.statuses;
-  if ((code !== 'OK' && code !== 'OVER_LIMIT') || !Array.isArray(statuses)) throw replyError(`expected a RateLimitResponse with overall code OK or OVER_LIMIT, got ${JSON.stringify(raw)?.slice(0, 200)}`);
-  const headers = ((r?.[json ? 'responseHeadersToAdd' : 'response_headers_to_add'] ?? []) as Array<{ key: string; value: string }>).map((h) => [h.key, h.value] as const);
+  if ((code !== 'OK' && code !== 'OVER_LIMIT') || !Array.isArray(statuses))
+    throw replyError(
+      `expected a RateLimitResponse with overall code OK or OVER_LIMIT, got ${JSON.stringify(raw)?.slice(0, 200)}`,
+    );
+  const headers = (
+    (r?.[json ? 'responseHeadersToAdd' : 'response_headers_to_add'] ?? []) as Array<{ key: string; value: string }>
+  ).map((h) => [h.key, h.value] as const);
   return {
     allowed: code === 'OK',
     statuses: statuses.map((s: Raw) => {
@@ -90,9 +98,20 @@ function decisionOf(raw: unknown, json: boolean): ClientDecision {
       const duration = s[json ? 'durationUntilReset' : 'duration_until_reset'] as Raw | string | null | undefined;
       return {
         code: s.code === 'OVER_LIMIT' ? 'OVER_LIMIT' : 'OK',
-        limit: limit == null ? undefined : { requestsPerUnit: Number(limit[json ? 'requestsPerUnit' : 'requests_per_unit'] ?? 0), unit: String(limit.unit), name: typeof limit.name === 'string' && limit.name !== '' ? limit.name : undefined },
+        limit:
+          limit == null
+            ? undefined
+            : {
+                requestsPerUnit: Number(limit[json ? 'requestsPerUnit' : 'requests_per_unit'] ?? 0),
+                unit: String(limit.unit),
+                name: typeof limit.name === 'string' && limit.name !== '' ? limit.name : undefined,
+              },
         remaining: Number(s[json ? 'limitRemaining' : 'limit_remaining'] ?? 0),
-        durationUntilResetMs: json ? secondsText(duration) : duration == null ? 0 : Number((duration as Raw).seconds) * 1000 + Math.round(Number((duration as Raw).nanos) / 1e6),
+        durationUntilResetMs: json
+          ? secondsText(duration)
+          : duration == null
+            ? 0
+            : Number((duration as Raw).seconds) * 1000 + Math.round(Number((duration as Raw).nanos) / 1e6),
       };
     }),
     headers,
@@ -126,12 +145,26 @@ class HttpTransport implements Transport {
 
   async send(request: ClientRequest, signal: AbortSignal): Promise<ClientDecision> {
     try {
-      const res = await this.pool.request({ path: '/json', method: 'POST', body: jsonBody(request), headers: { 'content-type': 'application/json' }, signal });
+      const res = await this.pool.request({
+        path: '/json',
+        method: 'POST',
+        body: jsonBody(request),
+        headers: { 'content-type': 'application/json' },
+        signal,
+      });
       const text = await res.body.text();
       if (res.statusCode === 200 || res.statusCode === 429) return decisionOf(parseJson(text), true);
       const error = (parseJson(text) as { error?: { message?: string; field?: string } } | undefined)?.error;
-      if (res.statusCode === 400) throw new FloodgateError('INVALID_OPTION', `decision service refused the request: ${error?.message ?? text}`, `request.${error?.field ?? ''}`);
-      throw new FloodgateError(res.statusCode >= 500 ? 'STORE_ERROR' : 'STORE_REPLY', `decision service answered HTTP ${res.statusCode}: ${error?.message ?? text.slice(0, 200)}`);
+      if (res.statusCode === 400)
+        throw new FloodgateError(
+          'INVALID_OPTION',
+          `decision service refused the request: ${error?.message ?? text}`,
+          `request.${error?.field ?? ''}`,
+        );
+      throw new FloodgateError(
+        res.statusCode >= 500 ? 'STORE_ERROR' : 'STORE_REPLY',
+        `decision service answered HTTP ${res.statusCode}: ${error?.message ?? text.slice(0, 200)}`,
+      );
     } catch (error) {
       throw typed(error);
     }
@@ -153,12 +186,21 @@ function parseJson(text: string): unknown {
 /** typed returns a failure as a FloodgateError (a timeout is the guard's, not the transport's). */
 function typed(error: unknown): FloodgateError {
   if (error instanceof FloodgateError) return error;
-  const wrapped = new FloodgateError('STORE_ERROR', `decision service call failed: ${(error as Error)?.message ?? String(error)}`);
+  const wrapped = new FloodgateError(
+    'STORE_ERROR',
+    `decision service call failed: ${(error as Error)?.message ?? String(error)}`,
+  );
   wrapped.cause = error;
   return wrapped;
 }
 
-type RlsClient = grpc.Client & { ShouldRateLimit(req: unknown, options: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: unknown) => void): grpc.ClientUnaryCall };
+type RlsClient = grpc.Client & {
+  ShouldRateLimit(
+    req: unknown,
+    options: grpc.CallOptions,
+    cb: (e: grpc.ServiceError | null, r: unknown) => void,
+  ): grpc.ClientUnaryCall;
+};
 
 class GrpcTransport implements Transport {
   private readonly client: RlsClient;
@@ -189,7 +231,10 @@ class GrpcTransport implements Transport {
           }
           return;
         }
-        if (error.code === grpc.status.INVALID_ARGUMENT) reject(new FloodgateError('INVALID_OPTION', `decision service refused the request: ${error.details}`, 'request'));
+        if (error.code === grpc.status.INVALID_ARGUMENT)
+          reject(
+            new FloodgateError('INVALID_OPTION', `decision service refused the request: ${error.details}`, 'request'),
+          );
         else reject(typed(error));
       });
       const cancel = (): void => call.cancel();
@@ -225,11 +270,21 @@ export class DecisionClient {
   private readonly onError: ClientOnError;
 
   constructor(options: DecisionClientOptions) {
-    const url = parseServiceUrl(options?.url, { protocols: ['http:', 'https:', 'grpc:'], option: 'DecisionClient.url', expected: 'http://host:port (JSON API) or grpc://host:port (gRPC)' });
+    const url = parseServiceUrl(options?.url, {
+      protocols: ['http:', 'https:', 'grpc:'],
+      option: 'DecisionClient.url',
+      expected: 'http://host:port (JSON API) or grpc://host:port (gRPC)',
+    });
     this.guard = new ServiceGuard(options, { where: 'DecisionClient', service: `${url.protocol}//${url.host}` });
     this.onError = options.onError ?? 'throw';
-    if (!['throw', 'fail-open', 'fail-closed'].includes(this.onError)) throw new FloodgateError('INVALID_OPTION', `DecisionClient.onError must be throw, fail-open or fail-closed, got ${String(options.onError)}`, 'DecisionClient.onError');
-    this.transport = url.protocol === 'grpc:' ? new GrpcTransport(url.host) : new HttpTransport(url.origin, options.connections ?? 8);
+    if (!['throw', 'fail-open', 'fail-closed'].includes(this.onError))
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `DecisionClient.onError must be throw, fail-open or fail-closed, got ${String(options.onError)}`,
+        'DecisionClient.onError',
+      );
+    this.transport =
+      url.protocol === 'grpc:' ? new GrpcTransport(url.host) : new HttpTransport(url.origin, options.connections ?? 8);
   }
 
   /** shouldRateLimit resolves to the service's decision for `request`, charging it when admitted. */
@@ -237,8 +292,14 @@ export class DecisionClient {
     try {
       return await this.guard.run((signal) => this.transport.send(request, signal));
     } catch (error) {
-      if (this.onError === 'throw' || !(error instanceof FloodgateError) || error.code === 'INVALID_OPTION') throw error;
-      const statuses = request.descriptors.map((): ClientStatus => ({ code: this.onError === 'fail-open' ? 'OK' : 'OVER_LIMIT', limit: undefined, remaining: 0, durationUntilResetMs: 0 }));
+      if (this.onError === 'throw' || !(error instanceof FloodgateError) || error.code === 'INVALID_OPTION')
+        throw error;
+      const statuses = request.descriptors.map((): ClientStatus => ({
+        code: this.onError === 'fail-open' ? 'OK' : 'OVER_LIMIT',
+        limit: undefined,
+        remaining: 0,
+        durationUntilResetMs: 0,
+      }));
       return { allowed: this.onError === 'fail-open', statuses, headers: [], reason: this.onError };
     }
   }
@@ -248,4 +309,3 @@ export class DecisionClient {
     return this.transport.close();
   }
 }
-

@@ -108,7 +108,11 @@ class Reader {
       const keyNode = pair.key as Node | null;
       const key = isScalar(keyNode) ? String(keyNode.value) : undefined;
       if (key === undefined || !allowed.includes(key)) {
-        this.fail(keyNode, join(path, key ?? '?'), `unknown key ${JSON.stringify(key ?? '?')}; expected one of ${allowed.join(', ')}`);
+        this.fail(
+          keyNode,
+          join(path, key ?? '?'),
+          `unknown key ${JSON.stringify(key ?? '?')}; expected one of ${allowed.join(', ')}`,
+        );
         continue;
       }
       out.set(key, pair.value as Node | null);
@@ -117,7 +121,8 @@ class Reader {
   }
 
   text(node: Node | null | undefined, path: string, what: string): string | undefined {
-    if (!isScalar(node) || node.value === null || typeof node.value === 'object') return this.fail(node, path, `must be ${what}`);
+    if (!isScalar(node) || node.value === null || typeof node.value === 'object')
+      return this.fail(node, path, `must be ${what}`);
     // A value such as `010` or `1.50` is the text written, as Envoy's service reads it into a string.
     return typeof node.value === 'string' ? node.value : (node.source ?? String(node.value));
   }
@@ -156,7 +161,10 @@ function join(path: string, key: string | number): string {
  * if ('errors' in parsed) throw new Error(parsed.errors.map(formatConfigError).join('\n'));
  * const service = createDecisionService({ domains: parsed.config.domains });
  */
-export function parseDescriptorConfig(text: string, source: string): { config: DescriptorConfig } | { errors: ConfigError[] } {
+export function parseDescriptorConfig(
+  text: string,
+  source: string,
+): { config: DescriptorConfig } | { errors: ConfigError[] } {
   const lines = new LineCounter();
   const reader = new Reader(source, lines);
   const domains: DomainSpec[] = [];
@@ -170,18 +178,34 @@ export function parseDescriptorConfig(text: string, source: string): { config: D
     if (domain !== undefined) domains.push(domain);
   }
   checkUniqueDomains(reader, domains);
-  if (reader.errors.length === 0 && domains.length === 0) reader.errors.push({ source, line: 1, column: 1, path: '', message: 'holds no domain: expected `domain:` and `descriptors:`' });
+  if (reader.errors.length === 0 && domains.length === 0)
+    reader.errors.push({
+      source,
+      line: 1,
+      column: 1,
+      path: '',
+      message: 'holds no domain: expected `domain:` and `descriptors:`',
+    });
   return reader.errors.length > 0 ? { errors: reader.errors } : { config: { domains } };
 }
 
 /** mergeDescriptorConfigs returns the domains of several parsed files, or an error per domain defined twice. */
-export function mergeDescriptorConfigs(configs: readonly DescriptorConfig[]): { config: DescriptorConfig } | { errors: ConfigError[] } {
+export function mergeDescriptorConfigs(
+  configs: readonly DescriptorConfig[],
+): { config: DescriptorConfig } | { errors: ConfigError[] } {
   const domains = configs.flatMap((c) => c.domains);
   const errors: ConfigError[] = [];
   const seen = new Map<string, DomainSpec>();
   for (const d of domains) {
     const first = seen.get(d.domain);
-    if (first !== undefined) errors.push({ source: d.source, line: 1, column: 1, path: 'domain', message: `domain ${JSON.stringify(d.domain)} is already defined in ${first.source}` });
+    if (first !== undefined)
+      errors.push({
+        source: d.source,
+        line: 1,
+        column: 1,
+        path: 'domain',
+        message: `domain ${JSON.stringify(d.domain)} is already defined in ${first.source}`,
+      });
     else seen.set(d.domain, d);
   }
   return errors.length > 0 ? { errors } : { config: { domains } };
@@ -190,7 +214,14 @@ export function mergeDescriptorConfigs(configs: readonly DescriptorConfig[]): { 
 function checkUniqueDomains(reader: Reader, domains: readonly DomainSpec[]): void {
   const seen = new Set<string>();
   for (const d of domains) {
-    if (seen.has(d.domain)) reader.errors.push({ source: reader.source, line: 1, column: 1, path: 'domain', message: `domain ${JSON.stringify(d.domain)} is defined twice in this file` });
+    if (seen.has(d.domain))
+      reader.errors.push({
+        source: reader.source,
+        line: 1,
+        column: 1,
+        path: 'domain',
+        message: `domain ${JSON.stringify(d.domain)} is defined twice in this file`,
+      });
     seen.add(d.domain);
   }
 }
@@ -199,7 +230,9 @@ function readDomain(reader: Reader, node: Node): DomainSpec | undefined {
   const fields = reader.fields(node, '', DOMAIN_KEYS);
   if (fields === undefined) return undefined;
   const domainNode = fields.get('domain');
-  const domain = fields.has('domain') ? reader.text(domainNode, 'domain', 'a non-empty string') : reader.fail(node, 'domain', 'is required');
+  const domain = fields.has('domain')
+    ? reader.text(domainNode, 'domain', 'a non-empty string')
+    : reader.fail(node, 'domain', 'is required');
   if (domain === '') reader.fail(domainNode, 'domain', 'must be a non-empty string');
   const descriptors = readDescriptors(reader, fields.get('descriptors'), 'descriptors');
   return domain === undefined || domain === '' ? undefined : { domain, descriptors, source: reader.source };
@@ -217,7 +250,12 @@ function readDescriptors(reader: Reader, node: Node | null | undefined, path: st
     const d = readDescriptor(reader, item as Node | null, join(path, i));
     if (d === undefined) return;
     const id = `${d.key}\u0000${d.value ?? ''}\u0000${d.value === undefined ? 'any' : 'value'}`;
-    if (seen.has(id)) reader.fail(item as Node, join(path, i), `duplicate descriptor: key ${JSON.stringify(d.key)}${d.value === undefined ? ' with no value' : ` and value ${JSON.stringify(d.value)}`} is already defined at this level`);
+    if (seen.has(id))
+      reader.fail(
+        item as Node,
+        join(path, i),
+        `duplicate descriptor: key ${JSON.stringify(d.key)}${d.value === undefined ? ' with no value' : ` and value ${JSON.stringify(d.value)}`} is already defined at this level`,
+      );
     seen.add(id);
     out.push(d);
   });
@@ -227,14 +265,22 @@ function readDescriptors(reader: Reader, node: Node | null | undefined, path: st
 function readDescriptor(reader: Reader, node: Node | null, path: string): DescriptorSpec | undefined {
   const f = reader.fields(node, path, DESCRIPTOR_KEYS);
   if (f === undefined || node === null) return undefined;
-  const key = f.has('key') ? reader.text(f.get('key'), join(path, 'key'), 'a non-empty string') : reader.fail(node, join(path, 'key'), 'is required');
+  const key = f.has('key')
+    ? reader.text(f.get('key'), join(path, 'key'), 'a non-empty string')
+    : reader.fail(node, join(path, 'key'), 'is required');
   if (key === '') reader.fail(f.get('key'), join(path, 'key'), 'must be a non-empty string');
   const value = f.has('value') ? reader.text(f.get('value'), join(path, 'value'), 'a string') : undefined;
   const valueNode = f.get('value');
   if (value !== undefined && value.indexOf('*') >= 0 && value.indexOf('*') !== value.length - 1) {
-    reader.fail(valueNode, join(path, 'value'), 'may hold `*` only as its last character (a prefix wildcard such as `foo*`)');
+    reader.fail(
+      valueNode,
+      join(path, 'value'),
+      'may hold `*` only as its last character (a prefix wildcard such as `foo*`)',
+    );
   }
-  const rateLimit = f.has('rate_limit') ? readRateLimit(reader, f.get('rate_limit') ?? null, join(path, 'rate_limit')) : undefined;
+  const rateLimit = f.has('rate_limit')
+    ? readRateLimit(reader, f.get('rate_limit') ?? null, join(path, 'rate_limit'))
+    : undefined;
   const spec: DescriptorSpec = {
     key: key ?? '',
     value,
@@ -256,10 +302,16 @@ function readRateLimit(reader: Reader, node: Node | null, path: string): RateLim
   if (f.has('unit')) {
     const text = reader.text(f.get('unit'), join(path, 'unit'), `one of ${UNITS.join(', ')}`);
     unit = unitOf(text);
-    if (text !== undefined && unit === undefined) reader.fail(f.get('unit'), join(path, 'unit'), `unknown unit ${JSON.stringify(text)}; expected one of ${UNITS.join(', ')}`);
+    if (text !== undefined && unit === undefined)
+      reader.fail(
+        f.get('unit'),
+        join(path, 'unit'),
+        `unknown unit ${JSON.stringify(text)}; expected one of ${UNITS.join(', ')}`,
+      );
   } else if (!unlimited) reader.fail(node, join(path, 'unit'), 'is required (unless unlimited: true)');
   let requestsPerUnit: number | undefined;
-  if (f.has('requests_per_unit')) requestsPerUnit = reader.count(f.get('requests_per_unit'), join(path, 'requests_per_unit'));
+  if (f.has('requests_per_unit'))
+    requestsPerUnit = reader.count(f.get('requests_per_unit'), join(path, 'requests_per_unit'));
   else if (!unlimited) reader.fail(node, join(path, 'requests_per_unit'), 'is required (unless unlimited: true)');
   const name = f.has('name') ? reader.text(f.get('name'), join(path, 'name'), 'a string') : undefined;
   const replaces = readReplaces(reader, f.get('replaces'), join(path, 'replaces'));
@@ -278,7 +330,9 @@ function readReplaces(reader: Reader, node: Node | null | undefined, path: strin
   node.items.forEach((item, i) => {
     const f = reader.fields(item as Node | null, join(path, i), ['name']);
     if (f === undefined) return;
-    const name = f.has('name') ? reader.text(f.get('name'), join(join(path, i), 'name'), 'a non-empty string') : reader.fail(item as Node, join(join(path, i), 'name'), 'is required');
+    const name = f.has('name')
+      ? reader.text(f.get('name'), join(join(path, i), 'name'), 'a non-empty string')
+      : reader.fail(item as Node, join(join(path, i), 'name'), 'is required');
     if (name === '') reader.fail(f.get('name'), join(join(path, i), 'name'), 'must be a non-empty string');
     else if (name !== undefined) names.push(name);
   });
@@ -289,6 +343,7 @@ function readAlgorithm(reader: Reader, node: Node | null | undefined, path: stri
   if (node === undefined) return 'fixed-window';
   const text = reader.text(node, path, `one of ${ALGORITHMS.join(', ')}`);
   if (text !== undefined && (ALGORITHMS as readonly string[]).includes(text)) return text as DecisionAlgorithm;
-  if (text !== undefined) reader.fail(node, path, `unknown algorithm ${JSON.stringify(text)}; expected one of ${ALGORITHMS.join(', ')}`);
+  if (text !== undefined)
+    reader.fail(node, path, `unknown algorithm ${JSON.stringify(text)}; expected one of ${ALGORITHMS.join(', ')}`);
   return 'fixed-window';
 }

@@ -47,20 +47,30 @@ function uncharged(d: Decision, cost: number): Decision {
 }
 
 function lookSync(c: Charge): Decision {
-  return fits(c) ? uncharged(c.limiter.peekSync(c.key, { cost: askCostOf(c) }), askCostOf(c)) : never(c.limiter.peekSync(c.key, { cost: 0 }));
+  return fits(c)
+    ? uncharged(c.limiter.peekSync(c.key, { cost: askCostOf(c) }), askCostOf(c))
+    : never(c.limiter.peekSync(c.key, { cost: 0 }));
 }
 
 async function look(c: Charge): Promise<Decision> {
-  return fits(c) ? uncharged(await c.limiter.peek(c.key, { cost: askCostOf(c) }), askCostOf(c)) : never(await c.limiter.peek(c.key, { cost: 0 }));
+  return fits(c)
+    ? uncharged(await c.limiter.peek(c.key, { cost: askCostOf(c) }), askCostOf(c))
+    : never(await c.limiter.peek(c.key, { cost: 0 }));
 }
 
 /** enforcedOf returns the entries the request must be admitted by: enforcing, with hits to charge. */
 function enforcedOf(charges: readonly Charge[]): LimitEntry[] {
-  return charges.filter((c) => c.enforcing && c.cost > 0).map((c) => ({ limiter: c.limiter, key: c.key, cost: c.cost }));
+  return charges
+    .filter((c) => c.enforcing && c.cost > 0)
+    .map((c) => ({ limiter: c.limiter, key: c.key, cost: c.cost }));
 }
 
 /** merge puts the enforced decisions (from `together`) and the others back in charge order. */
-function merge(charges: readonly Charge[], together: { allowed: boolean; decisions: readonly Decision[] }, others: readonly (Decision | undefined)[]): Decision[] {
+function merge(
+  charges: readonly Charge[],
+  together: { allowed: boolean; decisions: readonly Decision[] },
+  others: readonly (Decision | undefined)[],
+): Decision[] {
   let e = 0;
   return charges.map((c, i) => {
     if (!(c.enforcing && c.cost > 0)) return others[i]!;
@@ -82,7 +92,8 @@ function asksRefuse(charges: readonly Charge[], asks: readonly (Decision | undef
  */
 export function decideSync(charges: readonly Charge[], refused: boolean): Outcome {
   const asks = charges.map((c) => (c.cost === 0 ? lookSync(c) : undefined));
-  if (refused || asksRefuse(charges, asks)) return { allowed: false, decisions: charges.map((c, i) => asks[i] ?? lookSync(c)) };
+  if (refused || asksRefuse(charges, asks))
+    return { allowed: false, decisions: charges.map((c, i) => asks[i] ?? lookSync(c)) };
   const together = consumeAllSync(enforcedOf(charges));
   const others = charges.map((c, i) => {
     if (c.enforcing && c.cost > 0) return undefined;
@@ -100,8 +111,11 @@ export function decideSync(charges: readonly Charge[], refused: boolean): Outcom
  * Questions (hits 0) are asked first, in one round trip of their own.
  */
 export async function decideAsync(charges: readonly Charge[], refused: boolean): Promise<Outcome> {
-  const asks = charges.some((c) => c.cost === 0) ? await Promise.all(charges.map((c) => (c.cost === 0 ? look(c) : undefined))) : [];
-  if (refused || asksRefuse(charges, asks)) return { allowed: false, decisions: await Promise.all(charges.map((c, i) => asks[i] ?? look(c))) };
+  const asks = charges.some((c) => c.cost === 0)
+    ? await Promise.all(charges.map((c) => (c.cost === 0 ? look(c) : undefined)))
+    : [];
+  if (refused || asksRefuse(charges, asks))
+    return { allowed: false, decisions: await Promise.all(charges.map((c, i) => asks[i] ?? look(c))) };
   const all = consumeAll(enforcedOf(charges));
   const others = charges.map((c, i) => {
     if (c.enforcing && c.cost > 0) return undefined;

@@ -20,12 +20,21 @@ export const RLS_PROTO = 'envoy/service/ratelimit/v3/rls.proto';
  * PROTO_LOADER_OPTIONS are how the service loads the protos: field names as in the proto
  * (`hits_addend`), 64-bit numbers as strings, enums as names, absent messages as null.
  */
-export const PROTO_LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_ROOT] };
+export const PROTO_LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [PROTO_ROOT],
+};
 
 /** loadRateLimitService returns the `RateLimitService` definition (for a server, or a client's constructor). */
 export function loadRateLimitService(): grpc.ServiceClientConstructor {
   const definition = protoLoader.loadSync(RLS_PROTO, PROTO_LOADER_OPTIONS);
-  const pkg = grpc.loadPackageDefinition(definition) as unknown as { envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } } };
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+    envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } };
+  };
   return pkg.envoy.service.ratelimit.v3.RateLimitService;
 }
 
@@ -39,7 +48,11 @@ export function toDuration(ms: number): { seconds: string; nanos: number } {
 function statusMessage(s: DescriptorStatus): Record<string, unknown> {
   const message: Record<string, unknown> = { code: s.code, limit_remaining: s.limitRemaining };
   if (s.rule !== undefined && s.rule.unit !== undefined) {
-    message.current_limit = { requests_per_unit: s.rule.requestsPerUnit, unit: RESPONSE_UNIT_NUMBER[s.rule.unit], name: s.rule.name ?? '' };
+    message.current_limit = {
+      requests_per_unit: s.rule.requestsPerUnit,
+      unit: RESPONSE_UNIT_NUMBER[s.rule.unit],
+      name: s.rule.name ?? '',
+    };
   }
   if (s.durationUntilResetMs > 0) message.duration_until_reset = toDuration(s.durationUntilResetMs);
   return message;
@@ -56,7 +69,8 @@ export function toResponseMessage(result: DecisionResult): Record<string, unknow
 
 /** grpcErrorOf returns the gRPC status of a failure: INVALID_ARGUMENT for a bad request, UNAVAILABLE for a store failure. */
 function grpcErrorOf(error: unknown): Partial<grpc.StatusObject> {
-  if (error instanceof DecisionError && error.code === 'INVALID_REQUEST') return { code: grpc.status.INVALID_ARGUMENT, details: error.message };
+  if (error instanceof DecisionError && error.code === 'INVALID_REQUEST')
+    return { code: grpc.status.INVALID_ARGUMENT, details: error.message };
   if (error instanceof DecisionError) return { code: grpc.status.UNAVAILABLE, details: error.message };
   return { code: grpc.status.INTERNAL, details: `internal error: ${(error as Error)?.message ?? String(error)}` };
 }
@@ -69,7 +83,10 @@ function grpcErrorOf(error: unknown): Partial<grpc.StatusObject> {
 export function rateLimitServiceDefinition(): grpc.ServiceDefinition {
   const definition = loadRateLimitService().service;
   const method = definition.ShouldRateLimit!;
-  return { ...definition, ShouldRateLimit: { ...method, responseSerialize: (result: DecisionResult) => encodeRateLimitResponse(result) } };
+  return {
+    ...definition,
+    ShouldRateLimit: { ...method, responseSerialize: (result: DecisionResult) => encodeRateLimitResponse(result) },
+  };
 }
 
 /**

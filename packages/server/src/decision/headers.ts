@@ -18,7 +18,10 @@ function policyItemOf(rule: Rule, name: string): string {
   if (byName === undefined) POLICY_ITEMS.set(rule, (byName = new Map()));
   let item = byName.get(name);
   if (item === undefined) {
-    item = rule.policy === undefined ? `"${name}";q=0;w=${Math.max(1, Math.ceil(UNIT_MS[rule.unit!] / 1000))}` : policyItem({ name, policy: rule.policy, unit: 'requests', pk: undefined });
+    item =
+      rule.policy === undefined
+        ? `"${name}";q=0;w=${Math.max(1, Math.ceil(UNIT_MS[rule.unit!] / 1000))}`
+        : policyItem({ name, policy: rule.policy, unit: 'requests', pk: undefined });
     byName.set(name, item);
   }
   return item;
@@ -29,7 +32,10 @@ function policyItemOf(rule: Rule, name: string): string {
  * a policy named by its `rate_limit.name` when that is a valid draft name, else `d<index>`.
  * Nothing is returned when no descriptor has a limit.
  */
-export function rateLimitHeaders(statuses: readonly DescriptorStatus[], overallCode: 'OK' | 'OVER_LIMIT'): Array<[string, string]> {
+export function rateLimitHeaders(
+  statuses: readonly DescriptorStatus[],
+  overallCode: 'OK' | 'OVER_LIMIT',
+): Array<[string, string]> {
   const policies: string[] = [];
   const services: string[] = [];
   const refused: Decision[] = [];

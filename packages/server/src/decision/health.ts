@@ -12,7 +12,9 @@ export const HEALTH_SERVICES: readonly string[] = ['', 'envoy.service.ratelimit.
 /** loadHealthService returns the `grpc.health.v1.Health` definition (for a server, or a client's constructor). */
 export function loadHealthService(): grpc.ServiceClientConstructor {
   const definition = protoLoader.loadSync('grpc/health/v1/health.proto', PROTO_LOADER_OPTIONS);
-  const pkg = grpc.loadPackageDefinition(definition) as unknown as { grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } } };
+  const pkg = grpc.loadPackageDefinition(definition) as unknown as {
+    grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
+  };
   return pkg.grpc.health.v1.Health;
 }
 
@@ -30,7 +32,11 @@ export function addHealthService(server: grpc.Server): void {
   server.addService(loadHealthService().service, {
     Check(call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) {
       const status = statusOf(call.request);
-      if (status === undefined) callback({ code: grpc.status.NOT_FOUND, details: `unknown service ${JSON.stringify((call.request as { service?: string }).service)}` });
+      if (status === undefined)
+        callback({
+          code: grpc.status.NOT_FOUND,
+          details: `unknown service ${JSON.stringify((call.request as { service?: string }).service)}`,
+        });
       else callback(null, { status });
     },
     Watch(call: grpc.ServerWritableStream<unknown, unknown>) {

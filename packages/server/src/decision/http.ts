@@ -49,10 +49,19 @@ export function decideJson(result: DecisionResult): Record<string, unknown> {
     overallCode: result.overallCode,
     decisions: result.statuses.map((s) => ({
       code: s.code,
-      limit: s.rule === undefined ? null : { requestsPerUnit: s.rule.requestsPerUnit, unit: s.rule.unit ?? null, name: s.rule.name ?? null, shadowMode: s.rule.shadowMode },
+      limit:
+        s.rule === undefined
+          ? null
+          : {
+              requestsPerUnit: s.rule.requestsPerUnit,
+              unit: s.rule.unit ?? null,
+              name: s.rule.name ?? null,
+              shadowMode: s.rule.shadowMode,
+            },
       remaining: s.limitRemaining,
       durationUntilResetMs: Number.isFinite(s.durationUntilResetMs) ? s.durationUntilResetMs : null,
-      retryAfterMs: s.decision === undefined || Number.isFinite(s.decision.retryAfterMs) ? (s.decision?.retryAfterMs ?? 0) : null,
+      retryAfterMs:
+        s.decision === undefined || Number.isFinite(s.decision.retryAfterMs) ? (s.decision?.retryAfterMs ?? 0) : null,
       shadowed: s.shadowed,
       reason: s.decision?.reason ?? (s.rule === undefined ? 'no-limit' : 'limit'),
     })),
@@ -98,14 +107,24 @@ function failed(res: ServerResponse, error: unknown): void {
   }
 }
 
-async function handleDecision(service: DecisionService, path: string, body: unknown, res: ServerResponse): Promise<void> {
+async function handleDecision(
+  service: DecisionService,
+  path: string,
+  body: unknown,
+  res: ServerResponse,
+): Promise<void> {
   if (path === '/json') {
     const result = await service.shouldRateLimit(parseDecisionRequest(body));
     send(res, result.overallCode === 'OK' ? 200 : 429, envoyJson(result));
     return;
   }
   const mode = (body as { mode?: unknown } | null)?.mode ?? 'consume';
-  if (mode !== 'consume' && mode !== 'peek' && mode !== 'refund') throw new DecisionError('INVALID_REQUEST', `mode is ${JSON.stringify(mode)}; expected consume, peek or refund`, 'mode');
+  if (mode !== 'consume' && mode !== 'peek' && mode !== 'refund')
+    throw new DecisionError(
+      'INVALID_REQUEST',
+      `mode is ${JSON.stringify(mode)}; expected consume, peek or refund`,
+      'mode',
+    );
   const request = parseDecisionRequest(body);
   if (mode === 'refund') {
     await service.refund(request);
@@ -131,11 +150,18 @@ export function decisionHttpHandler(service: DecisionService): (req: IncomingMes
       res.writeHead(200, { 'content-type': 'text/plain' }).end('OK');
       return;
     }
-    if (path !== '/json' && path !== '/v1/decide' && path !== '/v1/store') return sendError(res, 404, 'NOT_FOUND', `no such endpoint ${path}; use POST /json, POST /v1/decide, POST /v1/store or GET /healthcheck`);
+    if (path !== '/json' && path !== '/v1/decide' && path !== '/v1/store')
+      return sendError(
+        res,
+        404,
+        'NOT_FOUND',
+        `no such endpoint ${path}; use POST /json, POST /v1/decide, POST /v1/store or GET /healthcheck`,
+      );
     if (req.method !== 'POST') return sendError(res, 405, 'METHOD_NOT_ALLOWED', `${path} takes POST`);
     readBody(req).then(
       (text) => {
-        if (text === undefined) return sendError(res, 413, 'BODY_TOO_LARGE', `the body is over ${MAX_BODY_BYTES} bytes`);
+        if (text === undefined)
+          return sendError(res, 413, 'BODY_TOO_LARGE', `the body is over ${MAX_BODY_BYTES} bytes`);
         let body: unknown;
         try {
           body = JSON.parse(text);
@@ -143,7 +169,10 @@ export function decisionHttpHandler(service: DecisionService): (req: IncomingMes
           return sendError(res, 400, 'INVALID_REQUEST', `the body is not JSON: ${(error as Error).message}`);
         }
         if (path === '/v1/store') {
-          storeApi.handle(body).then((answer) => send(res, 200, answer), (error: unknown) => failed(res, error));
+          storeApi.handle(body).then(
+            (answer) => send(res, 200, answer),
+            (error: unknown) => failed(res, error),
+          );
           return;
         }
         handleDecision(service, path, body, res).catch((error: unknown) => failed(res, error));

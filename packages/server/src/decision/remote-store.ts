@@ -3,7 +3,21 @@
  * `POST /v1/store` to the service, which applies the policy the application gives to its own
  * store (memory or Redis).
  */
-import { FAIL_CLOSED_RETRY_MS, FloodgateError, monotonicClock, notify, type Algorithm, type Clock, type Decision, type FailurePolicy, type Observer, type PolicyStore, type Store, type StoreConsumeAllResult, type StoreRequest } from 'floodgate';
+import {
+  FAIL_CLOSED_RETRY_MS,
+  FloodgateError,
+  monotonicClock,
+  notify,
+  type Algorithm,
+  type Clock,
+  type Decision,
+  type FailurePolicy,
+  type Observer,
+  type PolicyStore,
+  type Store,
+  type StoreConsumeAllResult,
+  type StoreRequest,
+} from 'floodgate';
 import { Pool } from 'undici';
 import { ServiceGuard, type ServiceGuardOptions } from './service-guard.js';
 import { policySpecOf, type PolicySpec, type StoreOp } from './store-api.js';
@@ -45,11 +59,27 @@ function decisionOf(raw: unknown): Decision {
   const d = (raw as { decision?: Raw } | null)?.decision;
   const reasons = ['ok', 'limit', 'store-full', 'fail-open', 'fail-closed', 'fallback'];
   const number = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v);
-  if (typeof d !== 'object' || d === null || typeof d.allowed !== 'boolean' || !number(d.limit) || !number(d.remaining) || !reasons.includes(d.reason as string)) {
-    throw replyError(`expected { decision: { allowed, limit, remaining, retryAfterMs, resetMs, reason } }, got ${JSON.stringify(raw)?.slice(0, 200)}`);
+  if (
+    typeof d !== 'object' ||
+    d === null ||
+    typeof d.allowed !== 'boolean' ||
+    !number(d.limit) ||
+    !number(d.remaining) ||
+    !reasons.includes(d.reason as string)
+  ) {
+    throw replyError(
+      `expected { decision: { allowed, limit, remaining, retryAfterMs, resetMs, reason } }, got ${JSON.stringify(raw)?.slice(0, 200)}`,
+    );
   }
   const wait = (v: unknown): number => (v === null ? Infinity : number(v) ? (v as number) : 0);
-  return { allowed: d.allowed, limit: d.limit as number, remaining: d.remaining as number, retryAfterMs: wait(d.retryAfterMs), resetMs: wait(d.resetMs), reason: d.reason as Decision['reason'] };
+  return {
+    allowed: d.allowed,
+    limit: d.limit as number,
+    remaining: d.remaining as number,
+    retryAfterMs: wait(d.retryAfterMs),
+    resetMs: wait(d.resetMs),
+    reason: d.reason as Decision['reason'],
+  };
 }
 
 function parseJson(text: string): unknown {
@@ -66,7 +96,11 @@ function refusal(status: number, text: string): FloodgateError {
   const message = error?.message ?? text.slice(0, 200);
   if (status === 400) {
     const field = error?.field ?? 'request';
-    return new FloodgateError(field === 'cost' ? 'INVALID_COST' : 'INVALID_OPTION', `RemoteStore: the service refused the request: ${message}`, `RemoteStore.${field}`);
+    return new FloodgateError(
+      field === 'cost' ? 'INVALID_COST' : 'INVALID_OPTION',
+      `RemoteStore: the service refused the request: ${message}`,
+      `RemoteStore.${field}`,
+    );
   }
   const code = error?.code === 'STORE_TIMEOUT' ? 'STORE_TIMEOUT' : status >= 500 ? 'STORE_ERROR' : 'STORE_REPLY';
   return new FloodgateError(code, `RemoteStore: the service answered HTTP ${status}: ${message}`);
@@ -77,13 +111,22 @@ function post(settings: Settings, request: Record<string, unknown>): Promise<unk
   const body = JSON.stringify(request);
   return settings.guard.run(async (signal) => {
     try {
-      const res = await settings.pool.request({ path: '/v1/store', method: 'POST', body, headers: { 'content-type': 'application/json' }, signal });
+      const res = await settings.pool.request({
+        path: '/v1/store',
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json' },
+        signal,
+      });
       const text = await res.body.text();
       if (res.statusCode !== 200) throw refusal(res.statusCode, text);
       return parseJson(text);
     } catch (error) {
       if (error instanceof FloodgateError) throw error;
-      const wrapped = new FloodgateError('STORE_ERROR', `RemoteStore: the call failed: ${(error as Error)?.message ?? String(error)}`);
+      const wrapped = new FloodgateError(
+        'STORE_ERROR',
+        `RemoteStore: the call failed: ${(error as Error)?.message ?? String(error)}`,
+      );
       wrapped.cause = error;
       throw wrapped;
     }
@@ -94,7 +137,9 @@ function post(settings: Settings, request: Record<string, unknown>): Promise<unk
 function resultOf(raw: unknown, count: number): StoreConsumeAllResult {
   const r = raw as { allowed?: unknown; decisions?: unknown } | null;
   if (typeof r?.allowed !== 'boolean' || !Array.isArray(r.decisions) || r.decisions.length !== count) {
-    throw replyError(`expected { allowed, decisions } with ${count} decisions, got ${JSON.stringify(raw)?.slice(0, 200)}`);
+    throw replyError(
+      `expected { allowed, decisions } with ${count} decisions, got ${JSON.stringify(raw)?.slice(0, 200)}`,
+    );
   }
   return { allowed: r.allowed, decisions: r.decisions.map((decision: unknown) => decisionOf({ decision })) };
 }
@@ -115,16 +160,34 @@ class RemotePolicyStore implements PolicyStore {
     private readonly settings: Settings,
   ) {
     this.spec = policySpecOf(policy);
-    this.open = Object.freeze({ allowed: true, limit: policy.limit, remaining: 0, retryAfterMs: 0, resetMs: 0, reason: 'fail-open' });
-    this.closed = Object.freeze({ allowed: false, limit: policy.limit, remaining: 0, retryAfterMs: FAIL_CLOSED_RETRY_MS, resetMs: 0, reason: 'fail-closed' });
+    this.open = Object.freeze({
+      allowed: true,
+      limit: policy.limit,
+      remaining: 0,
+      retryAfterMs: 0,
+      resetMs: 0,
+      reason: 'fail-open',
+    });
+    this.closed = Object.freeze({
+      allowed: false,
+      limit: policy.limit,
+      remaining: 0,
+      retryAfterMs: FAIL_CLOSED_RETRY_MS,
+      resetMs: 0,
+      reason: 'fail-closed',
+    });
   }
 
   consume(key: string, cost: number): Promise<Decision> {
-    return this.call('consume', key, cost).then(decisionOf, (error: unknown) => this.failed(error, (p) => (p === 'fail-open' ? this.open : this.closed)));
+    return this.call('consume', key, cost).then(decisionOf, (error: unknown) =>
+      this.failed(error, (p) => (p === 'fail-open' ? this.open : this.closed)),
+    );
   }
 
   peek(key: string, cost: number): Promise<Decision> {
-    return this.call('peek', key, cost).then(decisionOf, (error: unknown) => this.failed(error, (p) => (p === 'fail-open' ? this.open : this.closed)));
+    return this.call('peek', key, cost).then(decisionOf, (error: unknown) =>
+      this.failed(error, (p) => (p === 'fail-open' ? this.open : this.closed)),
+    );
   }
 
   refund(key: string, cost: number): Promise<void> {
@@ -148,10 +211,12 @@ class RemotePolicyStore implements PolicyStore {
 
   /** failed answers a failed call: bad input rejects; a store failure is reported, then `onError` answers (reset: rejects). */
   private failed<T>(error: unknown, answer: ((policy: 'fail-open' | 'fail-closed') => T) | undefined): T {
-    const typed = error instanceof FloodgateError ? error : new FloodgateError('STORE_ERROR', `RemoteStore: ${String(error)}`);
+    const typed =
+      error instanceof FloodgateError ? error : new FloodgateError('STORE_ERROR', `RemoteStore: ${String(error)}`);
     if (INPUT_CODES.has(typed.code)) throw typed;
     const { onError, observer, clock } = this.settings;
-    if (observer !== undefined) notify(observer, 'storeError', { store: 'remote', error: typed, policy: onError, atMs: clock.now() });
+    if (observer !== undefined)
+      notify(observer, 'storeError', { store: 'remote', error: typed, policy: onError, atMs: clock.now() });
     if (onError === 'throw' || answer === undefined) throw typed;
     return answer(onError);
   }
@@ -178,12 +243,29 @@ export class RemoteStore implements Store {
   private readonly settings: Settings;
 
   constructor(options: RemoteStoreOptions) {
-    const url = parseServiceUrl(options?.url, { protocols: ['http:', 'https:'], option: 'RemoteStore.url', expected: "http://host:port (the decision service's JSON API)" });
+    const url = parseServiceUrl(options?.url, {
+      protocols: ['http:', 'https:'],
+      option: 'RemoteStore.url',
+      expected: "http://host:port (the decision service's JSON API)",
+    });
     const onError = options.onError ?? 'throw';
-    if (!['throw', 'fail-open', 'fail-closed'].includes(onError)) throw new FloodgateError('INVALID_OPTION', `RemoteStore.onError must be throw, fail-open or fail-closed, got ${String(options.onError)}`, 'RemoteStore.onError');
+    if (!['throw', 'fail-open', 'fail-closed'].includes(onError))
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `RemoteStore.onError must be throw, fail-open or fail-closed, got ${String(options.onError)}`,
+        'RemoteStore.onError',
+      );
     const observer = options.observer;
-    const changed = observer?.circuit === undefined ? undefined : (state: 'closed' | 'open' | 'half-open', atMs: number): void => notify(observer, 'circuit', { store: 'remote', node: url.origin, state, atMs });
-    const guard = new ServiceGuard(options, { where: 'RemoteStore', service: url.origin, ...(changed === undefined ? {} : { changed }) });
+    const changed =
+      observer?.circuit === undefined
+        ? undefined
+        : (state: 'closed' | 'open' | 'half-open', atMs: number): void =>
+            notify(observer, 'circuit', { store: 'remote', node: url.origin, state, atMs });
+    const guard = new ServiceGuard(options, {
+      where: 'RemoteStore',
+      service: url.origin,
+      ...(changed === undefined ? {} : { changed }),
+    });
     const pool = new Pool(url.origin, { connections: options.connections ?? 8, pipelining: 1 });
     this.settings = { pool, guard, onError, clock: options.clock ?? monotonicClock, observer };
   }
@@ -208,4 +290,3 @@ export class RemoteStore implements Store {
     return this.settings.pool.close();
   }
 }
-

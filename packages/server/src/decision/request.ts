@@ -69,28 +69,43 @@ function invalid(path: string, message: string): DecisionError {
  * is not a whole number within uint32's range, or more than {@link REQUEST_LIMITS} allows.
  */
 export function parseDecisionRequest(raw: unknown): DecisionRequest {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid('request', 'must be an object with domain and descriptors');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw invalid('request', 'must be an object with domain and descriptors');
   const r = raw as Raw;
   const domain = text(r.domain, 'domain', false);
   const list = r.descriptors;
-  if (!Array.isArray(list) || list.length === 0) throw invalid('descriptors', 'must be a non-empty list of descriptors');
-  if (list.length > REQUEST_LIMITS.maxDescriptors) throw invalid('descriptors', `has ${list.length} descriptors; at most ${REQUEST_LIMITS.maxDescriptors} are accepted`);
+  if (!Array.isArray(list) || list.length === 0)
+    throw invalid('descriptors', 'must be a non-empty list of descriptors');
+  if (list.length > REQUEST_LIMITS.maxDescriptors)
+    throw invalid(
+      'descriptors',
+      `has ${list.length} descriptors; at most ${REQUEST_LIMITS.maxDescriptors} are accepted`,
+    );
   const hits = hitsOf(field(r, 'hits_addend', 'hitsAddend'), 'hits_addend');
-  return { domain, descriptors: list.map((d, i) => descriptorOf(d, `descriptors[${i}]`)), hitsAddend: hits === undefined || hits === 0 ? 1 : hits };
+  return {
+    domain,
+    descriptors: list.map((d, i) => descriptorOf(d, `descriptors[${i}]`)),
+    hitsAddend: hits === undefined || hits === 0 ? 1 : hits,
+  };
 }
 
 function text(value: unknown, path: string, emptyOk: boolean): string {
-  if (typeof value !== 'string' || (!emptyOk && value === '')) throw invalid(path, emptyOk ? 'must be a string' : 'must be a non-empty string');
-  if (value.length > REQUEST_LIMITS.maxTextLength) throw invalid(path, `is ${value.length} characters long; at most ${REQUEST_LIMITS.maxTextLength} are accepted`);
+  if (typeof value !== 'string' || (!emptyOk && value === ''))
+    throw invalid(path, emptyOk ? 'must be a string' : 'must be a non-empty string');
+  if (value.length > REQUEST_LIMITS.maxTextLength)
+    throw invalid(path, `is ${value.length} characters long; at most ${REQUEST_LIMITS.maxTextLength} are accepted`);
   return value;
 }
 
 function descriptorOf(raw: unknown, path: string): RequestDescriptor {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid(path, 'must be an object with entries');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw invalid(path, 'must be an object with entries');
   const d = raw as Raw;
   const list = d.entries;
-  if (!Array.isArray(list) || list.length === 0) throw invalid(`${path}.entries`, 'must be a non-empty list of { key, value }');
-  if (list.length > REQUEST_LIMITS.maxEntries) throw invalid(`${path}.entries`, `has ${list.length} entries; at most ${REQUEST_LIMITS.maxEntries} are accepted`);
+  if (!Array.isArray(list) || list.length === 0)
+    throw invalid(`${path}.entries`, 'must be a non-empty list of { key, value }');
+  if (list.length > REQUEST_LIMITS.maxEntries)
+    throw invalid(`${path}.entries`, `has ${list.length} entries; at most ${REQUEST_LIMITS.maxEntries} are accepted`);
   const entries = list.map((e: unknown, i): DescriptorEntry => {
     const at = `${path}.entries[${i}]`;
     if (typeof e !== 'object' || e === null) throw invalid(at, 'must be an object with key and value');
@@ -111,8 +126,10 @@ function unwrap(value: unknown): unknown {
 function hitsOf(value: unknown, path: string): number | undefined {
   if (value === undefined || value === null) return undefined;
   const n = typeof value === 'string' && /^\d{1,20}$/.test(value) ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw invalid(path, 'must be a whole number of at least 0');
-  if (n > REQUEST_LIMITS.maxHitsAddend) throw invalid(path, `is ${String(value)}; at most ${REQUEST_LIMITS.maxHitsAddend} is accepted`);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+    throw invalid(path, 'must be a whole number of at least 0');
+  if (n > REQUEST_LIMITS.maxHitsAddend)
+    throw invalid(path, `is ${String(value)}; at most ${REQUEST_LIMITS.maxHitsAddend} is accepted`);
   return n;
 }
 
@@ -126,6 +143,10 @@ function limitOf(raw: unknown, path: string): RequestDescriptor['limit'] {
   const rawUnit = l.unit;
   // The override's enum (envoy.type.v3.RateLimitUnit) numbers SECOND 1 to DAY 4.
   const unit = typeof rawUnit === 'number' && rawUnit > 4 ? undefined : unitOf(rawUnit);
-  if (unit === undefined) throw invalid(`${path}.unit`, `is ${JSON.stringify(rawUnit ?? null)}; expected SECOND, MINUTE, HOUR or DAY (or week, month, year by name)`);
+  if (unit === undefined)
+    throw invalid(
+      `${path}.unit`,
+      `is ${JSON.stringify(rawUnit ?? null)}; expected SECOND, MINUTE, HOUR or DAY (or week, month, year by name)`,
+    );
   return { requestsPerUnit: rpu, unit };
 }

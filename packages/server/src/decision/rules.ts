@@ -132,7 +132,8 @@ export class DomainRules {
       const entry = entries[i]!;
       const node = find(level, entry);
       if (node === undefined) return undefined;
-      const named = node.spec.value !== undefined || node.spec.detailedMetric ? `${entry.key}_${entry.value}` : entry.key;
+      const named =
+        node.spec.value !== undefined || node.spec.detailedMetric ? `${entry.key}_${entry.value}` : entry.key;
       metricKey += `.${named}`;
       if (i === entries.length - 1) return node.rule === undefined ? undefined : { rule: node.rule, metricKey };
       level = node.children;

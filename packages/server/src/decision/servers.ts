@@ -33,11 +33,19 @@ export interface DecisionServers {
 
 function checkPort(port: unknown, name: string): void {
   if (port !== undefined && (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535)) {
-    throw new FloodgateError('INVALID_OPTION', `startDecisionServers.${name} must be a port from 0 (any free port) to 65535, got ${String(port)}`, `startDecisionServers.${name}`);
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `startDecisionServers.${name} must be a port from 0 (any free port) to 65535, got ${String(port)}`,
+      `startDecisionServers.${name}`,
+    );
   }
 }
 
-function listenGrpc(service: DecisionService, host: string, port: number): Promise<{ server: grpc.Server; port: number }> {
+function listenGrpc(
+  service: DecisionService,
+  host: string,
+  port: number,
+): Promise<{ server: grpc.Server; port: number }> {
   const server = new grpc.Server();
   addRateLimitService(server, service);
   addHealthService(server);
@@ -54,7 +62,9 @@ function listenHttp(service: DecisionService, host: string, port: number): Promi
   const server = createServer(decisionHttpHandler(service));
   server.keepAliveTimeout = 60_000;
   return new Promise((resolve, reject) => {
-    server.once('error', (error) => reject(new Error(`cannot listen for HTTP on ${host}:${port}: ${error.message}`, { cause: error })));
+    server.once('error', (error) =>
+      reject(new Error(`cannot listen for HTTP on ${host}:${port}: ${error.message}`, { cause: error })),
+    );
     server.listen(port, host, () => resolve({ server, port: (server.address() as AddressInfo).port }));
   });
 }
@@ -91,9 +101,11 @@ function closeHttp(server: Server): Promise<void> {
 export async function startDecisionServers(options: DecisionServersOptions): Promise<DecisionServers> {
   checkPort(options.grpcPort, 'grpcPort');
   checkPort(options.httpPort, 'httpPort');
-  if (options.grpcPort === undefined && options.httpPort === undefined) throw new FloodgateError('INVALID_OPTION', 'startDecisionServers needs grpcPort, httpPort or both', 'grpcPort');
+  if (options.grpcPort === undefined && options.httpPort === undefined)
+    throw new FloodgateError('INVALID_OPTION', 'startDecisionServers needs grpcPort, httpPort or both', 'grpcPort');
   const host = options.host ?? '127.0.0.1';
-  const grpcServer = options.grpcPort === undefined ? undefined : await listenGrpc(options.service, host, options.grpcPort);
+  const grpcServer =
+    options.grpcPort === undefined ? undefined : await listenGrpc(options.service, host, options.grpcPort);
   let httpServer: { server: Server; port: number } | undefined;
   try {
     httpServer = options.httpPort === undefined ? undefined : await listenHttp(options.service, host, options.httpPort);
@@ -105,7 +117,10 @@ export async function startDecisionServers(options: DecisionServersOptions): Pro
     grpcPort: grpcServer?.port,
     httpPort: httpServer?.port,
     close: async () => {
-      await Promise.all([grpcServer === undefined ? undefined : closeGrpc(grpcServer.server), httpServer === undefined ? undefined : closeHttp(httpServer.server)]);
+      await Promise.all([
+        grpcServer === undefined ? undefined : closeGrpc(grpcServer.server),
+        httpServer === undefined ? undefined : closeHttp(httpServer.server),
+      ]);
     },
   };
 }

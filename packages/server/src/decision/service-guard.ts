@@ -4,7 +4,19 @@
  * one {@link DeadlineQueue} for every call in flight, and a {@link CircuitBreaker} on failures in
  * a row whose opening cuts off the calls still waiting.
  */
-import { CircuitBreaker, DeadlineQueue, FloodgateError, StoreTimeout, monotonicClock, systemTimers, watch, type CircuitBreakerCall, type Clock, type StoreTimeoutOption, type Timers } from 'floodgate';
+import {
+  CircuitBreaker,
+  DeadlineQueue,
+  FloodgateError,
+  StoreTimeout,
+  monotonicClock,
+  systemTimers,
+  watch,
+  type CircuitBreakerCall,
+  type Clock,
+  type StoreTimeoutOption,
+  type Timers,
+} from 'floodgate';
 
 /** ServiceGuardOptions are a client's failure options, as its user gives them. */
 export interface ServiceGuardOptions {
@@ -71,7 +83,11 @@ export class ServiceGuard {
     this.failuresToOpen = wholeAbove0(options.failuresToOpen ?? 3, `${where}.failuresToOpen`);
     const probeIntervalMs = options.probeIntervalMs ?? 250;
     if (typeof probeIntervalMs !== 'number' || !Number.isFinite(probeIntervalMs) || !(probeIntervalMs > 0)) {
-      throw new FloodgateError('INVALID_OPTION', `${where}.probeIntervalMs must be a finite number of ms above 0, got ${String(probeIntervalMs)}`, `${where}.probeIntervalMs`);
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `${where}.probeIntervalMs must be a finite number of ms above 0, got ${String(probeIntervalMs)}`,
+        `${where}.probeIntervalMs`,
+      );
     }
     this.breaker = new CircuitBreaker({
       trigger: { type: 'consecutiveFailures', count: this.failuresToOpen },
@@ -102,7 +118,11 @@ export class ServiceGuard {
     const { where, service } = this.seams;
     const timedOut = (): Error => {
       abort.abort();
-      return new FloodgateError('STORE_TIMEOUT', `${where}: ${service} did not answer within ${this.timeout.describe()} (${where}.timeoutMs), or its circuit opened meanwhile`, `${where}.timeoutMs`);
+      return new FloodgateError(
+        'STORE_TIMEOUT',
+        `${where}: ${service} did not answer within ${this.timeout.describe()} (${where}.timeoutMs), or its circuit opened meanwhile`,
+        `${where}.timeoutMs`,
+      );
     };
     let sent: Promise<T>;
     try {
@@ -133,11 +153,19 @@ export class ServiceGuard {
 
   private openError(): FloodgateError {
     const { where, service } = this.seams;
-    return new FloodgateError('STORE_ERROR', `${where}: not sent: ${service} failed ${this.failuresToOpen} times in a row, so its circuit is open; one call goes as a probe in ${this.breaker.retryInMs()} ms`);
+    return new FloodgateError(
+      'STORE_ERROR',
+      `${where}: not sent: ${service} failed ${this.failuresToOpen} times in a row, so its circuit is open; one call goes as a probe in ${this.breaker.retryInMs()} ms`,
+    );
   }
 }
 
 function wholeAbove0(value: unknown, option: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) throw new FloodgateError('INVALID_OPTION', `${option} must be a whole number of at least 1, got ${String(value)}`, option);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `${option} must be a whole number of at least 1, got ${String(value)}`,
+      option,
+    );
   return value;
 }

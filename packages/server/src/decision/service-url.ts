@@ -23,7 +23,11 @@ export function parseServiceUrl(text: unknown, rule: ServiceUrlRule): URL {
     url = undefined;
   }
   if (url === undefined || !rule.protocols.includes(url.protocol) || url.host === '') {
-    throw new FloodgateError('INVALID_OPTION', `${rule.option} must be ${rule.expected}, got ${JSON.stringify(text)}`, rule.option);
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `${rule.option} must be ${rule.expected}, got ${JSON.stringify(text)}`,
+      rule.option,
+    );
   }
   return url;
 }

@@ -2,7 +2,17 @@
  * The decision service: Envoy's rate limit semantics (domains, descriptor matching, shadow mode,
  * `replaces`, `unlimited`, overrides, `hits_addend`) over floodgate's limiters and stores.
  */
-import { FloodgateError, Limiter, MemoryStore, notify, systemClock, type Algorithm, type Clock, type Observer, type Store } from 'floodgate';
+import {
+  FloodgateError,
+  Limiter,
+  MemoryStore,
+  notify,
+  systemClock,
+  type Algorithm,
+  type Clock,
+  type Observer,
+  type Store,
+} from 'floodgate';
 import type { DomainSpec } from './config.js';
 import { decideAsync, decideSync, type Charge, type Outcome } from './execute.js';
 import { rateLimitHeaders } from './headers.js';
@@ -63,9 +73,18 @@ export class DecisionService {
   private readonly synchronous: boolean;
 
   constructor(options: DecisionServiceOptions) {
-    if (typeof options !== 'object' || options === null) throw new FloodgateError('INVALID_OPTION', 'createDecisionService takes { domains, store?, clock?, observer? }', 'options');
+    if (typeof options !== 'object' || options === null)
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        'createDecisionService takes { domains, store?, clock?, observer? }',
+        'options',
+      );
     if (options.store !== undefined && typeof (options.store as Partial<Store> | null)?.bind !== 'function') {
-      throw new FloodgateError('INVALID_OPTION', 'createDecisionService.store must be a floodgate store (MemoryStore, RedisStore)', 'createDecisionService.store');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        'createDecisionService.store must be a floodgate store (MemoryStore, RedisStore)',
+        'createDecisionService.store',
+      );
     }
     this.store = options.store ?? new MemoryStore();
     this.clock = options.clock ?? systemClock;
@@ -82,11 +101,26 @@ export class DecisionService {
 
   /** reload serves `domains` from now on; counters of unchanged limits carry on. It throws `INVALID_OPTION` (and changes nothing) for a malformed list or a domain given twice. */
   reload(domains: readonly DomainSpec[]): void {
-    if (!Array.isArray(domains)) throw new FloodgateError('INVALID_OPTION', 'domains must be an array of domains, as parseDescriptorConfig returns them in config.domains', 'domains');
+    if (!Array.isArray(domains))
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        'domains must be an array of domains, as parseDescriptorConfig returns them in config.domains',
+        'domains',
+      );
     const next = new Map<string, DomainRules>();
     for (const [i, d] of domains.entries()) {
-      if (typeof d?.domain !== 'string' || !Array.isArray(d.descriptors)) throw new FloodgateError('INVALID_OPTION', `domains[${i}] is not a domain from parseDescriptorConfig`, `domains[${i}]`);
-      if (next.has(d.domain)) throw new FloodgateError('INVALID_OPTION', `domain ${JSON.stringify(d.domain)} is given twice`, `domains[${i}]`);
+      if (typeof d?.domain !== 'string' || !Array.isArray(d.descriptors))
+        throw new FloodgateError(
+          'INVALID_OPTION',
+          `domains[${i}] is not a domain from parseDescriptorConfig`,
+          `domains[${i}]`,
+        );
+      if (next.has(d.domain))
+        throw new FloodgateError(
+          'INVALID_OPTION',
+          `domain ${JSON.stringify(d.domain)} is given twice`,
+          `domains[${i}]`,
+        );
       next.set(d.domain, new DomainRules(d, this.policies));
     }
     this.rules = next;
@@ -109,13 +143,21 @@ export class DecisionService {
     for (const p of plans) {
       if (p.rule === undefined || p.rule.unlimited) continue;
       if (p.rule.policy === undefined) refused ||= !p.rule.shadowMode;
-      else charges.push({ limiter: this.limiterOf(p.rule.policy), key: p.key, cost: p.cost, askCost: p.rule.cost, enforcing: !p.rule.shadowMode });
+      else
+        charges.push({
+          limiter: this.limiterOf(p.rule.policy),
+          key: p.key,
+          cost: p.cost,
+          askCost: p.rule.cost,
+          enforcing: !p.rule.shadowMode,
+        });
     }
     let outcome: Outcome;
     try {
       outcome = this.synchronous ? decideSync(charges, refused) : await decideAsync(charges, refused);
     } catch (error) {
-      if (error instanceof FloodgateError && (error.code === 'INVALID_KEY' || error.code === 'INVALID_COST')) throw new DecisionError('INVALID_REQUEST', error.message, 'descriptors');
+      if (error instanceof FloodgateError && (error.code === 'INVALID_KEY' || error.code === 'INVALID_COST'))
+        throw new DecisionError('INVALID_REQUEST', error.message, 'descriptors');
       const failed = new DecisionError('STORE_FAILED', `the store could not decide: ${(error as Error).message}`);
       failed.cause = error;
       throw failed;
@@ -127,7 +169,8 @@ export class DecisionService {
   async refund(request: DecisionRequest): Promise<void> {
     const refunds: Array<Promise<void>> = [];
     for (const p of this.plan(request, 'consume')) {
-      if (p.rule?.policy !== undefined && p.cost > 0) refunds.push(this.limiterOf(p.rule.policy).refund(p.key, Math.min(p.cost, p.rule.policy.limit)));
+      if (p.rule?.policy !== undefined && p.cost > 0)
+        refunds.push(this.limiterOf(p.rule.policy).refund(p.key, Math.min(p.cost, p.rule.policy.limit)));
     }
     try {
       await Promise.all(refunds);
@@ -145,7 +188,12 @@ export class DecisionService {
       // A store failure reaches the caller (gRPC UNAVAILABLE), whose own failure mode decides, as
       // Envoy's `failure_mode_deny` does; a store with its own failure policy (Redis) keeps it.
       const guarded = !table.synchronous && table.decidesFailures !== true;
-      limiter = new Limiter({ policy, store: this.store, clock: this.clock, ...(guarded ? { onError: 'throw' as const } : {}) });
+      limiter = new Limiter({
+        policy,
+        store: this.store,
+        clock: this.clock,
+        ...(guarded ? { onError: 'throw' as const } : {}),
+      });
       this.limiters.set(policy, limiter);
     }
     return limiter;
@@ -153,7 +201,12 @@ export class DecisionService {
 
   private overrideOf(limit: NonNullable<RequestDescriptor['limit']>, index: number): Rule {
     const rule = this.policies.overrideRule(limit.requestsPerUnit, limit.unit);
-    if (rule === undefined) throw new DecisionError('INVALID_REQUEST', `descriptors[${index}].limit: ${MAX_SHARED} distinct limit overrides are in use already; use the config for more`, `descriptors[${index}].limit`);
+    if (rule === undefined)
+      throw new DecisionError(
+        'INVALID_REQUEST',
+        `descriptors[${index}].limit: ${MAX_SHARED} distinct limit overrides are in use already; use the config for more`,
+        `descriptors[${index}].limit`,
+      );
     return rule;
   }
 
@@ -163,10 +216,16 @@ export class DecisionService {
     const plans = request.descriptors.map((d, i): Plan => {
       const match = d.limit === undefined ? domain?.match(d.entries) : undefined;
       const rule = d.limit !== undefined ? this.overrideOf(d.limit, i) : match?.rule;
-      return { match, rule, key: counterKey(request.domain, d.entries), cost: mode === 'peek' ? 0 : costOf(d, request) * (rule?.cost ?? 1) };
+      return {
+        match,
+        rule,
+        key: counterKey(request.domain, d.entries),
+        cost: mode === 'peek' ? 0 : costOf(d, request) * (rule?.cost ?? 1),
+      };
     });
     const replaced = new Set<string>();
-    for (const p of plans) if (p.rule !== undefined && !p.rule.unlimited) for (const name of p.rule.replaces) replaced.add(name);
+    for (const p of plans)
+      if (p.rule !== undefined && !p.rule.unlimited) for (const name of p.rule.replaces) replaced.add(name);
     if (replaced.size === 0) return plans;
     return plans.map((p) => (p.rule?.name !== undefined && replaced.has(p.rule.name) ? { ...p, rule: undefined } : p));
   }
@@ -177,15 +236,48 @@ export class DecisionService {
     const statuses = plans.map((p): DescriptorStatus => {
       const rule = p.rule;
       const metricKey = p.match?.metricKey;
-      if (rule === undefined) return { code: 'OK', rule: undefined, decision: undefined, limitRemaining: 0, durationUntilResetMs: 0, shadowed: false, metricKey };
-      if (rule.unlimited) return { code: 'OK', rule: undefined, decision: undefined, limitRemaining: MAX_UINT32, durationUntilResetMs: 0, shadowed: false, metricKey };
+      if (rule === undefined)
+        return {
+          code: 'OK',
+          rule: undefined,
+          decision: undefined,
+          limitRemaining: 0,
+          durationUntilResetMs: 0,
+          shadowed: false,
+          metricKey,
+        };
+      if (rule.unlimited)
+        return {
+          code: 'OK',
+          rule: undefined,
+          decision: undefined,
+          limitRemaining: MAX_UINT32,
+          durationUntilResetMs: 0,
+          shadowed: false,
+          metricKey,
+        };
       if (rule.policy === undefined) {
         const unitMs = UNIT_MS[rule.unit!];
-        return { code: rule.shadowMode ? 'OK' : 'OVER_LIMIT', rule, decision: undefined, limitRemaining: 0, durationUntilResetMs: unitMs - (nowMs % unitMs), shadowed: rule.shadowMode, metricKey };
+        return {
+          code: rule.shadowMode ? 'OK' : 'OVER_LIMIT',
+          rule,
+          decision: undefined,
+          limitRemaining: 0,
+          durationUntilResetMs: unitMs - (nowMs % unitMs),
+          shadowed: rule.shadowMode,
+          metricKey,
+        };
       }
       const decision = outcome.decisions[c]!;
       const charge = charges[c++]!;
-      notify(this.observer, 'decision', { limiter: metricKey ?? 'override', key: undefined, cost: charge.cost, operation: charge.cost === 0 ? 'peek' : 'consume', decision, atMs: nowMs });
+      notify(this.observer, 'decision', {
+        limiter: metricKey ?? 'override',
+        key: undefined,
+        cost: charge.cost,
+        operation: charge.cost === 0 ? 'peek' : 'consume',
+        decision,
+        atMs: nowMs,
+      });
       const refusedHere = !decision.allowed;
       const untilMs = refusedHere && Number.isFinite(decision.retryAfterMs) ? decision.retryAfterMs : decision.resetMs;
       return {

@@ -3,7 +3,18 @@
  * policy by its spec (`{ algorithm, params }`), which is rebuilt with the library's factories and
  * applied to the service's store (memory or Redis).
  */
-import { FloodgateError, fixedWindow, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog, tokenBucket, type Algorithm, type Decision, type PolicyStore } from 'floodgate';
+import {
+  FloodgateError,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+  type Algorithm,
+  type Decision,
+  type PolicyStore,
+} from 'floodgate';
 import { DecisionError } from './request.js';
 import type { DecisionService } from './service.js';
 
@@ -46,7 +57,11 @@ function invalid(message: string, field: string): DecisionError {
 /** policySpecOf returns the wire spec of `policy`, or throws `INVALID_OPTION` when no factory builds it. */
 export function policySpecOf(policy: Algorithm): PolicySpec {
   if (!Object.hasOwn(FACTORIES, policy.name)) {
-    throw new FloodgateError('INVALID_OPTION', `RemoteStore: policy ${policy.name} cannot be sent; a remote store takes ${REMOTE_ALGORITHMS.join(', ')}`, 'RemoteStore.policy');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `RemoteStore: policy ${policy.name} cannot be sent; a remote store takes ${REMOTE_ALGORITHMS.join(', ')}`,
+      'RemoteStore.policy',
+    );
   }
   return { algorithm: policy.name, params: { ...policy.params } };
 }
@@ -63,14 +78,23 @@ export function buildPolicy(raw: unknown, where = ''): Algorithm {
 
 function policyOf(raw: unknown): Algorithm {
   const spec = raw as { algorithm?: unknown; params?: unknown } | null;
-  if (typeof spec !== 'object' || spec === null) throw invalid('policy must be an object { algorithm, params }', 'policy');
+  if (typeof spec !== 'object' || spec === null)
+    throw invalid('policy must be an object { algorithm, params }', 'policy');
   if (typeof spec.algorithm !== 'string' || !Object.hasOwn(FACTORIES, spec.algorithm)) {
-    throw invalid(`policy.algorithm is ${JSON.stringify(spec.algorithm)}; expected one of ${REMOTE_ALGORITHMS.join(', ')}`, 'policy.algorithm');
+    throw invalid(
+      `policy.algorithm is ${JSON.stringify(spec.algorithm)}; expected one of ${REMOTE_ALGORITHMS.join(', ')}`,
+      'policy.algorithm',
+    );
   }
   const params = spec.params;
-  if (typeof params !== 'object' || params === null || Array.isArray(params)) throw invalid('policy.params must be an object of numbers', 'policy.params');
+  if (typeof params !== 'object' || params === null || Array.isArray(params))
+    throw invalid('policy.params must be an object of numbers', 'policy.params');
   for (const [name, value] of Object.entries(params)) {
-    if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid(`policy.params.${name} must be a finite number, got ${JSON.stringify(value)}`, `policy.params.${name}`);
+    if (typeof value !== 'number' || !Number.isFinite(value))
+      throw invalid(
+        `policy.params.${name} must be a finite number, got ${JSON.stringify(value)}`,
+        `policy.params.${name}`,
+      );
   }
   let policy: Algorithm;
   try {
@@ -81,7 +105,11 @@ function policyOf(raw: unknown): Algorithm {
     throw invalid(`policy.params: ${error.message}`, name === undefined ? 'policy.params' : `policy.params.${name}`);
   }
   for (const name of Object.keys(params)) {
-    if (!Object.hasOwn(policy.params, name)) throw invalid(`policy.params.${name} is not an option of ${spec.algorithm}; it takes ${Object.keys(policy.params).join(', ')}`, `policy.params.${name}`);
+    if (!Object.hasOwn(policy.params, name))
+      throw invalid(
+        `policy.params.${name} is not an option of ${spec.algorithm}; it takes ${Object.keys(policy.params).join(', ')}`,
+        `policy.params.${name}`,
+      );
   }
   return policy;
 }
@@ -98,10 +126,12 @@ export class StoreApi {
   /** handle returns the JSON answer to one store request body. */
   async handle(body: unknown): Promise<Record<string, unknown>> {
     const request = body as { op?: unknown; policy?: unknown; key?: unknown; cost?: unknown } | null;
-    if (typeof request !== 'object' || request === null) throw invalid('the body must be an object { op, policy, key, cost }', 'body');
+    if (typeof request !== 'object' || request === null)
+      throw invalid('the body must be an object { op, policy, key, cost }', 'body');
     const op = request.op;
     if (op === 'consumeAll') return this.consumeAll((body as { requests?: unknown }).requests);
-    if (op !== 'consume' && op !== 'peek' && op !== 'refund' && op !== 'reset') throw invalid(`op is ${JSON.stringify(op)}; expected consume, peek, refund, reset or consumeAll`, 'op');
+    if (op !== 'consume' && op !== 'peek' && op !== 'refund' && op !== 'reset')
+      throw invalid(`op is ${JSON.stringify(op)}; expected consume, peek, refund, reset or consumeAll`, 'op');
     const { policy, table } = this.tableOf(request.policy);
     const key = keyOf(request.key, 'key');
     const cost = costOf(request.cost, 'cost');
@@ -110,7 +140,9 @@ export class StoreApi {
       case 'consume':
       case 'peek': {
         checkCost(policy, cost, 'cost');
-        const decision: Decision = await (op === 'consume' ? table.consume(key, cost, nowMs) : table.peek(key, cost, nowMs));
+        const decision: Decision = await (op === 'consume'
+          ? table.consume(key, cost, nowMs)
+          : table.peek(key, cost, nowMs));
         return { decision: wireDecision(decision) };
       }
       case 'refund':
@@ -128,9 +160,11 @@ export class StoreApi {
    * memory store), by looking at every one and then charging every one in the same step.
    */
   private async consumeAll(raw: unknown): Promise<Record<string, unknown>> {
-    if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_REMOTE_BATCH) throw invalid(`requests must be a list of 1 to ${MAX_REMOTE_BATCH} { policy, key, cost }`, 'requests');
+    if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_REMOTE_BATCH)
+      throw invalid(`requests must be a list of 1 to ${MAX_REMOTE_BATCH} { policy, key, cost }`, 'requests');
     const items = raw.map((r: { policy?: unknown; key?: unknown; cost?: unknown } | null, i) => {
-      if (typeof r !== 'object' || r === null) throw invalid(`requests[${i}] must be an object { policy, key, cost }`, `requests[${i}]`);
+      if (typeof r !== 'object' || r === null)
+        throw invalid(`requests[${i}] must be an object { policy, key, cost }`, `requests[${i}]`);
       const entry = this.tableOf(r.policy, `requests[${i}].`);
       const cost = costOf(r.cost, `requests[${i}].cost`);
       checkCost(entry.policy, cost, `requests[${i}].cost`);
@@ -139,13 +173,23 @@ export class StoreApi {
     const nowMs = this.service.clock.now();
     const store = this.service.store;
     if (typeof store.consumeAll === 'function') {
-      const result = await store.consumeAll(items.map((x) => ({ policy: x.policy, key: x.key, cost: x.cost })), nowMs);
+      const result = await store.consumeAll(
+        items.map((x) => ({ policy: x.policy, key: x.key, cost: x.cost })),
+        nowMs,
+      );
       return { allowed: result.allowed, decisions: result.decisions.map(wireDecision) };
     }
-    if (!items.every((x) => x.table.synchronous)) throw new DecisionError('STORE_FAILED', 'this store cannot decide several requests together; send them one by one');
+    if (!items.every((x) => x.table.synchronous))
+      throw new DecisionError(
+        'STORE_FAILED',
+        'this store cannot decide several requests together; send them one by one',
+      );
     const looks = items.map((x) => x.table.peek(x.key, x.cost, nowMs) as Decision);
     if (!looks.every((d) => d.allowed)) return { allowed: false, decisions: looks.map(wireDecision) };
-    return { allowed: true, decisions: items.map((x) => wireDecision(x.table.consume(x.key, x.cost, nowMs) as Decision)) };
+    return {
+      allowed: true,
+      decisions: items.map((x) => wireDecision(x.table.consume(x.key, x.cost, nowMs) as Decision)),
+    };
   }
 
   private tableOf(raw: unknown, where = ''): { policy: Algorithm; table: PolicyStore } {
@@ -153,7 +197,11 @@ export class StoreApi {
     const id = `${policy.name}:${JSON.stringify(policy.params)}`;
     let entry = this.tables.get(id);
     if (entry === undefined) {
-      if (this.tables.size >= MAX_REMOTE_POLICIES) throw invalid(`the store endpoint already holds ${MAX_REMOTE_POLICIES} policies; no new policy is accepted`, 'policy');
+      if (this.tables.size >= MAX_REMOTE_POLICIES)
+        throw invalid(
+          `the store endpoint already holds ${MAX_REMOTE_POLICIES} policies; no new policy is accepted`,
+          'policy',
+        );
       entry = { policy, table: this.service.store.bind(policy) };
       this.tables.set(id, entry);
     }
@@ -171,17 +219,26 @@ function checkCost(policy: Algorithm, cost: number, field: string): void {
 }
 
 function keyOf(key: unknown, field: string): string {
-  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_REMOTE_KEY_LENGTH) throw invalid(`${field} must be a string of 1 to ${MAX_REMOTE_KEY_LENGTH} characters`, field);
+  if (typeof key !== 'string' || key.length === 0 || key.length > MAX_REMOTE_KEY_LENGTH)
+    throw invalid(`${field} must be a string of 1 to ${MAX_REMOTE_KEY_LENGTH} characters`, field);
   return key;
 }
 
 function costOf(raw: unknown, field: string): number {
   const cost = raw ?? 1;
-  if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0) throw invalid(`${field} must be a finite number of at least 0, got ${JSON.stringify(cost)}`, field);
+  if (typeof cost !== 'number' || !Number.isFinite(cost) || cost < 0)
+    throw invalid(`${field} must be a finite number of at least 0, got ${JSON.stringify(cost)}`, field);
   return cost;
 }
 
 /** wireDecision returns `decision` as JSON can carry it (an infinite wait as null). */
 function wireDecision(d: Decision): Record<string, unknown> {
-  return { allowed: d.allowed, limit: d.limit, remaining: d.remaining, retryAfterMs: Number.isFinite(d.retryAfterMs) ? d.retryAfterMs : null, resetMs: Number.isFinite(d.resetMs) ? d.resetMs : null, reason: d.reason };
+  return {
+    allowed: d.allowed,
+    limit: d.limit,
+    remaining: d.remaining,
+    retryAfterMs: Number.isFinite(d.retryAfterMs) ? d.retryAfterMs : null,
+    resetMs: Number.isFinite(d.resetMs) ? d.resetMs : null,
+    reason: d.reason,
+  };
 }

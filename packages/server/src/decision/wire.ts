@@ -41,12 +41,21 @@ interface StatusLayout {
 function layoutOf(s: DescriptorStatus): StatusLayout {
   const rule = s.rule !== undefined && s.rule.unit !== undefined ? s.rule : undefined;
   const nameBytes = rule?.name === undefined ? 0 : Buffer.byteLength(rule.name, 'utf8');
-  const limitSize = rule === undefined ? -1 : uintSize(rule.requestsPerUnit) + uintSize(RESPONSE_UNIT_NUMBER[rule.unit!]) + (nameBytes === 0 ? 0 : lengthSize(nameBytes));
+  const limitSize =
+    rule === undefined
+      ? -1
+      : uintSize(rule.requestsPerUnit) +
+        uintSize(RESPONSE_UNIT_NUMBER[rule.unit!]) +
+        (nameBytes === 0 ? 0 : lengthSize(nameBytes));
   const whole = Number.isFinite(s.durationUntilResetMs) ? Math.floor(s.durationUntilResetMs) : FOREVER_MS;
   const seconds = Math.floor(whole / 1000);
   const nanos = (whole % 1000) * 1_000_000;
   const durationSize = s.durationUntilResetMs > 0 ? uintSize(seconds) + uintSize(nanos) : -1;
-  const size = uintSize(CODE[s.code]) + (limitSize < 0 ? 0 : lengthSize(limitSize)) + uintSize(s.limitRemaining) + (durationSize < 0 ? 0 : lengthSize(durationSize));
+  const size =
+    uintSize(CODE[s.code]) +
+    (limitSize < 0 ? 0 : lengthSize(limitSize)) +
+    uintSize(s.limitRemaining) +
+    (durationSize < 0 ? 0 : lengthSize(durationSize));
   return { status: s, limitSize, nameBytes, seconds, nanos, durationSize, size };
 }
 
@@ -104,7 +113,9 @@ function writeStatus(c: Cursor, l: StatusLayout): void {
 /** encodeRateLimitResponse returns `result` as the bytes of an `envoy.service.ratelimit.v3.RateLimitResponse`. */
 export function encodeRateLimitResponse(result: DecisionResult): Buffer {
   const layouts = result.statuses.map(layoutOf);
-  const headerBytes = result.headers.map(([key, value]) => [Buffer.byteLength(key, 'utf8'), Buffer.byteLength(value, 'utf8')] as const);
+  const headerBytes = result.headers.map(
+    ([key, value]) => [Buffer.byteLength(key, 'utf8'), Buffer.byteLength(value, 'utf8')] as const,
+  );
   let total = uintSize(CODE[result.overallCode]);
   for (const l of layouts) total += lengthSize(l.size);
   for (const [k, v] of headerBytes) total += lengthSize((k === 0 ? 0 : lengthSize(k)) + (v === 0 ? 0 : lengthSize(v)));

@@ -12,7 +12,14 @@ import type { AddressInfo } from 'node:net';
 export function startDemoUpstream(host: string, port: number): Promise<Server> {
   const server = createServer((req, res) => {
     const answer = (): void => {
-      const body = JSON.stringify({ hello: 'from the demo upstream', method: req.method, path: req.url, forwardedFor: req.headers['x-forwarded-for'] ?? null, at: new Date().toISOString() }) + '\n';
+      const body =
+        JSON.stringify({
+          hello: 'from the demo upstream',
+          method: req.method,
+          path: req.url,
+          forwardedFor: req.headers['x-forwarded-for'] ?? null,
+          at: new Date().toISOString(),
+        }) + '\n';
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) });
       res.end(body);
     };

@@ -3,7 +3,14 @@
  * none is charged), shadow rules decided and reported only, queued rules waited for in turn.
  */
 import { FloodgateError, consumeAll, consumeAllSync, type Decision, type LimitEntry } from 'floodgate';
-import { FIELD, PROBLEM_CONTENT_TYPE, problemBody, retryAfterSeconds, serviceItem, type HeaderPair } from 'floodgate/http';
+import {
+  FIELD,
+  PROBLEM_CONTENT_TYPE,
+  problemBody,
+  retryAfterSeconds,
+  serviceItem,
+  type HeaderPair,
+} from 'floodgate/http';
 import type { ProxyRequest } from './request.js';
 import type { CompiledRoute, CompiledRule } from './routes.js';
 
@@ -13,7 +20,18 @@ import type { CompiledRoute, CompiledRule } from './routes.js';
  * `fallback_limited` are the local fallback deciding with this process's share of the limit while
  * the store is away (a refusal by the fallback is a 429 like any other).
  */
-export type RuleOutcome = 'admitted' | 'near_limit' | 'limited' | 'shadow_admitted' | 'shadow_limited' | 'queued' | 'queue_rejected' | 'fail_open' | 'fail_closed' | 'fallback_admitted' | 'fallback_limited';
+export type RuleOutcome =
+  | 'admitted'
+  | 'near_limit'
+  | 'limited'
+  | 'shadow_admitted'
+  | 'shadow_limited'
+  | 'queued'
+  | 'queue_rejected'
+  | 'fail_open'
+  | 'fail_closed'
+  | 'fallback_admitted'
+  | 'fallback_limited';
 
 /** RuleDecision is one rule's answer to one request with the store key it counted against (for the dashboard). */
 export interface RuleDecision {
@@ -107,7 +125,12 @@ async function admitAsync(route: CompiledRoute, req: ProxyRequest, options: Admi
 
 /** Whether `err` is a store's failure, answered by the failure policy (anything else is a bug or bad input). */
 function isStoreFailure(err: unknown): boolean {
-  return !(err instanceof FloodgateError) || err.code === 'STORE_ERROR' || err.code === 'STORE_TIMEOUT' || err.code === 'STORE_REPLY';
+  return (
+    !(err instanceof FloodgateError) ||
+    err.code === 'STORE_ERROR' ||
+    err.code === 'STORE_TIMEOUT' ||
+    err.code === 'STORE_REPLY'
+  );
 }
 
 /** Reports the enforced decisions and answers: refused when any rule refused, else admitted (no queue). */
@@ -199,7 +222,12 @@ function decideShadowSync(route: CompiledRoute, req: ProxyRequest, reporter: Dec
     if (identity === undefined) continue;
     try {
       const key = rule.keyOf(identity);
-      report(route.name, { rule, key, decision: rule.limiter.consumeSync(key, rule.cost === 1 ? undefined : { cost: rule.cost }) }, reporter, 'shadow_');
+      report(
+        route.name,
+        { rule, key, decision: rule.limiter.consumeSync(key, rule.cost === 1 ? undefined : { cost: rule.cost }) },
+        reporter,
+        'shadow_',
+      );
     } catch {
       // A shadow rule never changes the answer, not even when its store fails.
     }
@@ -209,7 +237,8 @@ function decideShadowSync(route: CompiledRoute, req: ProxyRequest, reporter: Dec
 function report(route: string, applied: Applied, reporter: DecisionReporter, prefix: '' | 'shadow_'): void {
   const { rule, key, decision: d } = applied;
   let outcome: RuleOutcome;
-  if (d.reason === 'fail-open' || d.reason === 'fail-closed') outcome = d.reason === 'fail-open' ? 'fail_open' : 'fail_closed';
+  if (d.reason === 'fail-open' || d.reason === 'fail-closed')
+    outcome = d.reason === 'fail-open' ? 'fail_open' : 'fail_closed';
   else if (d.reason === 'fallback') outcome = d.allowed ? 'fallback_admitted' : 'fallback_limited';
   else if (prefix === 'shadow_') outcome = d.allowed ? 'shadow_admitted' : 'shadow_limited';
   else if (!d.allowed) outcome = 'limited';
@@ -218,7 +247,12 @@ function report(route: string, applied: Applied, reporter: DecisionReporter, pre
   reporter.decided?.({ route, rule: rule.name, key, outcome, decision: d, reason: d.reason });
 }
 
-async function waitInQueues(route: CompiledRoute, req: ProxyRequest, applied: Applied[], options: AdmitOptions): Promise<Admission | undefined> {
+async function waitInQueues(
+  route: CompiledRoute,
+  req: ProxyRequest,
+  applied: Applied[],
+  options: AdmitOptions,
+): Promise<Admission | undefined> {
   const waited: Applied[] = [];
   for (const rule of route.queue) {
     const identity = rule.identity(req);
@@ -226,12 +260,23 @@ async function waitInQueues(route: CompiledRoute, req: ProxyRequest, applied: Ap
     const key = rule.keyOf(identity);
     options.reporter.queueDepth(route.name, rule.name, 1);
     try {
-      await rule.limiter.acquire(key, { cost: rule.cost, maxWaitMs: rule.maxWaitMs, ...(options.signal === undefined ? {} : { signal: options.signal }) });
+      await rule.limiter.acquire(key, {
+        cost: rule.cost,
+        maxWaitMs: rule.maxWaitMs,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      });
       options.reporter.outcome(route.name, rule.name, 'queued');
       waited.push({ rule, key, decision: await consume(rule, key, true) });
     } catch (err) {
       options.reporter.outcome(route.name, rule.name, 'queue_rejected');
-      options.reporter.decided?.({ route: route.name, rule: rule.name, key, outcome: 'queue_rejected', decision: undefined, reason: err instanceof FloodgateError ? err.code : 'STORE_ERROR' });
+      options.reporter.decided?.({
+        route: route.name,
+        rule: rule.name,
+        key,
+        outcome: 'queue_rejected',
+        decision: undefined,
+        reason: err instanceof FloodgateError ? err.code : 'STORE_ERROR',
+      });
       await giveBack(applied);
       for (const w of waited) if (w.rule.cost > 0) await w.rule.limiter.refund(w.key, w.rule.cost);
       return queueRefusal(rule, err);
@@ -245,8 +290,17 @@ async function waitInQueues(route: CompiledRoute, req: ProxyRequest, applied: Ap
 
 function queueRefusal(rule: CompiledRule, err: unknown): Admission {
   const code = err instanceof FloodgateError ? err.code : 'STORE_ERROR';
-  const detail = code === 'QUEUE_FULL' ? 'the queue for this client is full' : code === 'WAIT_TIMEOUT' ? `the request could not be admitted within ${rule.maxWaitMs} ms` : 'the request could not wait its turn';
-  const headers: HeaderPair[] = [[FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE], [FIELD.retryAfter, String(Math.max(1, Math.ceil(rule.maxWaitMs / 1000)))]];
+  const detail =
+    code === 'QUEUE_FULL'
+      ? 'the queue for this client is full'
+      : code === 'WAIT_TIMEOUT'
+        ? `the request could not be admitted within ${rule.maxWaitMs} ms`
+        : 'the request could not wait its turn';
+  const headers: HeaderPair[] = [
+    [FIELD.cacheControl, 'no-store'],
+    [FIELD.contentType, PROBLEM_CONTENT_TYPE],
+    [FIELD.retryAfter, String(Math.max(1, Math.ceil(rule.maxWaitMs / 1000)))],
+  ];
   return { allowed: false, status: 503, headers, body: problemBody('temporary-reduced-capacity', [rule.name], detail) };
 }
 
@@ -258,7 +312,15 @@ function refuse(route: CompiledRoute, applied: readonly Applied[], refused: read
   if (retryAfter !== undefined) headers.push([FIELD.retryAfter, String(retryAfter)]);
   headers.push([FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]);
   if (byLimit) return { allowed: false, status: 429, headers, body: quotaBody(refused) };
-  return { allowed: false, status: 503, headers, body: problemBody('temporary-reduced-capacity', refused.map((a) => a.rule.name)) };
+  return {
+    allowed: false,
+    status: 503,
+    headers,
+    body: problemBody(
+      'temporary-reduced-capacity',
+      refused.map((a) => a.rule.name),
+    ),
+  };
 }
 
 /** The quota-exceeded body naming one rule, built once per rule: most refusals are one rule's. */
@@ -266,7 +328,11 @@ const QUOTA_BODIES = new WeakMap<CompiledRule, string>();
 
 /** quotaBody returns the quota-exceeded problem naming the rules of `refused`. */
 function quotaBody(refused: readonly Applied[]): string {
-  if (refused.length !== 1) return problemBody('quota-exceeded', refused.map((a) => a.rule.name));
+  if (refused.length !== 1)
+    return problemBody(
+      'quota-exceeded',
+      refused.map((a) => a.rule.name),
+    );
   const rule = refused[0]!.rule;
   let body = QUOTA_BODIES.get(rule);
   if (body === undefined) QUOTA_BODIES.set(rule, (body = problemBody('quota-exceeded', [rule.name])));
@@ -279,7 +345,16 @@ function storeFailed(route: CompiledRoute, options: AdmitOptions): Admission {
   const mark: HeaderPair = ['floodgate-degraded', options.onStoreError];
   if (open) return { allowed: true, status: 0, headers: [mark], body: undefined };
   const headers: HeaderPair[] = [mark, [FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
-  return { allowed: false, status: 503, headers, body: problemBody('temporary-reduced-capacity', route.enforce.map((r) => r.name), 'the rate-limit store is unavailable') };
+  return {
+    allowed: false,
+    status: 503,
+    headers,
+    body: problemBody(
+      'temporary-reduced-capacity',
+      route.enforce.map((r) => r.name),
+      'the rate-limit store is unavailable',
+    ),
+  };
 }
 
 /** The draft headers of the applied rules, with the degraded mark when a store's failure policy decided. */
@@ -292,7 +367,10 @@ function headersOf(route: CompiledRoute, applied: readonly Applied[]): HeaderPai
     const r = a.decision.reason;
     if (r === 'fail-open' || r === 'fail-closed' || r === 'fallback') degraded ??= r;
   }
-  const out: HeaderPair[] = [[FIELD.policy, policyOf(route, applied)], [FIELD.service, service]];
+  const out: HeaderPair[] = [
+    [FIELD.policy, policyOf(route, applied)],
+    [FIELD.service, service],
+  ];
   if (degraded !== undefined) out.push(['floodgate-degraded', degraded]);
   return out;
 }

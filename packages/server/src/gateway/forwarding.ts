@@ -6,7 +6,17 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** The hop-by-hop fields a proxy never forwards (RFC 9110 section 7.6.1, and the obsolete ones still seen). */
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate', 'proxy-authorization']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
+]);
 
 /** ForwardingFacts is what the gateway knows of the hop it received a request on. */
 export interface ForwardingFacts {
@@ -37,7 +47,14 @@ const NOTHING_MORE: ReadonlySet<string> = new Set();
  * for every request and every response.
  */
 function extraHopByHop(connection: string | string[] | undefined): ReadonlySet<string> {
-  if (connection === undefined || connection === 'keep-alive' || connection === 'close' || connection === 'Keep-Alive' || connection === 'Close') return NOTHING_MORE;
+  if (
+    connection === undefined ||
+    connection === 'keep-alive' ||
+    connection === 'close' ||
+    connection === 'Keep-Alive' ||
+    connection === 'Close'
+  )
+    return NOTHING_MORE;
   return new Set(connectionNames(connection));
 }
 
@@ -46,7 +63,10 @@ function extraHopByHop(connection: string | string[] | undefined): ReadonlySet<s
  * left to the client library (the upstream's own), and the forwarding fields appended (when the
  * peer is trusted) or started afresh (when it is not, so a client cannot forge them).
  */
-export function upstreamHeaders(incoming: IncomingHttpHeaders, facts: ForwardingFacts): Record<string, string | string[]> {
+export function upstreamHeaders(
+  incoming: IncomingHttpHeaders,
+  facts: ForwardingFacts,
+): Record<string, string | string[]> {
   const drop = extraHopByHop(incoming.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in incoming) {
@@ -69,7 +89,9 @@ export function upstreamHeaders(incoming: IncomingHttpHeaders, facts: Forwarding
 }
 
 /** downstreamHeaders returns an upstream response's headers without its hop-by-hop fields. */
-export function downstreamHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+export function downstreamHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
   const drop = extraHopByHop(headers.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
@@ -84,7 +106,8 @@ export function downstreamHeaders(headers: Record<string, string | string[] | un
 function forwardedElement(facts: ForwardingFacts, host: string | undefined): string {
   const peer = facts.peer.includes(':') ? `"[${facts.peer}]"` : facts.peer;
   let element = `for=${peer}`;
-  if (host !== undefined && /^[A-Za-z0-9.\-:[\]]+$/.test(host)) element += `;host=${host.includes(':') ? `"${host}"` : host}`;
+  if (host !== undefined && /^[A-Za-z0-9.\-:[\]]+$/.test(host))
+    element += `;host=${host.includes(':') ? `"${host}"` : host}`;
   return `${element};proto=${facts.proto}`;
 }
 

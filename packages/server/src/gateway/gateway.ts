@@ -99,7 +99,10 @@ export class Gateway implements TrafficState {
     this.config = config;
     this.descriptorFiles = descriptorFiles;
     this.upstreams = new Upstreams(config.limits);
-    this.resolver = new ClientIpResolver({ trustProxy: config.trustProxy }, { warn: (message: string) => log.warn(message) });
+    this.resolver = new ClientIpResolver(
+      { trustProxy: config.trustProxy },
+      { warn: (message: string) => log.warn(message) },
+    );
     this.isTrustedPeer = trustedPeers(config.trustProxy);
     this.onStoreError = gatewayOnStoreError(config.store);
     metrics.overload.guards = () => this.table.guards.all;
@@ -113,7 +116,13 @@ export class Gateway implements TrafficState {
     const l = config.limits;
     // Node checks the two timeouts on an interval (30 s by default): check often enough to honour them.
     const connectionsCheckingInterval = Math.max(50, Math.min(1_000, l.headersTimeoutMs / 4));
-    this.traffic = createServer({ maxHeaderSize: l.maxHeaderBytes, headersTimeout: l.headersTimeoutMs, requestTimeout: l.requestTimeoutMs, keepAliveTimeout: 5_000, connectionsCheckingInterval });
+    this.traffic = createServer({
+      maxHeaderSize: l.maxHeaderBytes,
+      headersTimeout: l.headersTimeoutMs,
+      requestTimeout: l.requestTimeoutMs,
+      keepAliveTimeout: 5_000,
+      connectionsCheckingInterval,
+    });
     this.traffic.on('request', (req, res) => {
       this.inFlight++;
       res.once('close', () => this.requestEnded());
@@ -129,7 +138,9 @@ export class Gateway implements TrafficState {
     this.traffic.on('clientError', (err: NodeJS.ErrnoException, socket) => {
       if (!socket.writable) return socket.destroy();
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-      socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+      socket.end(
+        `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
+      );
     });
   }
 
@@ -139,7 +150,11 @@ export class Gateway implements TrafficState {
     const { config, domains, descriptorFiles } = await loadConfig(options.file, env);
     const metrics = new GatewayMetrics();
     const board = new Board({ clock: new LoopClock() });
-    const store = await openStore(config.store, { env, observer: combineObservers(metrics.observer, board.observer), onBackendError: (err) => options.log.warn({ error: err.message }, 'store connection error') });
+    const store = await openStore(config.store, {
+      env,
+      observer: combineObservers(metrics.observer, board.observer),
+      onBackendError: (err) => options.log.warn({ error: err.message }, 'store connection error'),
+    });
     const gateway = new Gateway(options, config, domains, descriptorFiles, store, metrics, board);
     try {
       await gateway.listen();
@@ -176,7 +191,13 @@ export class Gateway implements TrafficState {
     if (c.rateLimitService !== undefined) {
       // Loaded only when configured: gRPC alone costs about a quarter of a second of CPU at start.
       const { RateLimitServiceHost } = await import('./rate-limit-service.js');
-      this.service = await RateLimitServiceHost.start({ section: c.rateLimitService, domains: this.domains, store: this.store.store, metrics: this.metrics, log: this.log });
+      this.service = await RateLimitServiceHost.start({
+        section: c.rateLimitService,
+        domains: this.domains,
+        store: this.store.store,
+        metrics: this.metrics,
+        log: this.log,
+      });
     }
     if (c.admin !== undefined || this.options.adminPort !== undefined) {
       const token = c.admin?.tokenEnv !== undefined ? this.env[c.admin.tokenEnv] : c.admin?.token;
@@ -185,9 +206,20 @@ export class Gateway implements TrafficState {
         file: this.options.file,
         loadedAt: this.loadedAt.toISOString(),
         config: redactConfig(this.config),
-        ...(this.service === undefined ? {} : { rateLimitService: { ...this.service.summary(), descriptorFiles: this.descriptorFiles } }),
+        ...(this.service === undefined
+          ? {}
+          : { rateLimitService: { ...this.service.summary(), descriptorFiles: this.descriptorFiles } }),
       });
-      const dashboard = mountDashboard({ board: this.board, metrics: this.metrics, tokenDigest: digest, settings: c.admin?.dashboard, storeKind: this.store.kind, table: () => this.table, activeConfig, isReady: () => this.ready });
+      const dashboard = mountDashboard({
+        board: this.board,
+        metrics: this.metrics,
+        tokenDigest: digest,
+        settings: c.admin?.dashboard,
+        storeKind: this.store.kind,
+        table: () => this.table,
+        activeConfig,
+        isReady: () => this.ready,
+      });
       if (dashboard !== undefined) this.reporter = dashboard.reporter;
       this.admin = createServer(
         adminHandler({
@@ -202,8 +234,20 @@ export class Gateway implements TrafficState {
       );
       await listenOn(this.admin, this.options.adminPort ?? c.admin?.port ?? 9090, c.admin?.host ?? '127.0.0.1');
     }
-    const service = this.service === undefined ? {} : { grpcPort: this.service.grpcPort, httpPort: this.service.httpPort, domains: this.service.service.domains };
-    this.log.info({ port: this.port, adminPort: this.adminPort, routes: c.routes.map((r) => r.name), store: c.store.type, ...service }, 'listening');
+    const service =
+      this.service === undefined
+        ? {}
+        : { grpcPort: this.service.grpcPort, httpPort: this.service.httpPort, domains: this.service.service.domains };
+    this.log.info(
+      {
+        port: this.port,
+        adminPort: this.adminPort,
+        routes: c.routes.map((r) => r.name),
+        store: c.store.type,
+        ...service,
+      },
+      'listening',
+    );
   }
 
   /** Ready once the store answers a ping; retried every 200 ms until then. */
@@ -244,21 +288,48 @@ export class Gateway implements TrafficState {
       return { applied: false, problems };
     }
     for (const part of ['listen', 'admin', 'store', 'limits', 'trustProxy'] as const) {
-      if (JSON.stringify(config[part]) !== JSON.stringify(this.config[part])) this.log.warn({ part }, `the "${part}" settings changed: they apply at the next restart`);
+      if (JSON.stringify(config[part]) !== JSON.stringify(this.config[part]))
+        this.log.warn({ part }, `the "${part}" settings changed: they apply at the next restart`);
     }
     const rateLimitService = this.reloadService(config, loaded.domains);
-    if (rateLimitService === this.config.rateLimitService) loaded = { ...loaded, descriptorFiles: this.descriptorFiles };
+    if (rateLimitService === this.config.rateLimitService)
+      loaded = { ...loaded, descriptorFiles: this.descriptorFiles };
     const previous = this.table;
-    const table = RouteTable.build({ ...config, store: this.config.store }, { store: this.store.store, env: this.env, previous, events: this.guardEvents });
+    const table = RouteTable.build(
+      { ...config, store: this.config.store },
+      { store: this.store.store, env: this.env, previous, events: this.guardEvents },
+    );
     const kept = [...table.limiters.values()].filter((l) => [...previous.limiters.values()].includes(l)).length;
-    const keptGuards = [...table.guards.kept.values()].filter((g) => [...previous.guards.kept.values()].includes(g)).length;
+    const keptGuards = [...table.guards.kept.values()].filter((g) =>
+      [...previous.guards.kept.values()].includes(g),
+    ).length;
     this.table = table;
-    this.config = { ...config, listen: this.config.listen, admin: this.config.admin, store: this.config.store, limits: this.config.limits, trustProxy: this.config.trustProxy, rateLimitService };
+    this.config = {
+      ...config,
+      listen: this.config.listen,
+      admin: this.config.admin,
+      store: this.config.store,
+      limits: this.config.limits,
+      trustProxy: this.config.trustProxy,
+      rateLimitService,
+    };
     this.descriptorFiles = loaded.descriptorFiles;
     this.loadedAt = new Date();
     this.upstreams.retain(new Set(table.routes.map((r) => r.upstream.origin)));
     this.metrics.reload(true);
-    this.log.info({ why, routes: table.routes.length, domains: this.service?.service.domains, keptLimiters: kept, newLimiters: table.limiters.size - kept, keptGuards, newGuards: table.guards.kept.size - keptGuards, tookMs: Math.round(performance.now() - started) }, 'config reloaded');
+    this.log.info(
+      {
+        why,
+        routes: table.routes.length,
+        domains: this.service?.service.domains,
+        keptLimiters: kept,
+        newLimiters: table.limiters.size - kept,
+        keptGuards,
+        newGuards: table.guards.kept.size - keptGuards,
+        tookMs: Math.round(performance.now() - started),
+      },
+      'config reloaded',
+    );
     return { applied: true, problems: [] };
   }
 
@@ -269,7 +340,11 @@ export class Gateway implements TrafficState {
   private reloadService(config: GatewayConfig, domains: readonly DomainSpec[]): GatewayConfig['rateLimitService'] {
     const next = config.rateLimitService;
     if (this.service === undefined || next === undefined) {
-      if ((this.service === undefined) !== (next === undefined)) this.log.warn({ part: 'rateLimitService' }, `the rate limit service was ${next === undefined ? 'removed' : 'added'}: that applies at the next restart`);
+      if ((this.service === undefined) !== (next === undefined))
+        this.log.warn(
+          { part: 'rateLimitService' },
+          `the rate limit service was ${next === undefined ? 'removed' : 'added'}: that applies at the next restart`,
+        );
       return this.config.rateLimitService;
     }
     this.service.reload(next, domains);
@@ -301,7 +376,9 @@ export class Gateway implements TrafficState {
     this.ready = false;
     this.metrics.setReady(false);
     this.log.info({ inFlight: this.inFlight }, 'shutting down: draining requests in flight');
-    const closed = new Promise<void>((resolve) => (this.traffic.listening ? this.traffic.close(() => resolve()) : resolve()));
+    const closed = new Promise<void>((resolve) =>
+      this.traffic.listening ? this.traffic.close(() => resolve()) : resolve(),
+    );
     const serviceClosed = this.service?.close() ?? Promise.resolve();
     this.traffic.closeIdleConnections();
     const drained = this.inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.drained = resolve));

@@ -75,7 +75,11 @@ export class Guards {
       if (own !== undefined) all.push(own);
       const shared = byOrigin.get(new URL(route.upstream).origin);
       const guards = [own, shared].filter((g) => g !== undefined);
-      if (guards.length > 0) steps.set(route.name, guards.map((guard) => ({ guard, fixedTier: fixedTierOf(route, guard) })));
+      if (guards.length > 0)
+        steps.set(
+          route.name,
+          guards.map((guard) => ({ guard, fixedTier: fixedTierOf(route, guard) })),
+        );
     }
     all.push(...byOrigin.values());
     return new Guards(all, steps, kept);
@@ -111,7 +115,7 @@ function compileGuard(scope: string, section: ProtectionConfig | UpstreamConfig,
     tiers,
     header: priority?.header,
     defaultTier,
-    tierOf: (value) => (typeof value === 'string' ? index.get(value) ?? defaultTier : defaultTier),
+    tierOf: (value) => (typeof value === 'string' ? (index.get(value) ?? defaultTier) : defaultTier),
     acquireOptions: tiers.map((_, tier) => Object.freeze({ tier })),
     shedStatus,
     bodies: {
@@ -130,7 +134,8 @@ function limiterOf(scope: string, section: ProtectionConfig, ctx: BuildContext):
   const signature = limiterSignature(scope, section);
   const previous = ctx.previous?.get(signature);
   // Latency is measured on the monotonic clock: a step of the wall clock is not a slow call.
-  const limiter = previous instanceof ConcurrencyLimiter ? previous : new ConcurrencyLimiter({ ...options, clock: monotonicClock });
+  const limiter =
+    previous instanceof ConcurrencyLimiter ? previous : new ConcurrencyLimiter({ ...options, clock: monotonicClock });
   ctx.kept.set(signature, limiter);
   return limiter;
 }
@@ -142,7 +147,13 @@ function breakerOf(scope: string, section: ProtectionConfig, ctx: BuildContext):
   const previous = ctx.previous?.get(signature);
   // The events go to whoever built the breaker first: the gateway's one sink lives as long as the process.
   const events = ctx.events;
-  const breaker = previous instanceof CircuitBreaker ? previous : new CircuitBreaker({ ...breakerOptionsOf(config, scope), onStateChange: (e: CircuitBreakerEvent) => events.circuitTransition(scope, e.to, e.reason) });
+  const breaker =
+    previous instanceof CircuitBreaker
+      ? previous
+      : new CircuitBreaker({
+          ...breakerOptionsOf(config, scope),
+          onStateChange: (e: CircuitBreakerEvent) => events.circuitTransition(scope, e.to, e.reason),
+        });
   ctx.kept.set(signature, breaker);
   return breaker;
 }
@@ -164,5 +175,9 @@ function overloadBody(status: number, detail: string, policy = 'concurrency'): s
 /** refusalHeaders returns the headers of an overload refusal: Retry-After in whole seconds, at least 1. */
 export function refusalHeaders(retryAfterMs: number): HeaderPair[] {
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return [[FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE], [FIELD.retryAfter, String(seconds)]];
+  return [
+    [FIELD.cacheControl, 'no-store'],
+    [FIELD.contentType, PROBLEM_CONTENT_TYPE],
+    [FIELD.retryAfter, String(seconds)],
+  ];
 }

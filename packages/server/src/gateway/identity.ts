@@ -18,7 +18,12 @@ export function identityOf(key: KeyConfig, env: NodeJS.ProcessEnv, now: () => nu
     case 'header':
       return byHeader(key.name);
     case 'jwt':
-      return jwtIdentity(key.claim, (key.header ?? 'authorization').toLowerCase(), key.secretEnv === undefined ? key.secret : env[key.secretEnv], now);
+      return jwtIdentity(
+        key.claim,
+        (key.header ?? 'authorization').toLowerCase(),
+        key.secretEnv === undefined ? key.secret : env[key.secretEnv],
+        now,
+      );
     case 'query':
       return queryIdentity(key.name);
     case 'param': {

@@ -25,7 +25,8 @@ export function jwtClaim(token: string, options: JwtClaimOptions): string | unde
   if (options.secret !== undefined && !verified(head, body, signature, options.secret)) return undefined;
   const payload = decodeJson(body);
   if (payload === undefined) return undefined;
-  if (options.secret !== undefined && typeof payload.exp === 'number' && payload.exp * 1000 <= options.nowMs) return undefined;
+  if (options.secret !== undefined && typeof payload.exp === 'number' && payload.exp * 1000 <= options.nowMs)
+    return undefined;
   const value = payload[options.claim];
   if (typeof value === 'string' && value !== '') return value;
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
@@ -43,7 +44,9 @@ function verified(head: string, body: string, signature: string, secret: string)
 function decodeJson(part: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

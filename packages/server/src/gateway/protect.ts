@@ -72,7 +72,11 @@ export class Passage {
  * An open circuit refuses before any slot is taken; a circuit's call is taken after the slots, so
  * the duration it records is the upstream's, not the wait for a slot.
  */
-export function enter(steps: readonly GuardStep[], headers: IncomingHttpHeaders, options: EnterOptions): Passage | Admission | Promise<Passage | Admission> {
+export function enter(
+  steps: readonly GuardStep[],
+  headers: IncomingHttpHeaders,
+  options: EnterOptions,
+): Passage | Admission | Promise<Passage | Admission> {
   for (const step of steps) {
     const breaker = step.guard.breaker;
     if (breaker === undefined) continue;
@@ -82,7 +86,13 @@ export function enter(steps: readonly GuardStep[], headers: IncomingHttpHeaders,
   return acquireFrom(steps, 0, new Passage(), headers, options);
 }
 
-function acquireFrom(steps: readonly GuardStep[], first: number, passage: Passage, headers: IncomingHttpHeaders, options: EnterOptions): Passage | Admission | Promise<Passage | Admission> {
+function acquireFrom(
+  steps: readonly GuardStep[],
+  first: number,
+  passage: Passage,
+  headers: IncomingHttpHeaders,
+  options: EnterOptions,
+): Passage | Admission | Promise<Passage | Admission> {
   for (let i = first; i < steps.length; i++) {
     const step = steps[i]!;
     const { guard } = step;
@@ -105,23 +115,42 @@ function acquireFrom(steps: readonly GuardStep[], first: number, passage: Passag
 }
 
 /** Takes a call of every circuit; one that opened while the request waited for a slot refuses it, and the slots go back. */
-function callCircuits(steps: readonly GuardStep[], passage: Passage, headers: IncomingHttpHeaders, options: EnterOptions): Passage | Admission {
+function callCircuits(
+  steps: readonly GuardStep[],
+  passage: Passage,
+  headers: IncomingHttpHeaders,
+  options: EnterOptions,
+): Passage | Admission {
   for (const step of steps) {
     const breaker = step.guard.breaker;
     if (breaker === undefined) continue;
     const call = breaker.tryAcquire();
-    if (call === undefined) return shed(passage, step.guard, tierOf(step, headers), 'circuit-open', breaker.retryInMs(), options);
+    if (call === undefined)
+      return shed(passage, step.guard, tierOf(step, headers), 'circuit-open', breaker.retryInMs(), options);
     passage.call(call);
   }
   return passage;
 }
 
-function shed(passage: Passage, guard: Guard, tier: number, reason: RefusalReason, retryAfterMs: number, options: EnterOptions): Admission {
+function shed(
+  passage: Passage,
+  guard: Guard,
+  tier: number,
+  reason: RefusalReason,
+  retryAfterMs: number,
+  options: EnterOptions,
+): Admission {
   passage.abandon();
   return refuse(guard, tier, reason, retryAfterMs, options.reporter);
 }
 
-function refuse(guard: Guard, tier: number, reason: RefusalReason, retryAfterMs: number, reporter: ShedReporter): Admission {
+function refuse(
+  guard: Guard,
+  tier: number,
+  reason: RefusalReason,
+  retryAfterMs: number,
+  reporter: ShedReporter,
+): Admission {
   reporter.shed(guard.scope, guard.tiers[tier]!, reason);
   const status = reason === 'circuit-open' ? 503 : guard.shedStatus;
   return { allowed: false, status, headers: refusalHeaders(retryAfterMs), body: guard.bodies[reason] };

@@ -38,7 +38,13 @@ export interface UpstreamResult {
 export type UpstreamFailure = 'timeout' | 'connect' | 'aborted' | 'too-large' | 'other';
 
 /** The error codes of a connection that could not be made. */
-const CONNECT_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const CONNECT_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 
 /** BodyTooLargeError ends a request body that grew past `maxBodyBytes`. */
 class BodyTooLargeError extends Error {
@@ -87,7 +93,11 @@ export class Upstreams {
    * forward sends `req` to `upstream` and streams the answer to `res` with `extra` headers added;
    * it never rejects: failures are answered (502, 504, 413) and reported in the result.
    */
-  async forward(req: IncomingMessage, res: ServerResponse, options: { upstream: URL; facts: ForwardingFacts; extra: readonly HeaderPair[] }): Promise<UpstreamResult> {
+  async forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    options: { upstream: URL; facts: ForwardingFacts; extra: readonly HeaderPair[] },
+  ): Promise<UpstreamResult> {
     const started = performance.now();
     // undici takes an emitter as its signal: lighter than an AbortController and its DOMException per request.
     const abort = new EventEmitter();
@@ -96,7 +106,14 @@ export class Upstreams {
     };
     res.once('close', onClose);
     const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > this.limits.maxBodyBytes) return this.fail(res, 413, `the request body is larger than ${this.limits.maxBodyBytes} bytes`, started, 'too-large');
+    if (declared > this.limits.maxBodyBytes)
+      return this.fail(
+        res,
+        413,
+        `the request body is larger than ${this.limits.maxBodyBytes} bytes`,
+        started,
+        'too-large',
+      );
     const hasBody = declared > 0 || req.headers['transfer-encoding'] !== undefined;
     let status = 0;
     try {
@@ -127,14 +144,29 @@ export class Upstreams {
   private failed(res: ServerResponse, err: unknown, started: number): UpstreamResult {
     const code = (err as { code?: string }).code ?? '';
     const cause = (err as { cause?: unknown }).cause;
-    if (err instanceof BodyTooLargeError || cause instanceof BodyTooLargeError) return this.fail(res, 413, `the request body is larger than ${this.limits.maxBodyBytes} bytes`, started, 'too-large');
+    if (err instanceof BodyTooLargeError || cause instanceof BodyTooLargeError)
+      return this.fail(
+        res,
+        413,
+        `the request body is larger than ${this.limits.maxBodyBytes} bytes`,
+        started,
+        'too-large',
+      );
     const failure = failureOf(err, res.destroyed);
     const timeout = failure === 'timeout';
-    const detail = timeout ? `the upstream did not answer within its timeout (${code})` : `the upstream failed: ${code || (err as Error).message}`;
+    const detail = timeout
+      ? `the upstream did not answer within its timeout (${code})`
+      : `the upstream failed: ${code || (err as Error).message}`;
     return this.fail(res, timeout ? 504 : 502, detail, started, failure);
   }
 
-  private fail(res: ServerResponse, status: number, detail: string, started: number, failure: UpstreamFailure): UpstreamResult {
+  private fail(
+    res: ServerResponse,
+    status: number,
+    detail: string,
+    started: number,
+    failure: UpstreamFailure,
+  ): UpstreamResult {
     if (!res.headersSent && !res.destroyed) {
       sendProblem(res, status, detail);
     } else {
@@ -148,17 +180,32 @@ export class Upstreams {
 /** failureOf returns why a request to an upstream failed with `err` (`clientGone`: the client had left by then). */
 export function failureOf(err: unknown, clientGone: boolean): UpstreamFailure {
   const code = (err as { code?: string }).code ?? '';
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT')
+    return 'timeout';
   if (CONNECT_CODES.has(code)) return 'connect';
   return code === 'UND_ERR_ABORTED' || clientGone ? 'aborted' : 'other';
 }
 
-const TITLES: Record<number, string> = { 404: 'Not Found', 413: 'Content Too Large', 502: 'Bad Gateway', 504: 'Gateway Timeout' };
+const TITLES: Record<number, string> = {
+  404: 'Not Found',
+  413: 'Content Too Large',
+  502: 'Bad Gateway',
+  504: 'Gateway Timeout',
+};
 
 /** sendProblem answers `status` with an RFC 9457 problem body saying `detail`. */
-export function sendProblem(res: ServerResponse, status: number, detail: string, extra: readonly HeaderPair[] = []): void {
+export function sendProblem(
+  res: ServerResponse,
+  status: number,
+  detail: string,
+  extra: readonly HeaderPair[] = [],
+): void {
   const body = JSON.stringify({ type: 'about:blank', title: TITLES[status] ?? 'Error', status, detail });
-  const headers: Record<string, string> = { [FIELD.contentType]: PROBLEM_CONTENT_TYPE, [FIELD.cacheControl]: 'no-store', 'content-length': String(Buffer.byteLength(body)) };
+  const headers: Record<string, string> = {
+    [FIELD.contentType]: PROBLEM_CONTENT_TYPE,
+    [FIELD.cacheControl]: 'no-store',
+    'content-length': String(Buffer.byteLength(body)),
+  };
   for (const [name, value] of extra) headers[name] = value;
   if (status === 413) headers.connection = 'close';
   res.writeHead(status, headers);

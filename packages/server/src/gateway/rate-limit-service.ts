@@ -47,12 +47,22 @@ export class RateLimitServiceHost {
     const { section, metrics } = options;
     // The observer is made before the host it reports through.
     const made: { host?: RateLimitServiceHost } = {};
-    const observer: Observer = { decision: (e) => made.host?.count(metrics, e.limiter, e.operation, e.decision.reason) };
+    const observer: Observer = {
+      decision: (e) => made.host?.count(metrics, e.limiter, e.operation, e.decision.reason),
+    };
     const service = createDecisionService({ domains: options.domains, store: options.store, observer });
     const grpcHost = section.grpc?.host;
     const httpHost = section.http?.host;
     // One host serves both listeners; start them apart when they differ.
-    const servers = grpcHost !== undefined && httpHost !== undefined && grpcHost !== httpHost ? await startApart(service, section) : await startDecisionServers({ service, grpcPort: section.grpc?.port, httpPort: section.http?.port, host: grpcHost ?? httpHost ?? '127.0.0.1' });
+    const servers =
+      grpcHost !== undefined && httpHost !== undefined && grpcHost !== httpHost
+        ? await startApart(service, section)
+        : await startDecisionServers({
+            service,
+            grpcPort: section.grpc?.port,
+            httpPort: section.http?.port,
+            host: grpcHost ?? httpHost ?? '127.0.0.1',
+          });
     made.host = new RateLimitServiceHost(service, servers, section, options.log);
     return made.host;
   }
@@ -75,7 +85,11 @@ export class RateLimitServiceHost {
   /** reload serves `domains` from now on (counters of unchanged limits carry on); a listener change is logged and applies at the next restart. */
   reload(section: RateLimitServiceConfig, domains: readonly DomainSpec[]): void {
     for (const part of ['grpc', 'http'] as const) {
-      if (JSON.stringify(section[part]) !== JSON.stringify(this.section[part])) this.log.warn({ part: `rateLimitService.${part}` }, `the "rateLimitService.${part}" settings changed: they apply at the next restart`);
+      if (JSON.stringify(section[part]) !== JSON.stringify(this.section[part]))
+        this.log.warn(
+          { part: `rateLimitService.${part}` },
+          `the "rateLimitService.${part}" settings changed: they apply at the next restart`,
+        );
     }
     this.service.reload(domains);
     this.section = { ...section, grpc: this.section.grpc, http: this.section.http };
@@ -95,7 +109,8 @@ export class RateLimitServiceHost {
   /** split parts a metric key `domain.key_value.key` at its domain (the longest domain served that prefixes it). */
   private split(name: string): { domain: string; descriptor: string } {
     let domain = '';
-    for (const d of this.service.domains) if (d.length > domain.length && (name === d || name.startsWith(`${d}.`))) domain = d;
+    for (const d of this.service.domains)
+      if (d.length > domain.length && (name === d || name.startsWith(`${d}.`))) domain = d;
     let descriptor = domain === '' ? name : name.slice(domain.length + 1);
     const label = `${domain}\u0000${descriptor}`;
     if (!this.labels.has(label)) {
@@ -115,5 +130,9 @@ async function startApart(service: DecisionService, section: RateLimitServiceCon
     await grpc.close();
     throw err;
   }
-  return { grpcPort: grpc.grpcPort, httpPort: http.httpPort, close: async () => void (await Promise.all([grpc.close(), http.close()])) };
+  return {
+    grpcPort: grpc.grpcPort,
+    httpPort: http.httpPort,
+    close: async () => void (await Promise.all([grpc.close(), http.close()])),
+  };
 }

@@ -4,7 +4,6 @@ import { RequestView, type ClientIpResolver } from 'floodgate/http';
 
 /** ProxyRequest is one request as the gateway's rules see it: method, path, route, parameters and headers. */
 export class ProxyRequest extends RequestView<IncomingMessage> {
-
   constructor(
     raw: IncomingMessage,
     resolver: ClientIpResolver,

@@ -90,7 +90,13 @@ export class RouteTable {
   static build(config: GatewayConfig, options: TableOptions): RouteTable {
     const limiters = new Map<string, Limiter>();
     const guards = Guards.build(config, options.previous?.guards, options.events);
-    const ctx: CompileContext = { store: options.store, env: options.env, previous: options.previous?.limiters, limiters, guards };
+    const ctx: CompileContext = {
+      store: options.store,
+      env: options.env,
+      previous: options.previous?.limiters,
+      limiters,
+      guards,
+    };
     const routes = config.routes.map((route) => compileRoute(route, ctx));
     return new RouteTable(routes, limiters, guards);
   }
@@ -190,4 +196,3 @@ function hostMatches(pattern: string, host: string | undefined): boolean {
   if (pattern.startsWith('*.')) return host.endsWith(pattern.slice(1));
   return host === pattern;
 }
-

@@ -70,7 +70,11 @@ export async function serveRequest(state: TrafficState, req: IncomingMessage, re
     return;
   }
   if (route.guards !== undefined) return forwardGuarded(state, route, route.guards, req, res, admission.headers);
-  const result = await state.upstreams.forward(req, res, { upstream: route.upstream, facts: factsOf(state, req), extra: admission.headers });
+  const result = await state.upstreams.forward(req, res, {
+    upstream: route.upstream,
+    facts: factsOf(state, req),
+    extra: admission.headers,
+  });
   forwarded(state, route, result);
 }
 
@@ -79,8 +83,18 @@ export async function serveRequest(state: TrafficState, req: IncomingMessage, re
  * a slot ends) without touching the upstream, or forwarded holding its slots, which go back
  * exactly once, with the upstream's outcome, when the response has ended or failed.
  */
-async function forwardGuarded(state: TrafficState, route: CompiledRoute, steps: readonly GuardStep[], req: IncomingMessage, res: ServerResponse, extra: Admission['headers']): Promise<void> {
-  const entered = enter(steps, req.headers, { reporter: state.metrics.overload, signal: waits(steps) ? closeSignal(res) : undefined });
+async function forwardGuarded(
+  state: TrafficState,
+  route: CompiledRoute,
+  steps: readonly GuardStep[],
+  req: IncomingMessage,
+  res: ServerResponse,
+  extra: Admission['headers'],
+): Promise<void> {
+  const entered = enter(steps, req.headers, {
+    reporter: state.metrics.overload,
+    signal: waits(steps) ? closeSignal(res) : undefined,
+  });
   const passage = entered instanceof Promise ? await entered : entered;
   if (!(passage instanceof Passage)) {
     // A client that left while waiting for a slot gets no answer.
@@ -103,7 +117,8 @@ async function forwardGuarded(state: TrafficState, route: CompiledRoute, steps: 
 
 function forwarded(state: TrafficState, route: CompiledRoute, result: UpstreamResult): void {
   state.metrics.response(route.name, result.status, result.durationMs);
-  if (result.error !== undefined) state.log.warn({ route: route.name, status: result.status, error: result.error }, 'upstream failed');
+  if (result.error !== undefined)
+    state.log.warn({ route: route.name, status: result.status, error: result.error }, 'upstream failed');
 }
 
 function waits(steps: readonly GuardStep[]): boolean {
@@ -119,7 +134,12 @@ function closeSignal(res: ServerResponse | Duplex): AbortSignal {
 }
 
 /** The admission of a request, or undefined when deciding failed (already answered with 500); at once when {@link admit} is. */
-function admitRequest(state: TrafficState, match: RouteMatch, req: IncomingMessage, res: ServerResponse): Admission | undefined | Promise<Admission | undefined> {
+function admitRequest(
+  state: TrafficState,
+  match: RouteMatch,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Admission | undefined | Promise<Admission | undefined> {
   if (match.route.rules.length === 0) return PASS_THROUGH;
   const view = new ProxyRequest(req, state.resolver, match.route.name, match.params);
   let signal: AbortSignal | undefined;
@@ -130,7 +150,9 @@ function admitRequest(state: TrafficState, match: RouteMatch, req: IncomingMessa
   }
   try {
     const admission = admit(match.route, view, { reporter: state.reporter, onStoreError: state.onStoreError, signal });
-    return admission instanceof Promise ? admission.catch((err: unknown) => decideFailed(state, match, res, err)) : admission;
+    return admission instanceof Promise
+      ? admission.catch((err: unknown) => decideFailed(state, match, res, err))
+      : admission;
   } catch (err) {
     return decideFailed(state, match, res, err);
   }
@@ -148,7 +170,12 @@ function decideFailed(state: TrafficState, match: RouteMatch, res: ServerRespons
  * An upgrade holds its guards' slots until the upstream answers the handshake, not for the
  * tunnel's life: a long-lived socket does not take a slot from requests.
  */
-export async function serveUpgrade(state: TrafficState, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+export async function serveUpgrade(
+  state: TrafficState,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+): Promise<void> {
   socket.on('error', () => socket.destroy());
   state.track(socket);
   const match = matchOf(state.table, req);
@@ -157,13 +184,20 @@ export async function serveUpgrade(state: TrafficState, req: IncomingMessage, so
   const view = new ProxyRequest(req, state.resolver, route.name, match.params);
   let admission: Admission;
   try {
-    admission = await admit(route, view, { reporter: state.reporter, onStoreError: state.onStoreError, signal: undefined });
+    admission = await admit(route, view, {
+      reporter: state.reporter,
+      onStoreError: state.onStoreError,
+      signal: undefined,
+    });
   } catch {
     return rawAnswer(socket, 500, [], JSON.stringify({ title: 'Internal Server Error', status: 500 }));
   }
   let passage: Passage | undefined;
   if (admission.allowed && route.guards !== undefined) {
-    const entered = await enter(route.guards, req.headers, { reporter: state.metrics.overload, signal: waits(route.guards) ? closeSignal(socket) : undefined });
+    const entered = await enter(route.guards, req.headers, {
+      reporter: state.metrics.overload,
+      signal: waits(route.guards) ? closeSignal(socket) : undefined,
+    });
     if (entered instanceof Passage) passage = entered;
     else admission = entered;
   }
@@ -171,17 +205,38 @@ export async function serveUpgrade(state: TrafficState, req: IncomingMessage, so
   if (!admission.allowed) return rawAnswer(socket, admission.status, admission.headers, admission.body ?? '');
   const started = performance.now();
   try {
-    await pipeUpgrade(state, route, req, socket, { head, extra: admission.headers, onAnswer: () => passage?.settle({ status: 101, durationMs: performance.now() - started, error: undefined, failure: undefined }) });
+    await pipeUpgrade(state, route, req, socket, {
+      head,
+      extra: admission.headers,
+      onAnswer: () =>
+        passage?.settle({ status: 101, durationMs: performance.now() - started, error: undefined, failure: undefined }),
+    });
   } catch (err) {
     const error = (err as Error).message;
-    passage?.settle({ status: 502, durationMs: performance.now() - started, error, failure: failureOf(err, socket.destroyed) });
+    passage?.settle({
+      status: 502,
+      durationMs: performance.now() - started,
+      error,
+      failure: failureOf(err, socket.destroyed),
+    });
     state.log.warn({ route: route.name, error }, 'upstream upgrade failed');
-    rawAnswer(socket, 502, [], JSON.stringify({ title: 'Bad Gateway', status: 502, detail: 'the upstream refused or failed the upgrade' }));
+    rawAnswer(
+      socket,
+      502,
+      [],
+      JSON.stringify({ title: 'Bad Gateway', status: 502, detail: 'the upstream refused or failed the upgrade' }),
+    );
   }
 }
 
 /** Asks the upstream to upgrade, answers the client's handshake with its answer (calling `onAnswer`), and pipes both ways. */
-async function pipeUpgrade(state: TrafficState, route: CompiledRoute, req: IncomingMessage, socket: Duplex, options: { head: Buffer; extra: readonly HeaderPair[]; onAnswer: () => void }): Promise<void> {
+async function pipeUpgrade(
+  state: TrafficState,
+  route: CompiledRoute,
+  req: IncomingMessage,
+  socket: Duplex,
+  options: { head: Buffer; extra: readonly HeaderPair[]; onAnswer: () => void },
+): Promise<void> {
   const up = await state.upstreams.poolOf(route.upstream).upgrade({
     path: req.url ?? '/',
     method: req.method ?? 'GET',
@@ -190,7 +245,8 @@ async function pipeUpgrade(state: TrafficState, route: CompiledRoute, req: Incom
   });
   options.onAnswer();
   let text = 'HTTP/1.1 101 Switching Protocols\r\n';
-  for (const [name, value] of Object.entries(up.headers)) for (const v of [value ?? []].flat()) text += `${name}: ${v}\r\n`;
+  for (const [name, value] of Object.entries(up.headers))
+    for (const v of [value ?? []].flat()) text += `${name}: ${v}\r\n`;
   for (const [name, value] of options.extra) text += `${name}: ${value}\r\n`;
   state.track(up.socket);
   socket.write(text + '\r\n');
@@ -229,7 +285,11 @@ function matchOf(table: RouteTable, req: IncomingMessage): RouteMatch | undefine
 
 function factsOf(state: TrafficState, req: IncomingMessage): ForwardingFacts {
   const peer = req.socket.remoteAddress ?? 'unknown';
-  return { peer, proto: (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http', trusted: state.isTrustedPeer(peer) };
+  return {
+    peer,
+    proto: (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http',
+    trusted: state.isTrustedPeer(peer),
+  };
 }
 
 function pathOf(url: string | undefined): string {

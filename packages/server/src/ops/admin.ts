@@ -40,7 +40,8 @@ export function adminHandler(ctx: AdminContext): (req: IncomingMessage, res: Ser
 async function route(ctx: AdminContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://admin');
   if (url.pathname === '/healthz') return json(res, 200, { status: 'ok' });
-  if (url.pathname === '/readyz') return ctx.isReady() ? json(res, 200, { status: 'ready' }) : json(res, 503, { status: 'not ready' });
+  if (url.pathname === '/readyz')
+    return ctx.isReady() ? json(res, 200, { status: 'ready' }) : json(res, 503, { status: 'not ready' });
   if (url.pathname === '/metrics') {
     const body = await ctx.metrics.registry.metrics();
     res.writeHead(200, { 'content-type': ctx.metrics.registry.contentType });
@@ -48,11 +49,16 @@ async function route(ctx: AdminContext, req: IncomingMessage, res: ServerRespons
     return;
   }
   if (url.pathname === '/dashboard' || url.pathname.startsWith('/dashboard/')) {
-    if (ctx.dashboard === undefined) return json(res, 404, { error: 'the dashboard is off: set admin.tokenEnv (or admin.token) in the config, and leave admin.dashboard.enabled on' });
+    if (ctx.dashboard === undefined)
+      return json(res, 404, {
+        error:
+          'the dashboard is off: set admin.tokenEnv (or admin.token) in the config, and leave admin.dashboard.enabled on',
+      });
     return ctx.dashboard.serve(req, res, url.pathname);
   }
   if (!url.pathname.startsWith('/admin/')) return json(res, 404, { error: `no such endpoint: ${url.pathname}` });
-  if (ctx.tokenDigest === undefined) return json(res, 404, { error: 'the admin API is off: set admin.tokenEnv (or admin.token) in the config' });
+  if (ctx.tokenDigest === undefined)
+    return json(res, 404, { error: 'the admin API is off: set admin.tokenEnv (or admin.token) in the config' });
   if (!authorized(req, ctx.tokenDigest)) {
     res.setHeader('www-authenticate', 'Bearer realm="floodgate-admin"');
     return json(res, 401, { error: 'a valid admin token is needed: Authorization: Bearer <token>' });
@@ -70,18 +76,26 @@ async function adminApi(ctx: AdminContext, req: IncomingMessage, res: ServerResp
   const keyAction = /^\/admin\/keys(?:\/(reset|refund))?$/.exec(url.pathname);
   if (keyAction === null) return json(res, 404, { error: `no such admin endpoint: ${method} ${url.pathname}` });
   const action = keyAction[1] ?? 'read';
-  if ((action === 'read') !== (method === 'GET') || (action !== 'read' && method !== 'POST')) return json(res, 405, { error: `use ${action === 'read' ? 'GET' : 'POST'} for ${url.pathname}` });
+  if ((action === 'read') !== (method === 'GET') || (action !== 'read' && method !== 'POST'))
+    return json(res, 405, { error: `use ${action === 'read' ? 'GET' : 'POST'} for ${url.pathname}` });
   const target = targetOf(ctx, url);
   if (typeof target === 'string') return json(res, 400, { error: target });
   const { rule, key } = target;
   if (action === 'reset') await rule.limiter.reset(key);
   if (action === 'refund') {
     const cost = Number(url.searchParams.get('cost') ?? rule.cost);
-    if (!Number.isFinite(cost) || cost < 0) return json(res, 400, { error: `cost must be a finite number of at least 0, got ${url.searchParams.get('cost')}` });
+    if (!Number.isFinite(cost) || cost < 0)
+      return json(res, 400, {
+        error: `cost must be a finite number of at least 0, got ${url.searchParams.get('cost')}`,
+      });
     await rule.limiter.refund(key, cost);
   }
   const decision: Decision = await rule.limiter.peek(key, { cost: 0 });
-  return json(res, 200, { key, action, state: { limit: decision.limit, remaining: decision.remaining, resetMs: decision.resetMs, reason: decision.reason } });
+  return json(res, 200, {
+    key,
+    action,
+    state: { limit: decision.limit, remaining: decision.remaining, resetMs: decision.resetMs, reason: decision.reason },
+  });
 }
 
 /** The rule and store key a request names by `route`, `rule` and `identity` (as the rule keys it, e.g. `ip:127.0.0.1`). */
@@ -89,7 +103,8 @@ function targetOf(ctx: AdminContext, url: URL): { rule: CompiledRule; key: strin
   const routeName = url.searchParams.get('route');
   const ruleName = url.searchParams.get('rule');
   const identity = url.searchParams.get('identity');
-  if (routeName === null || ruleName === null || identity === null || identity === '') return 'give route, rule and identity (e.g. ?route=api&rule=per-ip&identity=ip:192.0.2.1)';
+  if (routeName === null || ruleName === null || identity === null || identity === '')
+    return 'give route, rule and identity (e.g. ?route=api&rule=per-ip&identity=ip:192.0.2.1)';
   const rule = ctx.rule(routeName, ruleName);
   if (rule === undefined) return `no rule "${ruleName}" in route "${routeName}" in the active config`;
   return { rule, key: rule.keyOf(identity) };
@@ -104,6 +119,10 @@ function authorized(req: IncomingMessage, digest: Buffer): boolean {
 
 function json(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', 'content-length': String(Buffer.byteLength(text)) });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'cache-control': 'no-store',
+    'content-length': String(Buffer.byteLength(text)),
+  });
   res.end(text);
 }

@@ -87,7 +87,11 @@ export class LabelledHistogram {
       let cumulative = 0;
       for (let i = 0; i < bounds.length; i++) {
         cumulative += cell.counts[i]!;
-        values.push({ metricName: `${this.name}_bucket`, labels: { le: bounds[i]!, ...cell.labels }, value: cumulative });
+        values.push({
+          metricName: `${this.name}_bucket`,
+          labels: { le: bounds[i]!, ...cell.labels },
+          value: cumulative,
+        });
       }
       values.push({ metricName: `${this.name}_bucket`, labels: { le: '+Inf', ...cell.labels }, value: cell.count });
       values.push({ metricName: `${this.name}_sum`, labels: { ...cell.labels }, value: cell.sum });

@@ -15,16 +15,70 @@ const CIRCUIT_VALUE: Record<CircuitEvent['state'], number> = { closed: 0, 'half-
 /** GatewayMetrics holds every metric of one gateway process and feeds them. */
 export class GatewayMetrics implements DecisionReporter {
   readonly registry = new Registry();
-  private readonly decisions = new Counter({ name: 'floodgate_decisions_total', help: 'Rate-limit decisions by route, rule and outcome (admitted, near_limit, limited, shadow_admitted, shadow_limited, queued, queue_rejected, fail_open, fail_closed, and while the store is away fallback_admitted, fallback_limited: the local fallback deciding with this process\'s share).', labelNames: ['route', 'rule', 'outcome'], registers: [this.registry], collect: (): void => this.decisionCounts.flush() });
-  private readonly serviceDecisions = new Counter({ name: 'floodgate_ratelimit_service_decisions_total', help: 'Decisions of the rate limit service (Envoy gRPC and JSON API) by domain, descriptor (its metric key after the domain) and outcome (admitted, limited, fail_open, fail_closed, fallback: the local fallback decided while the store was away; peek_ before those only asked).', labelNames: ['domain', 'descriptor', 'outcome'], registers: [this.registry], collect: (): void => this.serviceCounts.flush() });
-  private readonly storeSeconds = new LabelledHistogram({ name: 'floodgate_store_duration_seconds', help: 'Round trips to the rate-limit store.', labelNames: ['operation', 'result'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1], registry: this.registry });
-  private readonly storeErrors = new Counter({ name: 'floodgate_store_errors_total', help: 'Store failures, by the failure policy that answered instead.', labelNames: ['policy'], registers: [this.registry] });
-  private readonly circuit = new Gauge({ name: 'floodgate_store_circuit_state', help: 'Store circuit breaker per node: 0 closed, 1 half-open, 2 open.', labelNames: ['node'], registers: [this.registry] });
-  private readonly upstreamSeconds = new LabelledHistogram({ name: 'floodgate_upstream_duration_seconds', help: 'Time from forwarding a request to the end of its response.', labelNames: ['route', 'status'], buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registry: this.registry });
-  private readonly responses = new Counter({ name: 'floodgate_responses_total', help: 'Responses sent, by route and status code.', labelNames: ['route', 'status'], registers: [this.registry], collect: (): void => this.responseCounts.flush() });
-  private readonly queue = new Gauge({ name: 'floodgate_queue_depth', help: 'Requests waiting in a queued rule.', labelNames: ['route', 'rule'], registers: [this.registry] });
-  private readonly reloads = new Counter({ name: 'floodgate_config_reloads_total', help: 'Config reloads by result (applied or rejected).', labelNames: ['result'], registers: [this.registry] });
-  private readonly ready = new Gauge({ name: 'floodgate_ready', help: '1 when the gateway is ready to serve.', registers: [this.registry] });
+  private readonly decisions = new Counter({
+    name: 'floodgate_decisions_total',
+    help: "Rate-limit decisions by route, rule and outcome (admitted, near_limit, limited, shadow_admitted, shadow_limited, queued, queue_rejected, fail_open, fail_closed, and while the store is away fallback_admitted, fallback_limited: the local fallback deciding with this process's share).",
+    labelNames: ['route', 'rule', 'outcome'],
+    registers: [this.registry],
+    collect: (): void => this.decisionCounts.flush(),
+  });
+  private readonly serviceDecisions = new Counter({
+    name: 'floodgate_ratelimit_service_decisions_total',
+    help: 'Decisions of the rate limit service (Envoy gRPC and JSON API) by domain, descriptor (its metric key after the domain) and outcome (admitted, limited, fail_open, fail_closed, fallback: the local fallback decided while the store was away; peek_ before those only asked).',
+    labelNames: ['domain', 'descriptor', 'outcome'],
+    registers: [this.registry],
+    collect: (): void => this.serviceCounts.flush(),
+  });
+  private readonly storeSeconds = new LabelledHistogram({
+    name: 'floodgate_store_duration_seconds',
+    help: 'Round trips to the rate-limit store.',
+    labelNames: ['operation', 'result'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registry: this.registry,
+  });
+  private readonly storeErrors = new Counter({
+    name: 'floodgate_store_errors_total',
+    help: 'Store failures, by the failure policy that answered instead.',
+    labelNames: ['policy'],
+    registers: [this.registry],
+  });
+  private readonly circuit = new Gauge({
+    name: 'floodgate_store_circuit_state',
+    help: 'Store circuit breaker per node: 0 closed, 1 half-open, 2 open.',
+    labelNames: ['node'],
+    registers: [this.registry],
+  });
+  private readonly upstreamSeconds = new LabelledHistogram({
+    name: 'floodgate_upstream_duration_seconds',
+    help: 'Time from forwarding a request to the end of its response.',
+    labelNames: ['route', 'status'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registry: this.registry,
+  });
+  private readonly responses = new Counter({
+    name: 'floodgate_responses_total',
+    help: 'Responses sent, by route and status code.',
+    labelNames: ['route', 'status'],
+    registers: [this.registry],
+    collect: (): void => this.responseCounts.flush(),
+  });
+  private readonly queue = new Gauge({
+    name: 'floodgate_queue_depth',
+    help: 'Requests waiting in a queued rule.',
+    labelNames: ['route', 'rule'],
+    registers: [this.registry],
+  });
+  private readonly reloads = new Counter({
+    name: 'floodgate_config_reloads_total',
+    help: 'Config reloads by result (applied or rejected).',
+    labelNames: ['result'],
+    registers: [this.registry],
+  });
+  private readonly ready = new Gauge({
+    name: 'floodgate_ready',
+    help: '1 when the gateway is ready to serve.',
+    registers: [this.registry],
+  });
   /** The overload protection's metrics: concurrency limits, sheds and circuits. */
   readonly overload = new OverloadMetrics(this.registry);
   /** inFlightCount returns the requests being served now; the gateway sets it, the scrape reads it. */
@@ -48,8 +102,12 @@ export class GatewayMetrics implements DecisionReporter {
   };
 
   // Counted per request in plain numbers, handed to prom-client at each scrape (its `inc` validates and hashes per call).
-  private readonly decisionCounts = new PendingCounts((route, rule, outcome) => this.decisions.labels(route, rule, outcome));
-  private readonly serviceCounts = new PendingCounts((domain, descriptor, outcome) => this.serviceDecisions.labels(domain, descriptor, outcome));
+  private readonly decisionCounts = new PendingCounts((route, rule, outcome) =>
+    this.decisions.labels(route, rule, outcome),
+  );
+  private readonly serviceCounts = new PendingCounts((domain, descriptor, outcome) =>
+    this.serviceDecisions.labels(domain, descriptor, outcome),
+  );
   private readonly responseCounts = new PendingCounts((route, status) => this.responses.labels(route, status));
 
   /** outcome counts one rule's answer to one request. */
@@ -88,5 +146,4 @@ export class GatewayMetrics implements DecisionReporter {
   setReady(ready: boolean): void {
     this.ready.set(ready ? 1 : 0);
   }
-
 }

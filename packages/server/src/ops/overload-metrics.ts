@@ -27,16 +27,50 @@ export class OverloadMetrics {
   constructor(registry: Registry) {
     const registers = [registry];
     const gauge = (name: string, help: string, value: (s: ConcurrencySnapshot) => number | undefined): void => {
-      const g: Gauge = new Gauge({ name, help, labelNames: ['scope'], registers, collect: () => this.collectLimiters(g, value) });
+      const g: Gauge = new Gauge({
+        name,
+        help,
+        labelNames: ['scope'],
+        registers,
+        collect: () => this.collectLimiters(g, value),
+      });
     };
-    gauge('floodgate_concurrency_limit', 'Requests a concurrency limit lets in flight now, per route or upstream (scope).', (s) => s.limit);
+    gauge(
+      'floodgate_concurrency_limit',
+      'Requests a concurrency limit lets in flight now, per route or upstream (scope).',
+      (s) => s.limit,
+    );
     gauge('floodgate_concurrency_in_flight', 'Requests holding a slot of a concurrency limit.', (s) => s.inFlight);
     gauge('floodgate_concurrency_queued', 'Requests waiting for a slot of a concurrency limit.', (s) => s.queued);
-    gauge('floodgate_concurrency_rtt_baseline_seconds', 'An adaptive limit\'s estimate of the upstream\'s latency without queueing.', (s) => seconds(s.adaptive?.baselineRttMs));
-    gauge('floodgate_concurrency_rtt_sample_seconds', 'An adaptive limit\'s last window\'s median latency.', (s) => seconds(s.adaptive?.sampleRttMs));
-    const circuit: Gauge = new Gauge({ name: 'floodgate_circuit_state', help: 'Circuit breaker per route or upstream (scope): 0 closed, 1 half-open, 2 open.', labelNames: ['scope'], registers, collect: () => this.collectCircuits(circuit) });
-    const shed = new Counter({ name: 'floodgate_concurrency_shed_total', help: 'Requests refused for overload, by scope, priority tier and reason (limit, queue-full, queue-timeout, aborted, circuit-open).', labelNames: ['scope', 'tier', 'reason'], registers, collect: () => this.shedCounts.flush() });
-    const transitions = new Counter({ name: 'floodgate_circuit_transitions_total', help: 'Circuit breaker state changes, by scope and the state entered.', labelNames: ['scope', 'to'], registers, collect: () => this.transitionCounts.flush() });
+    gauge(
+      'floodgate_concurrency_rtt_baseline_seconds',
+      "An adaptive limit's estimate of the upstream's latency without queueing.",
+      (s) => seconds(s.adaptive?.baselineRttMs),
+    );
+    gauge('floodgate_concurrency_rtt_sample_seconds', "An adaptive limit's last window's median latency.", (s) =>
+      seconds(s.adaptive?.sampleRttMs),
+    );
+    const circuit: Gauge = new Gauge({
+      name: 'floodgate_circuit_state',
+      help: 'Circuit breaker per route or upstream (scope): 0 closed, 1 half-open, 2 open.',
+      labelNames: ['scope'],
+      registers,
+      collect: () => this.collectCircuits(circuit),
+    });
+    const shed = new Counter({
+      name: 'floodgate_concurrency_shed_total',
+      help: 'Requests refused for overload, by scope, priority tier and reason (limit, queue-full, queue-timeout, aborted, circuit-open).',
+      labelNames: ['scope', 'tier', 'reason'],
+      registers,
+      collect: () => this.shedCounts.flush(),
+    });
+    const transitions = new Counter({
+      name: 'floodgate_circuit_transitions_total',
+      help: 'Circuit breaker state changes, by scope and the state entered.',
+      labelNames: ['scope', 'to'],
+      registers,
+      collect: () => this.transitionCounts.flush(),
+    });
     this.shedCounts = new PendingCounts((scope, tier, reason) => shed.labels(scope, tier, reason));
     this.transitionCounts = new PendingCounts((scope, to) => transitions.labels(scope, to));
   }
@@ -62,7 +96,8 @@ export class OverloadMetrics {
 
   private collectCircuits(gauge: Gauge): void {
     gauge.reset();
-    for (const g of this.guards()) if (g.breaker !== undefined) gauge.set({ scope: g.scope }, CIRCUIT_VALUE[g.breaker.state] ?? 0);
+    for (const g of this.guards())
+      if (g.breaker !== undefined) gauge.set({ scope: g.scope }, CIRCUIT_VALUE[g.breaker.state] ?? 0);
   }
 }
 

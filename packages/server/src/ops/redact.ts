@@ -13,9 +13,20 @@ export function redactConfig(value: unknown): unknown {
   if (typeof value === 'string') return value.replace(/^(\w+:\/\/[^:/@]*:)[^@]*@/, `$1${REDACTED}@`);
   if (typeof value !== 'object' || value === null) return value;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEYS.has(k) && v !== undefined ? REDACTED : redactConfig(v);
+  for (const [k, v] of Object.entries(value))
+    out[k] = SECRET_KEYS.has(k) && v !== undefined ? REDACTED : redactConfig(v);
   return out;
 }
 
 /** LOG_REDACT_PATHS are the pino paths never written to logs. */
-export const LOG_REDACT_PATHS = ['token', 'secret', 'password', '*.token', '*.secret', '*.password', 'headers.authorization', 'req.headers.authorization', 'req.headers.cookie'];
+export const LOG_REDACT_PATHS = [
+  'token',
+  'secret',
+  'password',
+  '*.token',
+  '*.secret',
+  '*.password',
+  'headers.authorization',
+  'req.headers.authorization',
+  'req.headers.cookie',
+];

@@ -39,7 +39,11 @@ interface IoredisLike {
  * stops sending after a few failures. Reconnecting stays quick (every 100 ms), so decisions move
  * back to Redis within a fraction of a second of it answering again.
  */
-export const FAIL_FAST_CLIENT = Object.freeze({ retryStrategy: (): number => 100, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+export const FAIL_FAST_CLIENT = Object.freeze({
+  retryStrategy: (): number => 100,
+  maxRetriesPerRequest: 0,
+  enableOfflineQueue: false,
+});
 
 /**
  * FAIL_FAST_CLUSTER are the ioredis Cluster options beside {@link FAIL_FAST_CLIENT} (its
@@ -76,7 +80,10 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
   const common = { ...FAIL_FAST_CLIENT, ...(password === undefined ? {} : { password }) };
   const client =
     config.nodes !== undefined
-      ? new Cluster(config.nodes.map(nodeOf), { ...FAIL_FAST_CLUSTER, redisOptions: { ...common, ...tlsOf(config.nodes[0]!) } })
+      ? new Cluster(config.nodes.map(nodeOf), {
+          ...FAIL_FAST_CLUSTER,
+          redisOptions: { ...common, ...tlsOf(config.nodes[0]!) },
+        })
       : new Redis(config.url!, common);
   (client as unknown as IoredisLike).on('error', onBackendError);
   const store = new RedisStore({
@@ -95,14 +102,19 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
     close: async () => {
       like.disconnect();
     },
-    memoryRisks: async () => (await store.checkMemory()).filter((r) => r.risk === 'evicts-limit-state' || r.risk === 'unknown').map((r) => r.message),
+    memoryRisks: async () =>
+      (await store.checkMemory())
+        .filter((r) => r.risk === 'evicts-limit-state' || r.risk === 'unknown')
+        .map((r) => r.message),
   };
 }
 
 type RedisStoreConfig = Extract<StoreConfig, { type: 'redis' }>;
 
 /** onErrorOf returns the library's `onError` for the config's: `local` is the library's default `{ fallback: 'local' }`. */
-function onErrorOf(onError: RedisStoreConfig['onError']): 'fail-open' | 'fail-closed' | { fallback: 'local'; nodes?: number; share?: number } {
+function onErrorOf(
+  onError: RedisStoreConfig['onError'],
+): 'fail-open' | 'fail-closed' | { fallback: 'local'; nodes?: number; share?: number } {
   return onError === 'local' ? { fallback: 'local' } : onError;
 }
 
@@ -126,7 +138,10 @@ function tlsOf(url: string): { tls?: object } {
 
 function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the store did not answer a ping within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`the store did not answer a ping within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     promise.then(
       () => {
         clearTimeout(timer);

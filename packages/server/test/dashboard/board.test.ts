@@ -11,7 +11,14 @@ import type { RuleOutcome } from '../../src/gateway/decide.js';
 const START_MS = Date.UTC(2026, 0, 2, 3, 4, 5);
 
 function decision(allowed: boolean, remaining: number, limit = 10): Decision {
-  return { allowed, limit, remaining, retryAfterMs: allowed ? 0 : 750, resetMs: 1_000, reason: allowed ? 'ok' : 'limit' } as Decision;
+  return {
+    allowed,
+    limit,
+    remaining,
+    retryAfterMs: allowed ? 0 : 750,
+    resetMs: 1_000,
+    reason: allowed ? 'ok' : 'limit',
+  } as Decision;
 }
 
 function sourceOf(board: Board, keys: KeyDisplay = 'full'): DashboardSource {
@@ -21,7 +28,11 @@ function sourceOf(board: Board, keys: KeyDisplay = 'full'): DashboardSource {
       { route: 'api', rule: 'per-ip', mode: 'enforce', policy: '"per-ip";q=10;w=1' },
       { route: 'api', rule: 'trial', mode: 'shadow', policy: '"trial";q=10;w=1' },
     ],
-    activeConfig: () => ({ file: '/etc/floodgate.yaml', loadedAt: new Date(START_MS).toISOString(), config: { admin: { token: '[redacted]' }, routes: [{ name: 'api' }] } }),
+    activeConfig: () => ({
+      file: '/etc/floodgate.yaml',
+      loadedAt: new Date(START_MS).toISOString(),
+      config: { admin: { token: '[redacted]' }, routes: [{ name: 'api' }] },
+    }),
     isReady: () => true,
     storeKind: 'redis',
     showKey: keyShower(keys, new Uint8Array(32)),
@@ -53,14 +64,29 @@ describe('Board and its snapshot', () => {
     assert.equal(perIp.rates.limited.total, 20);
     assert.equal(perIp.overLimit[0]!.key, 'ip:192.0.2.66', 'the throttled key leads, shown without the rule prefix');
     // After one half-life (10 s) of a steady 2/s, the decayed rate has come half way: 1/s (a little less, read 1 s after the last).
-    assert.ok(perIp.overLimit[0]!.perSecond > 0.9 && perIp.overLimit[0]!.perSecond < 1.05, `${perIp.overLimit[0]!.perSecond}`);
+    assert.ok(
+      perIp.overLimit[0]!.perSecond > 0.9 && perIp.overLimit[0]!.perSecond < 1.05,
+      `${perIp.overLimit[0]!.perSecond}`,
+    );
     assert.equal(perIp.near[0]!.key, 'ip:192.0.2.66');
     assert.equal(perIp.near[1]!.key, 'ip:10.0.0.9');
     const trial = view.rules.find((r) => r.rule === 'trial')!;
     assert.equal(trial.rates.shadow.total, 10);
     assert.equal(trial.overLimit[0]!.key, 'ip:10.0.0.1', 'a shadow rule shows who it would limit');
     assert.equal(view.refusalsTotal, 20, 'shadow decisions refuse nothing');
-    assert.deepEqual({ ...view.refusals[0]! }, { route: 'api', rule: 'per-ip', key: 'ip:192.0.2.66', limit: 10, remaining: 0, retryAfterMs: 750, reason: 'limit', atMs: START_MS + 9_000 });
+    assert.deepEqual(
+      { ...view.refusals[0]! },
+      {
+        route: 'api',
+        rule: 'per-ip',
+        key: 'ip:192.0.2.66',
+        limit: 10,
+        remaining: 0,
+        retryAfterMs: 750,
+        reason: 'limit',
+        atMs: START_MS + 9_000,
+      },
+    );
     assert.equal(view.store.kind, 'redis');
   });
 
@@ -95,11 +121,27 @@ describe('Board and its snapshot', () => {
     const clock = new ManualClock(START_MS);
     const board = new Board({ clock });
     board.outcome('api', 'per-ip', 'queue_rejected');
-    board.decided({ route: 'api', rule: 'per-ip', key: 'api/per-ip/route', outcome: 'queue_rejected', decision: undefined, reason: 'QUEUE_FULL' });
+    board.decided({
+      route: 'api',
+      rule: 'per-ip',
+      key: 'api/per-ip/route',
+      outcome: 'queue_rejected',
+      decision: undefined,
+      reason: 'QUEUE_FULL',
+    });
     feed(board, 'gone', 'ip:10.0.0.1', decision(false, 0), 'limited');
     const view = snapshot(sourceOf(board));
-    assert.deepEqual(view.refusals.map((r) => [r.rule, r.reason]), [['gone', 'limit'], ['per-ip', 'QUEUE_FULL']]);
-    assert.deepEqual(view.rules.map((r) => r.rule), ['per-ip', 'trial']);
+    assert.deepEqual(
+      view.refusals.map((r) => [r.rule, r.reason]),
+      [
+        ['gone', 'limit'],
+        ['per-ip', 'QUEUE_FULL'],
+      ],
+    );
+    assert.deepEqual(
+      view.rules.map((r) => r.rule),
+      ['per-ip', 'trial'],
+    );
     assert.equal(board.boardOf('api', 'gone').series.total('limited'), 0, "the removed rule's board was dropped");
   });
 
@@ -110,7 +152,10 @@ describe('Board and its snapshot', () => {
     feed(board, 'per-ip', 'ip:10.0.0.2', { ...decision(true, 0), reason: 'fail-open' } as Decision, 'fail_open');
     const view = snapshot(sourceOf(board));
     const perIp = view.rules.find((r) => r.rule === 'per-ip')!;
-    assert.deepEqual(view.refusals.map((r) => [r.key, r.reason]), [['ip:10.0.0.1', 'fail-closed']]);
+    assert.deepEqual(
+      view.refusals.map((r) => [r.key, r.reason]),
+      [['ip:10.0.0.1', 'fail-closed']],
+    );
     assert.deepEqual(perIp.overLimit, []);
     assert.deepEqual(perIp.near, []);
     assert.equal(perIp.rates.degraded.total, 2);
@@ -120,11 +165,20 @@ describe('Board and its snapshot', () => {
     const clock = new ManualClock(START_MS);
     const board = new Board({ clock });
     const observer = board.observer;
-    for (let i = 1; i <= 100; i++) observer.storeCall!({ store: 'redis', operation: 'consume', durationMs: i / 10, ok: i !== 100 });
-    observer.storeError!({ store: 'redis', error: new Error('connection refused'), policy: 'fail-open', atMs: clock.now() });
+    for (let i = 1; i <= 100; i++)
+      observer.storeCall!({ store: 'redis', operation: 'consume', durationMs: i / 10, ok: i !== 100 });
+    observer.storeError!({
+      store: 'redis',
+      error: new Error('connection refused'),
+      policy: 'fail-open',
+      atMs: clock.now(),
+    });
     observer.circuit!({ store: 'redis', node: '127.0.0.1:7001', state: 'open', atMs: clock.now() });
     let health = snapshot(sourceOf(board)).store.health;
-    assert.deepEqual([health.calls, health.failedCalls, health.p50Ms, health.p99Ms, health.maxMs], [100, 1, 5, 9.9, 10]);
+    assert.deepEqual(
+      [health.calls, health.failedCalls, health.p50Ms, health.p99Ms, health.maxMs],
+      [100, 1, 5, 9.9, 10],
+    );
     assert.deepEqual(health.errorsByPolicy, { 'fail-open': 1 });
     assert.equal(health.lastError!.message, 'connection refused');
     assert.deepEqual(health.circuits, { '127.0.0.1:7001': 'open' });
@@ -158,8 +212,16 @@ describe('Board and its snapshot', () => {
     const secret = new Uint8Array(32).fill(7);
     const hashed = keyShower('hash', secret)('api/per-ip/ip:192.0.2.1', 'api', 'per-ip');
     assert.match(hashed, /^#[A-Za-z0-9_-]{12}$/);
-    assert.equal(keyShower('hash', secret)('api/per-ip/ip:192.0.2.1', 'api', 'per-ip'), hashed, 'stable under one secret');
-    assert.notEqual(keyShower('hash', new Uint8Array(32))('api/per-ip/ip:192.0.2.1', 'api', 'per-ip'), hashed, 'unguessable without it');
+    assert.equal(
+      keyShower('hash', secret)('api/per-ip/ip:192.0.2.1', 'api', 'per-ip'),
+      hashed,
+      'stable under one secret',
+    );
+    assert.notEqual(
+      keyShower('hash', new Uint8Array(32))('api/per-ip/ip:192.0.2.1', 'api', 'per-ip'),
+      hashed,
+      'unguessable without it',
+    );
     const board = new Board({ clock: new ManualClock(START_MS) });
     feed(board, 'per-ip', 'ip:192.0.2.1', decision(false, 0), 'limited');
     const html = renderLive(snapshot(sourceOf(board, 'hash')));

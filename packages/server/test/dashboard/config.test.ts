@@ -17,8 +17,15 @@ const TOKEN = 'dashboard-config-token-0123456789';
 describe('admin.dashboard in the config', () => {
   it('defaults to on with keys in full, and takes truncate, hash or off', () => {
     assert.equal(parseConfig(`admin: { token: ${TOKEN} }\n${ROUTES}`, 'x.yaml', {}).admin?.dashboard, undefined);
-    assert.deepEqual(parseConfig(`admin: { token: ${TOKEN}, dashboard: { keys: hash } }\n${ROUTES}`, 'x.yaml', {}).admin?.dashboard, { enabled: true, keys: 'hash' });
-    assert.deepEqual(parseConfig(`admin: { token: ${TOKEN}, dashboard: { enabled: false } }\n${ROUTES}`, 'x.yaml', {}).admin?.dashboard, { enabled: false, keys: 'full' });
+    assert.deepEqual(
+      parseConfig(`admin: { token: ${TOKEN}, dashboard: { keys: hash } }\n${ROUTES}`, 'x.yaml', {}).admin?.dashboard,
+      { enabled: true, keys: 'hash' },
+    );
+    assert.deepEqual(
+      parseConfig(`admin: { token: ${TOKEN}, dashboard: { enabled: false } }\n${ROUTES}`, 'x.yaml', {}).admin
+        ?.dashboard,
+      { enabled: false, keys: 'full' },
+    );
   });
 
   it('refuses an unknown key display or setting, naming the line and path', () => {
@@ -29,7 +36,10 @@ describe('admin.dashboard in the config', () => {
     } catch (err) {
       assert.ok(err instanceof ConfigError);
       const found = err.problems.map((p) => [p.line, p.path]);
-      assert.deepEqual(found, [[4, 'admin.dashboard.keys'], [5, 'admin.dashboard.colour']]);
+      assert.deepEqual(found, [
+        [4, 'admin.dashboard.keys'],
+        [5, 'admin.dashboard.colour'],
+      ]);
       assert.match(err.problems[0]!.message, /"full"\|"truncate"\|"hash"/);
     }
   });
@@ -50,7 +60,15 @@ describe('/dashboard on the admin listener', () => {
       isReady: () => true,
     });
     assert.equal(mounted === undefined, !dashboard, 'enabled: false mounts nothing');
-    const ctx: AdminContext = { metrics, tokenDigest: digest, isReady: () => true, rule: () => undefined, activeConfig: () => ({}), reload: async () => ({ applied: true, problems: [] }), dashboard: mounted?.endpoints };
+    const ctx: AdminContext = {
+      metrics,
+      tokenDigest: digest,
+      isReady: () => true,
+      rule: () => undefined,
+      activeConfig: () => ({}),
+      reload: async () => ({ applied: true, problems: [] }),
+      dashboard: mounted?.endpoints,
+    };
     const server = createServer(adminHandler(ctx));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
@@ -75,7 +93,16 @@ describe('/dashboard on the admin listener', () => {
   });
 
   it('gives no dashboard without an admin token', () => {
-    const mounted = mountDashboard({ board: new Board(), metrics: new GatewayMetrics(), tokenDigest: undefined, settings: undefined, storeKind: 'memory', table: () => ({ routes: [], guards: { all: [] } }) as unknown as RouteTable, activeConfig: () => ({ file: '', loadedAt: '', config: {} }), isReady: () => true });
+    const mounted = mountDashboard({
+      board: new Board(),
+      metrics: new GatewayMetrics(),
+      tokenDigest: undefined,
+      settings: undefined,
+      storeKind: 'memory',
+      table: () => ({ routes: [], guards: { all: [] } }) as unknown as RouteTable,
+      activeConfig: () => ({ file: '', loadedAt: '', config: {} }),
+      isReady: () => true,
+    });
     assert.equal(mounted, undefined);
   });
 });

@@ -10,7 +10,8 @@ import type { DashboardSource } from '../../src/dashboard/view.js';
 import { tokenDigest } from '../../src/ops/admin.js';
 
 const TOKEN = 'dashboard-token-for-the-tests-0123';
-const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+const basic = (user: string, password: string): string =>
+  `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
 describe('dashboard endpoints (a real HTTP server and client)', () => {
   const board = new Board();
@@ -43,10 +44,20 @@ describe('dashboard endpoints (a real HTTP server and client)', () => {
   };
 
   it('refuses without the token, or with a wrong one, asking for Basic (so a browser prompts) or Bearer', async () => {
-    for (const auth of [undefined, 'Bearer wrong-token', basic('admin', 'wrong'), basic('admin', ''), 'Basic !!!', `Token ${TOKEN}`]) {
+    for (const auth of [
+      undefined,
+      'Bearer wrong-token',
+      basic('admin', 'wrong'),
+      basic('admin', ''),
+      'Basic !!!',
+      `Token ${TOKEN}`,
+    ]) {
       const res = await get('/dashboard', auth);
       assert.equal(res.status, 401, String(auth));
-      assert.deepEqual(res.headers['www-authenticate'], ['Basic realm="floodgate dashboard", charset="UTF-8"', 'Bearer realm="floodgate-admin"']);
+      assert.deepEqual(res.headers['www-authenticate'], [
+        'Basic realm="floodgate dashboard", charset="UTF-8"',
+        'Bearer realm="floodgate-admin"',
+      ]);
       assert.ok(!res.body.includes('<table'), 'nothing of the dashboard leaks');
     }
     assert.equal((await get('/dashboard/events')).status, 401);
@@ -59,12 +70,17 @@ describe('dashboard endpoints (a real HTTP server and client)', () => {
       const res = await get('/dashboard', auth);
       assert.equal(res.status, 200, auth);
       assert.equal(res.headers['content-type'], 'text/html; charset=utf-8');
-      assert.match(String(res.headers['content-security-policy']), /default-src 'none'; style-src 'nonce-[^']+'; script-src 'nonce-[^']+'; connect-src 'self'/);
+      assert.match(
+        String(res.headers['content-security-policy']),
+        /default-src 'none'; style-src 'nonce-[^']+'; script-src 'nonce-[^']+'; connect-src 'self'/,
+      );
       assert.match(res.body, /<td class="num total-limited">1<\/td>/);
     }
     assert.equal((await get('/dashboard', `Bearer ${TOKEN}`, 'POST')).status, 405);
     assert.equal((await get('/dashboard/nothing', `Bearer ${TOKEN}`)).status, 404);
-    const json = JSON.parse((await get('/dashboard/snapshot.json', `Bearer ${TOKEN}`)).body) as { rules: { rates: { limited: { total: number } } }[] };
+    const json = JSON.parse((await get('/dashboard/snapshot.json', `Bearer ${TOKEN}`)).body) as {
+      rules: { rates: { limited: { total: number } } }[];
+    };
     assert.equal(json.rules[0]!.rates.limited.total, 1);
   });
 

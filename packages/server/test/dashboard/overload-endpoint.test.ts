@@ -46,15 +46,20 @@ async function until(what: string, check: () => Promise<boolean> | boolean): Pro
   assert.fail(`never: ${what}`);
 }
 
-describe('the dashboard\'s overload protection, on a gateway process with guards', () => {
+describe("the dashboard's overload protection, on a gateway process with guards", () => {
   const ups = {} as Record<'bulk' | 'learned' | 'shared', SlotUpstream>;
   let origins: Record<keyof typeof ups, string>;
   let gw: GatewayProcess;
-  const view = async (): Promise<DashboardView> => JSON.parse((await call(gw.adminUrl('/dashboard/snapshot.json'), { headers: AUTH })).body) as DashboardView;
+  const view = async (): Promise<DashboardView> =>
+    JSON.parse((await call(gw.adminUrl('/dashboard/snapshot.json'), { headers: AUTH })).body) as DashboardView;
   const scope = async (name: string) => (await view()).overload.scopes.find((s) => s.scope === name);
 
   before(async () => {
-    [ups.bulk, ups.learned, ups.shared] = await Promise.all([startSlotUpstream({ slots: 4, serviceMs: 5 }), startSlotUpstream({ slots: 4, serviceMs: 5 }), startSlotUpstream({ slots: 4, serviceMs: 5 })]);
+    [ups.bulk, ups.learned, ups.shared] = await Promise.all([
+      startSlotUpstream({ slots: 4, serviceMs: 5 }),
+      startSlotUpstream({ slots: 4, serviceMs: 5 }),
+      startSlotUpstream({ slots: 4, serviceMs: 5 }),
+    ]);
     origins = { bulk: ups.bulk.origin, learned: ups.learned.origin, shared: ups.shared.origin };
     gw = await startGateway(configFor(origins), { env: { FG_DASHBOARD_TOKEN: TOKEN } });
     await gw.waitForLog('ready');
@@ -68,7 +73,10 @@ describe('the dashboard\'s overload protection, on a gateway process with guards
     // One sample when the dashboard is mounted, then one at each whole second.
     await until('three samples', async () => ((await scope('route:bulk'))?.samples.length ?? 0) >= 3);
     const v = await view();
-    assert.deepEqual(v.overload.scopes.map((s) => s.scope), ['route:bulk', 'route:learned', 'upstream:shared']);
+    assert.deepEqual(
+      v.overload.scopes.map((s) => s.scope),
+      ['route:bulk', 'route:learned', 'upstream:shared'],
+    );
     const learned = v.overload.scopes[1]!;
     assert.equal(learned.now?.limit, 10);
     assert.ok(learned.now?.adaptive !== undefined, 'an adaptive limit');
@@ -90,7 +98,10 @@ describe('the dashboard\'s overload protection, on a gateway process with guards
     assert.match(page.body, /<section id="overload"><h2>Overload protection<\/h2>/);
     const card = page.body.slice(page.body.indexOf('data-scope="route:bulk"'));
     assert.match(card, /limit <b class="limit">1<\/b> · in flight <b class="in-flight">1<\/b>/);
-    assert.match(card, /<tr data-reason="limit"><td>limit<\/td><td class="num shed-rate">[\d.]+<\/td><td class="num shed-window">1<\/td><\/tr>/);
+    assert.match(
+      card,
+      /<tr data-reason="limit"><td>limit<\/td><td class="num shed-rate">[\d.]+<\/td><td class="num shed-window">1<\/td><\/tr>/,
+    );
     assert.match(card, /<path class="line-in-flight" d="M/);
     await ups.bulk.control({ hang: false });
     assert.equal((await held).status, 200);
@@ -102,14 +113,26 @@ describe('the dashboard\'s overload protection, on a gateway process with guards
     assert.equal((await call(gw.url('/learned/refused'))).status, 503);
     const learned = (await scope('route:learned'))!;
     assert.equal(learned.circuit?.state, 'open');
-    assert.ok(learned.circuit.retryInMs > 50_000 && learned.circuit.retryInMs <= 60_000, `retry in ${learned.circuit.retryInMs} ms`);
-    assert.deepEqual(learned.circuit.transitions.map((t) => [t.from, t.to, t.reason]), [['closed', 'open', 'errorCount']]);
+    assert.ok(
+      learned.circuit.retryInMs > 50_000 && learned.circuit.retryInMs <= 60_000,
+      `retry in ${learned.circuit.retryInMs} ms`,
+    );
+    assert.deepEqual(
+      learned.circuit.transitions.map((t) => [t.from, t.to, t.reason]),
+      [['closed', 'open', 'errorCount']],
+    );
     const page = (await call(gw.adminUrl('/dashboard'), { headers: AUTH })).body;
     const card = page.slice(page.indexOf('data-scope="route:learned"'));
-    assert.match(card, /circuit <span class="circuit-state state-open">open<\/span> · retry in <b class="retry-in">[\d,]+<\/b> ms/);
+    assert.match(
+      card,
+      /circuit <span class="circuit-state state-open">open<\/span> · retry in <b class="retry-in">[\d,]+<\/b> ms/,
+    );
     assert.match(card, /<td>closed → open<\/td><td>errorCount<\/td>/);
     assert.match(card, /<svg class="chart latency"/);
-    await until('the circuit-open shed is counted', async () => (await scope('route:learned'))?.shedInWindow['circuit-open'] === 1);
+    await until(
+      'the circuit-open shed is counted',
+      async () => (await scope('route:learned'))?.shedInWindow['circuit-open'] === 1,
+    );
     await ups.learned.control({ errorStatus: null });
   });
 
@@ -129,7 +152,9 @@ describe('the dashboard\'s overload protection, on a gateway process with guards
     const from = gw.logs.length;
     await gw.writeConfig(configFor(origins, false));
     await gw.waitForLog('config reloaded', from, 5_000);
-    await until('route:bulk is gone', async () => (await view()).overload.scopes.every((s) => s.scope !== 'route:bulk'));
+    await until('route:bulk is gone', async () =>
+      (await view()).overload.scopes.every((s) => s.scope !== 'route:bulk'),
+    );
     const learned = (await scope('route:learned'))!;
     assert.equal(learned.circuit?.state, 'open', 'an unchanged breaker is kept, and so is what the board knows of it');
     assert.equal(learned.circuit.transitions.length, 1);

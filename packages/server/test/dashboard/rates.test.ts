@@ -25,7 +25,11 @@ describe('OutcomeSeries: outcome counts per second over the last minute', () => 
     const series = new OutcomeSeries();
     series.add('limited', clock.now());
     clock.advance(SECONDS * 1_000);
-    assert.equal(series.series(['limited'], clock.now()).reduce((a, b) => a + b, 0), 0, 'the first second is now out of the window');
+    assert.equal(
+      series.series(['limited'], clock.now()).reduce((a, b) => a + b, 0),
+      0,
+      'the first second is now out of the window',
+    );
     series.add('limited', clock.now());
     clock.advance(1_000);
     assert.deepEqual(series.series(['limited'], clock.now()).slice(-2), [1, 0]);

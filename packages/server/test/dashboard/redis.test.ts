@@ -65,10 +65,17 @@ describe('the dashboard of a gateway on a real Redis', () => {
   it('shows the store failing and its failure policy deciding while Redis is down, then healthy again', async () => {
     await redis.kill(0);
     try {
-      for (let i = 0; i < 4; i++) assert.equal((await call(gw.url('/x'), { headers: { 'x-client': `c${i}` } })).headers['floodgate-degraded'], 'fail-open');
+      for (let i = 0; i < 4; i++)
+        assert.equal(
+          (await call(gw.url('/x'), { headers: { 'x-client': `c${i}` } })).headers['floodgate-degraded'],
+          'fail-open',
+        );
       const down = await view(gw);
       assert.ok(down.rules[0]!.rates.degraded.total >= 4, `degraded: ${down.rules[0]!.rates.degraded.total}`);
-      assert.ok((down.store.health.errorsByPolicy['fail-open'] ?? 0) >= 4, JSON.stringify(down.store.health.errorsByPolicy));
+      assert.ok(
+        (down.store.health.errorsByPolicy['fail-open'] ?? 0) >= 4,
+        JSON.stringify(down.store.health.errorsByPolicy),
+      );
       assert.ok(down.store.health.failedCalls >= 1);
       assert.ok(down.store.health.lastError !== undefined);
     } finally {
@@ -77,12 +84,16 @@ describe('the dashboard of a gateway on a real Redis', () => {
     const back = performance.now();
     let healthy = false;
     while (!healthy && performance.now() - back < 5_000) {
-      healthy = (await call(gw.url('/x'), { headers: { 'x-client': 'after' } })).headers['floodgate-degraded'] === undefined;
+      healthy =
+        (await call(gw.url('/x'), { headers: { 'x-client': 'after' } })).headers['floodgate-degraded'] === undefined;
       if (!healthy) await new Promise((r) => setTimeout(r, 100));
     }
     assert.ok(healthy, 'decided by Redis again');
     const v = await view(gw);
-    assert.ok(Object.values(v.store.health.circuits).every((state) => state === 'closed'), JSON.stringify(v.store.health.circuits));
+    assert.ok(
+      Object.values(v.store.health.circuits).every((state) => state === 'closed'),
+      JSON.stringify(v.store.health.circuits),
+    );
   });
 
   it('shows the new config and when it was loaded after a reload', async () => {

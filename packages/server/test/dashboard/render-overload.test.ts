@@ -28,19 +28,50 @@ function sourceOf(board: Board): DashboardSource {
 function boardUnderLoad(): { board: Board; clock: ManualClock } {
   const clock = new ManualClock(START_MS);
   const board = new Board({ clock });
-  let adaptive: ConcurrencySnapshot = { limit: 20, inFlight: 0, queued: 0, adaptive: { limit: 20, estimate: 20, baselineRttMs: 10, sampleRttMs: 10, probing: false } };
+  let adaptive: ConcurrencySnapshot = {
+    limit: 20,
+    inFlight: 0,
+    queued: 0,
+    adaptive: { limit: 20, estimate: 20, baselineRttMs: 10, sampleRttMs: 10, probing: false },
+  };
   let fixed: ConcurrencySnapshot = { limit: 2, inFlight: 0, queued: 0, adaptive: undefined };
   let state = 'closed';
   const guards: OverloadGuard[] = [
     { scope: EVIL, limiter: { snapshot: () => adaptive }, breaker: undefined },
     { scope: 'route:bulk', limiter: { snapshot: () => fixed }, breaker: undefined },
-    { scope: 'upstream:payments', limiter: undefined, breaker: { get state() { return state; }, retryInMs: () => (state === 'open' ? 432 : 0) } },
+    {
+      scope: 'upstream:payments',
+      limiter: undefined,
+      breaker: {
+        get state() {
+          return state;
+        },
+        retryInMs: () => (state === 'open' ? 432 : 0),
+      },
+    },
   ];
   let shed = 0;
-  board.overload.follow({ guards: () => guards, shedTotals: () => [{ scope: 'route:bulk', reason: 'limit', total: shed }, { scope: 'route:bulk', reason: 'queue-timeout', total: Math.floor(shed / 4) }] });
+  board.overload.follow({
+    guards: () => guards,
+    shedTotals: () => [
+      { scope: 'route:bulk', reason: 'limit', total: shed },
+      { scope: 'route:bulk', reason: 'queue-timeout', total: Math.floor(shed / 4) },
+    ],
+  });
   for (let s = 0; s < 30; s++) {
     const load = Math.min(s, 12);
-    adaptive = { limit: 20 - Math.floor(load / 2), inFlight: load, queued: Math.max(0, load - 10), adaptive: { limit: 20 - Math.floor(load / 2), estimate: 20, baselineRttMs: 10, sampleRttMs: 10 + load * 2.5, probing: s === 29 } };
+    adaptive = {
+      limit: 20 - Math.floor(load / 2),
+      inFlight: load,
+      queued: Math.max(0, load - 10),
+      adaptive: {
+        limit: 20 - Math.floor(load / 2),
+        estimate: 20,
+        baselineRttMs: 10,
+        sampleRttMs: 10 + load * 2.5,
+        probing: s === 29,
+      },
+    };
     fixed = { ...fixed, inFlight: 2, queued: 1 };
     shed += 2;
     if (s === 20) {
@@ -61,7 +92,10 @@ describe('the Overload protection section', () => {
     const cards = html.split('<div class="card overload-scope"').slice(1);
     assert.equal(cards.length, 3);
     const [adaptive, bulk, payments] = cards as [string, string, string];
-    assert.match(adaptive, /limit <b class="limit">14<\/b> · in flight <b class="in-flight">12<\/b> · queued <b class="queued">2<\/b> · latency <b class="sample-rtt">40\.0<\/b> ms, baseline <b class="baseline-rtt">10\.0<\/b> ms · <span class="probing">/);
+    assert.match(
+      adaptive,
+      /limit <b class="limit">14<\/b> · in flight <b class="in-flight">12<\/b> · queued <b class="queued">2<\/b> · latency <b class="sample-rtt">40\.0<\/b> ms, baseline <b class="baseline-rtt">10\.0<\/b> ms · <span class="probing">/,
+    );
     assert.match(adaptive, /<svg class="chart concurrency"[^>]*aria-label="route:&lt;img/);
     assert.match(adaptive, /<path class="line-limit" d="M[\d. L]+"/);
     assert.match(adaptive, /<path class="line-in-flight" d="M[\d. L]+"/);
@@ -71,11 +105,23 @@ describe('the Overload protection section', () => {
     assert.match(adaptive, /No request shed in the last 120 s/);
     assert.match(bulk, /a fixed limit: no latency estimate/);
     assert.ok(!bulk.includes('chart latency'), 'no latency chart for a fixed limit');
-    assert.match(bulk, /<tr data-reason="limit"><td>limit<\/td><td class="num shed-rate">2\.00<\/td><td class="num shed-window">60<\/td><\/tr>/);
+    assert.match(
+      bulk,
+      /<tr data-reason="limit"><td>limit<\/td><td class="num shed-rate">2\.00<\/td><td class="num shed-window">60<\/td><\/tr>/,
+    );
     assert.match(bulk, /<tr data-reason="queue-timeout"><td>queue-timeout<\/td>/);
-    assert.ok(bulk.indexOf('data-reason="limit"') < bulk.indexOf('data-reason="queue-timeout"'), 'reasons in their fixed order');
-    assert.match(payments, /circuit <span class="circuit-state state-open">open<\/span> · retry in <b class="retry-in">432<\/b> ms/);
-    assert.match(payments, /<tr><td><time>03:04:25\.000<\/time><\/td><td>closed → open<\/td><td><span class="note">not reported<\/span><\/td><\/tr>/);
+    assert.ok(
+      bulk.indexOf('data-reason="limit"') < bulk.indexOf('data-reason="queue-timeout"'),
+      'reasons in their fixed order',
+    );
+    assert.match(
+      payments,
+      /circuit <span class="circuit-state state-open">open<\/span> · retry in <b class="retry-in">432<\/b> ms/,
+    );
+    assert.match(
+      payments,
+      /<tr><td><time>03:04:25\.000<\/time><\/td><td>closed → open<\/td><td><span class="note">not reported<\/span><\/td><\/tr>/,
+    );
     assert.match(payments, /<svg class="circuit-strip"[^>]*>.*fill="#c62828"/);
     assert.ok(!payments.includes('class="chart'), 'a circuit alone draws no concurrency chart');
   });
@@ -94,14 +140,41 @@ describe('the Overload protection section', () => {
     assert.match(renderOverload(view.overload, view.atMs), /No route or upstream has a <code>concurrency<\/code>/);
     const { board: loaded } = boardUnderLoad();
     const live = renderLive(snapshot(sourceOf(loaded)));
-    assert.ok(live.indexOf('id="rates"') < live.indexOf('id="overload"') && live.indexOf('id="overload"') < live.indexOf('id="keys"'), 'after the decisions, before the top keys');
-    assert.match(renderPage(snapshot(sourceOf(loaded)), 'n0nce'), /<main id="live">[\s\S]*id="overload"[\s\S]*<\/main>/);
+    assert.ok(
+      live.indexOf('id="rates"') < live.indexOf('id="overload"') &&
+        live.indexOf('id="overload"') < live.indexOf('id="keys"'),
+      'after the decisions, before the top keys',
+    );
+    assert.match(
+      renderPage(snapshot(sourceOf(loaded)), 'n0nce'),
+      /<main id="live">[\s\S]*id="overload"[\s\S]*<\/main>/,
+    );
   });
 });
 
 describe('timeChart', () => {
   it('places points by time, breaks a line at a gap or a missing value, and marks a lone point', () => {
-    const svg = timeChart({ lines: [{ name: 'a', color: '#000', points: [[0, 0], [1_000, 10], [2_000, undefined], [3_000, 5], [10_000, 5], [11_000, 10]] }], fromMs: 0, toMs: 12_000, unit: '', label: 'a', className: 'test' });
+    const svg = timeChart({
+      lines: [
+        {
+          name: 'a',
+          color: '#000',
+          points: [
+            [0, 0],
+            [1_000, 10],
+            [2_000, undefined],
+            [3_000, 5],
+            [10_000, 5],
+            [11_000, 10],
+          ],
+        },
+      ],
+      fromMs: 0,
+      toMs: 12_000,
+      unit: '',
+      label: 'a',
+      className: 'test',
+    });
     const d = /<path class="line-a" d="([^"]+)"/.exec(svg)![1]!;
     assert.equal(d.split('M').length - 1, 3, `three segments: ${d}`);
     assert.match(d, /M[\d.]+ [\d.]+h2/, 'the lone point at 3 s gets a tick');

@@ -18,34 +18,59 @@ describe('SpaceSaving: the heavy hitters of a decayed stream, bounded', () => {
   for (const halfLifeMs of [Infinity, 10_000, 700]) {
     it(`stays within its stated error against an exact count (half-life ${halfLifeMs} ms)`, () => {
       fc.assert(
-        fc.property(fc.array(event, { maxLength: 300 }), fc.integer({ min: 1, max: 8 }), fc.integer({ min: 0, max: 30_000 }), (events, capacity, readAfterMs) => {
-          const sketch = new SpaceSaving({ capacity, halfLifeMs });
-          const exact = new Map<string, { t: number; w: number }[]>();
-          let nowMs = 1_700_000_000_000;
-          for (const e of events) {
-            nowMs += e.advanceMs;
-            sketch.add(`k${e.key}`, e.weight, nowMs);
-            exact.set(`k${e.key}`, [...(exact.get(`k${e.key}`) ?? []), { t: nowMs, w: e.weight }]);
-            assert.ok(sketch.size <= capacity, 'never more keys than the capacity');
-          }
-          const readMs = nowMs + readAfterMs;
-          const decayed = (key: string): number => (exact.get(key) ?? []).reduce((n, x) => n + x.w * (halfLifeMs === Infinity ? 1 : 2 ** (-(readMs - x.t) / halfLifeMs)), 0);
-          const total = [...exact.keys()].reduce((n, k) => n + decayed(k), 0);
-          const min = sketch.minCount(readMs);
-          const top = sketch.top(capacity, readMs);
-          const monitored = new Set(top.map((h) => h.key));
-          for (const h of top) {
-            const truth = decayed(h.key);
-            assert.ok(h.count >= truth || close(h.count, truth), `${h.key}: count ${h.count} below the truth ${truth}`);
-            assert.ok(h.count - h.error <= truth || close(h.count - h.error, truth), `${h.key}: count - error ${h.count - h.error} above the truth ${truth}`);
-            assert.ok(h.error <= min || close(h.error, min), `${h.key}: error ${h.error} above the smallest counter ${min}`);
-          }
-          for (const key of exact.keys()) {
-            if (!monitored.has(key)) assert.ok(decayed(key) <= min || close(decayed(key), min), `${key} (true ${decayed(key)}) left out though above the smallest counter ${min}`);
-          }
-          assert.ok(min <= total / capacity || close(min, total / capacity), `the smallest counter ${min} above total / capacity ${total / capacity}`);
-          for (let i = 1; i < top.length; i++) assert.ok(top[i - 1]!.count >= top[i]!.count, 'largest first');
-        }),
+        fc.property(
+          fc.array(event, { maxLength: 300 }),
+          fc.integer({ min: 1, max: 8 }),
+          fc.integer({ min: 0, max: 30_000 }),
+          (events, capacity, readAfterMs) => {
+            const sketch = new SpaceSaving({ capacity, halfLifeMs });
+            const exact = new Map<string, { t: number; w: number }[]>();
+            let nowMs = 1_700_000_000_000;
+            for (const e of events) {
+              nowMs += e.advanceMs;
+              sketch.add(`k${e.key}`, e.weight, nowMs);
+              exact.set(`k${e.key}`, [...(exact.get(`k${e.key}`) ?? []), { t: nowMs, w: e.weight }]);
+              assert.ok(sketch.size <= capacity, 'never more keys than the capacity');
+            }
+            const readMs = nowMs + readAfterMs;
+            const decayed = (key: string): number =>
+              (exact.get(key) ?? []).reduce(
+                (n, x) => n + x.w * (halfLifeMs === Infinity ? 1 : 2 ** (-(readMs - x.t) / halfLifeMs)),
+                0,
+              );
+            const total = [...exact.keys()].reduce((n, k) => n + decayed(k), 0);
+            const min = sketch.minCount(readMs);
+            const top = sketch.top(capacity, readMs);
+            const monitored = new Set(top.map((h) => h.key));
+            for (const h of top) {
+              const truth = decayed(h.key);
+              assert.ok(
+                h.count >= truth || close(h.count, truth),
+                `${h.key}: count ${h.count} below the truth ${truth}`,
+              );
+              assert.ok(
+                h.count - h.error <= truth || close(h.count - h.error, truth),
+                `${h.key}: count - error ${h.count - h.error} above the truth ${truth}`,
+              );
+              assert.ok(
+                h.error <= min || close(h.error, min),
+                `${h.key}: error ${h.error} above the smallest counter ${min}`,
+              );
+            }
+            for (const key of exact.keys()) {
+              if (!monitored.has(key))
+                assert.ok(
+                  decayed(key) <= min || close(decayed(key), min),
+                  `${key} (true ${decayed(key)}) left out though above the smallest counter ${min}`,
+                );
+            }
+            assert.ok(
+              min <= total / capacity || close(min, total / capacity),
+              `the smallest counter ${min} above total / capacity ${total / capacity}`,
+            );
+            for (let i = 1; i < top.length; i++) assert.ok(top[i - 1]!.count >= top[i]!.count, 'largest first');
+          },
+        ),
         { numRuns: 300 },
       );
     });
@@ -53,8 +78,17 @@ describe('SpaceSaving: the heavy hitters of a decayed stream, bounded', () => {
 
   it('is exact while the keys fit, and orders them by count', () => {
     const sketch = new SpaceSaving({ capacity: 4, halfLifeMs: Infinity });
-    for (const [key, n] of [['a', 5], ['b', 2], ['c', 9]] as const) for (let i = 0; i < n; i++) sketch.add(key, 1, 0);
-    assert.deepEqual(sketch.top(10, 0), [{ key: 'c', count: 9, error: 0 }, { key: 'a', count: 5, error: 0 }, { key: 'b', count: 2, error: 0 }]);
+    for (const [key, n] of [
+      ['a', 5],
+      ['b', 2],
+      ['c', 9],
+    ] as const)
+      for (let i = 0; i < n; i++) sketch.add(key, 1, 0);
+    assert.deepEqual(sketch.top(10, 0), [
+      { key: 'c', count: 9, error: 0 },
+      { key: 'a', count: 5, error: 0 },
+      { key: 'b', count: 2, error: 0 },
+    ]);
     assert.equal(sketch.minCount(0), 0, 'no error bound until the table is full');
   });
 
@@ -64,7 +98,10 @@ describe('SpaceSaving: the heavy hitters of a decayed stream, bounded', () => {
     assert.equal(sketch.top(1, 1_000)[0]!.count, 4);
     assert.equal(sketch.top(1, 3_000)[0]!.count, 1);
     for (let i = 0; i < 3; i++) sketch.add('new', 1, 3_000);
-    assert.deepEqual(sketch.top(2, 3_000).map((h) => h.key), ['new', 'old']);
+    assert.deepEqual(
+      sketch.top(2, 3_000).map((h) => h.key),
+      ['new', 'old'],
+    );
   });
 
   it('replaces the smallest counter and carries it as the newcomer error (space-saving step)', () => {
@@ -72,7 +109,10 @@ describe('SpaceSaving: the heavy hitters of a decayed stream, bounded', () => {
     sketch.add('a', 3, 0);
     sketch.add('b', 1, 0);
     sketch.add('c', 1, 0);
-    assert.deepEqual(sketch.top(2, 0), [{ key: 'a', count: 3, error: 0 }, { key: 'c', count: 2, error: 1 }]);
+    assert.deepEqual(sketch.top(2, 0), [
+      { key: 'a', count: 3, error: 0 },
+      { key: 'c', count: 2, error: 1 },
+    ]);
   });
 
   it('keeps counts finite over a long run (the forward decay rescales) and takes time going backwards as now', () => {
@@ -82,7 +122,10 @@ describe('SpaceSaving: the heavy hitters of a decayed stream, bounded', () => {
     sketch.add('k0', 1, t - 1_000_000);
     const top = sketch.top(3, t);
     for (const h of top) assert.ok(Number.isFinite(h.count) && h.count > 0 && h.count < 10, `${h.key}: ${h.count}`);
-    assert.ok(top.find((h) => h.key === 'k0')!.count > top.find((h) => h.key === 'k1')!.count, 'the late event counted as now');
+    assert.ok(
+      top.find((h) => h.key === 'k0')!.count > top.find((h) => h.key === 'k1')!.count,
+      'the late event counted as now',
+    );
   });
 
   it('refuses a capacity or half-life that cannot work', () => {

@@ -5,7 +5,8 @@ import { DecisionClient } from '../../src/decision/index.js';
 import { domainsOf, run, type Running } from './support.js';
 import { closedPort, silentPort } from '../support/ports.js';
 
-const CONFIG = 'domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 2, name: per-user }\n';
+const CONFIG =
+  'domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 2, name: per-user }\n';
 
 function code(expected: string): (e: unknown) => boolean {
   return (e) => {
@@ -34,7 +35,14 @@ for (const transport of ['http', 'grpc'] as const) {
       const first = await client.shouldRateLimit(ask);
       assert.equal(first.allowed, true);
       assert.equal(first.reason, 'ok');
-      assert.deepEqual(first.statuses, [{ code: 'OK', limit: { requestsPerUnit: 2, unit: 'MINUTE', name: 'per-user' }, remaining: 1, durationUntilResetMs: 60_000 }]);
+      assert.deepEqual(first.statuses, [
+        {
+          code: 'OK',
+          limit: { requestsPerUnit: 2, unit: 'MINUTE', name: 'per-user' },
+          remaining: 1,
+          durationUntilResetMs: 60_000,
+        },
+      ]);
       assert.deepEqual(first.headers[0], ['ratelimit-policy', '"per-user";q=2;w=60']);
       await client.shouldRateLimit(ask);
       const third = await client.shouldRateLimit(ask);
@@ -42,10 +50,19 @@ for (const transport of ['http', 'grpc'] as const) {
     });
 
     it('hits 0 asks without counting; a malformed request rejects with INVALID_OPTION whatever onError says', async () => {
-      const ask = await client.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [{ key: 'user', value: 'bob' }], hitsAddend: 0 }] });
+      const ask = await client.shouldRateLimit({
+        domain: 'app',
+        descriptors: [{ entries: [{ key: 'user', value: 'bob' }], hitsAddend: 0 }],
+      });
       assert.equal(ask.statuses[0]!.remaining, 2);
-      const lenient = new DecisionClient({ url: `${transport}://127.0.0.1:${transport === 'http' ? r.servers.httpPort! : r.servers.grpcPort!}`, onError: 'fail-open' });
-      await assert.rejects(lenient.shouldRateLimit({ domain: '', descriptors: [{ entries: [['user', 'x']] }] }), code('INVALID_OPTION'));
+      const lenient = new DecisionClient({
+        url: `${transport}://127.0.0.1:${transport === 'http' ? r.servers.httpPort! : r.servers.grpcPort!}`,
+        onError: 'fail-open',
+      });
+      await assert.rejects(
+        lenient.shouldRateLimit({ domain: '', descriptors: [{ entries: [['user', 'x']] }] }),
+        code('INVALID_OPTION'),
+      );
       await lenient.close();
     });
   });
@@ -54,13 +71,19 @@ for (const transport of ['http', 'grpc'] as const) {
     it('a closed port: STORE_ERROR, or fail-open / fail-closed saying so', async () => {
       const url = `${transport}://127.0.0.1:${await closedPort()}`;
       const strict = new DecisionClient({ url, timeoutMs: 1000 });
-      await assert.rejects(strict.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [['user', 'x']] }] }), code('STORE_ERROR'));
+      await assert.rejects(
+        strict.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [['user', 'x']] }] }),
+        code('STORE_ERROR'),
+      );
       const open = new DecisionClient({ url, timeoutMs: 1000, onError: 'fail-open' });
       const admitted = await open.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [['user', 'x']] }] });
       assert.deepEqual([admitted.allowed, admitted.reason], [true, 'fail-open']);
       const closed = new DecisionClient({ url, timeoutMs: 1000, onError: 'fail-closed' });
       const refused = await closed.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [['user', 'x']] }] });
-      assert.deepEqual([refused.allowed, refused.reason, refused.statuses[0]!.code], [false, 'fail-closed', 'OVER_LIMIT']);
+      assert.deepEqual(
+        [refused.allowed, refused.reason, refused.statuses[0]!.code],
+        [false, 'fail-closed', 'OVER_LIMIT'],
+      );
       await Promise.all([strict.close(), open.close(), closed.close()]);
     });
 
@@ -68,7 +91,10 @@ for (const transport of ['http', 'grpc'] as const) {
       const silent = await silentPort();
       const client = new DecisionClient({ url: `${transport}://127.0.0.1:${silent.port}`, timeoutMs: 150 });
       const started = performance.now();
-      await assert.rejects(client.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [['user', 'x']] }] }), code('STORE_TIMEOUT'));
+      await assert.rejects(
+        client.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [['user', 'x']] }] }),
+        code('STORE_TIMEOUT'),
+      );
       assert.ok(performance.now() - started < 3000, 'settles near its deadline, not at some socket timeout');
       await client.close();
       await silent.close();
@@ -78,8 +104,17 @@ for (const transport of ['http', 'grpc'] as const) {
 
 describe('DecisionClient options', () => {
   it('refuses a bad url, timeoutMs or onError with INVALID_OPTION naming it', () => {
-    assert.throws(() => new DecisionClient({ url: 'ftp://x:1' }), (e: FloodgateError) => e.option === 'DecisionClient.url');
-    assert.throws(() => new DecisionClient({ url: 'http://127.0.0.1:1', timeoutMs: 0 }), (e: FloodgateError) => e.option === 'DecisionClient.timeoutMs');
-    assert.throws(() => new DecisionClient({ url: 'http://127.0.0.1:1', onError: 'maybe' as never }), (e: FloodgateError) => e.option === 'DecisionClient.onError');
+    assert.throws(
+      () => new DecisionClient({ url: 'ftp://x:1' }),
+      (e: FloodgateError) => e.option === 'DecisionClient.url',
+    );
+    assert.throws(
+      () => new DecisionClient({ url: 'http://127.0.0.1:1', timeoutMs: 0 }),
+      (e: FloodgateError) => e.option === 'DecisionClient.timeoutMs',
+    );
+    assert.throws(
+      () => new DecisionClient({ url: 'http://127.0.0.1:1', onError: 'maybe' as never }),
+      (e: FloodgateError) => e.option === 'DecisionClient.onError',
+    );
   });
 });

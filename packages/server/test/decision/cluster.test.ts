@@ -24,7 +24,10 @@ describe('decision-service processes on a real 6-node Redis Cluster', () => {
   before(async () => {
     cluster = await startRedisCluster();
     nodes = cluster.ports.map((port) => new Redis({ host: '127.0.0.1', port }));
-    const seeds = cluster.ports.slice(0, 3).map((port) => `127.0.0.1:${port}`).join(',');
+    const seeds = cluster.ports
+      .slice(0, 3)
+      .map((port) => `127.0.0.1:${port}`)
+      .join(',');
     const args = ['--config', fixturePath('shared.yaml'), '--redis-cluster', seeds];
     processes.push(...(await Promise.all([startServiceProcess(args), startServiceProcess(args)])));
     for (const p of processes) clients.push(new GrpcRls(p.grpcPort));
@@ -44,6 +47,10 @@ describe('decision-service processes on a real 6-node Redis Cluster', () => {
     const answers = [];
     for (let i = 0; i < 50; i++) answers.push(await clients[i % 2]!.call(request));
     assert.equal((await scriptCalls(nodes)) - before, 50, 'one script per request, on the slot of the domain');
-    assert.equal(answers.filter((a) => a.overall_code === 'OK').length, 38, 'tenant allows 40; two were spent before counting');
+    assert.equal(
+      answers.filter((a) => a.overall_code === 'OK').length,
+      38,
+      'tenant allows 40; two were spent before counting',
+    );
   });
 });

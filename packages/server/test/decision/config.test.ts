@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatConfigError, mergeDescriptorConfigs, parseDescriptorConfig, type ConfigError } from '../../src/decision/index.js';
+import {
+  formatConfigError,
+  mergeDescriptorConfigs,
+  parseDescriptorConfig,
+  type ConfigError,
+} from '../../src/decision/index.js';
 import { fixtureDomains } from './support.js';
 
 function errorsOf(text: string): ConfigError[] {
@@ -13,9 +18,24 @@ describe('descriptor config: envoyproxy/ratelimit example configs load unchanged
   it('examples/ratelimit/config/example.yaml', () => {
     const [rl] = fixtureDomains('example.yaml');
     assert.equal(rl!.domain, 'rl');
-    assert.deepEqual(rl!.descriptors.map((d) => [d.key, d.value ?? null]), [['source_cluster', 'proxy'], ['foo', null], ['qux', null]]);
+    assert.deepEqual(
+      rl!.descriptors.map((d) => [d.key, d.value ?? null]),
+      [
+        ['source_cluster', 'proxy'],
+        ['foo', null],
+        ['qux', null],
+      ],
+    );
     const foo = rl!.descriptors[1]!;
-    assert.deepEqual(foo.rateLimit, { unit: 'minute', requestsPerUnit: 2, unlimited: false, name: undefined, replaces: [], algorithm: 'fixed-window', cost: 1 });
+    assert.deepEqual(foo.rateLimit, {
+      unit: 'minute',
+      requestsPerUnit: 2,
+      unlimited: false,
+      name: undefined,
+      replaces: [],
+      algorithm: 'fixed-window',
+      cost: 1,
+    });
     const shady = foo.descriptors.find((d) => d.value === 'shady')!;
     assert.equal(shady.shadowMode, true);
     assert.equal(foo.descriptors.find((d) => d.key === 'bay')!.rateLimit!.unlimited, true);
@@ -30,7 +50,20 @@ describe('descriptor config: envoyproxy/ratelimit example configs load unchanged
 
   it('the nine README examples, one document each', () => {
     const domains = fixtureDomains('readme-examples.yaml');
-    assert.deepEqual(domains.map((d) => d.domain), ['mongo_cps', 'messaging', 'edge_proxy_per_ip', 'example4', 'internal', 'example6', 'example7', 'example8', 'example9']);
+    assert.deepEqual(
+      domains.map((d) => d.domain),
+      [
+        'mongo_cps',
+        'messaging',
+        'edge_proxy_per_ip',
+        'example4',
+        'internal',
+        'example6',
+        'example7',
+        'example8',
+        'example9',
+      ],
+    );
     const e7 = domains[6]!;
     assert.deepEqual(e7.descriptors[1]!.descriptors[0]!.rateLimit!.replaces, ['specific_limit']);
     assert.equal(domains[7]!.descriptors[0]!.detailedMetric, true);
@@ -38,7 +71,10 @@ describe('descriptor config: envoyproxy/ratelimit example configs load unchanged
   });
 
   it('values keep the text written (010 stays "010"), units any case, floodgate algorithms', () => {
-    const parsed = parseDescriptorConfig('domain: d\ndescriptors:\n  - key: k\n    value: 010\n    rate_limit: { unit: Week, requests_per_unit: 3, algorithm: gcra }\n', 'd.yaml');
+    const parsed = parseDescriptorConfig(
+      'domain: d\ndescriptors:\n  - key: k\n    value: 010\n    rate_limit: { unit: Week, requests_per_unit: 3, algorithm: gcra }\n',
+      'd.yaml',
+    );
     assert.ok('config' in parsed);
     const d = parsed.config.domains[0]!.descriptors[0]!;
     assert.equal(d.value, '010');
@@ -49,33 +85,40 @@ describe('descriptor config: envoyproxy/ratelimit example configs load unchanged
 
 describe('descriptor config: strict, every error at once with file, line, column and path', () => {
   it('an unknown key is named with its place', () => {
-    const [e] = errorsOf('domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      burst: 5\n');
-    assert.deepEqual({ line: e!.line, column: e!.column, path: e!.path }, { line: 7, column: 7, path: 'descriptors[0].rate_limit.burst' });
+    const [e] = errorsOf(
+      'domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 1\n      burst: 5\n',
+    );
+    assert.deepEqual(
+      { line: e!.line, column: e!.column, path: e!.path },
+      { line: 7, column: 7, path: 'descriptors[0].rate_limit.burst' },
+    );
     assert.match(e!.message, /unknown key "burst"/);
     assert.equal(formatConfigError(e!), `rl.yaml:7:7: descriptors[0].rate_limit.burst: ${e!.message}`);
   });
 
   it('collects all errors of a file', () => {
-    const errors = errorsOf([
-      'domain: ""',
-      'descriptors:',
-      '  - key: a',
-      '    rate_limit: { unit: fortnight, requests_per_unit: 1 }',
-      '  - key: b',
-      '    rate_limit: { unit: second, requests_per_unit: -1 }',
-      '  - key: c',
-      '    rate_limit: { unit: second }',
-      '  - value: x',
-      '  - key: d',
-      '    shadow_mode: yes please',
-      '  - key: e',
-      '    value: a*b',
-      '  - key: f',
-      '    rate_limit: { unit: second, requests_per_unit: 1, algorithm: leaky }',
-      '  - key: a',
-      '    descriptors: nope',
-      '',
-    ].join('\n'));
+    const errors = errorsOf(
+      [
+        'domain: ""',
+        'descriptors:',
+        '  - key: a',
+        '    rate_limit: { unit: fortnight, requests_per_unit: 1 }',
+        '  - key: b',
+        '    rate_limit: { unit: second, requests_per_unit: -1 }',
+        '  - key: c',
+        '    rate_limit: { unit: second }',
+        '  - value: x',
+        '  - key: d',
+        '    shadow_mode: yes please',
+        '  - key: e',
+        '    value: a*b',
+        '  - key: f',
+        '    rate_limit: { unit: second, requests_per_unit: 1, algorithm: leaky }',
+        '  - key: a',
+        '    descriptors: nope',
+        '',
+      ].join('\n'),
+    );
     const byPath = new Map(errors.map((e) => [e.path, e]));
     assert.match(byPath.get('domain')!.message, /non-empty/);
     assert.match(byPath.get('descriptors[0].rate_limit.unit')!.message, /unknown unit "fortnight"/);
@@ -102,7 +145,9 @@ describe('descriptor config: strict, every error at once with file, line, column
   });
 
   it('replaces needs names; mergeDescriptorConfigs refuses a domain in two files', () => {
-    const errors = errorsOf('domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1, replaces: [{ nom: x }] }\n');
+    const errors = errorsOf(
+      'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1, replaces: [{ nom: x }] }\n',
+    );
     assert.ok(errors.some((e) => e.path === 'descriptors[0].rate_limit.replaces[0].nom'));
     const a = parseDescriptorConfig('domain: d\n', 'a.yaml');
     const b = parseDescriptorConfig('domain: d\n', 'b.yaml');

@@ -16,7 +16,10 @@ function ask(key: string, extra: Record<string, unknown> = {}) {
 describe('rate_limit.cost: what one hit charges', () => {
   it('reads cost (default 1)', () => {
     const [d] = fixtureDomains('cost.yaml');
-    assert.deepEqual(d!.descriptors.map((x) => x.rateLimit?.cost), [3, 0.5, 1]);
+    assert.deepEqual(
+      d!.descriptors.map((x) => x.rateLimit?.cost),
+      [3, 0.5, 1],
+    );
   });
 
   it('charges cost per hit, multiplies hits_addend, and refuses without charging what no longer fits', async () => {
@@ -60,7 +63,10 @@ describe('rate_limit.cost: what one hit charges', () => {
     const parsed = parseDescriptorConfig(readFileSync(fixturePath('cost-errors.yaml'), 'utf8'), 'cost-errors.yaml');
     assert.ok('errors' in parsed);
     const paths = parsed.errors.map((e) => e.path);
-    assert.deepEqual(paths, [0, 1, 2, 3, 4].map((i) => `descriptors[${i}].rate_limit.cost`));
+    assert.deepEqual(
+      paths,
+      [0, 1, 2, 3, 4].map((i) => `descriptors[${i}].rate_limit.cost`),
+    );
     for (const e of parsed.errors) {
       assert.match(e.message, /must be a number above 0/);
       assert.ok(e.line > 0 && e.column > 0);

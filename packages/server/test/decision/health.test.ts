@@ -7,7 +7,11 @@ import { domainsOf, run, type Running } from './support.js';
 describe('gRPC health checking (grpc.health.v1.Health)', () => {
   let r: Running;
   let client: grpc.Client & {
-    Check(req: unknown, options: grpc.CallOptions, cb: (e: grpc.ServiceError | null, v: { status: string }) => void): void;
+    Check(
+      req: unknown,
+      options: grpc.CallOptions,
+      cb: (e: grpc.ServiceError | null, v: { status: string }) => void,
+    ): void;
     Watch(req: unknown): grpc.ClientReadableStream<{ status: string }>;
   };
   before(async () => {
@@ -21,7 +25,9 @@ describe('gRPC health checking (grpc.health.v1.Health)', () => {
   });
 
   const check = (service: string) =>
-    new Promise<{ status: string }>((resolve, reject) => client.Check({ service }, { deadline: Date.now() + 5000 }, (e, v) => (e === null ? resolve(v) : reject(e))));
+    new Promise<{ status: string }>((resolve, reject) =>
+      client.Check({ service }, { deadline: Date.now() + 5000 }, (e, v) => (e === null ? resolve(v) : reject(e))),
+    );
 
   it('answers SERVING for the server and for RateLimitService, NOT_FOUND for other names', async () => {
     assert.deepEqual(await check(''), { status: 'SERVING' });
@@ -30,7 +36,10 @@ describe('gRPC health checking (grpc.health.v1.Health)', () => {
   });
 
   it('Watch sends the status at once and stays open until cancelled', async () => {
-    for (const [service, expected] of [['', 'SERVING'], ['some.Other', 'SERVICE_UNKNOWN']] as const) {
+    for (const [service, expected] of [
+      ['', 'SERVING'],
+      ['some.Other', 'SERVICE_UNKNOWN'],
+    ] as const) {
       const stream = client.Watch({ service });
       const first = await new Promise<{ status: string }>((resolve, reject) => {
         stream.once('data', resolve);

@@ -23,13 +23,20 @@ describe('JSON API', () => {
   });
   after(() => r.close());
 
-  it('POST /json answers like Envoy\'s service: a RateLimitResponse in proto3 JSON, 200 then 429', async () => {
+  it("POST /json answers like Envoy's service: a RateLimitResponse in proto3 JSON, 200 then 429", async () => {
     const body = rl('api', [[['user', 'a']]]);
     const first = await postJson(port, '/json', body);
     assert.equal(first.status, 200);
     assert.deepEqual(first.json, {
       overallCode: 'OK',
-      statuses: [{ code: 'OK', currentLimit: { requestsPerUnit: 3, unit: 'MINUTE', name: 'per-user' }, limitRemaining: 2, durationUntilReset: '60s' }],
+      statuses: [
+        {
+          code: 'OK',
+          currentLimit: { requestsPerUnit: 3, unit: 'MINUTE', name: 'per-user' },
+          limitRemaining: 2,
+          durationUntilReset: '60s',
+        },
+      ],
       responseHeadersToAdd: [
         { key: 'ratelimit-policy', value: '"per-user";q=3;w=60' },
         { key: 'ratelimit', value: '"per-user";r=2;t=60' },
@@ -41,11 +48,24 @@ describe('JSON API', () => {
     const over = await postJson(port, '/json', body);
     assert.equal(over.status, 429);
     assert.equal(over.json.overallCode, 'OVER_LIMIT');
-    assert.deepEqual(over.json.statuses, [{ code: 'OVER_LIMIT', currentLimit: { requestsPerUnit: 3, unit: 'MINUTE', name: 'per-user' }, durationUntilReset: '59.500s' }]);
+    assert.deepEqual(over.json.statuses, [
+      {
+        code: 'OVER_LIMIT',
+        currentLimit: { requestsPerUnit: 3, unit: 'MINUTE', name: 'per-user' },
+        durationUntilReset: '59.500s',
+      },
+    ]);
   });
 
   it('POST /json takes proto3 JSON names too (hitsAddend, requestsPerUnit)', async () => {
-    const res = await postJson(port, '/json', { domain: 'api', hitsAddend: 4, descriptors: [{ entries: [{ key: 'route', value: '/x' }] }, { entries: [{ key: 'other', value: 'o' }], limit: { requestsPerUnit: 9, unit: 'DAY' } }] });
+    const res = await postJson(port, '/json', {
+      domain: 'api',
+      hitsAddend: 4,
+      descriptors: [
+        { entries: [{ key: 'route', value: '/x' }] },
+        { entries: [{ key: 'other', value: 'o' }], limit: { requestsPerUnit: 9, unit: 'DAY' } },
+      ],
+    });
     assert.equal(res.status, 200);
     const statuses = res.json.statuses as Array<Record<string, unknown>>;
     assert.equal(statuses[0]!.limitRemaining, 6);
@@ -59,16 +79,24 @@ describe('JSON API', () => {
     assert.equal(peek.status, 200);
     assert.equal(peek.json.allowed, true);
     const [d] = peek.json.decisions as Array<Record<string, unknown>>;
-    assert.deepEqual({ code: d!.code, remaining: d!.remaining, reason: d!.reason }, { code: 'OK', remaining: 3, reason: 'ok' });
+    assert.deepEqual(
+      { code: d!.code, remaining: d!.remaining, reason: d!.reason },
+      { code: 'OK', remaining: 3, reason: 'ok' },
+    );
     const spent = await postJson(port, '/v1/decide', { ...body, hits_addend: 3 });
     assert.equal((spent.json.decisions as Array<Record<string, unknown>>)[0]!.remaining, 0);
-    assert.deepEqual(spent.json.headers, { 'ratelimit-policy': '"per-user";q=3;w=60', ratelimit: '"per-user";r=0;t=60' });
+    assert.deepEqual(spent.json.headers, {
+      'ratelimit-policy': '"per-user";q=3;w=60',
+      ratelimit: '"per-user";r=0;t=60',
+    });
     const refused = await postJson(port, '/v1/decide', body);
     assert.equal(refused.status, 200);
     assert.equal(refused.json.allowed, false);
     const stillOver = await postJson(port, '/v1/decide', { ...body, mode: 'peek' });
     assert.equal(stillOver.json.allowed, false, 'a peek at a spent limit says it would be refused');
-    assert.deepEqual((await postJson(port, '/v1/decide', { ...body, mode: 'refund', hits_addend: 2 })).json, { refunded: true });
+    assert.deepEqual((await postJson(port, '/v1/decide', { ...body, mode: 'refund', hits_addend: 2 })).json, {
+      refunded: true,
+    });
     const after = await postJson(port, '/v1/decide', body);
     assert.equal(after.json.allowed, true);
     assert.equal((after.json.decisions as Array<Record<string, unknown>>)[0]!.remaining, 1);
@@ -79,9 +107,21 @@ describe('JSON API', () => {
       ['{not json', /not JSON/],
       [{ descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] }, /^domain must be a non-empty string/],
       [{ domain: 'api', descriptors: [] }, /^descriptors must be a non-empty list/],
-      [{ domain: 'api', hits_addend: 1e20, descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] }, /^hits_addend is 100000000000000000000; at most 4294967295/],
-      [{ domain: 'api', hits_addend: -1, descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] }, /^hits_addend must be a whole number/],
-      [{ domain: 'api', descriptors: [{ entries: [{ key: 'k', value: 'v' }], limit: { requests_per_unit: 1, unit: 'FORTNIGHT' } }] }, /limit\.unit is "FORTNIGHT"/],
+      [
+        { domain: 'api', hits_addend: 1e20, descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] },
+        /^hits_addend is 100000000000000000000; at most 4294967295/,
+      ],
+      [
+        { domain: 'api', hits_addend: -1, descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] },
+        /^hits_addend must be a whole number/,
+      ],
+      [
+        {
+          domain: 'api',
+          descriptors: [{ entries: [{ key: 'k', value: 'v' }], limit: { requests_per_unit: 1, unit: 'FORTNIGHT' } }],
+        },
+        /limit\.unit is "FORTNIGHT"/,
+      ],
       [{ domain: 'api', descriptors: [{ entries: [{ key: 'k', value: 7 }] }] }, /entries\[0\]\.value must be a string/],
       [[1, 2], /must be an object/],
       [null, /must be an object/],

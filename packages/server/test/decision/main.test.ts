@@ -14,7 +14,11 @@ const MAIN = fileURLToPath(new URL('../../src/decision/main.ts', import.meta.url
 
 async function main(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', MAIN, ...args], { timeout: 20_000 });
+    const { stdout, stderr } = await run(
+      process.execPath,
+      ['--conditions=floodgate-source', '--import', 'tsx', MAIN, ...args],
+      { timeout: 20_000 },
+    );
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -27,15 +31,35 @@ describe('main.ts', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('--check reads envoyproxy/ratelimit example configs and names their domains', async () => {
-    const res = await main(['--check', '--config', fixturePath('example.yaml'), '--config', fixturePath('config.yaml'), '--config', fixturePath('quota.yaml')]);
+    const res = await main([
+      '--check',
+      '--config',
+      fixturePath('example.yaml'),
+      '--config',
+      fixturePath('config.yaml'),
+      '--config',
+      fixturePath('quota.yaml'),
+    ]);
     assert.equal(res.code, 0, res.stderr);
     assert.match(res.stdout, /3 domain\(s\): rl, mongo_cps, quota/);
   });
 
   it('a bad config stops it with every error, by file, line and path, and exit code 2', async () => {
     const bad = join(dir, 'bad.yaml');
-    writeFileSync(bad, 'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n  - key: j\n    shadow: true\n');
-    const res = await main(['--config', bad, '--config', fixturePath('config.yaml'), '--config', fixturePath('config.yaml'), '--grpc-port', '0']);
+    writeFileSync(
+      bad,
+      'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: fortnight, requests_per_unit: 1 }\n  - key: j\n    shadow: true\n',
+    );
+    const res = await main([
+      '--config',
+      bad,
+      '--config',
+      fixturePath('config.yaml'),
+      '--config',
+      fixturePath('config.yaml'),
+      '--grpc-port',
+      '0',
+    ]);
     assert.equal(res.code, 2);
     assert.match(res.stderr, /bad\.yaml:4:\d+: descriptors\[0\]\.rate_limit\.unit: unknown unit "fortnight"/);
     assert.match(res.stderr, /bad\.yaml:6:5: descriptors\[1\]\.shadow: unknown key "shadow"/);
@@ -46,23 +70,38 @@ describe('main.ts', () => {
 
   it('SIGHUP reloads the config; a config with errors is refused and the previous one kept', async () => {
     const path = join(dir, 'reload.yaml');
-    writeFileSync(path, 'domain: live\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 2 }\n');
+    writeFileSync(
+      path,
+      'domain: live\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 2 }\n',
+    );
     const p = await startServiceProcess(['--config', path]);
     const client = new GrpcRls(p.grpcPort);
-    const limitNow = async (): Promise<number | undefined> => (await client.call(rl('live', [[['k', 'v']]]))).statuses[0]!.current_limit?.requests_per_unit;
+    const limitNow = async (): Promise<number | undefined> =>
+      (await client.call(rl('live', [[['k', 'v']]]))).statuses[0]!.current_limit?.requests_per_unit;
     const until = async (expected: number): Promise<void> => {
-      for (let i = 0; i < 100 && (await limitNow()) !== expected; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      for (let i = 0; i < 100 && (await limitNow()) !== expected; i++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
     };
     try {
       assert.equal(await limitNow(), 2);
-      writeFileSync(path, 'domain: live\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 7 }\n');
+      writeFileSync(
+        path,
+        'domain: live\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 7 }\n',
+      );
       process.kill(p.pid, 'SIGHUP');
       await until(7);
       assert.equal(await limitNow(), 7);
-      writeFileSync(path, 'domain: live\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 9, burst: 1 }\n');
+      writeFileSync(
+        path,
+        'domain: live\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 9, burst: 1 }\n',
+      );
       process.kill(p.pid, 'SIGHUP');
-      for (let i = 0; i < 100 && !p.stderr().includes('config reload refused'); i++) await new Promise((resolve) => setTimeout(resolve, 50));
-      assert.match(p.stderr(), /config reload refused, still serving the previous config:\n.*reload\.yaml:4:\d+: descriptors\[0\]\.rate_limit\.burst: unknown key "burst"/);
+      for (let i = 0; i < 100 && !p.stderr().includes('config reload refused'); i++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.match(
+        p.stderr(),
+        /config reload refused, still serving the previous config:\n.*reload\.yaml:4:\d+: descriptors\[0\]\.rate_limit\.burst: unknown key "burst"/,
+      );
       assert.equal(await limitNow(), 7, 'the bad config was refused');
     } finally {
       client.close();
@@ -70,7 +109,7 @@ describe('main.ts', () => {
     }
   });
 
-  it('serves Envoy\'s gRPC API as a process, and stops on SIGTERM', async () => {
+  it("serves Envoy's gRPC API as a process, and stops on SIGTERM", async () => {
     const p = await startServiceProcess(['--config', fixturePath('example.yaml')]);
     const client = new GrpcRls(p.grpcPort);
     try {

@@ -18,7 +18,11 @@ export interface ServiceProcess {
 
 /** startServiceProcess runs main.ts with `args` and resolves once it prints its ports (within 20 s). */
 export async function startServiceProcess(args: readonly string[]): Promise<ServiceProcess> {
-  const child: ChildProcess = spawn(process.execPath, ['--conditions=floodgate-source', '--import', 'tsx', MAIN, '--grpc-port', '0', '--http-port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['--conditions=floodgate-source', '--import', 'tsx', MAIN, '--grpc-port', '0', '--http-port', '0', ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const lines = createInterface({ input: child.stdout! });

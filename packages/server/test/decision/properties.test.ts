@@ -27,7 +27,11 @@ const CONFIG = [
 ].join('\n');
 const LIMIT: Record<string, number> = { a: 5, b: 7, c: 3 };
 
-const descriptorArb = fc.record({ key: fc.constantFrom('a', 'b', 'c'), value: fc.constantFrom('x', 'y'), hits: fc.integer({ min: 0, max: 4 }) });
+const descriptorArb = fc.record({
+  key: fc.constantFrom('a', 'b', 'c'),
+  value: fc.constantFrom('x', 'y'),
+  hits: fc.integer({ min: 0, max: 4 }),
+});
 const requestArb = fc.array(descriptorArb, { minLength: 1, maxLength: 3 });
 
 /**
@@ -36,9 +40,14 @@ const requestArb = fc.array(descriptorArb, { minLength: 1, maxLength: 3 });
  * left before the request; then every such descriptor is charged, and each shadow one (c) that
  * fits too. A refused request charges nothing.
  */
-function modelStep(charged: Map<string, number>, request: ReadonlyArray<{ key: string; value: string; hits: number }>): boolean {
+function modelStep(
+  charged: Map<string, number>,
+  request: ReadonlyArray<{ key: string; value: string; hits: number }>,
+): boolean {
   const trial = new Map(charged);
-  let admitted = request.every((d) => d.key === 'c' || d.hits > 0 || (charged.get(`${d.key}=${d.value}`) ?? 0) + 1 <= LIMIT[d.key]!);
+  let admitted = request.every(
+    (d) => d.key === 'c' || d.hits > 0 || (charged.get(`${d.key}=${d.value}`) ?? 0) + 1 <= LIMIT[d.key]!,
+  );
   for (const d of request) {
     if (d.key === 'c' || d.hits === 0) continue;
     const id = `${d.key}=${d.value}`;
@@ -57,14 +66,24 @@ function modelStep(charged: Map<string, number>, request: ReadonlyArray<{ key: s
 }
 
 function toRequest(request: ReadonlyArray<{ key: string; value: string; hits: number }>) {
-  return parseDecisionRequest({ domain: 'p', descriptors: request.map((d) => ({ entries: [{ key: d.key, value: d.value }], hits_addend: { value: String(d.hits) } })) });
+  return parseDecisionRequest({
+    domain: 'p',
+    descriptors: request.map((d) => ({
+      entries: [{ key: d.key, value: d.value }],
+      hits_addend: { value: String(d.hits) },
+    })),
+  });
 }
 
 /** allOrNothing checks the service on `makeStore()` stores against the model over `numRuns` random runs. */
 async function allOrNothing(makeStore: () => Store, numRuns: number): Promise<void> {
   await fc.assert(
     fc.asyncProperty(fc.array(requestArb, { minLength: 1, maxLength: 25 }), async (requests) => {
-      const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS), store: makeStore() });
+      const service = createDecisionService({
+        domains: domainsOf(CONFIG),
+        clock: new ManualClock(START_MS),
+        store: makeStore(),
+      });
       const charged = new Map<string, number>();
       for (const request of requests) {
         const result = await service.shouldRateLimit(toRequest(request));
@@ -72,8 +91,15 @@ async function allOrNothing(makeStore: () => Store, numRuns: number): Promise<vo
       }
       for (const key of ['a', 'b', 'c']) {
         for (const value of ['x', 'y']) {
-          const peek = await service.shouldRateLimit(parseDecisionRequest({ domain: 'p', descriptors: [{ entries: [{ key, value }] }] }), 'peek');
-          assert.equal(peek.statuses[0]!.limitRemaining, LIMIT[key]! - (charged.get(`${key}=${value}`) ?? 0), `${key}=${value}`);
+          const peek = await service.shouldRateLimit(
+            parseDecisionRequest({ domain: 'p', descriptors: [{ entries: [{ key, value }] }] }),
+            'peek',
+          );
+          assert.equal(
+            peek.statuses[0]!.limitRemaining,
+            LIMIT[key]! - (charged.get(`${key}=${value}`) ?? 0),
+            `${key}=${value}`,
+          );
         }
       }
     }),
@@ -81,7 +107,7 @@ async function allOrNothing(makeStore: () => Store, numRuns: number): Promise<vo
   );
 }
 
-describe('properties: every verdict and every counter is the all-or-nothing model\'s (a refused request is charged nowhere)', () => {
+describe("properties: every verdict and every counter is the all-or-nothing model's (a refused request is charged nowhere)", () => {
   let redis: RedisServers;
   let client: Redis;
   let run = 0;
@@ -96,17 +122,47 @@ describe('properties: every verdict and every counter is the all-or-nothing mode
 
   it('on the memory store', () => allOrNothing(() => new MemoryStore(), 100));
   it('on an asynchronous store without consumeAll', () => allOrNothing(() => new PromiseStore(), 100));
-  it('on a real Redis (one script per request)', () => allOrNothing(() => new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(client), prefix: `prop${run++}:`, onError: 'throw' }), 30));
+  it('on a real Redis (one script per request)', () =>
+    allOrNothing(
+      () =>
+        new RedisStore({
+          timeoutMs: DECIDES,
+          adapter: ioredisAdapter(client),
+          prefix: `prop${run++}:`,
+          onError: 'throw',
+        }),
+      30,
+    ));
 });
 
 describe('properties of request parsing', () => {
   it('any JSON value is a checked request or a DecisionError, and a checked one is decided without a crash', async () => {
     const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS) });
-    const entry = fc.record({ key: fc.oneof(fc.string(), fc.constant('a'), fc.integer()), value: fc.oneof(fc.string(), fc.constant('x'), fc.constant(null)) }, { requiredKeys: [] });
-    const descriptor = fc.record({ entries: fc.oneof(fc.array(entry, { maxLength: 3 }), fc.anything()), hits_addend: fc.oneof(fc.integer(), fc.double(), fc.string(), fc.record({ value: fc.string() })), limit: fc.anything() }, { requiredKeys: [] });
+    const entry = fc.record(
+      {
+        key: fc.oneof(fc.string(), fc.constant('a'), fc.integer()),
+        value: fc.oneof(fc.string(), fc.constant('x'), fc.constant(null)),
+      },
+      { requiredKeys: [] },
+    );
+    const descriptor = fc.record(
+      {
+        entries: fc.oneof(fc.array(entry, { maxLength: 3 }), fc.anything()),
+        hits_addend: fc.oneof(fc.integer(), fc.double(), fc.string(), fc.record({ value: fc.string() })),
+        limit: fc.anything(),
+      },
+      { requiredKeys: [] },
+    );
     const body = fc.oneof(
       fc.anything(),
-      fc.record({ domain: fc.oneof(fc.constant('p'), fc.string(), fc.integer()), descriptors: fc.oneof(fc.array(descriptor, { maxLength: 4 }), fc.anything()), hits_addend: fc.oneof(fc.integer(), fc.double(), fc.bigInt().map(String)) }, { requiredKeys: [] }),
+      fc.record(
+        {
+          domain: fc.oneof(fc.constant('p'), fc.string(), fc.integer()),
+          descriptors: fc.oneof(fc.array(descriptor, { maxLength: 4 }), fc.anything()),
+          hits_addend: fc.oneof(fc.integer(), fc.double(), fc.bigInt().map(String)),
+        },
+        { requiredKeys: [] },
+      ),
     );
     await fc.assert(
       fc.asyncProperty(body, async (raw) => {

@@ -26,7 +26,9 @@ describe('several decision-service processes on one real Redis', () => {
     admin = new Redis({ host: '127.0.0.1', port: redis.ports[0]!, lazyConnect: true });
     admin.on('error', () => undefined); // the test kills Redis on purpose
     await admin.connect();
-    processes.push(...(await Promise.all([startServiceProcess(args()), startServiceProcess(args()), startServiceProcess(args())])));
+    processes.push(
+      ...(await Promise.all([startServiceProcess(args()), startServiceProcess(args()), startServiceProcess(args())])),
+    );
     for (const p of processes) clients.push(new GrpcRls(p.grpcPort));
   });
   after(async () => {
@@ -41,10 +43,20 @@ describe('several decision-service processes on one real Redis', () => {
     const answers = await Promise.all(Array.from({ length: 120 }, (_, i) => clients[i % 3]!.call(request)));
     const admitted = answers.filter((a) => a.overall_code === 'OK').length;
     assert.equal(admitted, 40, 'tenant allows 40, whichever process answered');
-    for (const a of answers.filter((x) => x.overall_code === 'OVER_LIMIT')) assert.equal(a.statuses[1]!.code, 'OVER_LIMIT');
+    for (const a of answers.filter((x) => x.overall_code === 'OVER_LIMIT'))
+      assert.equal(a.statuses[1]!.code, 'OVER_LIMIT');
     // Ask without counting (hits 0): the other two limits were charged only for the 40 admitted.
-    const ask = await clients[0]!.call({ domain: 'shared', descriptors: ['route', 'user'].map((key) => ({ entries: [{ key, value: key === 'route' ? '/pay' : 'u1' }], hits_addend: { value: '0' } })) });
-    assert.deepEqual(ask.statuses.map((s) => s.limit_remaining), [960, 960]);
+    const ask = await clients[0]!.call({
+      domain: 'shared',
+      descriptors: ['route', 'user'].map((key) => ({
+        entries: [{ key, value: key === 'route' ? '/pay' : 'u1' }],
+        hits_addend: { value: '0' },
+      })),
+    });
+    assert.deepEqual(
+      ask.statuses.map((s) => s.limit_remaining),
+      [960, 960],
+    );
   });
 
   it('one Redis round trip per request, whatever the number of descriptors', async () => {

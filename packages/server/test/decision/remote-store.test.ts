@@ -1,11 +1,29 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
-import { consumeAll, FloodgateError, fixedWindow, gcra, Limiter, ManualClock, MemoryStore, slidingWindowCounter, tokenBucket, type Algorithm, type Decision } from 'floodgate';
+import {
+  consumeAll,
+  FloodgateError,
+  fixedWindow,
+  gcra,
+  Limiter,
+  ManualClock,
+  MemoryStore,
+  slidingWindowCounter,
+  tokenBucket,
+  type Algorithm,
+  type Decision,
+} from 'floodgate';
 import { RedisStore, ioredisAdapter } from 'floodgate/redis';
 import { request } from 'undici';
 import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
-import { createDecisionService, DecisionError, MAX_REMOTE_POLICIES, RemoteStore, StoreApi } from '../../src/decision/index.js';
+import {
+  createDecisionService,
+  DecisionError,
+  MAX_REMOTE_POLICIES,
+  RemoteStore,
+  StoreApi,
+} from '../../src/decision/index.js';
 import { run, START_MS, type Running } from './support.js';
 import { closedPort, silentPort } from '../support/ports.js';
 
@@ -17,8 +35,15 @@ function code(expected: string): (e: unknown) => boolean {
   };
 }
 
-async function postStore(port: number, body: unknown): Promise<{ status: number; body: { error?: { field?: string; message?: string } } }> {
-  const res = await request(`http://127.0.0.1:${port}/v1/store`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+async function postStore(
+  port: number,
+  body: unknown,
+): Promise<{ status: number; body: { error?: { field?: string; message?: string } } }> {
+  const res = await request(`http://127.0.0.1:${port}/v1/store`, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+  });
   return { status: res.statusCode, body: (await res.body.json()) as { error?: { field?: string } } };
 }
 
@@ -84,18 +109,36 @@ describe('RemoteStore on a service on the memory store', () => {
       return original(requests);
     };
     try {
-      const first = await consumeAll([{ limiter: perUser, key: 'u1' }, { limiter: perTeam, key: 't1', cost: 3 }]);
+      const first = await consumeAll([
+        { limiter: perUser, key: 'u1' },
+        { limiter: perTeam, key: 't1', cost: 3 },
+      ]);
       assert.equal(first.allowed, true);
-      assert.deepEqual(first.decisions.map((d) => d.remaining), [2, 1]);
-      const second = await consumeAll([{ limiter: perUser, key: 'u1' }, { limiter: perTeam, key: 't1', cost: 2 }]);
+      assert.deepEqual(
+        first.decisions.map((d) => d.remaining),
+        [2, 1],
+      );
+      const second = await consumeAll([
+        { limiter: perUser, key: 'u1' },
+        { limiter: perTeam, key: 't1', cost: 2 },
+      ]);
       assert.equal(second.allowed, false);
-      assert.deepEqual(second.decisions.map((d) => d.allowed), [true, false]);
+      assert.deepEqual(
+        second.decisions.map((d) => d.allowed),
+        [true, false],
+      );
       assert.equal(calls, 2, 'one call per consumeAll');
       assert.equal((await perUser.peek('u1')).remaining, 1, 'the refused request charged nothing');
     } finally {
       store.consumeAll = original;
     }
-    const res = await postStore(r.servers.httpPort!, { op: 'consumeAll', requests: [{ policy: { algorithm: 'gcra', params: { rate: 1, periodMs: 1000, maxBurst: 0 } }, key: 'k' }, { policy: { algorithm: 'gcra' }, key: 'k' }] });
+    const res = await postStore(r.servers.httpPort!, {
+      op: 'consumeAll',
+      requests: [
+        { policy: { algorithm: 'gcra', params: { rate: 1, periodMs: 1000, maxBurst: 0 } }, key: 'k' },
+        { policy: { algorithm: 'gcra' }, key: 'k' },
+      ],
+    });
     assert.equal(res.status, 400);
     assert.equal(res.body.error?.field, 'requests[1].policy.params');
   });
@@ -106,9 +149,18 @@ describe('RemoteStore on a service on the memory store', () => {
     const cases: Array<[unknown, string]> = [
       [{ op: 'consume', policy: { algorithm: 'nope', params: {} }, key: 'k' }, 'policy.algorithm'],
       [{ op: 'consume', policy: { algorithm: 'gcra' }, key: 'k' }, 'policy.params'],
-      [{ op: 'consume', policy: { algorithm: 'gcra', params: { rate: -1, periodMs: 1000, maxBurst: 2 } }, key: 'k' }, 'policy.params.rate'],
-      [{ op: 'consume', policy: { algorithm: 'gcra', params: { ...good.params, extra: 1 } }, key: 'k' }, 'policy.params.extra'],
-      [{ op: 'consume', policy: { algorithm: 'gcra', params: { ...good.params, rate: '5' } }, key: 'k' }, 'policy.params.rate'],
+      [
+        { op: 'consume', policy: { algorithm: 'gcra', params: { rate: -1, periodMs: 1000, maxBurst: 2 } }, key: 'k' },
+        'policy.params.rate',
+      ],
+      [
+        { op: 'consume', policy: { algorithm: 'gcra', params: { ...good.params, extra: 1 } }, key: 'k' },
+        'policy.params.extra',
+      ],
+      [
+        { op: 'consume', policy: { algorithm: 'gcra', params: { ...good.params, rate: '5' } }, key: 'k' },
+        'policy.params.rate',
+      ],
       [{ op: 'consume', policy: good, key: '' }, 'key'],
       [{ op: 'consume', policy: good, key: 'k', cost: 99 }, 'cost'],
       [{ op: 'consume', policy: good, key: 'k', cost: -1 }, 'cost'],
@@ -125,9 +177,15 @@ describe('RemoteStore on a service on the memory store', () => {
   it('holds at most MAX_REMOTE_POLICIES policy specs, then refuses new ones but serves known ones', async () => {
     const api = new StoreApi(createDecisionService({ domains: [], clock: new ManualClock(START_MS) }));
     const spec = (limit: number) => ({ algorithm: 'fixed-window', params: { limit, windowMs: 1000 } });
-    for (let limit = 1; limit <= MAX_REMOTE_POLICIES; limit++) await api.handle({ op: 'peek', policy: spec(limit), key: 'k' });
-    await assert.rejects(api.handle({ op: 'peek', policy: spec(MAX_REMOTE_POLICIES + 1), key: 'k' }), (e: unknown) => e instanceof DecisionError && e.field === 'policy');
-    assert.deepEqual(await api.handle({ op: 'consume', policy: spec(7), key: 'k' }), { decision: { allowed: true, limit: 7, remaining: 6, retryAfterMs: 0, resetMs: 1000, reason: 'ok' } });
+    for (let limit = 1; limit <= MAX_REMOTE_POLICIES; limit++)
+      await api.handle({ op: 'peek', policy: spec(limit), key: 'k' });
+    await assert.rejects(
+      api.handle({ op: 'peek', policy: spec(MAX_REMOTE_POLICIES + 1), key: 'k' }),
+      (e: unknown) => e instanceof DecisionError && e.field === 'policy',
+    );
+    assert.deepEqual(await api.handle({ op: 'consume', policy: spec(7), key: 'k' }), {
+      decision: { allowed: true, limit: 7, remaining: 6, retryAfterMs: 0, resetMs: 1000, reason: 'ok' },
+    });
   });
 
   it('rejects a policy no factory builds before any call', () => {
@@ -138,7 +196,10 @@ describe('RemoteStore on a service on the memory store', () => {
   it('refuses bad options with typed errors', () => {
     assert.throws(() => new RemoteStore({ url: 'grpc://127.0.0.1:1' }), code('INVALID_OPTION'));
     assert.throws(() => new RemoteStore({ url: 'http://127.0.0.1:1', timeoutMs: 0 }), code('INVALID_OPTION'));
-    assert.throws(() => new RemoteStore({ url: 'http://127.0.0.1:1', onError: 'maybe' as never }), code('INVALID_OPTION'));
+    assert.throws(
+      () => new RemoteStore({ url: 'http://127.0.0.1:1', onError: 'maybe' as never }),
+      code('INVALID_OPTION'),
+    );
   });
 });
 
@@ -179,7 +240,14 @@ describe('RemoteStore failures', () => {
     it(`a service that never answers, cut off on injected timers: ${onError}`, async () => {
       const timers = new ManualClock(START_MS);
       const events: string[] = [];
-      const store = new RemoteStore({ url: `http://127.0.0.1:${silent.port}`, onError, timeoutMs: 50, timers, clock: timers, observer: { storeError: (e) => void events.push((e.error as FloodgateError).code) } });
+      const store = new RemoteStore({
+        url: `http://127.0.0.1:${silent.port}`,
+        onError,
+        timeoutMs: 50,
+        timers,
+        clock: timers,
+        observer: { storeError: (e) => void events.push((e.error as FloodgateError).code) },
+      });
       const limiter = new Limiter({ policy, store });
       try {
         const pending = limiter.consume('k');
@@ -205,7 +273,10 @@ describe('RemoteStore on a service on a real Redis', () => {
     client = new Redis({ host: '127.0.0.1', port: redis.ports[0]!, lazyConnect: true, maxRetriesPerRequest: 1 });
     client.on('error', () => undefined);
     await client.connect();
-    r = await run([], new RedisStore({ adapter: ioredisAdapter(client), prefix: 'remote:', onError: 'throw', timeoutMs: 500 }));
+    r = await run(
+      [],
+      new RedisStore({ adapter: ioredisAdapter(client), prefix: 'remote:', onError: 'throw', timeoutMs: 500 }),
+    );
     store = new RemoteStore({ url: `http://127.0.0.1:${r.servers.httpPort!}`, timeoutMs: 2000 });
   });
   after(async () => {
@@ -230,18 +301,36 @@ describe('RemoteStore on a service on a real Redis', () => {
   it('decides consumeAll on Redis all or nothing', async () => {
     const a = new Limiter({ policy: fixedWindow({ limit: 2, windowMs: 3_600_000 }), store });
     const b = new Limiter({ policy: gcra({ rate: 1, periodMs: 3_600_000, maxBurst: 2 }), store });
-    assert.equal((await consumeAll([{ limiter: a, key: 'ra' }, { limiter: b, key: 'rb', cost: 3 }])).allowed, true);
-    const refused = await consumeAll([{ limiter: a, key: 'ra' }, { limiter: b, key: 'rb' }]);
+    assert.equal(
+      (
+        await consumeAll([
+          { limiter: a, key: 'ra' },
+          { limiter: b, key: 'rb', cost: 3 },
+        ])
+      ).allowed,
+      true,
+    );
+    const refused = await consumeAll([
+      { limiter: a, key: 'ra' },
+      { limiter: b, key: 'rb' },
+    ]);
     assert.equal(refused.allowed, false);
     assert.equal((await a.peek('ra')).allowed, true, 'the refused request charged nothing: one hit is left');
   });
 
-  it('answers 503 as STORE_ERROR when the service\'s Redis is gone', async () => {
+  it("answers 503 as STORE_ERROR when the service's Redis is gone", async () => {
     await redis.kill(0);
     const limiter = new Limiter({ policy: fixedWindow({ limit: 4, windowMs: 60_000 }), store });
     await assert.rejects(limiter.consume('rk2'), code('STORE_ERROR'));
-    const open = new RemoteStore({ url: `http://127.0.0.1:${r.servers.httpPort!}`, timeoutMs: 2000, onError: 'fail-open' });
-    assert.equal((await new Limiter({ policy: fixedWindow({ limit: 4, windowMs: 60_000 }), store: open }).consume('rk2')).reason, 'fail-open');
+    const open = new RemoteStore({
+      url: `http://127.0.0.1:${r.servers.httpPort!}`,
+      timeoutMs: 2000,
+      onError: 'fail-open',
+    });
+    assert.equal(
+      (await new Limiter({ policy: fixedWindow({ limit: 4, windowMs: 60_000 }), store: open }).consume('rk2')).reason,
+      'fail-open',
+    );
     await open.close();
   });
 });

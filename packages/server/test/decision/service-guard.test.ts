@@ -31,13 +31,25 @@ function hung(): Hung {
 /** settled returns how `promise` has settled by now (after pending microtasks), without waiting for anything else. */
 async function settled<T>(promise: Promise<T>): Promise<{ value?: T; code?: string } | 'pending'> {
   const marker = Symbol('pending');
-  const raced = await Promise.race([promise.then((value) => ({ value }), (e: FloodgateError) => ({ code: e.code })), new Promise<typeof marker>((r) => setImmediate(() => r(marker)))]);
+  const raced = await Promise.race([
+    promise.then(
+      (value) => ({ value }),
+      (e: FloodgateError) => ({ code: e.code }),
+    ),
+    new Promise<typeof marker>((r) => setImmediate(() => r(marker))),
+  ]);
   return raced === marker ? 'pending' : raced;
 }
 
-function guardOn(clock: ManualClock, options: { timeoutMs?: number; failuresToOpen?: number } = {}): { guard: ServiceGuard; states: string[] } {
+function guardOn(
+  clock: ManualClock,
+  options: { timeoutMs?: number; failuresToOpen?: number } = {},
+): { guard: ServiceGuard; states: string[] } {
   const states: string[] = [];
-  const guard = new ServiceGuard({ clock, timers: clock, probeIntervalMs: 250, ...options }, { where: 'Test', service: 'http://127.0.0.1:1', changed: (s) => void states.push(s) });
+  const guard = new ServiceGuard(
+    { clock, timers: clock, probeIntervalMs: 250, ...options },
+    { where: 'Test', service: 'http://127.0.0.1:1', changed: (s) => void states.push(s) },
+  );
   return { guard, states };
 }
 
@@ -68,7 +80,11 @@ describe('ServiceGuard', () => {
     clock.advance(50);
     for (const p of first) assert.deepEqual(await settled(p), { code: 'STORE_TIMEOUT' });
     assert.equal(guard.state, 'open');
-    assert.deepEqual(await settled(inFlight), { code: 'STORE_TIMEOUT' }, 'cut off when the circuit opened, 50 ms before its own deadline');
+    assert.deepEqual(
+      await settled(inFlight),
+      { code: 'STORE_TIMEOUT' },
+      'cut off when the circuit opened, 50 ms before its own deadline',
+    );
     assert.equal(later.aborted, true);
 
     let sent = 0;
@@ -122,9 +138,21 @@ describe('ServiceGuard', () => {
 
   it('refuses bad options with INVALID_OPTION naming them', () => {
     const seams = { where: 'RemoteStore', service: 'http://127.0.0.1:1' };
-    assert.throws(() => new ServiceGuard({ timeoutMs: 0 }, seams), (e: FloodgateError) => e.code === 'INVALID_OPTION' && e.option === 'RemoteStore.timeoutMs');
-    assert.throws(() => new ServiceGuard({ timeoutMs: { floorMs: 300, capMs: 100 } }, seams), (e: FloodgateError) => e.option === 'RemoteStore.timeoutMs.floorMs');
-    assert.throws(() => new ServiceGuard({ failuresToOpen: 0 }, seams), (e: FloodgateError) => e.option === 'RemoteStore.failuresToOpen');
-    assert.throws(() => new ServiceGuard({ probeIntervalMs: -1 }, seams), (e: FloodgateError) => e.option === 'RemoteStore.probeIntervalMs');
+    assert.throws(
+      () => new ServiceGuard({ timeoutMs: 0 }, seams),
+      (e: FloodgateError) => e.code === 'INVALID_OPTION' && e.option === 'RemoteStore.timeoutMs',
+    );
+    assert.throws(
+      () => new ServiceGuard({ timeoutMs: { floorMs: 300, capMs: 100 } }, seams),
+      (e: FloodgateError) => e.option === 'RemoteStore.timeoutMs.floorMs',
+    );
+    assert.throws(
+      () => new ServiceGuard({ failuresToOpen: 0 }, seams),
+      (e: FloodgateError) => e.option === 'RemoteStore.failuresToOpen',
+    );
+    assert.throws(
+      () => new ServiceGuard({ probeIntervalMs: -1 }, seams),
+      (e: FloodgateError) => e.option === 'RemoteStore.probeIntervalMs',
+    );
   });
 });

@@ -17,7 +17,13 @@ const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 /** settlesAtOnce is true when `promise` settles before any I/O or timer can run: it waited on nothing. */
 async function settlesAtOnce(promise: Promise<unknown>): Promise<boolean> {
   const waited = Symbol('waited');
-  const raced = await Promise.race([promise.then(() => true, () => true), new Promise<typeof waited>((r) => setImmediate(() => r(waited)))]);
+  const raced = await Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<typeof waited>((r) => setImmediate(() => r(waited))),
+  ]);
   return raced !== waited;
 }
 
@@ -30,7 +36,10 @@ async function untilTrue(check: () => Promise<boolean>, attempts = 500): Promise
   return false;
 }
 
-const ASK = { domain: 'rl', descriptors: [{ entries: [['foo', 'hang-test']] as Array<[string, string]>, hitsAddend: 0 }] };
+const ASK = {
+  domain: 'rl',
+  descriptors: [{ entries: [['foo', 'hang-test']] as Array<[string, string]>, hitsAddend: 0 }],
+};
 
 describe('RemoteStore and DecisionClient while the decision service hangs', () => {
   let service: ServiceProcess;
@@ -54,19 +63,33 @@ describe('RemoteStore and DecisionClient while the decision service hangs', () =
 
   it('RemoteStore (fail-open): each call answers fail-open, calls stop waiting once the circuit opens, and the service decides again after it resumes', async () => {
     const circuit: string[] = [];
-    const store = new RemoteStore({ url: `http://127.0.0.1:${service.httpPort}`, onError: 'fail-open', observer: { circuit: (e) => void circuit.push(e.state) } });
+    const store = new RemoteStore({
+      url: `http://127.0.0.1:${service.httpPort}`,
+      onError: 'fail-open',
+      observer: { circuit: (e) => void circuit.push(e.state) },
+    });
     const limiter = new Limiter({ policy: fixedWindow({ limit: 1000, windowMs: 3_600_000 }), store });
     try {
       for (let i = 0; i < 5; i++) assert.equal((await limiter.consume('k')).reason, 'ok');
       await hang(async () => {
         const first = await Promise.all(Array.from({ length: 3 }, () => limiter.consume('k')));
-        assert.deepEqual(first.map((d) => [d.reason, d.allowed]), [['fail-open', true], ['fail-open', true], ['fail-open', true]]);
+        assert.deepEqual(
+          first.map((d) => [d.reason, d.allowed]),
+          [
+            ['fail-open', true],
+            ['fail-open', true],
+            ['fail-open', true],
+          ],
+        );
         assert.deepEqual(circuit, ['open']);
         const later = limiter.consume('k');
         assert.ok(await settlesAtOnce(later), 'with the circuit open a call waits on nothing');
         assert.equal((await later).reason, 'fail-open');
       });
-      assert.ok(await untilTrue(async () => (await limiter.consume('k')).reason === 'ok'), 'decided by the service again');
+      assert.ok(
+        await untilTrue(async () => (await limiter.consume('k')).reason === 'ok'),
+        'decided by the service again',
+      );
       assert.equal(circuit.at(-1), 'closed');
     } finally {
       await store.close();
@@ -79,11 +102,21 @@ describe('RemoteStore and DecisionClient while the decision service hangs', () =
     try {
       assert.equal((await limiter.consume('t')).reason, 'ok');
       await hang(async () => {
-        const codes = await Promise.all(Array.from({ length: 3 }, () => limiter.consume('t').then(() => 'answered', (e: FloodgateError) => e.code)));
+        const codes = await Promise.all(
+          Array.from({ length: 3 }, () =>
+            limiter.consume('t').then(
+              () => 'answered',
+              (e: FloodgateError) => e.code,
+            ),
+          ),
+        );
         assert.deepEqual(codes, ['STORE_TIMEOUT', 'STORE_TIMEOUT', 'STORE_TIMEOUT']);
         const later = limiter.consume('t');
         assert.ok(await settlesAtOnce(later));
-        await assert.rejects(later, (e: FloodgateError) => e.code === 'STORE_ERROR' && /circuit is open/.test(e.message));
+        await assert.rejects(
+          later,
+          (e: FloodgateError) => e.code === 'STORE_ERROR' && /circuit is open/.test(e.message),
+        );
       });
       assert.ok(await untilTrue(async () => (await limiter.consume('t').catch(() => undefined))?.reason === 'ok'));
     } finally {
@@ -91,7 +124,10 @@ describe('RemoteStore and DecisionClient while the decision service hangs', () =
     }
   });
 
-  for (const [transport, onError] of [['http', 'fail-open'], ['grpc', 'fail-closed']] as const) {
+  for (const [transport, onError] of [
+    ['http', 'fail-open'],
+    ['grpc', 'fail-closed'],
+  ] as const) {
     it(`DecisionClient over ${transport} (${onError}): answers ${onError}, stops waiting once the circuit opens, and recovers`, async () => {
       const port = transport === 'http' ? service.httpPort : service.grpcPort;
       const client = new DecisionClient({ url: `${transport}://127.0.0.1:${port}`, onError });
@@ -100,12 +136,18 @@ describe('RemoteStore and DecisionClient while the decision service hangs', () =
         await hang(async () => {
           const first: ClientDecision[] = [];
           for (let i = 0; i < 3; i++) first.push(await client.shouldRateLimit(ASK));
-          assert.deepEqual(first.map((d) => [d.reason, d.allowed]), Array(3).fill([onError, onError === 'fail-open']));
+          assert.deepEqual(
+            first.map((d) => [d.reason, d.allowed]),
+            Array(3).fill([onError, onError === 'fail-open']),
+          );
           const later = client.shouldRateLimit(ASK);
           assert.ok(await settlesAtOnce(later), 'with the circuit open a call waits on nothing');
           assert.equal((await later).reason, onError);
         });
-        assert.ok(await untilTrue(async () => (await client.shouldRateLimit(ASK)).reason === 'ok'), 'decided by the service again');
+        assert.ok(
+          await untilTrue(async () => (await client.shouldRateLimit(ASK)).reason === 'ok'),
+          'decided by the service again',
+        );
       } finally {
         await client.close();
       }

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FloodgateError, ManualClock, MemoryStore, type DecisionEvent, type Store } from 'floodgate';
-import { createDecisionService, DecisionError, parseDecisionRequest, startDecisionServers, type DecisionService } from '../../src/decision/index.js';
+import {
+  createDecisionService,
+  DecisionError,
+  parseDecisionRequest,
+  startDecisionServers,
+  type DecisionService,
+} from '../../src/decision/index.js';
 import { domainsOf, fixtureDomains, START_MS } from './support.js';
 import { PromiseStore } from './support.js';
 
@@ -37,22 +43,66 @@ const CONFIG = [
 
 /** ask decides `pairs` as one request of `hits` each; hits 0 asks without counting (mode peek). */
 function ask(service: DecisionService, pairs: Array<[string, string]>, hits?: number) {
-  const request = parseDecisionRequest({ domain: 'app', hits_addend: hits, descriptors: pairs.map(([key, value]) => ({ entries: [{ key, value }] })) });
+  const request = parseDecisionRequest({
+    domain: 'app',
+    hits_addend: hits,
+    descriptors: pairs.map(([key, value]) => ({ entries: [{ key, value }] })),
+  });
   return service.shouldRateLimit(request, hits === 0 ? 'peek' : 'consume');
 }
 
-for (const [name, makeStore] of [['the memory store', () => new MemoryStore()], ['an asynchronous store without consumeAll', () => new PromiseStore()]] as const) {
+for (const [name, makeStore] of [
+  ['the memory store', () => new MemoryStore()],
+  ['an asynchronous store without consumeAll', () => new PromiseStore()],
+] as const) {
   describe(`decision service on ${name}`, () => {
     it('a refused request is charged nowhere; a shadow limit is charged only for admitted requests', async () => {
-      const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS), store: makeStore() });
-      assert.equal((await ask(service, [['user', 'a'], ['team', 't'], ['trial', 'x']])).overallCode, 'OK');
-      const refused = await ask(service, [['user', 'a'], ['team', 't'], ['trial', 'x']]);
+      const service = createDecisionService({
+        domains: domainsOf(CONFIG),
+        clock: new ManualClock(START_MS),
+        store: makeStore(),
+      });
+      assert.equal(
+        (
+          await ask(service, [
+            ['user', 'a'],
+            ['team', 't'],
+            ['trial', 'x'],
+          ])
+        ).overallCode,
+        'OK',
+      );
+      const refused = await ask(service, [
+        ['user', 'a'],
+        ['team', 't'],
+        ['trial', 'x'],
+      ]);
       assert.equal(refused.overallCode, 'OVER_LIMIT');
-      assert.deepEqual(refused.statuses.map((s) => [s.code, s.limitRemaining]), [['OK', 2], ['OVER_LIMIT', 0], ['OK', 1]]);
-      const after = await ask(service, [['user', 'a'], ['trial', 'x']]);
-      assert.deepEqual(after.statuses.map((s) => s.limitRemaining), [1, 0], 'user and trial were charged once each by the refused request: not at all');
-      const shadowed = await ask(service, [['user', 'a'], ['trial', 'x']]);
-      assert.deepEqual([shadowed.overallCode, shadowed.statuses[1]!.code, shadowed.statuses[1]!.shadowed], ['OK', 'OK', true]);
+      assert.deepEqual(
+        refused.statuses.map((s) => [s.code, s.limitRemaining]),
+        [
+          ['OK', 2],
+          ['OVER_LIMIT', 0],
+          ['OK', 1],
+        ],
+      );
+      const after = await ask(service, [
+        ['user', 'a'],
+        ['trial', 'x'],
+      ]);
+      assert.deepEqual(
+        after.statuses.map((s) => s.limitRemaining),
+        [1, 0],
+        'user and trial were charged once each by the refused request: not at all',
+      );
+      const shadowed = await ask(service, [
+        ['user', 'a'],
+        ['trial', 'x'],
+      ]);
+      assert.deepEqual(
+        [shadowed.overallCode, shadowed.statuses[1]!.code, shadowed.statuses[1]!.shadowed],
+        ['OK', 'OK', true],
+      );
     });
 
     it('each algorithm counts as floodgate defines it', async () => {
@@ -60,13 +110,25 @@ for (const [name, makeStore] of [['the memory store', () => new MemoryStore()], 
       const service = createDecisionService({ domains: domainsOf(CONFIG), clock, store: makeStore() });
       assert.equal((await ask(service, [['bucket', 'b']], 60)).statuses[0]!.limitRemaining, 0);
       clock.advance(30_000);
-      assert.equal((await ask(service, [['bucket', 'b']], 0)).statuses[0]!.limitRemaining, 30, 'half a minute refills half the bucket');
+      assert.equal(
+        (await ask(service, [['bucket', 'b']], 0)).statuses[0]!.limitRemaining,
+        30,
+        'half a minute refills half the bucket',
+      );
       assert.equal((await ask(service, [['smooth', 's']], 6)).overallCode, 'OK');
       const gcraRefused = await ask(service, [['smooth', 's']]);
-      assert.deepEqual([gcraRefused.overallCode, gcraRefused.statuses[0]!.durationUntilResetMs], ['OVER_LIMIT', 10_000], 'GCRA: one every 10 s');
+      assert.deepEqual(
+        [gcraRefused.overallCode, gcraRefused.statuses[0]!.durationUntilResetMs],
+        ['OVER_LIMIT', 10_000],
+        'GCRA: one every 10 s',
+      );
       await ask(service, [['sliding', 'w']], 10);
       clock.advance(60_000);
-      assert.equal((await ask(service, [['sliding', 'w']], 0)).statuses[0]!.limitRemaining, 5, 'half way into the next window, half of the previous one still weighs');
+      assert.equal(
+        (await ask(service, [['sliding', 'w']], 0)).statuses[0]!.limitRemaining,
+        5,
+        'half way into the next window, half of the previous one still weighs',
+      );
     });
   });
 }
@@ -75,14 +137,38 @@ describe('decision service', () => {
   it('reports a decision event per counted descriptor, named as Envoy names its statistics (detailed_metric)', async () => {
     const events: DecisionEvent[] = [];
     const domains = fixtureDomains('readme-examples.yaml');
-    const service = createDecisionService({ domains, clock: new ManualClock(START_MS), observer: { decision: (e) => events.push(e) } });
-    await service.shouldRateLimit(parseDecisionRequest({ domain: 'example8', descriptors: [{ entries: [{ key: 'key1', value: 'free' }] }, { entries: [{ key: 'key1', value: 'value1' }] }] }));
-    await service.shouldRateLimit(parseDecisionRequest({ domain: 'messaging', descriptors: [{ entries: [{ key: 'message_type', value: 'marketing' }, { key: 'to_number', value: '2061111111' }] }] }));
-    assert.deepEqual(events.map((e) => [e.limiter, e.operation, e.decision.remaining]), [
-      ['example8.key1_free', 'consume', 9],
-      ['example8.key1_value1', 'consume', 19],
-      ['messaging.message_type_marketing.to_number', 'consume', 4],
-    ]);
+    const service = createDecisionService({
+      domains,
+      clock: new ManualClock(START_MS),
+      observer: { decision: (e) => events.push(e) },
+    });
+    await service.shouldRateLimit(
+      parseDecisionRequest({
+        domain: 'example8',
+        descriptors: [{ entries: [{ key: 'key1', value: 'free' }] }, { entries: [{ key: 'key1', value: 'value1' }] }],
+      }),
+    );
+    await service.shouldRateLimit(
+      parseDecisionRequest({
+        domain: 'messaging',
+        descriptors: [
+          {
+            entries: [
+              { key: 'message_type', value: 'marketing' },
+              { key: 'to_number', value: '2061111111' },
+            ],
+          },
+        ],
+      }),
+    );
+    assert.deepEqual(
+      events.map((e) => [e.limiter, e.operation, e.decision.remaining]),
+      [
+        ['example8.key1_free', 'consume', 9],
+        ['example8.key1_value1', 'consume', 19],
+        ['messaging.message_type_marketing.to_number', 'consume', 4],
+      ],
+    );
   });
 
   it('reload swaps the rules and keeps the counters of unchanged limits', async () => {
@@ -110,20 +196,34 @@ describe('decision service', () => {
 describe('decision service limits on what requests can make it hold', () => {
   it('at most 4096 distinct limit overrides, then INVALID_REQUEST; known ones still served', async () => {
     const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS) });
-    const withLimit = (rpu: number) => parseDecisionRequest({ domain: 'app', descriptors: [{ entries: [{ key: 'any', value: 'v' }], limit: { requests_per_unit: rpu, unit: 'HOUR' } }] });
+    const withLimit = (rpu: number) =>
+      parseDecisionRequest({
+        domain: 'app',
+        descriptors: [{ entries: [{ key: 'any', value: 'v' }], limit: { requests_per_unit: rpu, unit: 'HOUR' } }],
+      });
     for (let rpu = 1; rpu <= 4096; rpu++) await service.shouldRateLimit(withLimit(rpu));
-    await assert.rejects(service.shouldRateLimit(withLimit(5000)), (e: DecisionError) => e.code === 'INVALID_REQUEST' && /4096 distinct limit overrides/.test(e.message));
+    await assert.rejects(
+      service.shouldRateLimit(withLimit(5000)),
+      (e: DecisionError) => e.code === 'INVALID_REQUEST' && /4096 distinct limit overrides/.test(e.message),
+    );
     assert.equal((await service.shouldRateLimit(withLimit(7))).statuses[0]!.limitRemaining, 5);
   });
 });
 
 describe('decision service options', () => {
   it('bad domains, store or ports are INVALID_OPTION naming them', async () => {
-    const option = (name: string) => (e: unknown) => e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === name;
+    const option = (name: string) => (e: unknown) =>
+      e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === name;
     assert.throws(() => createDecisionService({ domains: 'api' as never }), option('domains'));
     assert.throws(() => createDecisionService({ domains: [{ nope: 1 }] as never }), option('domains[0]'));
-    assert.throws(() => createDecisionService({ domains: [...domainsOf(CONFIG), ...domainsOf(CONFIG)] }), option('domains[1]'));
-    assert.throws(() => createDecisionService({ domains: [], store: {} as never }), option('createDecisionService.store'));
+    assert.throws(
+      () => createDecisionService({ domains: [...domainsOf(CONFIG), ...domainsOf(CONFIG)] }),
+      option('domains[1]'),
+    );
+    assert.throws(
+      () => createDecisionService({ domains: [], store: {} as never }),
+      option('createDecisionService.store'),
+    );
     const service = createDecisionService({ domains: domainsOf(CONFIG) });
     assert.throws(() => service.reload(null as never), option('domains'));
     assert.deepEqual(service.domains, ['app'], 'a refused reload changes nothing');

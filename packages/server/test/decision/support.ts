@@ -4,7 +4,16 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { ManualClock, MemoryStore, type Algorithm, type PolicyStore, type Store } from 'floodgate';
 import { request } from 'undici';
-import { createDecisionService, formatConfigError, loadRateLimitService, parseDescriptorConfig, startDecisionServers, type DecisionService, type DecisionServers, type DomainSpec } from '../../src/decision/index.js';
+import {
+  createDecisionService,
+  formatConfigError,
+  loadRateLimitService,
+  parseDescriptorConfig,
+  startDecisionServers,
+  type DecisionService,
+  type DecisionServers,
+  type DomainSpec,
+} from '../../src/decision/index.js';
 
 /** fixturePath returns the path of a file under test/decision/fixtures. */
 export function fixturePath(name: string): string {
@@ -55,7 +64,13 @@ export async function run(domains: DomainSpec[], store?: Store): Promise<Running
 
 /** GrpcRls is a @grpc/grpc-js client of Envoy's RateLimitService, built from the protos. */
 export class GrpcRls {
-  private readonly client: grpc.Client & { ShouldRateLimit: (req: unknown, options: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r: unknown) => void) => void };
+  private readonly client: grpc.Client & {
+    ShouldRateLimit: (
+      req: unknown,
+      options: grpc.CallOptions,
+      cb: (e: grpc.ServiceError | null, r: unknown) => void,
+    ) => void;
+  };
 
   constructor(port: number) {
     const Service = loadRateLimitService();
@@ -65,7 +80,9 @@ export class GrpcRls {
   /** call resolves to the decoded response, or rejects with the gRPC error. */
   call(req: unknown): Promise<RlsResponse> {
     return new Promise((resolve, reject) => {
-      this.client.ShouldRateLimit(req, { deadline: Date.now() + 5000 }, (error, response) => (error !== null ? reject(error) : resolve(response as RlsResponse)));
+      this.client.ShouldRateLimit(req, { deadline: Date.now() + 5000 }, (error, response) =>
+        error !== null ? reject(error) : resolve(response as RlsResponse),
+      );
     });
   }
 
@@ -87,13 +104,31 @@ export interface RlsResponse {
 }
 
 /** rl builds a request: `descriptors` as lists of [key, value] pairs. */
-export function rl(domain: string, descriptors: Array<Array<[string, string]>>, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { domain, descriptors: descriptors.map((entries) => ({ entries: entries.map(([key, value]) => ({ key, value })) })), ...extra };
+export function rl(
+  domain: string,
+  descriptors: Array<Array<[string, string]>>,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    domain,
+    descriptors: descriptors.map((entries) => ({ entries: entries.map(([key, value]) => ({ key, value })) })),
+    ...extra,
+  };
 }
 
 /** postJson posts `body` (an object, or raw text) and resolves to the status and parsed JSON. */
-export async function postJson(port: number, path: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  const res = await request(`http://127.0.0.1:${port}${path}`, { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers: { 'content-type': 'application/json' }, headersTimeout: 5000, bodyTimeout: 5000 });
+export async function postJson(
+  port: number,
+  path: string,
+  body: unknown,
+): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await request(`http://127.0.0.1:${port}${path}`, {
+    method: 'POST',
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    headers: { 'content-type': 'application/json' },
+    headersTimeout: 5000,
+    bodyTimeout: 5000,
+  });
   const text = await res.body.text();
   return { status: res.statusCode, json: text === '' ? {} : (JSON.parse(text) as Record<string, unknown>) };
 }

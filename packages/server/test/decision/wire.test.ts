@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock } from 'floodgate';
-import { createDecisionService, encodeRateLimitResponse, loadRateLimitService, parseDecisionRequest, toResponseMessage, type DecisionResult } from '../../src/decision/index.js';
+import {
+  createDecisionService,
+  encodeRateLimitResponse,
+  loadRateLimitService,
+  parseDecisionRequest,
+  toResponseMessage,
+  type DecisionResult,
+} from '../../src/decision/index.js';
 import { fixtureDomains, START_MS } from './support.js';
 
 const method = loadRateLimitService().service.ShouldRateLimit!;
@@ -17,13 +24,58 @@ function direct(result: DecisionResult): unknown {
 describe('encodeRateLimitResponse', () => {
   it('writes what the generic encoder writes, for every kind of status', async () => {
     const clock = new ManualClock(START_MS + 1234);
-    const service = createDecisionService({ domains: [...fixtureDomains('example.yaml'), ...fixtureDomains('readme-examples.yaml')], clock });
+    const service = createDecisionService({
+      domains: [...fixtureDomains('example.yaml'), ...fixtureDomains('readme-examples.yaml')],
+      clock,
+    });
     const requests = [
-      { domain: 'rl', descriptors: [{ entries: [{ key: 'foo', value: 'a' }] }, { entries: [{ key: 'foo', value: 'a' }, { key: 'bar', value: 'banned' }] }, { entries: [{ key: 'qux', value: 'q' }] }, { entries: [{ key: 'none', value: 'n' }] }] },
-      { domain: 'rl', descriptors: [{ entries: [{ key: 'foo', value: 'b' }, { key: 'baz', value: 'shady' }] }] },
-      { domain: 'example7', descriptors: [{ entries: [{ key: 'key_1', value: 'value_1' }, { key: 'user', value: 'bkthomps' }] }] },
-      { domain: 'mongo_cps', hits_addend: 4_000_000_000, descriptors: [{ entries: [{ key: 'database', value: 'users' }] }] },
-      { domain: 'rl', descriptors: [{ entries: [{ key: 'x', value: 'é✓' }], limit: { requests_per_unit: 4_294_967_295, unit: 'DAY' } }] },
+      {
+        domain: 'rl',
+        descriptors: [
+          { entries: [{ key: 'foo', value: 'a' }] },
+          {
+            entries: [
+              { key: 'foo', value: 'a' },
+              { key: 'bar', value: 'banned' },
+            ],
+          },
+          { entries: [{ key: 'qux', value: 'q' }] },
+          { entries: [{ key: 'none', value: 'n' }] },
+        ],
+      },
+      {
+        domain: 'rl',
+        descriptors: [
+          {
+            entries: [
+              { key: 'foo', value: 'b' },
+              { key: 'baz', value: 'shady' },
+            ],
+          },
+        ],
+      },
+      {
+        domain: 'example7',
+        descriptors: [
+          {
+            entries: [
+              { key: 'key_1', value: 'value_1' },
+              { key: 'user', value: 'bkthomps' },
+            ],
+          },
+        ],
+      },
+      {
+        domain: 'mongo_cps',
+        hits_addend: 4_000_000_000,
+        descriptors: [{ entries: [{ key: 'database', value: 'users' }] }],
+      },
+      {
+        domain: 'rl',
+        descriptors: [
+          { entries: [{ key: 'x', value: 'é✓' }], limit: { requests_per_unit: 4_294_967_295, unit: 'DAY' } },
+        ],
+      },
     ];
     for (let round = 0; round < 3; round++) {
       for (const r of requests) {

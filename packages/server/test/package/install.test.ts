@@ -17,9 +17,15 @@ import { installAll, type Installed } from './support/install.js';
 
 const run = promisify(execFile);
 
-const SERVER_VERSION = (JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const SERVER_VERSION = (
+  JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
-const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 /** config returns a one-route, one-rule gateway config in front of `upstream`. */
 function config(upstream: string): string {
@@ -57,7 +63,9 @@ function firstLog(child: ChildProcess, msg: string): Promise<Record<string, unkn
       }
     };
     child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`floodgate exited (${String(code)}) before "${msg}":\n${buffered}\n${stderr}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`floodgate exited (${String(code)}) before "${msg}":\n${buffered}\n${stderr}`)),
+    );
   });
 }
 
@@ -75,7 +83,8 @@ describe('floodgate installed from its tarballs', { timeout: 240_000 }, () => {
 
   it('installs built JavaScript and production dependencies only', async () => {
     const server = join(installed.appDir, 'node_modules', 'floodgate-server');
-    for (const file of ['dist/cli/main.js', 'proto/envoy/service/ratelimit/v3/rls.proto', 'LICENSE']) assert.ok(await exists(join(server, file)), `${file} is installed`);
+    for (const file of ['dist/cli/main.js', 'proto/envoy/service/ratelimit/v3/rls.proto', 'LICENSE'])
+      assert.ok(await exists(join(server, file)), `${file} is installed`);
     assert.equal(await exists(join(server, 'src')), false, 'no sources are shipped');
     assert.ok(await exists(join(installed.appDir, 'node_modules', 'floodgate-simulator', 'dist', 'index.js')));
     assert.equal(await exists(join(installed.appDir, 'node_modules', 'tsx')), false, 'tsx is not installed');
@@ -91,7 +100,10 @@ describe('floodgate installed from its tarballs', { timeout: 240_000 }, () => {
   it('serves: a proxied 200, then a 429, in the one process spawned, and drains on SIGTERM', async () => {
     const configFile = join(installed.appDir, 'floodgate.yaml');
     await writeFile(configFile, config(upstream.origin));
-    const child = spawn(installed.bin, ['serve', '--config', 'floodgate.yaml'], { cwd: installed.appDir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(installed.bin, ['serve', '--config', 'floodgate.yaml'], {
+      cwd: installed.appDir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       const listening = await firstLog(child, 'listening');

@@ -33,12 +33,31 @@ export interface GatewayProcess {
 }
 
 /** startGateway writes `yaml` to a temp config and starts `floodgate serve` on it, resolving once it listens. */
-export async function startGateway(yaml: string, options: { env?: NodeJS.ProcessEnv; args?: string[] } = {}): Promise<GatewayProcess> {
+export async function startGateway(
+  yaml: string,
+  options: { env?: NodeJS.ProcessEnv; args?: string[] } = {},
+): Promise<GatewayProcess> {
   const dir = await mkdtemp(join(tmpdir(), 'floodgate-gw-'));
   const configFile = join(dir, 'floodgate.yaml');
   await writeFile(configFile, yaml);
-  const args = ['--conditions=floodgate-source', '--import', 'tsx', MAIN, 'serve', '--config', configFile, '--port', '0', '--admin-port', '0', ...(options.args ?? [])];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
+  const args = [
+    '--conditions=floodgate-source',
+    '--import',
+    'tsx',
+    MAIN,
+    'serve',
+    '--config',
+    configFile,
+    '--port',
+    '0',
+    '--admin-port',
+    '0',
+    ...(options.args ?? []),
+  ];
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...options.env },
+  });
   const logs: LogLine[] = [];
   const waiters = new Set<() => void>();
   let buffered = '';
@@ -71,7 +90,11 @@ export async function startGateway(yaml: string, options: { env?: NodeJS.Process
       };
       const timer = setTimeout(() => {
         cleanup();
-        reject(new Error(`no "${msg}" log line within ${timeoutMs} ms; logs:\n${logs.map((l) => JSON.stringify(l)).join('\n')}\nstderr:\n${stderr}`));
+        reject(
+          new Error(
+            `no "${msg}" log line within ${timeoutMs} ms; logs:\n${logs.map((l) => JSON.stringify(l)).join('\n')}\nstderr:\n${stderr}`,
+          ),
+        );
       }, timeoutMs);
       const cleanup = (): void => {
         clearTimeout(timer);
@@ -92,7 +115,14 @@ export async function startGateway(yaml: string, options: { env?: NodeJS.Process
 
   let listening: LogLine;
   try {
-    listening = await Promise.race([waitForLog('listening'), exited.then((code) => Promise.reject(new Error(`the gateway exited (${String(code)}) before listening:\n${JSON.stringify(logs)}\n${stderr}`)))]);
+    listening = await Promise.race([
+      waitForLog('listening'),
+      exited.then((code) =>
+        Promise.reject(
+          new Error(`the gateway exited (${String(code)}) before listening:\n${JSON.stringify(logs)}\n${stderr}`),
+        ),
+      ),
+    ]);
   } catch (err) {
     await stop(1_000);
     throw err;

@@ -9,8 +9,17 @@ export interface Reply {
 }
 
 /** call sends one request and reads the whole reply. */
-export async function call(url: string, options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<Reply> {
-  const res = await request(url, { method: (options.method ?? 'GET') as 'GET', headers: options.headers ?? {}, body: options.body ?? null, headersTimeout: 10_000, bodyTimeout: 10_000 });
+export async function call(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+): Promise<Reply> {
+  const res = await request(url, {
+    method: (options.method ?? 'GET') as 'GET',
+    headers: options.headers ?? {},
+    body: options.body ?? null,
+    headersTimeout: 10_000,
+    bodyTimeout: 10_000,
+  });
   return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
 }
 
@@ -21,7 +30,9 @@ export function metricValue(text: string, name: string, labels: Record<string, s
     if (line.startsWith('#') || !line.startsWith(name)) continue;
     const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (m === null || m[1] !== name) continue;
-    const found = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1]!, x[2]!]));
+    const found = Object.fromEntries(
+      [...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1]!, x[2]!]),
+    );
     if (Object.entries(labels).every(([k, v]) => found[k] === v)) total += Number(m[3]);
   }
   return total;

@@ -18,8 +18,15 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 
-const { values } = parseArgs({ options: { slots: { type: 'string', default: '4' }, 'service-ms': { type: 'string', default: '20' } } });
-const settings = { slots: Number(values.slots), serviceMs: Number(values['service-ms']), errorStatus: null as number | null, hang: false };
+const { values } = parseArgs({
+  options: { slots: { type: 'string', default: '4' }, 'service-ms': { type: 'string', default: '20' } },
+});
+const settings = {
+  slots: Number(values.slots),
+  serviceMs: Number(values['service-ms']),
+  errorStatus: null as number | null,
+  hang: false,
+};
 const stats = { received: 0, byPath: {} as Record<string, number>, open: 0, peakOpen: 0, inService: 0 };
 const line: ServerResponse[] = [];
 const held: ServerResponse[] = [];
@@ -47,11 +54,15 @@ function control(req: IncomingMessage, res: ServerResponse): void {
       if (change.serviceMs !== undefined) settings.serviceMs = change.serviceMs;
       if (change.errorStatus !== undefined) settings.errorStatus = change.errorStatus;
       if (change.hang !== undefined) settings.hang = change.hang;
-      if (change.hang === false) for (const r of held.splice(0)) if (!r.destroyed) r.writeHead(200, { 'content-type': 'application/json' }).end('{"held":true}');
+      if (change.hang === false)
+        for (const r of held.splice(0))
+          if (!r.destroyed) r.writeHead(200, { 'content-type': 'application/json' }).end('{"held":true}');
       if (change.resetPeak === true) stats.peakOpen = stats.open;
       serveNext();
     }
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...stats, queued: line.length, settings }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ ...stats, queued: line.length, settings }));
   });
 }
 
@@ -65,12 +76,15 @@ const server = createServer((req, res) => {
   stats.peakOpen = Math.max(stats.peakOpen, stats.open);
   res.once('close', () => stats.open--);
   if (settings.hang) return void held.push(res);
-  if (settings.errorStatus !== null) return void res.writeHead(settings.errorStatus, { 'content-type': 'text/plain' }).end('failing');
+  if (settings.errorStatus !== null)
+    return void res.writeHead(settings.errorStatus, { 'content-type': 'text/plain' }).end('failing');
   line.push(res);
   serveNext();
 });
 server.keepAliveTimeout = 30_000;
-server.listen(0, '127.0.0.1', () => process.stdout.write(JSON.stringify({ port: (server.address() as AddressInfo).port }) + '\n'));
+server.listen(0, '127.0.0.1', () =>
+  process.stdout.write(JSON.stringify({ port: (server.address() as AddressInfo).port }) + '\n'),
+);
 process.once('SIGTERM', () => {
   server.closeAllConnections();
   server.close(() => process.exit(0));

@@ -40,7 +40,11 @@ export interface SlotUpstream {
 
 /** startSlotUpstream starts the slot service with `slots` slots of `serviceMs` each, resolving once it listens. */
 export async function startSlotUpstream(options: { slots: number; serviceMs: number }): Promise<SlotUpstream> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SERVICE, '--slots', String(options.slots), '--service-ms', String(options.serviceMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', SERVICE, '--slots', String(options.slots), '--service-ms', String(options.serviceMs)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const port = await new Promise<number>((resolve, reject) => {
     let text = '';
     child.stdout!.on('data', (c: Buffer) => {
@@ -56,7 +60,10 @@ export async function startSlotUpstream(options: { slots: number; serviceMs: num
     origin,
     child,
     stats: async () => JSON.parse((await call(`${origin}/__control`)).body) as SlotStats,
-    control: async (settings) => JSON.parse((await call(`${origin}/__control`, { method: 'POST', body: JSON.stringify(settings) })).body) as SlotStats,
+    control: async (settings) =>
+      JSON.parse(
+        (await call(`${origin}/__control`, { method: 'POST', body: JSON.stringify(settings) })).body,
+      ) as SlotStats,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;

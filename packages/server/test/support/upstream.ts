@@ -41,7 +41,12 @@ export async function startUpstream(): Promise<TestUpstream> {
       }
       const status = /^\/status\/(\d{3})/.exec(url);
       const body = JSON.stringify({ url, bodyBytes });
-      res.writeHead(status === null ? 200 : Number(status[1]), { 'content-type': 'application/json', connection: 'keep-alive, x-upstream-hop', 'x-upstream-hop': 'secret', 'keep-alive': 'timeout=5' });
+      res.writeHead(status === null ? 200 : Number(status[1]), {
+        'content-type': 'application/json',
+        connection: 'keep-alive, x-upstream-hop',
+        'x-upstream-hop': 'secret',
+        'keep-alive': 'timeout=5',
+      });
       res.end(body);
     });
   });
@@ -50,7 +55,9 @@ export async function startUpstream(): Promise<TestUpstream> {
     tunnels.add(socket);
     socket.once('close', () => tunnels.delete(socket));
     received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, bodyBytes: 0 });
-    socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: test\r\n\r\n');
+    socket.write(
+      'HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: test\r\n\r\n',
+    );
     socket.on('data', (chunk: Buffer) => socket.write(chunk));
     socket.on('error', () => socket.destroy());
   });

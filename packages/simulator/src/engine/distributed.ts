@@ -40,12 +40,16 @@ export function runDistributed(arrivals: Arrivals, options: DistributedOptions):
   const store = storeFor(arrivals);
   const nodes: GatewayNode[] = distribution.skewMs.map((skewMs) => {
     const clock = new ManualClock(0);
-    const local = options.localAlgorithm === undefined ? undefined : new Limiter({ policy: options.localAlgorithm, store: storeFor(arrivals), clock });
+    const local =
+      options.localAlgorithm === undefined
+        ? undefined
+        : new Limiter({ policy: options.localAlgorithm, store: storeFor(arrivals), clock });
     return { skewMs, clock, shared: new Limiter({ policy: algorithm, store, clock }), local };
   });
   const random = new SeededRandom(options.seed);
   const roundTripMs = new Float64Array(arrivals.length);
-  for (let i = 0; i < arrivals.length; i++) roundTripMs[i] = distribution.roundTripMs + distribution.roundTripJitterMs * random.next();
+  for (let i = 0; i < arrivals.length; i++)
+    roundTripMs[i] = distribution.roundTripMs + distribution.roundTripJitterMs * random.next();
   const order = storeOrder(arrivals, roundTripMs);
   const admittedAtMs = new Float64Array(arrivals.length);
   const consume: ConsumeOptions = { cost: 1 };
@@ -70,7 +74,13 @@ function inOutage(outage: OutageSpec, atMs: number): boolean {
 }
 
 /** A node's own answer while the store is out, given after it waited `timeoutMs` for the store. */
-function decideAlone(node: GatewayNode, outage: OutageSpec, atMs: number, key: string, consume: ConsumeOptions): number {
+function decideAlone(
+  node: GatewayNode,
+  outage: OutageSpec,
+  atMs: number,
+  key: string,
+  consume: ConsumeOptions,
+): number {
   const decidedAtMs = atMs + outage.timeoutMs;
   if (outage.onError === 'fail-open') return decidedAtMs;
   if (outage.onError === 'fail-closed' || node.local === undefined) return NaN;
@@ -83,9 +93,9 @@ function storeOrder(arrivals: Arrivals, roundTripMs: Float64Array): Int32Array {
   const order = new Int32Array(arrivals.length);
   for (let i = 0; i < order.length; i++) order[i] = i;
   let sorted = true;
-  for (let i = 1; i < order.length && sorted; i++) sorted = arrivals.atMs[i]! + roundTripMs[i]! / 2 >= arrivals.atMs[i - 1]! + roundTripMs[i - 1]! / 2;
+  for (let i = 1; i < order.length && sorted; i++)
+    sorted = arrivals.atMs[i]! + roundTripMs[i]! / 2 >= arrivals.atMs[i - 1]! + roundTripMs[i - 1]! / 2;
   if (sorted) return order;
   const reachMs = (i: number): number => arrivals.atMs[i]! + roundTripMs[i]! / 2;
   return order.sort((a, b) => reachMs(a) - reachMs(b) || a - b);
 }
-

@@ -25,7 +25,11 @@ export function runShape(spec: Extract<PolicySpec, { type: 'shaping-queue' }>, a
  * it start, or NaN when that wait would exceed `maxWaitMs` (Infinity: it always waits). Costs are
  * taken as whole permits, rounded up (a cost of 0 passes at once without reserving).
  */
-export function runSmooth(spec: Extract<PolicySpec, { type: 'smooth-bursty' | 'smooth-warming-up' }>, arrivals: Arrivals, maxWaitMs: number): Float64Array {
+export function runSmooth(
+  spec: Extract<PolicySpec, { type: 'smooth-bursty' | 'smooth-warming-up' }>,
+  arrivals: Arrivals,
+  maxWaitMs: number,
+): Float64Array {
   const limiters = new Array<SmoothRateLimiter | undefined>(arrivals.keys.length);
   const admittedAtMs = new Float64Array(arrivals.length);
   const timeoutMicros = maxWaitMs * 1000;
@@ -39,14 +43,19 @@ export function runSmooth(spec: Extract<PolicySpec, { type: 'smooth-bursty' | 's
     const k = arrivals.keyIds[i]!;
     const nowMicros = Math.round(t * 1000);
     const limiter = (limiters[k] ??= createSmooth(spec, nowMicros));
-    const waitMicros = Number.isFinite(timeoutMicros) ? limiter.tryReserveAt(permits, timeoutMicros, nowMicros) : limiter.reserveAt(permits, nowMicros);
+    const waitMicros = Number.isFinite(timeoutMicros)
+      ? limiter.tryReserveAt(permits, timeoutMicros, nowMicros)
+      : limiter.reserveAt(permits, nowMicros);
     admittedAtMs[i] = waitMicros === false ? NaN : t + waitMicros / 1000;
   }
   return admittedAtMs;
 }
 
 /** A limiter whose clock reads the first arrival's time, so it starts there (a fresh limiter stores nothing). */
-function createSmooth(spec: Extract<PolicySpec, { type: 'smooth-bursty' | 'smooth-warming-up' }>, nowMicros: number): SmoothRateLimiter {
+function createSmooth(
+  spec: Extract<PolicySpec, { type: 'smooth-bursty' | 'smooth-warming-up' }>,
+  nowMicros: number,
+): SmoothRateLimiter {
   const clock = { now: () => nowMicros / 1000 };
   return spec.type === 'smooth-bursty'
     ? SmoothRateLimiter.bursty(spec.permitsPerSecond, { maxBurstSeconds: spec.maxBurstSeconds, clock })

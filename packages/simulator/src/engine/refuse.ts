@@ -31,7 +31,8 @@ export function consumeOrRefuse(limiter: Limiter, key: string, options: ConsumeO
   try {
     return limiter.consumeSync(key, options).allowed;
   } catch (error) {
-    if (error instanceof FloodgateError && (error.code === 'COST_EXCEEDS_LIMIT' || error.code === 'INVALID_COST')) return false;
+    if (error instanceof FloodgateError && (error.code === 'COST_EXCEEDS_LIMIT' || error.code === 'INVALID_COST'))
+      return false;
     throw error;
   }
 }

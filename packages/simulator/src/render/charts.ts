@@ -22,7 +22,12 @@ export function renderCharts(result: SimulationResult): Chart[] {
   return [admittedChart(result), waitChart(result), windowChart(result)];
 }
 
-function chart(id: string, title: string, options: Omit<LineChartOptions, 'id' | 'title' | 'stepMs'>, result: SimulationResult): Chart {
+function chart(
+  id: string,
+  title: string,
+  options: Omit<LineChartOptions, 'id' | 'title' | 'stepMs'>,
+  result: SimulationResult,
+): Chart {
   return { id, title, svg: renderLineChart({ id, title, stepMs: result.scenario.bucketMs, ...options }) };
 }
 
@@ -41,16 +46,35 @@ function admittedChart(result: SimulationResult): Chart {
     ],
   }));
   const reference = { label: 'offered', values: perSecond(result.offered, stepMs) };
-  return chart('admitted', 'Admitted and refused per second', { yLabel: 'cost per second', series, reference, notes: ['solid: admitted', 'dashed: refused'] }, result);
+  return chart(
+    'admitted',
+    'Admitted and refused per second',
+    { yLabel: 'cost per second', series, reference, notes: ['solid: admitted', 'dashed: refused'] },
+    result,
+  );
 }
 
 function waitChart(result: SimulationResult): Chart {
-  const series = result.lanes.map((lane, i) => ({ name: lane.name, color: colorOf(i), lines: [{ kind: 'wait', values: lane.series.maxWaitMs }] }));
+  const series = result.lanes.map((lane, i) => ({
+    name: lane.name,
+    color: colorOf(i),
+    lines: [{ kind: 'wait', values: lane.series.maxWaitMs }],
+  }));
   return chart('wait', 'Queue delay: longest wait of the requests arriving', { yLabel: 'wait (ms)', series }, result);
 }
 
 function windowChart(result: SimulationResult): Chart {
-  const series = result.lanes.map((lane, i) => ({ name: lane.name, color: colorOf(i), limit: lane.promise.limit, lines: [{ kind: 'window', values: lane.series.windowPeak }] }));
+  const series = result.lanes.map((lane, i) => ({
+    name: lane.name,
+    color: colorOf(i),
+    limit: lane.promise.limit,
+    lines: [{ kind: 'window', values: lane.series.windowPeak }],
+  }));
   const notes = ['solid: peak in the window', 'dashed: the limit'];
-  return chart('window', 'Rolling-window count on the hottest key, against the limit', { yLabel: "admitted in the policy's window", series, notes }, result);
+  return chart(
+    'window',
+    'Rolling-window count on the hottest key, against the limit',
+    { yLabel: "admitted in the policy's window", series, notes },
+    result,
+  );
 }

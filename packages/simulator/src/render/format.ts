@@ -7,11 +7,27 @@ export function formatNumber(value: number, digits = 3): string {
 
 /** escapeXml returns `text` safe inside XML or HTML text and attribute values. */
 export function escapeXml(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
 }
 
 /** PALETTE holds the series colours, in the order lanes take them (colour-blind-friendly first). */
-export const PALETTE = ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#e69f00', '#56b4e9', '#7f3c8d', '#3b3b3b', '#a6761d', '#1b9e77'] as const;
+export const PALETTE = [
+  '#0072b2',
+  '#d55e00',
+  '#009e73',
+  '#cc79a7',
+  '#e69f00',
+  '#56b4e9',
+  '#7f3c8d',
+  '#3b3b3b',
+  '#a6761d',
+  '#1b9e77',
+] as const;
 
 /** colorOf returns the colour of the lane at `index`. */
 export function colorOf(index: number): string {

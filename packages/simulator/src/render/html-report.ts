@@ -75,7 +75,8 @@ function summaryTable(result: SimulationResult): string {
     const score = result.lanes[i]!.score;
     const tds = cells.map((cell, c) => {
       const bad = (c === 4 && score.overAdmitted > 0) || (c === 5 && (score.wronglyRefused ?? 0) > 0);
-      const content = c === 0 ? `<span class="swatch" style="background:${colorOf(i)}"></span>${escapeXml(cell)}` : escapeXml(cell);
+      const content =
+        c === 0 ? `<span class="swatch" style="background:${colorOf(i)}"></span>${escapeXml(cell)}` : escapeXml(cell);
       return `<td${bad ? ' class="bad"' : ''}>${content}</td>`;
     });
     return `<tr>${tds.join('')}</tr>`;

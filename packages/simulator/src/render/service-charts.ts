@@ -17,7 +17,12 @@ export function renderServiceCharts(result: ServiceSimulationResult): Chart[] {
   return [...(concurrency === undefined ? [] : [concurrency]), goodputChart(result), ...latencyCharts(result)];
 }
 
-function chart(id: string, title: string, options: Omit<LineChartOptions, 'id' | 'title' | 'stepMs'>, result: ServiceSimulationResult): Chart {
+function chart(
+  id: string,
+  title: string,
+  options: Omit<LineChartOptions, 'id' | 'title' | 'stepMs'>,
+  result: ServiceSimulationResult,
+): Chart {
   return { id, title, svg: renderLineChart({ id, title, stepMs: result.scenario.bucketMs, ...options }) };
 }
 
@@ -38,15 +43,29 @@ function concurrencyChart(result: ServiceSimulationResult): Chart | undefined {
   if (series.length === 0) return undefined;
   const reference = { label: 'service slots', values: result.capacity.slots };
   const notes = ['solid: the limit', 'dashed: calls in flight', 'means over each step'];
-  return chart('concurrency', "Concurrency limit and calls in flight, against the service's slots", { yLabel: 'calls', series, reference, notes }, result);
+  return chart(
+    'concurrency',
+    "Concurrency limit and calls in flight, against the service's slots",
+    { yLabel: 'calls', series, reference, notes },
+    result,
+  );
 }
 
 function goodputChart(result: ServiceSimulationResult): Chart {
   const perSecond = (values: Float64Array): Float64Array => values.map((v) => (v * 1000) / result.scenario.bucketMs);
-  const series = result.lanes.map((lane, i) => ({ name: lane.name, color: colorOf(i), lines: [{ kind: 'goodput', values: perSecond(lane.series.goodput) }] }));
+  const series = result.lanes.map((lane, i) => ({
+    name: lane.name,
+    color: colorOf(i),
+    lines: [{ kind: 'goodput', values: perSecond(lane.series.goodput) }],
+  }));
   const reference = { label: 'capacity', values: result.capacity.perSecond };
   const notes = ['answers within the timeout,', 'at the time of the answer'];
-  return chart('goodput', "Goodput per second, against the service's capacity", { yLabel: 'answers per second', series, reference, notes }, result);
+  return chart(
+    'goodput',
+    "Goodput per second, against the service's capacity",
+    { yLabel: 'answers per second', series, reference, notes },
+    result,
+  );
 }
 
 function latencyCharts(result: ServiceSimulationResult): Chart[] {
@@ -62,7 +81,10 @@ function latencyCharts(result: ServiceSimulationResult): Chart[] {
     }));
     const notes = ['solid: p50', 'dashed: p99', 'a timed-out call counts', 'as the timeout'];
     const id = tiers.length === 1 ? 'latency' : `latency-tier-${t}`;
-    const title = tiers.length === 1 ? 'Latency of the admitted calls' : `Latency of the admitted calls of tier ${t} (${tier.name})`;
+    const title =
+      tiers.length === 1
+        ? 'Latency of the admitted calls'
+        : `Latency of the admitted calls of tier ${t} (${tier.name})`;
     return chart(id, title, { yLabel: 'latency (ms)', series, notes }, result);
   });
 }

@@ -3,7 +3,15 @@ import type { Chart } from './charts.js';
 import { colorOf, escapeXml, formatNumber } from './format.js';
 import { chartFigures, htmlPage, scenarioSection } from './html-report.js';
 import { renderServiceCharts } from './service-charts.js';
-import { LANE_HEADERS, TIER_HEADERS, describeService, laneRows, phaseHeaders, phaseRows, tierRows } from './service-summary.js';
+import {
+  LANE_HEADERS,
+  TIER_HEADERS,
+  describeService,
+  laneRows,
+  phaseHeaders,
+  phaseRows,
+  tierRows,
+} from './service-summary.js';
 
 /**
  * renderServiceHtmlReport returns a self-contained HTML page for a service run: the lanes'
@@ -14,7 +22,10 @@ import { LANE_HEADERS, TIER_HEADERS, describeService, laneRows, phaseHeaders, ph
  * @example
  * writeFileSync('report.html', renderServiceHtmlReport(simulateService(scenario)));
  */
-export function renderServiceHtmlReport(result: ServiceSimulationResult, charts: readonly Chart[] = renderServiceCharts(result)): string {
+export function renderServiceHtmlReport(
+  result: ServiceSimulationResult,
+  charts: readonly Chart[] = renderServiceCharts(result),
+): string {
   const sc = result.scenario;
   const laneColors = result.lanes.map((_, i) => colorOf(i));
   return htmlPage('floodgate service simulation', [
@@ -36,7 +47,8 @@ function table(headers: readonly string[], rows: readonly string[][], swatches?:
   const head = `<tr>${headers.map((h) => `<th>${escapeXml(h)}</th>`).join('')}</tr>`;
   const body = rows.map((cells, r) => {
     const tds = cells.map((cell, c) => {
-      const swatch = c === 0 && swatches !== undefined ? `<span class="swatch" style="background:${swatches[r]}"></span>` : '';
+      const swatch =
+        c === 0 && swatches !== undefined ? `<span class="swatch" style="background:${swatches[r]}"></span>` : '';
       return `<td>${swatch}${escapeXml(cell)}</td>`;
     });
     return `<tr>${tds.join('')}</tr>`;

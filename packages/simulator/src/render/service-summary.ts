@@ -5,14 +5,32 @@ import { formatNumber } from './format.js';
 import { cleanForJson, textTable, trafficForJson } from './summary.js';
 
 /** LANE_HEADERS are the column titles of {@link laneRows}. */
-export const LANE_HEADERS = ['lane', 'sent', 'answered in time', 'shed', 'timed out', 'goodput ÷ capacity (overloaded)', 'wasted', 'peak backlog'] as const;
+export const LANE_HEADERS = [
+  'lane',
+  'sent',
+  'answered in time',
+  'shed',
+  'timed out',
+  'goodput ÷ capacity (overloaded)',
+  'wasted',
+  'peak backlog',
+] as const;
 
 /** laneRows returns one row of text cells per lane: its calls' outcomes, its goodput ratio, and the service's side. */
 export function laneRows(result: ServiceSimulationResult): string[][] {
   return result.lanes.map((lane) => {
     const t = lane.totals;
     const ratio = lane.goodputRatio === undefined ? 'n/a' : formatNumber(lane.goodputRatio);
-    return [lane.name, String(t.sent), String(t.answered), String(t.shed), String(t.timedOut), ratio, String(t.wasted), String(t.peakBacklog)];
+    return [
+      lane.name,
+      String(t.sent),
+      String(t.answered),
+      String(t.shed),
+      String(t.timedOut),
+      ratio,
+      String(t.wasted),
+      String(t.peakBacklog),
+    ];
   });
 }
 
@@ -35,14 +53,30 @@ export function phaseRows(result: ServiceSimulationResult): string[][] {
 }
 
 /** TIER_HEADERS are the column titles of {@link tierRows}. */
-export const TIER_HEADERS = ['tier', 'lane', 'requests', 'succeeded', 'shed', 'timed out', 'latency ms p50 / p99'] as const;
+export const TIER_HEADERS = [
+  'tier',
+  'lane',
+  'requests',
+  'succeeded',
+  'shed',
+  'timed out',
+  'latency ms p50 / p99',
+] as const;
 
 /** tierRows returns one row per tier and lane: its requests, how many succeeded, its attempts shed and timed out, and its admitted calls' latency. */
 export function tierRows(result: ServiceSimulationResult): string[][] {
   return result.scenario.service.tiers.flatMap((tier, t) =>
     result.lanes.map((lane) => {
       const x = lane.tiers[t]!;
-      return [tier.name, lane.name, String(x.requests), `${x.succeeded} (${percent(x.successRatio)})`, String(x.shed), String(x.timedOut), `${formatNumber(x.latencyMs.p50, 1)} / ${formatNumber(x.latencyMs.p99, 1)}`];
+      return [
+        tier.name,
+        lane.name,
+        String(x.requests),
+        `${x.succeeded} (${percent(x.successRatio)})`,
+        String(x.shed),
+        String(x.timedOut),
+        `${formatNumber(x.latencyMs.p50, 1)} / ${formatNumber(x.latencyMs.p99, 1)}`,
+      ];
     }),
   );
 }
@@ -53,12 +87,22 @@ function percent(ratio: number): string {
 
 /** describeService returns the service in one line: slots, service time, timeout, retries, tiers and capacity steps. */
 export function describeService(service: ServiceSpec): string {
-  const parts = [`${service.slots} slots, ${describeServiceTime(service.serviceMs)}`, `client timeout ${formatNumber(service.timeoutMs)} ms`];
+  const parts = [
+    `${service.slots} slots, ${describeServiceTime(service.serviceMs)}`,
+    `client timeout ${formatNumber(service.timeoutMs)} ms`,
+  ];
   const r = service.retries;
-  if (r !== undefined) parts.push(`up to ${r.max} retries after ${formatNumber(r.backoffMs)} ms × ${formatNumber(r.multiplier)}^k${r.jitterRatio > 0 ? `, less up to ${percent(r.jitterRatio)} jitter` : ''}`);
-  if (service.tiers.length > 1) parts.push(`tiers ${service.tiers.map((t) => `${t.name} ${percent(t.share)}`).join(', ')}`);
+  if (r !== undefined)
+    parts.push(
+      `up to ${r.max} retries after ${formatNumber(r.backoffMs)} ms × ${formatNumber(r.multiplier)}^k${r.jitterRatio > 0 ? `, less up to ${percent(r.jitterRatio)} jitter` : ''}`,
+    );
+  if (service.tiers.length > 1)
+    parts.push(`tiers ${service.tiers.map((t) => `${t.name} ${percent(t.share)}`).join(', ')}`);
   for (const step of service.capacity) {
-    const changes = [step.slots === undefined ? '' : `${step.slots} slots`, step.serviceMs === undefined ? '' : describeServiceTime(step.serviceMs)].filter((c) => c !== '');
+    const changes = [
+      step.slots === undefined ? '' : `${step.slots} slots`,
+      step.serviceMs === undefined ? '' : describeServiceTime(step.serviceMs),
+    ].filter((c) => c !== '');
     parts.push(`from ${formatNumber(step.atMs)} ms ${changes.join(', ')}`);
   }
   return parts.join('; ');
@@ -113,7 +157,12 @@ export function serviceSummaryJson(result: ServiceSimulationResult): unknown {
       description: lane.description,
       goodputRatio: lane.goodputRatio ?? 'n/a',
       totals: lane.totals,
-      phases: result.phases.map((p, i) => ({ fromMs: p.fromMs, toMs: p.toMs, goodputPerSecond: lane.phaseGoodputPerSecond[i], ofCapacity: lane.phaseGoodputPerSecond[i]! / p.capacityPerSecond })),
+      phases: result.phases.map((p, i) => ({
+        fromMs: p.fromMs,
+        toMs: p.toMs,
+        goodputPerSecond: lane.phaseGoodputPerSecond[i],
+        ofCapacity: lane.phaseGoodputPerSecond[i]! / p.capacityPerSecond,
+      })),
       tiers: lane.tiers,
     })),
   });

@@ -20,7 +20,15 @@ export function summaryRows(result: SimulationResult): string[][] {
 }
 
 /** SUMMARY_HEADERS are the column titles of {@link summaryRows}. */
-export const SUMMARY_HEADERS = ['lane', 'admitted', 'refused', 'max in window / promised', 'over-admitted', 'wrongly refused', 'wait ms p50 / p90 / p99 / max'] as const;
+export const SUMMARY_HEADERS = [
+  'lane',
+  'admitted',
+  'refused',
+  'max in window / promised',
+  'over-admitted',
+  'wrongly refused',
+  'wait ms p50 / p90 / p99 / max',
+] as const;
 
 /**
  * renderTextSummary returns a plain-text table of every lane's score, with the scenario's
@@ -36,7 +44,10 @@ export function renderTextSummary(result: SimulationResult): string {
     '',
     ...textTable([[...SUMMARY_HEADERS], ...summaryRows(result)]),
     '',
-    ...result.lanes.map((lane) => `${lane.name}: ${lane.description}; window ${formatNumber(lane.promise.windowMs)} ms; hottest key ${JSON.stringify(lane.score.hottestKey)}`),
+    ...result.lanes.map(
+      (lane) =>
+        `${lane.name}: ${lane.description}; window ${formatNumber(lane.promise.windowMs)} ms; hottest key ${JSON.stringify(lane.score.hottestKey)}`,
+    ),
   ];
   return out.join('\n') + '\n';
 }
@@ -44,7 +55,12 @@ export function renderTextSummary(result: SimulationResult): string {
 /** textTable returns `rows` (the first the headers) as aligned lines: the first column to the left, the others to the right. */
 export function textTable(rows: readonly (readonly string[])[]): string[] {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  return rows.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ').trimEnd());
+  return rows.map((r) =>
+    r
+      .map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 /**
@@ -61,13 +77,20 @@ export function summaryJson(result: SimulationResult): unknown {
     scenario,
     requests: result.arrivals.length,
     keys: result.arrivals.keys.length,
-    lanes: result.lanes.map((lane) => ({ name: lane.name, description: lane.description, promise: lane.promise, score: lane.score })),
+    lanes: result.lanes.map((lane) => ({
+      name: lane.name,
+      description: lane.description,
+      promise: lane.promise,
+      score: lane.score,
+    })),
   });
 }
 
 /** trafficForJson returns the traffic sources with each trace's rows counted, not copied. */
 export function trafficForJson(traffic: readonly TrafficSpec[]): unknown[] {
-  return traffic.map((t) => (t.type === 'trace' ? { type: 'trace', file: t.file, format: t.format, rows: t.rows.length } : t));
+  return traffic.map((t) =>
+    t.type === 'trace' ? { type: 'trace', file: t.file, format: t.format, rows: t.rows.length } : t,
+  );
 }
 
 /** renderJsonSummary returns {@link summaryJson} as indented JSON text ending in a newline. */

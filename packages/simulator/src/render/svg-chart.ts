@@ -71,7 +71,9 @@ export function renderLineChart(options: LineChartOptions): string {
     yAxis(yTicks, y, options.yLabel),
   ];
   if (options.reference !== undefined) {
-    parts.push(`<g class="reference" data-name="${escapeXml(options.reference.label)}"><path class="line" d="${pathOf(options.reference.values, pointX, y)}" fill="none" stroke="#b0b0b0" stroke-width="1.5"/></g>`);
+    parts.push(
+      `<g class="reference" data-name="${escapeXml(options.reference.label)}"><path class="line" d="${pathOf(options.reference.values, pointX, y)}" fill="none" stroke="#b0b0b0" stroke-width="1.5"/></g>`,
+    );
   }
   for (const series of options.series) parts.push(seriesGroup(series, pointX, y));
   parts.push(legend(options), '</svg>');
@@ -108,13 +110,16 @@ function coord(value: number): string {
 }
 
 function grid(ticks: number[], y: (v: number) => number): string {
-  const lines = ticks.map((t) => `<line x1="${PLOT.left}" x2="${PLOT.right}" y1="${coord(y(t))}" y2="${coord(y(t))}" stroke="#ececec"/>`);
+  const lines = ticks.map(
+    (t) => `<line x1="${PLOT.left}" x2="${PLOT.right}" y1="${coord(y(t))}" y2="${coord(y(t))}" stroke="#ececec"/>`,
+  );
   return `<g class="grid">${lines.join('')}</g>`;
 }
 
 function xAxis(ticks: number[], x: (s: number) => number): string {
   const marks = ticks.map(
-    (t) => `<g class="tick"><line x1="${coord(x(t))}" x2="${coord(x(t))}" y1="${PLOT.bottom}" y2="${PLOT.bottom + 6}" stroke="#333"/><text x="${coord(x(t))}" y="${PLOT.bottom + 20}" text-anchor="middle" fill="#333">${formatNumber(t)}</text></g>`,
+    (t) =>
+      `<g class="tick"><line x1="${coord(x(t))}" x2="${coord(x(t))}" y1="${PLOT.bottom}" y2="${PLOT.bottom + 6}" stroke="#333"/><text x="${coord(x(t))}" y="${PLOT.bottom + 20}" text-anchor="middle" fill="#333">${formatNumber(t)}</text></g>`,
   );
   return [
     `<g class="axis x-axis">`,
@@ -127,7 +132,8 @@ function xAxis(ticks: number[], x: (s: number) => number): string {
 
 function yAxis(ticks: number[], y: (v: number) => number, label: string): string {
   const marks = ticks.map(
-    (t) => `<g class="tick"><line x1="${PLOT.left - 6}" x2="${PLOT.left}" y1="${coord(y(t))}" y2="${coord(y(t))}" stroke="#333"/><text x="${PLOT.left - 9}" y="${coord(y(t) + 4)}" text-anchor="end" fill="#333">${formatNumber(t)}</text></g>`,
+    (t) =>
+      `<g class="tick"><line x1="${PLOT.left - 6}" x2="${PLOT.left}" y1="${coord(y(t))}" y2="${coord(y(t))}" stroke="#333"/><text x="${PLOT.left - 9}" y="${coord(y(t) + 4)}" text-anchor="end" fill="#333">${formatNumber(t)}</text></g>`,
   );
   const middle = (PLOT.top + PLOT.bottom) / 2;
   return [
@@ -142,11 +148,14 @@ function yAxis(ticks: number[], y: (v: number) => number, label: string): string
 function seriesGroup(series: ChartSeries, x: (i: number) => number, y: (v: number) => number): string {
   const name = escapeXml(series.name);
   const lines = series.lines.map(
-    (l) => `<path class="line ${l.kind}" d="${pathOf(l.values, x, y)}" fill="none" stroke="${series.color}" stroke-width="2"${l.dash === undefined ? '' : ` stroke-dasharray="${l.dash}"`} stroke-linejoin="round"/>`,
+    (l) =>
+      `<path class="line ${l.kind}" d="${pathOf(l.values, x, y)}" fill="none" stroke="${series.color}" stroke-width="2"${l.dash === undefined ? '' : ` stroke-dasharray="${l.dash}"`} stroke-linejoin="round"/>`,
   );
   if (series.limit !== undefined) {
     const ly = coord(y(series.limit));
-    lines.push(`<line class="limit" x1="${PLOT.left}" x2="${PLOT.right}" y1="${ly}" y2="${ly}" stroke="${series.color}" stroke-width="1.5" stroke-dasharray="8 4" opacity="0.8"/>`);
+    lines.push(
+      `<line class="limit" x1="${PLOT.left}" x2="${PLOT.right}" y1="${ly}" y2="${ly}" stroke="${series.color}" stroke-width="1.5" stroke-dasharray="8 4" opacity="0.8"/>`,
+    );
   }
   return `<g class="series" data-name="${name}">\n${lines.join('\n')}\n</g>`;
 }
@@ -159,11 +168,15 @@ function legend(options: LineChartOptions): string {
   );
   let row = options.series.length;
   if (options.reference !== undefined) {
-    items.push(`<g class="legend-item reference"><rect x="${left}" y="${PLOT.top + row * 20 + 6}" width="14" height="3" fill="#b0b0b0"/><text x="${left + 20}" y="${PLOT.top + row * 20 + 11}" fill="#555">${escapeXml(options.reference.label)}</text></g>`);
+    items.push(
+      `<g class="legend-item reference"><rect x="${left}" y="${PLOT.top + row * 20 + 6}" width="14" height="3" fill="#b0b0b0"/><text x="${left + 20}" y="${PLOT.top + row * 20 + 11}" fill="#555">${escapeXml(options.reference.label)}</text></g>`,
+    );
     row++;
   }
   for (const note of options.notes ?? []) {
-    items.push(`<text class="legend-note" x="${left}" y="${PLOT.top + row * 20 + 11}" fill="#555">${escapeXml(note)}</text>`);
+    items.push(
+      `<text class="legend-note" x="${left}" y="${PLOT.top + row * 20 + 11}" fill="#555">${escapeXml(note)}</text>`,
+    );
     row++;
   }
   return `<g class="legend">\n${items.join('\n')}\n</g>`;

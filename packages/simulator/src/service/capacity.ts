@@ -15,7 +15,11 @@ export function capacityTimeline(service: ServiceSpec): CapacityPeriod[] {
   const periods: CapacityPeriod[] = [{ fromMs: 0, slots: service.slots, meanMs: service.serviceMs.meanMs }];
   for (const step of service.capacity) {
     const last = periods[periods.length - 1]!;
-    const period = { fromMs: step.atMs, slots: step.slots ?? last.slots, meanMs: step.serviceMs?.meanMs ?? last.meanMs };
+    const period = {
+      fromMs: step.atMs,
+      slots: step.slots ?? last.slots,
+      meanMs: step.serviceMs?.meanMs ?? last.meanMs,
+    };
     if (step.atMs === last.fromMs) periods[periods.length - 1] = period;
     else periods.push(period);
   }
@@ -31,7 +35,12 @@ export function perSecondOf(period: CapacityPeriod): number {
  * meanOver returns the time-weighted mean of `value` of the periods over [fromMs, toMs) (the
  * value at `fromMs` when the span is empty).
  */
-export function meanOver(timeline: readonly CapacityPeriod[], fromMs: number, toMs: number, value: (p: CapacityPeriod) => number): number {
+export function meanOver(
+  timeline: readonly CapacityPeriod[],
+  fromMs: number,
+  toMs: number,
+  value: (p: CapacityPeriod) => number,
+): number {
   let total = 0;
   let at = fromMs;
   for (let i = 0; i < timeline.length; i++) {
@@ -61,7 +70,12 @@ export interface ServicePhase {
  * source (constant, Poisson, ramp, on-off): stretches over which offered load and capacity can be
  * compared.
  */
-export function phasesOf(traffic: readonly TrafficSpec[], timeline: readonly CapacityPeriod[], arrivals: Arrivals, durationMs: number): ServicePhase[] {
+export function phasesOf(
+  traffic: readonly TrafficSpec[],
+  timeline: readonly CapacityPeriod[],
+  arrivals: Arrivals,
+  durationMs: number,
+): ServicePhase[] {
   const cuts = new Set<number>([0, durationMs]);
   for (const period of timeline) cuts.add(period.fromMs);
   for (const spec of traffic) {

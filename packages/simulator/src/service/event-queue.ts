@@ -62,7 +62,7 @@ export class EventQueue {
 
   private siftDown(): void {
     const h = this.heap;
-    for (let i = 0; ; ) {
+    for (let i = 0; ;) {
       const left = 2 * i + 1;
       let least = i;
       if (left < h.length && before(h[left]!, h[least]!)) least = left;

@@ -66,7 +66,14 @@ export class LaneMeter {
     private readonly cut: MeterCut,
   ) {
     const zeros = (): Float64Array => new Float64Array(cut.steps);
-    this.counts = Array.from({ length: tiers }, () => ({ sent: zeros(), answered: zeros(), shed: zeros(), timedOut: zeros(), requests: zeros(), succeeded: zeros() }));
+    this.counts = Array.from({ length: tiers }, () => ({
+      sent: zeros(),
+      answered: zeros(),
+      shed: zeros(),
+      timedOut: zeros(),
+      requests: zeros(),
+      succeeded: zeros(),
+    }));
     this.latencies = Array.from({ length: tiers }, () => Array.from({ length: cut.steps }, () => []));
     this.sums = { limit: zeros(), inFlight: zeros(), backlog: zeros() };
     this.goodput = zeros();

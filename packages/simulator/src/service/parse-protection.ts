@@ -18,7 +18,8 @@ export function parseProtections(list: unknown[], path: string, tierCount: numbe
   const lanes = list.map((value, i) => parseLane(value, `${path}[${i}]`, tierCount));
   const names = new Set<string>();
   for (const [i, lane] of lanes.entries()) {
-    if (names.has(lane.name)) throw invalid(`${path}[${i}].name`, `repeats the name ${JSON.stringify(lane.name)}; give each lane its own name`);
+    if (names.has(lane.name))
+      throw invalid(`${path}[${i}].name`, `repeats the name ${JSON.stringify(lane.name)}; give each lane its own name`);
     names.add(lane.name);
   }
   return lanes;
@@ -26,7 +27,8 @@ export function parseProtections(list: unknown[], path: string, tierCount: numbe
 
 function parseLane(value: unknown, path: string, tierCount: number): ProtectionLaneSpec {
   if (value === 'none') return { name: 'none', protection: { type: 'none' }, tiers: undefined };
-  if (typeof value === 'string') throw invalid(path, `must be 'none' or an object with one of none, concurrency, adaptive, got ${describe(value)}`);
+  if (typeof value === 'string')
+    throw invalid(path, `must be 'none' or an object with one of none, concurrency, adaptive, got ${describe(value)}`);
   const f = new Fields(value, path);
   const given = KINDS.filter((kind) => f.has(kind));
   if (given.length === 0) {
@@ -34,7 +36,11 @@ function parseLane(value: unknown, path: string, tierCount: number): ProtectionL
     for (const known of ['name', 'tiers']) f.raw(known);
     f.done();
   }
-  if (given.length !== 1) throw invalid(path, `must hold exactly one of none, concurrency, adaptive, got ${given.length === 0 ? 'none of them' : given.join(' and ')}`);
+  if (given.length !== 1)
+    throw invalid(
+      path,
+      `must hold exactly one of none, concurrency, adaptive, got ${given.length === 0 ? 'none of them' : given.join(' and ')}`,
+    );
   const protection = parseProtection(f, given[0]!);
   const tiers = f.has('tiers') ? parseTiers(f, protection, tierCount) : (f.raw('tiers') as undefined);
   const name = f.string('name', defaultName(protection, tiers !== undefined));
@@ -83,13 +89,18 @@ function parseAdaptive(value: unknown, path: string): AdaptiveSpec {
 
 function parseTiers(f: Fields, protection: Protection, tierCount: number): { reserveRatio: number | undefined } {
   const where = f.at('tiers');
-  if (protection.type === 'none') throw invalid(where, 'does not apply to a lane without protection: nothing there tells tiers apart');
+  if (protection.type === 'none')
+    throw invalid(where, 'does not apply to a lane without protection: nothing there tells tiers apart');
   if (tierCount < 2) throw invalid(where, 'needs service.tiers to list at least 2 tiers of the traffic');
   const raw = f.raw('tiers');
   if (raw === true) return { reserveRatio: undefined };
   const t = new Fields(raw, where);
   const reserveRatio = t.number('reserveRatio', { min: 0 });
-  if (reserveRatio * (tierCount - 1) >= 1) throw invalid(t.at('reserveRatio'), `times the tiers below the top (${tierCount - 1}) must stay below 1, got ${reserveRatio}`);
+  if (reserveRatio * (tierCount - 1) >= 1)
+    throw invalid(
+      t.at('reserveRatio'),
+      `times the tiers below the top (${tierCount - 1}) must stay below 1, got ${reserveRatio}`,
+    );
   t.done();
   return { reserveRatio };
 }
@@ -103,12 +114,20 @@ function defaultName(protection: Protection, tiered: boolean): string {
  * buildLimiter returns the library's `ConcurrencyLimiter` for a protected lane on `clock` (never
  * waiting: `maxQueue` 0), or undefined for `none`.
  */
-export function buildLimiter(lane: ProtectionLaneSpec, tierCount: number, clock: ManualClock): ConcurrencyLimiter | undefined {
+export function buildLimiter(
+  lane: ProtectionLaneSpec,
+  tierCount: number,
+  clock: ManualClock,
+): ConcurrencyLimiter | undefined {
   const p = lane.protection;
   if (p.type === 'none') return undefined;
   const reserve = lane.tiers?.reserveRatio === undefined ? {} : { reserveRatio: lane.tiers.reserveRatio };
   const tiers = lane.tiers === undefined ? {} : { tiers: tierCount, ...reserve };
-  return new ConcurrencyLimiter({ ...(p.type === 'concurrency' ? { limit: p.limit } : { adaptive: p.options }), ...tiers, clock });
+  return new ConcurrencyLimiter({
+    ...(p.type === 'concurrency' ? { limit: p.limit } : { adaptive: p.options }),
+    ...tiers,
+    clock,
+  });
 }
 
 /** Builds the lane's limiter once, so that the library's own checks (minLimit ≤ maxLimit, ...) name the scenario field. */
@@ -118,7 +137,13 @@ function checkWithLibrary(lane: ProtectionLaneSpec, path: string, tierCount: num
   } catch (error) {
     if (!(error instanceof FloodgateError) || error.code !== 'INVALID_OPTION') throw error;
     const option = error.option ?? '';
-    const field = option.startsWith('adaptive.') ? `${path}.${option}` : option.endsWith('reserveRatio') ? `${path}.tiers.reserveRatio` : option.endsWith('limit') ? `${path}.concurrency.limit` : path;
+    const field = option.startsWith('adaptive.')
+      ? `${path}.${option}`
+      : option.endsWith('reserveRatio')
+        ? `${path}.tiers.reserveRatio`
+        : option.endsWith('limit')
+          ? `${path}.concurrency.limit`
+          : path;
     throw new SimulatorError('INVALID_SCENARIO', `scenario field ${field}: ${error.message}`, field, { cause: error });
   }
 }

@@ -26,7 +26,11 @@ export const MAX_LOGNORMAL_P99_RATIO = 14.9;
  */
 export function parseServiceScenario(value: unknown): ServiceScenario {
   const f = new Fields(value, '');
-  if (f.has('policies')) throw invalid('policies', 'does not apply to a service scenario, which compares protections (none, concurrency, adaptive); rate-limit policies go in a scenario without a service');
+  if (f.has('policies'))
+    throw invalid(
+      'policies',
+      'does not apply to a service scenario, which compares protections (none, concurrency, adaptive); rate-limit policies go in a scenario without a service',
+    );
   const common = parseCommon(f);
   checkOneCallEach(common.traffic);
   const service = parseService(f.raw('service'), 'service', common.durationMs);
@@ -41,7 +45,11 @@ function parseService(value: unknown, path: string, durationMs: number): Service
   const serviceMs = parseServiceTime(f.raw('serviceMs'), f.at('serviceMs'));
   const capacity = f.array('capacity').map((step, i) => parseStep(step, `${f.at('capacity')}[${i}]`, durationMs));
   for (let i = 1; i < capacity.length; i++) {
-    if (capacity[i]!.atMs <= capacity[i - 1]!.atMs) throw invalid(`${f.at('capacity')}[${i}].atMs`, `must be after the step before (${capacity[i - 1]!.atMs}), got ${capacity[i]!.atMs}`);
+    if (capacity[i]!.atMs <= capacity[i - 1]!.atMs)
+      throw invalid(
+        `${f.at('capacity')}[${i}].atMs`,
+        `must be after the step before (${capacity[i - 1]!.atMs}), got ${capacity[i]!.atMs}`,
+      );
   }
   const timeoutMs = f.number('timeoutMs', POSITIVE, 1000);
   const retries = f.has('retries') ? parseRetries(f.raw('retries'), f.at('retries')) : (f.raw('retries') as undefined);
@@ -53,10 +61,15 @@ function parseService(value: unknown, path: string, durationMs: number): Service
 /** A number is a constant service time; an object names its distribution. */
 export function parseServiceTime(value: unknown, path: string): ServiceTimeSpec {
   if (typeof value === 'number') {
-    if (!(value > 0) || !Number.isFinite(value)) throw invalid(path, `must be a positive number of ms or { distribution, meanMs, p99Ms? }, got ${value}`);
+    if (!(value > 0) || !Number.isFinite(value))
+      throw invalid(path, `must be a positive number of ms or { distribution, meanMs, p99Ms? }, got ${value}`);
     return { distribution: 'constant', meanMs: value };
   }
-  if (value === undefined) throw invalid(path, 'is required: a number of ms, or { distribution: constant | exponential | lognormal, meanMs, p99Ms? }');
+  if (value === undefined)
+    throw invalid(
+      path,
+      'is required: a number of ms, or { distribution: constant | exponential | lognormal, meanMs, p99Ms? }',
+    );
   const f = new Fields(value, path);
   const distribution = f.choice('distribution', ['constant', 'exponential', 'lognormal'] as const);
   const meanMs = f.number('meanMs', POSITIVE);
@@ -64,10 +77,18 @@ export function parseServiceTime(value: unknown, path: string): ServiceTimeSpec 
   if (distribution === 'lognormal') {
     const p99Ms = f.number('p99Ms', POSITIVE);
     if (p99Ms <= meanMs) throw invalid(f.at('p99Ms'), `must be above meanMs (${meanMs}) for a lognormal, got ${p99Ms}`);
-    if (p99Ms > MAX_LOGNORMAL_P99_RATIO * meanMs) throw invalid(f.at('p99Ms'), `must be at most ${MAX_LOGNORMAL_P99_RATIO} × meanMs (${MAX_LOGNORMAL_P99_RATIO * meanMs}) for a lognormal, got ${p99Ms}`);
+    if (p99Ms > MAX_LOGNORMAL_P99_RATIO * meanMs)
+      throw invalid(
+        f.at('p99Ms'),
+        `must be at most ${MAX_LOGNORMAL_P99_RATIO} × meanMs (${MAX_LOGNORMAL_P99_RATIO * meanMs}) for a lognormal, got ${p99Ms}`,
+      );
     spec = { distribution, meanMs, p99Ms };
   } else {
-    if (f.has('p99Ms')) throw invalid(f.at('p99Ms'), `applies only to distribution 'lognormal' (the ${distribution} one is set by meanMs alone)`);
+    if (f.has('p99Ms'))
+      throw invalid(
+        f.at('p99Ms'),
+        `applies only to distribution 'lognormal' (the ${distribution} one is set by meanMs alone)`,
+      );
     spec = { distribution, meanMs };
   }
   f.done();
@@ -79,7 +100,9 @@ function parseStep(value: unknown, path: string, durationMs: number): CapacitySt
   const atMs = f.number('atMs', { min: 0 });
   if (atMs >= durationMs) throw invalid(f.at('atMs'), `must be before durationMs (${durationMs}), got ${atMs}`);
   const slots = f.optionalNumber('slots', SLOTS);
-  const serviceMs = f.has('serviceMs') ? parseServiceTime(f.raw('serviceMs'), f.at('serviceMs')) : (f.raw('serviceMs') as undefined);
+  const serviceMs = f.has('serviceMs')
+    ? parseServiceTime(f.raw('serviceMs'), f.at('serviceMs'))
+    : (f.raw('serviceMs') as undefined);
   f.done();
   if (slots === undefined && serviceMs === undefined) throw invalid(path, 'must change slots, serviceMs or both');
   return { atMs, slots, serviceMs };
@@ -109,7 +132,8 @@ function parseTiers(list: unknown[], path: string): TierSpec[] {
   if (Math.abs(total - 1) > 1e-9) throw invalid(path, `shares must add up to 1, got ${Number(total.toFixed(9))}`);
   const names = new Set<string>();
   for (const [i, tier] of tiers.entries()) {
-    if (names.has(tier.name)) throw invalid(`${path}[${i}].name`, `repeats the name ${JSON.stringify(tier.name)}; tier names must be unique`);
+    if (names.has(tier.name))
+      throw invalid(`${path}[${i}].name`, `repeats the name ${JSON.stringify(tier.name)}; tier names must be unique`);
     names.add(tier.name);
   }
   return tiers;
@@ -120,10 +144,16 @@ function checkOneCallEach(traffic: readonly TrafficSpec[]): void {
   for (const [i, spec] of traffic.entries()) {
     if (spec.type === 'trace') {
       const j = spec.rows.findIndex((row) => row.cost !== undefined && row.cost !== 1);
-      if (j >= 0) throw invalid(`traffic[${i}].rows[${j}].cost`, 'must be 1 (or absent) in a service scenario: each arrival is one call');
+      if (j >= 0)
+        throw invalid(
+          `traffic[${i}].rows[${j}].cost`,
+          'must be 1 (or absent) in a service scenario: each arrival is one call',
+        );
       continue;
     }
-    if (spec.cost !== 1) throw invalid(`traffic[${i}].cost`, 'must be 1 (or absent) in a service scenario: each arrival is one call');
-    if (spec.keys !== undefined) throw invalid(`traffic[${i}].keys`, 'does not apply to a service scenario: its calls have no keys');
+    if (spec.cost !== 1)
+      throw invalid(`traffic[${i}].cost`, 'must be 1 (or absent) in a service scenario: each arrival is one call');
+    if (spec.keys !== undefined)
+      throw invalid(`traffic[${i}].keys`, 'does not apply to a service scenario: its calls have no keys');
   }
 }

@@ -148,7 +148,8 @@ class LaneRun {
   private retryLater(request: number, attempt: number, nowMs: number): void {
     const { retries } = this.input.scenario.service;
     if (retries === undefined || attempt >= retries.max) return;
-    const jitter = retries.jitterRatio * uniformAt(this.input.scenario.seed, STREAM.jitter, request * ATTEMPT_BLOCK + attempt);
+    const jitter =
+      retries.jitterRatio * uniformAt(this.input.scenario.seed, STREAM.jitter, request * ATTEMPT_BLOCK + attempt);
     const atMs = nowMs + retries.backoffMs * retries.multiplier ** attempt * (1 - jitter);
     if (atMs >= this.input.scenario.durationMs) return;
     this.retriesPending++;

@@ -30,7 +30,16 @@ export interface ServiceLaneResult {
   readonly description: string;
   readonly tiers: readonly TierTotals[];
   /** Sums over the tiers, and the service's side: answers nobody waited for, and its largest backlog. */
-  readonly totals: { readonly requests: number; readonly succeeded: number; readonly sent: number; readonly answered: number; readonly shed: number; readonly timedOut: number; readonly wasted: number; readonly peakBacklog: number };
+  readonly totals: {
+    readonly requests: number;
+    readonly succeeded: number;
+    readonly sent: number;
+    readonly answered: number;
+    readonly shed: number;
+    readonly timedOut: number;
+    readonly wasted: number;
+    readonly peakBacklog: number;
+  };
   /** Goodput ÷ capacity over the phases in which the offered load reached capacity; undefined when none did. */
   readonly goodputRatio: number | undefined;
   /** Goodput per second of each phase, by the time of the answer (parallel to the result's phases). */
@@ -40,7 +49,13 @@ export interface ServiceLaneResult {
    * (answers within the timeout, by the time of the answer), and its shed and timed-out calls (by
    * the time each was sent).
    */
-  readonly series: { readonly tiers: readonly TierSeries[]; readonly levels: LevelSeries; readonly goodput: Float64Array; readonly shed: Float64Array; readonly timedOut: Float64Array };
+  readonly series: {
+    readonly tiers: readonly TierSeries[];
+    readonly levels: LevelSeries;
+    readonly goodput: Float64Array;
+    readonly shed: Float64Array;
+    readonly timedOut: Float64Array;
+  };
 }
 
 /** ServiceSimulationResult is a whole service run: the scenario as checked, its traffic, the service's capacity and every lane. */
@@ -82,7 +97,12 @@ export function simulateService(scenario: ServiceScenario | unknown): ServiceSim
   const timeline = capacityTimeline(checked.service);
   const phases = phasesOf(checked.traffic, timeline, arrivals, checked.durationMs);
   const steps = Math.max(1, Math.ceil(checked.durationMs / checked.bucketMs));
-  const cut = { bucketMs: checked.bucketMs, steps, phaseStartsMs: phases.map((p) => p.fromMs), endMs: checked.durationMs };
+  const cut = {
+    bucketMs: checked.bucketMs,
+    steps,
+    phaseStartsMs: phases.map((p) => p.fromMs),
+    endMs: checked.durationMs,
+  };
   const lanes = checked.protections.map((lane) => {
     const run = runProtectionLane({ scenario: checked, arrivals, tierOf, lane, cut });
     const tiers = run.meter.tiers();
@@ -94,7 +114,13 @@ export function simulateService(scenario: ServiceScenario | unknown): ServiceSim
       totals: { ...sumTiers(tiers), wasted: run.wasted, peakBacklog: run.peakBacklog },
       goodputRatio: goodputRatio(phases, phaseGoodputPerSecond),
       phaseGoodputPerSecond,
-      series: { tiers, levels: run.meter.levels(), goodput: run.meter.goodput, shed: sumOf(tiers, 'shed'), timedOut: sumOf(tiers, 'timedOut') },
+      series: {
+        tiers,
+        levels: run.meter.levels(),
+        goodput: run.meter.goodput,
+        shed: sumOf(tiers, 'shed'),
+        timedOut: sumOf(tiers, 'timedOut'),
+      },
     };
   });
   const stepSpan = (s: number): [number, number] => [s * checked.bucketMs, (s + 1) * checked.bucketMs];
@@ -103,7 +129,8 @@ export function simulateService(scenario: ServiceScenario | unknown): ServiceSim
     perSecond: Float64Array.from({ length: steps }, (_, s) => meanOver(timeline, ...stepSpan(s), perSecondOf)),
   };
   const offered = new Float64Array(steps);
-  for (let i = 0; i < arrivals.length; i++) offered[Math.min(steps - 1, Math.floor(arrivals.atMs[i]! / checked.bucketMs))]!++;
+  for (let i = 0; i < arrivals.length; i++)
+    offered[Math.min(steps - 1, Math.floor(arrivals.atMs[i]! / checked.bucketMs))]!++;
   return { scenario: checked, arrivals, tierOf, steps, offered, capacity, phases, lanes };
 }
 
@@ -143,9 +170,24 @@ function tierTotals(tier: TierSpec, series: TierSeries, latencies: number[]): Ti
   };
 }
 
-function sumTiers(tiers: readonly TierSeries[]): { requests: number; succeeded: number; sent: number; answered: number; shed: number; timedOut: number } {
-  const sum = (kind: 'requests' | 'succeeded' | 'sent' | 'answered' | 'shed' | 'timedOut'): number => tiers.reduce((n, t) => n + total(t[kind]), 0);
-  return { requests: sum('requests'), succeeded: sum('succeeded'), sent: sum('sent'), answered: sum('answered'), shed: sum('shed'), timedOut: sum('timedOut') };
+function sumTiers(tiers: readonly TierSeries[]): {
+  requests: number;
+  succeeded: number;
+  sent: number;
+  answered: number;
+  shed: number;
+  timedOut: number;
+} {
+  const sum = (kind: 'requests' | 'succeeded' | 'sent' | 'answered' | 'shed' | 'timedOut'): number =>
+    tiers.reduce((n, t) => n + total(t[kind]), 0);
+  return {
+    requests: sum('requests'),
+    succeeded: sum('succeeded'),
+    sent: sum('sent'),
+    answered: sum('answered'),
+    shed: sum('shed'),
+    timedOut: sum('timedOut'),
+  };
 }
 
 function sumOf(tiers: readonly TierSeries[], kind: 'shed' | 'timedOut'): Float64Array {
@@ -175,7 +217,13 @@ export function describeProtection(lane: ProtectionLaneSpec): string {
       ? 'no protection: every call goes to the service'
       : p.type === 'concurrency'
         ? `fixed concurrency limit ${p.limit}`
-        : `adaptive concurrency limit (${Object.keys(p.options).length === 0 ? "the library's defaults" : Object.entries(p.options).map(([k, v]) => `${k} ${v}`).join(', ')})`;
+        : `adaptive concurrency limit (${
+            Object.keys(p.options).length === 0
+              ? "the library's defaults"
+              : Object.entries(p.options)
+                  .map(([k, v]) => `${k} ${v}`)
+                  .join(', ')
+          })`;
   if (lane.tiers === undefined) return base;
   const reserve = lane.tiers.reserveRatio === undefined ? "the library's default share" : `${lane.tiers.reserveRatio}`;
   return `${base}; tiers by priority, each tier below the top held back ${reserve} of the limit more`;

@@ -133,22 +133,41 @@ export class AdaptiveLimit {
   /** Creates an estimator at `initialLimit`, with no baseline yet. */
   constructor(options: AdaptiveLimitOptions = {}) {
     if (typeof options !== 'object' || options === null) {
-      throw new FloodgateError('INVALID_OPTION', `AdaptiveLimit options must be an object, got ${describeValue(options)}`, 'AdaptiveLimit');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `AdaptiveLimit options must be an object, got ${describeValue(options)}`,
+        'AdaptiveLimit',
+      );
     }
     this.minLimit = positiveInteger(options.minLimit ?? 2, 'adaptive.minLimit');
     this.maxLimit = positiveInteger(options.maxLimit ?? 1000, 'adaptive.maxLimit');
     if (this.minLimit > this.maxLimit) {
-      throw new FloodgateError('INVALID_OPTION', `adaptive.minLimit (${this.minLimit}) must not be above adaptive.maxLimit (${this.maxLimit})`, 'adaptive.minLimit');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `adaptive.minLimit (${this.minLimit}) must not be above adaptive.maxLimit (${this.maxLimit})`,
+        'adaptive.minLimit',
+      );
     }
-    const initial = positiveInteger(options.initialLimit ?? Math.min(Math.max(20, this.minLimit), this.maxLimit), 'adaptive.initialLimit');
+    const initial = positiveInteger(
+      options.initialLimit ?? Math.min(Math.max(20, this.minLimit), this.maxLimit),
+      'adaptive.initialLimit',
+    );
     if (initial < this.minLimit || initial > this.maxLimit) {
-      throw new FloodgateError('INVALID_OPTION', `adaptive.initialLimit (${initial}) must lie between minLimit (${this.minLimit}) and maxLimit (${this.maxLimit})`, 'adaptive.initialLimit');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `adaptive.initialLimit (${initial}) must lie between minLimit (${this.minLimit}) and maxLimit (${this.maxLimit})`,
+        'adaptive.initialLimit',
+      );
     }
     this.windowMs = positiveNumber(options.windowMs ?? 100, 'adaptive.windowMs');
     this.minSamples = positiveInteger(options.minSamples ?? 10, 'adaptive.minSamples');
     const maxSamples = positiveInteger(options.maxSamples ?? 250, 'adaptive.maxSamples');
     if (maxSamples < this.minSamples) {
-      throw new FloodgateError('INVALID_OPTION', `adaptive.maxSamples (${maxSamples}) must be at least minSamples (${this.minSamples})`, 'adaptive.maxSamples');
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `adaptive.maxSamples (${maxSamples}) must be at least minSamples (${this.minSamples})`,
+        'adaptive.maxSamples',
+      );
     }
     this.queueTarget = checkQueueTarget(options.queueTarget);
     this.smoothing = fraction(options.smoothing ?? 0.5, 'adaptive.smoothing', true);
@@ -211,7 +230,15 @@ export class AdaptiveLimit {
    * time before the call's start (a clock set back) is taken as a zero latency of no weight: the
    * sample is ignored.
    */
-  record(nowMs: number, call: { readonly startMs: number; readonly inFlight: number; readonly outcome: CallOutcome; readonly inFlightAfter?: number }): boolean {
+  record(
+    nowMs: number,
+    call: {
+      readonly startMs: number;
+      readonly inFlight: number;
+      readonly outcome: CallOutcome;
+      readonly inFlightAfter?: number;
+    },
+  ): boolean {
     if (this.cohort !== undefined) return this.recordProbe(nowMs, call, this.cohort);
     this.open(nowMs);
     if (call.inFlight >= this.current) this.window.saturated = true;
@@ -222,7 +249,11 @@ export class AdaptiveLimit {
   }
 
   /** Takes a call's end during a probe, and ends the probe once its cohort has ended. */
-  private recordProbe(nowMs: number, call: { readonly startMs: number; readonly outcome: CallOutcome; readonly inFlightAfter?: number }, cohort: ProbeCohort): boolean {
+  private recordProbe(
+    nowMs: number,
+    call: { readonly startMs: number; readonly outcome: CallOutcome; readonly inFlightAfter?: number },
+    cohort: ProbeCohort,
+  ): boolean {
     cohort.drained(nowMs, call.inFlightAfter ?? 0, this.current);
     const member = cohort.holds(call.startMs);
     if (member) {
@@ -339,5 +370,9 @@ function checkQueueTarget(value: AdaptiveLimitOptions['queueTarget']): (limit: n
 function fraction(value: unknown, option: string, oneAllowed: boolean): number {
   if (typeof value === 'number' && value > 0 && (value < 1 || (oneAllowed && value === 1))) return value;
   const range = oneAllowed ? 'above 0 and at most 1' : 'above 0 and below 1';
-  throw new FloodgateError('INVALID_OPTION', `${option} must be a number ${range}, got ${describeValue(value)}`, option);
+  throw new FloodgateError(
+    'INVALID_OPTION',
+    `${option} must be a number ${range}, got ${describeValue(value)}`,
+    option,
+  );
 }

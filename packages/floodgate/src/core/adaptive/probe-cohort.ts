@@ -28,7 +28,8 @@ export class ProbeCohort {
 
   /** sent counts a call sent at `nowMs` when it belongs to the cohort, and closes the cohort once it has enough. */
   sent(nowMs: number): void {
-    if (this.closedMs === Infinity && nowMs >= this.drainedMs + this.lengthMs && this.sentCount >= this.minCalls) this.closedMs = nowMs;
+    if (this.closedMs === Infinity && nowMs >= this.drainedMs + this.lengthMs && this.sentCount >= this.minCalls)
+      this.closedMs = nowMs;
     if (this.holds(nowMs)) this.sentCount++;
   }
 

@@ -133,7 +133,8 @@ class ContinuousBucket implements Algorithm {
     const effectiveMs = this.effectiveMs(cells, at, nowMs);
     const tokens = this.tokensAt(cells, at, effectiveMs);
     // The same wait a refusal's retryAfterMs gives (stall included), in whole ms.
-    const waitMs = tokens + this.slack >= cost ? 0 : ceilMs(effectiveMs - nowMs + (cost - tokens - this.slack) * this.msPerToken);
+    const waitMs =
+      tokens + this.slack >= cost ? 0 : ceilMs(effectiveMs - nowMs + (cost - tokens - this.slack) * this.msPerToken);
     if (waitMs > maxWaitMs) return -1;
     // Book what consuming at the due time would: the bucket cannot fill past capacity while the
     // caller waits (the refill runs from the effective time to the due time). Tokens may go

@@ -73,7 +73,8 @@ export class WeightedWindow implements Algorithm {
     const allowed = estimate + cost <= this.limit + this.slack;
     const curr = allowed ? this.viewCurr + cost : this.viewCurr;
     const start = this.viewStart;
-    const resetMs = curr > 0 ? start + 2 * this.windowMs - nowMs : this.viewPrev > 0 ? start + this.windowMs - nowMs : 0;
+    const resetMs =
+      curr > 0 ? start + 2 * this.windowMs - nowMs : this.viewPrev > 0 ? start + this.windowMs - nowMs : 0;
     return makeDecision(
       allowed,
       this.limit,

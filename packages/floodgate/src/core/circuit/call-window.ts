@@ -22,7 +22,10 @@ export class CallWindow {
   private totalFailures = 0;
 
   /** Creates an empty window of `windowMs` in `buckets` buckets; `windowMs / buckets` must be a whole number (the caller checks). */
-  constructor(windowMs: number, private readonly buckets: number) {
+  constructor(
+    windowMs: number,
+    private readonly buckets: number,
+  ) {
     this.bucketMs = windowMs / buckets;
     this.bucketCalls = new Array<number>(buckets).fill(0);
     this.bucketFailures = new Array<number>(buckets).fill(0);

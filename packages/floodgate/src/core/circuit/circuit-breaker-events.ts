@@ -17,12 +17,7 @@ export type CircuitBreakerState = 'closed' | 'open' | 'half-open';
  *   the circuit opened succeeded, which breaks the streak).
  */
 export type CircuitBreakerReason =
-  | CircuitBreakerTriggerType
-  | 'probe-due'
-  | 'probe-succeeded'
-  | 'probe-failed'
-  | 'probe-timeout'
-  | 'call-succeeded';
+  CircuitBreakerTriggerType | 'probe-due' | 'probe-succeeded' | 'probe-failed' | 'probe-timeout' | 'call-succeeded';
 
 /** CircuitBreakerEvent is one change of state of a `CircuitBreaker`, as `onStateChange` hears it. */
 export interface CircuitBreakerEvent {

@@ -66,7 +66,16 @@ export interface CircuitBreakerSettings {
 }
 
 const OPTIONS: ReadonlySet<string> = new Set([
-  'trigger', 'windowMs', 'buckets', 'minCalls', 'openMs', 'halfOpenProbes', 'probeTimeoutMs', 'clock', 'name', 'onStateChange',
+  'trigger',
+  'windowMs',
+  'buckets',
+  'minCalls',
+  'openMs',
+  'halfOpenProbes',
+  'probeTimeoutMs',
+  'clock',
+  'name',
+  'onStateChange',
 ]);
 
 /** Each trigger's options besides `type`. */
@@ -77,7 +86,8 @@ const TRIGGER_OPTIONS: Readonly<Record<CircuitBreakerTrigger['type'], readonly s
   consecutiveFailures: ['count'],
 };
 
-const TRIGGERS = "{ type: 'slowCallRatio', slowCallMs, ratio }, { type: 'errorRatio', ratio }, { type: 'errorCount', count } or { type: 'consecutiveFailures', count }";
+const TRIGGERS =
+  "{ type: 'slowCallRatio', slowCallMs, ratio }, { type: 'errorRatio', ratio }, { type: 'errorCount', count } or { type: 'consecutiveFailures', count }";
 
 function invalid(option: string, message: string): FloodgateError {
   return new FloodgateError('INVALID_OPTION', `CircuitBreaker.${option} ${message}`, `CircuitBreaker.${option}`);
@@ -117,7 +127,8 @@ function checkTrigger(trigger: unknown): CircuitBreakerTrigger {
   const type = t.type as CircuitBreakerTrigger['type'];
   const allowed = TRIGGER_OPTIONS[type];
   for (const key of Object.keys(t)) {
-    if (key !== 'type' && !allowed.includes(key)) throw invalid(`trigger.${key}`, `is not an option of the ${type} trigger; it takes ${allowed.join(' and ')}`);
+    if (key !== 'type' && !allowed.includes(key))
+      throw invalid(`trigger.${key}`, `is not an option of the ${type} trigger; it takes ${allowed.join(' and ')}`);
   }
   const v = t as Record<string, unknown>;
   if (type === 'consecutiveFailures' || type === 'errorCount') {
@@ -130,21 +141,30 @@ function checkTrigger(trigger: unknown): CircuitBreakerTrigger {
 
 function checkRatio(ratio: unknown): number {
   if (typeof ratio !== 'number' || !(ratio > 0 && ratio <= 1)) {
-    throw invalid('trigger.ratio', `must be a share of the calls above 0 and at most 1 (0.5 opens when half of them fail), got ${describeValue(ratio)}`);
+    throw invalid(
+      'trigger.ratio',
+      `must be a share of the calls above 0 and at most 1 (0.5 opens when half of them fail), got ${describeValue(ratio)}`,
+    );
   }
   return ratio;
 }
 
 function checkSlowCallMs(slowCallMs: unknown): number {
   if (typeof slowCallMs !== 'number' || !Number.isFinite(slowCallMs) || slowCallMs < 0) {
-    throw invalid('trigger.slowCallMs', `must be a finite number of ms, at least 0 (a call taking longer is slow), got ${describeValue(slowCallMs)}`);
+    throw invalid(
+      'trigger.slowCallMs',
+      `must be a finite number of ms, at least 0 (a call taking longer is slow), got ${describeValue(slowCallMs)}`,
+    );
   }
   return slowCallMs;
 }
 
 function checkProbeTimeoutMs(probeTimeoutMs: unknown): number {
   if (typeof probeTimeoutMs !== 'number' || !(probeTimeoutMs > 0)) {
-    throw invalid('probeTimeoutMs', `must be a number of ms above 0, or Infinity for no timeout, got ${describeValue(probeTimeoutMs)}`);
+    throw invalid(
+      'probeTimeoutMs',
+      `must be a number of ms above 0, or Infinity for no timeout, got ${describeValue(probeTimeoutMs)}`,
+    );
   }
   return probeTimeoutMs;
 }
@@ -152,26 +172,36 @@ function checkProbeTimeoutMs(probeTimeoutMs: unknown): number {
 function checkBuckets(buckets: unknown, windowMs: number): number {
   const count = positiveInteger(buckets, 'CircuitBreaker.buckets');
   if (windowMs % count !== 0) {
-    throw invalid('buckets', `must split windowMs (${windowMs}) into buckets of whole ms: a divisor of ${windowMs} such as 10 for 1000, got ${count}`);
+    throw invalid(
+      'buckets',
+      `must split windowMs (${windowMs}) into buckets of whole ms: a divisor of ${windowMs} such as 10 for 1000, got ${count}`,
+    );
   }
   return count;
 }
 
 function checkClock(clock: unknown): Clock {
   if (typeof clock !== 'object' || clock === null || typeof (clock as Partial<Clock>).now !== 'function') {
-    throw invalid('clock', `must have a now() method returning ms, like monotonicClock or a ManualClock, got ${describeValue(clock)}`);
+    throw invalid(
+      'clock',
+      `must have a now() method returning ms, like monotonicClock or a ManualClock, got ${describeValue(clock)}`,
+    );
   }
   return clock as Clock;
 }
 
 function checkName(name: unknown): string {
-  if (typeof name !== 'string') throw invalid('name', `must be a string naming what the circuit guards, got ${describeValue(name)}`);
+  if (typeof name !== 'string')
+    throw invalid('name', `must be a string naming what the circuit guards, got ${describeValue(name)}`);
   return name;
 }
 
 function checkListener(listener: unknown): CircuitBreakerSettings['onStateChange'] {
   if (listener !== undefined && typeof listener !== 'function') {
-    throw invalid('onStateChange', `must be a function taking a CircuitBreakerEvent, or undefined, got ${describeValue(listener)}`);
+    throw invalid(
+      'onStateChange',
+      `must be a function taking a CircuitBreakerEvent, or undefined, got ${describeValue(listener)}`,
+    );
   }
   return listener as CircuitBreakerSettings['onStateChange'];
 }

@@ -32,7 +32,11 @@ export function checkPermits(value: unknown): number {
  */
 export function checkWarmupMs(value: unknown): number {
   if (typeof value !== 'number' || !(value >= 0.001)) {
-    throw invalid('warmupMs', 'a number of milliseconds, at least 0.001 (1 µs; for no warm-up use SmoothRateLimiter.bursty)', value);
+    throw invalid(
+      'warmupMs',
+      'a number of milliseconds, at least 0.001 (1 µs; for no warm-up use SmoothRateLimiter.bursty)',
+      value,
+    );
   }
   return value;
 }
@@ -80,6 +84,7 @@ export function timeoutMicrosFrom(value: unknown, name: string, microsPerUnit: n
 
 /** nowMicrosFrom returns a moment in whole microseconds (fractions floored) as a Java long; it must be finite. */
 export function nowMicrosFrom(value: unknown): bigint {
-  if (typeof value !== 'number' || !Number.isFinite(value)) throw invalid('nowMicros', 'a finite number of microseconds', value);
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    throw invalid('nowMicros', 'a finite number of microseconds', value);
   return longFromDouble(Math.floor(value));
 }

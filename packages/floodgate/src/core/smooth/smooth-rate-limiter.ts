@@ -98,10 +98,11 @@ export class SmoothRateLimiter {
    * rate so small its interval overflows lets exactly one request through).
    */
   static bursty(permitsPerSecond: number, options: SmoothBurstyOptions = {}): SmoothRateLimiter {
-    const { maxBurstSeconds = 1, clock = systemClock, sleep = timerSleep } = requireObject<SmoothBurstyOptions>(
-      options,
-      'SmoothRateLimiter.options',
-    );
+    const {
+      maxBurstSeconds = 1,
+      clock = systemClock,
+      sleep = timerSleep,
+    } = requireObject<SmoothBurstyOptions>(options, 'SmoothRateLimiter.options');
     const storage = new BurstyStorage(checkMaxBurstSeconds(maxBurstSeconds));
     return new SmoothRateLimiter(storage, checkRate(permitsPerSecond), checkClock(clock), checkSleep(sleep));
   }
@@ -113,11 +114,16 @@ export class SmoothRateLimiter {
    * (default 3) stable intervals. `warmupMs` is truncated to whole µs and must be at least 1 µs:
    * Guava accepts less and then stops limiting (its issue #2730); for no warm-up use {@link bursty}.
    */
-  static warmingUp(permitsPerSecond: number, warmupMs: number, options: SmoothWarmingUpOptions = {}): SmoothRateLimiter {
-    const { coldFactor = 3, clock = systemClock, sleep = timerSleep } = requireObject<SmoothWarmingUpOptions>(
-      options,
-      'SmoothRateLimiter.options',
-    );
+  static warmingUp(
+    permitsPerSecond: number,
+    warmupMs: number,
+    options: SmoothWarmingUpOptions = {},
+  ): SmoothRateLimiter {
+    const {
+      coldFactor = 3,
+      clock = systemClock,
+      sleep = timerSleep,
+    } = requireObject<SmoothWarmingUpOptions>(options, 'SmoothRateLimiter.options');
     const rate = checkRate(permitsPerSecond);
     const warmupMicros = Number(longFromDouble(checkWarmupMs(warmupMs) * 1000));
     const storage = new WarmingUpStorage(warmupMicros, checkColdFactor(coldFactor));

@@ -29,8 +29,7 @@ export class WarmingUpStorage implements PermitStorage {
     const coldIntervalMicros = stableIntervalMicros * this.coldFactor;
     this.stableIntervalMicros = stableIntervalMicros;
     this.thresholdPermits = (0.5 * this.warmupMicros) / stableIntervalMicros;
-    this.maxPermits =
-      this.thresholdPermits + (2.0 * this.warmupMicros) / (stableIntervalMicros + coldIntervalMicros);
+    this.maxPermits = this.thresholdPermits + (2.0 * this.warmupMicros) / (stableIntervalMicros + coldIntervalMicros);
     this.slope = (coldIntervalMicros - stableIntervalMicros) / (this.maxPermits - this.thresholdPermits);
     // Scaling from an infinite maximum would give NaN; Guava starts such a limiter over, empty.
     if (oldMaxPermits === Infinity) return 0;

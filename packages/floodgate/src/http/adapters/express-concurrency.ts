@@ -27,10 +27,17 @@ export type FloodgateConcurrencyExpressOptions = HttpConcurrencyOptions<Request>
  * const app = express();
  * app.use(floodgateConcurrencyExpress({ adaptive: true, tiers: 2, tierOf: (req) => (req.path.startsWith('/admin') ? 0 : 1), maxQueue: 100 }));
  */
-export function floodgateConcurrencyExpress(options: FloodgateConcurrencyExpressOptions): RequestHandler & ConcurrencyControl {
+export function floodgateConcurrencyExpress(
+  options: FloodgateConcurrencyExpressOptions,
+): RequestHandler & ConcurrencyControl {
   const gate = new ConcurrencyGate<Request>(options, monitorEventLoopDelay);
   function floodgateConcurrencyExpressMiddleware(req: Request, res: Response, next: NextFunction): void {
-    admitConnectStyle(gate, gate.readsRequest ? new NodeRequestView(req, gate.clientIp, req, expressRoute) : undefined, res, next);
+    admitConnectStyle(
+      gate,
+      gate.readsRequest ? new NodeRequestView(req, gate.clientIp, req, expressRoute) : undefined,
+      res,
+      next,
+    );
   }
   return Object.assign(floodgateConcurrencyExpressMiddleware, { limiter: gate.limiter, close: () => gate.close() });
 }

@@ -41,7 +41,12 @@ function appTrusts(setting: unknown): boolean {
 /** Whether floodgate's `trustProxy` says what Express's setting says. */
 function sameTrust(appSetting: unknown, own: NonNullable<TrustProxyOptions['trustProxy']>): boolean {
   if (typeof own === 'number' || own === false) return appSetting === own;
-  const theirs = typeof appSetting === 'string' ? appSetting.split(',') : Array.isArray(appSetting) ? (appSetting as unknown[]) : undefined;
+  const theirs =
+    typeof appSetting === 'string'
+      ? appSetting.split(',')
+      : Array.isArray(appSetting)
+        ? (appSetting as unknown[])
+        : undefined;
   if (theirs === undefined) return false;
   const a = theirs.map((s) => String(s).trim()).sort();
   const b = own.map((s) => s.trim()).sort();

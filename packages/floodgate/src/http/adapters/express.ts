@@ -59,7 +59,9 @@ declare global {
  * const app = express();
  * app.use(floodgateExpress({ limiter: new Limiter({ policy: fixedWindow({ limit: 100, windowMs: 60_000 }) }), trustProxy: 1 }));
  */
-export function floodgateExpress(options: FloodgateExpressOptions): RequestHandler & { readonly upgrade: UpgradeGuard } {
+export function floodgateExpress(
+  options: FloodgateExpressOptions,
+): RequestHandler & { readonly upgrade: UpgradeGuard } {
   const gate = new HttpGate(options);
   const handler = checkHandler(options.handler);
   const logger = options.logger ?? consoleLogger;
@@ -70,16 +72,27 @@ export function floodgateExpress(options: FloodgateExpressOptions): RequestHandl
       next(source);
       return;
     }
-    const view = source === 'express' ? new ExpressIpView(req, gate.clientIp, req, expressRoute) : new NodeRequestView(req, gate.clientIp, req, expressRoute);
+    const view =
+      source === 'express'
+        ? new ExpressIpView(req, gate.clientIp, req, expressRoute)
+        : new NodeRequestView(req, gate.clientIp, req, expressRoute);
     runConnectStyle(gate, view, res, next, handler as ConnectHandler<Request, ServerResponse> | undefined);
   }
   // Express never sees an upgrade request: `raw` is node's own request, which Express's extends.
-  const viewOf = (req: IncomingMessage): NodeRequestView<Request> => new NodeRequestView(req as Request, gate.clientIp, req, undefined);
-  return Object.assign(floodgateExpressMiddleware, { upgrade: guardUpgrades(gate, options.logger ?? consoleLogger, viewOf) });
+  const viewOf = (req: IncomingMessage): NodeRequestView<Request> =>
+    new NodeRequestView(req as Request, gate.clientIp, req, undefined);
+  return Object.assign(floodgateExpressMiddleware, {
+    upgrade: guardUpgrades(gate, options.logger ?? consoleLogger, viewOf),
+  });
 }
 
 /** Who finds the client address of `req`'s app, decided at the app's first request; a disagreement is logged once. */
-function sourceFor(req: Request, sources: WeakMap<object, TrustSource>, options: TrustProxyOptions, logger: Logger): TrustSource {
+function sourceFor(
+  req: Request,
+  sources: WeakMap<object, TrustSource>,
+  options: TrustProxyOptions,
+  logger: Logger,
+): TrustSource {
   const app = (req.app as object | undefined) ?? FALLBACK_APP;
   let source = sources.get(app);
   if (source === undefined) {

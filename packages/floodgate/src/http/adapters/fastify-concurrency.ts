@@ -2,7 +2,14 @@
  * The Fastify concurrency plugin (Fastify 4 and 5): an `onRequest` hook on every route registered
  * after it, unless the route's `config.concurrency` is false. Fastify is imported only as types.
  */
-import type { FastifyError, FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify';
+import type {
+  FastifyError,
+  FastifyPluginCallback,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+  RouteOptions,
+} from 'fastify';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { FloodgateError, describeValue } from '../../core/errors.js';
 import type { Admission } from '../../overload/concurrency-limiter.js';
@@ -42,7 +49,11 @@ type OnError = (request: FastifyRequest, reply: FastifyReply, error: FastifyErro
  * app.post('/checkout', { config: { concurrency: { tier: 0 } } }, checkout);
  */
 export const floodgateConcurrencyFastify: FastifyPluginCallback<FloodgateConcurrencyFastifyOptions> = Object.assign(
-  function floodgateConcurrencyFastifyPlugin(fastify: Parameters<FastifyPluginCallback<FloodgateConcurrencyFastifyOptions>>[0], options: FloodgateConcurrencyFastifyOptions, done: (err?: Error) => void): void {
+  function floodgateConcurrencyFastifyPlugin(
+    fastify: Parameters<FastifyPluginCallback<FloodgateConcurrencyFastifyOptions>>[0],
+    options: FloodgateConcurrencyFastifyOptions,
+    done: (err?: Error) => void,
+  ): void {
     let gate: ConcurrencyGate<FastifyRequest>;
     try {
       gate = new ConcurrencyGate<FastifyRequest>(options, monitorEventLoopDelay);
@@ -58,7 +69,10 @@ export const floodgateConcurrencyFastify: FastifyPluginCallback<FloodgateConcurr
     fastify.addHook('onRoute', (route: RouteOptions) => {
       const config = routeConfig(route);
       if (config === false) return;
-      route.onRequest = [...hooksOf(route.onRequest), onRequest(gate, holds, config?.tier)] as RouteOptions['onRequest'];
+      route.onRequest = [
+        ...hooksOf(route.onRequest),
+        onRequest(gate, holds, config?.tier),
+      ] as RouteOptions['onRequest'];
       route.onError = [...hooksOf(route.onError), keepError] as RouteOptions['onError'];
     });
     fastify.addHook('onClose', (_instance, hookDone) => {
@@ -76,12 +90,19 @@ export const floodgateConcurrencyFastify: FastifyPluginCallback<FloodgateConcurr
 );
 
 /** The `onRequest` hook of one route: `tier` is the route's own, when its config gives one. */
-function onRequest(gate: ConcurrencyGate<FastifyRequest>, holds: WeakMap<FastifyRequest, CallHold>, tier: number | undefined): OnRequest {
+function onRequest(
+  gate: ConcurrencyGate<FastifyRequest>,
+  holds: WeakMap<FastifyRequest, CallHold>,
+  tier: number | undefined,
+): OnRequest {
   return function floodgateConcurrencyOnRequest(request, reply, done) {
     const hold = holdResponse(reply.raw);
     let admission: Admission | Promise<Admission>;
     try {
-      const view = gate.readsRequest && tier === undefined ? new NodeRequestView(request, gate.clientIp, request.raw, fastifyRoute) : undefined;
+      const view =
+        gate.readsRequest && tier === undefined
+          ? new NodeRequestView(request, gate.clientIp, request.raw, fastifyRoute)
+          : undefined;
       admission = gate.admit(view, gate.mayWait ? hold.signal : undefined, tier);
     } catch (err) {
       done(err as Error);
@@ -115,7 +136,11 @@ function routeConfig(route: RouteOptions): FloodgateConcurrencyRouteConfig | und
   const tier = typeof value === 'object' && value !== null ? (value as { tier?: unknown }).tier : undefined;
   if (typeof tier === 'number' && Number.isSafeInteger(tier) && tier >= 0) return { tier };
   const name = `${Array.isArray(route.method) ? route.method.join(',') : route.method} ${route.url}`;
-  throw new FloodgateError('INVALID_OPTION', `${name}: config.concurrency must be false or { tier } with a whole-number tier from 0, got ${describeValue(value)}`, 'config.concurrency');
+  throw new FloodgateError(
+    'INVALID_OPTION',
+    `${name}: config.concurrency must be false or { tier } with a whole-number tier from 0, got ${describeValue(value)}`,
+    'config.concurrency',
+  );
 }
 
 function hooksOf<H>(hooks: H | H[] | undefined): H[] {

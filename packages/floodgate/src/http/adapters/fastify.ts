@@ -3,7 +3,14 @@
  * registered after it (or, with `global: false`, to the routes that ask), with per-route options.
  * Fastify is imported only as types.
  */
-import type { FastifyBaseLogger, FastifyPluginCallback, FastifyReply, FastifyRequest, HookHandlerDoneFunction, RouteOptions } from 'fastify';
+import type {
+  FastifyBaseLogger,
+  FastifyPluginCallback,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+  RouteOptions,
+} from 'fastify';
 import { FloodgateError, describeValue } from '../../core/errors.js';
 import { HttpGate } from '../gate.js';
 import type { Logger } from '../logger.js';
@@ -16,7 +23,11 @@ import { fastifyRoute } from './route-patterns.js';
 
 export { RateLimitedError } from '../refusal-error.js';
 
-export { floodgateConcurrencyFastify, type FloodgateConcurrencyFastifyOptions, type FloodgateConcurrencyRouteConfig } from './fastify-concurrency.js';
+export {
+  floodgateConcurrencyFastify,
+  type FloodgateConcurrencyFastifyOptions,
+  type FloodgateConcurrencyRouteConfig,
+} from './fastify-concurrency.js';
 export type { HttpConcurrencyOptions } from '../overload-gate.js';
 
 declare module 'fastify' {
@@ -70,10 +81,15 @@ type Refuse = FloodgateFastifyOptions['refuseWith'];
  * app.post('/login', { config: { rateLimit: { limiter: loginLimiter, name: 'login' } } }, login);
  */
 export const floodgateFastify: FastifyPluginCallback<FloodgateFastifyOptions> = Object.assign(
-  function floodgateFastifyPlugin(fastify: Parameters<FastifyPluginCallback<FloodgateFastifyOptions>>[0], options: FloodgateFastifyOptions, done: (err?: Error) => void): void {
+  function floodgateFastifyPlugin(
+    fastify: Parameters<FastifyPluginCallback<FloodgateFastifyOptions>>[0],
+    options: FloodgateFastifyOptions,
+    done: (err?: Error) => void,
+  ): void {
     const { global = true, refuseWith = 'reply', ...rest } = options;
     if (typeof global !== 'boolean') return done(invalid('global', 'true or false', global));
-    if (refuseWith !== 'reply' && refuseWith !== 'error') return done(invalid('refuseWith', '"reply" or "error"', refuseWith));
+    if (refuseWith !== 'reply' && refuseWith !== 'error')
+      return done(invalid('refuseWith', '"reply" or "error"', refuseWith));
     const base: HttpLimitOptions<FastifyRequest> = { ...rest, logger: rest.logger ?? fastifyLogger(fastify.log) };
     let shared: OnRequest | undefined;
     const sharedHook = (): OnRequest => (shared ??= floodgateOnRequest(new HttpGate(base), refuseWith));
@@ -88,8 +104,12 @@ export const floodgateFastify: FastifyPluginCallback<FloodgateFastifyOptions> = 
     fastify.addHook('onRoute', (route: RouteOptions) => {
       const config = routeConfig(route);
       if (config === false || (config === undefined && !global)) return;
-      const hook = config === undefined || config === true ? atRouteIfThrows(route, sharedHook) : routeHook(route, base, config, refuseWith);
-      const existing = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+      const hook =
+        config === undefined || config === true
+          ? atRouteIfThrows(route, sharedHook)
+          : routeHook(route, base, config, refuseWith);
+      const existing =
+        route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
       route.onRequest = [...existing, hook] as RouteOptions['onRequest'];
     });
     done();
@@ -106,15 +126,28 @@ export const floodgateFastify: FastifyPluginCallback<FloodgateFastifyOptions> = 
 function routeConfig(route: RouteOptions): FloodgateRouteConfig | undefined {
   const config = route.config as { rateLimit?: unknown; floodgate?: unknown } | undefined;
   if (config?.rateLimit !== undefined && config.floodgate !== undefined) {
-    throw atRoute(route, invalid('config.rateLimit', 'given alone (config.floodgate is its older name)', config.floodgate));
+    throw atRoute(
+      route,
+      invalid('config.rateLimit', 'given alone (config.floodgate is its older name)', config.floodgate),
+    );
   }
   const value = config?.rateLimit ?? config?.floodgate;
-  if (value === undefined || typeof value === 'boolean' || (typeof value === 'object' && value !== null && !Array.isArray(value))) return value as FloodgateRouteConfig | undefined;
+  if (
+    value === undefined ||
+    typeof value === 'boolean' ||
+    (typeof value === 'object' && value !== null && !Array.isArray(value))
+  )
+    return value as FloodgateRouteConfig | undefined;
   throw atRoute(route, invalid('config.rateLimit', 'true, false or an object of options', value));
 }
 
 /** The hook for a route with options of its own, checked now: an error names the route. */
-function routeHook(route: RouteOptions, base: HttpLimitOptions<FastifyRequest>, config: Partial<HttpLimitOptions<FastifyRequest>>, refuseWith: Refuse): OnRequest {
+function routeHook(
+  route: RouteOptions,
+  base: HttpLimitOptions<FastifyRequest>,
+  config: Partial<HttpLimitOptions<FastifyRequest>>,
+  refuseWith: Refuse,
+): OnRequest {
   return atRouteIfThrows(route, () => floodgateOnRequest(new HttpGate(routeOptions(base, config)), refuseWith));
 }
 
@@ -128,7 +161,10 @@ function atRouteIfThrows(route: RouteOptions, make: () => OnRequest): OnRequest 
 }
 
 /** A route's options: its own limiter or dimensions replace the plugin's; the rest are merged. */
-function routeOptions(base: HttpLimitOptions<FastifyRequest>, config: Partial<HttpLimitOptions<FastifyRequest>>): HttpLimitOptions<FastifyRequest> {
+function routeOptions(
+  base: HttpLimitOptions<FastifyRequest>,
+  config: Partial<HttpLimitOptions<FastifyRequest>>,
+): HttpLimitOptions<FastifyRequest> {
   const merged = { ...base, ...config };
   if (config.dimensions !== undefined) delete merged.limiter;
   if (config.limiter !== undefined) delete merged.dimensions;
@@ -165,9 +201,17 @@ function floodgateOnRequest(gate: HttpGate<FastifyRequest>, refuseWith: Refuse):
   };
 }
 
-function apply(gate: HttpGate<FastifyRequest>, verdict: Verdict, view: NodeRequestView<FastifyRequest>, reply: FastifyReply, done: HookHandlerDoneFunction, refuseWith: Refuse): void {
+function apply(
+  gate: HttpGate<FastifyRequest>,
+  verdict: Verdict,
+  view: NodeRequestView<FastifyRequest>,
+  reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+  refuseWith: Refuse,
+): void {
   reply.request.rateLimit = verdict;
-  for (const [name, value] of verdict.headers) reply.header(name, isListField(name) ? stackedValue(value, reply.getHeader(name)) : value);
+  for (const [name, value] of verdict.headers)
+    reply.header(name, isListField(name) ? stackedValue(value, reply.getHeader(name)) : value);
   if (!verdict.allowed) {
     reply.code(verdict.statusCode);
     if (refuseWith === 'error') done(new RateLimitedError(verdict));

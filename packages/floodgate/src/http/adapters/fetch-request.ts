@@ -64,7 +64,11 @@ export function statusOf(c: Context): number {
 
 /** NodeServerEnv is the node request and response @hono/node-server passes as `env` (or `env.server`), if any. */
 export interface NodeServerEnv {
-  incoming?: { socket?: { remoteAddress?: string }; headers?: Record<string, string | string[] | undefined>; rawHeaders?: string[] };
+  incoming?: {
+    socket?: { remoteAddress?: string };
+    headers?: Record<string, string | string[] | undefined>;
+    rawHeaders?: string[];
+  };
   outgoing?: {
     headersSent?: boolean;
     writableFinished?: boolean;

@@ -31,7 +31,9 @@ export interface FloodgateConcurrencyHonoOptions extends HttpConcurrencyOptions<
  * const app = new Hono();
  * app.use('/api/*', floodgateConcurrencyHono({ limit: 50, maxQueue: 100, tierHeader: 'x-priority', tiers: 3 }));
  */
-export function floodgateConcurrencyHono(options: FloodgateConcurrencyHonoOptions): MiddlewareHandler & ConcurrencyControl {
+export function floodgateConcurrencyHono(
+  options: FloodgateConcurrencyHonoOptions,
+): MiddlewareHandler & ConcurrencyControl {
   const gate = new ConcurrencyGate<Context>(options, options.eventLoopDelay === undefined ? undefined : nodeMonitor());
   const remoteAddress = options.remoteAddress ?? nodeServerAddress;
   async function floodgateConcurrencyHonoMiddleware(c: Context, next: () => Promise<void>): Promise<Response | void> {
@@ -66,12 +68,16 @@ export function floodgateConcurrencyHono(options: FloodgateConcurrencyHonoOption
       hold.end({ statusCode: statusOf(c), completed: !c.req.raw.signal.aborted });
     }
   }
-  return Object.assign(floodgateConcurrencyHonoMiddleware as MiddlewareHandler, { limiter: gate.limiter, close: () => gate.close() });
+  return Object.assign(floodgateConcurrencyHonoMiddleware as MiddlewareHandler, {
+    limiter: gate.limiter,
+    close: () => gate.close(),
+  });
 }
 
 /** node's `monitorEventLoopDelay` where the runtime can load it synchronously (node 20.16 and later), else undefined. */
 function nodeMonitor(): DelayMonitor | undefined {
   const runtime = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process;
-  const perfHooks = runtime?.getBuiltinModule?.('node:perf_hooks') as { monitorEventLoopDelay?: DelayMonitor } | undefined;
+  const perfHooks = runtime?.getBuiltinModule?.('node:perf_hooks') as
+    { monitorEventLoopDelay?: DelayMonitor } | undefined;
   return perfHooks?.monitorEventLoopDelay;
 }

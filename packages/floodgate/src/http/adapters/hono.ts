@@ -59,14 +59,18 @@ export function floodgateHono(options: FloodgateHonoOptions): MiddlewareHandler 
     const checked = gate.check(view);
     const verdict: Verdict = checked instanceof Promise ? await checked : checked;
     c.set('rateLimit', verdict);
-    if (!verdict.allowed && handler !== undefined && verdict.statusCode !== 500) return withHeaders(await handler(c, verdict), refusalHeaders(c, verdict));
-    if (!verdict.allowed) return new Response(verdict.body, { status: verdict.statusCode, headers: refusalHeaders(c, verdict) });
+    if (!verdict.allowed && handler !== undefined && verdict.statusCode !== 500)
+      return withHeaders(await handler(c, verdict), refusalHeaders(c, verdict));
+    if (!verdict.allowed)
+      return new Response(verdict.body, { status: verdict.statusCode, headers: refusalHeaders(c, verdict) });
     setHeaders(c, verdict);
     if (verdict.charges === undefined) return next();
     const outgoing = nodeServerOf(c)?.outgoing;
     // Watched before the handler runs: a client that leaves while it runs closes the response first.
     if (outgoing !== undefined && typeof outgoing.once === 'function') {
-      outgoing.once('close', () => gate.settle(verdict, { statusCode: statusOf(c), completed: outgoing.writableFinished === true }, view));
+      outgoing.once('close', () =>
+        gate.settle(verdict, { statusCode: statusOf(c), completed: outgoing.writableFinished === true }, view),
+      );
       return next();
     }
     await next();
@@ -95,10 +99,12 @@ function withHeaders(res: Response, headers: readonly (readonly [string, string]
 function setHeaders(c: Context, verdict: Verdict): void {
   const outgoing = nodeServerOf(c)?.outgoing;
   if (outgoing !== undefined && typeof outgoing.setHeader === 'function' && outgoing.headersSent === false) {
-    for (const [name, value] of verdict.headers) outgoing.setHeader(name, isListField(name) ? stackedValue(value, outgoing.getHeader?.(name)) : value);
+    for (const [name, value] of verdict.headers)
+      outgoing.setHeader(name, isListField(name) ? stackedValue(value, outgoing.getHeader?.(name)) : value);
   } else {
     // A stacked middleware's RateLimit items are kept: the draft's list fields are appended to.
-    for (const [name, value] of verdict.headers) c.header(name, value, isListField(name) ? { append: true } : undefined);
+    for (const [name, value] of verdict.headers)
+      c.header(name, value, isListField(name) ? { append: true } : undefined);
   }
 }
 

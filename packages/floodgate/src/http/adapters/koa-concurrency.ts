@@ -32,7 +32,10 @@ export function floodgateConcurrencyKoa(options: FloodgateConcurrencyKoaOptions)
     const hold = holdResponse(ctx.res);
     let admission: Admission | Promise<Admission>;
     try {
-      admission = gate.admit(gate.readsRequest ? new NodeRequestView(ctx, gate.clientIp, ctx.req, koaRoute) : undefined, gate.mayWait ? hold.signal : undefined);
+      admission = gate.admit(
+        gate.readsRequest ? new NodeRequestView(ctx, gate.clientIp, ctx.req, koaRoute) : undefined,
+        gate.mayWait ? hold.signal : undefined,
+      );
     } catch (err) {
       return Promise.reject(err);
     }
@@ -43,7 +46,13 @@ export function floodgateConcurrencyKoa(options: FloodgateConcurrencyKoaOptions)
 }
 
 /** Answers a shed request, or runs `next()` holding the permit; what `next()` throws is kept for the outcome. */
-function proceed(gate: ConcurrencyGate<Context>, admission: Admission, hold: CallHold, ctx: Context, next: Next): Promise<unknown> {
+function proceed(
+  gate: ConcurrencyGate<Context>,
+  admission: Admission,
+  hold: CallHold,
+  ctx: Context,
+  next: Next,
+): Promise<unknown> {
   if (!admission.allowed) {
     // A client that left while waiting is answered nothing: Koa writes no response to a closed socket.
     if (hold.endedEarly) return Promise.resolve();

@@ -48,8 +48,11 @@ export function floodgateKoa(options: FloodgateKoaOptions): Middleware & { reado
   const gate = new HttpGate(options);
   const handler = checkHandler(options.handler);
   // Koa makes no context for an upgrade request: `raw` is node's own request there.
-  const viewOf = (req: IncomingMessage): NodeRequestView<Context> => new NodeRequestView(req as unknown as Context, gate.clientIp, req, undefined);
-  return Object.assign(floodgateKoaMiddleware, { upgrade: guardUpgrades(gate, options.logger ?? consoleLogger, viewOf) });
+  const viewOf = (req: IncomingMessage): NodeRequestView<Context> =>
+    new NodeRequestView(req as unknown as Context, gate.clientIp, req, undefined);
+  return Object.assign(floodgateKoaMiddleware, {
+    upgrade: guardUpgrades(gate, options.logger ?? consoleLogger, viewOf),
+  });
 
   // Not an async function: a synchronous verdict passes on `next()`'s own promise, one fewer per request.
   function floodgateKoaMiddleware(ctx: Context, next: Next): Promise<unknown> {
@@ -66,12 +69,22 @@ export function floodgateKoa(options: FloodgateKoaOptions): Middleware & { reado
 }
 
 /** Sets the verdict's headers, then answers a refusal or returns `next()`. */
-function apply(gate: HttpGate<Context>, verdict: Verdict, view: NodeRequestView<Context>, ctx: Context, next: Next, handler: KoaHandler | undefined): Promise<unknown> {
+function apply(
+  gate: HttpGate<Context>,
+  verdict: Verdict,
+  view: NodeRequestView<Context>,
+  ctx: Context,
+  next: Next,
+  handler: KoaHandler | undefined,
+): Promise<unknown> {
   const res = ctx.res;
   (ctx.state as { rateLimit?: RateLimitInfo }).rateLimit = verdict;
   const custom = !verdict.allowed && handler !== undefined && verdict.statusCode !== 500;
   // What ctx.set does for string values, without its per-call arrays: nothing once headers are sent.
-  if (!res.headersSent) for (const [name, value] of verdict.headers) if (!custom || name !== 'content-type') res.setHeader(name, isListField(name) ? stackedValue(value, res.getHeader(name)) : value);
+  if (!res.headersSent)
+    for (const [name, value] of verdict.headers)
+      if (!custom || name !== 'content-type')
+        res.setHeader(name, isListField(name) ? stackedValue(value, res.getHeader(name)) : value);
   if (custom) {
     ctx.status = verdict.statusCode;
     return Promise.resolve(handler(ctx, verdict));

@@ -10,7 +10,8 @@ import { NodeRequestView, type NodeNext } from './node-request.js';
 export type FloodgateConcurrencyNodeOptions = HttpConcurrencyOptions<IncomingMessage>;
 
 /** ConcurrencyNodeMiddleware is a Connect-style middleware over node's request and response, with its {@link ConcurrencyControl}. */
-export type ConcurrencyNodeMiddleware = ((req: IncomingMessage, res: ServerResponse, next: NodeNext) => void) & ConcurrencyControl;
+export type ConcurrencyNodeMiddleware = ((req: IncomingMessage, res: ServerResponse, next: NodeNext) => void) &
+  ConcurrencyControl;
 
 /**
  * floodgateConcurrencyNode returns a Connect-style middleware for node:http that holds at most
@@ -29,7 +30,12 @@ export type ConcurrencyNodeMiddleware = ((req: IncomingMessage, res: ServerRespo
 export function floodgateConcurrencyNode(options: FloodgateConcurrencyNodeOptions): ConcurrencyNodeMiddleware {
   const gate = new ConcurrencyGate<IncomingMessage>(options, monitorEventLoopDelay);
   function floodgateConcurrencyNodeMiddleware(req: IncomingMessage, res: ServerResponse, next: NodeNext): void {
-    admitConnectStyle(gate, gate.readsRequest ? new NodeRequestView(req, gate.clientIp, req, undefined) : undefined, res, next);
+    admitConnectStyle(
+      gate,
+      gate.readsRequest ? new NodeRequestView(req, gate.clientIp, req, undefined) : undefined,
+      res,
+      next,
+    );
   }
   return Object.assign(floodgateConcurrencyNodeMiddleware, { limiter: gate.limiter, close: () => gate.close() });
 }

@@ -34,7 +34,12 @@ export function sendShed(res: ServerResponse, answer: ShedResponse): void {
  * once a permit is held (until `res` closes), the shed answer on `res` otherwise, and `next(err)`
  * when `tierOf` fails. A client that leaves while waiting ends its wait, and is answered nothing.
  */
-export function admitConnectStyle<Req>(gate: ConcurrencyGate<Req>, view: HttpRequest<Req> | undefined, res: ServerResponse, next: NodeNext): void {
+export function admitConnectStyle<Req>(
+  gate: ConcurrencyGate<Req>,
+  view: HttpRequest<Req> | undefined,
+  res: ServerResponse,
+  next: NodeNext,
+): void {
   const hold = holdResponse(res);
   let admission: Admission | Promise<Admission>;
   try {
@@ -48,7 +53,13 @@ export function admitConnectStyle<Req>(gate: ConcurrencyGate<Req>, view: HttpReq
   else proceed(gate, admission, hold, res, next);
 }
 
-function proceed<Req>(gate: ConcurrencyGate<Req>, admission: Admission, hold: CallHold, res: ServerResponse, next: NodeNext): void {
+function proceed<Req>(
+  gate: ConcurrencyGate<Req>,
+  admission: Admission,
+  hold: CallHold,
+  res: ServerResponse,
+  next: NodeNext,
+): void {
   if (!admission.allowed) {
     if (!hold.endedEarly) sendShed(res, gate.refusal(admission));
   } else if (hold.take(admission)) {

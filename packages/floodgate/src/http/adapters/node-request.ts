@@ -87,7 +87,8 @@ export function pathOf(url: string | undefined): string {
 
 /** setHeaders sets a verdict's headers on `res`. */
 export function setHeaders(res: ServerResponse, verdict: Verdict): void {
-  for (const [name, value] of verdict.headers) res.setHeader(name, isListField(name) ? stackedValue(value, res.getHeader(name)) : value);
+  for (const [name, value] of verdict.headers)
+    res.setHeader(name, isListField(name) ? stackedValue(value, res.getHeader(name)) : value);
 }
 
 /** sendRefusal answers a refused verdict on `res`: its status, headers and problem body. */
@@ -102,14 +103,27 @@ export function sendRefusal(res: ServerResponse, verdict: Verdict): void {
  * the gate how `res` ended: its status once finished, or not completed when the connection closed
  * first.
  */
-export function watchOutcome<Req>(gate: HttpGate<Req>, verdict: Verdict, res: ServerResponse, view: NodeRequestView<Req>): void {
+export function watchOutcome<Req>(
+  gate: HttpGate<Req>,
+  verdict: Verdict,
+  res: ServerResponse,
+  view: NodeRequestView<Req>,
+): void {
   if (verdict.charges === undefined) return;
   res.once('close', () => gate.settle(verdict, { statusCode: res.statusCode, completed: res.writableFinished }, view));
 }
 
 /** refuseThrough hands a refusal to the `handler` option, the rate-limit headers set; what it throws goes to `next(err)`. */
-function refuseThrough<Req>(handler: ConnectHandler<Req, ServerResponse>, verdict: Verdict, req: Req, res: ServerResponse, next: NodeNext): void {
-  for (const [name, value] of verdict.headers) if (name !== 'content-type') res.setHeader(name, isListField(name) ? stackedValue(value, res.getHeader(name)) : value);
+function refuseThrough<Req>(
+  handler: ConnectHandler<Req, ServerResponse>,
+  verdict: Verdict,
+  req: Req,
+  res: ServerResponse,
+  next: NodeNext,
+): void {
+  for (const [name, value] of verdict.headers)
+    if (name !== 'content-type')
+      res.setHeader(name, isListField(name) ? stackedValue(value, res.getHeader(name)) : value);
   try {
     handler(req, res, next, verdict);
   } catch (err) {
@@ -120,7 +134,11 @@ function refuseThrough<Req>(handler: ConnectHandler<Req, ServerResponse>, verdic
 /** checkHandler returns the `handler` option when it is a function or absent, else throws `INVALID_OPTION`. */
 export function checkHandler<H>(handler: H | undefined): H | undefined {
   if (handler !== undefined && typeof handler !== 'function') {
-    throw new FloodgateError('INVALID_OPTION', `handler must be a function (req, res, next, info), got ${describeValue(handler)}`, 'handler');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `handler must be a function (req, res, next, info), got ${describeValue(handler)}`,
+      'handler',
+    );
   }
   return handler;
 }
@@ -146,7 +164,13 @@ export type ConnectHandler<Req, Res> = (req: Req, res: Res, next: NodeNext, info
  * headers and calls `next()` when admitted, answers 429/503 itself when refused (or hands the
  * refusal to `handler`), and passes errors to `next(err)`. A synchronous limiter decides without a promise.
  */
-export function runConnectStyle<Req>(gate: HttpGate<Req>, view: NodeRequestView<Req>, res: ServerResponse, next: NodeNext, handler?: ConnectHandler<Req, ServerResponse>): void {
+export function runConnectStyle<Req>(
+  gate: HttpGate<Req>,
+  view: NodeRequestView<Req>,
+  res: ServerResponse,
+  next: NodeNext,
+  handler?: ConnectHandler<Req, ServerResponse>,
+): void {
   let verdict: Verdict | Promise<Verdict>;
   try {
     verdict = gate.check(view);
@@ -161,7 +185,14 @@ export function runConnectStyle<Req>(gate: HttpGate<Req>, view: NodeRequestView<
   }
 }
 
-function applyConnectStyle<Req>(gate: HttpGate<Req>, verdict: Verdict, view: NodeRequestView<Req>, res: ServerResponse, next: NodeNext, handler: ConnectHandler<Req, ServerResponse> | undefined): void {
+function applyConnectStyle<Req>(
+  gate: HttpGate<Req>,
+  verdict: Verdict,
+  view: NodeRequestView<Req>,
+  res: ServerResponse,
+  next: NodeNext,
+  handler: ConnectHandler<Req, ServerResponse> | undefined,
+): void {
   (view.raw as WithRateLimit).rateLimit = verdict;
   if (!verdict.allowed) {
     if (handler === undefined || verdict.statusCode === 500) sendRefusal(res, verdict);

@@ -9,7 +9,12 @@ import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 export { floodgateUpgrade, type UpgradeGuard, type UpgradeListener } from './upgrade.js';
 export type { ConnectHandler, WithRateLimit } from './node-request.js';
 
-export { eventLoopPressure, floodgateConcurrencyNode, type ConcurrencyNodeMiddleware, type FloodgateConcurrencyNodeOptions } from './node-concurrency.js';
+export {
+  eventLoopPressure,
+  floodgateConcurrencyNode,
+  type ConcurrencyNodeMiddleware,
+  type FloodgateConcurrencyNodeOptions,
+} from './node-concurrency.js';
 export type { EventLoopDelayOptions, EventLoopPressure } from '../event-loop-pressure.js';
 export type { ConcurrencyControl, HttpConcurrencyOptions } from '../overload-gate.js';
 
@@ -22,7 +27,9 @@ export interface FloodgateNodeOptions extends HttpLimitOptions<IncomingMessage> 
  * NodeMiddleware is a Connect-style middleware over node's own request and response; its
  * `upgrade` guards the server's `upgrade` listener with the same gate (see {@link UpgradeGuard}).
  */
-export type NodeMiddleware = ((req: IncomingMessage, res: ServerResponse, next: NodeNext) => void) & { readonly upgrade: UpgradeGuard };
+export type NodeMiddleware = ((req: IncomingMessage, res: ServerResponse, next: NodeNext) => void) & {
+  readonly upgrade: UpgradeGuard;
+};
 
 /**
  * floodgateNode returns a Connect-style middleware for node:http: it sets the rate-limit headers
@@ -42,9 +49,12 @@ export type NodeMiddleware = ((req: IncomingMessage, res: ServerResponse, next: 
 export function floodgateNode(options: FloodgateNodeOptions): NodeMiddleware {
   const gate = new HttpGate(options);
   const handler = checkHandler(options.handler);
-  const viewOf = (req: IncomingMessage): NodeRequestView<IncomingMessage> => new NodeRequestView(req, gate.clientIp, req, undefined);
+  const viewOf = (req: IncomingMessage): NodeRequestView<IncomingMessage> =>
+    new NodeRequestView(req, gate.clientIp, req, undefined);
   function floodgateNodeMiddleware(req: IncomingMessage, res: ServerResponse, next: NodeNext): void {
     runConnectStyle(gate, viewOf(req), res, next, handler);
   }
-  return Object.assign(floodgateNodeMiddleware, { upgrade: guardUpgrades(gate, options.logger ?? consoleLogger, viewOf) });
+  return Object.assign(floodgateNodeMiddleware, {
+    upgrade: guardUpgrades(gate, options.logger ?? consoleLogger, viewOf),
+  });
 }

@@ -16,6 +16,8 @@ export function koaRoute(ctx: object): string | undefined {
 }
 
 /** fastifyRoute returns the URL pattern of the route Fastify matched. */
-export function fastifyRoute(request: { readonly routeOptions: { readonly url?: string | undefined } }): string | undefined {
+export function fastifyRoute(request: {
+  readonly routeOptions: { readonly url?: string | undefined };
+}): string | undefined {
   return request.routeOptions.url;
 }

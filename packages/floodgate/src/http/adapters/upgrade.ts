@@ -35,14 +35,22 @@ export type UpgradeGuard = (listener: UpgradeListener) => UpgradeListener;
  */
 export function floodgateUpgrade(options: HttpLimitOptions<IncomingMessage>): UpgradeGuard {
   const gate = new HttpGate<IncomingMessage>(options);
-  return guardUpgrades(gate, options.logger ?? consoleLogger, (req) => new NodeRequestView(req, gate.clientIp, req, undefined));
+  return guardUpgrades(
+    gate,
+    options.logger ?? consoleLogger,
+    (req) => new NodeRequestView(req, gate.clientIp, req, undefined),
+  );
 }
 
 /**
  * guardUpgrades returns the {@link UpgradeGuard} of an adapter's gate; `viewOf` makes the request
  * view an upgrade request is decided by.
  */
-export function guardUpgrades<Req>(gate: HttpGate<Req>, logger: Logger, viewOf: (req: IncomingMessage) => NodeRequestView<Req>): UpgradeGuard {
+export function guardUpgrades<Req>(
+  gate: HttpGate<Req>,
+  logger: Logger,
+  viewOf: (req: IncomingMessage) => NodeRequestView<Req>,
+): UpgradeGuard {
   return function guard(listener) {
     return function floodgateUpgradeListener(req, socket, head) {
       const pass = (verdict: Verdict): void => {
@@ -65,7 +73,12 @@ export function guardUpgrades<Req>(gate: HttpGate<Req>, logger: Logger, viewOf: 
 }
 
 /** Writes a whole HTTP/1.1 response on a socket that no server will answer on, then closes it. */
-function answer(socket: Duplex, statusCode: number, headers: readonly (readonly [string, string])[], body: string): void {
+function answer(
+  socket: Duplex,
+  statusCode: number,
+  headers: readonly (readonly [string, string])[],
+  body: string,
+): void {
   if (socket.destroyed || !socket.writable) {
     socket.destroy();
     return;

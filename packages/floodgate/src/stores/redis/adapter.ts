@@ -62,8 +62,10 @@ export function ioredisAdapter(client: IoredisClient): RedisAdapter {
   return {
     cluster,
     ...(cluster ? { nodeOf: (slot: number): string | undefined => client.slots?.[slot]?.[0] } : {}),
-    evalsha: (sha1, keys, args) => (LOST.has(client.status) ? lost(client.status) : client.evalsha(sha1, keys.length, keys.concat(args))),
-    eval: (script, keys, args) => (LOST.has(client.status) ? lost(client.status) : client.eval(script, keys.length, keys.concat(args))),
+    evalsha: (sha1, keys, args) =>
+      LOST.has(client.status) ? lost(client.status) : client.evalsha(sha1, keys.length, keys.concat(args)),
+    eval: (script, keys, args) =>
+      LOST.has(client.status) ? lost(client.status) : client.eval(script, keys.length, keys.concat(args)),
   };
 }
 
@@ -77,7 +79,9 @@ export function ioredisAdapter(client: IoredisClient): RedisAdapter {
 const LOST: ReadonlySet<string | undefined> = new Set(['close', 'reconnecting', 'end']);
 
 function lost(status: string | undefined): Promise<never> {
-  return Promise.reject(new Error(`Connection is closed (ioredis status: ${String(status)}); not queued until it reconnects`));
+  return Promise.reject(
+    new Error(`Connection is closed (ioredis status: ${String(status)}); not queued until it reconnects`),
+  );
 }
 
 /** NodeRedisEvalOptions is node-redis's `{ keys, arguments }` for EVAL and EVALSHA. */
@@ -130,12 +134,25 @@ function isNodeRedisCluster(client: NodeRedisClient): boolean {
  * const store = new RedisStore({ adapter: nodeRedisAdapter(client) });
  */
 export function nodeRedisAdapter(client: NodeRedisClient, options: NodeRedisAdapterOptions = {}): RedisAdapter {
-  if (typeof client !== 'object' || client === null || typeof client.evalSha !== 'function' || typeof client.eval !== 'function') {
-    throw new FloodgateError('INVALID_OPTION', `nodeRedisAdapter takes a node-redis client or cluster (createClient() or createCluster()), got ${describeValue(client)}`, 'client');
+  if (
+    typeof client !== 'object' ||
+    client === null ||
+    typeof client.evalSha !== 'function' ||
+    typeof client.eval !== 'function'
+  ) {
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `nodeRedisAdapter takes a node-redis client or cluster (createClient() or createCluster()), got ${describeValue(client)}`,
+      'client',
+    );
   }
   const detected = isNodeRedisCluster(client);
   if (options.cluster === false && detected) {
-    throw new FloodgateError('INVALID_OPTION', 'nodeRedisAdapter: the client is a node-redis cluster (it lists its masters), but { cluster: false } was given; leave cluster out or set it to true', 'cluster');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      'nodeRedisAdapter: the client is a node-redis cluster (it lists its masters), but { cluster: false } was given; leave cluster out or set it to true',
+      'cluster',
+    );
   }
   const cluster = options.cluster ?? detected;
   return {

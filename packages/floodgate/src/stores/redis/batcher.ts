@@ -90,12 +90,14 @@ export class Batcher {
   private send(requests: readonly BatchRequest[]): void {
     if (requests.length === 1) return requests[0]!.policy.sendAlone(requests[0]!);
     const { keys, args } = batchArgsOf(requests);
-    this.options.runner.run(BATCH_SCRIPT, keys, args, 'batch', (reply) => settleLate(requests, reply)).then(
-      (reply) => settle(requests, reply),
-      (error: unknown) => {
-        for (const request of requests) request.failed(error);
-      },
-    );
+    this.options.runner
+      .run(BATCH_SCRIPT, keys, args, 'batch', (reply) => settleLate(requests, reply))
+      .then(
+        (reply) => settle(requests, reply),
+        (error: unknown) => {
+          for (const request of requests) request.failed(error);
+        },
+      );
   }
 }
 
@@ -165,10 +167,17 @@ function settleLate(requests: readonly BatchRequest[], reply: unknown): void {
 /** The error of one decision of a batch: its script failure ('E', message), or a reply not kept to the promise. */
 function batchError(request: BatchRequest, reply: readonly unknown[], offset: number): FloodgateError {
   if (textOf(reply[offset]) !== 'E') {
-    return replyError(`the batch script (${request.op} on ${request.redisKey})`, '[allowed, remaining, retryAfterMs, resetMs]', reply.slice(offset, offset + 4));
+    return replyError(
+      `the batch script (${request.op} on ${request.redisKey})`,
+      '[allowed, remaining, retryAfterMs, resetMs]',
+      reply.slice(offset, offset + 4),
+    );
   }
   const cause = new Error(textOf(reply[offset + 1]) ?? 'unknown error');
-  const error = new FloodgateError('STORE_ERROR', `RedisStore: the batch script failed for ${request.redisKey}: ${cause.message}${hintFor(cause.message)}`);
+  const error = new FloodgateError(
+    'STORE_ERROR',
+    `RedisStore: the batch script failed for ${request.redisKey}: ${cause.message}${hintFor(cause.message)}`,
+  );
   error.cause = cause;
   return error;
 }

@@ -1,5 +1,9 @@
 import { monotonicClock, type Clock } from '../../core/clock.js';
-import { CircuitBreaker, type CircuitBreakerAdmission, type CircuitBreakerState } from '../../core/circuit/circuit-breaker.js';
+import {
+  CircuitBreaker,
+  type CircuitBreakerAdmission,
+  type CircuitBreakerState,
+} from '../../core/circuit/circuit-breaker.js';
 
 /** CircuitState is what a {@link Circuit} does now: send everything, refuse, or wait on its one probe. */
 export type CircuitState = CircuitBreakerState;

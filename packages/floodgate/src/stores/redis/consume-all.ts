@@ -56,7 +56,10 @@ interface Item {
  * server is not a cluster); across slots, a look at every limit first, then one script per slot
  * and a refund of the slots that admitted when another refused or failed.
  */
-export async function consumeAll(requests: readonly ConsumeAllRequest[], context: ConsumeAllContext): Promise<ConsumeAllResult> {
+export async function consumeAll(
+  requests: readonly ConsumeAllRequest[],
+  context: ConsumeAllContext,
+): Promise<ConsumeAllResult> {
   const items = itemsOf(requests, context);
   if (items.length === 0) return { allowed: true, decisions: [] };
   const groups = context.cluster ? groupBySlot(items) : [items];
@@ -66,10 +69,15 @@ export async function consumeAll(requests: readonly ConsumeAllRequest[], context
 
 /** Checks every request (policy, key, cost) before anything is sent. */
 function itemsOf(requests: readonly ConsumeAllRequest[], context: ConsumeAllContext): Item[] {
-  if (!Array.isArray(requests)) throw new FloodgateError('INVALID_OPTION', 'consumeAll takes an array of { policy, key, cost? }', 'requests');
+  if (!Array.isArray(requests))
+    throw new FloodgateError('INVALID_OPTION', 'consumeAll takes an array of { policy, key, cost? }', 'requests');
   return requests.map((request: ConsumeAllRequest | null | undefined, index): Item => {
     if (typeof request !== 'object' || request === null || typeof request.policy?.consume !== 'function') {
-      throw new FloodgateError('INVALID_OPTION', `consumeAll request ${index} must be { policy, key, cost? } with a policy such as tokenBucket(...)`, `requests[${index}]`);
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `consumeAll request ${index} must be { policy, key, cost? } with a policy such as tokenBucket(...)`,
+        `requests[${index}]`,
+      );
     }
     const entry = context.entryOf(request.policy, request.key);
     const cost = request.cost ?? 1;
@@ -84,7 +92,11 @@ function itemsOf(requests: readonly ConsumeAllRequest[], context: ConsumeAllCont
  * charged, one script per slot; when another request took the room in between (or a slot failed),
  * the slots that charged are refunded at once.
  */
-async function acrossSlots(items: readonly Item[], groups: readonly Item[][], context: ConsumeAllContext): Promise<ConsumeAllResult> {
+async function acrossSlots(
+  items: readonly Item[],
+  groups: readonly Item[][],
+  context: ConsumeAllContext,
+): Promise<ConsumeAllResult> {
   const nowMs = nowOf(context);
   const looked = await Promise.all(items.map(({ entry, cost }) => entry.table.peek(entry.key, cost, nowMs)));
   if (!looked.every((decision) => decision.allowed)) return { allowed: false, decisions: looked };
@@ -140,7 +152,11 @@ async function runGroup(group: readonly Item[], context: ConsumeAllContext): Pro
 }
 
 /** Gives back what the slots that admitted charged. */
-async function refundAdmitted(groups: readonly Item[][], answers: ReadonlyArray<PromiseSettledResult<ConsumeAllResult>>, context: ConsumeAllContext): Promise<void> {
+async function refundAdmitted(
+  groups: readonly Item[][],
+  answers: ReadonlyArray<PromiseSettledResult<ConsumeAllResult>>,
+  context: ConsumeAllContext,
+): Promise<void> {
   const refunds: Array<Promise<void>> = [];
   for (const [g, group] of groups.entries()) {
     const answer = answers[g]!;
@@ -150,7 +166,10 @@ async function refundAdmitted(groups: readonly Item[][], answers: ReadonlyArray<
   const results = await Promise.allSettled(refunds);
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed !== undefined) {
-    const error = new FloodgateError('STORE_ERROR', 'RedisStore.consumeAll: a slot refused, and giving back the cost charged in another slot failed; the refusal stands, and that limit keeps the charge until it refills');
+    const error = new FloodgateError(
+      'STORE_ERROR',
+      'RedisStore.consumeAll: a slot refused, and giving back the cost charged in another slot failed; the refusal stands, and that limit keeps the charge until it refills',
+    );
     error.cause = failed.reason;
     throw error;
   }

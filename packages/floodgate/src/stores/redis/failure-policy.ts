@@ -60,13 +60,26 @@ export function checkOnError(value: unknown, option: string): OnError {
     const shareOk = share === undefined || (typeof share === 'number' && share > 0 && share <= 1);
     const nodesOk = nodes === undefined || (Number.isSafeInteger(nodes) && nodes >= 1);
     if (share !== undefined && nodes !== undefined) {
-      throw new FloodgateError('INVALID_OPTION', `${option}: give share or nodes, not both (share is 1 / nodes)`, option);
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `${option}: give share or nodes, not both (share is 1 / nodes)`,
+        option,
+      );
     }
     if (shareOk && nodesOk && Number.isSafeInteger(maxKeys) && maxKeys > 0) {
-      return { fallback: 'local', maxKeys, ...(share === undefined ? {} : { share }), ...(nodes === undefined ? {} : { nodes }) };
+      return {
+        fallback: 'local',
+        maxKeys,
+        ...(share === undefined ? {} : { share }),
+        ...(nodes === undefined ? {} : { nodes }),
+      };
     }
   }
-  throw new FloodgateError('INVALID_OPTION', `${option} must be 'throw', 'fail-open', 'fail-closed' or { fallback: 'local' } with an optional share (0 < share <= 1), nodes (a whole number >= 1) or maxKeys, got ${describeValue(value)}`, option);
+  throw new FloodgateError(
+    'INVALID_OPTION',
+    `${option} must be 'throw', 'fail-open', 'fail-closed' or { fallback: 'local' } with an optional share (0 < share <= 1), nodes (a whole number >= 1) or maxKeys, got ${describeValue(value)}`,
+    option,
+  );
 }
 
 /**
@@ -77,7 +90,11 @@ export function checkOnError(value: unknown, option: string): OnError {
  */
 export function scaledPolicy(algorithm: Algorithm, share: number): Algorithm {
   if (typeof algorithm.scaled !== 'function') {
-    throw new FloodgateError('INVALID_OPTION', `RedisStore.onError: no local fallback for the algorithm ${JSON.stringify(algorithm.name)}: it has no scaled(share)`, 'RedisStore.onError');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `RedisStore.onError: no local fallback for the algorithm ${JSON.stringify(algorithm.name)}: it has no scaled(share)`,
+      'RedisStore.onError',
+    );
   }
   return algorithm.scaled(share);
 }
@@ -129,10 +146,27 @@ export class FailurePolicy {
     this.report(error, this.onError);
     const limit = this.algorithm.limit;
     if (this.onError === 'throw') throw error;
-    if (this.onError === 'fail-open') return { allowed: true, limit, remaining: 0, retryAfterMs: 0, resetMs: 0, reason: 'fail-open' };
-    if (this.onError === 'fail-closed') return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, this.options.retryInMs(key)), resetMs: 0, reason: 'fail-closed' };
+    if (this.onError === 'fail-open')
+      return { allowed: true, limit, remaining: 0, retryAfterMs: 0, resetMs: 0, reason: 'fail-open' };
+    if (this.onError === 'fail-closed')
+      return {
+        allowed: false,
+        limit,
+        remaining: 0,
+        retryAfterMs: Math.max(1, this.options.retryInMs(key)),
+        resetMs: 0,
+        reason: 'fail-closed',
+      };
     const table = this.localTable();
-    if (cost > this.scaled!.limit) return { allowed: false, limit, remaining: 0, retryAfterMs: Math.max(1, this.options.retryInMs(key)), resetMs: 0, reason: 'fallback' };
+    if (cost > this.scaled!.limit)
+      return {
+        allowed: false,
+        limit,
+        remaining: 0,
+        retryAfterMs: Math.max(1, this.options.retryInMs(key)),
+        resetMs: 0,
+        reason: 'fallback',
+      };
     const atMs = this.localNow(nowMs);
     const d = op === 'consume' ? table.consume(key, cost, atMs) : table.peek(key, cost, atMs);
     return { ...d, limit, reason: 'fallback' };
@@ -170,7 +204,8 @@ export class FailurePolicy {
   recovered(): void {
     if (!this.active) return;
     this.active = false;
-    if (this.options.observer !== undefined) notify(this.options.observer, 'fallback', { store: 'redis', active: false, atMs: this.options.clock.now() });
+    if (this.options.observer !== undefined)
+      notify(this.options.observer, 'fallback', { store: 'redis', active: false, atMs: this.options.clock.now() });
   }
 
   private localNow(nowMs: number): number {
@@ -181,7 +216,12 @@ export class FailurePolicy {
     const observer = this.options.observer;
     if (observer?.storeError === undefined) return;
     const asError = error instanceof Error ? error : new Error(String(error));
-    notify(observer, 'storeError', { store: 'redis', error: asError, policy: policyName(onError), atMs: this.options.clock.now() });
+    notify(observer, 'storeError', {
+      store: 'redis',
+      error: asError,
+      policy: policyName(onError),
+      atMs: this.options.clock.now(),
+    });
   }
 
   /**
@@ -198,7 +238,8 @@ export class FailurePolicy {
         this.scaled = scaledPolicy(this.algorithm, share);
         this.local = new MemoryStore({ maxKeys: fallback.maxKeys ?? 100_000 }).bind(this.scaled);
       }
-      if (this.options.observer !== undefined) notify(this.options.observer, 'fallback', { store: 'redis', active: true, atMs: this.options.clock.now() });
+      if (this.options.observer !== undefined)
+        notify(this.options.observer, 'fallback', { store: 'redis', active: true, atMs: this.options.clock.now() });
     }
     return this.local!;
   }

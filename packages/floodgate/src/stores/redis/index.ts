@@ -27,4 +27,11 @@ export { MEMORY_CHECK_SCRIPT, assessMemory, type RedisEvictionRisk, type RedisMe
 export { RedisTable } from './redis-table.js';
 export type { LocalFallback, OnError } from './failure-policy.js';
 export { OverLimitCache } from './over-limit-cache.js';
-export { BATCH_SCRIPT, CONSUME_ALL_SCRIPT, DECIDE_SCRIPTS, type LuaModule, type LuaPolicy, type LuaScript } from './scripts/index.js';
+export {
+  BATCH_SCRIPT,
+  CONSUME_ALL_SCRIPT,
+  DECIDE_SCRIPTS,
+  type LuaModule,
+  type LuaPolicy,
+  type LuaScript,
+} from './scripts/index.js';

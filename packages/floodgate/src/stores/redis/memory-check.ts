@@ -57,17 +57,31 @@ function wholeOf(text: string | undefined): number | undefined {
 }
 
 /** assessMemory returns the report for a server whose `maxmemory` and policy are as given. */
-export function assessMemory(node: string | undefined, settings: { maxmemoryBytes: number; policy: string; evictedKeys: number | undefined }): RedisMemoryReport {
+export function assessMemory(
+  node: string | undefined,
+  settings: { maxmemoryBytes: number; policy: string; evictedKeys: number | undefined },
+): RedisMemoryReport {
   const { maxmemoryBytes, policy } = settings;
   const where = node === undefined ? 'Redis' : `Redis ${node}`;
   const base = { node, maxmemoryBytes, policy, evictedKeys: settings.evictedKeys };
   if (maxmemoryBytes === 0) {
-    return { ...base, risk: 'unbounded', message: `${where} has no maxmemory: nothing is evicted (size the machine for every key in flight)` };
+    return {
+      ...base,
+      risk: 'unbounded',
+      message: `${where} has no maxmemory: nothing is evicted (size the machine for every key in flight)`,
+    };
   }
   if (policy === 'noeviction') {
-    return { ...base, risk: 'refuses-writes', message: `${where} has maxmemory ${maxmemoryBytes} bytes under noeviction: when full, refused keys stay refused and new keys or admissions fail with OOM, decided by RedisStore.onError ('fail-closed' holds every limit)` };
+    return {
+      ...base,
+      risk: 'refuses-writes',
+      message: `${where} has maxmemory ${maxmemoryBytes} bytes under noeviction: when full, refused keys stay refused and new keys or admissions fail with OOM, decided by RedisStore.onError ('fail-closed' holds every limit)`,
+    };
   }
-  const evicted = settings.evictedKeys === undefined || settings.evictedKeys === 0 ? '' : ` (it has evicted ${settings.evictedKeys} keys since it started)`;
+  const evicted =
+    settings.evictedKeys === undefined || settings.evictedKeys === 0
+      ? ''
+      : ` (it has evicted ${settings.evictedKeys} keys since it started)`;
   return {
     ...base,
     risk: 'evicts-limit-state',
@@ -78,16 +92,28 @@ export function assessMemory(node: string | undefined, settings: { maxmemoryByte
 /** unknownReport returns the report for a server whose settings could not be read, saying why. */
 function unknownReport(node: string | undefined, why: string): RedisMemoryReport {
   const where = node === undefined ? 'Redis' : `Redis ${node}`;
-  return { node, maxmemoryBytes: undefined, policy: undefined, evictedKeys: undefined, risk: 'unknown', message: `${where}: could not read maxmemory and maxmemory-policy (${why}); check them by hand: only noeviction, or no maxmemory, keeps throttled keys from being reset` };
+  return {
+    node,
+    maxmemoryBytes: undefined,
+    policy: undefined,
+    evictedKeys: undefined,
+    risk: 'unknown',
+    message: `${where}: could not read maxmemory and maxmemory-policy (${why}); check them by hand: only noeviction, or no maxmemory, keeps throttled keys from being reset`,
+  };
 }
 
 /** reportOf reads the memory check script's reply into a report, or an `unknown` one saying what was wrong. */
 export function reportOf(node: string | undefined, reply: unknown): RedisMemoryReport {
-  const texts = Array.isArray(reply) ? reply.map((part) => (typeof part === 'string' ? part : part instanceof Uint8Array ? Buffer.from(part).toString('latin1') : '')) : [];
+  const texts = Array.isArray(reply)
+    ? reply.map((part) =>
+        typeof part === 'string' ? part : part instanceof Uint8Array ? Buffer.from(part).toString('latin1') : '',
+      )
+    : [];
   const memory = texts[0] ?? '';
   const maxmemoryBytes = wholeOf(fieldOf(memory, 'maxmemory'));
   const policy = fieldOf(memory, 'maxmemory_policy');
-  if (maxmemoryBytes === undefined || policy === undefined || policy === '') return unknownReport(node, 'INFO memory has no maxmemory or maxmemory_policy field');
+  if (maxmemoryBytes === undefined || policy === undefined || policy === '')
+    return unknownReport(node, 'INFO memory has no maxmemory or maxmemory_policy field');
   return assessMemory(node, { maxmemoryBytes, policy, evictedKeys: wholeOf(fieldOf(texts[1] ?? '', 'evicted_keys')) });
 }
 
@@ -118,7 +144,10 @@ export function routingKeys(adapter: RedisAdapter, prefix: string): Map<string |
  * `maxmemory-policy` and what they mean for throttled keys. It never rejects: a server it cannot
  * read (INFO refused by an ACL, Redis down, a timeout) gets an `unknown` report naming the error.
  */
-export async function checkRedisMemory(runner: ScriptRunner, routes: Map<string | undefined, string>): Promise<RedisMemoryReport[]> {
+export async function checkRedisMemory(
+  runner: ScriptRunner,
+  routes: Map<string | undefined, string>,
+): Promise<RedisMemoryReport[]> {
   const checks = [...routes].map(async ([node, key]) => {
     try {
       return reportOf(node, await runner.run(MEMORY_CHECK_SCRIPT, [key], [], 'checkMemory'));

@@ -226,7 +226,14 @@ export class RedisStore implements Store {
     let time = '';
     if (this.context.testTime) {
       const testMs = nowMs ?? this.clock.now();
-      if (!Number.isFinite(testMs)) return Promise.reject(new FloodgateError('INVALID_OPTION', `nowMs must be a finite number in unsafeTestTime mode, got ${describeValue(testMs)}`, 'nowMs'));
+      if (!Number.isFinite(testMs))
+        return Promise.reject(
+          new FloodgateError(
+            'INVALID_OPTION',
+            `nowMs must be a finite number in unsafeTestTime mode, got ${describeValue(testMs)}`,
+            'nowMs',
+          ),
+        );
       time = String(testMs);
     }
     return consumeAll(requests, {
@@ -251,7 +258,11 @@ function tablesOf(context: TableContext, onError: OnError): (algorithm: Algorith
   };
 }
 
-function contextOf(o: RedisStoreOptions, adapter: RedisAdapter, time: { testTime: boolean; clock: Clock }): TableContext {
+function contextOf(
+  o: RedisStoreOptions,
+  adapter: RedisAdapter,
+  time: { testTime: boolean; clock: Clock },
+): TableContext {
   const { testTime, clock } = time;
   const timeout = StoreTimeout.of(o.timeoutMs, 'RedisStore.timeoutMs');
   const observer = checkObserver(o.observer);
@@ -283,11 +294,17 @@ function contextOf(o: RedisStoreOptions, adapter: RedisAdapter, time: { testTime
  * circuitsOf returns the store's circuits: one for a single Redis (nothing to pick per call), one
  * per master on a cluster ({@link NodeCircuits}, through the adapter's `nodeOf` when it has one).
  */
-function circuitsOf(o: RedisStoreOptions, adapter: RedisAdapter, seams: { clock: Clock; timeoutMs: number; observer: Observer | undefined }): CircuitRouter {
+function circuitsOf(
+  o: RedisStoreOptions,
+  adapter: RedisAdapter,
+  seams: { clock: Clock; timeoutMs: number; observer: Observer | undefined },
+): CircuitRouter {
   const { clock, observer } = seams;
-  const changed = observer?.circuit === undefined
-    ? undefined
-    : (circuit: Circuit, state: CircuitState): void => notify(observer, 'circuit', { store: 'redis', node: circuit.node, state, atMs: clock.now() });
+  const changed =
+    observer?.circuit === undefined
+      ? undefined
+      : (circuit: Circuit, state: CircuitState): void =>
+          notify(observer, 'circuit', { store: 'redis', node: circuit.node, state, atMs: clock.now() });
   const options = {
     failuresToOpen: positiveInteger(o.failuresToOpen ?? 3, 'RedisStore.failuresToOpen'),
     probeIntervalMs: positiveNumber(o.probeIntervalMs ?? 250, 'RedisStore.probeIntervalMs'),
@@ -303,8 +320,19 @@ function circuitsOf(o: RedisStoreOptions, adapter: RedisAdapter, seams: { clock:
 function checkAdapter(adapter: unknown): RedisAdapter {
   const a = adapter as Partial<RedisAdapter> | null | undefined;
   const badNodeOf = typeof a === 'object' && a !== null && a.nodeOf !== undefined && typeof a.nodeOf !== 'function';
-  if (typeof a !== 'object' || a === null || typeof a.evalsha !== 'function' || typeof a.eval !== 'function' || typeof a.cluster !== 'boolean' || badNodeOf) {
-    throw new FloodgateError('INVALID_OPTION', `RedisStore.adapter must be a RedisAdapter ({ cluster, evalsha, eval } and, when given, a nodeOf function), e.g. ioredisAdapter(new Redis()) or nodeRedisAdapter(client), got ${describeValue(adapter)}`, 'RedisStore.adapter');
+  if (
+    typeof a !== 'object' ||
+    a === null ||
+    typeof a.evalsha !== 'function' ||
+    typeof a.eval !== 'function' ||
+    typeof a.cluster !== 'boolean' ||
+    badNodeOf
+  ) {
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `RedisStore.adapter must be a RedisAdapter ({ cluster, evalsha, eval } and, when given, a nodeOf function), e.g. ioredisAdapter(new Redis()) or nodeRedisAdapter(client), got ${describeValue(adapter)}`,
+      'RedisStore.adapter',
+    );
   }
   return a as RedisAdapter;
 }
@@ -312,34 +340,52 @@ function checkAdapter(adapter: unknown): RedisAdapter {
 function checkClock(clock: unknown): Clock | undefined {
   if (clock === undefined) return undefined;
   if (typeof clock !== 'object' || clock === null || typeof (clock as Partial<Clock>).now !== 'function') {
-    throw new FloodgateError('INVALID_OPTION', `RedisStore.clock must have a now() method returning ms, like systemClock or a ManualClock, got ${describeValue(clock)}`, 'RedisStore.clock');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `RedisStore.clock must have a now() method returning ms, like systemClock or a ManualClock, got ${describeValue(clock)}`,
+      'RedisStore.clock',
+    );
   }
   return clock as Clock;
 }
 
 function checkTimers(timers: unknown): Timers {
   if (timers === undefined) return systemTimers;
-  if (!isTimers(timers)) throw new FloodgateError('INVALID_OPTION', `RedisStore.timers must have setTimer and clearTimer, like systemTimers or a ManualClock, got ${describeValue(timers)}`, 'RedisStore.timers');
+  if (!isTimers(timers))
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `RedisStore.timers must have setTimer and clearTimer, like systemTimers or a ManualClock, got ${describeValue(timers)}`,
+      'RedisStore.timers',
+    );
   return timers;
 }
 
 function checkObserver(observer: unknown): Observer | undefined {
   if (observer === undefined) return undefined;
   if (typeof observer !== 'object' || observer === null) {
-    throw new FloodgateError('INVALID_OPTION', `RedisStore.observer must be an object of optional hooks (storeCall, storeError, circuit, fallback), got ${describeValue(observer)}`, 'RedisStore.observer');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `RedisStore.observer must be an object of optional hooks (storeCall, storeError, circuit, fallback), got ${describeValue(observer)}`,
+      'RedisStore.observer',
+    );
   }
   return observer as Observer;
 }
 
 function checkPrefix(prefix: unknown): string {
   if (typeof prefix !== 'string' || prefix.includes('{') || prefix.includes('}')) {
-    throw new FloodgateError('INVALID_OPTION', `RedisStore.prefix must be a string without { or } (the key is the hash tag), got ${describeValue(prefix)}`, 'RedisStore.prefix');
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      `RedisStore.prefix must be a string without { or } (the key is the hash tag), got ${describeValue(prefix)}`,
+      'RedisStore.prefix',
+    );
   }
   return prefix;
 }
 
 function optionalBoolean(value: unknown, option: string, byDefault = false): boolean {
   if (value === undefined) return byDefault;
-  if (typeof value !== 'boolean') throw new FloodgateError('INVALID_OPTION', `${option} must be true or false, got ${describeValue(value)}`, option);
+  if (typeof value !== 'boolean')
+    throw new FloodgateError('INVALID_OPTION', `${option} must be true or false, got ${describeValue(value)}`, option);
   return value;
 }

@@ -98,15 +98,17 @@ export class RedisTable implements PolicyStore {
       observer: context.observer,
       nodes: context.nodes,
     });
-    if (typeof onError === 'object' && onError.share === undefined && onError.nodes === undefined) context.censusNeeded();
+    if (typeof onError === 'object' && onError.share === undefined && onError.nodes === undefined)
+      context.censusNeeded();
     const admitsOnFailure = onError !== 'throw' && onError !== 'fail-closed';
-    this.writeBack = context.writeBack && admitsOnFailure
-      ? new WriteBack({
-          maxKeys: typeof onError === 'object' ? (onError.maxKeys ?? 100_000) : 100_000,
-          charge: (key, cost) => this.call('charge', key, cost, NaN, 0),
-          ready: () => context.runner.quiet(WRITE_BACK_GRACE_MS),
-        })
-      : undefined;
+    this.writeBack =
+      context.writeBack && admitsOnFailure
+        ? new WriteBack({
+            maxKeys: typeof onError === 'object' ? (onError.maxKeys ?? 100_000) : 100_000,
+            charge: (key, cost) => this.call('charge', key, cost, NaN, 0),
+            ready: () => context.runner.quiet(WRITE_BACK_GRACE_MS),
+          })
+        : undefined;
     // Any answer from Redis (a batch of another policy, a consumeAll) says it is back.
     const writeBack = this.writeBack;
     if (writeBack !== undefined) context.runner.answers(() => writeBack.flush());
@@ -176,7 +178,8 @@ export class RedisTable implements PolicyStore {
     }
     this.recovered();
     const text = textOf(reply);
-    if (text === undefined || !/^(-1|0|[1-9][0-9]*)$/.test(text)) throw replyError(this.what('reserve'), 'a whole number of ms or "-1"', reply);
+    if (text === undefined || !/^(-1|0|[1-9][0-9]*)$/.test(text))
+      throw replyError(this.what('reserve'), 'a whole number of ms or "-1"', reply);
     return Number(text);
   }
 
@@ -198,7 +201,17 @@ export class RedisTable implements PolicyStore {
       return Promise.reject(error);
     }
     const sentAtMs = this.cache === undefined ? 0 : this.context.clock.now();
-    const pending = new PendingDecision(this.owner, this.batchPolicy, redisKeyOf(this.context.prefix, this.policyId, key), op, time, cost, key, nowMs, sentAtMs);
+    const pending = new PendingDecision(
+      this.owner,
+      this.batchPolicy,
+      redisKeyOf(this.context.prefix, this.policyId, key),
+      op,
+      time,
+      cost,
+      key,
+      nowMs,
+      sentAtMs,
+    );
     const batcher = this.context.batcher;
     if (batcher === undefined) this.sendAlone(pending);
     else batcher.submit(pending);
@@ -241,7 +254,8 @@ export class RedisTable implements PolicyStore {
   private sendAlone(request: BatchRequest): void {
     const args = [this.lua.registered, request.op, request.time, String(request.cost), '0', ...this.paramArgs];
     const late = (reply: unknown): void => {
-      const decision = Array.isArray(reply) && reply.length === 4 ? parseDecisionAt(reply, 0, this.algorithm.limit) : undefined;
+      const decision =
+        Array.isArray(reply) && reply.length === 4 ? parseDecisionAt(reply, 0, this.algorithm.limit) : undefined;
       if (decision !== undefined) request.late?.(decision);
     };
     this.context.runner.run(this.script, [request.redisKey], args, request.op, late).then(
@@ -262,19 +276,40 @@ export class RedisTable implements PolicyStore {
   private timeArg(nowMs: number): string {
     if (!this.context.testTime) return '';
     if (Number.isNaN(nowMs)) return String(this.context.clock.now());
-    if (!Number.isFinite(nowMs)) throw new FloodgateError('INVALID_OPTION', `nowMs must be a finite number in unsafeTestTime mode, got ${describeValue(nowMs)}`, 'nowMs');
+    if (!Number.isFinite(nowMs))
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `nowMs must be a finite number in unsafeTestTime mode, got ${describeValue(nowMs)}`,
+        'nowMs',
+      );
     return String(nowMs);
   }
 
-  private call(op: string, key: string, cost: number, nowMs: number, maxWaitMs: number, late?: (reply: unknown) => void): Promise<unknown> {
+  private call(
+    op: string,
+    key: string,
+    cost: number,
+    nowMs: number,
+    maxWaitMs: number,
+    late?: (reply: unknown) => void,
+  ): Promise<unknown> {
     const args = [this.lua.registered, op, this.timeArg(nowMs), String(cost), String(maxWaitMs), ...this.paramArgs];
     return this.context.runner.run(this.script, [this.redisKey(key)], args, op, late);
   }
 
   private checkKey(key: string): void {
     if (typeof key !== 'string' || key.length === 0 || key.length > this.context.maxKeyLength) {
-      const what = typeof key === 'string' ? (key.length === 0 ? 'the empty string' : `a string of ${key.length} code units`) : describeValue(key);
-      throw new FloodgateError('INVALID_KEY', `key must be a non-empty string of at most ${this.context.maxKeyLength} code units (RedisStore.maxKeyLength), got ${what}`, 'key');
+      const what =
+        typeof key === 'string'
+          ? key.length === 0
+            ? 'the empty string'
+            : `a string of ${key.length} code units`
+          : describeValue(key);
+      throw new FloodgateError(
+        'INVALID_KEY',
+        `key must be a non-empty string of at most ${this.context.maxKeyLength} code units (RedisStore.maxKeyLength), got ${what}`,
+        'key',
+      );
     }
   }
 
@@ -284,8 +319,10 @@ export class RedisTable implements PolicyStore {
   }
 
   private decision(op: string, reply: unknown): Decision {
-    const decision = Array.isArray(reply) && reply.length === 4 ? parseDecisionAt(reply, 0, this.algorithm.limit) : undefined;
-    if (decision === undefined) throw replyError(this.what(op), '[allowed, remaining, retryAfterMs, resetMs] as whole numbers', reply);
+    const decision =
+      Array.isArray(reply) && reply.length === 4 ? parseDecisionAt(reply, 0, this.algorithm.limit) : undefined;
+    if (decision === undefined)
+      throw replyError(this.what(op), '[allowed, remaining, retryAfterMs, resetMs] as whole numbers', reply);
     return decision;
   }
 

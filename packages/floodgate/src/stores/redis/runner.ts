@@ -98,7 +98,13 @@ export class ScriptRunner {
    * guarding `keys` is open. `operation` names the call in `storeCall` events (default the script's
    * name); `late`, when given, receives the reply of a call that answered after its deadline.
    */
-  run(script: LuaScript, keys: readonly string[], args: readonly string[], operation: string = script.name, late?: Late): Promise<unknown> {
+  run(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    operation: string = script.name,
+    late?: Late,
+  ): Promise<unknown> {
     const circuit = this.circuits.circuitOf(keys);
     const admission = circuit.admit();
     if (admission === 'refuse') return Promise.reject(openError(script, circuit));
@@ -112,7 +118,11 @@ export class ScriptRunner {
       return timedOut();
     };
     const timedOut = (): Error =>
-      new FloodgateError('STORE_TIMEOUT', `RedisStore: the ${script.name} script got no answer from ${circuit.name} within ${this.timeout.describe()} (RedisStore.timeoutMs), or ${circuit.name} failed meanwhile; the operation may still have run`, 'timeoutMs');
+      new FloodgateError(
+        'STORE_TIMEOUT',
+        `RedisStore: the ${script.name} script got no answer from ${circuit.name} within ${this.timeout.describe()} (RedisStore.timeoutMs), or ${circuit.name} failed meanwhile; the operation may still have run`,
+        'timeoutMs',
+      );
     const startedMs = this.clock.now();
     const call = this.evaluate(script, keys, args);
     const settledLate = (): void => {
@@ -128,13 +138,20 @@ export class ScriptRunner {
         this.timeout.record(durationMs);
         this.hear(answeredMs);
         circuit.succeeded(probe);
-        if (this.observer !== undefined) notify(this.observer, 'storeCall', { store: 'redis', operation, durationMs, ok: true });
+        if (this.observer !== undefined)
+          notify(this.observer, 'storeCall', { store: 'redis', operation, durationMs, ok: true });
         return reply;
       },
       (error: unknown) => {
         if (isUnhealthy(error)) this.failed(circuit, probe);
         else circuit.succeeded(probe);
-        if (this.observer !== undefined) notify(this.observer, 'storeCall', { store: 'redis', operation, durationMs: this.clock.now() - startedMs, ok: false });
+        if (this.observer !== undefined)
+          notify(this.observer, 'storeCall', {
+            store: 'redis',
+            operation,
+            durationMs: this.clock.now() - startedMs,
+            ok: false,
+          });
         throw error;
       },
     );
@@ -174,7 +191,10 @@ const ANSWERED = /^(FLOODGATE|ERR|WRONGTYPE|CROSSSLOT|NOSCRIPT|NOPERM|NOAUTH|WRO
 
 /** The error of a script not sent because `circuit` is open: it names what failed (the node, on a cluster). */
 function openError(script: LuaScript, circuit: Circuit): FloodgateError {
-  return new FloodgateError('STORE_ERROR', `RedisStore: the ${script.name} script was not sent: ${circuit.name} failed repeatedly (the circuit is open), next probe in ${circuit.retryInMs()} ms`);
+  return new FloodgateError(
+    'STORE_ERROR',
+    `RedisStore: the ${script.name} script was not sent: ${circuit.name} failed repeatedly (the circuit is open), next probe in ${circuit.retryInMs()} ms`,
+  );
 }
 
 function isUnhealthy(error: unknown): boolean {
@@ -188,24 +208,32 @@ function messageOf(error: unknown): string {
 }
 
 /** What an OOM reply means for limits, appended to its message. */
-const OOM_HINT = ': Redis is full (used memory above its maxmemory, under maxmemory-policy noeviction) and refuses writes; keys already refused stay refused, while new keys and admissions are decided by RedisStore.onError until memory is freed or maxmemory raised (see RedisStore.checkMemory)';
+const OOM_HINT =
+  ': Redis is full (used memory above its maxmemory, under maxmemory-policy noeviction) and refuses writes; keys already refused stay refused, while new keys and admissions are decided by RedisStore.onError until memory is freed or maxmemory raised (see RedisStore.checkMemory)';
 
 /** hintFor returns what to add to a Redis error `message` to say what it means and what to do ('' when nothing). */
 export function hintFor(message: string): string {
-  if (message.includes('CROSSSLOT')) return ': the keys are in different hash slots; tell the adapter it talks to a cluster ({ cluster: true }) or give the keys one hash tag';
+  if (message.includes('CROSSSLOT'))
+    return ': the keys are in different hash slots; tell the adapter it talks to a cluster ({ cluster: true }) or give the keys one hash tag';
   return /(^|[\s:])OOM\b/.test(message) ? OOM_HINT : '';
 }
 
 function storeError(script: LuaScript, cause: unknown): FloodgateError {
   const message = messageOf(cause);
-  const error = new FloodgateError('STORE_ERROR', `RedisStore: the ${script.name} script failed: ${message}${hintFor(message)}`);
+  const error = new FloodgateError(
+    'STORE_ERROR',
+    `RedisStore: the ${script.name} script failed: ${message}${hintFor(message)}`,
+  );
   error.cause = cause;
   return error;
 }
 
 /** replyError returns the `STORE_REPLY` error for a reply that is not what `what` promises. */
 export function replyError(what: string, expected: string, reply: unknown): FloodgateError {
-  return new FloodgateError('STORE_REPLY', `RedisStore: ${what} answered ${describeReply(reply)} where ${expected} was expected`);
+  return new FloodgateError(
+    'STORE_REPLY',
+    `RedisStore: ${what} answered ${describeReply(reply)} where ${expected} was expected`,
+  );
 }
 
 function describeReply(reply: unknown): string {
@@ -246,7 +274,12 @@ export function parseDecisionAt(reply: readonly unknown[], offset: number, limit
   const remaining = wholeOf(reply[offset + 1], false);
   const retryAfterMs = wholeOf(reply[offset + 2], true);
   const resetMs = wholeOf(reply[offset + 3], true);
-  if ((allowedAt !== 1 && allowedAt !== 0) || remaining === undefined || retryAfterMs === undefined || resetMs === undefined) {
+  if (
+    (allowedAt !== 1 && allowedAt !== 0) ||
+    remaining === undefined ||
+    retryAfterMs === undefined ||
+    resetMs === undefined
+  ) {
     return undefined;
   }
   const allowed = allowedAt === 1;

@@ -14,8 +14,14 @@ type Make = (capacity: number, perSecond: number) => Algorithm;
  */
 export function bucketGroups(): Group[] {
   return [
-    { name: 'token bucket', tables: bucketTables((capacity, refillPerSecond) => tokenBucket({ capacity, refillPerSecond })) },
-    { name: 'leaky bucket', tables: bucketTables((capacity, leakPerSecond) => leakyBucket({ capacity, leakPerSecond })) },
+    {
+      name: 'token bucket',
+      tables: bucketTables((capacity, refillPerSecond) => tokenBucket({ capacity, refillPerSecond })),
+    },
+    {
+      name: 'leaky bucket',
+      tables: bucketTables((capacity, leakPerSecond) => leakyBucket({ capacity, leakPerSecond })),
+    },
   ];
 }
 

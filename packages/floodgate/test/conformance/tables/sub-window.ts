@@ -67,11 +67,7 @@ export function subWindowGroup(): Group {
       {
         name: 'cost 0 is always allowed and spends nothing',
         algorithm: four,
-        steps: [
-          consume(0, 'a', 0, ok(4, 0)),
-          consume(0, 'a', 4, ok(0, 1000)),
-          consume(300, 'a', 0, ok(0, 700)),
-        ],
+        steps: [consume(0, 'a', 0, ok(4, 0)), consume(0, 'a', 4, ok(0, 1000)), consume(300, 'a', 0, ok(0, 700))],
       },
       {
         name: 'fractional costs',

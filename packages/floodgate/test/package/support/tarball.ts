@@ -30,7 +30,8 @@ async function checkEntry(packageDir: string, name: string, entry: Json): Promis
     for (const key of ['types', 'default']) {
       const file = target[key];
       if (typeof file !== 'string') problems.push(`${name}: no "${condition}.${key}"`);
-      else if (!(await exists(join(packageDir, file)))) problems.push(`${name}: ${condition}.${key} ${file} is not in the tarball`);
+      else if (!(await exists(join(packageDir, file))))
+        problems.push(`${name}: ${condition}.${key} ${file} is not in the tarball`);
     }
   }
   return problems;
@@ -42,13 +43,15 @@ async function checkNode10(packageDir: string, manifest: Json): Promise<string[]
   const exportsMap = asObject(manifest['exports']);
   for (const field of ['main', 'types']) {
     const file = manifest[field];
-    if (typeof file !== 'string' || !(await exists(join(packageDir, file)))) problems.push(`"${field}" is missing or not shipped`);
+    if (typeof file !== 'string' || !(await exists(join(packageDir, file))))
+      problems.push(`"${field}" is missing or not shipped`);
   }
   const mapped = asObject(asObject(manifest['typesVersions'])['*']);
   for (const subpath of Object.keys(exportsMap).filter((k) => k !== '.' && k !== './package.json')) {
     const expected = asObject(asObject(exportsMap[subpath])['require'])['types'];
     const got = mapped[subpath.slice(2)];
-    if (!Array.isArray(got) || got[0] !== expected) problems.push(`typesVersions has no ${subpath} -> ${String(expected)}`);
+    if (!Array.isArray(got) || got[0] !== expected)
+      problems.push(`typesVersions has no ${subpath} -> ${String(expected)}`);
   }
   return problems;
 }
@@ -64,7 +67,8 @@ export async function checkManifest(packageDir: string): Promise<string[]> {
   if (text.includes('floodgate-source')) problems.push('the floodgate-source condition is still there');
   for (const field of ['scripts', 'devDependencies']) if (field in manifest) problems.push(`"${field}" is still there`);
   if (manifest['license'] !== 'MIT') problems.push('license is not MIT');
-  for (const field of ['repository', 'homepage', 'bugs', 'description', 'engines']) if (!(field in manifest)) problems.push(`no "${field}"`);
+  for (const field of ['repository', 'homepage', 'bugs', 'description', 'engines'])
+    if (!(field in manifest)) problems.push(`no "${field}"`);
   if (!Array.isArray(manifest['keywords']) || manifest['keywords'].length === 0) problems.push('no keywords');
   const exportsMap = asObject(manifest['exports']);
   for (const [name, entry] of Object.entries(exportsMap)) {
@@ -80,7 +84,8 @@ export async function checkManifest(packageDir: string): Promise<string[]> {
 export function specifiersOf(source: string): string[] {
   const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
   const found: string[] = [];
-  for (const match of code.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)['"]([^'"]+)['"]/gm)) found.push(match[1]!);
+  for (const match of code.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^\s*import\s+)['"]([^'"]+)['"]/gm))
+    found.push(match[1]!);
   return found;
 }
 

@@ -51,7 +51,14 @@ export interface AppSpec {
 }
 
 /** STRICT holds the options every app compiles with: strict, and never skipLibCheck. */
-const STRICT = { strict: true, skipLibCheck: false, target: 'ES2022', lib: ['ES2022'], types: ['node'], noEmitOnError: true };
+const STRICT = {
+  strict: true,
+  skipLibCheck: false,
+  target: 'ES2022',
+  lib: ['ES2022'],
+  types: ['node'],
+  noEmitOnError: true,
+};
 
 /** makeApp lays out the app under `packed.root/apps/<name>` and returns its folder. */
 export async function makeApp(packed: Packed, spec: AppSpec): Promise<string> {
@@ -63,7 +70,10 @@ export async function makeApp(packed: Packed, spec: AppSpec): Promise<string> {
     await mkdir(dirname(target), { recursive: true });
     await symlink(join(WORKSPACE_MODULES, name), target, 'dir');
   }
-  await writeFile(join(dir, 'package.json'), JSON.stringify({ name: `app-${spec.name}`, private: true, type: spec.type }));
+  await writeFile(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: `app-${spec.name}`, private: true, type: spec.type }),
+  );
   for (const [file, options] of Object.entries(spec.tsconfigs ?? {})) {
     const tsconfig = { compilerOptions: { ...STRICT, ...options }, files: ['main.ts'] };
     await writeFile(join(dir, file), JSON.stringify(tsconfig, null, 2));
@@ -78,7 +88,10 @@ function sharingHost(options: ts.CompilerOptions): ts.CompilerHost {
   const host = ts.createCompilerHost(options);
   const read = host.getSourceFile.bind(host);
   host.getSourceFile = (fileName, languageVersion, onError, shouldCreate) => {
-    const format = typeof languageVersion === 'object' ? `${languageVersion.languageVersion}:${languageVersion.impliedNodeFormat}` : `${languageVersion}`;
+    const format =
+      typeof languageVersion === 'object'
+        ? `${languageVersion.languageVersion}:${languageVersion.impliedNodeFormat}`
+        : `${languageVersion}`;
     const key = `${fileName}|${format}`;
     let file = parsed.get(key);
     if (file === undefined) {
@@ -96,9 +109,17 @@ function sharingHost(options: ts.CompilerOptions): ts.CompilerHost {
  * small apps parse `@types/node` and each framework's types once.
  */
 export function compile(dir: string, tsconfig: string): string {
-  const config = ts.getParsedCommandLineOfConfigFile(join(dir, tsconfig), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
+  const config = ts.getParsedCommandLineOfConfigFile(
+    join(dir, tsconfig),
+    {},
+    { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} },
+  );
   if (config === undefined) return `cannot read ${tsconfig}`;
-  const program = ts.createProgram({ rootNames: config.fileNames, options: config.options, host: sharingHost(config.options) });
+  const program = ts.createProgram({
+    rootNames: config.fileNames,
+    options: config.options,
+    host: sharingHost(config.options),
+  });
   const diagnostics = [...config.errors, ...ts.getPreEmitDiagnostics(program)];
   if (diagnostics.length === 0) diagnostics.push(...program.emit().diagnostics);
   const formatHost = { getCanonicalFileName: (f: string) => f, getCurrentDirectory: () => dir, getNewLine: () => '\n' };
@@ -107,7 +128,11 @@ export function compile(dir: string, tsconfig: string): string {
 
 /** runApp runs `node <entry>` in the app (10 s at most) and returns the JSON its last line prints. */
 export async function runApp(dir: string, entry: string, env: Record<string, string> = {}): Promise<unknown> {
-  const { stdout } = await run(process.execPath, [entry], { cwd: dir, timeout: 10_000, env: { ...process.env, ...env } });
+  const { stdout } = await run(process.execPath, [entry], {
+    cwd: dir,
+    timeout: 10_000,
+    env: { ...process.env, ...env },
+  });
   const lines = stdout.trim().split('\n');
   return JSON.parse(lines[lines.length - 1] ?? 'null');
 }

@@ -25,7 +25,14 @@ export interface LuaScript {
  * RULES are every Lua rule, in the order the many-rule scripts hold them. Adding a policy to the
  * Redis store is its core file (with its `kind`), its rule's file here, and one line in this list.
  */
-const RULES: readonly LuaRule[] = [TOKEN_BUCKET_RULE, FIXED_WINDOW_RULE, WEIGHTED_WINDOW_RULE, SUB_WINDOW_COUNTER_RULE, SLIDING_WINDOW_LOG_RULE, GCRA_RULE];
+const RULES: readonly LuaRule[] = [
+  TOKEN_BUCKET_RULE,
+  FIXED_WINDOW_RULE,
+  WEIGHTED_WINDOW_RULE,
+  SUB_WINDOW_COUNTER_RULE,
+  SLIDING_WINDOW_LOG_RULE,
+  GCRA_RULE,
+];
 
 /** RUNS finds how to run an algorithm by its `kind`, the registry that replaces any reading of names. */
 const RUNS: ReadonlyMap<symbol, { readonly module: LuaModule; readonly run: LuaRun }> = new Map(

@@ -1,5 +1,6 @@
 /** LuaModule names the Lua rule of an algorithm (the token and leaky buckets share one). */
-export type LuaModule = 'token-bucket' | 'fixed-window' | 'weighted-window' | 'sub-window-counter' | 'sliding-window-log' | 'gcra';
+export type LuaModule =
+  'token-bucket' | 'fixed-window' | 'weighted-window' | 'sub-window-counter' | 'sliding-window-log' | 'gcra';
 
 /**
  * LuaRun says how the scripts run the algorithms of one `kind` (see `Algorithm.kind`): the name

@@ -103,7 +103,8 @@ export interface AcquireReply {
 export function acquireReplyOf(reply: unknown): AcquireReply | undefined {
   if (!Array.isArray(reply) || reply.length !== 3) return undefined;
   const [granted, held, msUntil] = reply.map(integerOf);
-  if (granted === undefined || held === undefined || msUntil === undefined || granted < 0 || msUntil < -1) return undefined;
+  if (granted === undefined || held === undefined || msUntil === undefined || granted < 0 || msUntil < -1)
+    return undefined;
   return { granted, msUntilFirstLeaseEnds: msUntil };
 }
 

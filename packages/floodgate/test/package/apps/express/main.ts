@@ -6,7 +6,12 @@ import { byIp } from 'floodgate/http';
 import { floodgateExpress } from 'floodgate/http/express';
 
 const app = express();
-app.use(floodgateExpress({ limiter: new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 0.001 }) }), key: byIp() }));
+app.use(
+  floodgateExpress({
+    limiter: new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 0.001 }) }),
+    key: byIp(),
+  }),
+);
 app.get('/', (_req, res) => void res.send('ok'));
 const server = app.listen(0, '127.0.0.1');
 await new Promise<void>((resolve) => server.once('listening', resolve));

@@ -5,7 +5,10 @@ import { Limiter, tokenBucket } from 'floodgate';
 import { byIp } from 'floodgate/http';
 import { floodgateNode } from 'floodgate/http/node';
 
-const limit = floodgateNode({ limiter: new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 0.001 }) }), key: byIp() });
+const limit = floodgateNode({
+  limiter: new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 0.001 }) }),
+  key: byIp(),
+});
 const server = createServer((req, res) => limit(req, res, () => res.end('ok')));
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
