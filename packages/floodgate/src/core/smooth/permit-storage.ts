@@ -1,25 +1,29 @@
+import type { SmoothState } from './smooth-state.js';
+
 /**
  * PermitStorage is the part of a smooth limiter that differs between Guava's two models: how many
- * unused permits may be stored, what spending them costs, and how much idle time stores one.
- * {@link SmoothRateLimiter} owns the stored count and the next-free moment; a storage only does the
- * arithmetic, in microseconds, with Java's double semantics (NaN and the infinities included).
+ * unused permits may be stored, what spending them costs, and how much idle time stores one. It
+ * holds no state of its own: everything it computes follows from the model's fixed parameters and
+ * the {@link SmoothState} it is given, in microseconds, with Java's double semantics (NaN and the
+ * infinities included), so a state kept elsewhere (in Redis) follows the same rules.
  */
 export interface PermitStorage {
-  /** The most permits that may be stored at the current rate; 0 until the first {@link applyRate}. */
-  readonly maxPermits: number;
+  /** maxPermitsAt returns the most permits that may be stored at `permitsPerSecond` (whose interval is `stableIntervalMicros`). */
+  maxPermitsAt(permitsPerSecond: number, stableIntervalMicros: number): number;
 
   /**
-   * applyRate adopts a new rate and returns the stored permits carried over to it. `storedPermits`
-   * is the count under the old rate; the answer is rescaled to the new maximum.
+   * carriedPermits returns the stored permits carried over to a new rate: `storedPermits` scaled
+   * by new max / old max, with the model's own answer for an old maximum of 0 (a new limiter) or
+   * Infinity (an infinite rate).
    */
-  applyRate(permitsPerSecond: number, stableIntervalMicros: number, storedPermits: number): number;
+  carriedPermits(storedPermits: number, oldMaxPermits: number, newMaxPermits: number): number;
 
   /**
    * storedPermitsWaitMicros returns the time, in whole microseconds as a Java long, that taking
-   * `permitsToTake` of the `storedPermits` stored permits costs (0 for a bursty limiter).
+   * `permitsToTake` of the state's stored permits costs (0 for a bursty limiter).
    */
-  storedPermitsWaitMicros(storedPermits: number, permitsToTake: number): bigint;
+  storedPermitsWaitMicros(state: SmoothState, permitsToTake: number): bigint;
 
-  /** coolDownIntervalMicros returns how many microseconds of idle time store one permit. */
-  coolDownIntervalMicros(): number;
+  /** coolDownIntervalMicros returns how many microseconds of idle time store one permit in `state`. */
+  coolDownIntervalMicros(state: SmoothState): number;
 }

@@ -1,36 +1,20 @@
 import type { PermitStorage } from './permit-storage.js';
+import type { SmoothState } from './smooth-state.js';
 
 /**
- * BurstyStorage is Guava's SmoothBursty model: idle time stores permits at the stable rate, up to
- * `maxBurstSeconds` worth, and stored permits are free to spend. A new limiter starts empty.
+ * burstyStorage returns Guava's SmoothBursty model: idle time stores permits at the stable rate,
+ * up to `maxBurstSeconds` worth, and stored permits are free to spend. A new limiter starts empty.
  */
-export class BurstyStorage implements PermitStorage {
-  maxPermits = 0;
-  private stableIntervalMicros = 0;
-
-  /** Creates the model; `maxBurstSeconds` is how many seconds of permits may be stored. */
-  constructor(private readonly maxBurstSeconds: number) {}
-
-  /**
-   * applyRate returns the stored permits scaled by new max / old max. Coming from an infinite
-   * maximum (an infinite rate) the store is full; coming from 0 (a new limiter) it stays empty.
-   */
-  applyRate(permitsPerSecond: number, stableIntervalMicros: number, storedPermits: number): number {
-    const oldMaxPermits = this.maxPermits;
-    this.stableIntervalMicros = stableIntervalMicros;
-    this.maxPermits = this.maxBurstSeconds * permitsPerSecond;
-    if (oldMaxPermits === Infinity) return this.maxPermits;
-    if (oldMaxPermits === 0) return 0;
-    return (storedPermits * this.maxPermits) / oldMaxPermits;
-  }
-
-  /** storedPermitsWaitMicros returns 0: stored permits cost nothing in a bursty limiter. */
-  storedPermitsWaitMicros(): bigint {
-    return 0n;
-  }
-
-  /** coolDownIntervalMicros returns the stable interval: idle time stores permits at the rate. */
-  coolDownIntervalMicros(): number {
-    return this.stableIntervalMicros;
-  }
+export function burstyStorage(maxBurstSeconds: number): PermitStorage {
+  return {
+    maxPermitsAt: (permitsPerSecond) => maxBurstSeconds * permitsPerSecond,
+    // From an infinite maximum (an infinite rate) the store is full; from 0 (a new limiter) it stays empty.
+    carriedPermits: (storedPermits, oldMaxPermits, newMaxPermits) => {
+      if (oldMaxPermits === Infinity) return newMaxPermits;
+      if (oldMaxPermits === 0) return 0;
+      return (storedPermits * newMaxPermits) / oldMaxPermits;
+    },
+    storedPermitsWaitMicros: () => 0n,
+    coolDownIntervalMicros: (state: SmoothState) => state.stableIntervalMicros,
+  };
 }

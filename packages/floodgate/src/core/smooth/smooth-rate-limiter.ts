@@ -1,6 +1,6 @@
 import { systemClock, type Clock } from '../clock.js';
 import { requireObject } from '../validate.js';
-import { saturatedAdd, longFromDouble, wrappingAdd, wrappingSubtract } from './java-long.js';
+import { longFromDouble } from './java-long.js';
 import type { PermitStorage } from './permit-storage.js';
 import {
   checkClock,
@@ -13,8 +13,15 @@ import {
   nowMicrosFrom,
   timeoutMicrosFrom,
 } from './smooth-arguments.js';
-import { BurstyStorage } from './smooth-bursty.js';
-import { WarmingUpStorage } from './smooth-warming-up.js';
+import {
+  FRESH_SMOOTH_STATE,
+  reserveAt,
+  setRateAt,
+  storageOf,
+  tryReserveAt,
+  type SmoothModel,
+  type SmoothState,
+} from './smooth-state.js';
 import { timerSleep, type SleepMs } from './sleep.js';
 
 /** SmoothLimiterOptions holds the options both kinds of {@link SmoothRateLimiter} take. */
@@ -47,7 +54,7 @@ const MICROS_PER_SECOND = 1e6;
  * clockMicros returns the clock's time in whole microseconds, floored, except that a product a
  * rounding error away from a whole µs (a ManualClock at 0.001 ms reads 0.9999… µs) counts as it.
  */
-function clockMicros(clock: Clock): number {
+export function clockMicros(clock: Clock): number {
   const micros = clock.now() * 1000;
   const nearest = Math.round(micros);
   return Math.abs(micros - nearest) <= Math.abs(micros) * 2 ** -50 ? nearest : Math.floor(micros);
@@ -77,17 +84,17 @@ function clockMicros(clock: Clock): number {
  * if (await limiter.tryAcquire(1, 50)) run(urgent);   // only if a permit is free within 50 ms
  */
 export class SmoothRateLimiter {
-  private storedPermits = 0;
-  private stableIntervalMicros = 0;
-  /** The moment the next request may start, as a Java long of µs; requests past it reserve from now. */
-  private nextFreeMicros = 0n;
+  /** Guava's four fields; the rules that change them are in smooth-state.ts, shared with the Redis limiter's Lua. */
+  private state: SmoothState = FRESH_SMOOTH_STATE;
+  private readonly storage: PermitStorage;
 
   private constructor(
-    private readonly storage: PermitStorage,
+    model: SmoothModel,
     permitsPerSecond: number,
     private readonly clock: Clock,
     private readonly sleep: SleepMs,
   ) {
+    this.storage = storageOf(model);
     this.setRateAt(permitsPerSecond, clockMicros(clock));
   }
 
@@ -103,8 +110,8 @@ export class SmoothRateLimiter {
       clock = systemClock,
       sleep = timerSleep,
     } = requireObject<SmoothBurstyOptions>(options, 'SmoothRateLimiter.options');
-    const storage = new BurstyStorage(checkMaxBurstSeconds(maxBurstSeconds));
-    return new SmoothRateLimiter(storage, checkRate(permitsPerSecond), checkClock(clock), checkSleep(sleep));
+    const model: SmoothModel = { kind: 'bursty', maxBurstSeconds: checkMaxBurstSeconds(maxBurstSeconds) };
+    return new SmoothRateLimiter(model, checkRate(permitsPerSecond), checkClock(clock), checkSleep(sleep));
   }
 
   /**
@@ -126,8 +133,8 @@ export class SmoothRateLimiter {
     } = requireObject<SmoothWarmingUpOptions>(options, 'SmoothRateLimiter.options');
     const rate = checkRate(permitsPerSecond);
     const warmupMicros = Number(longFromDouble(checkWarmupMs(warmupMs) * 1000));
-    const storage = new WarmingUpStorage(warmupMicros, checkColdFactor(coldFactor));
-    return new SmoothRateLimiter(storage, rate, checkClock(clock), checkSleep(sleep));
+    const model: SmoothModel = { kind: 'warmingUp', warmupMicros, coldFactor: checkColdFactor(coldFactor) };
+    return new SmoothRateLimiter(model, rate, checkClock(clock), checkSleep(sleep));
   }
 
   /**
@@ -188,10 +195,7 @@ export class SmoothRateLimiter {
 
   /** setRateAt is {@link setRate} at `nowMicros`, the synchronous twin. */
   setRateAt(permitsPerSecond: number, nowMicros: number): void {
-    checkRate(permitsPerSecond);
-    this.resync(nowMicrosFrom(nowMicros));
-    this.stableIntervalMicros = MICROS_PER_SECOND / permitsPerSecond;
-    this.storedPermits = this.storage.applyRate(permitsPerSecond, this.stableIntervalMicros, this.storedPermits);
+    this.state = setRateAt(this.storage, this.state, checkRate(permitsPerSecond), nowMicrosFrom(nowMicros));
   }
 
   /**
@@ -199,39 +203,21 @@ export class SmoothRateLimiter {
    * interval (1e6 / (1e6 / rate), so it may differ in the last bit; Number.MIN_VALUE reads 0).
    */
   getRate(): number {
-    return MICROS_PER_SECOND / this.stableIntervalMicros;
+    return MICROS_PER_SECOND / this.state.stableIntervalMicros;
   }
 
   /** Reserves and returns the µs to wait, or false when the next-free moment is beyond `now + timeout`. */
   private tryReserve(permits: number, timeout: bigint, now: bigint): number | false {
-    if (wrappingSubtract(this.nextFreeMicros, timeout) > now) return false;
-    return Number(this.reserve(permits, now));
+    const reservation = tryReserveAt(this.storage, this.state, permits, timeout, now);
+    if (reservation === undefined) return false;
+    this.state = reservation.state;
+    return Number(reservation.waitMicros);
   }
 
-  /** Stores the permits earned by idle time up to `now`, and moves the next-free moment to it. */
-  private resync(now: bigint): void {
-    if (now <= this.nextFreeMicros) return;
-    const earned = Number(wrappingSubtract(now, this.nextFreeMicros)) / this.storage.coolDownIntervalMicros();
-    this.storedPermits = Math.min(this.storage.maxPermits, this.storedPermits + earned);
-    this.nextFreeMicros = now;
-  }
-
-  /**
-   * Reserves `permits` at `now` and returns the µs to wait. The caller waits for the moment that
-   * was free before this request; this request's own cost pushes the moment for the next one.
-   */
+  /** Reserves `permits` at `now` and returns the µs to wait (see {@link reserveAt}). */
   private reserve(permits: number, now: bigint): bigint {
-    this.resync(now);
-    const startMicros = this.nextFreeMicros;
-    const fromStored = Math.min(permits, this.storedPermits);
-    const fresh = permits - fromStored;
-    const costMicros = wrappingAdd(
-      this.storage.storedPermitsWaitMicros(this.storedPermits, fromStored),
-      longFromDouble(fresh * this.stableIntervalMicros),
-    );
-    this.nextFreeMicros = saturatedAdd(this.nextFreeMicros, costMicros);
-    this.storedPermits -= fromStored;
-    const waitMicros = wrappingSubtract(startMicros, now);
-    return waitMicros > 0n ? waitMicros : 0n;
+    const reservation = reserveAt(this.storage, this.state, permits, now);
+    this.state = reservation.state;
+    return reservation.waitMicros;
   }
 }
