@@ -96,6 +96,23 @@ export interface RedisStoreOptions {
 }
 
 /**
+ * StoreShares is what a limiter built on a {@link RedisStore} outside its tables (such as
+ * `RedisSmoothLimiter`) shares with it: the runner of its scripts (connection health, circuits,
+ * timeout, observer), its key prefix, time, failure policy and census.
+ */
+export interface StoreShares {
+  readonly runner: ScriptRunner;
+  readonly prefix: string;
+  readonly testTime: boolean;
+  readonly clock: Clock;
+  readonly timers: Timers;
+  readonly onError: OnError;
+  /** How many processes share the store now (its census); call `censusNeeded` first for a live count. */
+  readonly nodes: () => number;
+  readonly censusNeeded: () => void;
+}
+
+/**
  * RedisStore keeps limiter state in Redis, so every process sharing a Redis shares every limit
  * exactly. Each decision is one Lua script run atomically on the server, with the same rule as the
  * memory store (a differential test keeps the Lua and the TS identical), using the server's `TIME`
@@ -143,6 +160,8 @@ export class RedisStore implements Store {
   private readonly cluster: boolean;
   private readonly tableOf: (algorithm: Algorithm) => RedisTable;
   private readonly adapter: RedisAdapter;
+  private readonly onError: OnError;
+  private readonly timers: Timers;
 
   /** Creates a store over `options.adapter`; it sends nothing to Redis until first used. */
   constructor(options: RedisStoreOptions) {
@@ -153,8 +172,16 @@ export class RedisStore implements Store {
     this.cluster = adapter.cluster;
     this.adapter = adapter;
     const onError = checkOnError(o.onError ?? DEFAULT_ON_ERROR, 'RedisStore.onError');
+    this.onError = onError;
+    this.timers = checkTimers(o.timers);
     this.context = contextOf(o, adapter, { testTime, clock: this.clock });
     this.tableOf = tablesOf(this.context, onError);
+  }
+
+  /** shares returns what a limiter built on this store outside its tables shares with it (see {@link StoreShares}). */
+  shares(): StoreShares {
+    const { runner, prefix, testTime, clock, nodes, censusNeeded } = this.context;
+    return { runner, prefix, testTime, clock, timers: this.timers, onError: this.onError, nodes, censusNeeded };
   }
 
   /** bind returns the table for `algorithm`, creating it on first use. */
