@@ -137,7 +137,9 @@ export function tryReserveAt(
  * before its start): the state goes back to what it was just before the reservation (its stored
  * permits back, the next-free moment at its start), which is what a limiter that never saw it
  * would hold now, since no idle time has passed the start. Once due, the caller may already be
- * using its permits, so nothing is given back.
+ * using its permits, so nothing is given back. The answer is a new state, so a release is itself a
+ * change: an earlier reservation is not released after it (the Redis script, which tells states
+ * apart by a version, cannot tell that the earlier one has become the latest again).
  */
 export function releaseAt(
   state: SmoothState,
@@ -145,5 +147,5 @@ export function releaseAt(
   nowMicros: bigint,
 ): SmoothState | undefined {
   if (state !== reservation.state || nowMicros >= reservation.startMicros) return undefined;
-  return reservation.before;
+  return { ...reservation.before };
 }
