@@ -19,8 +19,8 @@ import { createInterface } from 'node:readline';
 import * as grpc from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { loadRateLimitService } from '../packages/server/src/decision/grpc.js';
-import { startServiceProcess } from '../packages/server/test/decision/processes.js';
+import { loadRateLimitService } from '../packages/server/src/ratelimit/protocol/proto.js';
+import { startServiceProcess } from '../packages/server/test/ratelimit/processes.js';
 import { startRedisServer } from '../packages/floodgate/test/support/redis-server.js';
 import { ratio, table } from './support/format.js';
 

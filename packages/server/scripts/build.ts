@@ -1,8 +1,9 @@
 /**
  * Builds floodgate-server for publishing: ES modules in `dist/` (the CLI's entry is
  * `dist/cli/main.js`, which `bin/floodgate.js` imports), no declarations or source maps. The
- * tarball also carries `bin/` and `proto/`: `decision/grpc.ts` finds the .proto files at
- * `../../proto/` from itself, which is the same folder from `src/decision/` and `dist/decision/`.
+ * tarball also carries `bin/` and `proto/`: `ratelimit/protocol/proto.ts` finds the .proto files at
+ * `../../../proto/` from itself, which is the same folder from `src/ratelimit/protocol/` and
+ * `dist/ratelimit/protocol/`.
  *
  *   node --import tsx scripts/build.ts            # builds into dist/
  *   node --import tsx scripts/build.ts --pack     # stages a copy and packs it into the cwd

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
-import { fixturePath, GrpcRls, postJson, rl } from './decision/support.js';
+import { fixturePath, GrpcRls, postJson, rl } from './ratelimit/support.js';
 import { floodgate, FLOODGATE_BIN } from './support/cli.js';
 
 describe('floodgate ratelimit', () => {

@@ -11,7 +11,7 @@ import { PassThrough } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { runCheck } from '../src/cli/commands.js';
 import { loadConfig } from '../src/config/load.js';
-import { GrpcRls, rl } from './decision/support.js';
+import { GrpcRls, rl } from './ratelimit/support.js';
 import { startGateway } from './support/gateway-process.js';
 import { call } from './support/http.js';
 

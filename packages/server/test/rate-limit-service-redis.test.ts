@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startRedisServer, type RedisServers } from '../../floodgate/test/support/redis-server.js';
-import { GrpcRls, rl } from './decision/support.js';
+import { GrpcRls, rl } from './ratelimit/support.js';
 import { startGateway, type GatewayProcess } from './support/gateway-process.js';
 import { call, metricValue } from './support/http.js';
 

@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { GrpcRls, postJson, rl } from './decision/support.js';
+import { GrpcRls, postJson, rl } from './ratelimit/support.js';
 import { startGateway, type GatewayProcess } from './support/gateway-process.js';
 import { call, metricValue } from './support/http.js';
 import { startUpstream, type TestUpstream } from './support/upstream.js';

@@ -1,15 +1,15 @@
 /**
- * A runnable decision service, kept for scripts and tests that start it by path; `floodgate
+ * A runnable rate limit service, kept for scripts and tests that start it by path; `floodgate
  * ratelimit` is the same program (see `src/cli/ratelimit.ts`). Prints one JSON line
  * `{"ready":true,"grpcPort":N,"httpPort":M}` once it listens; stops on SIGTERM or SIGINT.
  *
- *   node --conditions=floodgate-source --import tsx packages/server/src/decision/main.ts \
+ *   node --conditions=floodgate-source --import tsx packages/server/src/cli/ratelimit-main.ts \
  *     --config ratelimit.yaml --grpc-port 8081 --http-port 8080 [--host 127.0.0.1]
  *     [--redis 127.0.0.1:6380 | --redis-cluster 127.0.0.1:7000,127.0.0.1:7001]
  *     [--on-store-error local|fail-open|fail-closed|throw] [--store-timeout-ms 50] [--check]
  */
 import { parseArgs } from 'node:util';
-import { runRatelimit } from '../cli/ratelimit.js';
+import { runRatelimit } from './ratelimit.js';
 
 function portOf(text: string | undefined, flag: string): number | undefined {
   if (text === undefined) return undefined;

@@ -9,9 +9,9 @@ import {
   mergeDescriptorConfigs,
   parseDescriptorConfig,
   type DescriptorConfig,
-} from '../decision/config.js';
-import { startDecisionServers } from '../decision/servers.js';
-import { createDecisionService, type DecisionService } from '../decision/service.js';
+} from '../ratelimit/service/config.js';
+import { startRateLimitServers } from '../ratelimit/service/servers.js';
+import { createRateLimitService, type RateLimitService } from '../ratelimit/service/service.js';
 import { FAIL_FAST_CLIENT, FAIL_FAST_CLUSTER } from '../store/store.js';
 
 /** RatelimitFlags are `floodgate ratelimit`'s options. */
@@ -109,7 +109,7 @@ async function redisStore(
   return { store, close: () => client.disconnect() };
 }
 
-function reload(service: DecisionService, paths: readonly string[], stderr: NodeJS.WritableStream): void {
+function reload(service: RateLimitService, paths: readonly string[], stderr: NodeJS.WritableStream): void {
   const loaded = loadDescriptorPaths(paths);
   if ('errors' in loaded) {
     stderr.write(`config reload refused, still serving the previous config:\n${loaded.errors.join('\n')}\n`);
@@ -171,9 +171,9 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   const address = flags.redisCluster ?? flags.redis;
   const redis =
     address === undefined ? undefined : await redisStore(address, flags.redisCluster !== undefined, failure);
-  const service = createDecisionService({ domains, store: redis?.store });
+  const service = createRateLimitService({ domains, store: redis?.store });
   const neither = flags.grpcPort === undefined && flags.httpPort === undefined;
-  const servers = await startDecisionServers({
+  const servers = await startRateLimitServers({
     service,
     grpcPort: neither ? 8081 : flags.grpcPort,
     httpPort: neither ? 8080 : flags.httpPort,

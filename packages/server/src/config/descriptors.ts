@@ -12,7 +12,7 @@ import {
   type ConfigError as DescriptorError,
   type DescriptorConfig,
   type DomainSpec,
-} from '../decision/config.js';
+} from '../ratelimit/service/config.js';
 import { Locator, type ConfigProblem } from './problems.js';
 import type { GatewayConfig } from './schema.js';
 

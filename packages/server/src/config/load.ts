@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
-import type { DomainSpec } from '../decision/config.js';
+import type { DomainSpec } from '../ratelimit/service/config.js';
 import { checkConfig } from './checks.js';
 import { loadDescriptorFiles } from './descriptors.js';
 import { ConfigError, Locator, type ConfigProblem } from './problems.js';

@@ -18,10 +18,10 @@ import { adminHandler, tokenDigest } from '../ops/admin.js';
 import { GatewayMetrics } from '../ops/metrics.js';
 import { redactConfig } from '../ops/redact.js';
 import { gatewayOnStoreError, openStore, type GatewayStore } from '../store/store.js';
-import type { DomainSpec } from '../decision/config.js';
+import type { DomainSpec } from '../ratelimit/service/config.js';
 import type { DecisionReporter } from './decide.js';
 import type { GuardEvents } from './guards.js';
-import type { RateLimitServiceHost } from './rate-limit-service.js';
+import type { RateLimitServiceHost } from './ratelimit-host.js';
 import { Upstreams } from './proxy.js';
 import { RouteTable } from './routes.js';
 import { serveRequest, serveUpgrade, trustedPeers, type TrafficState } from './traffic.js';
@@ -190,7 +190,7 @@ export class Gateway implements TrafficState {
     await listenOn(this.traffic, this.options.port ?? c.listen.port, c.listen.host);
     if (c.rateLimitService !== undefined) {
       // Loaded only when configured: gRPC alone costs about a quarter of a second of CPU at start.
-      const { RateLimitServiceHost } = await import('./rate-limit-service.js');
+      const { RateLimitServiceHost } = await import('./ratelimit-host.js');
       this.service = await RateLimitServiceHost.start({
         section: c.rateLimitService,
         domains: this.domains,

@@ -6,9 +6,9 @@
 import type { Observer, Store } from 'floodgate';
 import type { Logger } from 'pino';
 import type { RateLimitServiceConfig } from '../config/schema.js';
-import type { DomainSpec } from '../decision/config.js';
-import { startDecisionServers, type DecisionServers } from '../decision/servers.js';
-import { createDecisionService, type DecisionService } from '../decision/service.js';
+import type { DomainSpec } from '../ratelimit/service/config.js';
+import { startRateLimitServers, type RateLimitServers } from '../ratelimit/service/servers.js';
+import { createRateLimitService, type RateLimitService } from '../ratelimit/service/service.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
 
 /** At most this many distinct descriptor labels (a `detailed_metric` names values); later ones count as `other`. */
@@ -36,8 +36,8 @@ export class RateLimitServiceHost {
   private readonly labels = new Set<string>();
 
   private constructor(
-    readonly service: DecisionService,
-    private readonly servers: DecisionServers,
+    readonly service: RateLimitService,
+    private readonly servers: RateLimitServers,
     private section: RateLimitServiceConfig,
     private readonly log: Logger,
   ) {}
@@ -50,14 +50,14 @@ export class RateLimitServiceHost {
     const observer: Observer = {
       decision: (e) => made.host?.count(metrics, e.limiter, e.operation, e.decision.reason),
     };
-    const service = createDecisionService({ domains: options.domains, store: options.store, observer });
+    const service = createRateLimitService({ domains: options.domains, store: options.store, observer });
     const grpcHost = section.grpc?.host;
     const httpHost = section.http?.host;
     // One host serves both listeners; start them apart when they differ.
     const servers =
       grpcHost !== undefined && httpHost !== undefined && grpcHost !== httpHost
         ? await startApart(service, section)
-        : await startDecisionServers({
+        : await startRateLimitServers({
             service,
             grpcPort: section.grpc?.port,
             httpPort: section.http?.port,
@@ -121,11 +121,11 @@ export class RateLimitServiceHost {
   }
 }
 
-async function startApart(service: DecisionService, section: RateLimitServiceConfig): Promise<DecisionServers> {
-  const grpc = await startDecisionServers({ service, grpcPort: section.grpc!.port, host: section.grpc!.host });
-  let http: DecisionServers;
+async function startApart(service: RateLimitService, section: RateLimitServiceConfig): Promise<RateLimitServers> {
+  const grpc = await startRateLimitServers({ service, grpcPort: section.grpc!.port, host: section.grpc!.host });
+  let http: RateLimitServers;
   try {
-    http = await startDecisionServers({ service, httpPort: section.http!.port, host: section.http!.host });
+    http = await startRateLimitServers({ service, httpPort: section.http!.port, host: section.http!.host });
   } catch (err) {
     await grpc.close();
     throw err;

@@ -1,12 +1,13 @@
 /**
- * The decision service: Envoy's rate limit API (`RateLimitService/ShouldRateLimit` over gRPC),
- * Envoy's descriptor config, a JSON API and a client, on any floodgate store.
+ * The rate limit service (`floodgate ratelimit`, `rateLimitService:` in a gateway config): Envoy's rate limit API (`RateLimitService/ShouldRateLimit` over gRPC),
+ * Envoy's descriptor config and a JSON API on any floodgate store (`service/`), and its client
+ * half (`client/`: `RateLimitClient`, `RemoteStore`), which speaks the protocol in `protocol/`.
  *
  * @example
  * const parsed = parseDescriptorConfig(text, 'ratelimit.yaml');
  * if ('errors' in parsed) throw new Error(parsed.errors.map(formatConfigError).join('\n'));
- * const service = createDecisionService({ domains: parsed.config.domains, store });
- * const servers = await startDecisionServers({ service, grpcPort: 8081, httpPort: 8080 });
+ * const service = createRateLimitService({ domains: parsed.config.domains, store });
+ * const servers = await startRateLimitServers({ service, grpcPort: 8081, httpPort: 8080 });
  *
  * @packageDocumentation
  */
@@ -20,16 +21,16 @@ export {
   type DescriptorSpec,
   type DomainSpec,
   type RateLimitSpec,
-} from './config.js';
+} from './service/config.js';
 export {
-  createDecisionService,
-  DecisionService,
+  createRateLimitService,
+  RateLimitService,
   MAX_UINT32,
   type DecideMode,
   type DecisionResult,
-  type DecisionServiceOptions,
+  type RateLimitServiceOptions,
   type DescriptorStatus,
-} from './service.js';
+} from './service/service.js';
 export {
   DecisionError,
   parseDecisionRequest,
@@ -37,42 +38,26 @@ export {
   type DecisionErrorCode,
   type DecisionRequest,
   type RequestDescriptor,
-} from './request.js';
-export { startDecisionServers, type DecisionServers, type DecisionServersOptions } from './servers.js';
+} from './service/request.js';
+export { startRateLimitServers, type RateLimitServers, type RateLimitServersOptions } from './service/servers.js';
 export {
   addRateLimitService,
-  loadRateLimitService,
-  PROTO_LOADER_OPTIONS,
-  PROTO_ROOT,
   rateLimitHandlers,
   rateLimitServiceDefinition,
   toResponseMessage,
-} from './grpc.js';
-export { encodeRateLimitResponse } from './wire.js';
-export { decisionHttpHandler, decideJson, envoyJson, MAX_BODY_BYTES } from './http.js';
-export { rateLimitHeaders } from './headers.js';
-export { counterKey, type DescriptorEntry, type Match, type Rule } from './rules.js';
-export { UNIT_MS, UNITS, type RateLimitUnit } from './units.js';
-export {
-  DecisionClient,
-  type ClientDecision,
-  type ClientDescriptor,
-  type ClientOnError,
-  type ClientRequest,
-  type ClientStatus,
-  type DecisionClientOptions,
-} from './client.js';
-export { addHealthService, HEALTH_SERVICES, loadHealthService } from './health.js';
-export { RemoteStore, type RemoteStoreOptions } from './remote-store.js';
-export type { ServiceGuardOptions } from './service-guard.js';
+} from './service/grpc.js';
+export { loadRateLimitService, PROTO_LOADER_OPTIONS, PROTO_ROOT, RLS_PROTO } from './protocol/proto.js';
+export { encodeRateLimitResponse } from './service/wire.js';
+export { rateLimitHttpHandler, decideJson, envoyJson, MAX_BODY_BYTES } from './service/http.js';
+export { rateLimitHeaders } from './service/headers.js';
+export { counterKey, type DescriptorEntry, type Match, type Rule } from './service/rules.js';
+export { UNIT_MS, UNITS, type RateLimitUnit } from './service/units.js';
+export { addHealthService, HEALTH_SERVICES, loadHealthService } from './service/health.js';
 export {
   buildPolicy,
   MAX_REMOTE_BATCH,
   MAX_REMOTE_KEY_LENGTH,
   MAX_REMOTE_POLICIES,
-  policySpecOf,
-  REMOTE_ALGORITHMS,
   StoreApi,
-  type PolicySpec,
-  type StoreOp,
-} from './store-api.js';
+} from './service/store-api.js';
+export * from './client/index.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { FloodgateError } from 'floodgate';
-import { DecisionClient } from '../../src/decision/index.js';
+import { RateLimitClient } from '../../src/ratelimit/index.js';
 import { domainsOf, run, type Running } from './support.js';
 import { closedPort, silentPort } from '../support/ports.js';
 
@@ -17,13 +17,13 @@ function code(expected: string): (e: unknown) => boolean {
 }
 
 for (const transport of ['http', 'grpc'] as const) {
-  describe(`DecisionClient over ${transport === 'http' ? 'the JSON API' : 'gRPC'}`, () => {
+  describe(`RateLimitClient over ${transport === 'http' ? 'the JSON API' : 'gRPC'}`, () => {
     let r: Running;
-    let client: DecisionClient;
+    let client: RateLimitClient;
     before(async () => {
       r = await run(domainsOf(CONFIG));
       const port = transport === 'http' ? r.servers.httpPort! : r.servers.grpcPort!;
-      client = new DecisionClient({ url: `${transport}://127.0.0.1:${port}`, timeoutMs: 2000 });
+      client = new RateLimitClient({ url: `${transport}://127.0.0.1:${port}`, timeoutMs: 2000 });
     });
     after(async () => {
       await client.close();
@@ -55,7 +55,7 @@ for (const transport of ['http', 'grpc'] as const) {
         descriptors: [{ entries: [{ key: 'user', value: 'bob' }], hitsAddend: 0 }],
       });
       assert.equal(ask.statuses[0]!.remaining, 2);
-      const lenient = new DecisionClient({
+      const lenient = new RateLimitClient({
         url: `${transport}://127.0.0.1:${transport === 'http' ? r.servers.httpPort! : r.servers.grpcPort!}`,
         onError: 'fail-open',
       });
@@ -67,18 +67,18 @@ for (const transport of ['http', 'grpc'] as const) {
     });
   });
 
-  describe(`DecisionClient over ${transport}: failures typed as a store's`, () => {
+  describe(`RateLimitClient over ${transport}: failures typed as a store's`, () => {
     it('a closed port: STORE_ERROR, or fail-open / fail-closed saying so', async () => {
       const url = `${transport}://127.0.0.1:${await closedPort()}`;
-      const strict = new DecisionClient({ url, timeoutMs: 1000 });
+      const strict = new RateLimitClient({ url, timeoutMs: 1000 });
       await assert.rejects(
         strict.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [['user', 'x']] }] }),
         code('STORE_ERROR'),
       );
-      const open = new DecisionClient({ url, timeoutMs: 1000, onError: 'fail-open' });
+      const open = new RateLimitClient({ url, timeoutMs: 1000, onError: 'fail-open' });
       const admitted = await open.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [['user', 'x']] }] });
       assert.deepEqual([admitted.allowed, admitted.reason], [true, 'fail-open']);
-      const closed = new DecisionClient({ url, timeoutMs: 1000, onError: 'fail-closed' });
+      const closed = new RateLimitClient({ url, timeoutMs: 1000, onError: 'fail-closed' });
       const refused = await closed.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [['user', 'x']] }] });
       assert.deepEqual(
         [refused.allowed, refused.reason, refused.statuses[0]!.code],
@@ -89,7 +89,7 @@ for (const transport of ['http', 'grpc'] as const) {
 
     it('a service that never answers: STORE_TIMEOUT at the deadline', async () => {
       const silent = await silentPort();
-      const client = new DecisionClient({ url: `${transport}://127.0.0.1:${silent.port}`, timeoutMs: 150 });
+      const client = new RateLimitClient({ url: `${transport}://127.0.0.1:${silent.port}`, timeoutMs: 150 });
       const started = performance.now();
       await assert.rejects(
         client.shouldRateLimit({ domain: 'app', descriptors: [{ entries: [['user', 'x']] }] }),
@@ -102,19 +102,19 @@ for (const transport of ['http', 'grpc'] as const) {
   });
 }
 
-describe('DecisionClient options', () => {
+describe('RateLimitClient options', () => {
   it('refuses a bad url, timeoutMs or onError with INVALID_OPTION naming it', () => {
     assert.throws(
-      () => new DecisionClient({ url: 'ftp://x:1' }),
-      (e: FloodgateError) => e.option === 'DecisionClient.url',
+      () => new RateLimitClient({ url: 'ftp://x:1' }),
+      (e: FloodgateError) => e.option === 'RateLimitClient.url',
     );
     assert.throws(
-      () => new DecisionClient({ url: 'http://127.0.0.1:1', timeoutMs: 0 }),
-      (e: FloodgateError) => e.option === 'DecisionClient.timeoutMs',
+      () => new RateLimitClient({ url: 'http://127.0.0.1:1', timeoutMs: 0 }),
+      (e: FloodgateError) => e.option === 'RateLimitClient.timeoutMs',
     );
     assert.throws(
-      () => new DecisionClient({ url: 'http://127.0.0.1:1', onError: 'maybe' as never }),
-      (e: FloodgateError) => e.option === 'DecisionClient.onError',
+      () => new RateLimitClient({ url: 'http://127.0.0.1:1', onError: 'maybe' as never }),
+      (e: FloodgateError) => e.option === 'RateLimitClient.onError',
     );
   });
 });

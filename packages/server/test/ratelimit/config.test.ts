@@ -5,7 +5,7 @@ import {
   mergeDescriptorConfigs,
   parseDescriptorConfig,
   type ConfigError,
-} from '../../src/decision/index.js';
+} from '../../src/ratelimit/index.js';
 import { fixtureDomains } from './support.js';
 
 function errorsOf(text: string): ConfigError[] {

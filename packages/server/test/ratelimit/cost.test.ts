@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { ManualClock } from 'floodgate';
-import { createDecisionService, parseDecisionRequest, parseDescriptorConfig } from '../../src/decision/index.js';
+import { createRateLimitService, parseDecisionRequest, parseDescriptorConfig } from '../../src/ratelimit/index.js';
 import { fixtureDomains, fixturePath, START_MS } from './support.js';
 
 function service() {
-  return createDecisionService({ domains: fixtureDomains('cost.yaml'), clock: new ManualClock(START_MS) });
+  return createRateLimitService({ domains: fixtureDomains('cost.yaml'), clock: new ManualClock(START_MS) });
 }
 
 function ask(key: string, extra: Record<string, unknown> = {}) {

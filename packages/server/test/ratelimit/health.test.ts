@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { loadHealthService } from '../../src/decision/index.js';
+import { loadHealthService } from '../../src/ratelimit/index.js';
 import { domainsOf, run, type Running } from './support.js';
 
 describe('gRPC health checking (grpc.health.v1.Health)', () => {

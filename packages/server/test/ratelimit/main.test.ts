@@ -10,7 +10,7 @@ import { fixturePath, GrpcRls, rl } from './support.js';
 import { startServiceProcess } from './processes.js';
 
 const run = promisify(execFile);
-const MAIN = fileURLToPath(new URL('../../src/decision/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../src/cli/ratelimit-main.ts', import.meta.url));
 
 async function main(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 
-const MAIN = fileURLToPath(new URL('../../src/decision/main.ts', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../src/cli/ratelimit-main.ts', import.meta.url));
 
 /** ServiceProcess is one running decision service. */
 export interface ServiceProcess {

@@ -5,7 +5,7 @@ import { RedisStore, ioredisAdapter } from 'floodgate/redis';
 import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
 import fc from 'fast-check';
 import { ManualClock, MemoryStore, type Store } from 'floodgate';
-import { createDecisionService, DecisionError, parseDecisionRequest } from '../../src/decision/index.js';
+import { createRateLimitService, DecisionError, parseDecisionRequest } from '../../src/ratelimit/index.js';
 import { domainsOf, START_MS } from './support.js';
 import { PromiseStore } from './support.js';
 
@@ -79,7 +79,7 @@ function toRequest(request: ReadonlyArray<{ key: string; value: string; hits: nu
 async function allOrNothing(makeStore: () => Store, numRuns: number): Promise<void> {
   await fc.assert(
     fc.asyncProperty(fc.array(requestArb, { minLength: 1, maxLength: 25 }), async (requests) => {
-      const service = createDecisionService({
+      const service = createRateLimitService({
         domains: domainsOf(CONFIG),
         clock: new ManualClock(START_MS),
         store: makeStore(),
@@ -137,7 +137,7 @@ describe("properties: every verdict and every counter is the all-or-nothing mode
 
 describe('properties of request parsing', () => {
   it('any JSON value is a checked request or a DecisionError, and a checked one is decided without a crash', async () => {
-    const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS) });
+    const service = createRateLimitService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS) });
     const entry = fc.record(
       {
         key: fc.oneof(fc.string(), fc.constant('a'), fc.integer()),

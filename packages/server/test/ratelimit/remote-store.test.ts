@@ -18,12 +18,12 @@ import { RedisStore, ioredisAdapter } from 'floodgate/redis';
 import { request } from 'undici';
 import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
 import {
-  createDecisionService,
+  createRateLimitService,
   DecisionError,
   MAX_REMOTE_POLICIES,
   RemoteStore,
   StoreApi,
-} from '../../src/decision/index.js';
+} from '../../src/ratelimit/index.js';
 import { run, START_MS, type Running } from './support.js';
 import { closedPort, silentPort } from '../support/ports.js';
 
@@ -175,7 +175,7 @@ describe('RemoteStore on a service on the memory store', () => {
   });
 
   it('holds at most MAX_REMOTE_POLICIES policy specs, then refuses new ones but serves known ones', async () => {
-    const api = new StoreApi(createDecisionService({ domains: [], clock: new ManualClock(START_MS) }));
+    const api = new StoreApi(createRateLimitService({ domains: [], clock: new ManualClock(START_MS) }));
     const spec = (limit: number) => ({ algorithm: 'fixed-window', params: { limit, windowMs: 1000 } });
     for (let limit = 1; limit <= MAX_REMOTE_POLICIES; limit++)
       await api.handle({ op: 'peek', policy: spec(limit), key: 'k' });

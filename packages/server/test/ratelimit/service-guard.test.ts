@@ -1,12 +1,12 @@
 /**
- * ServiceGuard, the deadline and circuit of RemoteStore and DecisionClient, stepped on a manual
+ * ServiceGuard, the deadline and circuit of RemoteStore and RateLimitClient, stepped on a manual
  * clock: calls cut off (and aborted) at the timeout, the circuit opening after failures in a row
  * and cutting off the calls still in flight, refusing without sending, probing, and closing.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FloodgateError, ManualClock } from 'floodgate';
-import { ServiceGuard } from '../../src/decision/service-guard.js';
+import { ServiceGuard } from '../../src/ratelimit/client/service-guard.js';
 
 /** A call that never answers on its own: it settles only when told, and records its abort. */
 interface Hung {

@@ -1,5 +1,5 @@
 /**
- * RemoteStore and DecisionClient at their default timeout while the real decision service (a
+ * RemoteStore and RateLimitClient at their default timeout while the real decision service (a
  * `floodgate ratelimit` process, main.ts) hangs (SIGSTOP): every call settles with its `onError`
  * answer, once the circuit is open calls settle without waiting on the service at all, and they are
  * decided by the service again once it resumes (SIGCONT). Behaviour only: no durations asserted.
@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { FloodgateError, Limiter, fixedWindow } from 'floodgate';
-import { DecisionClient, type ClientDecision } from '../../src/decision/client.js';
-import { RemoteStore } from '../../src/decision/remote-store.js';
+import { RateLimitClient, type ClientDecision } from '../../src/ratelimit/client/client.js';
+import { RemoteStore } from '../../src/ratelimit/client/remote-store.js';
 import { startServiceProcess, type ServiceProcess } from './processes.js';
 import { fixturePath } from './support.js';
 
@@ -41,7 +41,7 @@ const ASK = {
   descriptors: [{ entries: [['foo', 'hang-test']] as Array<[string, string]>, hitsAddend: 0 }],
 };
 
-describe('RemoteStore and DecisionClient while the decision service hangs', () => {
+describe('RemoteStore and RateLimitClient while the decision service hangs', () => {
   let service: ServiceProcess;
   before(async () => {
     service = await startServiceProcess(['--config', fixturePath('example.yaml')]);
@@ -128,9 +128,9 @@ describe('RemoteStore and DecisionClient while the decision service hangs', () =
     ['http', 'fail-open'],
     ['grpc', 'fail-closed'],
   ] as const) {
-    it(`DecisionClient over ${transport} (${onError}): answers ${onError}, stops waiting once the circuit opens, and recovers`, async () => {
+    it(`RateLimitClient over ${transport} (${onError}): answers ${onError}, stops waiting once the circuit opens, and recovers`, async () => {
       const port = transport === 'http' ? service.httpPort : service.grpcPort;
-      const client = new DecisionClient({ url: `${transport}://127.0.0.1:${port}`, onError });
+      const client = new RateLimitClient({ url: `${transport}://127.0.0.1:${port}`, onError });
       try {
         for (let i = 0; i < 5; i++) assert.equal((await client.shouldRateLimit(ASK)).reason, 'ok');
         await hang(async () => {

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FloodgateError, ManualClock, MemoryStore, type DecisionEvent, type Store } from 'floodgate';
 import {
-  createDecisionService,
+  createRateLimitService,
   DecisionError,
   parseDecisionRequest,
-  startDecisionServers,
-  type DecisionService,
-} from '../../src/decision/index.js';
+  startRateLimitServers,
+  type RateLimitService,
+} from '../../src/ratelimit/index.js';
 import { domainsOf, fixtureDomains, START_MS } from './support.js';
 import { PromiseStore } from './support.js';
 
@@ -42,7 +42,7 @@ const CONFIG = [
 ].join('\n');
 
 /** ask decides `pairs` as one request of `hits` each; hits 0 asks without counting (mode peek). */
-function ask(service: DecisionService, pairs: Array<[string, string]>, hits?: number) {
+function ask(service: RateLimitService, pairs: Array<[string, string]>, hits?: number) {
   const request = parseDecisionRequest({
     domain: 'app',
     hits_addend: hits,
@@ -57,7 +57,7 @@ for (const [name, makeStore] of [
 ] as const) {
   describe(`decision service on ${name}`, () => {
     it('a refused request is charged nowhere; a shadow limit is charged only for admitted requests', async () => {
-      const service = createDecisionService({
+      const service = createRateLimitService({
         domains: domainsOf(CONFIG),
         clock: new ManualClock(START_MS),
         store: makeStore(),
@@ -107,7 +107,7 @@ for (const [name, makeStore] of [
 
     it('each algorithm counts as floodgate defines it', async () => {
       const clock = new ManualClock(START_MS);
-      const service = createDecisionService({ domains: domainsOf(CONFIG), clock, store: makeStore() });
+      const service = createRateLimitService({ domains: domainsOf(CONFIG), clock, store: makeStore() });
       assert.equal((await ask(service, [['bucket', 'b']], 60)).statuses[0]!.limitRemaining, 0);
       clock.advance(30_000);
       assert.equal(
@@ -137,7 +137,7 @@ describe('decision service', () => {
   it('reports a decision event per counted descriptor, named as Envoy names its statistics (detailed_metric)', async () => {
     const events: DecisionEvent[] = [];
     const domains = fixtureDomains('readme-examples.yaml');
-    const service = createDecisionService({
+    const service = createRateLimitService({
       domains,
       clock: new ManualClock(START_MS),
       observer: { decision: (e) => events.push(e) },
@@ -172,7 +172,7 @@ describe('decision service', () => {
   });
 
   it('reload swaps the rules and keeps the counters of unchanged limits', async () => {
-    const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS) });
+    const service = createRateLimitService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS) });
     await ask(service, [['user', 'r']]);
     service.reload(domainsOf(CONFIG.replace('domain: app', 'domain: app\n# reloaded')));
     assert.equal((await ask(service, [['user', 'r']])).statuses[0]!.limitRemaining, 1);
@@ -182,7 +182,7 @@ describe('decision service', () => {
   });
 
   it('a failing store rejects with DecisionError STORE_FAILED carrying the cause', async () => {
-    const service = createDecisionService({ domains: domainsOf(CONFIG), store: brokenStore });
+    const service = createRateLimitService({ domains: domainsOf(CONFIG), store: brokenStore });
     await assert.rejects(ask(service, [['user', 'a']]), (e: DecisionError) => {
       assert.equal(e.code, 'STORE_FAILED');
       assert.match(e.message, /connection refused/);
@@ -195,7 +195,7 @@ describe('decision service', () => {
 
 describe('decision service limits on what requests can make it hold', () => {
   it('at most 4096 distinct limit overrides, then INVALID_REQUEST; known ones still served', async () => {
-    const service = createDecisionService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS) });
+    const service = createRateLimitService({ domains: domainsOf(CONFIG), clock: new ManualClock(START_MS) });
     const withLimit = (rpu: number) =>
       parseDecisionRequest({
         domain: 'app',
@@ -214,21 +214,24 @@ describe('decision service options', () => {
   it('bad domains, store or ports are INVALID_OPTION naming them', async () => {
     const option = (name: string) => (e: unknown) =>
       e instanceof FloodgateError && e.code === 'INVALID_OPTION' && e.option === name;
-    assert.throws(() => createDecisionService({ domains: 'api' as never }), option('domains'));
-    assert.throws(() => createDecisionService({ domains: [{ nope: 1 }] as never }), option('domains[0]'));
+    assert.throws(() => createRateLimitService({ domains: 'api' as never }), option('domains'));
+    assert.throws(() => createRateLimitService({ domains: [{ nope: 1 }] as never }), option('domains[0]'));
     assert.throws(
-      () => createDecisionService({ domains: [...domainsOf(CONFIG), ...domainsOf(CONFIG)] }),
+      () => createRateLimitService({ domains: [...domainsOf(CONFIG), ...domainsOf(CONFIG)] }),
       option('domains[1]'),
     );
     assert.throws(
-      () => createDecisionService({ domains: [], store: {} as never }),
-      option('createDecisionService.store'),
+      () => createRateLimitService({ domains: [], store: {} as never }),
+      option('createRateLimitService.store'),
     );
-    const service = createDecisionService({ domains: domainsOf(CONFIG) });
+    const service = createRateLimitService({ domains: domainsOf(CONFIG) });
     assert.throws(() => service.reload(null as never), option('domains'));
     assert.deepEqual(service.domains, ['app'], 'a refused reload changes nothing');
-    await assert.rejects(startDecisionServers({ service, grpcPort: 70_000 }), option('startDecisionServers.grpcPort'));
-    await assert.rejects(startDecisionServers({ service, httpPort: 1.5 }), option('startDecisionServers.httpPort'));
-    await assert.rejects(startDecisionServers({ service }), option('grpcPort'));
+    await assert.rejects(
+      startRateLimitServers({ service, grpcPort: 70_000 }),
+      option('startRateLimitServers.grpcPort'),
+    );
+    await assert.rejects(startRateLimitServers({ service, httpPort: 1.5 }), option('startRateLimitServers.httpPort'));
+    await assert.rejects(startRateLimitServers({ service }), option('grpcPort'));
   });
 });

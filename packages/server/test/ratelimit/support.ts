@@ -5,17 +5,17 @@ import * as grpc from '@grpc/grpc-js';
 import { ManualClock, MemoryStore, type Algorithm, type PolicyStore, type Store } from 'floodgate';
 import { request } from 'undici';
 import {
-  createDecisionService,
+  createRateLimitService,
   formatConfigError,
   loadRateLimitService,
   parseDescriptorConfig,
-  startDecisionServers,
-  type DecisionService,
-  type DecisionServers,
+  startRateLimitServers,
+  type RateLimitService,
+  type RateLimitServers,
   type DomainSpec,
-} from '../../src/decision/index.js';
+} from '../../src/ratelimit/index.js';
 
-/** fixturePath returns the path of a file under test/decision/fixtures. */
+/** fixturePath returns the path of a file under test/ratelimit/fixtures. */
 export function fixturePath(name: string): string {
   return fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 }
@@ -37,8 +37,8 @@ export const START_MS = 1_700_000_040_000;
 
 /** Running is a service with both listeners, a manual clock, and a gRPC client. */
 export interface Running {
-  readonly service: DecisionService;
-  readonly servers: DecisionServers;
+  readonly service: RateLimitService;
+  readonly servers: RateLimitServers;
   readonly clock: ManualClock;
   readonly client: GrpcRls;
   close(): Promise<void>;
@@ -47,8 +47,8 @@ export interface Running {
 /** run starts a service for `domains` on loopback with free ports. */
 export async function run(domains: DomainSpec[], store?: Store): Promise<Running> {
   const clock = new ManualClock(START_MS);
-  const service = createDecisionService({ domains, clock, store });
-  const servers = await startDecisionServers({ service, grpcPort: 0, httpPort: 0 });
+  const service = createRateLimitService({ domains, clock, store });
+  const servers = await startRateLimitServers({ service, grpcPort: 0, httpPort: 0 });
   const client = new GrpcRls(servers.grpcPort!);
   return {
     service,

@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock } from 'floodgate';
 import {
-  createDecisionService,
+  createRateLimitService,
   encodeRateLimitResponse,
   loadRateLimitService,
   parseDecisionRequest,
   toResponseMessage,
   type DecisionResult,
-} from '../../src/decision/index.js';
+} from '../../src/ratelimit/index.js';
 import { fixtureDomains, START_MS } from './support.js';
 
 const method = loadRateLimitService().service.ShouldRateLimit!;
@@ -24,7 +24,7 @@ function direct(result: DecisionResult): unknown {
 describe('encodeRateLimitResponse', () => {
   it('writes what the generic encoder writes, for every kind of status', async () => {
     const clock = new ManualClock(START_MS + 1234);
-    const service = createDecisionService({
+    const service = createRateLimitService({
       domains: [...fixtureDomains('example.yaml'), ...fixtureDomains('readme-examples.yaml')],
       clock,
     });

@@ -1,12 +1,12 @@
 /**
- * DecisionClient: asks a remote floodgate decision service, over its JSON API (undici) or Envoy's
+ * RateLimitClient: asks a remote floodgate decision service, over its JSON API (undici) or Envoy's
  * gRPC API, with the failure vocabulary of floodgate's stores: a deadline (`timeoutMs`, adaptive by
  * default), a circuit, typed `FloodgateError` codes, and `onError` deciding what a failure answers.
  */
 import * as grpc from '@grpc/grpc-js';
 import { FloodgateError } from 'floodgate';
 import { Pool } from 'undici';
-import { loadRateLimitService } from './grpc.js';
+import { loadRateLimitService } from '../protocol/proto.js';
 import { ServiceGuard, type ServiceGuardOptions } from './service-guard.js';
 import { parseServiceUrl } from './service-url.js';
 
@@ -14,12 +14,12 @@ import { parseServiceUrl } from './service-url.js';
 export type ClientOnError = 'throw' | 'fail-open' | 'fail-closed';
 
 /**
- * DecisionClientOptions configures a {@link DecisionClient}. Besides these, the failure options of
+ * RateLimitClientOptions configures a {@link RateLimitClient}. Besides these, the failure options of
  * every client of the service ({@link ServiceGuardOptions}): `timeoutMs` (adaptive by default: 5 ×
  * the recent p99 between 25 and 250 ms), `failuresToOpen` (3), `probeIntervalMs` (250), `clock`
  * and `timers`.
  */
-export interface DecisionClientOptions extends ServiceGuardOptions {
+export interface RateLimitClientOptions extends ServiceGuardOptions {
   /** The service: `http://host:port` for the JSON API, `grpc://host:port` for Envoy's gRPC API. */
   url: string;
   /** What a failed, late or refused-by-the-circuit call answers (default `throw`); a malformed request always throws. */
@@ -249,7 +249,7 @@ class GrpcTransport implements Transport {
 }
 
 /**
- * DecisionClient asks a floodgate decision service whether requests may pass. Failures are typed
+ * RateLimitClient asks a floodgate decision service whether requests may pass. Failures are typed
  * as the library's stores type them: `STORE_TIMEOUT` past `timeoutMs` (adaptive by default: 5 ×
  * the p99 of the service's recent answers, between 25 and 250 ms; the HTTP request or gRPC call is
  * cancelled), `STORE_ERROR` when the service cannot be reached or cannot decide, `STORE_REPLY` for
@@ -260,28 +260,28 @@ class GrpcTransport implements Transport {
  * with `INVALID_OPTION`.
  *
  * @example
- * const client = new DecisionClient({ url: 'grpc://127.0.0.1:8081', onError: 'fail-open' });
+ * const client = new RateLimitClient({ url: 'grpc://127.0.0.1:8081', onError: 'fail-open' });
  * const decision = await client.shouldRateLimit({ domain: 'api', descriptors: [{ entries: [['user', userId]] }] });
  * if (!decision.allowed) reply(429);
  */
-export class DecisionClient {
+export class RateLimitClient {
   private readonly transport: Transport;
   private readonly guard: ServiceGuard;
   private readonly onError: ClientOnError;
 
-  constructor(options: DecisionClientOptions) {
+  constructor(options: RateLimitClientOptions) {
     const url = parseServiceUrl(options?.url, {
       protocols: ['http:', 'https:', 'grpc:'],
-      option: 'DecisionClient.url',
+      option: 'RateLimitClient.url',
       expected: 'http://host:port (JSON API) or grpc://host:port (gRPC)',
     });
-    this.guard = new ServiceGuard(options, { where: 'DecisionClient', service: `${url.protocol}//${url.host}` });
+    this.guard = new ServiceGuard(options, { where: 'RateLimitClient', service: `${url.protocol}//${url.host}` });
     this.onError = options.onError ?? 'throw';
     if (!['throw', 'fail-open', 'fail-closed'].includes(this.onError))
       throw new FloodgateError(
         'INVALID_OPTION',
-        `DecisionClient.onError must be throw, fail-open or fail-closed, got ${String(options.onError)}`,
-        'DecisionClient.onError',
+        `RateLimitClient.onError must be throw, fail-open or fail-closed, got ${String(options.onError)}`,
+        'RateLimitClient.onError',
       );
     this.transport =
       url.protocol === 'grpc:' ? new GrpcTransport(url.host) : new HttpTransport(url.origin, options.connections ?? 8);

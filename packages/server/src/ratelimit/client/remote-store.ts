@@ -20,7 +20,7 @@ import {
 } from 'floodgate';
 import { Pool } from 'undici';
 import { ServiceGuard, type ServiceGuardOptions } from './service-guard.js';
-import { policySpecOf, type PolicySpec, type StoreOp } from './store-api.js';
+import { policySpecOf, type PolicySpec, type StoreOp } from '../protocol/policy-spec.js';
 import { parseServiceUrl } from './service-url.js';
 
 /**

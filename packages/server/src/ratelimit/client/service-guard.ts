@@ -1,5 +1,5 @@
 /**
- * How `RemoteStore` and `DecisionClient` call a decision service without ever making a request
+ * How `RemoteStore` and `RateLimitClient` call a decision service without ever making a request
  * wait on a sick one: the library's {@link StoreTimeout} (adaptive by default, as every store's),
  * one {@link DeadlineQueue} for every call in flight, and a {@link CircuitBreaker} on failures in
  * a row whose opening cuts off the calls still waiting.
@@ -37,7 +37,7 @@ export interface ServiceGuardOptions {
 
 /** GuardSeams name the client in its errors, and hear its circuit. */
 export interface GuardSeams {
-  /** The client's name, as its options are named in errors: `RemoteStore`, `DecisionClient`. */
+  /** The client's name, as its options are named in errors: `RemoteStore`, `RateLimitClient`. */
   readonly where: string;
   /** The service, as errors name it: its origin. */
   readonly service: string;

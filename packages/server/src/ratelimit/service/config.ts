@@ -159,7 +159,7 @@ function join(path: string, key: string | number): string {
  * @example
  * const parsed = parseDescriptorConfig(readFileSync(path, 'utf8'), path);
  * if ('errors' in parsed) throw new Error(parsed.errors.map(formatConfigError).join('\n'));
- * const service = createDecisionService({ domains: parsed.config.domains });
+ * const service = createRateLimitService({ domains: parsed.config.domains });
  */
 export function parseDescriptorConfig(
   text: string,

@@ -2,41 +2,12 @@
  * Envoy's `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit` over gRPC (@grpc/grpc-js),
  * from the .proto files in `packages/server/proto` (Envoy's field numbers and types).
  */
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { loadRateLimitService } from '../protocol/proto.js';
 import { DecisionError, parseDecisionRequest } from './request.js';
-import { MAX_UINT32, type DecisionResult, type DecisionService, type DescriptorStatus } from './service.js';
+import { MAX_UINT32, type DecisionResult, type RateLimitService, type DescriptorStatus } from './service.js';
 import { RESPONSE_UNIT_NUMBER } from './units.js';
 import { encodeRateLimitResponse } from './wire.js';
-
-/** PROTO_ROOT is the folder holding Envoy's protos, for include paths. */
-export const PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));
-
-/** RLS_PROTO is the path of `rls.proto` under {@link PROTO_ROOT}. */
-export const RLS_PROTO = 'envoy/service/ratelimit/v3/rls.proto';
-
-/**
- * PROTO_LOADER_OPTIONS are how the service loads the protos: field names as in the proto
- * (`hits_addend`), 64-bit numbers as strings, enums as names, absent messages as null.
- */
-export const PROTO_LOADER_OPTIONS: protoLoader.Options = {
-  keepCase: true,
-  longs: String,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-  includeDirs: [PROTO_ROOT],
-};
-
-/** loadRateLimitService returns the `RateLimitService` definition (for a server, or a client's constructor). */
-export function loadRateLimitService(): grpc.ServiceClientConstructor {
-  const definition = protoLoader.loadSync(RLS_PROTO, PROTO_LOADER_OPTIONS);
-  const pkg = grpc.loadPackageDefinition(definition) as unknown as {
-    envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } };
-  };
-  return pkg.envoy.service.ratelimit.v3.RateLimitService;
-}
 
 /** toDuration returns a google.protobuf.Duration (`seconds` as a string, `nanos`) for `ms` (Infinity as the longest uint32 seconds). */
 export function toDuration(ms: number): { seconds: string; nanos: number } {
@@ -96,7 +67,7 @@ export function rateLimitServiceDefinition(): grpc.ServiceDefinition {
  * const server = new grpc.Server();
  * addRateLimitService(server, service);
  */
-export function addRateLimitService(server: grpc.Server, service: DecisionService): void {
+export function addRateLimitService(server: grpc.Server, service: RateLimitService): void {
   server.addService(rateLimitServiceDefinition(), rateLimitHandlers(service));
 }
 
@@ -104,7 +75,7 @@ export function addRateLimitService(server: grpc.Server, service: DecisionServic
  * rateLimitHandlers returns the gRPC handlers of `RateLimitService` over `service`; they answer
  * {@link DecisionResult}s, for the serializer of {@link rateLimitServiceDefinition}.
  */
-export function rateLimitHandlers(service: DecisionService): grpc.UntypedServiceImplementation {
+export function rateLimitHandlers(service: RateLimitService): grpc.UntypedServiceImplementation {
   return {
     ShouldRateLimit(call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) {
       let request;

@@ -4,7 +4,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { PROTO_LOADER_OPTIONS } from './grpc.js';
+import { PROTO_LOADER_OPTIONS } from '../protocol/proto.js';
 
 /** HEALTH_SERVICES are the service names the health service answers SERVING for ('' is the server as a whole). */
 export const HEALTH_SERVICES: readonly string[] = ['', 'envoy.service.ratelimit.v3.RateLimitService'];

@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DecisionError, parseDecisionRequest } from './request.js';
-import type { DecisionResult, DecisionService, DescriptorStatus } from './service.js';
+import type { DecisionResult, RateLimitService, DescriptorStatus } from './service.js';
 import { StoreApi } from './store-api.js';
 import { FloodgateError } from 'floodgate';
 
@@ -108,7 +108,7 @@ function failed(res: ServerResponse, error: unknown): void {
 }
 
 async function handleDecision(
-  service: DecisionService,
+  service: RateLimitService,
   path: string,
   body: unknown,
   res: ServerResponse,
@@ -135,14 +135,14 @@ async function handleDecision(
 }
 
 /**
- * decisionHttpHandler returns a node:http request listener serving the JSON API of `service`.
+ * rateLimitHttpHandler returns a node:http request listener serving the JSON API of `service`.
  * Malformed requests are answered 400 with `{ error: { code, message, field } }`, a store
  * failure 503, a body over {@link MAX_BODY_BYTES} 413; nothing a client sends crashes it.
  *
  * @example
- * http.createServer(decisionHttpHandler(service)).listen(8080, '127.0.0.1');
+ * http.createServer(rateLimitHttpHandler(service)).listen(8080, '127.0.0.1');
  */
-export function decisionHttpHandler(service: DecisionService): (req: IncomingMessage, res: ServerResponse) => void {
+export function rateLimitHttpHandler(service: RateLimitService): (req: IncomingMessage, res: ServerResponse) => void {
   const storeApi = new StoreApi(service);
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;

@@ -7,12 +7,12 @@ import * as grpc from '@grpc/grpc-js';
 import { FloodgateError } from 'floodgate';
 import { addRateLimitService } from './grpc.js';
 import { addHealthService } from './health.js';
-import { decisionHttpHandler } from './http.js';
-import type { DecisionService } from './service.js';
+import { rateLimitHttpHandler } from './http.js';
+import type { RateLimitService } from './service.js';
 
-/** DecisionServersOptions configures {@link startDecisionServers}. */
-export interface DecisionServersOptions {
-  service: DecisionService;
+/** RateLimitServersOptions configures {@link startRateLimitServers}. */
+export interface RateLimitServersOptions {
+  service: RateLimitService;
   /** The gRPC port (0: any free port), serving Envoy's RateLimitService and gRPC health checks; undefined starts no gRPC listener. */
   grpcPort?: number;
   /** The HTTP port for the JSON API (0: any free port); undefined starts no HTTP listener. */
@@ -21,8 +21,8 @@ export interface DecisionServersOptions {
   host?: string;
 }
 
-/** DecisionServers are running listeners, with the ports they got. */
-export interface DecisionServers {
+/** RateLimitServers are running listeners, with the ports they got. */
+export interface RateLimitServers {
   /** The gRPC port, or undefined when none was started. */
   readonly grpcPort: number | undefined;
   /** The HTTP port, or undefined when none was started. */
@@ -35,14 +35,14 @@ function checkPort(port: unknown, name: string): void {
   if (port !== undefined && (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535)) {
     throw new FloodgateError(
       'INVALID_OPTION',
-      `startDecisionServers.${name} must be a port from 0 (any free port) to 65535, got ${String(port)}`,
-      `startDecisionServers.${name}`,
+      `startRateLimitServers.${name} must be a port from 0 (any free port) to 65535, got ${String(port)}`,
+      `startRateLimitServers.${name}`,
     );
   }
 }
 
 function listenGrpc(
-  service: DecisionService,
+  service: RateLimitService,
   host: string,
   port: number,
 ): Promise<{ server: grpc.Server; port: number }> {
@@ -58,8 +58,8 @@ function listenGrpc(
   });
 }
 
-function listenHttp(service: DecisionService, host: string, port: number): Promise<{ server: Server; port: number }> {
-  const server = createServer(decisionHttpHandler(service));
+function listenHttp(service: RateLimitService, host: string, port: number): Promise<{ server: Server; port: number }> {
+  const server = createServer(rateLimitHttpHandler(service));
   server.keepAliveTimeout = 60_000;
   return new Promise((resolve, reject) => {
     server.once('error', (error) =>
@@ -90,19 +90,19 @@ function closeHttp(server: Server): Promise<void> {
 }
 
 /**
- * startDecisionServers starts the gRPC listener (Envoy's `RateLimitService`) and the HTTP
+ * startRateLimitServers starts the gRPC listener (Envoy's `RateLimitService`) and the HTTP
  * listener (the JSON API) that `options` asks for, and resolves with their ports once both
  * listen. It rejects, closing what it opened, when a port cannot be bound.
  *
  * @example
- * const servers = await startDecisionServers({ service, grpcPort: 8081, httpPort: 8080 });
+ * const servers = await startRateLimitServers({ service, grpcPort: 8081, httpPort: 8080 });
  * process.on('SIGTERM', () => void servers.close());
  */
-export async function startDecisionServers(options: DecisionServersOptions): Promise<DecisionServers> {
+export async function startRateLimitServers(options: RateLimitServersOptions): Promise<RateLimitServers> {
   checkPort(options.grpcPort, 'grpcPort');
   checkPort(options.httpPort, 'httpPort');
   if (options.grpcPort === undefined && options.httpPort === undefined)
-    throw new FloodgateError('INVALID_OPTION', 'startDecisionServers needs grpcPort, httpPort or both', 'grpcPort');
+    throw new FloodgateError('INVALID_OPTION', 'startRateLimitServers needs grpcPort, httpPort or both', 'grpcPort');
   const host = options.host ?? '127.0.0.1';
   const grpcServer =
     options.grpcPort === undefined ? undefined : await listenGrpc(options.service, host, options.grpcPort);

@@ -34,8 +34,8 @@ export interface DecisionResult {
   readonly headers: ReadonlyArray<readonly [string, string]>;
 }
 
-/** DecisionServiceOptions configures {@link createDecisionService}. */
-export interface DecisionServiceOptions {
+/** RateLimitServiceOptions configures {@link createRateLimitService}. */
+export interface RateLimitServiceOptions {
   /** The domains to serve (from {@link parseDescriptorConfig}). */
   domains: readonly DomainSpec[];
   /** Where counters live (default a new MemoryStore); a RedisStore shares limits across processes. */
@@ -57,10 +57,10 @@ interface Plan {
 }
 
 /**
- * DecisionService answers rate limit requests for its domains. Build it with
- * {@link createDecisionService}; `reload` swaps the domains without losing any counter.
+ * RateLimitService answers rate limit requests for its domains. Build it with
+ * {@link createRateLimitService}; `reload` swaps the domains without losing any counter.
  */
-export class DecisionService {
+export class RateLimitService {
   private rules = new Map<string, DomainRules>();
   private readonly policies = new Policies();
   /** A limiter per policy, kept while a rule holds the policy. */
@@ -72,18 +72,18 @@ export class DecisionService {
   private readonly observer: Observer | undefined;
   private readonly synchronous: boolean;
 
-  constructor(options: DecisionServiceOptions) {
+  constructor(options: RateLimitServiceOptions) {
     if (typeof options !== 'object' || options === null)
       throw new FloodgateError(
         'INVALID_OPTION',
-        'createDecisionService takes { domains, store?, clock?, observer? }',
+        'createRateLimitService takes { domains, store?, clock?, observer? }',
         'options',
       );
     if (options.store !== undefined && typeof (options.store as Partial<Store> | null)?.bind !== 'function') {
       throw new FloodgateError(
         'INVALID_OPTION',
-        'createDecisionService.store must be a floodgate store (MemoryStore, RedisStore)',
-        'createDecisionService.store',
+        'createRateLimitService.store must be a floodgate store (MemoryStore, RedisStore)',
+        'createRateLimitService.store',
       );
     }
     this.store = options.store ?? new MemoryStore();
@@ -300,15 +300,15 @@ function costOf(d: RequestDescriptor, request: DecisionRequest): number {
 }
 
 /**
- * createDecisionService returns a {@link DecisionService} for `options.domains` on
+ * createRateLimitService returns a {@link RateLimitService} for `options.domains` on
  * `options.store` (default memory).
  *
  * @example
  * const parsed = parseDescriptorConfig(text, 'ratelimit.yaml');
  * if ('errors' in parsed) throw new Error(parsed.errors.map(formatConfigError).join('\n'));
- * const service = createDecisionService({ domains: parsed.config.domains });
- * const servers = await startDecisionServers({ service, grpcPort: 8081, httpPort: 8080 });
+ * const service = createRateLimitService({ domains: parsed.config.domains });
+ * const servers = await startRateLimitServers({ service, grpcPort: 8081, httpPort: 8080 });
  */
-export function createDecisionService(options: DecisionServiceOptions): DecisionService {
-  return new DecisionService(options);
+export function createRateLimitService(options: RateLimitServiceOptions): RateLimitService {
+  return new RateLimitService(options);
 }

@@ -3,20 +3,10 @@
  * policy by its spec (`{ algorithm, params }`), which is rebuilt with the library's factories and
  * applied to the service's store (memory or Redis).
  */
-import {
-  FloodgateError,
-  fixedWindow,
-  gcra,
-  leakyBucket,
-  slidingWindowCounter,
-  slidingWindowLog,
-  tokenBucket,
-  type Algorithm,
-  type Decision,
-  type PolicyStore,
-} from 'floodgate';
+import { FloodgateError, type Algorithm, type Decision, type PolicyStore } from 'floodgate';
+import { FACTORIES, REMOTE_ALGORITHMS } from '../protocol/policy-spec.js';
 import { DecisionError } from './request.js';
-import type { DecisionService } from './service.js';
+import type { RateLimitService } from './service.js';
 
 /** MAX_REMOTE_POLICIES is how many distinct policy specs the store endpoint holds at once. */
 export const MAX_REMOTE_POLICIES = 4096;
@@ -27,43 +17,8 @@ export const MAX_REMOTE_KEY_LENGTH = 1024;
 /** MAX_REMOTE_BATCH is the most requests one `consumeAll` store request may carry. */
 export const MAX_REMOTE_BATCH = 64;
 
-/** StoreOp is what a store request does to its key (`consumeAll`: to several keys, all or nothing). */
-export type StoreOp = 'consume' | 'peek' | 'refund' | 'reset' | 'consumeAll';
-
-/** PolicySpec names a policy on the wire: a factory's name and its options, as numbers. */
-export interface PolicySpec {
-  readonly algorithm: string;
-  readonly params: Readonly<Record<string, number>>;
-}
-
-type Factory = (params: never) => Algorithm;
-
-const FACTORIES: Readonly<Record<string, Factory>> = {
-  'fixed-window': fixedWindow as Factory,
-  'sliding-window-counter': slidingWindowCounter as Factory,
-  'sliding-window-log': slidingWindowLog as Factory,
-  'token-bucket': tokenBucket as Factory,
-  'leaky-bucket': leakyBucket as Factory,
-  gcra: gcra as Factory,
-};
-
-/** REMOTE_ALGORITHMS are the algorithm names a policy spec may give. */
-export const REMOTE_ALGORITHMS: readonly string[] = Object.keys(FACTORIES);
-
 function invalid(message: string, field: string): DecisionError {
   return new DecisionError('INVALID_REQUEST', message, field);
-}
-
-/** policySpecOf returns the wire spec of `policy`, or throws `INVALID_OPTION` when no factory builds it. */
-export function policySpecOf(policy: Algorithm): PolicySpec {
-  if (!Object.hasOwn(FACTORIES, policy.name)) {
-    throw new FloodgateError(
-      'INVALID_OPTION',
-      `RemoteStore: policy ${policy.name} cannot be sent; a remote store takes ${REMOTE_ALGORITHMS.join(', ')}`,
-      'RemoteStore.policy',
-    );
-  }
-  return { algorithm: policy.name, params: { ...policy.params } };
 }
 
 /** buildPolicy returns the policy `raw` describes, or throws a 400 naming the field at fault (after `where`, e.g. `requests[2].`). */
@@ -115,13 +70,13 @@ function policyOf(raw: unknown): Algorithm {
 }
 
 /**
- * StoreApi answers store requests on a {@link DecisionService}'s store. Policies are cached by
+ * StoreApi answers store requests on a {@link RateLimitService}'s store. Policies are cached by
  * their spec, at most {@link MAX_REMOTE_POLICIES}; a new spec past the cap is refused (400).
  */
 export class StoreApi {
   private readonly tables = new Map<string, { policy: Algorithm; table: PolicyStore }>();
 
-  constructor(private readonly service: DecisionService) {}
+  constructor(private readonly service: RateLimitService) {}
 
   /** handle returns the JSON answer to one store request body. */
   async handle(body: unknown): Promise<Record<string, unknown>> {
