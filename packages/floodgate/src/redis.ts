@@ -1,7 +1,8 @@
 /**
- * floodgate/redis: the Redis store ({@link RedisStore}) and the distributed concurrency limit
- * ({@link RedisSemaphore}). This entry point joins two layers: the store lives with the stores,
- * the semaphore with the waiting layer it builds on.
+ * floodgate/redis: the Redis store ({@link RedisStore}), the distributed concurrency limit
+ * ({@link RedisSemaphore}) and Guava's smooth limiters shared by a fleet ({@link RedisSmoothLimiter}).
+ * This entry point joins two layers: the store lives with the stores, the semaphore and the smooth
+ * limiter with the waiting layer they build on.
  *
  * @packageDocumentation
  */
@@ -14,3 +15,12 @@ export {
   type RedisSemaphoreAcquireOptions,
   type RedisSemaphoreOptions,
 } from './waiting/redis-semaphore.js';
+export {
+  RedisSmoothLimiter,
+  type RedisSmoothAcquireOptions,
+  type RedisSmoothBurstyOptions,
+  type RedisSmoothOptions,
+  type RedisSmoothWaitOptions,
+  type RedisSmoothWarmingUpOptions,
+} from './waiting/redis-smooth-limiter.js';
+export { SMOOTH_SCRIPT } from './stores/redis/scripts/smooth.js';

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { LuaScript } from './index.js';
+import { textOf } from '../runner.js';
+import { integerOf } from './semaphore.js';
 
 /**
  * SMOOTH_LUA is the one script behind `RedisSmoothLimiter`: Guava's SmoothBursty and
@@ -208,3 +210,34 @@ export const SMOOTH_SCRIPT: LuaScript = {
   source: SMOOTH_LUA,
   sha1: createHash('sha1').update(SMOOTH_LUA).digest('hex'),
 };
+
+/** SmoothAnswer is the script's answer to one operation (see {@link SMOOTH_LUA}'s reply). */
+export interface SmoothAnswer {
+  /** The operation took effect: a reservation made, a release done (false: a tryReserve refused, a release unsafe). */
+  readonly done: boolean;
+  /** The reservation's wait from the script's `now`, in whole µs (0 for other operations). */
+  readonly waitMicros: number;
+  /** The moment the reservation may be used, in µs on the server's clock. */
+  readonly startMicros: number;
+  /** The state's version after the operation: what a release of this reservation names. */
+  readonly version: number;
+  /** The stored permits before a reservation, or the stable interval after `s` and `g`, as the script printed it. */
+  readonly text: string;
+}
+
+/** FIELDS is how many reply fields each operation takes. */
+const FIELDS = 5;
+
+/** smoothAnswersOf reads the answers to `count` operations from the script's reply, or returns undefined when it is not what the script sends. */
+export function smoothAnswersOf(reply: unknown, count: number): SmoothAnswer[] | undefined {
+  if (!Array.isArray(reply) || reply.length !== 1 + FIELDS * count) return undefined;
+  const answers: SmoothAnswer[] = [];
+  for (let i = 1; i < reply.length; i += FIELDS) {
+    const [done, waitMicros, startMicros, version] = [0, 1, 2, 3].map((k) => integerOf(reply[i + k]));
+    const text = textOf(reply[i + 4]);
+    if ((done !== 0 && done !== 1) || waitMicros === undefined || startMicros === undefined) return undefined;
+    if (version === undefined || text === undefined || waitMicros < 0) return undefined;
+    answers.push({ done: done === 1, waitMicros, startMicros, version, text });
+  }
+  return answers;
+}
