@@ -15,6 +15,8 @@ const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), 'fixtures');
 
 /** Each fixture holds one mistake (many-problems holds three): where it must be reported, and what the message says. */
 const EXPECTED: Record<string, readonly (readonly [line: number, path: string, says: string])[]> = {
+  'ambiguous-stance-unknown': [[5, 'routes[0].match.ambiguous', 'expected reject, normalise, or { default,']],
+  'ambiguous-unknown': [[4, 'paths.ambiguous.semicolon', 'unknown key "semicolon"']],
   'bad-upstream': [[3, 'routes[0].upstream', 'an http:// or https:// URL']],
   'breaker-negative-threshold': [[5, 'routes[0].circuitBreaker.trigger.ratio', 'Too small']],
   'breaker-ratio-above-one': [[5, 'routes[0].circuitBreaker.trigger.ratio', 'Too big']],
@@ -26,6 +28,7 @@ const EXPECTED: Record<string, readonly (readonly [line: number, path: string, s
   ],
   'overload-min-above-max': [[5, 'routes[0].adaptive.minLimit', 'minLimit (50) is above maxLimit (10)']],
   'overload-zero-window': [[5, 'routes[0].adaptive.windowMs', 'Too small']],
+  'path-not-normal': [[4, 'routes[0].match.path', 'the path pattern /api//%6cogin is not in normal form']],
   'priority-default-unknown': [
     [7, 'routes[0].priority.default', 'the default tier "bulk" is not one of the tiers (critical, batch)'],
   ],

@@ -17,7 +17,8 @@ describe('path patterns', () => {
     assert.equal(compilePath('/api/*').match('/apix'), undefined);
     assert.deepEqual(compilePath('/*').match('/anything/at/all'), {});
     assert.deepEqual(compilePath('/health').match('/health'), {});
-    assert.equal(compilePath('/health').match('/health/'), undefined);
+    assert.equal(compilePath('/health', { strictTrailingSlash: true }).match('/health/'), undefined);
+    assert.deepEqual(compilePath('/health').match('/health/'), {}, 'by default a trailing slash is the same path');
   });
 
   it('know when an earlier pattern covers a later one', () => {

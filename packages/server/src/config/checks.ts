@@ -4,6 +4,7 @@
  * (the overload sections' own checks are in `overload-checks.ts`).
  */
 import { FloodgateError, StoreTimeout } from 'floodgate';
+import { checkMatch } from './match-checks.js';
 import { checkOverload } from './overload-checks.js';
 import { policyOf } from './policy.js';
 import type { ConfigPath, ConfigProblem, Locator } from './problems.js';
@@ -35,6 +36,7 @@ export function checkConfig(config: GatewayConfig, at: Locator, env: NodeJS.Proc
         ),
       );
     }
+    problems.push(...checkMatch(route, ['routes', i], at));
     problems.push(...checkRules(route, ['routes', i], at, env));
   });
   problems.push(...checkOverload(config, at));
@@ -223,5 +225,5 @@ function routeCovers(earlier: RouteConfig, later: RouteConfig): boolean {
   if (e.host !== undefined && e.host.toLowerCase() !== l.host?.toLowerCase()) return false;
   if (e.methods !== undefined && (l.methods === undefined || !l.methods.every((m) => e.methods!.includes(m))))
     return false;
-  return patternCovers(e.path, l.path);
+  return patternCovers(e.path, l.path, e, l);
 }

@@ -1,48 +1,104 @@
 /**
  * Route path patterns: `/users/:id/posts` (a `:name` matches one non-empty segment) and a final
  * `*` matching the rest of the path, none included (`/api/*` matches `/api`, `/api/` and `/api/a/b`).
+ * Patterns match paths in normal form, in or regardless of case, with or without a trailing slash,
+ * as each route says (see {@link MatchOptions}).
  */
 
 /** PathPattern is a compiled pattern; `match` returns its parameters, or undefined when the path does not match. */
 export interface PathPattern {
   readonly source: string;
+  /** match returns the parameters of a path in normal form (see `gateway/path.ts`), or undefined. */
   match(path: string): Record<string, string> | undefined;
 }
 
-/** compilePath returns the matcher of a pattern. */
-export function compilePath(source: string): PathPattern {
+/**
+ * MatchOptions says which spellings of a path are one resource, as the upstream's router sees
+ * them. The defaults are Express's: case-insensitive, and `/a/` the same as `/a`.
+ */
+export interface MatchOptions {
+  /** Whether `/API` and `/api` differ (default false). */
+  readonly caseSensitive?: boolean;
+  /** Whether `/a/` and `/a` differ (default false). */
+  readonly strictTrailingSlash?: boolean;
+}
+
+/**
+ * compilePath returns the matcher of a pattern. Letters are compared in ASCII case only (a normal
+ * path has every other character percent-encoded), and without allocating for literal patterns.
+ */
+export function compilePath(source: string, options: MatchOptions = {}): PathPattern {
+  const caseSensitive = options.caseSensitive ?? false;
+  const strict = options.strictTrailingSlash ?? false;
+  const same = caseSensitive ? sameExactly : sameIgnoringCase;
   const segments = source.split('/').slice(1);
   const rest = segments.at(-1) === '*';
+  if (!strict && !rest && segments.length > 1 && segments.at(-1) === '') segments.pop();
   const fixed = rest ? segments.slice(0, -1) : segments;
   const names = fixed.map((s) => (s.startsWith(':') ? s.slice(1) : undefined));
   const noParams = names.every((n) => n === undefined);
-  if (noParams && !rest) return { source, match: (path) => (path === source ? {} : undefined) };
-  if (noParams && rest) {
-    const prefix = '/' + fixed.join('/');
-    const base = prefix === '/' ? '' : prefix;
+  const base = '/' + fixed.join('/');
+  if (noParams && !rest) {
     return {
       source,
       match: (path) =>
-        path === base || path.startsWith(base + '/') || (base === '' && path.startsWith('/')) ? {} : undefined,
+        (path.length === base.length ||
+          (!strict && base !== '/' && path.length === base.length + 1 && path.endsWith('/'))) &&
+        same(path, base, base.length)
+          ? {}
+          : undefined,
+    };
+  }
+  if (noParams && rest) {
+    const prefix = base === '/' ? '' : base;
+    return {
+      source,
+      match: (path) =>
+        path.length >= prefix.length &&
+        same(path, prefix, prefix.length) &&
+        (path.length === prefix.length || path.charCodeAt(prefix.length) === 0x2f)
+          ? {}
+          : undefined,
     };
   }
   return {
     source,
     match(path) {
       const parts = path.split('/').slice(1);
+      if (!strict && !rest && parts.length > 1 && parts.at(-1) === '') parts.pop();
       if (rest ? parts.length < fixed.length : parts.length !== fixed.length) return undefined;
       const params: Record<string, string> = {};
       for (let i = 0; i < fixed.length; i++) {
         const part = parts[i]!;
         const name = names[i];
+        const want = fixed[i]!;
         if (name !== undefined) {
           if (part === '') return undefined;
           params[name] = safeDecode(part);
-        } else if (part !== fixed[i]) return undefined;
+        } else if (part.length !== want.length || !same(part, want, want.length)) return undefined;
       }
       return params;
     },
   };
+}
+
+/** Whether `a` starts with `b` (the `n` code units of `b`). */
+function sameExactly(a: string, b: string): boolean {
+  return a.startsWith(b);
+}
+
+/** Whether the first `n` code units of `a` and `b` are equal, ASCII letters in either case. */
+function sameIgnoringCase(a: string, b: string, n: number): boolean {
+  if (a.length < n || b.length < n) return false;
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 0x41 && x <= 0x5a) x += 0x20;
+    if (y >= 0x41 && y <= 0x5a) y += 0x20;
+    if (x !== y) return false;
+  }
+  return true;
 }
 
 function safeDecode(part: string): string {
@@ -61,13 +117,35 @@ export function paramNamesOf(source: string): string[] {
     .map((s) => s.slice(1));
 }
 
-/** patternCovers tells whether every path `later` matches is matched by `earlier` too. */
-export function patternCovers(earlier: string, later: string): boolean {
-  const e = earlier.split('/').slice(1);
-  const l = later.split('/').slice(1);
+/**
+ * patternCovers tells whether every path `later` matches (with `laterOptions`) is matched by
+ * `earlier` (with `earlierOptions`) too.
+ */
+export function patternCovers(
+  earlier: string,
+  later: string,
+  earlierOptions: MatchOptions = {},
+  laterOptions: MatchOptions = {},
+): boolean {
+  const eCase = earlierOptions.caseSensitive ?? false;
+  const lCase = laterOptions.caseSensitive ?? false;
+  // A case-sensitive earlier pattern misses the other spellings a case-insensitive later one matches.
+  if (eCase && !lCase && /[A-Za-z]/.test(earlier.replace(/:[^/]*/g, ''))) return false;
+  const fold = (s: string): string => (eCase ? s : s.toLowerCase());
+  const e = fold(earlier).split('/').slice(1);
+  const l = fold(later).split('/').slice(1);
   const eRest = e.at(-1) === '*';
+  const lRest = l.at(-1) === '*';
+  if (!eRest && (earlierOptions.strictTrailingSlash ?? false) !== (laterOptions.strictTrailingSlash ?? false)) {
+    // A strict earlier pattern misses the trailing-slash spelling a lenient later one matches.
+    if (earlierOptions.strictTrailingSlash ?? false) return false;
+  }
+  if (!(earlierOptions.strictTrailingSlash ?? false)) {
+    if (!eRest && e.length > 1 && e.at(-1) === '') e.pop();
+    if (!lRest && l.length > 1 && l.at(-1) === '') l.pop();
+  }
   const eFixed = eRest ? e.slice(0, -1) : e;
-  if (!eRest && (l.at(-1) === '*' || l.length !== e.length)) return false;
+  if (!eRest && (lRest || l.length !== e.length)) return false;
   if (eRest && l.length < eFixed.length) return false;
   for (let i = 0; i < eFixed.length; i++) {
     const a = eFixed[i]!;

@@ -3,6 +3,7 @@
  * number says its unit in its name, and `floodgate schema` prints the same schema as JSON Schema.
  */
 import { z } from 'zod';
+import { ambiguousSchema, pathsSchema } from './match-schema.js';
 import { protectionFields, upstreamSchema } from './overload-schema.js';
 
 const positive = z.number().positive();
@@ -76,9 +77,16 @@ export const routeSchema = z.strictObject({
         .array(z.string().regex(/^[A-Z]+$/, 'an HTTP method in upper case, such as GET'))
         .min(1)
         .optional(),
+      /** The path pattern, matched against the request's path in normal form (so written in normal form). */
       path: z.string().startsWith('/', 'a path starts with /').default('/*'),
+      /** Whether `/API` and `/api` are different paths (default false, as Express by default). */
+      caseSensitive: z.boolean().default(false),
+      /** Whether `/a/` and `/a` are different paths (default false, as Express by default). */
+      strictTrailingSlash: z.boolean().default(false),
+      /** This route's stance on ambiguous spellings, over the gateway's `paths.ambiguous`. */
+      ambiguous: ambiguousSchema.optional(),
     })
-    .default({ path: '/*' }),
+    .default({ path: '/*', caseSensitive: false, strictTrailingSlash: false }),
   upstream: z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL such as http://127.0.0.1:3000' }),
   rules: z.array(ruleSchema).default([]),
   ...protectionFields,
@@ -185,6 +193,8 @@ export const configSchema = z.strictObject({
     })
     .optional(),
   store: storeSchema.default({ type: 'memory' }),
+  /** How request paths are read: the stance on ambiguous spellings (`%2F`, `;` parameters, `\\`, `%00`, ...). */
+  paths: pathsSchema.default({ ambiguous: 'reject' }),
   trustProxy: z.union([z.literal(false), whole.nonnegative(), z.array(z.string().min(1))]).default(false),
   limits: z
     .strictObject({

@@ -187,6 +187,7 @@ export function failureOf(err: unknown, clientGone: boolean): UpstreamFailure {
 }
 
 const TITLES: Record<number, string> = {
+  400: 'Bad Request',
   404: 'Not Found',
   413: 'Content Too Large',
   502: 'Bad Gateway',

@@ -6,10 +6,12 @@
 import { Limiter, type Store } from 'floodgate';
 import { policyItem, serviceHead, storeKey } from 'floodgate/http';
 import { policyOf } from '../config/policy.js';
+import { rejectMaskOf, type AmbiguousConfig } from '../config/match-schema.js';
 import { compilePath, type PathPattern } from '../config/paths.js';
 import type { GatewayConfig, RouteConfig, RuleConfig } from '../config/schema.js';
 import { Guards, type GuardEvents, type GuardStep } from './guards.js';
 import { identityOf, type RequestIdentity } from './identity.js';
+import { describeAmbiguities, normalPathEnd, normalizeTarget } from './path.js';
 
 /** Longest store key, in UTF-16 code units; longer identities are hashed (see `storeKey`). */
 const MAX_KEY_LENGTH = 256;
@@ -49,12 +51,34 @@ export interface CompiledRoute {
   readonly synchronous: boolean;
   /** The overload guards of its requests, its own then its upstream's; undefined when it has none. */
   readonly guards: readonly GuardStep[] | undefined;
+  /** The ambiguous spellings this route refuses, as a mask of `ambiguityBit`s. */
+  readonly rejectAmbiguities: number;
 }
 
 /** RouteMatch is a route with the path parameters of one request. */
 export interface RouteMatch {
   readonly route: CompiledRoute;
   readonly params: Record<string, string>;
+  /**
+   * The request target in normal form (path and query), to forward instead of the one received;
+   * undefined when the received one was already normal.
+   */
+  readonly target?: string;
+}
+
+/** PathRefusal is a request refused for an ambiguous spelling of its path (answered 400). */
+export class PathRefusal {
+  /** What the 400 answer says. */
+  readonly detail: string;
+
+  constructor(
+    /** The route the normal form matched, or undefined when none did. */
+    readonly route: CompiledRoute | undefined,
+    /** The refused ambiguities, as a mask of `ambiguityBit`s. */
+    readonly ambiguities: number,
+  ) {
+    this.detail = `the request path is ambiguous (${describeAmbiguities(ambiguities)}): upstreams read such paths differently, so this gateway refuses them`;
+  }
 }
 
 /** TableOptions says what a {@link RouteTable} is built on. */
@@ -77,6 +101,8 @@ export class RouteTable {
     limiters: Map<string, Limiter>,
     /** The overload guards of the routes and upstreams. */
     readonly guards: Guards,
+    /** The ambiguities refused for a request no route matches (the gateway's `paths.ambiguous`). */
+    private readonly rejectAmbiguities: number,
   ) {
     this.limiters = limiters;
   }
@@ -97,11 +123,31 @@ export class RouteTable {
       limiters,
       guards,
     };
-    const routes = config.routes.map((route) => compileRoute(route, ctx));
-    return new RouteTable(routes, limiters, guards);
+    const routes = config.routes.map((route) => compileRoute(route, ctx, config.paths.ambiguous));
+    return new RouteTable(routes, limiters, guards, rejectMaskOf(config.paths.ambiguous, undefined));
   }
 
-  /** match returns the first route matching the request's host, method and path, or undefined. */
+  /**
+   * find returns the route of a request target (`/path?query`), matched on its path in normal
+   * form: with `target` set when that form differs from what was received (forward it instead),
+   * or a {@link PathRefusal} when the path has an ambiguity the matched route (or, with no route,
+   * the gateway) refuses; undefined when no route matches. A target already in normal form, the
+   * usual case, is checked without allocating.
+   */
+  find(host: string | undefined, method: string, target: string): RouteMatch | PathRefusal | undefined {
+    const end = normalPathEnd(target);
+    if (end >= 0) return this.match(host, method, end === target.length ? target : target.slice(0, end));
+    const normal = normalizeTarget(target);
+    if (normal === undefined) return undefined;
+    const found = this.match(host, method, normal.path);
+    const refused = (found === undefined ? this.rejectAmbiguities : found.route.rejectAmbiguities) & normal.ambiguities;
+    if (refused !== 0) return new PathRefusal(found?.route, refused);
+    if (found === undefined) return undefined;
+    const rewritten = normal.query === undefined ? normal.path : `${normal.path}?${normal.query}`;
+    return rewritten === target ? found : { route: found.route, params: found.params, target: rewritten };
+  }
+
+  /** match returns the first route matching the request's host, method and path (in normal form), or undefined. */
   match(host: string | undefined, method: string, path: string): RouteMatch | undefined {
     const bareHost = host === undefined ? undefined : hostWithoutPort(host);
     for (const route of this.routes) {
@@ -127,14 +173,14 @@ interface CompileContext {
   readonly guards: Guards;
 }
 
-function compileRoute(route: RouteConfig, ctx: CompileContext): CompiledRoute {
+function compileRoute(route: RouteConfig, ctx: CompileContext, ambiguous: AmbiguousConfig): CompiledRoute {
   const rules = route.rules.map((rule) => compileRule(route.name, rule, ctx));
   const enforce = rules.filter((r) => r.mode === 'enforce');
   return {
     name: route.name,
     host: route.match.host?.toLowerCase(),
     methods: route.match.methods === undefined ? undefined : new Set(route.match.methods),
-    path: compilePath(route.match.path),
+    path: compilePath(route.match.path, route.match),
     upstream: new URL(route.upstream),
     enforce,
     enforcePolicy: enforce.map((r) => r.policyItem).join(', '),
@@ -143,6 +189,7 @@ function compileRoute(route: RouteConfig, ctx: CompileContext): CompiledRoute {
     rules,
     synchronous: rules.every((r) => r.mode !== 'queue' && r.limiter.table.synchronous),
     guards: ctx.guards.stepsOf(route),
+    rejectAmbiguities: rejectMaskOf(ambiguous, route.match.ambiguous),
   };
 }
 

@@ -16,7 +16,7 @@ import type { GuardStep } from './guards.js';
 import { Passage, enter } from './protect.js';
 import { failureOf, sendProblem, type UpstreamResult, type Upstreams } from './proxy.js';
 import { ProxyRequest } from './request.js';
-import type { CompiledRoute, RouteMatch, RouteTable } from './routes.js';
+import { PathRefusal, type CompiledRoute, type RouteMatch, type RouteTable } from './routes.js';
 
 /** TrafficState is what the handlers read of the running gateway; `table` changes on reload. */
 export interface TrafficState {
@@ -59,6 +59,13 @@ export async function serveRequest(state: TrafficState, req: IncomingMessage, re
     state.metrics.response('(none)', 404, undefined);
     return;
   }
+  if (match instanceof PathRefusal) {
+    sendProblem(res, 400, match.detail);
+    state.metrics.response(match.route?.name ?? '(none)', 400, undefined);
+    return;
+  }
+  // The upstream is sent the normal form the request was matched and counted on.
+  if (match.target !== undefined) req.url = match.target;
   const route = match.route;
   const pending = admitRequest(state, match, req, res);
   // A route on the memory store is decided at once: no await (and no turn of the microtask queue) for it.
@@ -180,6 +187,9 @@ export async function serveUpgrade(
   state.track(socket);
   const match = matchOf(state.table, req);
   if (match === undefined) return rawAnswer(socket, 404, [], JSON.stringify({ title: 'Not Found', status: 404 }));
+  if (match instanceof PathRefusal)
+    return rawAnswer(socket, 400, [], JSON.stringify({ title: 'Bad Request', status: 400, detail: match.detail }));
+  if (match.target !== undefined) req.url = match.target;
   const route = match.route;
   const view = new ProxyRequest(req, state.resolver, route.name, match.params);
   let admission: Admission;
@@ -279,8 +289,8 @@ function writeRefusal(res: ServerResponse, admission: Admission): void {
   res.end(body);
 }
 
-function matchOf(table: RouteTable, req: IncomingMessage): RouteMatch | undefined {
-  return table.match(req.headers.host, req.method ?? 'GET', pathOf(req.url));
+function matchOf(table: RouteTable, req: IncomingMessage): RouteMatch | PathRefusal | undefined {
+  return table.find(req.headers.host, req.method ?? 'GET', req.url ?? '/');
 }
 
 function factsOf(state: TrafficState, req: IncomingMessage): ForwardingFacts {

@@ -1,0 +1,55 @@
+/**
+ * The config of how paths match routes: the stance on ambiguous spellings (gateway-wide under
+ * `paths`, overridable by a route's `match.ambiguous`), and its compiled form.
+ */
+import { z } from 'zod';
+import { AMBIGUITIES, ambiguityBit, type Ambiguity } from '../gateway/path.js';
+
+/** stanceSchema is what to do with one kind of ambiguous spelling: refuse it with 400, or forward its normal form. */
+export const stanceSchema = z.enum(['reject', 'normalise']);
+
+/** Stance is `reject` or `normalise`. */
+export type Stance = z.output<typeof stanceSchema>;
+
+const perKind = Object.fromEntries(AMBIGUITIES.map((kind) => [kind, stanceSchema.optional()])) as Record<
+  Ambiguity,
+  z.ZodOptional<typeof stanceSchema>
+>;
+
+/**
+ * ambiguousSchema is the stance on ambiguous spellings: one for every kind (`reject` or
+ * `normalise`), or one per kind with a `default` for the kinds not named.
+ */
+export const ambiguousSchema = z.union(
+  [stanceSchema, z.strictObject({ default: stanceSchema.optional(), ...perKind })],
+  {
+    error: `expected reject, normalise, or { default, ${AMBIGUITIES.join(', ')} } each reject or normalise`,
+  },
+);
+
+/** AmbiguousConfig is a checked stance on ambiguous spellings. */
+export type AmbiguousConfig = z.output<typeof ambiguousSchema>;
+
+/** pathsSchema is the gateway-wide `paths` section. */
+export const pathsSchema = z.strictObject({
+  /** The stance on ambiguous spellings for every route that does not state its own (default reject). */
+  ambiguous: ambiguousSchema.default('reject'),
+});
+
+/**
+ * rejectMaskOf returns the ambiguities (as a mask of `ambiguityBit`s) that are refused under
+ * `route`'s stance, falling back kind by kind to `gateway`'s, then to `reject`.
+ */
+export function rejectMaskOf(gateway: AmbiguousConfig, route: AmbiguousConfig | undefined): number {
+  let mask = 0;
+  for (const kind of AMBIGUITIES) {
+    const stance = stanceOf(route, kind) ?? stanceOf(gateway, kind) ?? 'reject';
+    if (stance === 'reject') mask |= ambiguityBit(kind);
+  }
+  return mask;
+}
+
+function stanceOf(config: AmbiguousConfig | undefined, kind: Ambiguity): Stance | undefined {
+  if (config === undefined || typeof config === 'string') return config;
+  return config[kind] ?? config.default;
+}
