@@ -141,7 +141,7 @@ async function engineCases(): Promise<void> {
       const lane = laneOf(name, policy);
       const algorithm = buildAlgorithm(policy as Parameters<typeof buildAlgorithm>[0], 'policy');
       const [sim, bare] = await measure([
-        async () => (await runLane(lane, arrivals, { seed: 1, path: 'p' })).length,
+        async () => (await runLane(lane, arrivals, { seed: 1, path: 'p' })).admittedAtMs.length,
         () => (bareLoop(algorithm, arrivals), arrivals.length),
       ]);
       console.log(
@@ -188,7 +188,9 @@ async function queueingCases(): Promise<void> {
   ];
   console.log(`\nqueueing engines: ${arrivals.length.toLocaleString('en')} arrivals on 100 keys`);
   for (const lane of lanes) {
-    const [figure] = await measure([async () => (await runLane(lane, arrivals, { seed: 1, path: 'p' })).length]);
+    const [figure] = await measure([
+      async () => (await runLane(lane, arrivals, { seed: 1, path: 'p' })).admittedAtMs.length,
+    ]);
     console.log(row([lane.name, shown(figure!)]));
   }
 }

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { SimulatorError } from './errors.js';
 import { Fields } from './fields.js';
+import { positionOf } from './scenario-position.js';
 import { renderCharts, type Chart } from './render/charts.js';
 import { renderHtmlReport } from './render/html-report.js';
 import { renderServiceCharts } from './render/service-charts.js';
@@ -57,11 +58,13 @@ export async function runSimulateCommand(args: string[], io: CommandIo): Promise
       return 0;
     }
     const scenarioPath = resolve(io.cwd, flags.scenario);
-    const scenario = await loadScenario(scenarioPath, flags.seed);
-    const report =
-      scenario.service !== undefined
+    const source = await readText(scenarioPath, '--scenario');
+    const report = await located(flags.scenario, source, async () => {
+      const scenario = await loadScenario(scenarioPath, source, flags.seed);
+      return scenario.service !== undefined
         ? reportOf(simulateService(scenario), SERVICE)
         : reportOf(await simulate(scenario), RATE_LIMIT);
+    });
     if (flags.out !== undefined) await writeOutputs(resolve(io.cwd, flags.out), report.files());
     io.stdout.write(flags.format === 'json' ? report.json : report.text);
     return 0;
@@ -128,9 +131,25 @@ function readFlags(args: string[]): Flags {
   return { help: false, scenario: values.scenario, out: values.out as string | undefined, format, seed };
 }
 
-/** Reads and parses the scenario file, reads its trace files into rows, and applies a seed override. */
-async function loadScenario(path: string, seed: number | undefined): Promise<Record<string, unknown>> {
-  const text = await readText(path, '--scenario');
+/**
+ * Runs `work`; a scenario error it throws naming a field comes back prefixed with where that
+ * field is written in the scenario file, `file:line:column: `, as editors and compilers print it.
+ */
+async function located<T>(file: string, text: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!(error instanceof SimulatorError) || error.code !== 'INVALID_SCENARIO') throw error;
+    const at = error.field === '' ? { line: 1, column: 1 } : positionOf(text, error.field);
+    if (at === undefined || error.message.startsWith(file)) throw error;
+    throw new SimulatorError('INVALID_SCENARIO', `${file}:${at.line}:${at.column}: ${error.message}`, error.field, {
+      cause: error,
+    });
+  }
+}
+
+/** Parses the scenario file's text, reads its trace files into rows, and applies a seed override. */
+async function loadScenario(path: string, text: string, seed: number | undefined): Promise<Record<string, unknown>> {
   let data: unknown;
   try {
     data = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
@@ -142,6 +161,12 @@ async function loadScenario(path: string, seed: number | undefined): Promise<Rec
       { cause: error },
     );
   }
+  if (data === null || data === undefined)
+    throw new SimulatorError(
+      'INVALID_SCENARIO',
+      'the scenario file is empty: it needs durationMs, traffic and policies (or a service section); see packages/simulator/scenarios/ for examples',
+      '',
+    );
   new Fields(data, ''); // the top level must be an object before it is read below
   const scenario = { ...(data as Record<string, unknown>) };
   if (seed !== undefined) scenario.seed = seed;

@@ -5,6 +5,9 @@
  * @packageDocumentation
  */
 export { simulate, runLane, type LaneResult, type SimulationResult } from './simulate.js';
+export type { LaneRun, Watch } from './engine/lane-run.js';
+export { StateProbe, stateReadingOf, type StateReading } from './state.js';
+export { positionOf, type SourcePosition } from './scenario-position.js';
 export { parseScenario } from './parse-scenario.js';
 export type {
   DistributionSpec,

@@ -18,12 +18,22 @@ export interface Score {
   readonly admittedCost: number;
   /** The most cost admitted on one key in any window of the promise's length: (t - windowMs, t]. */
   readonly maxInWindow: number;
-  /** Admitted cost beyond the promise: what an exact limiter holding `maxAdmitted` per window would have refused of the admitted stream. */
-  readonly overAdmitted: number;
+  /**
+   * Admitted cost beyond the policy's own promise: what an exact limiter holding `maxAdmitted` per
+   * sliding window would have refused of the admitted stream (0 for a fixed window that admits
+   * twice its limit across a boundary: that is what it promises).
+   */
+  readonly overPromise: number;
+  /**
+   * Admitted cost beyond the nominal limit in a sliding window: what an exact limiter holding
+   * `limit` in every window (t - windowMs, t] would have refused of the admitted stream (a fixed
+   * window's boundary burst counts here).
+   */
+  readonly overLimit: number;
   /** Requests refused while their key's window held room under the promise (undefined: no such promise). */
   readonly wronglyRefused: number | undefined;
   readonly waitMs: WaitPercentiles;
-  /** The key with the most admitted cost, whose rolling window the charts draw. */
+  /** The key with the most admitted cost. */
   readonly hottestKey: string;
 }
 
@@ -35,23 +45,28 @@ export interface KeyTimeline {
 
 /**
  * scoreLane returns the {@link Score} of a lane from each arrival's admission time (NaN:
- * refused) against `promise`, with the hottest key's admissions for the rolling-window chart. Per
+ * refused) against `promise`, with one key's admissions (see below). Per
  * key, the admissions are put in time order and a window of `promise.windowMs` slides over them:
  * its largest sum is `maxInWindow`, the cost an exact limiter holding `maxAdmitted` would have
  * refused of them is `overAdmitted`, and a refusal at t is wrong when the admitted cost in
- * (t - windowMs, t] plus its own is at most `guaranteed`. Exact, and linear in the requests
+ * (t - windowMs, t] plus its own is at most `guaranteed`; `overLimit` is the same count as
+ * `overPromise` against the nominal `limit`. The timeline returned is `chartKeyId`'s (default: the
+ * hottest key's), for the rolling-window chart. Exact, and linear in the requests
  * (plus a sort of any key admitted out of order); one typed array per measure, none per key.
  */
 export function scoreLane(
   arrivals: Arrivals,
   admittedAtMs: Float64Array,
   promise: PolicyPromise,
+  chartKeyId?: number,
 ): { score: Score; hottest: KeyTimeline } {
   const admissions = admissionsByKey(arrivals, admittedAtMs);
   const { offsets, atMs, costs } = admissions;
   const scratch = new Int32Array(atMs.length);
+  const nominal = { ...promise, maxAdmitted: promise.limit };
   let maxInWindow = 0;
-  let overAdmitted = 0;
+  let overPromise = 0;
+  let overLimit = 0;
   let admittedCost = 0;
   let hottest = { key: 0, cost: -1 };
   for (let k = 0; k < arrivals.keys.length; k++) {
@@ -61,7 +76,8 @@ export function scoreLane(
     };
     const slide = slideWindow(timeline, promise, scratch);
     maxInWindow = Math.max(maxInWindow, slide.max);
-    overAdmitted += slide.over;
+    overPromise += slide.over;
+    overLimit += slideWindow(timeline, nominal, scratch).over;
     admittedCost += slide.total;
     if (slide.total > hottest.cost) hottest = { key: k, cost: slide.total };
   }
@@ -72,13 +88,14 @@ export function scoreLane(
     refused: arrivals.length - atMs.length,
     admittedCost,
     maxInWindow,
-    overAdmitted,
+    overPromise,
+    overLimit,
     wronglyRefused:
       promise.guaranteed === undefined ? undefined : countWronglyRefused(arrivals, admittedAtMs, admissions, promise),
     waitMs: percentiles(waits),
     hottestKey: arrivals.keys[hottest.key] ?? '',
   };
-  const h = hottest.key;
+  const h = chartKeyId ?? hottest.key;
   return {
     score,
     hottest: { atMs: atMs.slice(offsets[h]!, offsets[h + 1]!), costs: costs.slice(offsets[h]!, offsets[h + 1]!) },

@@ -14,19 +14,16 @@ const POSITIVE = { min: 0, above: true };
 export function parseLane(value: unknown, path: string): LaneSpec {
   const f = new Fields(value, path);
   const name = f.string('name');
-  const policy = parsePolicy(f.raw('policy'), f.at('policy'));
+  const policy = parsePolicy(f.required('policy'), f.at('policy'));
   const mode = f.choice('mode', ['refuse', 'wait'] as const, 'refuse');
   const maxWaitMs = f.number('maxWaitMs', { min: 0, max: Infinity }, Infinity);
   const isLimiter = (LIMITER_POLICIES as readonly string[]).includes(policy.type);
   if (!isLimiter && f.has('mode')) throw invalid(f.at('mode'), `does not apply to ${policy.type}, which always queues`);
   if (isLimiter && mode === 'refuse' && f.has('maxWaitMs'))
     throw invalid(f.at('maxWaitMs'), "applies only with mode 'wait' (refuse mode never waits)");
-  let distribution: DistributionSpec | undefined;
-  if (f.has('distribution')) {
-    if (!isLimiter || mode !== 'refuse')
-      throw invalid(f.at('distribution'), 'applies only to a limiter policy in refuse mode');
-    distribution = parseDistribution(f.raw('distribution'), f.at('distribution'));
-  }
+  const distribution = f.has('distribution')
+    ? parseDistribution(f.raw('distribution'), f.at('distribution'), isLimiter)
+    : (f.raw('distribution') as undefined);
   f.done();
   return { name, policy, mode, maxWaitMs, distribution };
 }
@@ -86,15 +83,41 @@ function readPolicy(f: Fields, type: (typeof POLICY_TYPES)[number]): PolicySpec 
   }
 }
 
-function parseDistribution(value: unknown, path: string): DistributionSpec {
+/**
+ * A lane's nodes: on a shared store (a limiter policy), with round trips, skews and an outage; or,
+ * for a policy that lives in one process, each with `share` of the rate and nothing else.
+ */
+function parseDistribution(value: unknown, path: string, sharedStore: boolean): DistributionSpec {
   const f = new Fields(value, path);
   const nodes = f.number('nodes', { min: 1, integer: true, max: 1000 });
+  if (!sharedStore) return parseLocalNodes(f, nodes);
+  if (f.has('share'))
+    throw invalid(f.at('share'), 'applies only to shaping-queue and smooth policies (an outage has its own share)');
   const roundTripMs = f.number('roundTripMs', { min: 0 }, 0);
   const roundTripJitterMs = f.number('roundTripJitterMs', { min: 0 }, 0);
   const skewMs = readSkew(f, nodes);
   const outage = f.has('outage') ? parseOutage(f.raw('outage'), f.at('outage'), nodes) : (f.raw('outage') as undefined);
   f.done();
-  return { nodes, roundTripMs, roundTripJitterMs, skewMs, outage };
+  return { nodes, roundTripMs, roundTripJitterMs, skewMs, outage, share: 1 };
+}
+
+function parseLocalNodes(f: Fields, nodes: number): DistributionSpec {
+  for (const name of ['roundTripMs', 'roundTripJitterMs', 'skewMs', 'maxSkewMs', 'outage'])
+    if (f.has(name))
+      throw invalid(
+        f.at(name),
+        'applies only to a limiter policy on a shared store; a shaping queue or smooth limiter lives in each node, with `share` of the rate',
+      );
+  const share = f.number('share', { min: 0, above: true, max: 1 }, 1 / nodes);
+  f.done();
+  return {
+    nodes,
+    roundTripMs: 0,
+    roundTripJitterMs: 0,
+    skewMs: new Array<number>(nodes).fill(0),
+    outage: undefined,
+    share,
+  };
 }
 
 /** Skew is a list with one offset per node, or `maxSkewMs` spread evenly from -max to +max. */

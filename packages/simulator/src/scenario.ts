@@ -78,7 +78,7 @@ export interface OutageSpec {
   timeoutMs: number;
 }
 
-/** DistributionSpec runs a lane on `nodes` gateway nodes sharing one store. */
+/** DistributionSpec runs a lane on `nodes` gateway nodes: sharing one store, or each with its own queue or limiter. */
 export interface DistributionSpec {
   nodes: number;
   /** Round trip from a node to the store and back, in ms. */
@@ -88,6 +88,12 @@ export interface DistributionSpec {
   /** Each node's clock offset from true time, in ms (one per node). */
   skewMs: number[];
   outage: OutageSpec | undefined;
+  /**
+   * Share of the rate each node's own queue or limiter holds, for the policies that live in one
+   * process (shaping-queue, smooth-bursty, smooth-warming-up; default 1 / nodes). Those take no
+   * round trip, skew or outage: they have no shared store.
+   */
+  share: number;
 }
 
 /** LaneSpec is one policy run over the scenario's traffic: one series in every chart. */

@@ -1,5 +1,7 @@
 import type { Arrivals } from './arrivals.js';
+import type { LaneRun } from './engine/lane-run.js';
 import type { KeyTimeline } from './oracle.js';
+import type { StateReading } from './state.js';
 
 /** Series are one lane's values per time step of `bucketMs`, for the charts. */
 export interface Series {
@@ -7,46 +9,106 @@ export interface Series {
   readonly admitted: Float64Array;
   /** Refused cost per step, by arrival time. */
   readonly refused: Float64Array;
-  /** Longest wait of the requests arriving in each step, in ms (0: none waited). */
-  readonly maxWaitMs: Float64Array;
-  /** The hottest key's largest rolling-window sum within each step (its sum at the step's end when it admitted nothing then). */
+  /** Cost admitted after a wait (any wait above 0), per step, by arrival time. */
+  readonly waited: Float64Array;
+  /** Nearest-rank p50, p99 and max wait of the admitted requests arriving in each step, in ms (NaN: none admitted). */
+  readonly waitP50Ms: Float64Array;
+  readonly waitP99Ms: Float64Array;
+  readonly waitMaxMs: Float64Array;
+  /** The chart key's largest rolling-window sum within each step (its sum at the step's end when it admitted nothing then). */
   readonly windowPeak: Float64Array;
+  /** The chart key's algorithm state at its fullest in each step: after each decision, and at the step's end (NaN: unknown). */
+  readonly state: Float64Array;
 }
 
-/** SeriesOptions says how to cut time into steps. */
+/** SeriesOptions says how to cut time into steps, and which key the per-key charts follow. */
 export interface SeriesOptions {
   readonly bucketMs: number;
   readonly steps: number;
   readonly windowMs: number;
+  readonly chartKeyId: number;
+  readonly reading: StateReading;
 }
 
 /**
- * seriesOf returns the per-step values of one lane from its arrivals' admission times (NaN:
- * refused) and its hottest key's admissions. Times past the last step count in the last step.
+ * seriesOf returns the per-step values of one lane from its run (admission times, NaN: refused;
+ * states after each decision; the chart key's state at each step end) and the chart key's
+ * admissions. Times past the last step count in the last step.
  */
-export function seriesOf(
-  arrivals: Arrivals,
-  admittedAtMs: Float64Array,
-  hottest: KeyTimeline,
-  options: SeriesOptions,
-): Series {
+export function seriesOf(arrivals: Arrivals, run: LaneRun, chartKey: KeyTimeline, options: SeriesOptions): Series {
   const { bucketMs, steps } = options;
   const stepOf = (ms: number): number => Math.min(steps - 1, Math.max(0, Math.floor(ms / bucketMs)));
   const admitted = new Float64Array(steps);
   const refused = new Float64Array(steps);
-  const maxWaitMs = new Float64Array(steps);
+  const waited = new Float64Array(steps);
   for (let i = 0; i < arrivals.length; i++) {
-    const at = admittedAtMs[i]!;
+    const at = run.admittedAtMs[i]!;
     const arrivalStep = stepOf(arrivals.atMs[i]!);
     if (Number.isNaN(at)) {
       refused[arrivalStep]! += arrivals.costs[i]!;
       continue;
     }
     admitted[stepOf(at)]! += arrivals.costs[i]!;
-    const wait = at - arrivals.atMs[i]!;
-    if (wait > maxWaitMs[arrivalStep]!) maxWaitMs[arrivalStep] = wait;
+    if (at > arrivals.atMs[i]!) waited[arrivalStep]! += arrivals.costs[i]!;
   }
-  return { admitted, refused, maxWaitMs, windowPeak: windowPeaks(hottest, options) };
+  return {
+    admitted,
+    refused,
+    waited,
+    ...waitPercentiles(arrivals, run.admittedAtMs, stepOf, steps),
+    windowPeak: windowPeaks(chartKey, options),
+    state: statePerStep(arrivals, run, stepOf, options),
+  };
+}
+
+/** Per step, the p50, p99 and max wait of the admitted requests that arrived in it (arrivals are in time order, so each step's are one run of indices). */
+function waitPercentiles(
+  arrivals: Arrivals,
+  admittedAtMs: Float64Array,
+  stepOf: (ms: number) => number,
+  steps: number,
+): { waitP50Ms: Float64Array; waitP99Ms: Float64Array; waitMaxMs: Float64Array } {
+  const waitP50Ms = new Float64Array(steps).fill(NaN);
+  const waitP99Ms = new Float64Array(steps).fill(NaN);
+  const waitMaxMs = new Float64Array(steps).fill(NaN);
+  const scratch = new Float64Array(arrivals.length);
+  let i = 0;
+  while (i < arrivals.length) {
+    const step = stepOf(arrivals.atMs[i]!);
+    let n = 0;
+    for (; i < arrivals.length && stepOf(arrivals.atMs[i]!) === step; i++) {
+      const at = admittedAtMs[i]!;
+      if (at === at) scratch[n++] = at - arrivals.atMs[i]!;
+    }
+    if (n === 0) continue;
+    const waits = scratch.subarray(0, n).sort();
+    waitP50Ms[step] = waits[Math.ceil(0.5 * n) - 1]!;
+    waitP99Ms[step] = waits[Math.ceil(0.99 * n) - 1]!;
+    waitMaxMs[step] = waits[n - 1]!;
+  }
+  return { waitP50Ms, waitP99Ms, waitMaxMs };
+}
+
+/** Per step, the chart key's fullest state: over the states after its decisions in the step and at the step's end. */
+function statePerStep(
+  arrivals: Arrivals,
+  run: LaneRun,
+  stepOf: (ms: number) => number,
+  options: SeriesOptions,
+): Float64Array {
+  const { fuller } = options.reading;
+  const state = new Float64Array(options.steps);
+  for (let s = 0; s < options.steps; s++) state[s] = run.stateAtStepEnd[s] ?? NaN;
+  for (let i = 0; i < arrivals.length; i++) {
+    if (arrivals.keyIds[i] !== options.chartKeyId) continue;
+    const value = run.stateAfter[i]!;
+    if (value !== value) continue;
+    const at = run.admittedAtMs[i]!;
+    const s = stepOf(at === at ? at : arrivals.atMs[i]!);
+    const current = state[s]!;
+    if (current !== current || (value - current) * fuller > 0) state[s] = value;
+  }
+  return state;
 }
 
 /** The rolling sum over (t - windowMs, t] of one key, its peak per step. */

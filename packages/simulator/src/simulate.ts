@@ -1,5 +1,6 @@
 import { generateArrivals, type Arrivals } from './arrivals.js';
 import { runDistributed } from './engine/distributed.js';
+import type { LaneRun, Watch } from './engine/lane-run.js';
 import { runShape, runSmooth } from './engine/queueing.js';
 import { runRefuse } from './engine/refuse.js';
 import { runWait } from './engine/wait.js';
@@ -15,6 +16,7 @@ import {
 } from './policy.js';
 import type { LaneSpec, Scenario } from './scenario.js';
 import { seriesOf, type Series } from './series.js';
+import { StateProbe, stateReadingOf, type StateReading } from './state.js';
 
 /** The most chart steps a run is cut into; admissions later than that many steps count in the last. */
 const MAX_STEPS = 10_000;
@@ -27,8 +29,14 @@ export interface LaneResult {
   readonly promise: PolicyPromise;
   readonly score: Score;
   readonly series: Series;
+  /** What the lane's state is and how it is drawn (tokens left, a window's count, ...). */
+  readonly reading: StateReading;
   /** Each arrival's admission time in ms, NaN when refused (parallel to the run's arrivals). */
   readonly admittedAtMs: Float64Array;
+  /** Each arrival's key state right after its decision, in the reading's unit (NaN: none). */
+  readonly stateAfter: Float32Array;
+  /** How many gateway nodes decided: request i went to node `i % nodes`. */
+  readonly nodes: number;
 }
 
 /** SimulationResult is a whole run: the scenario as checked, its traffic and every lane's result. */
@@ -41,6 +49,8 @@ export interface SimulationResult {
   readonly steps: number;
   /** Arrivals (cost) per step, the offered load. */
   readonly offered: Float64Array;
+  /** The key whose state and rolling window the charts draw: the one offered the most cost. */
+  readonly chartKey: string;
   readonly lanes: readonly LaneResult[];
 }
 
@@ -65,23 +75,30 @@ export interface SimulationResult {
 export async function simulate(scenario: Scenario | unknown): Promise<SimulationResult> {
   const checked = parseScenario(scenario);
   const arrivals = generateArrivals(checked.traffic, checked.durationMs, checked.seed);
-  const outcomes: Float64Array[] = [];
+  const chartKeyId = busiestKey(arrivals);
+  const stepsInDuration = Math.max(1, Math.ceil(checked.durationMs / checked.bucketMs));
+  const runs: LaneRun[] = [];
   for (const [index, lane] of checked.policies.entries()) {
     const path = `policies[${index}]`;
+    const watch: Watch = {
+      reading: stateReadingOf(lane.policy),
+      key: arrivals.keys[chartKeyId] ?? 'k',
+      probe: new StateProbe(checked.bucketMs, stepsInDuration),
+    };
     try {
-      outcomes.push(await runLane(lane, arrivals, { seed: checked.seed + index, path }));
+      runs.push(await runLane(lane, arrivals, { seed: checked.seed + index, path, watch }));
     } catch (error) {
       throw scenarioErrorOf(error, `${path}.policy`);
     }
   }
   let horizonMs = checked.durationMs;
-  for (const admittedAtMs of outcomes) {
+  for (const { admittedAtMs } of runs) {
     for (let i = 0; i < admittedAtMs.length; i++)
       if (admittedAtMs[i]! >= horizonMs) horizonMs = admittedAtMs[i]! + checked.bucketMs / 2;
   }
   const steps = Math.max(1, Math.min(MAX_STEPS, Math.ceil(horizonMs / checked.bucketMs)));
   const lanes = checked.policies.map((lane, index) =>
-    laneResult(lane, arrivals, outcomes[index]!, { bucketMs: checked.bucketMs, steps }),
+    laneResult(lane, arrivals, runs[index]!, { bucketMs: checked.bucketMs, steps, chartKeyId }),
   );
   return {
     scenario: checked,
@@ -89,6 +106,7 @@ export async function simulate(scenario: Scenario | unknown): Promise<Simulation
     horizonMs: steps * checked.bucketMs,
     steps,
     offered: offeredLoad(arrivals, checked.bucketMs, steps),
+    chartKey: arrivals.keys[chartKeyId] ?? 'k',
     lanes,
   };
 }
@@ -96,34 +114,65 @@ export async function simulate(scenario: Scenario | unknown): Promise<Simulation
 function laneResult(
   lane: LaneSpec,
   arrivals: Arrivals,
-  admittedAtMs: Float64Array,
-  cut: { bucketMs: number; steps: number },
+  run: LaneRun,
+  cut: { bucketMs: number; steps: number; chartKeyId: number },
 ): LaneResult {
   const promise = promiseOf(lane.policy);
-  const { score, hottest } = scoreLane(arrivals, admittedAtMs, promise);
-  const series = seriesOf(arrivals, admittedAtMs, hottest, { ...cut, windowMs: promise.windowMs });
-  return { name: lane.name, description: describeLane(lane), promise, score, series, admittedAtMs };
+  const reading = stateReadingOf(lane.policy);
+  const { score, hottest } = scoreLane(arrivals, run.admittedAtMs, promise, cut.chartKeyId);
+  const series = seriesOf(arrivals, run, hottest, { ...cut, windowMs: promise.windowMs, reading });
+  return {
+    name: lane.name,
+    description: describeLane(lane),
+    promise,
+    score,
+    series,
+    reading,
+    admittedAtMs: run.admittedAtMs,
+    stateAfter: run.stateAfter,
+    nodes: run.nodes,
+  };
 }
 
-/** runLane returns each arrival's admission time (NaN: refused) under one lane, on the engine its policy and mode call for. */
+/** The key offered the most cost (the first of equals): the one the per-key charts follow. */
+function busiestKey(arrivals: Arrivals): number {
+  const offered = new Float64Array(arrivals.keys.length);
+  for (let i = 0; i < arrivals.length; i++) offered[arrivals.keyIds[i]!]! += arrivals.costs[i]!;
+  let best = 0;
+  for (let k = 1; k < offered.length; k++) if (offered[k]! > offered[best]!) best = k;
+  return best;
+}
+
+/**
+ * runLane runs one lane on the engine its policy and mode call for, and returns what it recorded:
+ * each arrival's admission time (NaN: refused), the key's state after each decision, and
+ * `context.watch`'s key's state at each step end (default: the first key, over 100 steps of 1 s).
+ */
 export async function runLane(
   lane: LaneSpec,
   arrivals: Arrivals,
-  context: { seed: number; path: string },
-): Promise<Float64Array> {
+  context: { seed: number; path: string; watch?: Watch },
+): Promise<LaneRun> {
   const spec = lane.policy;
-  if (spec.type === 'shaping-queue') return runShape(spec, arrivals);
+  const watch = context.watch ?? {
+    reading: stateReadingOf(spec),
+    key: arrivals.keys[0] ?? 'k',
+    probe: new StateProbe(1000, 100),
+  };
+  const distribution = lane.distribution;
+  if (spec.type === 'shaping-queue') return runShape(spec, arrivals, { watch, distribution, maxWaitMs: Infinity });
   if (spec.type === 'smooth-bursty' || spec.type === 'smooth-warming-up')
-    return runSmooth(spec, arrivals, lane.maxWaitMs);
+    return runSmooth(spec, arrivals, { watch, distribution, maxWaitMs: lane.maxWaitMs });
   const algorithm = buildAlgorithm(spec, `${context.path}.policy`);
-  if (lane.mode === 'wait') return runWait(algorithm, arrivals, lane.maxWaitMs);
-  if (lane.distribution === undefined) return runRefuse(algorithm, arrivals);
-  const outage = lane.distribution.outage;
+  const outage = distribution?.outage;
   const localAlgorithm =
     outage?.onError === 'local'
       ? buildAlgorithm(spec as LimiterPolicySpec, `${context.path}.policy`, outage.share)
       : undefined;
-  return runDistributed(arrivals, { algorithm, localAlgorithm, distribution: lane.distribution, seed: context.seed });
+  const nodes = { algorithm, localAlgorithm, distribution, seed: context.seed };
+  if (lane.mode === 'wait') return runWait(arrivals, { ...nodes, maxWaitMs: lane.maxWaitMs }, watch);
+  if (distribution === undefined) return runRefuse(algorithm, arrivals, watch);
+  return runDistributed(arrivals, nodes, watch);
 }
 
 function describeLane(lane: LaneSpec): string {
@@ -131,7 +180,9 @@ function describeLane(lane: LaneSpec): string {
   if (lane.mode === 'wait')
     parts.push(`wait up to ${Number.isFinite(lane.maxWaitMs) ? `${lane.maxWaitMs} ms` : 'any time'}`);
   const d = lane.distribution;
-  if (d !== undefined) {
+  const local = lane.policy.type === 'shaping-queue' || lane.policy.type.startsWith('smooth-');
+  if (d !== undefined && local) parts.push(`${d.nodes} nodes, each its own at share ${round(d.share)} of the rate`);
+  else if (d !== undefined) {
     parts.push(
       `${d.nodes} nodes, round trip ${d.roundTripMs} ms${d.roundTripJitterMs > 0 ? ` + up to ${d.roundTripJitterMs} ms` : ''}, skew ${Math.min(...d.skewMs)}..${Math.max(...d.skewMs)} ms`,
     );

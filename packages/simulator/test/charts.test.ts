@@ -29,6 +29,8 @@ interface ChartDom {
   legend: string[];
   drawnPaths: number;
   limitLines: number;
+  promiseLines: number;
+  boundLines: number;
 }
 
 // The browser-side code is plain JavaScript in strings: it runs in the page, where the DOM is,
@@ -43,9 +45,11 @@ const READ_CHART_DOM = `(() => {
     yTicks: texts('g.y-axis g.tick text'),
     axisLabels: texts('g.axis text.axis-label'),
     series: [...document.querySelectorAll('g.series')].map((g) => g.getAttribute('data-name') ?? ''),
-    legend: [...document.querySelectorAll('g.legend g.legend-item[data-name]')].map((g) => g.textContent ?? ''),
+    legend: [...document.querySelectorAll('g.legend g.legend-item[data-name]')].map((g) => g.getAttribute('data-name') ?? ''),
     drawnPaths: drawn.length,
     limitLines: document.querySelectorAll('g.series line.limit').length,
+    promiseLines: document.querySelectorAll('g.series line.promise').length,
+    boundLines: document.querySelectorAll('g.series line.bound').length,
   };
 })()`;
 
@@ -129,8 +133,19 @@ describe('the charts, looked at in headless Chromium', () => {
   });
 
   it('draws axes with ticks and labels, one series per policy, a legend, and pixels in every series colour', async () => {
-    const names = result.lanes.map((l) => l.name);
+    const all = result.lanes.map((l) => l.name);
+    assert.deepEqual(
+      charts.map((c) => c.id),
+      ['admitted', 'state-1', 'state-2', 'state-3', 'wait', 'window'],
+    );
     for (const chart of charts) {
+      // A state chart is one lane's; the wait chart draws only the lanes that wait.
+      const lanes = chart.id.startsWith('state-')
+        ? [Number(chart.id.slice('state-'.length)) - 1]
+        : chart.id === 'wait'
+          ? [2]
+          : [0, 1, 2];
+      const names = lanes.map((k) => all[k]!);
       await page.setContent(`<!doctype html><html><body style="margin:0;background:#fff">${chart.svg}</body></html>`);
       const dom = await readChartDom(page);
       assert.ok(dom.xTicks.length >= 4, `${chart.id}: x ticks ${dom.xTicks}`);
@@ -141,9 +156,17 @@ describe('the charts, looked at in headless Chromium', () => {
       assert.deepEqual(dom.series, names, `${chart.id}: one series per policy`);
       assert.deepEqual(dom.legend, names, `${chart.id}: a legend entry per policy`);
       assert.ok(dom.drawnPaths >= names.length, `${chart.id}: every series laid out across the plot`);
-      if (chart.id === 'window') assert.equal(dom.limitLines, names.length, 'a limit line per policy');
+      if (chart.id === 'window') {
+        assert.equal(dom.limitLines, names.length, 'a nominal limit line per policy');
+        assert.equal(dom.promiseLines, 2, 'a promise line where it differs from the limit: fixed window, bucket');
+      }
+      if (chart.id.startsWith('state-')) assert.equal(dom.boundLines, 1, `${chart.id}: the state's bound`);
       const png = await page.locator('svg').screenshot({ path: join(PNG_DIR, `${chart.id}.png`) });
-      const pixels = await countPixels(page, png, PALETTE.slice(0, names.length));
+      const pixels = await countPixels(
+        page,
+        png,
+        lanes.map((k) => PALETTE[k]!),
+      );
       assert.ok(pixels.ink > 5000, `${chart.id}: ${pixels.ink} non-white pixels`);
       pixels.perColor.forEach((n, k) =>
         assert.ok(n > 100, `${chart.id}: series ${names[k]} has ${n} pixels of its colour`),
@@ -157,7 +180,65 @@ describe('the charts, looked at in headless Chromium', () => {
     await page.setViewportSize({ width: 1000, height: 800 });
     await page.setContent(html);
     const shape = await page.evaluate(READ_REPORT);
-    assert.deepEqual(shape, { rows: 3, charts: 3, scripts: 0, title: 'floodgate simulation' });
+    assert.deepEqual(shape, { rows: 3, charts: 6, scripts: 0, title: 'floodgate simulation' });
     await page.screenshot({ path: join(PNG_DIR, 'report.png'), fullPage: true });
+  });
+});
+
+describe('what the charts say in words', () => {
+  const lane = (name: string, policy: object, extra: object = {}) => ({ name, policy, ...extra });
+
+  it('draws no wait chart when no lane waits, and waited only where a lane waits', async () => {
+    const result = await simulate({
+      durationMs: 2000,
+      traffic: [{ type: 'constant', ratePerSecond: 200 }],
+      policies: [lane('fixed', { type: 'fixed-window', limit: 50, windowMs: 500 })],
+    });
+    const charts = renderCharts(result);
+    assert.deepEqual(
+      charts.map((c) => c.id),
+      ['admitted', 'state-1', 'window'],
+    );
+    assert.doesNotMatch(charts[0]!.svg, /class="line waited"/);
+  });
+
+  it('keeps a readable scale under a spike, and marks the spike with its peak', async () => {
+    const result = await simulate({
+      durationMs: 10_000,
+      bucketMs: 100,
+      traffic: [
+        { type: 'constant', ratePerSecond: 20 },
+        { type: 'burst', atMs: 5000, count: 2000 },
+      ],
+      policies: [lane('bucket', { type: 'token-bucket', capacity: 10, refillPerSecond: 20 })],
+    });
+    const admitted = renderCharts(result)[0]!.svg;
+    const yTicks = [...admitted.matchAll(/<g class="tick"><line x1="64"[^>]*\/><text[^>]*>([\d.]+)<\/text>/g)].map(
+      (m) => Number(m[1]),
+    );
+    const top = Math.max(...yTicks);
+    assert.ok(top < 1000, `the offered spike (20,000/s) does not set the scale: top tick ${top}`);
+    assert.ok(top >= 20, `the steady 20/s stays on the scale: top tick ${top}`);
+    assert.match(admitted, /<g class="spikes"><path class="spike"/);
+    assert.match(admitted, /class="spike-label"[^>]*>20020<\/text>/, 'the peak, 2002 in 100 ms, written per second');
+    assert.match(admitted, /beyond the scale: a spike/);
+  });
+
+  it('says when lanes coincide and when their windows differ', async () => {
+    const result = await simulate({
+      durationMs: 3000,
+      traffic: [{ type: 'poisson', ratePerSecond: 300 }],
+      policies: [
+        lane('gcra', { type: 'gcra', rate: 100, periodMs: 1000, maxBurst: 99 }),
+        lane('bucket', { type: 'token-bucket', capacity: 100, refillPerSecond: 100 }),
+        lane('minute', { type: 'fixed-window', limit: 6000, windowMs: 60_000 }),
+      ],
+    });
+    const charts = renderCharts(result);
+    const admitted = charts[0]!.svg;
+    assert.match(admitted, /bucket = gcra \(coincide\)/);
+    const window = charts.find((c) => c.id === 'window')!.svg;
+    assert.match(window, /window lengths differ:/);
+    assert.match(window, / minute: 60000 ms/);
   });
 });

@@ -32,7 +32,7 @@ describe('the oracle', () => {
     const { score, hottest } = scoreLane(arrivals, admitted, promise);
     // (0, 100] holds 50, 99, 100; (50, 150] holds 99, 100, 150; at 100 the one at 0 has left.
     assert.equal(score.maxInWindow, 3);
-    assert.equal(score.overAdmitted, 0);
+    assert.equal(score.overPromise, 0);
     assert.equal(score.hottestKey, 'a');
     assert.deepEqual([...hottest.atMs], [0, 50, 99, 100, 150, 200]);
     assert.equal(maxInAnyWindow(hottest, 101), 4, 'a window of 101 ms holds 0 through 100');
@@ -52,7 +52,7 @@ describe('the oracle', () => {
     const { score } = scoreLane(arrivals, admitted, promise);
     assert.equal(score.maxInWindow, 5);
     // Kept: 0, 10, 20; over: 30, 40; at 105 the one at 0 has left (kept 10, 20, 105); at 111 so has 10.
-    assert.equal(score.overAdmitted, 2);
+    assert.equal(score.overPromise, 2);
   });
 
   it('weighs by cost and orders admissions made out of arrival order', () => {
@@ -66,7 +66,7 @@ describe('the oracle', () => {
     assert.deepEqual([...hottest.atMs], [10, 20, 30]);
     assert.deepEqual([...hottest.costs], [2, 1, 2]);
     assert.equal(score.maxInWindow, 5);
-    assert.equal(score.overAdmitted, 2);
+    assert.equal(score.overPromise, 2);
     assert.equal(score.admittedCost, 5);
     assert.deepEqual(score.waitMs, { p50: 18, p90: 30, p99: 30, max: 30 });
   });

@@ -39,11 +39,11 @@ describe('the boundary burst', () => {
     const f = lane(result, 'fixed').score;
     assert.equal(f.admitted, 2 * limit);
     assert.equal(f.maxInWindow, 2 * limit);
-    assert.equal(f.overAdmitted, 0, 'twice the limit is what a fixed window promises');
+    assert.equal(f.overPromise, 0, 'twice the limit is what a fixed window promises');
     const l = lane(result, 'log').score;
     assert.equal(l.admitted, limit);
     assert.equal(l.maxInWindow, limit);
-    assert.equal(l.overAdmitted, 0);
+    assert.equal(l.overPromise, 0);
     assert.equal(l.wronglyRefused, 0);
   });
 
@@ -66,10 +66,10 @@ describe('the boundary burst', () => {
         f.maxInWindow > limit && f.maxInWindow <= 2 * limit,
         `seed ${seed}: fixed window peak ${f.maxInWindow}`,
       );
-      assert.equal(f.overAdmitted, 0);
+      assert.equal(f.overPromise, 0);
       const l = lane(result, 'log').score;
       assert.equal(l.maxInWindow, limit, `seed ${seed}`);
-      assert.equal(l.overAdmitted, 0);
+      assert.equal(l.overPromise, 0);
       assert.equal(l.wronglyRefused, 0, 'the log refuses only a full window');
       for (const windowMs of [1000, 999, 500]) assert.ok(maxInAnyWindow(timelineOf(result, 'log'), windowMs) <= limit);
     }
@@ -92,7 +92,7 @@ describe('the sliding window counter', () => {
     for (const name of ['weighted', 'sub-windows']) {
       const score = lane(result, name).score;
       assert.ok(score.maxInWindow <= 2 * limit, `${name}: ${score.maxInWindow}`);
-      assert.equal(score.overAdmitted, 0);
+      assert.equal(score.overPromise, 0);
     }
     assert.ok(
       lane(result, 'weighted').score.wronglyRefused! > 0,
@@ -141,7 +141,7 @@ describe('rate policies', () => {
               `seed ${seed} ${name}: ${max} in ${windowMs} ms > ${p.burst} + ${p.perMs * windowMs}`,
             );
           }
-          assert.equal(lane(result, name).score.overAdmitted, 0);
+          assert.equal(lane(result, name).score.overPromise, 0);
         }
         assert.equal(lane(result, p.name).score.wronglyRefused, 0, `${p.name} refuses only an empty bucket`);
       }
@@ -176,7 +176,7 @@ describe('rate policies', () => {
       const wait = lane(result, name).score;
       assert.ok(wait.waitMs.max <= 250 && wait.waitMs.max > 0, `${name}: longest wait ${wait.waitMs.max}`);
       assert.ok(wait.refused > 0, `${name}: the burst outruns a 250 ms wait`);
-      assert.equal(wait.overAdmitted, 0);
+      assert.equal(wait.overPromise, 0);
     }
     assert.ok(lane(result, 'wait').score.admitted > refuse.admitted, 'waiting turns refusals into admissions');
     assert.equal(refuse.waitMs.max, 0);
@@ -297,16 +297,16 @@ describe('distribution', () => {
       ],
     });
     const score = (name: string) => lane(result, name).score;
-    assert.equal(score('shared').overAdmitted, 0);
+    assert.equal(score('shared').overPromise, 0);
     assert.equal(score('shared').wronglyRefused, 0);
     assert.equal(score('shared').waitMs.p50, 2, 'every request waits the round trip');
-    assert.ok(score('fail-open').overAdmitted > 400, `fail-open: ${score('fail-open').overAdmitted}`);
-    assert.ok(score('local full').overAdmitted > 100, `3 nodes x the full limit: ${score('local full').overAdmitted}`);
+    assert.ok(score('fail-open').overPromise > 400, `fail-open: ${score('fail-open').overPromise}`);
+    assert.ok(score('local full').overPromise > 100, `3 nodes x the full limit: ${score('local full').overPromise}`);
     assert.ok(score('local full').maxInWindow >= 150, `local full peak ${score('local full').maxInWindow}`);
     // Three thirds make one limit; only the shared admissions still in flight when the store went
     // away (one round trip's worth) overlap the fresh local windows.
     assert.ok(score('local third').maxInWindow <= 62, `local third peak ${score('local third').maxInWindow}`);
-    assert.ok(score('local third').overAdmitted <= 2, `local third over ${score('local third').overAdmitted}`);
+    assert.ok(score('local third').overPromise <= 2, `local third over ${score('local third').overPromise}`);
     assert.ok(
       score('fail-closed').wronglyRefused! > 100,
       `fail-closed wrongly refused ${score('fail-closed').wronglyRefused}`,

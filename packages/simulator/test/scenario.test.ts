@@ -30,7 +30,7 @@ function rejects(value: unknown, field: string, pattern: RegExp): void {
 
 describe('bad scenarios', () => {
   it('are refused with a typed error naming the field', () => {
-    rejects(null, '', /must be an object/);
+    rejects(null, '', /must be a mapping of fields/);
     rejects({ ...base, durationMs: undefined }, 'durationMs', /must be a number/);
     rejects({ ...base, durationMs: -5 }, 'durationMs', /at least 1/);
     rejects({ ...base, seed: 1.5 }, 'seed', /whole number/);
@@ -112,6 +112,20 @@ describe('bad scenarios', () => {
       'traffic[1]',
       /about 36036000 requests, more than the 20000000/,
     );
+  });
+
+  it('report a misspelt field as unknown, with the field it likely meant', () => {
+    const policy = { type: 'fixed-window', limit: 10, windowMs: 1000 };
+    const lane = (p: object, extra: object = {}) => ({ ...base, policies: [{ name: 'a', policy: p, ...extra }] });
+    rejects(
+      lane({ type: 'fixed-window', limt: 10, windowMs: 1000 }),
+      'policies[0].policy.limt',
+      /did you mean limit\?/,
+    );
+    rejects(lane(policy, { maxWaitMS: 5 }), 'policies[0].maxWaitMS', /did you mean maxWaitMs\?/);
+    rejects({ ...base, durationMS: 5, durationMs: undefined }, 'durationMS', /did you mean durationMs\?/);
+    rejects({ ...base, polices: policies, policies: undefined }, 'polices', /did you mean policies\?/);
+    rejects(lane(policy, { colour: 1 }), 'policies[0].colour', /not a known field here \(known: name, policy, mode/);
   });
 
   it("passes the library's own checks through, naming the option", async () => {

@@ -1,101 +1,62 @@
-import { Limiter, ManualClock, type Algorithm, type ConsumeOptions } from 'floodgate';
+import type { ConsumeOptions } from 'floodgate';
 import type { Arrivals } from '../arrivals.js';
-import { SeededRandom } from '../random.js';
-import type { DistributionSpec, OutageSpec } from '../scenario.js';
-import { consumeOrRefuse, storeFor } from './refuse.js';
-
-/** DistributedOptions configures {@link runDistributed}. */
-export interface DistributedOptions {
-  /** The policy every node applies through the shared store. */
-  algorithm: Algorithm;
-  /** The policy holding `outage.share` of the limit, for nodes deciding locally (outage `local`). */
-  localAlgorithm: Algorithm | undefined;
-  distribution: DistributionSpec;
-  /** Seed of the round-trip jitter draws. */
-  seed: number;
-}
-
-/** One gateway node: its clock (true time plus its skew) and its limiters. */
-interface GatewayNode {
-  readonly skewMs: number;
-  readonly clock: ManualClock;
-  readonly shared: Limiter;
-  readonly local: Limiter | undefined;
-}
+import type { OutageSpec } from '../scenario.js';
+import { ZERO, type LaneRun, type Watch } from './lane-run.js';
+import { fleetOf, inOutage, type GatewayNode, type NodeOptions } from './nodes.js';
+import { decideOrRefuse } from './refuse.js';
 
 /**
  * runDistributed returns, for each arrival, the time it was let through (when its node had the
- * store's answer) or NaN when refused, for `nodes` gateway nodes sharing one store.
- *
- * Requests go to the nodes in turn (round robin). The shared store is one `MemoryStore` reached
- * after half a round trip (plus a random jitter, which reorders requests at the store); each
- * node stamps its requests with its own clock, off true time by its skew, so the store sees
- * windows and refills at each node's idea of the time. A request let through waits the full
- * round trip. While the store is out (`outage`), a node waits `timeoutMs` and then admits
+ * store's answer) or NaN when refused, with the key's state after each decision, for `nodes`
+ * gateway nodes sharing one store ({@link fleetOf}). A request let through waits the full round
+ * trip. While the store is out (`outage`), a node waits `timeoutMs` and then admits
  * (`fail-open`), refuses (`fail-closed`) or decides on its own local limiter holding `share` of
  * the limit (`local`), none of which the shared store ever learns of.
  */
-export function runDistributed(arrivals: Arrivals, options: DistributedOptions): Float64Array {
-  const { distribution, algorithm } = options;
-  const store = storeFor(arrivals);
-  const nodes: GatewayNode[] = distribution.skewMs.map((skewMs) => {
-    const clock = new ManualClock(0);
-    const local =
-      options.localAlgorithm === undefined
-        ? undefined
-        : new Limiter({ policy: options.localAlgorithm, store: storeFor(arrivals), clock });
-    return { skewMs, clock, shared: new Limiter({ policy: algorithm, store, clock }), local };
-  });
-  const random = new SeededRandom(options.seed);
-  const roundTripMs = new Float64Array(arrivals.length);
-  for (let i = 0; i < arrivals.length; i++)
-    roundTripMs[i] = distribution.roundTripMs + distribution.roundTripJitterMs * random.next();
-  const order = storeOrder(arrivals, roundTripMs);
+export function runDistributed(arrivals: Arrivals, options: NodeOptions, watch: Watch): LaneRun {
+  const fleet = fleetOf(arrivals, options);
+  const { nodes, roundTripMs, observer } = fleet;
+  const outage = options.distribution?.outage;
+  const read = watch.reading.of!;
+  const peek = (at: number): number => {
+    observer.clock.set(at);
+    return read(observer.limiter.peekSync(watch.key, ZERO));
+  };
   const admittedAtMs = new Float64Array(arrivals.length);
+  const stateAfter = new Float32Array(arrivals.length);
   const consume: ConsumeOptions = { cost: 1 };
-  for (const i of order) {
+  for (const i of fleet.order) {
     const node = nodes[i % nodes.length]!;
     const t = arrivals.atMs[i]!;
+    const reachMs = t + roundTripMs[i]! / 2;
+    watch.probe.until(reachMs, peek);
     const key = arrivals.keys[arrivals.keyIds[i]!]!;
     consume.cost = arrivals.costs[i]!;
-    const outage = distribution.outage;
-    if (outage !== undefined && inOutage(outage, t + roundTripMs[i]! / 2)) {
-      admittedAtMs[i] = decideAlone(node, outage, t, key, consume);
+    if (inOutage(outage, reachMs)) {
+      const alone = decideAlone(node, outage!, { atMs: t, key, consume });
+      admittedAtMs[i] = alone.admittedAtMs;
+      stateAfter[i] = alone.state === undefined ? NaN : read(alone.state);
       continue;
     }
     node.clock.set(t + node.skewMs);
-    admittedAtMs[i] = consumeOrRefuse(node.shared, key, consume) ? t + roundTripMs[i]! : NaN;
+    const decision = decideOrRefuse(node.shared, key, consume);
+    admittedAtMs[i] = decision?.allowed === true ? t + roundTripMs[i]! : NaN;
+    stateAfter[i] = read(decision ?? node.shared.peekSync(key, ZERO));
   }
-  return admittedAtMs;
+  watch.probe.until(Infinity, peek);
+  return { admittedAtMs, stateAfter, nodes: nodes.length, stateAtStepEnd: watch.probe.values };
 }
 
-function inOutage(outage: OutageSpec, atMs: number): boolean {
-  return atMs >= outage.startMs && atMs < outage.endMs;
-}
-
-/** A node's own answer while the store is out, given after it waited `timeoutMs` for the store. */
+/** A node's own answer while the store is out, given after it waited `timeoutMs` for the store (with its local limiter's decision, if any). */
 function decideAlone(
   node: GatewayNode,
   outage: OutageSpec,
-  atMs: number,
-  key: string,
-  consume: ConsumeOptions,
-): number {
-  const decidedAtMs = atMs + outage.timeoutMs;
-  if (outage.onError === 'fail-open') return decidedAtMs;
-  if (outage.onError === 'fail-closed' || node.local === undefined) return NaN;
+  request: { atMs: number; key: string; consume: ConsumeOptions },
+): { admittedAtMs: number; state: ReturnType<typeof decideOrRefuse> } {
+  const decidedAtMs = request.atMs + outage.timeoutMs;
+  if (outage.onError === 'fail-open') return { admittedAtMs: decidedAtMs, state: undefined };
+  if (outage.onError === 'fail-closed' || node.local === undefined) return { admittedAtMs: NaN, state: undefined };
   node.clock.set(decidedAtMs + node.skewMs);
-  return consumeOrRefuse(node.local, key, consume) ? decidedAtMs : NaN;
-}
-
-/** The order requests reach the store: by arrival plus half their round trip, ties in arrival order. */
-function storeOrder(arrivals: Arrivals, roundTripMs: Float64Array): Int32Array {
-  const order = new Int32Array(arrivals.length);
-  for (let i = 0; i < order.length; i++) order[i] = i;
-  let sorted = true;
-  for (let i = 1; i < order.length && sorted; i++)
-    sorted = arrivals.atMs[i]! + roundTripMs[i]! / 2 >= arrivals.atMs[i - 1]! + roundTripMs[i - 1]! / 2;
-  if (sorted) return order;
-  const reachMs = (i: number): number => arrivals.atMs[i]! + roundTripMs[i]! / 2;
-  return order.sort((a, b) => reachMs(a) - reachMs(b) || a - b);
+  const decision = decideOrRefuse(node.local, request.key, request.consume);
+  return { admittedAtMs: decision?.allowed === true ? decidedAtMs : NaN, state: decision };
 }

@@ -1,63 +1,96 @@
 import { LeakyGate, SmoothRateLimiter } from 'floodgate';
 import type { Arrivals } from '../arrivals.js';
-import type { PolicySpec } from '../scenario.js';
+import type { DistributionSpec, PolicySpec } from '../scenario.js';
+import type { LaneRun, Watch } from './lane-run.js';
+
+type ShapeSpec = Extract<PolicySpec, { type: 'shaping-queue' }>;
+type SmoothSpec = Extract<PolicySpec, { type: 'smooth-bursty' | 'smooth-warming-up' }>;
 
 /**
  * runShape returns, for each arrival, the time its turn came in a `LeakyGate` (the leaky bucket
  * as a queue: one turn every `intervalMs` per key, at most `capacity` waiting), or NaN when the
- * gate refused it because the queue was full. Each request takes one turn, whatever its cost.
+ * gate refused it because the queue was full, with the requests waiting in its queue right after.
+ * Each request takes one turn, whatever its cost. With a distribution, each of `nodes` nodes
+ * (request i on node `i % nodes`) keeps its own gates holding `share` of the rate, as a gate lives
+ * in one process: the interval is `intervalMs / share`.
  */
-export function runShape(spec: Extract<PolicySpec, { type: 'shaping-queue' }>, arrivals: Arrivals): Float64Array {
-  const gates = new Array<LeakyGate | undefined>(arrivals.keys.length);
+export function runShape(spec: ShapeSpec, arrivals: Arrivals, context: QueueContext): LaneRun {
+  const { nodes, share } = fleetShape(context.distribution);
+  const intervalMs = spec.intervalMs / share;
+  const gates = new Array<LeakyGate | undefined>(arrivals.keys.length * nodes);
+  const watchedId = arrivals.keys.indexOf(context.watch.key);
+  const waitingAt = (at: number): number => {
+    let waiting = 0;
+    for (let n = 0; n < nodes; n++) waiting += gates[watchedId * nodes + n]?.waitingAt(at) ?? 0;
+    return waiting;
+  };
   const admittedAtMs = new Float64Array(arrivals.length);
+  const stateAfter = new Float32Array(arrivals.length);
   for (let i = 0; i < arrivals.length; i++) {
-    const k = arrivals.keyIds[i]!;
-    const gate = (gates[k] ??= new LeakyGate({ intervalMs: spec.intervalMs, capacity: spec.capacity }));
     const t = arrivals.atMs[i]!;
+    context.watch.probe.until(t, waitingAt);
+    const slot = arrivals.keyIds[i]! * nodes + (i % nodes);
+    const gate = (gates[slot] ??= new LeakyGate({ intervalMs, capacity: spec.capacity }));
     const ticket = gate.admit(t);
     admittedAtMs[i] = ticket.rejected ? NaN : t + ticket.waitMs;
+    stateAfter[i] = gate.waitingAt(t);
   }
-  return admittedAtMs;
+  context.watch.probe.until(Infinity, waitingAt);
+  return { admittedAtMs, stateAfter, nodes, stateAtStepEnd: context.watch.probe.values };
+}
+
+/** QueueContext is what the queueing engines need beside the policy and the traffic. */
+export interface QueueContext {
+  readonly watch: Watch;
+  readonly distribution: DistributionSpec | undefined;
+  /** Longest wait, in ms (Infinity: always wait); for the smooth limiters. */
+  readonly maxWaitMs: number;
 }
 
 /**
  * runSmooth returns, for each arrival, the time a `SmoothRateLimiter` (Guava's, one per key) lets
- * it start, or NaN when that wait would exceed `maxWaitMs` (Infinity: it always waits). Costs are
- * taken as whole permits, rounded up (a cost of 0 passes at once without reserving).
+ * it start, or NaN when that wait would exceed `maxWaitMs` (Infinity: it always waits), with how
+ * far ahead the limiter was booked for it (its wait). Costs are taken as whole permits, rounded
+ * up (a cost of 0 passes at once without reserving). With a distribution, each node keeps its own
+ * limiters at `share` of the rate, as Guava's limiter lives in one process.
  */
-export function runSmooth(
-  spec: Extract<PolicySpec, { type: 'smooth-bursty' | 'smooth-warming-up' }>,
-  arrivals: Arrivals,
-  maxWaitMs: number,
-): Float64Array {
-  const limiters = new Array<SmoothRateLimiter | undefined>(arrivals.keys.length);
+export function runSmooth(spec: SmoothSpec, arrivals: Arrivals, context: QueueContext): LaneRun {
+  const { nodes, share } = fleetShape(context.distribution);
+  const limiters = new Array<SmoothRateLimiter | undefined>(arrivals.keys.length * nodes);
   const admittedAtMs = new Float64Array(arrivals.length);
-  const timeoutMicros = maxWaitMs * 1000;
+  const stateAfter = new Float32Array(arrivals.length);
+  const timeoutMicros = context.maxWaitMs * 1000;
   for (let i = 0; i < arrivals.length; i++) {
     const t = arrivals.atMs[i]!;
     const permits = Math.ceil(arrivals.costs[i]!);
     if (permits === 0) {
       admittedAtMs[i] = t;
+      stateAfter[i] = NaN;
       continue;
     }
-    const k = arrivals.keyIds[i]!;
     const nowMicros = Math.round(t * 1000);
-    const limiter = (limiters[k] ??= createSmooth(spec, nowMicros));
+    const slot = arrivals.keyIds[i]! * nodes + (i % nodes);
+    const limiter = (limiters[slot] ??= createSmooth(spec, share, nowMicros));
     const waitMicros = Number.isFinite(timeoutMicros)
       ? limiter.tryReserveAt(permits, timeoutMicros, nowMicros)
       : limiter.reserveAt(permits, nowMicros);
     admittedAtMs[i] = waitMicros === false ? NaN : t + waitMicros / 1000;
+    stateAfter[i] = waitMicros === false ? NaN : waitMicros / 1000;
   }
-  return admittedAtMs;
+  // Guava's limiter shows no state to peek at: the chart draws the waits its bookings gave.
+  return { admittedAtMs, stateAfter, nodes, stateAtStepEnd: context.watch.probe.values };
+}
+
+/** The nodes of a lane whose policy lives in each process, and each node's share of the rate. */
+function fleetShape(distribution: DistributionSpec | undefined): { nodes: number; share: number } {
+  return distribution === undefined ? { nodes: 1, share: 1 } : { nodes: distribution.nodes, share: distribution.share };
 }
 
 /** A limiter whose clock reads the first arrival's time, so it starts there (a fresh limiter stores nothing). */
-function createSmooth(
-  spec: Extract<PolicySpec, { type: 'smooth-bursty' | 'smooth-warming-up' }>,
-  nowMicros: number,
-): SmoothRateLimiter {
+function createSmooth(spec: SmoothSpec, share: number, nowMicros: number): SmoothRateLimiter {
   const clock = { now: () => nowMicros / 1000 };
+  const rate = spec.permitsPerSecond * share;
   return spec.type === 'smooth-bursty'
-    ? SmoothRateLimiter.bursty(spec.permitsPerSecond, { maxBurstSeconds: spec.maxBurstSeconds, clock })
-    : SmoothRateLimiter.warmingUp(spec.permitsPerSecond, spec.warmupMs, { coldFactor: spec.coldFactor, clock });
+    ? SmoothRateLimiter.bursty(rate, { maxBurstSeconds: spec.maxBurstSeconds, clock })
+    : SmoothRateLimiter.warmingUp(rate, spec.warmupMs, { coldFactor: spec.coldFactor, clock });
 }

@@ -1,5 +1,14 @@
-import { FloodgateError, Limiter, ManualClock, MemoryStore, type Algorithm, type ConsumeOptions } from 'floodgate';
+import {
+  FloodgateError,
+  Limiter,
+  ManualClock,
+  MemoryStore,
+  type Algorithm,
+  type ConsumeOptions,
+  type Decision,
+} from 'floodgate';
 import type { Arrivals } from '../arrivals.js';
+import { ZERO, type LaneRun, type Watch } from './lane-run.js';
 
 /** storeFor returns a memory store large enough to hold every key of `arrivals`. */
 export function storeFor(arrivals: Arrivals): MemoryStore {
@@ -8,31 +17,43 @@ export function storeFor(arrivals: Arrivals): MemoryStore {
 
 /**
  * runRefuse returns, for each arrival, the time it was admitted (its arrival time) or NaN when
- * refused: every request goes through `Limiter.consumeSync` on a memory store, the manual clock
- * set to its arrival. A cost the policy can never admit is refused.
+ * refused, with the key's state after each decision: every request goes through
+ * `Limiter.consumeSync` on a memory store, the manual clock set to its arrival. A cost the
+ * policy can never admit is refused. Before time passes a step end, the watched key is peeked.
  */
-export function runRefuse(algorithm: Algorithm, arrivals: Arrivals): Float64Array {
+export function runRefuse(algorithm: Algorithm, arrivals: Arrivals, watch: Watch): LaneRun {
   const clock = new ManualClock(0);
   const limiter = new Limiter({ policy: algorithm, store: storeFor(arrivals), clock });
   const { atMs, keyIds, costs, keys } = arrivals;
   const admittedAtMs = new Float64Array(arrivals.length);
+  const stateAfter = new Float32Array(arrivals.length);
+  const read = watch.reading.of!;
+  const peek = (at: number): number => {
+    clock.set(at);
+    return read(limiter.peekSync(watch.key, ZERO));
+  };
   const options: ConsumeOptions = { cost: 1 };
   for (let i = 0; i < arrivals.length; i++) {
     const t = atMs[i]!;
+    watch.probe.until(t, peek);
     clock.set(t);
     options.cost = costs[i]!;
-    admittedAtMs[i] = consumeOrRefuse(limiter, keys[keyIds[i]!]!, options) ? t : NaN;
+    const key = keys[keyIds[i]!]!;
+    const decision = decideOrRefuse(limiter, key, options);
+    admittedAtMs[i] = decision?.allowed === true ? t : NaN;
+    stateAfter[i] = read(decision ?? limiter.peekSync(key, ZERO));
   }
-  return admittedAtMs;
+  watch.probe.until(Infinity, peek);
+  return { admittedAtMs, stateAfter, nodes: 1, stateAtStepEnd: watch.probe.values };
 }
 
-/** consumeOrRefuse returns whether `limiter` admits the request; a cost it can never admit is a refusal. */
-export function consumeOrRefuse(limiter: Limiter, key: string, options: ConsumeOptions): boolean {
+/** decideOrRefuse returns `limiter`'s decision on the request, or undefined for a cost it can never admit (a refusal). */
+export function decideOrRefuse(limiter: Limiter, key: string, options: ConsumeOptions): Decision | undefined {
   try {
-    return limiter.consumeSync(key, options).allowed;
+    return limiter.consumeSync(key, options);
   } catch (error) {
     if (error instanceof FloodgateError && (error.code === 'COST_EXCEEDS_LIMIT' || error.code === 'INVALID_COST'))
-      return false;
+      return undefined;
     throw error;
   }
 }

@@ -1,7 +1,7 @@
 import type { SimulationResult } from '../simulate.js';
 import { renderCharts, type Chart } from './charts.js';
 import { colorOf, escapeXml, formatNumber } from './format.js';
-import { SUMMARY_HEADERS, summaryRows } from './summary.js';
+import { SCORE_NOTES, SUMMARY_HEADERS, summaryRows } from './summary.js';
 
 const STYLE = `
 body { font-family: Helvetica, Arial, sans-serif; margin: 2rem auto; max-width: 960px; color: #222; line-height: 1.45; }
@@ -16,7 +16,7 @@ td.bad { color: #b00020; font-weight: bold; }
 span.swatch { display: inline-block; width: 0.8rem; height: 0.8rem; margin-right: 0.4rem; vertical-align: -0.1rem; }
 figure { margin: 1rem 0; }
 figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
-ul.lanes { font-size: 0.9rem; }
+ul.lanes, ul.notes { font-size: 0.9rem; }
 pre { background: #f7f7f7; padding: 0.8rem; overflow-x: auto; font-size: 0.8rem; }
 `;
 
@@ -33,6 +33,7 @@ export function renderHtmlReport(result: SimulationResult, charts: readonly Char
   return htmlPage('floodgate simulation', [
     `<p class="lead">${result.arrivals.length} requests on ${result.arrivals.keys.length} key(s) over ${formatNumber(sc.durationMs)} ms of virtual time, seed ${sc.seed}; every lane runs floodgate's own code on a manual clock.</p>`,
     summaryTable(result),
+    `<ul class="notes">\n${SCORE_NOTES.map((n) => `<li>${escapeXml(n)}</li>`).join('\n')}\n</ul>`,
     lanesList(result),
     ...chartFigures(charts),
     ...scenarioSection(sc),
@@ -74,7 +75,10 @@ function summaryTable(result: SimulationResult): string {
   const rows = summaryRows(result).map((cells, i) => {
     const score = result.lanes[i]!.score;
     const tds = cells.map((cell, c) => {
-      const bad = (c === 4 && score.overAdmitted > 0) || (c === 5 && (score.wronglyRefused ?? 0) > 0);
+      const bad =
+        (c === 4 && score.overPromise > 0) ||
+        (c === 5 && score.overLimit > 0) ||
+        (c === 6 && (score.wronglyRefused ?? 0) > 0);
       const content =
         c === 0 ? `<span class="swatch" style="background:${colorOf(i)}"></span>${escapeXml(cell)}` : escapeXml(cell);
       return `<td${bad ? ' class="bad"' : ''}>${content}</td>`;

@@ -11,8 +11,9 @@ export function summaryRows(result: SimulationResult): string[][] {
       lane.name,
       String(s.admitted),
       String(s.refused),
-      `${formatNumber(s.maxInWindow)} / ${formatNumber(lane.promise.maxAdmitted)}`,
-      formatNumber(s.overAdmitted),
+      `${formatNumber(s.maxInWindow)} / ${formatNumber(lane.promise.limit)} / ${formatNumber(lane.promise.maxAdmitted)}`,
+      formatNumber(s.overPromise),
+      formatNumber(s.overLimit),
       s.wronglyRefused === undefined ? 'n/a' : String(s.wronglyRefused),
       `${formatNumber(w.p50)} / ${formatNumber(w.p90)} / ${formatNumber(w.p99)} / ${formatNumber(w.max)}`,
     ];
@@ -24,10 +25,19 @@ export const SUMMARY_HEADERS = [
   'lane',
   'admitted',
   'refused',
-  'max in window / promised',
-  'over-admitted',
+  'max in window / limit / promise',
+  'over own promise',
+  'over limit (sliding)',
   'wrongly refused',
   'wait ms p50 / p90 / p99 / max',
+] as const;
+
+/** SCORE_NOTES say what the score columns measure, under every summary. */
+export const SCORE_NOTES = [
+  "max in window: the most admitted on one key in any sliding window of the lane's length.",
+  'over own promise: admitted beyond what the policy promises (a fixed window promises up to 2x its limit).',
+  'over limit (sliding): admitted beyond the nominal limit in any sliding window of that length.',
+  'wrongly refused: refused while the window held less than the policy guarantees.',
 ] as const;
 
 /**
@@ -48,6 +58,8 @@ export function renderTextSummary(result: SimulationResult): string {
       (lane) =>
         `${lane.name}: ${lane.description}; window ${formatNumber(lane.promise.windowMs)} ms; hottest key ${JSON.stringify(lane.score.hottestKey)}`,
     ),
+    '',
+    ...SCORE_NOTES,
   ];
   return out.join('\n') + '\n';
 }

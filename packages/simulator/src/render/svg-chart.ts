@@ -10,13 +10,22 @@ export interface ChartLine {
   readonly dash?: string;
 }
 
+/** ChartMark is a horizontal line across the plot at a fixed value: a limit, a promise, a capacity. */
+export interface ChartMark {
+  /** Class of the line, e.g. `limit` or `promise`. */
+  readonly kind: string;
+  readonly value: number;
+  /** SVG stroke-dasharray; the legend's notes say what each style means. */
+  readonly dash: string;
+}
+
 /** ChartSeries is one policy's lines in a chart, drawn in one colour with one legend entry. */
 export interface ChartSeries {
   readonly name: string;
   readonly color: string;
   readonly lines: readonly ChartLine[];
-  /** A horizontal line at this value in the series' colour (the limit), when set. */
-  readonly limit?: number;
+  /** Horizontal lines in the series' colour (its limit, its promise), when set. */
+  readonly marks?: readonly ChartMark[];
 }
 
 /** LineChartOptions describes a chart of values over time. */
@@ -34,7 +43,7 @@ export interface LineChartOptions {
   readonly notes?: readonly string[];
 }
 
-const WIDTH = 900;
+const WIDTH = 940;
 const HEIGHT = 380;
 const PLOT = { left: 70, right: 700, top: 44, bottom: 320 };
 
@@ -50,16 +59,19 @@ const PLOT = { left: 70, right: 700, top: 44, bottom: 320 };
  */
 export function renderLineChart(options: LineChartOptions): string {
   const steps = Math.max(1, ...options.series.flatMap((s) => s.lines.map((l) => l.values.length)));
-  const yMax = Math.max(maxOf(options), 1);
-  const yTicks = niceTicks(yMax);
+  const scale = yScaleOf(options);
+  const yTicks = niceTicks(scale.top);
   const yTop = yTicks[yTicks.length - 1]!;
   const xSpanS = (steps * options.stepMs) / 1000;
   const xTicks = niceTicks(xSpanS, 8).filter((t) => t <= xSpanS + 1e-9);
   const x = (s: number): number => PLOT.left + (s / xSpanS) * (PLOT.right - PLOT.left);
-  const y = (v: number): number => PLOT.bottom - (v / yTop) * (PLOT.bottom - PLOT.top);
+  // A value above the scale (a spike) is drawn at the top edge and marked there.
+  const y = (v: number): number => PLOT.bottom - (Math.min(v, yTop) / yTop) * (PLOT.bottom - PLOT.top);
   const pointX = (i: number): number => x(((i + 0.5) * options.stepMs) / 1000);
+  const notes = [...(options.notes ?? []), ...coincidences(options.series)];
+  if (scale.spikes) notes.push('▲ beyond the scale: a spike,', '   its peak written above it');
   // The legend may run below the plot when there are many series: the picture grows to hold it.
-  const legendRows = options.series.length + (options.reference === undefined ? 0 : 1) + (options.notes?.length ?? 0);
+  const legendRows = options.series.length + (options.reference === undefined ? 0 : 1) + notes.length;
   const height = Math.max(HEIGHT, PLOT.top + legendRows * 20 + 16);
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-labelledby="${options.id}-title" data-chart="${options.id}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
@@ -76,37 +88,108 @@ export function renderLineChart(options: LineChartOptions): string {
     );
   }
   for (const series of options.series) parts.push(seriesGroup(series, pointX, y));
-  parts.push(legend(options), '</svg>');
+  if (scale.spikes) parts.push(spikeMarks(options, pointX, yTop));
+  parts.push(legend(options, notes), '</svg>');
   return parts.join('\n') + '\n';
 }
 
-function maxOf(options: LineChartOptions): number {
-  let max = 0;
+/**
+ * The top of the y scale: a little above the largest value, unless a few values (a burst's
+ * spike) stand far above the rest, which would flatten every other line: then a little above
+ * the 98th percentile of the values and the marks, and the spikes are drawn clipped and marked.
+ */
+function yScaleOf(options: LineChartOptions): { top: number; spikes: boolean } {
+  const values: number[] = [];
+  let marks = 0;
   for (const s of options.series) {
-    for (const l of s.lines) for (const v of l.values) if (v > max) max = v;
-    if (s.limit !== undefined && s.limit > max) max = s.limit;
+    for (const l of s.lines) for (const v of l.values) if (Number.isFinite(v)) values.push(v);
+    for (const m of s.marks ?? []) if (Number.isFinite(m.value)) marks = Math.max(marks, m.value);
   }
-  if (options.reference !== undefined) for (const v of options.reference.values) if (v > max) max = v;
-  return max * 1.05;
+  if (options.reference !== undefined) for (const v of options.reference.values) if (Number.isFinite(v)) values.push(v);
+  values.sort((a, b) => a - b);
+  const max = Math.max(values[values.length - 1] ?? 0, marks);
+  const usual = Math.max(values[Math.max(0, Math.ceil(values.length * 0.98) - 1)] ?? 0, marks);
+  if (usual > 0 && max > 3 * usual) return { top: usual * 1.3, spikes: true };
+  return { top: Math.max(max * 1.05, 1), spikes: false };
 }
 
-/** The line through the values; a NaN (no value in that step) breaks it, and the next value starts a new piece. */
+/** A triangle at the top edge over each value beyond the scale, and each line's highest value written once. */
+function spikeMarks(options: LineChartOptions, x: (i: number) => number, top: number): string {
+  const parts: string[] = [];
+  const lines = [
+    ...options.series.flatMap((s) => s.lines.map((l) => ({ values: l.values, color: s.color }))),
+    ...(options.reference === undefined ? [] : [{ values: options.reference.values, color: '#888888' }]),
+  ];
+  for (const { values, color } of lines) {
+    let peak = -1;
+    const triangles: string[] = [];
+    for (let i = 0; i < values.length; i++) {
+      if (!(values[i]! > top)) continue;
+      triangles.push(`M${coord(x(i) - 4)} ${PLOT.top - 2}h8l-4 -7z`);
+      if (peak < 0 || values[i]! > values[peak]!) peak = i;
+    }
+    if (peak < 0) continue;
+    parts.push(
+      `<path class="spike" d="${triangles.join('')}" fill="${color}"/>`,
+      `<text class="spike-label" x="${coord(x(peak))}" y="${PLOT.top - 12}" text-anchor="middle" fill="${color}">${formatNumber(values[peak]!, 1)}</text>`,
+    );
+  }
+  return `<g class="spikes">${parts.join('')}</g>`;
+}
+
+/** Legend notes naming the series whose lines are identical to an earlier one's: drawn on top of it, they hide it. */
+function coincidences(series: readonly ChartSeries[]): string[] {
+  const notes: string[] = [];
+  for (let j = 1; j < series.length; j++) {
+    const same = series.slice(0, j).find((earlier) => sameLines(earlier, series[j]!));
+    if (same !== undefined) notes.push(`${clip(series[j]!.name, 12)} = ${clip(same.name, 12)} (coincide)`);
+  }
+  return notes;
+}
+
+function sameLines(a: ChartSeries, b: ChartSeries): boolean {
+  if (a.lines.length !== b.lines.length) return false;
+  return a.lines.every((line, k) => {
+    const other = b.lines[k]!.values;
+    return line.values.length === other.length && line.values.every((v, i) => Object.is(v, other[i]));
+  });
+}
+
+/**
+ * The line through the values; a NaN (no value in that step) breaks it, and the next value starts
+ * a new piece. More steps than the plot has pixels are drawn as each pixel column's lowest and
+ * highest value, in the order they came: the same picture, in a path a few kB long.
+ */
 function pathOf(values: Float64Array, x: (i: number) => number, y: (v: number) => number): string {
   const points: string[] = [];
+  const dense = values.length > PLOT.right - PLOT.left;
   let gap = true;
-  for (let i = 0; i < values.length; i++) {
+  for (let i = 0; i < values.length;) {
     if (Number.isNaN(values[i]!)) {
       gap = true;
+      i++;
       continue;
     }
-    points.push(`${gap ? 'M' : 'L'}${coord(x(i))} ${coord(y(values[i]!))}`);
-    gap = false;
+    let end = i + 1;
+    if (dense)
+      while (end < values.length && !Number.isNaN(values[end]!) && Math.floor(x(end)) === Math.floor(x(i))) end++;
+    let low = i;
+    let high = i;
+    for (let k = i + 1; k < end; k++) {
+      if (values[k]! < values[low]!) low = k;
+      if (values[k]! > values[high]!) high = k;
+    }
+    for (const k of low === high ? [low] : [Math.min(low, high), Math.max(low, high)]) {
+      points.push(`${gap ? 'M' : 'L'}${coord(x(k))} ${coord(y(values[k]!))}`);
+      gap = false;
+    }
+    i = end;
   }
   return points.join(' ');
 }
 
 function coord(value: number): string {
-  return formatNumber(value, 2);
+  return formatNumber(value, 1);
 }
 
 function grid(ticks: number[], y: (v: number) => number): string {
@@ -151,16 +234,17 @@ function seriesGroup(series: ChartSeries, x: (i: number) => number, y: (v: numbe
     (l) =>
       `<path class="line ${l.kind}" d="${pathOf(l.values, x, y)}" fill="none" stroke="${series.color}" stroke-width="2"${l.dash === undefined ? '' : ` stroke-dasharray="${l.dash}"`} stroke-linejoin="round"/>`,
   );
-  if (series.limit !== undefined) {
-    const ly = coord(y(series.limit));
+  for (const mark of series.marks ?? []) {
+    if (!Number.isFinite(mark.value)) continue;
+    const ly = coord(y(mark.value));
     lines.push(
-      `<line class="limit" x1="${PLOT.left}" x2="${PLOT.right}" y1="${ly}" y2="${ly}" stroke="${series.color}" stroke-width="1.5" stroke-dasharray="8 4" opacity="0.8"/>`,
+      `<line class="${mark.kind}" x1="${PLOT.left}" x2="${PLOT.right}" y1="${ly}" y2="${ly}" stroke="${series.color}" stroke-width="1.5" stroke-dasharray="${mark.dash}" opacity="0.8"/>`,
     );
   }
   return `<g class="series" data-name="${name}">\n${lines.join('\n')}\n</g>`;
 }
 
-function legend(options: LineChartOptions): string {
+function legend(options: LineChartOptions, notes: readonly string[]): string {
   const left = PLOT.right + 20;
   const items = options.series.map(
     (s, i) =>
@@ -173,7 +257,7 @@ function legend(options: LineChartOptions): string {
     );
     row++;
   }
-  for (const note of options.notes ?? []) {
+  for (const note of notes) {
     items.push(
       `<text class="legend-note" x="${left}" y="${PLOT.top + row * 20 + 11}" fill="#555">${escapeXml(note)}</text>`,
     );

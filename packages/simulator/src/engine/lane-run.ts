@@ -1,0 +1,24 @@
+import type { StateProbe, StateReading } from '../state.js';
+
+/** LaneRun is what an engine records of one lane: per request, and for the chart key per step. */
+export interface LaneRun {
+  /** Each arrival's admission time in ms, NaN when refused. */
+  readonly admittedAtMs: Float64Array;
+  /** Each arrival's key state right after it was decided, in the reading's unit (NaN: none to read). */
+  readonly stateAfter: Float32Array;
+  /** How many gateway nodes decided: request i went to node `i % nodes`. */
+  readonly nodes: number;
+  /** The chart key's state at the end of each chart step (NaN where the run never got there). */
+  readonly stateAtStepEnd: Float64Array;
+}
+
+/** Watch is what an engine records the state of: the reading, and the key whose state it samples per step. */
+export interface Watch {
+  readonly reading: StateReading;
+  /** The key sampled at every step end (the chart key). */
+  readonly key: string;
+  readonly probe: StateProbe;
+}
+
+/** ZERO is the cost of a peek that reads a key's state without asking for anything. */
+export const ZERO = { cost: 0 } as const;

@@ -1,0 +1,88 @@
+import type { Decision } from 'floodgate';
+import type { PolicySpec } from './scenario.js';
+
+/**
+ * StateReading says what a lane's algorithm state is, as the seeds draw it, and how to read it
+ * from the library's own answer for the key (a decision, or a peek at cost 0): the tokens left in
+ * a token bucket, the water in a leaky bucket, the count of a window, GCRA's theoretical arrival
+ * time ahead of now. Queueing policies have no decision: their state is the requests waiting.
+ */
+export interface StateReading {
+  /** What the state is, for a chart's axis and an export's header, e.g. `tokens left`. */
+  readonly label: string;
+  /** The state's value after `decision`, in the label's unit (undefined for queueing policies). */
+  readonly of: ((decision: Decision) => number) | undefined;
+  /** The most (or, for tokens, the least) the state can be: drawn as a line. */
+  readonly bound: number;
+  /** What that line is, e.g. `capacity`. */
+  readonly boundLabel: string;
+  /** 1 when a higher value is a fuller key (a count), -1 when lower is (tokens left). */
+  readonly fuller: 1 | -1;
+}
+
+/** stateReadingOf returns how the state of a lane running `spec` is read and drawn. */
+export function stateReadingOf(spec: PolicySpec): StateReading {
+  switch (spec.type) {
+    case 'token-bucket':
+      return { label: 'tokens left', of: (d) => d.remaining, bound: spec.capacity, boundLabel: 'capacity', fuller: -1 };
+    case 'leaky-bucket': {
+      const capacity = spec.capacity;
+      return {
+        label: 'water in the bucket',
+        of: (d) => capacity - d.remaining,
+        bound: capacity,
+        boundLabel: 'capacity',
+        fuller: 1,
+      };
+    }
+    case 'fixed-window':
+    case 'sliding-window-log':
+    case 'sliding-window-counter': {
+      const limit = spec.limit;
+      const label =
+        spec.type === 'fixed-window'
+          ? 'count in the current window'
+          : spec.type === 'sliding-window-log'
+            ? 'count in the last window'
+            : 'weighted count of the windows';
+      return { label, of: (d) => limit - d.remaining, bound: limit, boundLabel: 'limit', fuller: 1 };
+    }
+    case 'gcra':
+      return {
+        label: 'TAT ahead of now (ms)',
+        of: (d) => d.resetMs,
+        bound: ((spec.maxBurst + 1) * spec.periodMs) / spec.rate,
+        boundLabel: 'burst tolerance + one interval',
+        fuller: 1,
+      };
+    case 'shaping-queue':
+      return { label: 'waiting in the queue', of: undefined, bound: spec.capacity, boundLabel: 'capacity', fuller: 1 };
+    case 'smooth-bursty':
+    case 'smooth-warming-up':
+      return { label: 'booked ahead (ms)', of: undefined, bound: NaN, boundLabel: '', fuller: 1 };
+  }
+}
+
+/**
+ * StateProbe samples one key's state at the end of every chart step, as virtual time passes: an
+ * engine calls {@link StateProbe.until} before it moves time to `t`, and the probe reads the state
+ * at each step end up to `t` (NaN where it never got there).
+ */
+export class StateProbe {
+  /** The state at the end of each step. */
+  readonly values: Float64Array;
+  private next = 0;
+
+  constructor(
+    private readonly stepMs: number,
+    steps: number,
+  ) {
+    this.values = new Float64Array(steps).fill(NaN);
+  }
+
+  /** until reads, with `read(atMs)`, the state at every step end not yet read that is at or before `atMs`. */
+  until(atMs: number, read: (atMs: number) => number): void {
+    for (; this.next < this.values.length && (this.next + 1) * this.stepMs <= atMs; this.next++)
+      this.values[this.next] = read((this.next + 1) * this.stepMs);
+  }
+}
