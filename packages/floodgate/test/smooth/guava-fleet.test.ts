@@ -1,0 +1,128 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { startRedisServer, type RedisServers } from '../support/redis-server.js';
+import { guavaMissing, startGuava, type Guava } from './guava/guava.js';
+import { LineProcess } from './guava/line-process.js';
+import { createLine, randomScript, runOnFleet, runOnGuava, type FleetModel } from './guava/fleet-script.js';
+import type { Reservation } from './guava/fleet-worker.js';
+
+// The fleet's smooth limiter against real Guava (Debian's libguava-java, driven by
+// guava/FloodgateGuavaDriver.java, compiled here against the jar).
+//
+// How Guava is driven, and why that is sound: Guava's RateLimiter reads time only through its
+// SleepingStopwatch, and the constructors taking one are package-private (Guava's own
+// RateLimiterTest reaches them from inside com.google.common.util.concurrent). The driver sits in
+// that package too, on the class path beside the jar (not sealed), and gives Guava a stopwatch
+// that moves only when slept on. Every wait it prints is computed by Guava's unmodified classes:
+// acquire and tryAcquire sleep on that stopwatch (time moves on by the wait), reserve returns the
+// wait of callers arriving at the same moment without sleeping.
+//
+// 1. Scripts: the same steps, issued one at a time from any of three processes on one Redis (each
+//    with its own client, store and line, in test mode so the script's time is the scripts' time),
+//    give the same answers as one Guava limiter, to the microsecond.
+// 2. Real time: four processes acquiring at once on the server's clock. Replayed in Redis's order
+//    (each reservation's version) at the server times it was made, one Guava limiter gives every
+//    reservation the same wait, and the fleet's admissions are spaced by 1/rate, with the burst
+//    Guava allows.
+
+const WORKER = fileURLToPath(new URL('./guava/fleet-worker.ts', import.meta.url));
+
+function startWorker(args: object): LineProcess {
+  return new LineProcess(
+    process.execPath,
+    ['--conditions=floodgate-source', '--import', 'tsx', WORKER, JSON.stringify(args)],
+    'a fleet worker',
+  );
+}
+
+describe('the Redis smooth limiter against real Guava', async () => {
+  const missing = await guavaMissing();
+  let servers: RedisServers;
+  let guava: Guava;
+  before(async () => {
+    if (missing !== undefined) return;
+    servers = await startRedisServer();
+    guava = await startGuava();
+  });
+  after(async () => {
+    await guava?.close();
+    await servers?.stop();
+  });
+
+  test('scripts of acquires, tryAcquires, reserves, sleeps and rate changes from three processes', async (t) => {
+    if (missing !== undefined) return t.skip(`real Guava cannot run here: ${missing}`);
+    const workers = [0, 1, 2].map(() => startWorker({ mode: 'script', port: servers.ports[0]! }));
+    try {
+      for (let seed = 1; seed <= 24; seed++) {
+        const script = randomScript(seed, workers.length, 80);
+        const expected = await runOnGuava(guava, script);
+        const actual = await runOnFleet(workers, script, `script-${seed}`);
+        assert.deepEqual(actual, expected, `seed ${seed}: ${createLine(script.model)}`);
+      }
+    } finally {
+      await Promise.all(workers.map((w) => w.close()));
+    }
+  });
+
+  for (const model of [
+    { kind: 'bursty', rate: 100, maxBurstSeconds: 0.05 },
+    { kind: 'warmingUp', rate: 100, warmupMicros: 300_000, coldFactor: 3 },
+  ] satisfies FleetModel[]) {
+    test(`four processes acquiring at once, ${model.kind}: Guava's waits, admissions 1/rate apart`, async (t) => {
+      if (missing !== undefined) return t.skip(`real Guava cannot run here: ${missing}`);
+      const name = `realtime-${model.kind}`;
+      const outputs = await Promise.all(
+        [0, 1, 2, 3].map(async () => {
+          const worker = startWorker({ mode: 'realtime', port: servers.ports[0]!, name, model, lanes: 2, count: 20 });
+          const line = await worker.ask('');
+          await worker.close();
+          return JSON.parse(line) as { reservations: Reservation[] };
+        }),
+      );
+      const all = outputs.flatMap((o) => o.reservations).sort((a, b) => a.version - b.version);
+      assert.equal(all.length, 4 * 2 * 20);
+      await replayOnGuava(guava, model, all);
+      assertSpacing(model, all);
+    });
+  }
+});
+
+/**
+ * replayOnGuava feeds the reservations, in the order Redis made them, to one Guava limiter at the
+ * same times (relative to the first, which created the limiter) and checks each wait.
+ */
+async function replayOnGuava(guava: Guava, model: FleetModel, all: readonly Reservation[]): Promise<void> {
+  await guava.ask(createLine(model));
+  let atMicros = all[0]!.nowMicros;
+  for (const r of all) {
+    assert.ok(r.nowMicros >= atMicros, 'the server clock never went back');
+    await guava.ask(`sleep ${r.nowMicros - atMicros}`);
+    atMicros = r.nowMicros;
+    const wait = Number(await guava.ask(`reserve ${r.permits}`));
+    assert.equal(r.waitMicros, wait, `reservation ${r.version} at ${r.nowMicros}`);
+    assert.equal(r.startMicros, Math.max(r.nowMicros, r.startMicros), 'starts are never before their moment');
+  }
+}
+
+/**
+ * assertSpacing checks the fleet's schedule against Guava's promise: between any two starts, the
+ * fleet admits at most what the rate allows over the time between them (one per 1/rate) plus the
+ * permits that can be stored (the burst), plus the first. Stored permits come only from idle time,
+ * so a fleet that keeps the limiter busy is spaced by 1/rate.
+ */
+function assertSpacing(model: FleetModel, all: readonly Reservation[]): void {
+  const intervalMicros = 1e6 / model.rate;
+  const maxStored =
+    model.kind === 'bursty'
+      ? model.maxBurstSeconds * model.rate
+      : (0.5 * model.warmupMicros) / intervalMicros +
+        (2 * model.warmupMicros) / (intervalMicros + intervalMicros * model.coldFactor);
+  const starts = all.map((r) => r.startMicros).sort((a, b) => a - b);
+  for (let i = 0; i < starts.length; i++) {
+    for (let j = i + 1; j < starts.length; j++) {
+      const allowed = maxStored + (starts[j]! - starts[i]!) / intervalMicros + 1;
+      assert.ok(j - i + 1 <= allowed + 1e-9, `${j - i + 1} starts within ${starts[j]! - starts[i]!} µs`);
+    }
+  }
+}
