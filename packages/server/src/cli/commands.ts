@@ -8,31 +8,15 @@ import { jsonSchema } from '../config/schema.js';
 import { startDemoUpstream } from '../demo/upstream.js';
 import { Gateway } from '../gateway/gateway.js';
 import { LOG_REDACT_PATHS } from '../ops/redact.js';
+import { checkFile } from './check.js';
 
-/** runCheck validates `file`, prints what it found, and returns the exit code (0 valid, 1 invalid). */
-export async function runCheck(
-  file: string,
-  stdout: NodeJS.WritableStream,
-  stderr: NodeJS.WritableStream,
-): Promise<number> {
-  try {
-    const { config, domains } = await loadConfig(file);
-    const rules = config.routes.reduce((n, r) => n + r.rules.length, 0);
-    const service =
-      config.rateLimitService === undefined
-        ? ''
-        : `, a rate limit service for ${domains.length} domain${domains.length === 1 ? '' : 's'}: ${domains.map((d) => d.domain).join(', ')}`;
-    stdout.write(
-      `${file}: valid (${config.routes.length} routes, ${rules} rules, ${config.store.type} store${service})\n`,
-    );
-    return 0;
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    stderr.write(
-      `${err.problems.map(formatProblem).join('\n')}\n${err.problems.length} problem${err.problems.length === 1 ? '' : 's'} found\n`,
-    );
-    return 1;
-  }
+/**
+ * runCheck checks `file` as the kind of file it is (gateway config, Envoy descriptor file,
+ * simulator scenario or trace), says which command reads it, and returns the exit code (0 valid, 1
+ * invalid). See {@link checkFile}.
+ */
+export function runCheck(file: string, stdout: NodeJS.WritableStream, stderr: NodeJS.WritableStream): Promise<number> {
+  return checkFile(file, { stdout, stderr });
 }
 
 /** runSchema prints the config's JSON Schema and returns 0. */

@@ -1,6 +1,6 @@
 /**
  * The `floodgate` command line: `serve` runs the gateway, `ratelimit` runs the rate limit service
- * alone, `check` validates a config offline, `schema` prints the config's JSON Schema.
+ * alone, `check` checks any file a command reads, offline, `schema` prints the config's JSON Schema.
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
@@ -96,8 +96,10 @@ program
 
 program
   .command('check')
-  .description('validate a config file offline and list every problem with its line and a fix')
-  .argument('<file>', 'the YAML config file')
+  .description(
+    'check a file offline: says what it is (gateway config, Envoy descriptor file, simulator scenario or trace) and which command reads it, and lists every problem with its line',
+  )
+  .argument('<file>', 'the file to check')
   .action(async (file: string) => {
     process.exitCode = await runCheck(file, process.stdout, process.stderr);
   });
