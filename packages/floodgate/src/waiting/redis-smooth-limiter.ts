@@ -128,9 +128,11 @@ export class RedisSmoothLimiter {
    * unless `maxWaitMs` or `signal` says otherwise (see {@link RedisSmoothAcquireOptions}).
    */
   acquire(permits = 1, options: RedisSmoothAcquireOptions = {}): Promise<number> {
-    const maxWaitMs = checkMaxWaitMs(options.maxWaitMs, `${this.what}.maxWaitMs`);
-    const timeout = maxWaitMs === Infinity ? undefined : timeoutMicrosFrom(maxWaitMs, 'maxWaitMs', 1000);
-    return this.call('acquire', { permits, timeout, maxWaitMs, signal: options.signal });
+    return this.call('acquire', permits, () => {
+      const maxWaitMs = checkMaxWaitMs(options.maxWaitMs, `${this.what}.maxWaitMs`);
+      const timeout = maxWaitMs === Infinity ? undefined : timeoutMicrosFrom(maxWaitMs, 'maxWaitMs', 1000);
+      return { timeout, maxWaitMs, signal: options.signal };
+    });
   }
 
   /**
@@ -141,8 +143,11 @@ export class RedisSmoothLimiter {
    * earlier request's cost is unpaid.
    */
   tryAcquire(permits = 1, timeoutMs = 0, options: RedisSmoothWaitOptions = {}): Promise<boolean> {
-    const timeout = timeoutOf(timeoutMs);
-    return this.call('tryAcquire', { permits, timeout, maxWaitMs: Infinity, signal: options.signal });
+    return this.call('tryAcquire', permits, () => ({
+      timeout: timeoutOf(timeoutMs),
+      maxWaitMs: Infinity,
+      signal: options.signal,
+    }));
   }
 
   /**
@@ -150,7 +155,7 @@ export class RedisSmoothLimiter {
    * reserved them on the fleet's limiter; the caller does the waiting (Guava's `reserve`).
    */
   reserve(permits = 1): Promise<number> {
-    return this.call('reserve', { permits, timeout: undefined, maxWaitMs: Infinity, signal: undefined });
+    return this.call('reserve', permits, () => ({ timeout: undefined, maxWaitMs: Infinity, signal: undefined }));
   }
 
   /**
@@ -159,8 +164,11 @@ export class RedisSmoothLimiter {
    * reserving nothing. The caller does the waiting.
    */
   tryReserve(permits = 1, timeoutMs = 0): Promise<number | false> {
-    const timeout = timeoutOf(timeoutMs);
-    return this.call('tryReserve', { permits, timeout, maxWaitMs: Infinity, signal: undefined });
+    return this.call('tryReserve', permits, () => ({
+      timeout: timeoutOf(timeoutMs),
+      maxWaitMs: Infinity,
+      signal: undefined,
+    }));
   }
 
   /**
@@ -186,12 +194,15 @@ export class RedisSmoothLimiter {
     return `RedisSmoothLimiter ${JSON.stringify(this.s.name)}`;
   }
 
+  /** Checks a call's arguments (`options` may throw), then queues it; every failure is a rejection. */
   private call<T>(
     kind: SmoothCallKind,
-    o: { permits: number; timeout: bigint | undefined; maxWaitMs: number; signal: AbortSignal | undefined },
+    permits: number,
+    options: () => { timeout: bigint | undefined; maxWaitMs: number; signal: AbortSignal | undefined },
   ): Promise<T> {
     try {
-      checkPermits(o.permits);
+      checkPermits(permits);
+      const o = { permits, ...options() };
       const signal = checkSignal(o.signal, 'signal');
       if (signal?.aborted === true) return Promise.reject(aborted(`${this.what}.acquire`, signal));
       const deadlineMs = o.maxWaitMs === Infinity ? Infinity : this.s.clock.now() + o.maxWaitMs;
@@ -307,7 +318,7 @@ export class RedisSmoothLimiter {
     const nowMs = this.s.clock.now();
     for (const call of batch) {
       if (call.settled || call.kind === 'release') continue;
-      if (call.kind === 'setRate' || call.kind === 'getRate' || !(error instanceof FloodgateError)) {
+      if (call.kind === 'setRate' || call.kind === 'getRate' || refusedByScript(error)) {
         this.settle(call, error);
         continue;
       }
@@ -375,6 +386,16 @@ export class RedisSmoothLimiter {
     if (error !== undefined) call.reject(error);
     else call.resolve(value);
   }
+}
+
+/**
+ * refusedByScript returns whether `error` is the script's own refusal (a state made under another
+ * model or parameters, a bad argument): a mistake to fix, which no failure policy should hide.
+ */
+function refusedByScript(error: Error): boolean {
+  if (!(error instanceof FloodgateError)) return true;
+  const cause = error.cause;
+  return cause instanceof Error && cause.message.startsWith('FLOODGATE');
 }
 
 /** What a waiting call resolves to once due: acquire the seconds its reservation waited, tryAcquire true. */
