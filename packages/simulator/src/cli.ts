@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
@@ -6,6 +6,7 @@ import { SimulatorError } from './errors.js';
 import { Fields } from './fields.js';
 import { positionOf } from './scenario-position.js';
 import { renderCharts, type Chart } from './render/charts.js';
+import { exportDecisions, exportFormatOf, type ExportFormat } from './render/export.js';
 import { renderHtmlReport } from './render/html-report.js';
 import { renderServiceCharts } from './render/service-charts.js';
 import { renderServiceHtmlReport } from './render/service-report.js';
@@ -22,7 +23,8 @@ export interface CommandIo {
   cwd: string;
 }
 
-const USAGE = `Usage: floodgate simulate --scenario <file.yaml|file.json> [--out <dir>] [--format text|json] [--seed <n>]
+const USAGE = `Usage: floodgate simulate --scenario <file.yaml|file.json> [--out <dir>] [--export <file.csv|file.jsonl>]
+                          [--format text|json] [--seed <n>]
 
 Runs the scenario's traffic through each of its policies on virtual time, with floodgate's own
 limiters, and scores them against an exact oracle. A scenario with a service section runs its
@@ -30,8 +32,11 @@ traffic through each of its protections (none, a fixed or an adaptive concurrenc
 identical copies of that service instead. Same scenario and seed, same bytes out.
 
   -s, --scenario <file>   the scenario, YAML or JSON (trace files are read relative to it)
-  -o, --out <dir>         write report.html, the charts (admitted.svg, wait.svg, window.svg; for a
-                          service: concurrency.svg, goodput.svg, latency*.svg), summary.json and summary.txt
+  -o, --out <dir>         write report.html, the charts (admitted.svg, state-N.svg per lane,
+                          wait.svg when a lane waits, window.svg; for a service: concurrency.svg,
+                          goodput.svg, latency*.svg), summary.json and summary.txt
+  -e, --export <file>     write every decision, one a line: CSV (.csv) or JSON lines (.jsonl):
+                          lane, atMs, key, node, cost, decision, waitMs, stateAfter, state
   -f, --format <format>   the summary printed on stdout: text (default) or json
       --seed <n>          override the scenario's seed
   -h, --help              print this help
@@ -66,6 +71,7 @@ export async function runSimulateCommand(args: string[], io: CommandIo): Promise
         : reportOf(await simulate(scenario), RATE_LIMIT);
     });
     if (flags.out !== undefined) await writeOutputs(resolve(io.cwd, flags.out), report.files());
+    if (flags.export !== undefined) await writeExport(resolve(io.cwd, flags.export), report.decisions);
     io.stdout.write(flags.format === 'json' ? report.json : report.text);
     return 0;
   } catch (error) {
@@ -86,6 +92,7 @@ interface Flags {
   help: boolean;
   scenario: string;
   out: string | undefined;
+  export: string | undefined;
   format: 'text' | 'json';
   seed: number | undefined;
 }
@@ -100,6 +107,7 @@ function readFlags(args: string[]): Flags {
       options: {
         scenario: { type: 'string', short: 's' },
         out: { type: 'string', short: 'o' },
+        export: { type: 'string', short: 'e' },
         format: { type: 'string', short: 'f' },
         seed: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
@@ -108,7 +116,15 @@ function readFlags(args: string[]): Flags {
   } catch (error) {
     throw new SimulatorError('INVALID_ARGUMENT', (error as Error).message, 'args', { cause: error });
   }
-  if (values.help === true) return { help: true, scenario: '', out: undefined, format: 'text', seed: undefined };
+  if (values.help === true)
+    return { help: true, scenario: '', out: undefined, export: undefined, format: 'text', seed: undefined };
+  const exportFile = values.export as string | undefined;
+  if (exportFile !== undefined && exportFormatOf(exportFile) === undefined)
+    throw new SimulatorError(
+      'INVALID_ARGUMENT',
+      `--export must name a .csv, .jsonl or .ndjson file, got ${JSON.stringify(exportFile)}`,
+      '--export',
+    );
   if (typeof values.scenario !== 'string')
     throw new SimulatorError('INVALID_ARGUMENT', '--scenario <file> is required', '--scenario');
   const format = values.format ?? 'text';
@@ -128,7 +144,14 @@ function readFlags(args: string[]): Flags {
         '--seed',
       );
   }
-  return { help: false, scenario: values.scenario, out: values.out as string | undefined, format, seed };
+  return {
+    help: false,
+    scenario: values.scenario,
+    out: values.out as string | undefined,
+    export: exportFile,
+    format,
+    seed,
+  };
 }
 
 /**
@@ -205,6 +228,8 @@ interface Report {
   readonly json: string;
   /** The files of --out, by name; rendered only when asked for. */
   files(): Array<[string, string]>;
+  /** The text of --export, in chunks (undefined: this kind of run has no per-request decisions). */
+  decisions: ((format: ExportFormat) => Iterable<string>) | undefined;
 }
 
 /** Renderers of one kind of result: its text and JSON summaries, its charts and its HTML report. */
@@ -213,6 +238,7 @@ interface Renderers<R> {
   json(result: R): string;
   charts(result: R): Chart[];
   html(result: R, charts: readonly Chart[]): string;
+  decisions?(result: R, format: ExportFormat): Iterable<string>;
 }
 
 function reportOf<R>(result: R, render: Renderers<R>): Report {
@@ -227,7 +253,8 @@ function reportOf<R>(result: R, render: Renderers<R>): Report {
       ['summary.txt', text],
     ];
   };
-  return { text, json, files };
+  const decisions = render.decisions?.bind(render);
+  return { text, json, files, decisions: decisions && ((format: ExportFormat) => decisions(result, format)) };
 }
 
 const RATE_LIMIT: Renderers<SimulationResult> = {
@@ -235,6 +262,7 @@ const RATE_LIMIT: Renderers<SimulationResult> = {
   json: renderJsonSummary,
   charts: renderCharts,
   html: renderHtmlReport,
+  decisions: exportDecisions,
 };
 const SERVICE: Renderers<ServiceSimulationResult> = {
   text: renderServiceTextSummary,
@@ -242,6 +270,36 @@ const SERVICE: Renderers<ServiceSimulationResult> = {
   charts: renderServiceCharts,
   html: renderServiceHtmlReport,
 };
+
+/** Writes the decisions export chunk by chunk (a million requests make tens of MB). */
+async function writeExport(
+  file: string,
+  decisions: ((format: ExportFormat) => Iterable<string>) | undefined,
+): Promise<void> {
+  if (decisions === undefined)
+    throw new SimulatorError(
+      'INVALID_ARGUMENT',
+      '--export applies to rate-limit scenarios (a service scenario has no per-request decisions to export)',
+      '--export',
+    );
+  let handle: FileHandle | undefined;
+  try {
+    await mkdir(dirname(file), { recursive: true });
+    handle = await open(file, 'w');
+    for (const chunk of decisions(exportFormatOf(file)!)) await handle.write(chunk);
+  } catch (error) {
+    throw new SimulatorError(
+      'IO_ERROR',
+      `cannot write the export to ${file}: ${(error as Error).message}`,
+      '--export',
+      {
+        cause: error,
+      },
+    );
+  } finally {
+    await handle?.close();
+  }
+}
 
 async function writeOutputs(dir: string, files: Array<[string, string]>): Promise<void> {
   try {

@@ -102,6 +102,75 @@ describe('floodgate simulate', () => {
     }
   });
 
+  it('exports every decision as CSV or JSON lines', async () => {
+    const csv = await run(['-s', 'scenario.yaml', '--export', 'out/decisions.csv', '--format', 'json'], dir);
+    assert.equal(csv.stderr, '');
+    assert.equal(csv.code, 0);
+    const summary = JSON.parse(csv.stdout);
+    const lines = (await readFile(join(dir, 'out', 'decisions.csv'), 'utf8')).trimEnd().split('\n');
+    assert.equal(lines[0], 'lane,atMs,key,node,cost,decision,waitMs,stateAfter,state');
+    const rows = lines.slice(1).map((l) => l.split(','));
+    assert.equal(rows.length, 3 * summary.requests, 'one row per request per lane');
+    for (const [i, lane] of summary.lanes.entries()) {
+      const mine = rows.filter((r) => r[0] === lane.name);
+      assert.equal(mine.filter((r) => r[5] === 'admitted').length, lane.score.admitted, lane.name);
+      assert.ok(
+        mine.every((r) => (r[5] === 'refused') === (r[6] === '')),
+        'a wait for every admission, none for a refusal',
+      );
+      assert.ok(
+        mine.every((r) => r[3] === '0'),
+        `${lane.name}: one node`,
+      );
+      assert.equal(mine[0]![8], ['count in the current window', 'TAT ahead of now (ms)', 'tokens left'][i]);
+    }
+    const bob = rows.find((r) => r[0] === 'fixed' && r[2] === 'bob')!;
+    assert.deepEqual(bob.slice(1, 6), ['1500', 'bob', '0', '2', 'admitted']);
+    assert.equal(bob[7], '2', "bob's first request of cost 2: the window counts 2");
+
+    const jsonl = await run(['-s', 'scenario.yaml', '-e', 'decisions.jsonl'], dir);
+    assert.equal(jsonl.code, 0);
+    const records = (await readFile(join(dir, 'decisions.jsonl'), 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    assert.equal(records.length, rows.length);
+    assert.deepEqual(Object.keys(records[0]), [
+      'lane',
+      'atMs',
+      'key',
+      'node',
+      'cost',
+      'decision',
+      'waitMs',
+      'stateAfter',
+      'state',
+    ]);
+    const refused = records.find((r) => r.decision === 'refused');
+    assert.equal(refused.waitMs, null);
+
+    await writeFile(
+      join(dir, 'nodes.json'),
+      JSON.stringify({
+        durationMs: 100,
+        traffic: [{ type: 'constant', ratePerSecond: 60 }],
+        policies: [
+          { name: 'n', policy: { type: 'gcra', rate: 5, periodMs: 100, maxBurst: 2 }, distribution: { nodes: 3 } },
+        ],
+      }),
+    );
+    assert.equal((await run(['-s', 'nodes.json', '-e', 'nodes.csv'], dir)).code, 0);
+    const nodes = (await readFile(join(dir, 'nodes.csv'), 'utf8')).trimEnd().split('\n').slice(1);
+    assert.deepEqual(
+      nodes.map((l) => l.split(',')[3]),
+      ['0', '1', '2', '0', '1', '2'],
+    );
+
+    const bad = await run(['-s', 'scenario.yaml', '-e', 'decisions.txt'], dir);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--export must name a \.csv, \.jsonl or \.ndjson file/);
+  });
+
   it('prints a JSON summary on request', async () => {
     const { code, stdout } = await run(['-s', 'scenario.yaml', '--format', 'json'], dir);
     assert.equal(code, 0);
