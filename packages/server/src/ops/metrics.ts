@@ -12,9 +12,17 @@ import { OverloadMetrics } from './overload-metrics.js';
 
 const CIRCUIT_VALUE: Record<CircuitEvent['state'], number> = { closed: 0, 'half-open': 1, open: 2 };
 
+/** MetricsTap hears what the metrics count that the dashboard also shows: upstream answers and the rate limit service's decisions. */
+export interface MetricsTap {
+  upstream(route: string, status: number, upstreamMs: number): void;
+  serviceDecision(domain: string, descriptor: string, outcome: string): void;
+}
+
 /** GatewayMetrics holds every metric of one gateway process and feeds them. */
 export class GatewayMetrics implements DecisionReporter {
   readonly registry = new Registry();
+  /** tap, when set (by the dashboard), hears each upstream answer and service decision counted here. */
+  tap: MetricsTap | undefined;
   private readonly decisions = new Counter({
     name: 'floodgate_decisions_total',
     help: "Rate-limit decisions by route, rule and outcome (admitted, near_limit, limited, shadow_admitted, shadow_limited, queued, queue_rejected, fail_open, fail_closed, and while the store is away fallback_admitted, fallback_limited: the local fallback deciding with this process's share).",
@@ -118,6 +126,7 @@ export class GatewayMetrics implements DecisionReporter {
   /** serviceDecision counts one descriptor decided by the rate limit service. */
   serviceDecision(domain: string, descriptor: string, outcome: string): void {
     this.serviceCounts.children.of(domain, descriptor, outcome).pending++;
+    this.tap?.serviceDecision(domain, descriptor, outcome);
   }
 
   /** storeCall records one store round trip's duration. */
@@ -134,7 +143,9 @@ export class GatewayMetrics implements DecisionReporter {
   /** response counts one response, and its upstream time when it was forwarded. */
   response(route: string, status: number, upstreamMs: number | undefined): void {
     this.responseCounts.children.of(route, status, '').pending++;
-    if (upstreamMs !== undefined) this.upstreamSeconds.of(route, status).observe(upstreamMs / 1000);
+    if (upstreamMs === undefined) return;
+    this.upstreamSeconds.of(route, status).observe(upstreamMs / 1000);
+    this.tap?.upstream(route, status, upstreamMs);
   }
 
   /** reload counts one config reload, applied or rejected. */
