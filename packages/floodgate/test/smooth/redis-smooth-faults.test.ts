@@ -1,0 +1,138 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setImmediate as nextMacrotask } from 'node:timers/promises';
+import { ManualClock } from '../../src/core/clock.js';
+import { FloodgateError } from '../../src/core/errors.js';
+import { RedisStore, ioredisAdapter, type OnError } from '../../src/redis.js';
+import { RedisSmoothLimiter } from '../../src/waiting/redis-smooth-limiter.js';
+import { useRedis } from '../redis/setup.js';
+
+// Redis faults under the fleet's smooth limiter, on a real redis-server hung with SIGSTOP. The
+// store's deadline timer and the limiter's waits run on a ManualClock (test mode), so each
+// deadline passes exactly when the test moves the clock.
+
+const redis = useRedis();
+let names = 0;
+const TIMEOUT_MS = 1000;
+
+function setup(onError: OnError) {
+  const clock = new ManualClock(1_000_000);
+  const store = new RedisStore({
+    adapter: ioredisAdapter(redis().client),
+    unsafeTestTime: true,
+    clock,
+    timers: clock,
+    timeoutMs: TIMEOUT_MS,
+    onError,
+  });
+  const limiter = RedisSmoothLimiter.bursty({
+    store,
+    name: `faults-${names++}`,
+    permitsPerSecond: 10,
+    maxBurstSeconds: 0,
+  });
+  return { clock, limiter };
+}
+
+function code(error: unknown): string | undefined {
+  return error instanceof FloodgateError ? error.code : undefined;
+}
+
+/** Hangs Redis while `during` runs, then resumes it and lets every late answer be handled. */
+async function whileHung(during: () => Promise<void>): Promise<void> {
+  redis().servers.signal(0, 'SIGSTOP');
+  try {
+    await during();
+  } finally {
+    redis().servers.signal(0, 'SIGCONT');
+  }
+  await redis().client.ping(); // answered after the scripts sent before it
+  await nextMacrotask(); // their late answers handled, releases queued and sent
+}
+
+/** Lets the calls of this tick go out (they share one script). */
+const sent = (): Promise<void> => new Promise((resolve) => queueMicrotask(resolve));
+
+describe('RedisSmoothLimiter when Redis hangs', () => {
+  test("'throw': the call rejects with STORE_TIMEOUT at the store's deadline", async () => {
+    const { clock, limiter } = setup('throw');
+    await whileHung(async () => {
+      const call = limiter.acquire();
+      await sent();
+      clock.advance(TIMEOUT_MS);
+      await assert.rejects(call, (e) => code(e) === 'STORE_TIMEOUT');
+    });
+  });
+
+  test("'fail-open': acquire goes at once and tryAcquire says yes", async () => {
+    const { clock, limiter } = setup('fail-open');
+    await whileHung(async () => {
+      const calls = Promise.all([limiter.acquire(), limiter.tryAcquire()]);
+      await sent();
+      clock.advance(TIMEOUT_MS);
+      assert.deepEqual(await calls, [0, true]);
+    });
+  });
+
+  test("'fail-closed': tryAcquire says no, acquire (which cannot say no) rejects", async () => {
+    const { clock, limiter } = setup('fail-closed');
+    await whileHung(async () => {
+      const tried = limiter.tryAcquire(1, 500);
+      const acquired = limiter.acquire();
+      await sent();
+      clock.advance(TIMEOUT_MS);
+      assert.equal(await tried, false);
+      await assert.rejects(acquired, (e) => code(e) === 'STORE_TIMEOUT');
+    });
+  });
+
+  test('local fallback: this process paces itself at its share of the rate', async () => {
+    const { clock, limiter } = setup({ fallback: 'local', nodes: 2 });
+    await whileHung(async () => {
+      const first = limiter.acquire();
+      const rest = Promise.all([limiter.acquire(), limiter.acquire()]);
+      await sent();
+      clock.advance(TIMEOUT_MS);
+      assert.equal(await first, 0);
+      clock.advance(400); // 5 per second here: the others wait 200 and 400 ms
+      assert.deepEqual(await rest, [0.2, 0.4]);
+    });
+  });
+
+  test('maxWaitMs bounds the wait for a hung Redis too: WAIT_TIMEOUT before the store gives up', async () => {
+    const { clock, limiter } = setup('fail-open');
+    await whileHung(async () => {
+      const call = limiter.acquire(1, { maxWaitMs: 50 });
+      await sent();
+      clock.advance(50);
+      await assert.rejects(call, (e) => code(e) === 'WAIT_TIMEOUT');
+      clock.advance(TIMEOUT_MS); // the script's own deadline, so nothing is left waiting
+    });
+  });
+
+  test('a reservation Redis made after its call was cut off is released: the schedule is as if it never was', async () => {
+    const { clock, limiter } = setup('fail-open');
+    await limiter.reserve(50); // the next free moment is 5 s away
+    await whileHung(async () => {
+      const call = limiter.acquire();
+      await sent();
+      clock.advance(TIMEOUT_MS);
+      assert.equal(await call, 0, 'decided by fail-open');
+    });
+    assert.equal(await limiter.reserve(), 5000 - TIMEOUT_MS, 'the late reservation (at 5 s) was given back');
+  });
+
+  test('an abort while Redis hangs rejects at once, and the reservation is released when it arrives', async () => {
+    const { clock, limiter } = setup('throw');
+    await limiter.reserve(50);
+    const controller = new AbortController();
+    await whileHung(async () => {
+      const call = limiter.acquire(1, { signal: controller.signal });
+      await sent();
+      clock.advance(10);
+      controller.abort();
+      await assert.rejects(call, (e) => code(e) === 'ABORTED');
+    });
+    assert.equal(await limiter.reserve(), 5000 - 10);
+  });
+});
