@@ -5,7 +5,8 @@ import type { PolicySpec } from './scenario.js';
  * StateReading says what a lane's algorithm state is, as the seeds draw it, and how to read it
  * from the library's own answer for the key (a decision, or a peek at cost 0): the tokens left in
  * a token bucket, the water in a leaky bucket, the count of a window, GCRA's theoretical arrival
- * time ahead of now. Queueing policies have no decision: their state is the requests waiting.
+ * time ahead of now. Queueing policies have no decision: a shaping queue's state is the requests
+ * waiting, a smooth limiter's the interval it puts between the starts it holds back.
  */
 export interface StateReading {
   /** What the state is, for a chart's axis and an export's header, e.g. `tokens left`. */
@@ -59,7 +60,13 @@ export function stateReadingOf(spec: PolicySpec): StateReading {
       return { label: 'waiting in the queue', of: undefined, bound: spec.capacity, boundLabel: 'capacity', fuller: 1 };
     case 'smooth-bursty':
     case 'smooth-warming-up':
-      return { label: 'booked ahead (ms)', of: undefined, bound: NaN, boundLabel: '', fuller: 1 };
+      return {
+        label: 'interval between starts (ms)',
+        of: undefined,
+        bound: 1000 / spec.permitsPerSecond,
+        boundLabel: 'stable interval',
+        fuller: 1,
+      };
   }
 }
 

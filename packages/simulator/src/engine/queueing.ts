@@ -49,14 +49,16 @@ export interface QueueContext {
 
 /**
  * runSmooth returns, for each arrival, the time a `SmoothRateLimiter` (Guava's, one per key) lets
- * it start, or NaN when that wait would exceed `maxWaitMs` (Infinity: it always waits), with how
- * far ahead the limiter was booked for it (its wait). Costs are taken as whole permits, rounded
+ * it start, or NaN when that wait would exceed `maxWaitMs` (Infinity: it always waits), with the
+ * throttling interval it imposed: for a request it held back, the time since the start before
+ * (Guava's interval, long while cold and short once warm; NaN for a request not held back). Costs are taken as whole permits, rounded
  * up (a cost of 0 passes at once without reserving). With a distribution, each node keeps its own
  * limiters at `share` of the rate, as Guava's limiter lives in one process.
  */
 export function runSmooth(spec: SmoothSpec, arrivals: Arrivals, context: QueueContext): LaneRun {
   const { nodes, share } = fleetShape(context.distribution);
   const limiters = new Array<SmoothRateLimiter | undefined>(arrivals.keys.length * nodes);
+  const lastStartMs = new Float64Array(limiters.length).fill(NaN);
   const admittedAtMs = new Float64Array(arrivals.length);
   const stateAfter = new Float32Array(arrivals.length);
   const timeoutMicros = context.maxWaitMs * 1000;
@@ -74,10 +76,18 @@ export function runSmooth(spec: SmoothSpec, arrivals: Arrivals, context: QueueCo
     const waitMicros = Number.isFinite(timeoutMicros)
       ? limiter.tryReserveAt(permits, timeoutMicros, nowMicros)
       : limiter.reserveAt(permits, nowMicros);
-    admittedAtMs[i] = waitMicros === false ? NaN : t + waitMicros / 1000;
-    stateAfter[i] = waitMicros === false ? NaN : waitMicros / 1000;
+    if (waitMicros === false) {
+      admittedAtMs[i] = NaN;
+      stateAfter[i] = NaN;
+      continue;
+    }
+    const startMs = t + waitMicros / 1000;
+    admittedAtMs[i] = startMs;
+    // A start the limiter held back comes one throttling interval after the one before it.
+    stateAfter[i] = waitMicros > 0 ? startMs - lastStartMs[slot]! : NaN;
+    lastStartMs[slot] = startMs;
   }
-  // Guava's limiter shows no state to peek at: the chart draws the waits its bookings gave.
+  // Guava's limiter shows no state to peek at: the chart draws the intervals it imposed.
   return { admittedAtMs, stateAfter, nodes, stateAtStepEnd: context.watch.probe.values };
 }
 

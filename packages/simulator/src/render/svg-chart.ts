@@ -69,7 +69,7 @@ export function renderLineChart(options: LineChartOptions): string {
   const y = (v: number): number => PLOT.bottom - (Math.min(v, yTop) / yTop) * (PLOT.bottom - PLOT.top);
   const pointX = (i: number): number => x(((i + 0.5) * options.stepMs) / 1000);
   const notes = [...(options.notes ?? []), ...coincidences(options.series)];
-  if (scale.spikes) notes.push('▲ beyond the scale: a spike,', '   its peak written above it');
+  if (scale.spikes) notes.push('▲ beyond the scale: a spike,', '   its peak written beside it');
   // The legend may run below the plot when there are many series: the picture grows to hold it.
   const legendRows = options.series.length + (options.reference === undefined ? 0 : 1) + notes.length;
   const height = Math.max(HEIGHT, PLOT.top + legendRows * 20 + 16);
@@ -95,8 +95,9 @@ export function renderLineChart(options: LineChartOptions): string {
 
 /**
  * The top of the y scale: a little above the largest value, unless a few values (a burst's
- * spike) stand far above the rest, which would flatten every other line: then a little above
- * the 98th percentile of the values and the marks, and the spikes are drawn clipped and marked.
+ * spike) stand more than 4 times above the rest, which would flatten every other line: then a
+ * little above the 90th percentile of the values other than 0 (and the marks), and the spikes
+ * are drawn clipped and marked.
  */
 function yScaleOf(options: LineChartOptions): { top: number; spikes: boolean } {
   const values: number[] = [];
@@ -106,20 +107,21 @@ function yScaleOf(options: LineChartOptions): { top: number; spikes: boolean } {
     for (const m of s.marks ?? []) if (Number.isFinite(m.value)) marks = Math.max(marks, m.value);
   }
   if (options.reference !== undefined) for (const v of options.reference.values) if (Number.isFinite(v)) values.push(v);
-  values.sort((a, b) => a - b);
-  const max = Math.max(values[values.length - 1] ?? 0, marks);
-  const usual = Math.max(values[Math.max(0, Math.ceil(values.length * 0.98) - 1)] ?? 0, marks);
-  if (usual > 0 && max > 3 * usual) return { top: usual * 1.3, spikes: true };
+  const nonzero = values.filter((v) => v !== 0).sort((a, b) => a - b);
+  const max = Math.max(nonzero[nonzero.length - 1] ?? 0, marks);
+  const usual = Math.max(nonzero[Math.max(0, Math.ceil(nonzero.length * 0.9) - 1)] ?? 0, marks);
+  if (usual > 0 && max > 4 * usual) return { top: usual * 1.3, spikes: true };
   return { top: Math.max(max * 1.05, 1), spikes: false };
 }
 
-/** A triangle at the top edge over each value beyond the scale, and each line's highest value written once. */
+/** A triangle at the top edge over each value beyond the scale, and each line's highest value written beside it once. */
 function spikeMarks(options: LineChartOptions, x: (i: number) => number, top: number): string {
   const parts: string[] = [];
   const lines = [
     ...options.series.flatMap((s) => s.lines.map((l) => ({ values: l.values, color: s.color }))),
     ...(options.reference === undefined ? [] : [{ values: options.reference.values, color: '#888888' }]),
   ];
+  const placed: number[] = [];
   for (const { values, color } of lines) {
     let peak = -1;
     const triangles: string[] = [];
@@ -129,9 +131,12 @@ function spikeMarks(options: LineChartOptions, x: (i: number) => number, top: nu
       if (peak < 0 || values[i]! > values[peak]!) peak = i;
     }
     if (peak < 0) continue;
+    // Labels of peaks close together go one under the other.
+    const row = placed.filter((px) => Math.abs(px - x(peak)) < 45).length;
+    placed.push(x(peak));
     parts.push(
       `<path class="spike" d="${triangles.join('')}" fill="${color}"/>`,
-      `<text class="spike-label" x="${coord(x(peak))}" y="${PLOT.top - 12}" text-anchor="middle" fill="${color}">${formatNumber(values[peak]!, 1)}</text>`,
+      `<text class="spike-label" x="${coord(x(peak) + 7)}" y="${PLOT.top + 10 + 13 * row}" fill="${color}" stroke="#ffffff" stroke-width="3" paint-order="stroke">${formatNumber(values[peak]!, 1)}</text>`,
     );
   }
   return `<g class="spikes">${parts.join('')}</g>`;
