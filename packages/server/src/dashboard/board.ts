@@ -7,10 +7,13 @@ import { systemClock, type Clock, type Observer, type Timers } from 'floodgate';
 import type { RuleDecision, RuleOutcome } from '../gateway/decide.js';
 import { NearLimit } from './near-limit.js';
 import { OverloadBoard } from './overload.js';
+import { QueueDepth } from './queue-depth.js';
 import { OutcomeSeries, RATE_GROUPS, type RateGroup } from './rates.js';
 import { RefusalRing, type Refusal } from './refusals.js';
+import { ServiceDecisions } from './service-decisions.js';
 import { SpaceSaving } from './space-saving.js';
 import { StoreHealth } from './store-health.js';
+import { UpstreamLatency } from './upstream-latency.js';
 
 /** BoardOptions configures a {@link Board}; every bound has a default. */
 export interface BoardOptions {
@@ -39,6 +42,8 @@ export interface RuleBoard {
   readonly series: OutcomeSeries;
   readonly overLimit: SpaceSaving;
   readonly near: NearLimit;
+  /** The rule's waiting line (a queue-mode rule's; it stays at 0 for the others). */
+  readonly queue: QueueDepth;
 }
 
 /** RateView is one rule's rates per group: per second over the last 10 s, and totals since the start. */
@@ -47,8 +52,9 @@ export type RateView = Readonly<Record<RateGroup, { readonly perSecond: number; 
 /**
  * Board returns the dashboard's state of one gateway process and takes its events: give it as
  * the traffic's `DecisionReporter` (beside metrics) and {@link Board.observer} to the store.
- * Memory is bounded whatever the traffic: per rule, 60 x 9 counts, `sketchCapacity` and
- * `nearCapacity` keys; `refusals` entries; 2,048 store round trips; per overload guard in force,
+ * Memory is bounded whatever the traffic: per rule, 60 x 14 counts, 60 queue depths, `sketchCapacity` and
+ * `nearCapacity` keys; `refusals` entries; 2,048 store round trips; 1,024 upstream answers per
+ * route; the rate limit service's counts per descriptor (at most 256); per overload guard in force,
  * `overloadSeconds` samples and 8 circuit changes. Keys are held as the store
  * names them (at most 256 characters); how they are shown is the renderer's choice.
  *
@@ -65,6 +71,10 @@ export class Board {
   readonly overload: OverloadBoard;
   /** observer is the store's seam into {@link Board.store}. */
   readonly observer: Observer;
+  /** Each route's upstream answer times, lately. */
+  readonly upstreams = new UpstreamLatency();
+  /** The rate limit service's decisions, when the gateway runs one. */
+  readonly service = new ServiceDecisions();
   readonly startedAtMs: number;
   /** Boards by route, then rule: two lookups and no string built per decision. */
   private readonly boards = new Map<string, Map<string, RuleBoard>>();
@@ -88,6 +98,21 @@ export class Board {
   /** outcome counts one rule's outcome for one request, now. */
   outcome(route: string, rule: string, outcome: RuleOutcome): void {
     this.boardOf(route, rule).series.add(outcome, this.clock.now());
+  }
+
+  /** queueDepth moves a queue-mode rule's waiting line by `delta` (+1 joined, -1 left), now. */
+  queueDepth(route: string, rule: string, delta: number): void {
+    this.boardOf(route, rule).queue.move(delta, this.clock.now());
+  }
+
+  /** upstream takes one forwarded request's answer from `route`'s upstream: its status and time, in ms. */
+  upstream(route: string, status: number, upstreamMs: number): void {
+    this.upstreams.record(route, status, upstreamMs, this.clock.now());
+  }
+
+  /** serviceDecision counts one descriptor decided by the rate limit service (its metrics' outcome names). */
+  serviceDecision(domain: string, descriptor: string, outcome: string): void {
+    this.service.record(domain, descriptor, outcome, this.clock.now());
   }
 
   /**
@@ -158,6 +183,7 @@ export class Board {
         series: new OutcomeSeries(),
         overLimit: new SpaceSaving({ capacity: o.sketchCapacity, halfLifeMs: o.halfLifeMs }),
         near: new NearLimit({ capacity: o.nearCapacity, staleMs: o.staleMs }),
+        queue: new QueueDepth(),
       };
       rules.set(rule, board);
     }

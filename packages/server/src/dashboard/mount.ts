@@ -2,14 +2,16 @@
  * The dashboard fitted into a gateway: its endpoints, a decision reporter feeding both metrics and
  * the board, and the board's sampling of the overload guards.
  */
+import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
 import type { DecisionReporter } from '../gateway/decide.js';
+import type { MetricsTap } from '../ops/metrics.js';
 import type { RouteTable } from '../gateway/routes.js';
 import type { Board } from './board.js';
 import { DashboardEndpoints } from './http.js';
 import { keyShower, type KeyDisplay } from './keys.js';
 import type { OverloadSource } from './overload.js';
-import type { DashboardSource } from './view.js';
+import type { DashboardSource, ProcessIdentity } from './view.js';
 
 /** DashboardSettings are the config's `admin.dashboard` settings. */
 export interface DashboardSettings {
@@ -20,8 +22,11 @@ export interface DashboardSettings {
 /** MountOptions is what {@link mountDashboard} needs of the gateway. */
 export interface MountOptions {
   readonly board: Board;
-  /** The reporter decisions already go to (the metrics), with the registry the sheds are counted in. */
-  readonly metrics: DecisionReporter & { readonly registry: Registry };
+  /**
+   * The reporter decisions already go to (the metrics), with the registry the sheds are counted in
+   * and the tap the dashboard hears upstream answers and the rate limit service's decisions on.
+   */
+  readonly metrics: DecisionReporter & { readonly registry: Registry; tap: MetricsTap | undefined };
   /** The SHA-256 of the admin token; undefined when there is none (then there is no dashboard). */
   readonly tokenDigest: Buffer | undefined;
   readonly settings: DashboardSettings | undefined;
@@ -30,6 +35,8 @@ export interface MountOptions {
   table(): RouteTable;
   activeConfig: DashboardSource['activeConfig'];
   isReady(): boolean;
+  /** The ports this process listens on, once it does (they name the process on its dashboard). */
+  ports?(): { readonly port: number | undefined; readonly adminPort: number | undefined };
 }
 
 /** MountedDashboard is the dashboard's endpoints and the reporter to decide with. */
@@ -58,6 +65,8 @@ export function mountDashboard(options: MountOptions): MountedDashboard | undefi
         .routes.flatMap((route) =>
           route.rules.map((r) => ({ route: route.name, rule: r.name, mode: r.mode, policy: r.policyItem })),
         ),
+    routes: () => options.table().routes.map((route) => route.name),
+    process: processIdentity(options.ports),
     activeConfig: options.activeConfig,
     isReady: options.isReady,
     storeKind: options.storeKind,
@@ -68,11 +77,33 @@ export function mountDashboard(options: MountOptions): MountedDashboard | undefi
       metrics.outcome(route, rule, outcome);
       board.outcome(route, rule, outcome);
     },
-    queueDepth: (route, rule, delta) => metrics.queueDepth(route, rule, delta),
+    queueDepth(route, rule, delta) {
+      metrics.queueDepth(route, rule, delta);
+      board.queueDepth(route, rule, delta);
+    },
     decided: (event) => board.decided(event),
+  };
+  metrics.tap = {
+    upstream: (route, status, upstreamMs) => board.upstream(route, status, upstreamMs),
+    serviceDecision: (domain, descriptor, outcome) => board.serviceDecision(domain, descriptor, outcome),
   };
   board.overload.follow({ guards: () => options.table().guards.all, shedTotals: shedTotalsOf(metrics.registry) });
   return { endpoints: new DashboardEndpoints({ source, tokenDigest: options.tokenDigest }), reporter };
+}
+
+/** processIdentity returns this process's name on its dashboard: host, pid, and its ports once it listens. */
+function processIdentity(ports: MountOptions['ports']): ProcessIdentity {
+  const host = hostname();
+  return {
+    host,
+    pid: process.pid,
+    get port() {
+      return ports?.().port;
+    },
+    get adminPort() {
+      return ports?.().adminPort;
+    },
+  };
 }
 
 /** The shed counter of the gateway's metrics (see `ops/overload-metrics.ts`). */

@@ -32,7 +32,10 @@ pre { background: var(--bg); padding: .6rem; overflow: auto; max-height: 24rem; 
 .mode { font-size: .75rem; padding: 0 .35rem; border-radius: 3px; background: #e8eef2; }
 .mode-shadow { background: #fff3cd; }
 .mode-queue { background: #e3f2fd; }
-.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(32rem, 1fr)); gap: 1rem; }
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(32rem, 100%), 1fr)); gap: 1rem; }
+.scroll { overflow-x: auto; }
+.share { color: #8d6e00; font-size: .8rem; }
+@media (max-width: 40rem) { main, #config { padding: 0 .5rem; } #config { margin: 1rem .5rem; } header { flex-wrap: wrap; padding: .6rem .75rem; } header #conn { margin-left: 0; } .facts th { width: auto; } }
 .card { border: 1px solid var(--line); border-radius: 4px; padding: .5rem .75rem; }
 .card table { margin-bottom: .5rem; }
 .facts th { width: 16rem; }

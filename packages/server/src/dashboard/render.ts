@@ -13,6 +13,8 @@ export function renderLive(view: DashboardView): string {
   return [
     summary(view),
     rulesTable(view),
+    upstreams(view),
+    service(view),
     renderOverload(view.overload, view.atMs),
     topKeys(view),
     refusals(view),
@@ -23,30 +25,87 @@ export function renderLive(view: DashboardView): string {
 function summary(view: DashboardView): string {
   const uptimeS = Math.max(0, Math.round((view.atMs - view.startedAtMs) / 1000));
   const status = view.ready ? '<span class="ok">ready</span>' : '<span class="bad">not ready</span>';
-  return `<p class="summary" id="summary">Gateway ${status} · snapshot at <time id="snapshot-at" data-ms="${view.atMs}">${clockTime(view.atMs)} UTC</time> · up ${count(uptimeS)} s · config loaded ${esc(view.config.loadedAt)}</p>`;
+  const p = view.process;
+  const ports = `port ${p.port ?? '–'}, admin ${p.adminPort ?? '–'}`;
+  const process = `<span id="process" data-host="${esc(p.host)}" data-pid="${p.pid}">${esc(p.host)} pid ${p.pid} (${ports})</span>`;
+  const shared =
+    view.store.kind === 'memory'
+      ? ''
+      : ' · the counts below are this process&#39;s decisions: each gateway process on the store has its own dashboard on its admin port';
+  return `<p class="summary" id="summary">Gateway ${process} ${status}${shared} · snapshot at <time id="snapshot-at" data-ms="${view.atMs}">${clockTime(view.atMs)} UTC</time> · up ${count(uptimeS)} s · config loaded ${esc(view.config.loadedAt)}</p>`;
 }
 
-const GROUPS = ['admitted', 'limited', 'shadow', 'degraded'] as const;
+/** The rate columns: each group of outcomes (see RATE_GROUPS) and its heading. */
+const GROUPS = [
+  ['admitted', 'admitted'],
+  ['limited', 'limited'],
+  ['wouldAdmit', 'shadow: would admit'],
+  ['wouldRefuse', 'shadow: would refuse'],
+  ['degraded', 'degraded'],
+] as const;
 
 function rulesTable(view: DashboardView): string {
-  const head = `<tr><th>route</th><th>rule</th><th>mode</th><th>policy</th>${GROUPS.map((g) => `<th class="num">${g} /s</th>`).join('')}${GROUPS.map((g) => `<th class="num">${g}</th>`).join('')}<th>last 60 s</th></tr>`;
+  const head = `<tr><th>route</th><th>rule</th><th>mode</th><th>policy</th>${GROUPS.map(([, title]) => `<th class="num">${title} /s</th>`).join('')}${GROUPS.map(([, title]) => `<th class="num">${title}</th>`).join('')}<th class="num">queue now / peak 10 s</th><th>last 60 s</th></tr>`;
   const rows = view.rules.map((r) => {
-    const rates = GROUPS.map((g) => `<td class="num rate-${g}">${rate(r.rates[g].perSecond)}</td>`).join('');
-    const totals = GROUPS.map((g) => `<td class="num total-${g}">${count(r.rates[g].total)}</td>`).join('');
-    return `<tr data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><td>${esc(r.route)}</td><td>${esc(r.rule)}</td><td><span class="mode mode-${esc(r.mode)}">${esc(r.mode)}</span></td><td><code>${esc(r.policy)}</code></td>${rates}${totals}<td>${sparkline(r)}</td></tr>`;
+    const rates = GROUPS.map(([g]) => `<td class="num rate-${g}">${rate(r.rates[g].perSecond)}</td>`).join('');
+    const totals = GROUPS.map(
+      ([g]) => `<td class="num total-${g}">${count(r.rates[g].total)}${g === 'wouldRefuse' ? refuseShare(r) : ''}</td>`,
+    ).join('');
+    const queue = r.queue === undefined ? '–' : `${count(r.queue.depth)} / ${count(r.queue.peak10s)}`;
+    return `<tr data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><td>${esc(r.route)}</td><td>${esc(r.rule)}</td><td><span class="mode mode-${esc(r.mode)}">${esc(r.mode)}</span></td><td><code>${esc(r.policy)}</code></td>${rates}${totals}<td class="num queue">${queue}</td><td>${sparkline(r)}</td></tr>`;
   });
   return section(
     'rates',
     'Decisions per route and rule',
-    `<p class="note">Rates per second over the last 10 s; counts since the gateway started. Admitted includes near-limit and queued; limited includes queue refusals; degraded is the store's failure policy deciding. The last 60 s: admitted in green, limited in red.</p><table><thead>${head}</thead><tbody>${rows.join('') || '<tr><td colspan="13">no rules</td></tr>'}</tbody></table>`,
+    `<p class="note">Rates per second over the last 10 s; counts since the gateway started. Admitted includes near-limit and queued; limited includes queue refusals; a shadow rule refuses nothing: it counts what it would admit and would refuse (with the share it would refuse); degraded is the store's failure policy deciding. Queue: requests waiting in a queue-mode rule's line. The last 60 s: admitted in green, limited in red, a shadow rule's would-refuse in amber, queued in blue.</p><div class="scroll"><table><thead>${head}</thead><tbody>${rows.join('') || `<tr><td colspan="${6 + 2 * GROUPS.length}">no rules</td></tr>`}</tbody></table></div>`,
   );
 }
 
-/** An inline SVG of admitted (green) and limited (red) per second over the last minute. */
+/** The share of a shadow rule's decisions that would refuse, e.g. ` (12.5%)`; nothing before its first decision. */
+function refuseShare(r: RuleView): string {
+  const decided = r.rates.wouldAdmit.total + r.rates.wouldRefuse.total;
+  return decided === 0
+    ? ''
+    : ` <span class="share">(${((100 * r.rates.wouldRefuse.total) / decided).toFixed(1)}%)</span>`;
+}
+
+function upstreams(view: DashboardView): string {
+  const rows = view.upstreams.map(({ route, upstream: u }) => {
+    const errors = u.serverErrors === 0 ? '0' : `<span class="bad">${count(u.serverErrors)}</span>`;
+    return `<tr data-route="${esc(route)}"><td>${esc(route)}</td><td class="num requests">${count(u.requests)}</td><td class="num p50">${ms(u.p50Ms)}</td><td class="num p99">${ms(u.p99Ms)}</td><td class="num max">${ms(u.maxMs)}</td><td class="num errors">${errors}</td></tr>`;
+  });
+  const head =
+    '<tr><th>route</th><th class="num">forwarded</th><th class="num">p50 ms</th><th class="num">p99 ms</th><th class="num">max ms</th><th class="num">5xx</th></tr>';
+  return section(
+    'upstreams',
+    'Upstream latency',
+    `<p class="note">Time from forwarding a request to its upstream's answer, per route, over the last ${view.store.windowMs / 1000} s (of the latest 1,024 per route); 5xx includes the gateway's own 502 and 504.</p><div class="scroll"><table><thead>${head}</thead><tbody>${rows.join('') || '<tr><td colspan="6">no routes</td></tr>'}</tbody></table></div>`,
+  );
+}
+
+const SERVICE_COLUMNS = ['admitted', 'limited', 'degraded', 'asked'] as const;
+
+function service(view: DashboardView): string {
+  if (view.service.length === 0) return '';
+  const head = `<tr><th>domain</th><th>descriptor</th>${SERVICE_COLUMNS.map((g) => `<th class="num">${g} /s</th>`).join('')}${SERVICE_COLUMNS.map((g) => `<th class="num">${g}</th>`).join('')}</tr>`;
+  const rows = view.service.map((d) => {
+    const rates = SERVICE_COLUMNS.map((g) => `<td class="num rate-${g}">${rate(d.rates[g].perSecond)}</td>`).join('');
+    const totals = SERVICE_COLUMNS.map((g) => `<td class="num total-${g}">${count(d.rates[g].total)}</td>`).join('');
+    return `<tr data-domain="${esc(d.domain)}" data-descriptor="${esc(d.descriptor)}"><td>${esc(d.domain)}</td><td><code>${esc(d.descriptor)}</code></td>${rates}${totals}</tr>`;
+  });
+  return section(
+    'service',
+    'Rate limit service (Envoy gRPC and JSON API)',
+    `<p class="note">Decisions of the rate limit service this gateway runs, per domain and descriptor, beside the gateway's own: rates per second over the last 10 s and counts since the start. Degraded is the store's failure policy deciding; asked counts descriptors that only asked (hits_addend 0).</p><div class="scroll"><table><thead>${head}</thead><tbody>${rows.join('')}</tbody></table></div>`,
+  );
+}
+
+/** An inline SVG of admitted (green) and limited (red) per second over the last minute; a shadow rule's would-refuse (amber), a queue's depth (blue). */
 function sparkline(r: RuleView): string {
   const width = 120;
   const height = 28;
-  const max = Math.max(1, ...r.admittedSeries, ...r.limitedSeries);
+  const extra = [...(r.wouldRefuseSeries ?? []), ...(r.queue?.peaks ?? [])];
+  const max = Math.max(1, ...r.admittedSeries, ...r.limitedSeries, ...extra);
   const line = (series: readonly number[]): string =>
     series
       .map(
@@ -54,7 +113,7 @@ function sparkline(r: RuleView): string {
           `${((i / Math.max(1, series.length - 1)) * width).toFixed(1)},${(height - 1 - (v / max) * (height - 2)).toFixed(1)}`,
       )
       .join(' ');
-  return `<svg class="spark" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="admitted and limited per second, last 60 s, peak ${count(max)}/s"><polyline fill="none" stroke="#2e7d32" stroke-width="1.5" points="${line(r.admittedSeries)}"/><polyline fill="none" stroke="#c62828" stroke-width="1.5" points="${line(r.limitedSeries)}"/></svg>`;
+  return `<svg class="spark" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="admitted and limited per second, last 60 s, peak ${count(max)}/s"><polyline fill="none" stroke="#2e7d32" stroke-width="1.5" points="${line(r.admittedSeries)}"/><polyline fill="none" stroke="#c62828" stroke-width="1.5" points="${line(r.limitedSeries)}"/>${r.wouldRefuseSeries === undefined ? '' : `<polyline class="would-refuse" fill="none" stroke="#f9a825" stroke-width="1.5" points="${line(r.wouldRefuseSeries)}"/>`}${r.queue === undefined ? '' : `<polyline class="queue-depth" fill="none" stroke="#1565c0" stroke-width="1.5" points="${line(r.queue.peaks)}"/>`}</svg>`;
 }
 
 function topKeys(view: DashboardView): string {

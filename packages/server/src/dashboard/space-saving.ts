@@ -38,8 +38,13 @@ const RESCALE_ABOVE = 1e200;
  * decayed weight of the whole stream over the capacity). Every key whose true decayed count is
  * above `min` is monitored. An unmonitored key's true count is at most `min`.
  *
- * Memory: `capacity` entries (a key reference, two doubles and an index each, a heap slot and a
- * map entry), about 120 bytes plus the key's characters per entry. Updates cost O(log capacity).
+ * Ties (equal counts, common among keys refused once or twice) are broken by a hash of the key
+ * under a fixed seed ({@link tieRank}), never by arrival order or a per-process seed: the top list
+ * and the key a full table evicts depend on the counts alone, so two processes fed the same events
+ * agree on them, and a client cannot win a tie by the name it picks.
+ *
+ * Memory: `capacity` entries (a key reference, two doubles and two numbers each, a heap slot and a
+ * map entry), about 130 bytes plus the key's characters per entry. Updates cost O(log capacity).
  * Time going backwards is taken as no time passing (an event is never weighted above one at `now`).
  *
  * @example
@@ -79,7 +84,7 @@ export class SpaceSaving {
       entry.count += scaled;
       this.siftDown(entry.index);
     } else if (this.heap.length < this.capacity) {
-      const added: Entry = { key, count: scaled, error: 0, index: this.heap.length };
+      const added: Entry = { key, count: scaled, error: 0, index: this.heap.length, tie: tieRank(key) };
       this.heap.push(added);
       this.entries.set(key, added);
       this.siftUp(added.index);
@@ -88,6 +93,7 @@ export class SpaceSaving {
       const least = this.heap[0]!;
       this.entries.delete(least.key);
       least.key = key;
+      least.tie = tieRank(key);
       least.error = least.count;
       least.count += scaled;
       this.entries.set(key, least);
@@ -98,7 +104,7 @@ export class SpaceSaving {
   /** top returns up to `n` monitored keys, largest count first, with counts decayed to `nowMs`. */
   top(n: number, nowMs: number): HeavyHitter[] {
     const divisor = this.scaleAt(Math.max(nowMs, this.latestMs), false);
-    const order = [...this.heap].sort((a, b) => b.count - a.count);
+    const order = [...this.heap].sort((a, b) => b.count - a.count || a.tie - b.tie || (a.key < b.key ? -1 : 1));
     return order
       .slice(0, Math.max(0, n))
       .map((e) => ({ key: e.key, count: e.count / divisor, error: e.error / divisor }));
@@ -133,7 +139,7 @@ export class SpaceSaving {
     const heap = this.heap;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (heap[parent]!.count <= heap[i]!.count) return;
+      if (!below(heap[i]!, heap[parent]!)) return;
       this.swap(i, parent);
       i = parent;
     }
@@ -146,8 +152,8 @@ export class SpaceSaving {
       const l = 2 * i + 1;
       const r = l + 1;
       let least = i;
-      if (l < n && heap[l]!.count < heap[least]!.count) least = l;
-      if (r < n && heap[r]!.count < heap[least]!.count) least = r;
+      if (l < n && below(heap[l]!, heap[least]!)) least = l;
+      if (r < n && below(heap[r]!, heap[least]!)) least = r;
       if (least === i) return;
       this.swap(i, least);
       i = least;
@@ -164,10 +170,29 @@ export class SpaceSaving {
   }
 }
 
-/** One monitored key: its scaled count, the error it inherited, and its place in the heap. */
+/** One monitored key: its scaled count, the error it inherited, its place in the heap and its tie rank. */
 interface Entry {
   key: string;
   count: number;
   error: number;
   index: number;
+  tie: number;
+}
+
+/** Whether `a` is nearer eviction than `b`: a smaller count, or an equal one and a larger tie rank. */
+function below(a: Entry, b: Entry): boolean {
+  return a.count < b.count || (a.count === b.count && a.tie > b.tie);
+}
+
+/** The fixed seed of {@link tieRank}: FNV-1a's offset basis. */
+const TIE_SEED = 0x811c9dc5;
+
+/**
+ * tieRank returns a key's rank among keys of equal count (lower ranks first): its 32-bit FNV-1a
+ * hash (UTF-16 code units) under a fixed seed, the same in every process and every run.
+ */
+export function tieRank(key: string): number {
+  let h = TIE_SEED;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return h >>> 0;
 }

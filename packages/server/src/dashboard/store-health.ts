@@ -97,8 +97,8 @@ export class StoreHealth {
   }
 }
 
-/** The nearest-rank quantile of sorted values; undefined for none. */
-function quantile(sorted: readonly number[], q: number): number | undefined {
+/** quantile returns the nearest-rank quantile `q` of sorted values; undefined for none. */
+export function quantile(sorted: readonly number[], q: number): number | undefined {
   if (sorted.length === 0) return undefined;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
 }

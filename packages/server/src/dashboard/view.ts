@@ -2,7 +2,9 @@
 import type { Board, RateView } from './board.js';
 import type { OverloadView } from './overload.js';
 import { SECONDS, RATE_GROUPS } from './rates.js';
+import type { ServiceDecisionRow } from './service-decisions.js';
 import type { StoreHealthView } from './store-health.js';
+import type { UpstreamLatencyView } from './upstream-latency.js';
 
 /** ActiveRule is one rule of the active config as the dashboard lists it. */
 export interface ActiveRule {
@@ -18,6 +20,10 @@ export interface DashboardSource {
   readonly board: Board;
   /** rules returns the active config's rules, in config order. */
   rules(): readonly ActiveRule[];
+  /** routes returns the active config's route names, in config order. */
+  routes(): readonly string[];
+  /** The gateway process this dashboard is of (processes sharing a store each have their own). */
+  readonly process: ProcessIdentity;
   /** activeConfig returns the running config (secrets redacted), its file and when it was loaded. */
   activeConfig(): { readonly file: string; readonly loadedAt: string; readonly config: unknown };
   isReady(): boolean;
@@ -25,6 +31,15 @@ export interface DashboardSource {
   readonly storeKind: string;
   /** showKey returns how a rule's store key is shown (see `keyShower`). */
   showKey(key: string, route: string, rule: string): string;
+}
+
+/** ProcessIdentity names one gateway process: its host, pid, and its listeners. */
+export interface ProcessIdentity {
+  readonly host: string;
+  readonly pid: number;
+  /** The traffic and admin ports it listens on (undefined until it listens). */
+  readonly port: number | undefined;
+  readonly adminPort: number | undefined;
 }
 
 /** KeyCount is a key with its over-limit rate (decayed) and that rate's error bound, per second. */
@@ -40,6 +55,8 @@ export interface RuleView extends ActiveRule {
   /** Admitted and limited per second over the last minute, oldest first. */
   readonly admittedSeries: readonly number[];
   readonly limitedSeries: readonly number[];
+  /** A shadow rule's would-refuse per second over the last minute (undefined for other modes). */
+  readonly wouldRefuseSeries?: readonly number[];
   readonly overLimit: readonly KeyCount[];
   /** The error bound of every over-limit rate shown (the sketch's smallest counter), per second. */
   readonly overLimitBoundPerSecond: number;
@@ -50,6 +67,14 @@ export interface RuleView extends ActiveRule {
     readonly limit: number;
     readonly ageMs: number;
   }[];
+  /** A queue-mode rule's waiting line: its depth now, the deepest over the last 10 s, and per second over the last minute. */
+  readonly queue?: { readonly depth: number; readonly peak10s: number; readonly peaks: readonly number[] };
+}
+
+/** RouteUpstreamView is one route's upstream answer times over the window. */
+export interface RouteUpstreamView {
+  readonly route: string;
+  readonly upstream: UpstreamLatencyView;
 }
 
 /** DashboardView is one snapshot of the whole dashboard. */
@@ -57,7 +82,12 @@ export interface DashboardView {
   readonly atMs: number;
   readonly startedAtMs: number;
   readonly ready: boolean;
+  readonly process: ProcessIdentity;
   readonly rules: readonly RuleView[];
+  /** Each route's upstream over the last {@link DashboardView.store}`.windowMs`. */
+  readonly upstreams: readonly RouteUpstreamView[];
+  /** The rate limit service's decisions per descriptor (empty without a service). */
+  readonly service: readonly ServiceDecisionRow[];
   readonly refusals: readonly {
     readonly route: string;
     readonly rule: string;
@@ -86,13 +116,18 @@ export function snapshot(source: DashboardSource): DashboardView {
   const board = source.board;
   const nowMs = board.clock.now();
   const active = source.rules();
+  const routes = source.routes();
   board.retain(active);
+  board.upstreams.retain(new Set(routes));
   const config = source.activeConfig();
   return {
     atMs: nowMs,
     startedAtMs: board.startedAtMs,
     ready: source.isReady(),
+    process: source.process,
     rules: active.map((r) => ruleView(source, r, nowMs)),
+    upstreams: routes.map((route) => ({ route, upstream: board.upstreams.view(route, STORE_WINDOW_MS, nowMs) })),
+    service: board.service.rows(STORE_WINDOW_MS / 1000, nowMs),
     refusals: board.latestRefusals(REFUSALS_SHOWN).map((f) => ({ ...f, key: source.showKey(f.key, f.route, f.rule) })),
     refusalsTotal: board.refused.total,
     store: { kind: source.storeKind, windowMs: STORE_WINDOW_MS, health: board.store.view(STORE_WINDOW_MS, nowMs) },
@@ -111,6 +146,9 @@ function ruleView(source: DashboardSource, r: ActiveRule, nowMs: number): RuleVi
     rates: source.board.rates(r.route, r.rule),
     admittedSeries: b.series.series(RATE_GROUPS.admitted, nowMs).slice(-SECONDS),
     limitedSeries: b.series.series(RATE_GROUPS.limited, nowMs).slice(-SECONDS),
+    ...(r.mode === 'shadow'
+      ? { wouldRefuseSeries: b.series.series(RATE_GROUPS.wouldRefuse, nowMs).slice(-SECONDS) }
+      : {}),
     overLimit: b.overLimit
       .top(TOP, nowMs)
       .map((h) => ({ key: show(h.key), perSecond: h.count * perSecond, errorPerSecond: h.error * perSecond })),
@@ -122,5 +160,8 @@ function ruleView(source: DashboardSource, r: ActiveRule, nowMs: number): RuleVi
       limit: n.limit,
       ageMs: nowMs - n.atMs,
     })),
+    ...(r.mode === 'queue'
+      ? { queue: { depth: b.queue.depth, peak10s: b.queue.peak(10, nowMs), peaks: b.queue.series(nowMs) } }
+      : {}),
   };
 }

@@ -34,6 +34,8 @@ function sourceOf(board: Board, keys: KeyDisplay = 'full'): DashboardSource {
       config: { admin: { token: '[redacted]' }, routes: [{ name: 'api' }] },
     }),
     isReady: () => true,
+    routes: () => ['api'],
+    process: { host: 'gw-1', pid: 4242, port: 8080, adminPort: 9090 },
     storeKind: 'redis',
     showKey: keyShower(keys, new Uint8Array(32)),
   };
@@ -71,7 +73,8 @@ describe('Board and its snapshot', () => {
     assert.equal(perIp.near[0]!.key, 'ip:192.0.2.66');
     assert.equal(perIp.near[1]!.key, 'ip:10.0.0.9');
     const trial = view.rules.find((r) => r.rule === 'trial')!;
-    assert.equal(trial.rates.shadow.total, 10);
+    assert.equal(trial.rates.wouldRefuse.total, 10, 'a shadow rule counts what it would refuse');
+    assert.equal(trial.rates.wouldAdmit.total, 0);
     assert.equal(trial.overLimit[0]!.key, 'ip:10.0.0.1', 'a shadow rule shows who it would limit');
     assert.equal(view.refusalsTotal, 20, 'shadow decisions refuse nothing');
     assert.deepEqual(

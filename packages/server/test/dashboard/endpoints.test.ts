@@ -20,6 +20,8 @@ describe('dashboard endpoints (a real HTTP server and client)', () => {
     rules: () => [{ route: 'api', rule: 'per-ip', mode: 'enforce', policy: '"per-ip";q=2;w=60' }],
     activeConfig: () => ({ file: 'floodgate.yaml', loadedAt: '2026-01-01T00:00:00.000Z', config: { routes: [] } }),
     isReady: () => true,
+    routes: () => ['api'],
+    process: { host: 'gw-1', pid: 4242, port: 8080, adminPort: 9090 },
     storeKind: 'memory',
     showKey: keyShower('full'),
   };
@@ -137,6 +139,8 @@ describe('dashboard endpoints when a snapshot fails', () => {
       },
       activeConfig: () => ({ file: 'x', loadedAt: '', config: {} }),
       isReady: () => true,
+      routes: () => ['api'],
+      process: { host: 'gw-1', pid: 4242, port: 8080, adminPort: 9090 },
       storeKind: 'memory',
       showKey: keyShower('full'),
     };

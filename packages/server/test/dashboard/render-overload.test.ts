@@ -19,6 +19,8 @@ function sourceOf(board: Board): DashboardSource {
     rules: () => [],
     activeConfig: () => ({ file: 'floodgate.yaml', loadedAt: new Date(START_MS).toISOString(), config: {} }),
     isReady: () => true,
+    routes: () => [],
+    process: { host: 'gw-1', pid: 4242, port: 8080, adminPort: 9090 },
     storeKind: 'memory',
     showKey: keyShower('full'),
   };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { SpaceSaving } from '../../src/dashboard/space-saving.js';
+import { SpaceSaving, tieRank } from '../../src/dashboard/space-saving.js';
 
 /** A tolerance for float sums of decayed weights. */
 function close(a: number, b: number): boolean {
@@ -132,5 +132,35 @@ describe('SpaceSaving: the heavy hitters of a decayed stream, bounded', () => {
     assert.throws(() => new SpaceSaving({ capacity: 0, halfLifeMs: 1 }), /capacity/);
     assert.throws(() => new SpaceSaving({ capacity: 2.5, halfLifeMs: 1 }), /capacity/);
     assert.throws(() => new SpaceSaving({ capacity: 2, halfLifeMs: 0 }), /halfLifeMs/);
+  });
+});
+
+describe('SpaceSaving ties', () => {
+  it('breaks ties by a fixed-seed hash of the key: keys of equal count list, and are evicted, alike in any arrival order', () => {
+    const keys = Array.from({ length: 16 }, (_, i) => `ip:192.0.2.${i}`);
+    const orders = [keys, [...keys].reverse(), [...keys.slice(9), ...keys.slice(0, 9)]];
+    const results = orders.map((order) => {
+      const sketch = new SpaceSaving({ capacity: 16, halfLifeMs: Infinity });
+      for (const key of order) sketch.add(key, 1, 0);
+      const listed = sketch.top(16, 0).map((h) => h.key);
+      // A new key in a full table takes the place of one of the sixteen tied at the smallest count.
+      sketch.add('ip:198.51.100.7', 1, 0);
+      const kept = new Set(sketch.top(16, 0).map((h) => h.key));
+      return { listed, evicted: keys.filter((k) => !kept.has(k)) };
+    });
+    for (const r of results.slice(1)) assert.deepEqual(r, results[0]);
+    assert.equal(results[0]!.evicted.length, 1);
+  });
+
+  it('ranks equal counts by tieRank, a pure function of the key', () => {
+    const sketch = new SpaceSaving({ capacity: 8, halfLifeMs: 10_000 });
+    for (const key of ['b', 'a', 'c', 'd']) sketch.add(key, 1, 0);
+    const top = sketch.top(4, 0).map((h) => h.key);
+    assert.deepEqual(
+      top,
+      [...top].sort((x, y) => tieRank(x) - tieRank(y)),
+    );
+    assert.equal(tieRank('ip:192.0.2.1'), tieRank('ip:192.0.2.1'));
+    assert.equal(tieRank(''), 0x811c9dc5, 'the seed is fixed: FNV-1a offset basis');
   });
 });
