@@ -81,7 +81,7 @@ describe('rateLimitService descriptor files', () => {
     assert.equal(res.code, 1);
     assert.match(
       res.stderr,
-      /again\.yaml:1:1 domain: domain "api" is already defined in .*good\.yaml \(fix: define each domain in one descriptor file only\)/,
+      /again\.yaml:1:9 domain: domain "api" is already defined at .*good\.yaml:1:9 \(fix: define each domain in one descriptor file only\)/,
     );
   });
 

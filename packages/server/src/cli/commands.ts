@@ -1,6 +1,5 @@
 /** The work of each `floodgate` subcommand, apart from argument parsing. */
-import { watch } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../config/load.js';
 import { ConfigError, formatProblem } from '../config/problems.js';
@@ -9,6 +8,7 @@ import { startDemoUpstream } from '../demo/upstream.js';
 import { Gateway } from '../gateway/gateway.js';
 import { LOG_REDACT_PATHS } from '../ops/redact.js';
 import { checkFile } from './check.js';
+import { watchFiles } from './watch-files.js';
 
 /**
  * runCheck checks `file` as the kind of file it is (gateway config, Envoy descriptor file,
@@ -24,9 +24,6 @@ export function runSchema(stdout: NodeJS.WritableStream): number {
   stdout.write(JSON.stringify(jsonSchema(), null, 2) + '\n');
   return 0;
 }
-
-/** Time the file must be quiet before a change reloads it: editors write a file in several steps. */
-const WATCH_DEBOUNCE_MS = 100;
 
 /** ServeFlags are `floodgate serve`'s options as commander parses them. */
 export interface ServeFlags {
@@ -116,25 +113,4 @@ async function startDemo(file: string, log: pino.Logger): Promise<boolean> {
     );
     return false;
   }
-}
-
-/**
- * Watches the directories of the config and of its descriptor files (editors often replace a file)
- * and calls `onChange` once per burst of changes to any file `files()` names now.
- */
-function watchFiles(files: () => readonly string[], onChange: () => void): () => void {
-  let timer: NodeJS.Timeout | undefined;
-  const watchers = [...new Set(files().map((f) => dirname(f)))].map((dir) => {
-    const watcher = watch(dir, (_event, changed) => {
-      if (changed !== null && !files().some((f) => dirname(f) === dir && basename(f) === changed)) return;
-      clearTimeout(timer);
-      timer = setTimeout(onChange, WATCH_DEBOUNCE_MS);
-    });
-    watcher.unref();
-    return watcher;
-  });
-  return () => {
-    clearTimeout(timer);
-    for (const w of watchers) w.close();
-  };
 }

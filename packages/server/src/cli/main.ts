@@ -70,10 +70,27 @@ program
     '--store-timeout-ms <ms>',
     'how long a decision waits for Redis before --on-store-error answers (default: adaptive, 3 x the recent p99 between 25 and 250 ms)',
   )
+  .option(
+    '--metrics-port <port>',
+    'serve Prometheus metrics at GET /metrics on this port (0: any free port)',
+    parsePort,
+  )
+  .option(
+    '--response-headers <mode>',
+    'headers asked of Envoy: draft (RateLimit-Policy, RateLimit), off, ratelimit (RateLimit-Limit/-Remaining/-Reset), x-ratelimit (X-RateLimit-*), or three names "Limit,Remaining,Reset"',
+    'draft',
+  )
+  .option(
+    '--health-follows-store <when>',
+    'health checks answer NOT_SERVING while Redis is away: auto (only with --on-store-error throw), always, never',
+    'auto',
+  )
+  .option('--shadow-mode', 'every limit in shadow mode: decided and counted, never refusing')
+  .option('--no-watch', 'do not reload when a descriptor file changes (SIGHUP still reloads)')
   .option('--check', 'only read the descriptor files, print their domains (or every error) and stop')
   .addHelpText(
     'after',
-    '\nWith neither port given it serves gRPC on 8081 and the JSON API on 8080. SIGHUP re-reads the files;\na file with errors is refused and the running config kept. To run it beside routes, use the\nrateLimitService section of a `floodgate serve` config instead.',
+    '\nWith neither port given it serves gRPC on 8081 and the JSON API on 8080. A change to a file, or\nSIGHUP, re-reads the files; a file with errors is refused and the running config kept. To run it\nbeside routes, use the rateLimitService section of a `floodgate serve` config instead.',
   )
   .action(
     async (opts: {
@@ -85,6 +102,11 @@ program
       redisCluster?: string;
       onStoreError: string;
       storeTimeoutMs?: string;
+      metricsPort?: number;
+      responseHeaders: string;
+      healthFollowsStore: string;
+      shadowMode?: boolean;
+      watch: boolean;
       check?: boolean;
     }) => {
       // Loaded only for this command: it brings gRPC, which `serve` without a rate limit service never needs.

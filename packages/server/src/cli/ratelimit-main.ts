@@ -6,7 +6,9 @@
  *   node --conditions=floodgate-source --import tsx packages/server/src/cli/ratelimit-main.ts \
  *     --config ratelimit.yaml --grpc-port 8081 --http-port 8080 [--host 127.0.0.1]
  *     [--redis 127.0.0.1:6380 | --redis-cluster 127.0.0.1:7000,127.0.0.1:7001]
- *     [--on-store-error local|fail-open|fail-closed|throw] [--store-timeout-ms 50] [--check]
+ *     [--on-store-error local|fail-open|fail-closed|throw] [--store-timeout-ms 50] [--metrics-port 9102]
+ *     [--response-headers draft|off|ratelimit|x-ratelimit|L,R,T] [--health-follows-store auto|always|never]
+ *     [--shadow-mode] [--no-watch] [--check]
  */
 import { parseArgs } from 'node:util';
 import { runRatelimit } from './ratelimit.js';
@@ -31,6 +33,11 @@ const { values } = parseArgs({
     'redis-cluster': { type: 'string' },
     'on-store-error': { type: 'string' },
     'store-timeout-ms': { type: 'string' },
+    'metrics-port': { type: 'string' },
+    'response-headers': { type: 'string' },
+    'health-follows-store': { type: 'string' },
+    'shadow-mode': { type: 'boolean' },
+    'no-watch': { type: 'boolean' },
     check: { type: 'boolean' },
   },
 });
@@ -44,6 +51,11 @@ const code = await runRatelimit(
     redisCluster: values['redis-cluster'],
     onStoreError: values['on-store-error'],
     storeTimeoutMs: values['store-timeout-ms'],
+    metricsPort: portOf(values['metrics-port'], '--metrics-port'),
+    responseHeaders: values['response-headers'],
+    healthFollowsStore: values['health-follows-store'],
+    shadowMode: values['shadow-mode'],
+    watch: values['no-watch'] !== true,
     check: values.check,
   },
   { stdout: process.stdout, stderr: process.stderr, signals: process },

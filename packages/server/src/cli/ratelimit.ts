@@ -1,18 +1,29 @@
 /**
- * `floodgate ratelimit`: the decision service alone, for people who only want Envoy's rate limit
- * service (and the JSON API) from Envoy descriptor files, on the memory store or on Redis.
+ * `floodgate ratelimit`: the rate limit service alone, for people who only want Envoy's rate limit
+ * service (and the JSON API) from Envoy descriptor files, on the memory store or on Redis, with its
+ * own metrics, health that can follow the store, and reload on file change or SIGHUP.
  */
 import { readFileSync } from 'node:fs';
-import type { Store } from 'floodgate';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { resolve } from 'node:path';
 import {
   formatConfigError,
   mergeDescriptorConfigs,
   parseDescriptorConfig,
   type DescriptorConfig,
 } from '../ratelimit/service/config.js';
+import {
+  DRAFT_HEADERS,
+  ENVOY_HEADERS,
+  X_RATELIMIT_HEADERS,
+  type ResponseHeaders,
+} from '../ratelimit/service/headers.js';
+import { RateLimitMetrics } from '../ratelimit/service/metrics.js';
 import { startRateLimitServers } from '../ratelimit/service/servers.js';
 import { createRateLimitService, type RateLimitService } from '../ratelimit/service/service.js';
-import { FAIL_FAST_CLIENT, FAIL_FAST_CLUSTER } from '../store/store.js';
+import { failureOf, redisStore, StoreState, UsageError, type RedisFailure } from './ratelimit-store.js';
+import { watchFiles } from './watch-files.js';
 
 /** RatelimitFlags are `floodgate ratelimit`'s options. */
 export interface RatelimitFlags {
@@ -22,6 +33,8 @@ export interface RatelimitFlags {
   readonly grpcPort?: number | undefined;
   /** The JSON API's port; with neither port given, 8080. */
   readonly httpPort?: number | undefined;
+  /** Prometheus metrics at `GET /metrics` on this port; none when omitted. */
+  readonly metricsPort?: number | undefined;
   readonly host?: string | undefined;
   /** One Redis, as `host:port` or `redis://host:port`. */
   readonly redis?: string | undefined;
@@ -31,6 +44,14 @@ export interface RatelimitFlags {
   readonly onStoreError?: string | undefined;
   /** The Redis store's timeout, in ms; omitted, the library's adaptive one. */
   readonly storeTimeoutMs?: string | number | undefined;
+  /** `draft` (default), `off`, `ratelimit` (Envoy's RateLimit-Limit/-Remaining/-Reset), `x-ratelimit`, or three names `L,R,T`. */
+  readonly responseHeaders?: string | undefined;
+  /** `auto` (default: NOT_SERVING while Redis is away and failures are thrown), `always` or `never`. */
+  readonly healthFollowsStore?: string | undefined;
+  /** Every limit in shadow mode (Envoy's `SHADOW_MODE`). */
+  readonly shadowMode?: boolean | undefined;
+  /** Reload when a descriptor file changes (default true; SIGHUP reloads either way). */
+  readonly watch?: boolean | undefined;
   /** Only read the configs, print their domains, and stop. */
   readonly check?: boolean | undefined;
 }
@@ -41,9 +62,6 @@ export interface RatelimitIo {
   readonly stderr: NodeJS.WritableStream;
   readonly signals: Pick<NodeJS.Process, 'on' | 'once'>;
 }
-
-/** OnStoreError is `--on-store-error`: the library's local fallback (the default), or a fixed answer. */
-type OnStoreError = 'local' | 'throw' | 'fail-open' | 'fail-closed';
 
 /** loadDescriptorPaths reads and merges every descriptor file, or returns every error found as `file:line:column: path: message`. */
 export function loadDescriptorPaths(paths: readonly string[]): { config: DescriptorConfig } | { errors: string[] } {
@@ -66,79 +84,85 @@ export function loadDescriptorPaths(paths: readonly string[]): { config: Descrip
   return errors.length > 0 || 'errors' in merged ? { errors } : merged;
 }
 
-class UsageError extends Error {}
-
-function hostPort(address: string, flag: string): { host: string; port: number } {
-  const match = /^(?:rediss?:\/\/)?(.+):(\d+)\/?$/.exec(address);
-  if (match === null) throw new UsageError(`${flag} must be host:port, got ${JSON.stringify(address)}`);
-  return { host: match[1]!.replace(/^\[|\]$/g, ''), port: Number(match[2]) };
-}
-
-/** RedisFailure is how the store meets a Redis failure: `--on-store-error` and `--store-timeout-ms`. */
-interface RedisFailure {
-  readonly onError: OnStoreError;
-  readonly timeoutMs: number | undefined;
-}
-
-/**
- * redisStore connects to one Redis or a Redis Cluster with the gateway's fail-fast client options,
- * on the library's defaults unless the flags say otherwise: the adaptive timeout, the bounded local
- * fallback (each service's share from the services seen on Redis) and write-back.
- */
-async function redisStore(
-  address: string,
-  cluster: boolean,
-  failure: RedisFailure,
-): Promise<{ store: Store; close: () => void }> {
-  const nodes = cluster
-    ? address.split(',').map((a) => hostPort(a, '--redis-cluster'))
-    : [hostPort(address, '--redis')];
-  const { Redis, Cluster } = await import('ioredis');
-  const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
-  const client = cluster
-    ? new Cluster(nodes, { ...FAIL_FAST_CLUSTER, slotsRefreshInterval: 1000, redisOptions: FAIL_FAST_CLIENT })
-    : new Redis({ ...nodes[0]!, ...FAIL_FAST_CLIENT });
-  // Without a listener ioredis would print each reconnection attempt.
-  client.on('error', () => undefined);
-  const onError = failure.onError === 'local' ? { fallback: 'local' as const } : failure.onError;
-  const store = new RedisStore({
-    adapter: ioredisAdapter(client),
-    onError,
-    ...(failure.timeoutMs === undefined ? {} : { timeoutMs: failure.timeoutMs }),
-  });
-  return { store, close: () => client.disconnect() };
-}
-
-function reload(service: RateLimitService, paths: readonly string[], stderr: NodeJS.WritableStream): void {
+function reload(
+  service: RateLimitService,
+  paths: readonly string[],
+  io: { readonly stderr: NodeJS.WritableStream; readonly metrics: RateLimitMetrics },
+): void {
   const loaded = loadDescriptorPaths(paths);
+  io.metrics.configLoad(!('errors' in loaded));
   if ('errors' in loaded) {
-    stderr.write(`config reload refused, still serving the previous config:\n${loaded.errors.join('\n')}\n`);
+    io.stderr.write(`config reload refused, still serving the previous config:\n${loaded.errors.join('\n')}\n`);
     return;
   }
   service.reload(loaded.config.domains);
-  stderr.write(`config reloaded: ${loaded.config.domains.map((d) => d.domain).join(', ')}\n`);
+  io.stderr.write(`config reloaded: ${loaded.config.domains.map((d) => d.domain).join(', ')}\n`);
 }
 
-function failureOf(flags: RatelimitFlags): RedisFailure {
-  const onError = flags.onStoreError ?? 'local';
-  if (onError !== 'local' && onError !== 'throw' && onError !== 'fail-open' && onError !== 'fail-closed')
-    throw new UsageError(
-      `--on-store-error must be local, fail-open, fail-closed or throw, got ${JSON.stringify(onError)}`,
-    );
-  const given = flags.storeTimeoutMs;
-  const timeoutMs = given === undefined ? undefined : Number(given);
-  if (timeoutMs !== undefined && !(timeoutMs > 0 && Number.isFinite(timeoutMs)))
-    throw new UsageError(
-      `--store-timeout-ms must be a number of ms above 0 (omit it for the adaptive timeout), got ${JSON.stringify(given)}`,
-    );
-  return { onError, timeoutMs };
+const HEADER_MODES: Readonly<Record<string, ResponseHeaders>> = {
+  draft: DRAFT_HEADERS,
+  off: { mode: 'off' },
+  ratelimit: ENVOY_HEADERS,
+  'x-ratelimit': X_RATELIMIT_HEADERS,
+};
+
+const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** headersOf returns what `--response-headers` asks for, or throws a {@link UsageError}. */
+export function headersOf(given: string | undefined): ResponseHeaders {
+  if (given === undefined) return DRAFT_HEADERS;
+  const named = HEADER_MODES[given.toLowerCase()];
+  if (named !== undefined) return named;
+  const names = given.split(',').map((n) => n.trim());
+  if (names.length === 3 && names.every((n) => FIELD_NAME.test(n)))
+    return { mode: 'limit-remaining-reset', limit: names[0]!, remaining: names[1]!, reset: names[2]! };
+  throw new UsageError(
+    `--response-headers must be draft, off, ratelimit, x-ratelimit, or three field names "Limit,Remaining,Reset", got ${JSON.stringify(given)}`,
+  );
+}
+
+/** HealthPolicy is `--health-follows-store`: when the service reports NOT_SERVING because its store is away. */
+type HealthPolicy = 'auto' | 'always' | 'never';
+
+function healthPolicyOf(given: string | undefined): HealthPolicy {
+  const policy = given ?? 'auto';
+  if (policy === 'auto' || policy === 'always' || policy === 'never') return policy;
+  throw new UsageError(`--health-follows-store must be auto, always or never, got ${JSON.stringify(given)}`);
 }
 
 /**
- * runRatelimit runs the decision service until SIGTERM or SIGINT and resolves with the exit code:
- * 0 after a clean stop (or a good `--check`), 2 for a bad config or flag. Once it listens it prints
- * `{"ready":true,"grpcPort":N,"httpPort":M}`; SIGHUP reads the configs again (a config with errors
- * is refused and the previous one kept).
+ * servingWhen returns whether the service is serving with the store `up` or not: `never` ignores
+ * the store, `always` follows it (envoyproxy/ratelimit's `REDIS_HEALTH_CHECK_ACTIVE_CONNECTION`),
+ * `auto` follows it only when a store failure fails the decisions (`--on-store-error throw`).
+ */
+function servingWhen(up: boolean, policy: HealthPolicy, failure: RedisFailure): boolean {
+  if (up || policy === 'never') return true;
+  return policy === 'auto' && failure.onError !== 'throw';
+}
+
+function listenMetrics(metrics: RateLimitMetrics, host: string, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    if ((req.url ?? '/').split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('metrics are at GET /metrics\n');
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+      (error: unknown) => res.writeHead(500).end(String(error)),
+    );
+  });
+  return new Promise((done, fail) => {
+    server.once('error', (error) => fail(new Error(`cannot listen for metrics on ${host}:${port}: ${error.message}`)));
+    server.listen(port, host, () => done(server));
+  });
+}
+
+/**
+ * runRatelimit runs the rate limit service until SIGTERM or SIGINT and resolves with the exit
+ * code: 0 after a clean stop (or a good `--check`), 2 for a bad config or flag. Once it listens it
+ * prints `{"ready":true,"grpcPort":N,"httpPort":M,"metricsPort":P}`; a change to a descriptor file
+ * (unless `watch: false`) and SIGHUP read the configs again (a config with errors is refused and
+ * the previous one kept).
  *
  * @example
  * process.exitCode = await runRatelimit({ config: ['ratelimit.yaml'], grpcPort: 8081 }, { stdout: process.stdout, stderr: process.stderr, signals: process });
@@ -150,7 +174,7 @@ export async function runRatelimit(flags: RatelimitFlags, io: RatelimitIo): Prom
     io.stderr.write(
       error instanceof UsageError
         ? `${error.message}\n`
-        : `decision service failed to start: ${(error as Error).message}\n`,
+        : `rate limit service failed to start: ${(error as Error).message}\n`,
     );
     return 2;
   }
@@ -168,26 +192,59 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
     return 0;
   }
   const failure = failureOf(flags);
+  const policy = healthPolicyOf(flags.healthFollowsStore);
+  const metrics = new RateLimitMetrics();
+  metrics.configLoad(true);
+  const made: { service?: RateLimitService } = {};
+  const state = new StoreState((up) => {
+    metrics.store(up);
+    made.service?.health.set(servingWhen(up, policy, failure));
+  });
   const address = flags.redisCluster ?? flags.redis;
   const redis =
-    address === undefined ? undefined : await redisStore(address, flags.redisCluster !== undefined, failure);
-  const service = createRateLimitService({ domains, store: redis?.store });
+    address === undefined
+      ? undefined
+      : await redisStore({ address, cluster: flags.redisCluster !== undefined, failure, observer: state.observer });
+  const service = createRateLimitService({
+    domains,
+    store: redis?.store,
+    onOutcome: (o) => metrics.outcome(o),
+    onRequest: (answer) => metrics.request(answer),
+    shadowMode: flags.shadowMode === true,
+    responseHeaders: headersOf(flags.responseHeaders),
+  });
+  made.service = service;
+  const host = flags.host ?? '127.0.0.1';
   const neither = flags.grpcPort === undefined && flags.httpPort === undefined;
   const servers = await startRateLimitServers({
     service,
     grpcPort: neither ? 8081 : flags.grpcPort,
     httpPort: neither ? 8080 : flags.httpPort,
-    host: flags.host,
+    host,
   });
+  const metricsServer =
+    flags.metricsPort === undefined ? undefined : await listenMetrics(metrics, host, flags.metricsPort);
+  const metricsPort = metricsServer === undefined ? null : (metricsServer.address() as AddressInfo).port;
   io.stdout.write(
-    `${JSON.stringify({ ready: true, grpcPort: servers.grpcPort ?? null, httpPort: servers.httpPort ?? null })}\n`,
+    `${JSON.stringify({ ready: true, grpcPort: servers.grpcPort ?? null, httpPort: servers.httpPort ?? null, metricsPort })}\n`,
   );
-  io.signals.on('SIGHUP', () => reload(service, flags.config, io.stderr));
-  await new Promise<void>((resolve) => {
-    io.signals.once('SIGTERM', resolve);
-    io.signals.once('SIGINT', resolve);
+  const reloadNow = (): void => reload(service, flags.config, { stderr: io.stderr, metrics });
+  const paths = flags.config.map((p) => resolve(p));
+  const stopWatching = flags.watch === false ? () => undefined : watchFiles(() => paths, reloadNow);
+  io.signals.on('SIGHUP', reloadNow);
+  await new Promise<void>((done) => {
+    io.signals.once('SIGTERM', done);
+    io.signals.once('SIGINT', done);
   });
-  await servers.close();
+  stopWatching();
+  await Promise.all([servers.close(), metricsServer === undefined ? undefined : closeServer(metricsServer)]);
   redis?.close();
   return 0;
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((done) => {
+    server.close(() => done());
+    server.closeIdleConnections();
+  });
 }

@@ -3,16 +3,14 @@
  * on the gateway's own store, their decisions counted in the gateway's metrics, reloaded with the
  * config and closed (calls in flight answered) on shutdown.
  */
-import type { Observer, Store } from 'floodgate';
+import type { Store } from 'floodgate';
 import type { Logger } from 'pino';
 import type { RateLimitServiceConfig } from '../config/schema.js';
 import type { DomainSpec } from '../ratelimit/service/config.js';
 import { startRateLimitServers, type RateLimitServers } from '../ratelimit/service/servers.js';
 import { createRateLimitService, type RateLimitService } from '../ratelimit/service/service.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
-
-/** At most this many distinct descriptor labels (a `detailed_metric` names values); later ones count as `other`. */
-export const MAX_DESCRIPTOR_LABELS = 2_000;
+import { DescriptorLabels, outcomeLabel } from '../ratelimit/service/metric-labels.js';
 
 /** RateLimitServiceHostOptions configures {@link RateLimitServiceHost.start}. */
 export interface RateLimitServiceHostOptions {
@@ -33,8 +31,6 @@ export interface RateLimitServiceHostOptions {
  * await host.close();
  */
 export class RateLimitServiceHost {
-  private readonly labels = new Set<string>();
-
   private constructor(
     readonly service: RateLimitService,
     private readonly servers: RateLimitServers,
@@ -45,12 +41,12 @@ export class RateLimitServiceHost {
   /** start creates the service on `options.store` and starts its listeners. */
   static async start(options: RateLimitServiceHostOptions): Promise<RateLimitServiceHost> {
     const { section, metrics } = options;
-    // The observer is made before the host it reports through.
-    const made: { host?: RateLimitServiceHost } = {};
-    const observer: Observer = {
-      decision: (e) => made.host?.count(metrics, e.limiter, e.operation, e.decision.reason),
-    };
-    const service = createRateLimitService({ domains: options.domains, store: options.store, observer });
+    const labels = new DescriptorLabels();
+    const service = createRateLimitService({
+      domains: options.domains,
+      store: options.store,
+      onOutcome: (o) => metrics.serviceDecision(o.domain, labels.labelOf(o), outcomeLabel(o)),
+    });
     const grpcHost = section.grpc?.host;
     const httpHost = section.http?.host;
     // One host serves both listeners; start them apart when they differ.
@@ -63,8 +59,7 @@ export class RateLimitServiceHost {
             httpPort: section.http?.port,
             host: grpcHost ?? httpHost ?? '127.0.0.1',
           });
-    made.host = new RateLimitServiceHost(service, servers, section, options.log);
-    return made.host;
+    return new RateLimitServiceHost(service, servers, section, options.log);
   }
 
   /** grpcPort is the gRPC listener's port, or undefined when there is none. */
@@ -98,26 +93,6 @@ export class RateLimitServiceHost {
   /** close stops both listeners; calls in flight are answered first. */
   close(): Promise<void> {
     return this.servers.close();
-  }
-
-  private count(metrics: GatewayMetrics, name: string, operation: 'consume' | 'peek', reason: string): void {
-    const { domain, descriptor } = this.split(name);
-    const outcome = reason === 'ok' ? 'admitted' : reason === 'limit' ? 'limited' : reason.replace('-', '_');
-    metrics.serviceDecision(domain, descriptor, operation === 'peek' ? `peek_${outcome}` : outcome);
-  }
-
-  /** split parts a metric key `domain.key_value.key` at its domain (the longest domain served that prefixes it). */
-  private split(name: string): { domain: string; descriptor: string } {
-    let domain = '';
-    for (const d of this.service.domains)
-      if (d.length > domain.length && (name === d || name.startsWith(`${d}.`))) domain = d;
-    let descriptor = domain === '' ? name : name.slice(domain.length + 1);
-    const label = `${domain}\u0000${descriptor}`;
-    if (!this.labels.has(label)) {
-      if (this.labels.size >= MAX_DESCRIPTOR_LABELS) descriptor = 'other';
-      else this.labels.add(label);
-    }
-    return { domain, descriptor };
   }
 }
 

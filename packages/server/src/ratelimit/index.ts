@@ -49,8 +49,25 @@ export {
 export { loadRateLimitService, PROTO_LOADER_OPTIONS, PROTO_ROOT, RLS_PROTO } from './protocol/proto.js';
 export { encodeRateLimitResponse } from './service/wire.js';
 export { rateLimitHttpHandler, decideJson, envoyJson, MAX_BODY_BYTES } from './service/http.js';
-export { rateLimitHeaders } from './service/headers.js';
+export {
+  DRAFT_HEADERS,
+  ENVOY_HEADERS,
+  rateLimitHeaders,
+  responseHeaders,
+  X_RATELIMIT_HEADERS,
+  type ResponseHeaders,
+} from './service/headers.js';
+export {
+  NEAR_LIMIT_RATIO,
+  nearLimitOf,
+  outcomeOf,
+  type DescriptorOutcome,
+  type ServiceOutcome,
+} from './service/outcome.js';
+export { DescriptorLabels, MAX_DESCRIPTOR_LABELS, outcomeLabel } from './service/metric-labels.js';
+export { RateLimitMetrics } from './service/metrics.js';
 export { counterKey, type DescriptorEntry, type Match, type Rule } from './service/rules.js';
+export { compositeKey } from './service/config-descriptors.js';
 export { UNIT_MS, UNITS, type RateLimitUnit } from './service/units.js';
 export { addHealthService, HEALTH_SERVICES, loadHealthService } from './service/health.js';
 export {

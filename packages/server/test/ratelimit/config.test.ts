@@ -106,12 +106,12 @@ describe('descriptor config: strict, every error at once with file, line, column
         '  - key: b',
         '    rate_limit: { unit: second, requests_per_unit: -1 }',
         '  - key: c',
-        '    rate_limit: { unit: second }',
+        '    rate_limit: { unit: second, requests_per_unit: 1, unlimited: true }',
         '  - value: x',
         '  - key: d',
         '    shadow_mode: yes please',
         '  - key: e',
-        '    value: a*b',
+        '    rate_limit: { unit: second, requests_per_unit: 1, name: e, replaces: [{ name: e }] }',
         '  - key: f',
         '    rate_limit: { unit: second, requests_per_unit: 1, algorithm: leaky }',
         '  - key: a',
@@ -124,10 +124,10 @@ describe('descriptor config: strict, every error at once with file, line, column
     assert.match(byPath.get('descriptors[0].rate_limit.unit')!.message, /unknown unit "fortnight"/);
     assert.equal(byPath.get('descriptors[0].rate_limit.unit')!.line, 4);
     assert.match(byPath.get('descriptors[1].rate_limit.requests_per_unit')!.message, /whole number/);
-    assert.match(byPath.get('descriptors[2].rate_limit.requests_per_unit')!.message, /is required/);
+    assert.match(byPath.get('descriptors[2].rate_limit.unit')!.message, /must not be given with unlimited: true/);
     assert.match(byPath.get('descriptors[3].key')!.message, /is required/);
     assert.match(byPath.get('descriptors[4].shadow_mode')!.message, /true or false/);
-    assert.match(byPath.get('descriptors[5].value')!.message, /last character/);
+    assert.match(byPath.get('descriptors[5].rate_limit.replaces[0].name')!.message, /cannot replace itself/);
     assert.match(byPath.get('descriptors[6].rate_limit.algorithm')!.message, /unknown algorithm "leaky"/);
     assert.match(byPath.get('descriptors[7].descriptors')!.message, /list of descriptors/);
     assert.ok(errors.length >= 9);
@@ -154,6 +154,7 @@ describe('descriptor config: strict, every error at once with file, line, column
     assert.ok('config' in a && 'config' in b);
     const merged = mergeDescriptorConfigs([a.config, b.config]);
     assert.ok('errors' in merged);
-    assert.match(merged.errors[0]!.message, /already defined in a.yaml/);
+    assert.match(merged.errors[0]!.message, /already defined at a.yaml:1:9/);
+    assert.deepEqual([merged.errors[0]!.source, merged.errors[0]!.line, merged.errors[0]!.column], ['b.yaml', 1, 9]);
   });
 });

@@ -63,7 +63,7 @@ describe('main.ts', () => {
     assert.equal(res.code, 2);
     assert.match(res.stderr, /bad\.yaml:4:\d+: descriptors\[0\]\.rate_limit\.unit: unknown unit "fortnight"/);
     assert.match(res.stderr, /bad\.yaml:6:5: descriptors\[1\]\.shadow: unknown key "shadow"/);
-    assert.match(res.stderr, /domain "mongo_cps" is already defined in .*config\.yaml/);
+    assert.match(res.stderr, /config\.yaml:3:9: domain: domain "mongo_cps" is already defined at .*config\.yaml:3:9/);
     assert.equal((await main(['--grpc-port', '0'])).code, 2);
     assert.match((await main(['--config', join(dir, 'missing.yaml')])).stderr, /missing\.yaml: cannot read/);
   });

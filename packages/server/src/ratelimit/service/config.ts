@@ -1,16 +1,20 @@
 /**
- * Envoy's descriptor config, read as it is: a YAML document per domain with a tree of descriptors
- * (`key`, `value`, `rate_limit`, `shadow_mode`, `detailed_metric`, nested `descriptors`), plus
- * floodgate's choice of algorithm per limit. Reading is strict: an unknown key or a bad value is
- * an error naming the file, line, column and path, and every error is reported at once.
+ * Envoy's descriptor config, read as envoyproxy/ratelimit reads it: a YAML document per domain
+ * with a tree of descriptors (`key`, `value` with `*` wildcards anywhere, `rate_limit`,
+ * `shadow_mode`, `quota_mode`, `detailed_metric`, `value_to_metric`, `share_threshold`,
+ * `metadata`, nested `descriptors`), plus floodgate's choice of algorithm and cost per limit.
+ * What it refuses, this refuses; reading is strict besides: an unknown key or a bad value is an
+ * error naming the file, line, column and path, and every error is reported at once.
  */
-import { LineCounter, isMap, isScalar, isSeq, parseAllDocuments, type Node } from 'yaml';
-import { UNITS, unitOf, type RateLimitUnit } from './units.js';
+import { LineCounter, parseAllDocuments, type Node } from 'yaml';
+import { Reader, type ConfigError } from './config-reader.js';
+import { readDescriptors } from './config-descriptors.js';
+import type { RateLimitUnit } from './units.js';
+
+export type { ConfigError } from './config-reader.js';
 
 /** DecisionAlgorithm names the policy a limit is counted with; Envoy's own is `fixed-window`. */
 export type DecisionAlgorithm = 'fixed-window' | 'sliding-window' | 'gcra' | 'token-bucket';
-
-const ALGORITHMS: readonly DecisionAlgorithm[] = ['fixed-window', 'sliding-window', 'gcra', 'token-bucket'];
 
 /** RateLimitSpec is one `rate_limit` block. */
 export interface RateLimitSpec {
@@ -33,14 +37,21 @@ export interface RateLimitSpec {
 /** DescriptorSpec is one node of a domain's descriptor tree. */
 export interface DescriptorSpec {
   readonly key: string;
-  /** The value to match; undefined matches any value (each its own counter); `foo*` matches by prefix. */
+  /**
+   * The value to match; undefined (or `""`, as in Envoy's service) matches any value, each its own
+   * counter; a `*` anywhere matches any run of characters (`foo*`, `*bar`, `a*b*c`).
+   */
   readonly value: string | undefined;
   readonly rateLimit: RateLimitSpec | undefined;
   /** Decide and count, but always answer OK. */
   readonly shadowMode: boolean;
-  /** Report the request's own value in metrics when this node has no value. */
+  /** Name metrics by the request's own values, at every level (Envoy's `detailed_metric`). */
   readonly detailedMetric: boolean;
-  /** Envoy's `quota_mode`: read so such configs load; floodgate answers such limits as any other. */
+  /** Name this level in metrics by the request's own value (Envoy's `value_to_metric`). */
+  readonly valueToMetric: boolean;
+  /** Every value this wildcard matches shares one counter (Envoy's `share_threshold`). */
+  readonly shareThreshold: boolean;
+  /** Envoy's `quota_mode`: decided and counted, but a limit over quota answers OK. */
   readonly quotaMode: boolean;
   readonly descriptors: readonly DescriptorSpec[];
   /** Where the node starts, as `file:line:column`, for messages. */
@@ -53,22 +64,14 @@ export interface DomainSpec {
   readonly descriptors: readonly DescriptorSpec[];
   /** The file it came from. */
   readonly source: string;
+  /** Where its `domain:` value is in that file (1-based), for messages about the domain. */
+  readonly line: number;
+  readonly column: number;
 }
 
 /** DescriptorConfig is what {@link parseDescriptorConfig} reads: one or more domains. */
 export interface DescriptorConfig {
   readonly domains: readonly DomainSpec[];
-}
-
-/** ConfigError is one problem in a config file, with where it is. */
-export interface ConfigError {
-  readonly source: string;
-  /** 1-based line and column. */
-  readonly line: number;
-  readonly column: number;
-  /** Where in the document, e.g. `descriptors[1].rate_limit.unit`. */
-  readonly path: string;
-  readonly message: string;
 }
 
 /** formatConfigError returns `file:line:column: path: message`. */
@@ -77,81 +80,6 @@ export function formatConfigError(error: ConfigError): string {
 }
 
 const DOMAIN_KEYS = ['domain', 'descriptors'];
-const DESCRIPTOR_KEYS = ['key', 'value', 'rate_limit', 'shadow_mode', 'detailed_metric', 'quota_mode', 'descriptors'];
-const RATE_LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces', 'algorithm', 'cost'];
-const MAX_UINT32 = 4_294_967_295;
-
-/** Reader collects errors while one file is read. */
-class Reader {
-  readonly errors: ConfigError[] = [];
-  constructor(
-    readonly source: string,
-    private readonly lines: LineCounter,
-  ) {}
-
-  fail(node: Node | null | undefined, path: string, message: string): undefined {
-    const { line, col } = this.lines.linePos(node?.range?.[0] ?? 0);
-    this.errors.push({ source: this.source, line, column: col, path, message });
-    return undefined;
-  }
-
-  where(node: Node): string {
-    const { line, col } = this.lines.linePos(node.range?.[0] ?? 0);
-    return `${this.source}:${line}:${col}`;
-  }
-
-  /** fields returns a mapping's values by key, reporting a non-mapping and keys not in `allowed`. */
-  fields(node: Node | null, path: string, allowed: readonly string[]): Map<string, Node | null> | undefined {
-    if (!isMap(node)) return this.fail(node, path, `must be a mapping with keys among ${allowed.join(', ')}`);
-    const out = new Map<string, Node | null>();
-    for (const pair of node.items) {
-      const keyNode = pair.key as Node | null;
-      const key = isScalar(keyNode) ? String(keyNode.value) : undefined;
-      if (key === undefined || !allowed.includes(key)) {
-        this.fail(
-          keyNode,
-          join(path, key ?? '?'),
-          `unknown key ${JSON.stringify(key ?? '?')}; expected one of ${allowed.join(', ')}`,
-        );
-        continue;
-      }
-      out.set(key, pair.value as Node | null);
-    }
-    return out;
-  }
-
-  text(node: Node | null | undefined, path: string, what: string): string | undefined {
-    if (!isScalar(node) || node.value === null || typeof node.value === 'object')
-      return this.fail(node, path, `must be ${what}`);
-    // A value such as `010` or `1.50` is the text written, as Envoy's service reads it into a string.
-    return typeof node.value === 'string' ? node.value : (node.source ?? String(node.value));
-  }
-
-  flag(node: Node | null | undefined, path: string): boolean {
-    if (node === undefined) return false;
-    if (isScalar(node) && typeof node.value === 'boolean') return node.value;
-    this.fail(node, path, 'must be true or false');
-    return false;
-  }
-
-  count(node: Node | null | undefined, path: string): number | undefined {
-    const v = isScalar(node) ? node.value : undefined;
-    if (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_UINT32) return v;
-    return this.fail(node, path, `must be a whole number from 0 to ${MAX_UINT32}`);
-  }
-
-  positive(node: Node | null | undefined, path: string): number | undefined {
-    const v = isScalar(node) ? node.value : undefined;
-    if (typeof v === 'number' && Number.isFinite(v) && v > 0 && v <= MAX_UINT32) return v;
-    return this.fail(node, path, `must be a number above 0 and at most ${MAX_UINT32}`);
-  }
-}
-
-function join(path: string, key: string | number): string {
-  if (typeof key === 'number') return `${path}[${key}]`;
-  return path === '' ? key : `${path}.${key}`;
-}
-
 /**
  * parseDescriptorConfig returns the domains of one config file (`text`, named `source` in
  * messages), or every error found in it. A file may hold several YAML documents, one domain each.
@@ -201,10 +129,10 @@ export function mergeDescriptorConfigs(
     if (first !== undefined)
       errors.push({
         source: d.source,
-        line: 1,
-        column: 1,
+        line: d.line,
+        column: d.column,
         path: 'domain',
-        message: `domain ${JSON.stringify(d.domain)} is already defined in ${first.source}`,
+        message: `domain ${JSON.stringify(d.domain)} is already defined at ${first.source}:${first.line}:${first.column}`,
       });
     else seen.set(d.domain, d);
   }
@@ -212,17 +140,18 @@ export function mergeDescriptorConfigs(
 }
 
 function checkUniqueDomains(reader: Reader, domains: readonly DomainSpec[]): void {
-  const seen = new Set<string>();
+  const seen = new Map<string, DomainSpec>();
   for (const d of domains) {
-    if (seen.has(d.domain))
+    const first = seen.get(d.domain);
+    if (first !== undefined)
       reader.errors.push({
         source: reader.source,
-        line: 1,
-        column: 1,
+        line: d.line,
+        column: d.column,
         path: 'domain',
-        message: `domain ${JSON.stringify(d.domain)} is defined twice in this file`,
+        message: `domain ${JSON.stringify(d.domain)} is defined twice in this file (first at line ${first.line})`,
       });
-    seen.add(d.domain);
+    else seen.set(d.domain, d);
   }
 }
 
@@ -235,115 +164,7 @@ function readDomain(reader: Reader, node: Node): DomainSpec | undefined {
     : reader.fail(node, 'domain', 'is required');
   if (domain === '') reader.fail(domainNode, 'domain', 'must be a non-empty string');
   const descriptors = readDescriptors(reader, fields.get('descriptors'), 'descriptors');
-  return domain === undefined || domain === '' ? undefined : { domain, descriptors, source: reader.source };
-}
-
-function readDescriptors(reader: Reader, node: Node | null | undefined, path: string): DescriptorSpec[] {
-  if (node === undefined || (isScalar(node) && node.value === null)) return [];
-  if (!isSeq(node)) {
-    reader.fail(node, path, 'must be a list of descriptors');
-    return [];
-  }
-  const out: DescriptorSpec[] = [];
-  const seen = new Set<string>();
-  node.items.forEach((item, i) => {
-    const d = readDescriptor(reader, item as Node | null, join(path, i));
-    if (d === undefined) return;
-    const id = `${d.key}\u0000${d.value ?? ''}\u0000${d.value === undefined ? 'any' : 'value'}`;
-    if (seen.has(id))
-      reader.fail(
-        item as Node,
-        join(path, i),
-        `duplicate descriptor: key ${JSON.stringify(d.key)}${d.value === undefined ? ' with no value' : ` and value ${JSON.stringify(d.value)}`} is already defined at this level`,
-      );
-    seen.add(id);
-    out.push(d);
-  });
-  return out;
-}
-
-function readDescriptor(reader: Reader, node: Node | null, path: string): DescriptorSpec | undefined {
-  const f = reader.fields(node, path, DESCRIPTOR_KEYS);
-  if (f === undefined || node === null) return undefined;
-  const key = f.has('key')
-    ? reader.text(f.get('key'), join(path, 'key'), 'a non-empty string')
-    : reader.fail(node, join(path, 'key'), 'is required');
-  if (key === '') reader.fail(f.get('key'), join(path, 'key'), 'must be a non-empty string');
-  const value = f.has('value') ? reader.text(f.get('value'), join(path, 'value'), 'a string') : undefined;
-  const valueNode = f.get('value');
-  if (value !== undefined && value.indexOf('*') >= 0 && value.indexOf('*') !== value.length - 1) {
-    reader.fail(
-      valueNode,
-      join(path, 'value'),
-      'may hold `*` only as its last character (a prefix wildcard such as `foo*`)',
-    );
-  }
-  const rateLimit = f.has('rate_limit')
-    ? readRateLimit(reader, f.get('rate_limit') ?? null, join(path, 'rate_limit'))
-    : undefined;
-  const spec: DescriptorSpec = {
-    key: key ?? '',
-    value,
-    rateLimit,
-    shadowMode: reader.flag(f.get('shadow_mode'), join(path, 'shadow_mode')),
-    detailedMetric: reader.flag(f.get('detailed_metric'), join(path, 'detailed_metric')),
-    quotaMode: reader.flag(f.get('quota_mode'), join(path, 'quota_mode')),
-    descriptors: readDescriptors(reader, f.get('descriptors'), join(path, 'descriptors')),
-    at: reader.where(node),
-  };
-  return key === undefined || key === '' ? undefined : spec;
-}
-
-function readRateLimit(reader: Reader, node: Node | null, path: string): RateLimitSpec | undefined {
-  const f = reader.fields(node, path, RATE_LIMIT_KEYS);
-  if (f === undefined) return undefined;
-  const unlimited = reader.flag(f.get('unlimited'), join(path, 'unlimited'));
-  let unit: RateLimitUnit | undefined;
-  if (f.has('unit')) {
-    const text = reader.text(f.get('unit'), join(path, 'unit'), `one of ${UNITS.join(', ')}`);
-    unit = unitOf(text);
-    if (text !== undefined && unit === undefined)
-      reader.fail(
-        f.get('unit'),
-        join(path, 'unit'),
-        `unknown unit ${JSON.stringify(text)}; expected one of ${UNITS.join(', ')}`,
-      );
-  } else if (!unlimited) reader.fail(node, join(path, 'unit'), 'is required (unless unlimited: true)');
-  let requestsPerUnit: number | undefined;
-  if (f.has('requests_per_unit'))
-    requestsPerUnit = reader.count(f.get('requests_per_unit'), join(path, 'requests_per_unit'));
-  else if (!unlimited) reader.fail(node, join(path, 'requests_per_unit'), 'is required (unless unlimited: true)');
-  const name = f.has('name') ? reader.text(f.get('name'), join(path, 'name'), 'a string') : undefined;
-  const replaces = readReplaces(reader, f.get('replaces'), join(path, 'replaces'));
-  const algorithm = readAlgorithm(reader, f.get('algorithm'), join(path, 'algorithm'));
-  const cost = f.has('cost') ? (reader.positive(f.get('cost'), join(path, 'cost')) ?? 1) : 1;
-  return { unit, requestsPerUnit, unlimited, name, replaces, algorithm, cost };
-}
-
-function readReplaces(reader: Reader, node: Node | null | undefined, path: string): string[] {
-  if (node === undefined) return [];
-  if (!isSeq(node)) {
-    reader.fail(node, path, 'must be a list of `- name: <limit name>`');
-    return [];
-  }
-  const names: string[] = [];
-  node.items.forEach((item, i) => {
-    const f = reader.fields(item as Node | null, join(path, i), ['name']);
-    if (f === undefined) return;
-    const name = f.has('name')
-      ? reader.text(f.get('name'), join(join(path, i), 'name'), 'a non-empty string')
-      : reader.fail(item as Node, join(join(path, i), 'name'), 'is required');
-    if (name === '') reader.fail(f.get('name'), join(join(path, i), 'name'), 'must be a non-empty string');
-    else if (name !== undefined) names.push(name);
-  });
-  return names;
-}
-
-function readAlgorithm(reader: Reader, node: Node | null | undefined, path: string): DecisionAlgorithm {
-  if (node === undefined) return 'fixed-window';
-  const text = reader.text(node, path, `one of ${ALGORITHMS.join(', ')}`);
-  if (text !== undefined && (ALGORITHMS as readonly string[]).includes(text)) return text as DecisionAlgorithm;
-  if (text !== undefined)
-    reader.fail(node, path, `unknown algorithm ${JSON.stringify(text)}; expected one of ${ALGORITHMS.join(', ')}`);
-  return 'fixed-window';
+  if (domain === undefined || domain === '') return undefined;
+  const { line, col } = reader.position(domainNode);
+  return { domain, descriptors, source: reader.source, line, column: col };
 }

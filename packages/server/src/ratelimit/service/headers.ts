@@ -1,12 +1,85 @@
 /**
- * The response fields a decision asks Envoy to add: the IETF draft's `RateLimit-Policy` and
- * `RateLimit` (one list member per limited descriptor), and `Retry-After` when over limit.
+ * The response fields a decision asks Envoy to add, as configured: none; the IETF draft's
+ * `RateLimit-Policy` and `RateLimit` (one list member per limited descriptor) with `Retry-After`
+ * when over limit (the default); or envoyproxy/ratelimit's three fields of the descriptor closest
+ * to its limit (`RateLimit-Limit`, `-Remaining`, `-Reset` by default there, `X-RateLimit-*` as its
+ * users often name them).
  */
 import { FIELD, policyItem, retryAfterSeconds, serviceHead, serviceItem } from 'floodgate/http';
 import type { Decision } from 'floodgate';
 import type { Rule } from './rules.js';
 import type { DescriptorStatus } from './status.js';
 import { UNIT_MS } from './units.js';
+
+/**
+ * ResponseHeaders says which fields a decision asks Envoy to add: `off`, `draft` (the IETF draft's),
+ * or `limit-remaining-reset` with the three names (envoyproxy/ratelimit's `LIMIT_RESPONSE_HEADERS_ENABLED`
+ * with `LIMIT_LIMIT_HEADER`, `LIMIT_REMAINING_HEADER`, `LIMIT_RESET_HEADER`).
+ */
+export type ResponseHeaders =
+  | { readonly mode: 'off' }
+  | { readonly mode: 'draft' }
+  | {
+      readonly mode: 'limit-remaining-reset';
+      readonly limit: string;
+      readonly remaining: string;
+      readonly reset: string;
+    };
+
+/** DRAFT_HEADERS asks for the IETF draft's fields (the default). */
+export const DRAFT_HEADERS: ResponseHeaders = { mode: 'draft' };
+
+/** ENVOY_HEADERS are envoyproxy/ratelimit's default names for its three fields. */
+export const ENVOY_HEADERS: ResponseHeaders = {
+  mode: 'limit-remaining-reset',
+  limit: 'RateLimit-Limit',
+  remaining: 'RateLimit-Remaining',
+  reset: 'RateLimit-Reset',
+};
+
+/** X_RATELIMIT_HEADERS are the same three fields under the `X-RateLimit-*` names. */
+export const X_RATELIMIT_HEADERS: ResponseHeaders = {
+  mode: 'limit-remaining-reset',
+  limit: 'X-RateLimit-Limit',
+  remaining: 'X-RateLimit-Remaining',
+  reset: 'X-RateLimit-Reset',
+};
+
+/** responseHeaders returns the `[name, value]` pairs `config` asks for `statuses`. */
+export function responseHeaders(
+  statuses: readonly DescriptorStatus[],
+  overallCode: 'OK' | 'OVER_LIMIT',
+  config: ResponseHeaders,
+): Array<[string, string]> {
+  if (config.mode === 'off') return [];
+  if (config.mode === 'draft') return rateLimitHeaders(statuses, overallCode);
+  return limitRemainingReset(statuses, config);
+}
+
+/**
+ * limitRemainingReset returns envoyproxy/ratelimit's three fields for the descriptor with a
+ * limit that has the fewest hits left (the first of equals): its requests per unit, what
+ * remains, and the seconds until its window resets. Nothing when no descriptor has a limit.
+ */
+function limitRemainingReset(
+  statuses: readonly DescriptorStatus[],
+  names: { readonly limit: string; readonly remaining: string; readonly reset: string },
+): Array<[string, string]> {
+  let closest: DescriptorStatus | undefined;
+  for (const s of statuses) {
+    if (s.rule?.unit === undefined) continue;
+    if (closest === undefined || s.limitRemaining < closest.limitRemaining) closest = s;
+  }
+  if (closest === undefined) return [];
+  const resetSeconds = Number.isFinite(closest.durationUntilResetMs)
+    ? Math.ceil(closest.durationUntilResetMs / 1000)
+    : 0;
+  return [
+    [names.limit, String(closest.rule!.requestsPerUnit)],
+    [names.remaining, String(closest.limitRemaining)],
+    [names.reset, String(resetSeconds)],
+  ];
+}
 
 const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 

@@ -147,7 +147,8 @@ export function rateLimitHttpHandler(service: RateLimitService): (req: IncomingM
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     if (path === '/healthcheck') {
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('OK');
+      const serving = service.health.serving;
+      res.writeHead(serving ? 200 : 500, { 'content-type': 'text/plain' }).end(serving ? 'OK' : 'NOT_SERVING');
       return;
     }
     if (path !== '/json' && path !== '/v1/decide' && path !== '/v1/store')

@@ -4,9 +4,10 @@
  * prefix `foo*`, then the key alone; a rule applies only at the level of the descriptor's last
  * entry), and the floodgate policy each rule is counted with.
  */
-import { fixedWindow, gcra, slidingWindowCounter, tokenBucket, type Algorithm } from 'floodgate';
-import type { DecisionAlgorithm, DescriptorSpec, DomainSpec } from './config.js';
-import { UNIT_MS, type RateLimitUnit } from './units.js';
+import type { Algorithm } from 'floodgate';
+import type { DescriptorSpec, DomainSpec } from './config.js';
+import type { Policies } from './policies.js';
+import type { RateLimitUnit } from './units.js';
 
 /** Rule is one configured (or requested) limit, ready to decide with. */
 export interface Rule {
@@ -18,6 +19,8 @@ export interface Rule {
   readonly name: string | undefined;
   readonly replaces: readonly string[];
   readonly shadowMode: boolean;
+  /** Envoy's `quota_mode`: decided and counted like shadow mode, a limit over quota answers OK. */
+  readonly quotaMode: boolean;
   /** What one hit charges (`rate_limit.cost`, default 1). */
   readonly cost: number;
   /** The policy counting it; undefined when unlimited or when `requestsPerUnit` is 0. */
@@ -27,90 +30,35 @@ export interface Rule {
 /** Match is a rule found for one descriptor, with the metric name of the path that found it. */
 export interface Match {
   readonly rule: Rule;
-  /** `domain.key_value.key` as Envoy's service names its statistics (`detailed_metric` adds values). */
+  /**
+   * `domain.key_value.key` as Envoy's service names its statistics: each level as configured (a
+   * wildcard by its pattern, `key_foo*`), never the request's value unless the config asks for it
+   * (`value_to_metric` for a level, `detailed_metric` for all).
+   */
   readonly metricKey: string;
+  /** The entries the counter is kept under: the request's, with a `share_threshold` wildcard's pattern for its value. */
+  readonly counterEntries: readonly DescriptorEntry[];
 }
 
 interface TreeNode {
   readonly spec: DescriptorSpec;
   readonly rule: Rule | undefined;
   readonly children: Level;
+  /** `key`, or `key_value` as configured: the node's name in metrics. */
+  readonly composite: string;
 }
 
 interface Level {
-  /** Nodes with a value, by `key\0value`. */
-  readonly exact: Map<string, TreeNode>;
-  /** Nodes whose value ends in `*`, longest prefix first. */
-  readonly prefixed: Array<{ readonly key: string; readonly prefix: string; readonly node: TreeNode }>;
-  /** Nodes with no value, by key. */
-  readonly any: Map<string, TreeNode>;
+  /** Nodes without a wildcard, by composite key (`key_value`, or `key` when no value). */
+  readonly byComposite: Map<string, TreeNode>;
+  /** Nodes whose value holds a `*`, in file order (the first that matches wins, as in Envoy's service). */
+  readonly wildcards: Array<{ readonly pattern: RegExp; readonly node: TreeNode }>;
 }
 
 /** DescriptorEntry is one `(key, value)` pair of a request's descriptor. */
 export interface DescriptorEntry {
   readonly key: string;
   readonly value: string;
-}
-
-/** MAX_SHARED is how many distinct policies (and override rules) are kept for reuse; past it, each is made anew. */
-export const MAX_SHARED = 4096;
-
-/**
- * Policies makes one policy per (algorithm, requests per unit, unit), shared by every rule that
- * has them. Requests can name limits of their own (overrides), so at most {@link MAX_SHARED}
- * distinct overrides are accepted, and no table, limiter or cache grows past that.
- */
-export class Policies {
-  private readonly made = new Map<string, Algorithm>();
-  private readonly overrides = new Map<string, Rule>();
-
-  /** policyOf returns the policy admitting `requestsPerUnit` per `unit` under `algorithm`; needs `requestsPerUnit` > 0. */
-  policyOf(algorithm: DecisionAlgorithm, requestsPerUnit: number, unit: RateLimitUnit): Algorithm {
-    const id = `${algorithm}/${requestsPerUnit}/${unit}`;
-    let policy = this.made.get(id);
-    if (policy === undefined) {
-      policy = makePolicy(algorithm, requestsPerUnit, UNIT_MS[unit]);
-      if (this.made.size < MAX_SHARED) this.made.set(id, policy);
-    }
-    return policy;
-  }
-
-  /**
-   * overrideRule returns the rule for a request's own `limit` override: Envoy's fixed window, not
-   * shadowed; undefined when {@link MAX_SHARED} other overrides are in use already.
-   */
-  overrideRule(requestsPerUnit: number, unit: RateLimitUnit): Rule | undefined {
-    const id = `${requestsPerUnit}/${unit}`;
-    let rule = this.overrides.get(id);
-    if (rule === undefined) {
-      if (this.overrides.size >= MAX_SHARED) return undefined;
-      rule = {
-        requestsPerUnit,
-        unit,
-        unlimited: false,
-        name: undefined,
-        replaces: [],
-        shadowMode: false,
-        cost: 1,
-        policy: requestsPerUnit > 0 ? this.policyOf('fixed-window', requestsPerUnit, unit) : undefined,
-      };
-      this.overrides.set(id, rule);
-    }
-    return rule;
-  }
-}
-
-function makePolicy(algorithm: DecisionAlgorithm, limit: number, windowMs: number): Algorithm {
-  switch (algorithm) {
-    case 'fixed-window':
-      return fixedWindow({ limit, windowMs });
-    case 'sliding-window':
-      return slidingWindowCounter({ limit, windowMs });
-    case 'token-bucket':
-      return tokenBucket({ capacity: limit, refillPerSecond: (limit * 1000) / windowMs });
-    case 'gcra':
-      return gcra({ rate: limit, periodMs: windowMs, maxBurst: limit - 1 });
-  }
 }
 
 /** DomainRules answers which rule applies to a descriptor of one domain. */
@@ -124,42 +72,67 @@ export class DomainRules {
     this.root = compileLevel(domain.descriptors, policies);
   }
 
-  /** match returns the rule for `entries` and its metric name, or undefined when none applies. */
+  /**
+   * match returns the rule for `entries`, or undefined when none applies. At each level, as Envoy's
+   * service looks: the composite `key_value`, then the wildcards in file order, then the key alone;
+   * a rule applies only at the level of the descriptor's last entry.
+   */
   match(entries: readonly DescriptorEntry[]): Match | undefined {
     let level = this.root;
-    let metricKey = this.domain.domain;
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]!;
+    const found: TreeNode[] = [];
+    for (const entry of entries) {
       const node = find(level, entry);
       if (node === undefined) return undefined;
-      const named =
-        node.spec.value !== undefined || node.spec.detailedMetric ? `${entry.key}_${entry.value}` : entry.key;
-      metricKey += `.${named}`;
-      if (i === entries.length - 1) return node.rule === undefined ? undefined : { rule: node.rule, metricKey };
+      found.push(node);
       level = node.children;
     }
-    return undefined;
+    const rule = found.at(-1)?.rule;
+    return rule === undefined ? undefined : this.matched(rule, entries, found);
+  }
+
+  private matched(rule: Rule, entries: readonly DescriptorEntry[], found: readonly TreeNode[]): Match {
+    const detailed = found.at(-1)!.spec.detailedMetric;
+    let metricKey = this.domain.domain;
+    let counterEntries: DescriptorEntry[] | undefined;
+    found.forEach((node, i) => {
+      const entry = entries[i]!;
+      metricKey += `.${detailed || node.spec.valueToMetric ? `${entry.key}_${entry.value}` : node.composite}`;
+      if (node.spec.shareThreshold && node.spec.value?.includes('*') === true) {
+        counterEntries ??= [...entries];
+        counterEntries[i] = { key: entry.key, value: node.spec.value };
+      }
+    });
+    return { rule, metricKey, counterEntries: counterEntries ?? entries };
   }
 }
 
 function find(level: Level, entry: DescriptorEntry): TreeNode | undefined {
-  const exact = level.exact.get(`${entry.key}\u0000${entry.value}`);
+  const composite = `${entry.key}_${entry.value}`;
+  const exact = level.byComposite.get(composite);
   if (exact !== undefined) return exact;
-  for (const p of level.prefixed) {
-    if (p.key === entry.key && entry.value.startsWith(p.prefix)) return p.node;
-  }
-  return level.any.get(entry.key);
+  for (const w of level.wildcards) if (w.pattern.test(composite)) return w.node;
+  return level.byComposite.get(entry.key);
+}
+
+/** globOf returns a pattern matching the whole of `text`, where each `*` matches any run of characters. */
+function globOf(text: string): RegExp {
+  const parts = text.split('*').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`^${parts.join('[\\s\\S]*')}$`);
 }
 
 function compileLevel(specs: readonly DescriptorSpec[], policies: Policies): Level {
-  const level: Level = { exact: new Map(), prefixed: [], any: new Map() };
+  const level: Level = { byComposite: new Map(), wildcards: [] };
   for (const spec of specs) {
-    const node: TreeNode = { spec, rule: ruleOf(spec, policies), children: compileLevel(spec.descriptors, policies) };
-    if (spec.value === undefined) level.any.set(spec.key, node);
-    else if (spec.value.endsWith('*')) level.prefixed.push({ key: spec.key, prefix: spec.value.slice(0, -1), node });
-    else level.exact.set(`${spec.key}\u0000${spec.value}`, node);
+    const composite = spec.value === undefined ? spec.key : `${spec.key}_${spec.value}`;
+    const node: TreeNode = {
+      spec,
+      composite,
+      rule: ruleOf(spec, policies),
+      children: compileLevel(spec.descriptors, policies),
+    };
+    if (spec.value?.includes('*') === true) level.wildcards.push({ pattern: globOf(composite), node });
+    else level.byComposite.set(composite, node);
   }
-  level.prefixed.sort((a, b) => b.prefix.length - a.prefix.length);
   return level;
 }
 
@@ -175,6 +148,7 @@ function ruleOf(spec: DescriptorSpec, policies: Policies): Rule | undefined {
     name: r.name,
     replaces: r.replaces,
     shadowMode: spec.shadowMode,
+    quotaMode: spec.quotaMode,
     cost: r.cost,
     policy: limited ? policies.policyOf(r.algorithm, requestsPerUnit, r.unit!) : undefined,
   };

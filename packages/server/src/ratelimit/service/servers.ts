@@ -48,7 +48,7 @@ function listenGrpc(
 ): Promise<{ server: grpc.Server; port: number }> {
   const server = new grpc.Server();
   addRateLimitService(server, service);
-  addHealthService(server);
+  addHealthService(server, service.health);
   const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   return new Promise((resolve, reject) => {
     server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => {

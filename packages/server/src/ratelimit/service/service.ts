@@ -10,21 +10,24 @@ import {
   systemClock,
   type Algorithm,
   type Clock,
+  type Decision,
   type Observer,
   type Store,
 } from 'floodgate';
 import type { DomainSpec } from './config.js';
 import { decideAsync, decideSync, type Charge, type Outcome } from './execute.js';
-import { rateLimitHeaders } from './headers.js';
+import { DRAFT_HEADERS, responseHeaders, type ResponseHeaders } from './headers.js';
 import type { DescriptorStatus } from './status.js';
 import { DecisionError, type DecisionRequest, type RequestDescriptor } from './request.js';
-import { DomainRules, MAX_SHARED, Policies, counterKey, type Match, type Rule } from './rules.js';
-import { UNIT_MS } from './units.js';
+import { ServiceHealth } from './health.js';
+import { limitedStatus, noLimitStatus, unlimitedStatus } from './answer.js';
+import { nearLimitOf, outcomeOf, type DescriptorOutcome } from './outcome.js';
+import { MAX_SHARED, Policies } from './policies.js';
+import { DomainRules, counterKey, type Match, type Rule } from './rules.js';
 
 export type { DescriptorStatus } from './status.js';
 
-/** MAX_UINT32 is what Envoy's service reports as the remaining hits of an unlimited descriptor. */
-export const MAX_UINT32 = 4_294_967_295;
+export { MAX_UINT32 } from './answer.js';
 
 /** DecisionResult is the answer to a request: the overall code, each descriptor's status, and headers. */
 export interface DecisionResult {
@@ -44,12 +47,21 @@ export interface RateLimitServiceOptions {
   clock?: Clock;
   /** Receives a `decision` event per counted descriptor, named by its metric key. */
   observer?: Observer;
+  /** Hears each limited descriptor's outcome (shadow and quota apart from refusals), for metrics. */
+  onOutcome?: (outcome: DescriptorOutcome) => void;
+  /** Hears each request's answer (`OK`, `OVER_LIMIT`, or `unavailable` when the store failed), for metrics. */
+  onRequest?: (answer: 'OK' | 'OVER_LIMIT' | 'unavailable') => void;
+  /** Every limit in shadow mode (Envoy's global `SHADOW_MODE`): decided and counted, never refusing. */
+  shadowMode?: boolean;
+  /** The response headers asked of Envoy (default the IETF draft's `RateLimit-Policy` and `RateLimit`). */
+  responseHeaders?: ResponseHeaders;
 }
 
 /** DecideMode says whether a request is charged (`consume`) or only asked about (`peek`). */
 export type DecideMode = 'consume' | 'peek';
 
 interface Plan {
+  readonly domain: string;
   readonly match: Match | undefined;
   readonly rule: Rule | undefined;
   readonly key: string;
@@ -69,7 +81,13 @@ export class RateLimitService {
   readonly store: Store;
   /** clock is the time the service decides on; stores that own their clock ignore it. */
   readonly clock: Clock;
+  /** health is whether the service is serving, as gRPC health checks and `GET /healthcheck` report it. */
+  readonly health = new ServiceHealth();
   private readonly observer: Observer | undefined;
+  private readonly onOutcome: ((outcome: DescriptorOutcome) => void) | undefined;
+  private readonly shadowAll: boolean;
+  private readonly onRequest: ((answer: 'OK' | 'OVER_LIMIT' | 'unavailable') => void) | undefined;
+  private readonly headers: ResponseHeaders;
   private readonly synchronous: boolean;
 
   constructor(options: RateLimitServiceOptions) {
@@ -89,6 +107,10 @@ export class RateLimitService {
     this.store = options.store ?? new MemoryStore();
     this.clock = options.clock ?? systemClock;
     this.observer = options.observer;
+    this.onOutcome = options.onOutcome;
+    this.onRequest = options.onRequest;
+    this.shadowAll = options.shadowMode === true;
+    this.headers = options.responseHeaders ?? DRAFT_HEADERS;
     this.reload(options.domains);
     // Probe once whether the store answers synchronously (the memory store does).
     this.synchronous = this.store.bind(this.policies.policyOf('fixed-window', 1, 'second')).synchronous;
@@ -142,14 +164,14 @@ export class RateLimitService {
     let refused = false;
     for (const p of plans) {
       if (p.rule === undefined || p.rule.unlimited) continue;
-      if (p.rule.policy === undefined) refused ||= !p.rule.shadowMode;
+      if (p.rule.policy === undefined) refused ||= this.enforces(p.rule);
       else
         charges.push({
           limiter: this.limiterOf(p.rule.policy),
           key: p.key,
           cost: p.cost,
           askCost: p.rule.cost,
-          enforcing: !p.rule.shadowMode,
+          enforcing: this.enforces(p.rule),
         });
     }
     let outcome: Outcome;
@@ -160,9 +182,12 @@ export class RateLimitService {
         throw new DecisionError('INVALID_REQUEST', error.message, 'descriptors');
       const failed = new DecisionError('STORE_FAILED', `the store could not decide: ${(error as Error).message}`);
       failed.cause = error;
+      this.onRequest?.('unavailable');
       throw failed;
     }
-    return this.answer(plans, charges, outcome);
+    const result = this.answer(plans, charges, outcome);
+    this.onRequest?.(result.overallCode);
+    return result;
   }
 
   /** refund gives each limited descriptor's hits back (never above its limit), as for a request that turned out not to count. */
@@ -179,6 +204,11 @@ export class RateLimitService {
       failed.cause = error;
       throw failed;
     }
+  }
+
+  /** enforces returns whether `rule` may refuse a request: not in shadow mode (its own or global), not in quota mode. */
+  private enforces(rule: Rule): boolean {
+    return !(rule.shadowMode || rule.quotaMode || this.shadowAll);
   }
 
   private limiterOf(policy: Algorithm): Limiter {
@@ -210,22 +240,27 @@ export class RateLimitService {
     return rule;
   }
 
-  /** plan finds each descriptor's rule, then drops the rules that another applying rule replaces. */
+  /**
+   * plan finds each descriptor's rule (a request's own `limit` only in a configured domain, as in
+   * Envoy's service), then drops the rules that another applying rule replaces; an unlimited rule
+   * replaces too, and a named unlimited rule can be replaced, as there.
+   */
   private plan(request: DecisionRequest, mode: DecideMode): Plan[] {
     const domain = this.rules.get(request.domain);
     const plans = request.descriptors.map((d, i): Plan => {
-      const match = d.limit === undefined ? domain?.match(d.entries) : undefined;
-      const rule = d.limit !== undefined ? this.overrideOf(d.limit, i) : match?.rule;
+      const override = d.limit !== undefined && domain !== undefined;
+      const match = override ? undefined : domain?.match(d.entries);
+      const rule = override ? this.overrideOf(d.limit!, i) : match?.rule;
       return {
+        domain: request.domain,
         match,
         rule,
-        key: counterKey(request.domain, d.entries),
+        key: counterKey(request.domain, match?.counterEntries ?? d.entries),
         cost: mode === 'peek' ? 0 : costOf(d, request) * (rule?.cost ?? 1),
       };
     });
     const replaced = new Set<string>();
-    for (const p of plans)
-      if (p.rule !== undefined && !p.rule.unlimited) for (const name of p.rule.replaces) replaced.add(name);
+    for (const p of plans) if (p.rule !== undefined) for (const name of p.rule.replaces) replaced.add(name);
     if (replaced.size === 0) return plans;
     return plans.map((p) => (p.rule?.name !== undefined && replaced.has(p.rule.name) ? { ...p, rule: undefined } : p));
   }
@@ -236,62 +271,40 @@ export class RateLimitService {
     const statuses = plans.map((p): DescriptorStatus => {
       const rule = p.rule;
       const metricKey = p.match?.metricKey;
-      if (rule === undefined)
-        return {
-          code: 'OK',
-          rule: undefined,
-          decision: undefined,
-          limitRemaining: 0,
-          durationUntilResetMs: 0,
-          shadowed: false,
-          metricKey,
-        };
-      if (rule.unlimited)
-        return {
-          code: 'OK',
-          rule: undefined,
-          decision: undefined,
-          limitRemaining: MAX_UINT32,
-          durationUntilResetMs: 0,
-          shadowed: false,
-          metricKey,
-        };
-      if (rule.policy === undefined) {
-        const unitMs = UNIT_MS[rule.unit!];
-        return {
-          code: rule.shadowMode ? 'OK' : 'OVER_LIMIT',
-          rule,
-          decision: undefined,
-          limitRemaining: 0,
-          durationUntilResetMs: unitMs - (nowMs % unitMs),
-          shadowed: rule.shadowMode,
-          metricKey,
-        };
-      }
-      const decision = outcome.decisions[c]!;
-      const charge = charges[c++]!;
-      notify(this.observer, 'decision', {
-        limiter: metricKey ?? 'override',
-        key: undefined,
-        cost: charge.cost,
-        operation: charge.cost === 0 ? 'peek' : 'consume',
-        decision,
-        atMs: nowMs,
-      });
-      const refusedHere = !decision.allowed;
-      const untilMs = refusedHere && Number.isFinite(decision.retryAfterMs) ? decision.retryAfterMs : decision.resetMs;
-      return {
-        code: refusedHere && !rule.shadowMode ? 'OVER_LIMIT' : 'OK',
-        rule,
-        decision,
-        limitRemaining: Math.min(MAX_UINT32, decision.remaining),
-        durationUntilResetMs: untilMs,
-        shadowed: refusedHere && rule.shadowMode,
-        metricKey,
-      };
+      if (rule === undefined) return noLimitStatus(metricKey);
+      if (rule.unlimited) return unlimitedStatus(metricKey);
+      const charge = rule.policy === undefined ? undefined : charges[c];
+      const decision = rule.policy === undefined ? undefined : outcome.decisions[c++];
+      if (decision !== undefined && charge !== undefined) this.notify(metricKey, charge, decision, nowMs);
+      this.report(p, decision);
+      return limitedStatus(rule, decision, { enforcing: this.enforces(rule), nowMs, metricKey });
     });
     const overallCode = statuses.some((s) => s.code === 'OVER_LIMIT') ? 'OVER_LIMIT' : 'OK';
-    return { overallCode, statuses, headers: rateLimitHeaders(statuses, overallCode) };
+    return { overallCode, statuses, headers: responseHeaders(statuses, overallCode, this.headers) };
+  }
+
+  private notify(metricKey: string | undefined, charge: Charge, decision: Decision, nowMs: number): void {
+    notify(this.observer, 'decision', {
+      limiter: metricKey ?? 'override',
+      key: undefined,
+      cost: charge.cost,
+      operation: charge.cost === 0 ? 'peek' : 'consume',
+      decision,
+      atMs: nowMs,
+    });
+  }
+
+  private report(p: Plan, decision: Decision | undefined): void {
+    if (this.onOutcome === undefined || p.rule === undefined) return;
+    const metricKey = p.match?.metricKey;
+    const domain = p.domain;
+    this.onOutcome({
+      domain,
+      descriptor: metricKey === undefined ? 'override' : metricKey.slice(domain.length + 1),
+      outcome: outcomeOf(p.rule, decision, this.shadowAll),
+      peek: p.cost === 0,
+      nearLimit: nearLimitOf(decision),
+    });
   }
 }
 

@@ -1,0 +1,103 @@
+/**
+ * The store of `floodgate ratelimit`: one Redis or a Redis Cluster with the gateway's fail-fast
+ * client options, how a Redis failure is met (`--on-store-error`, `--store-timeout-ms`), and
+ * whether the store answers (its circuits), which health and metrics follow.
+ */
+import type { Observer, Store } from 'floodgate';
+import { FAIL_FAST_CLIENT, FAIL_FAST_CLUSTER } from '../store/store.js';
+
+/** UsageError is a bad flag: its message is printed as is, and the command exits with 2. */
+export class UsageError extends Error {}
+
+/** OnStoreError is `--on-store-error`: the library's local fallback (the default), or a fixed answer. */
+export type OnStoreError = 'local' | 'throw' | 'fail-open' | 'fail-closed';
+
+/** RedisFailure is how the store meets a Redis failure: `--on-store-error` and `--store-timeout-ms`. */
+export interface RedisFailure {
+  readonly onError: OnStoreError;
+  readonly timeoutMs: number | undefined;
+}
+
+/** failureOf returns the checked `--on-store-error` and `--store-timeout-ms`, or throws a {@link UsageError}. */
+export function failureOf(flags: {
+  onStoreError?: string | undefined;
+  storeTimeoutMs?: string | number | undefined;
+}): RedisFailure {
+  const onError = flags.onStoreError ?? 'local';
+  if (onError !== 'local' && onError !== 'throw' && onError !== 'fail-open' && onError !== 'fail-closed')
+    throw new UsageError(
+      `--on-store-error must be local, fail-open, fail-closed or throw, got ${JSON.stringify(onError)}`,
+    );
+  const given = flags.storeTimeoutMs;
+  const timeoutMs = given === undefined ? undefined : Number(given);
+  if (timeoutMs !== undefined && !(timeoutMs > 0 && Number.isFinite(timeoutMs)))
+    throw new UsageError(
+      `--store-timeout-ms must be a number of ms above 0 (omit it for the adaptive timeout), got ${JSON.stringify(given)}`,
+    );
+  return { onError, timeoutMs };
+}
+
+function hostPort(address: string, flag: string): { host: string; port: number } {
+  const match = /^(?:rediss?:\/\/)?(.+):(\d+)\/?$/.exec(address);
+  if (match === null) throw new UsageError(`${flag} must be host:port, got ${JSON.stringify(address)}`);
+  return { host: match[1]!.replace(/^\[|\]$/g, ''), port: Number(match[2]) };
+}
+
+/**
+ * StoreState follows the store's circuits (one per node on a cluster): the store is up while none
+ * is open or probing, and `onChange` hears each change.
+ */
+export class StoreState {
+  private readonly away = new Set<string>();
+
+  constructor(private readonly onChange: (up: boolean) => void) {}
+
+  /** observer returns the observer that feeds it, for the store's options. */
+  get observer(): Observer {
+    return {
+      circuit: (e) => {
+        const before = this.up;
+        if (e.state === 'closed') this.away.delete(e.node ?? '');
+        else this.away.add(e.node ?? '');
+        if (this.up !== before) this.onChange(this.up);
+      },
+    };
+  }
+
+  /** up is true while every circuit is closed. */
+  get up(): boolean {
+    return this.away.size === 0;
+  }
+}
+
+/**
+ * redisStore connects to one Redis or a Redis Cluster with the gateway's fail-fast client options,
+ * on the library's defaults unless the flags say otherwise: the adaptive timeout, the bounded local
+ * fallback (each service's share from the services seen on Redis) and write-back.
+ */
+export async function redisStore(options: {
+  readonly address: string;
+  readonly cluster: boolean;
+  readonly failure: RedisFailure;
+  readonly observer: Observer;
+}): Promise<{ store: Store; close: () => void }> {
+  const { address, cluster, failure } = options;
+  const nodes = cluster
+    ? address.split(',').map((a) => hostPort(a, '--redis-cluster'))
+    : [hostPort(address, '--redis')];
+  const { Redis, Cluster } = await import('ioredis');
+  const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
+  const client = cluster
+    ? new Cluster(nodes, { ...FAIL_FAST_CLUSTER, slotsRefreshInterval: 1000, redisOptions: FAIL_FAST_CLIENT })
+    : new Redis({ ...nodes[0]!, ...FAIL_FAST_CLIENT });
+  // Without a listener ioredis would print each reconnection attempt.
+  client.on('error', () => undefined);
+  const onError = failure.onError === 'local' ? { fallback: 'local' as const } : failure.onError;
+  const store = new RedisStore({
+    adapter: ioredisAdapter(client),
+    onError,
+    observer: options.observer,
+    ...(failure.timeoutMs === undefined ? {} : { timeoutMs: failure.timeoutMs }),
+  });
+  return { store, close: () => client.disconnect() };
+}
