@@ -72,11 +72,14 @@ describe('the Redis smooth limiter against real Guava', async () => {
     test(`four processes acquiring at once, ${model.kind}: Guava's waits, admissions 1/rate apart`, async (t) => {
       if (missing !== undefined) return t.skip(`real Guava cannot run here: ${missing}`);
       const name = `realtime-${model.kind}`;
+      const workers = [0, 1, 2, 3].map(() =>
+        startWorker({ mode: 'realtime', port: servers.ports[0]!, name, model, lanes: 2, count: 20 }),
+      );
+      await Promise.all(workers.map((w) => w.ask('ready?')));
       const outputs = await Promise.all(
-        [0, 1, 2, 3].map(async () => {
-          const worker = startWorker({ mode: 'realtime', port: servers.ports[0]!, name, model, lanes: 2, count: 20 });
-          const line = await worker.ask('');
-          await worker.close();
+        workers.map(async (w) => {
+          const line = await w.ask('go');
+          await w.close();
           return JSON.parse(line) as { reservations: Reservation[] };
         }),
       );

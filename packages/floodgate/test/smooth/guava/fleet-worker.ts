@@ -5,8 +5,11 @@
 // comes with each command on stdin, one JSON line per step; it answers each in the Guava driver's
 // format. An acquire really waits in the limiter's line: the clock is moved to its alarm.
 //
-// Mode `realtime`: `lanes` loops each acquire `count` times on the server's clock; it prints, as
-// JSON, every reservation the script made for it (the server's `now`, version, wait and start, in
+// Mode `timers` (the benchmark's floor): the same ready/go, then `lanes * count` bare setTimeout
+// wake-ups, one every `intervalMs`; it prints how late each fired, in ms, as JSON.
+//
+// Mode `realtime`: answers `ready` to its first line once loaded; on the second, `lanes` loops
+// each acquire `count` times on the server's clock, and it prints, as JSON, every reservation the script made for it (the server's `now`, version, wait and start, in
 // µs, read from the script's replies) and when each acquire returned here (wall clock, µs).
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
@@ -18,7 +21,8 @@ import { SMOOTH_SCRIPT } from '../../../src/stores/redis/scripts/smooth.js';
 import type { FleetModel } from './fleet-script.js';
 
 interface WorkerArgs {
-  readonly mode: 'script' | 'realtime';
+  readonly mode: 'script' | 'realtime' | 'timers';
+  readonly intervalMs?: number;
   readonly port: number;
   /** The limiter's name and model (realtime mode; a script opens its own). */
   readonly name?: string;
@@ -148,6 +152,7 @@ async function scriptMode(): Promise<void> {
 }
 
 async function realtimeMode(): Promise<void> {
+  await readyGo();
   const store = new RedisStore({ adapter: recording(ioredisAdapter(client)), timeoutMs: 5000, onError: 'throw' });
   const limiter = limiterOn(store, args.name!, args.model!);
   const admittedMicros: number[] = [];
@@ -161,6 +166,27 @@ async function realtimeMode(): Promise<void> {
   process.stdout.write(`${JSON.stringify({ reservations, admittedMicros })}\n`);
 }
 
+/** Waits for the parent's ready and go lines, answering the first. */
+async function readyGo(): Promise<void> {
+  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  await lines.next();
+  process.stdout.write('ready\n');
+  await lines.next(); // go: every process of the fleet is loaded, so none starts while others compile
+}
+
+async function timersMode(): Promise<void> {
+  await readyGo();
+  const lateMs: number[] = [];
+  const startMs = performance.now() + 10;
+  for (let i = 0; i < args.lanes! * args.count!; i++) {
+    const atMs = startMs + i * args.intervalMs!;
+    await new Promise((resolve) => setTimeout(resolve, Math.ceil(atMs - performance.now())));
+    lateMs.push(performance.now() - atMs);
+  }
+  process.stdout.write(`${JSON.stringify({ lateMs })}\n`);
+}
+
 if (args.mode === 'script') await scriptMode();
+else if (args.mode === 'timers') await timersMode();
 else await realtimeMode();
 client.disconnect();

@@ -1,0 +1,176 @@
+/**
+ * Smooth limiter on Redis benchmark: floodgate's RedisSmoothLimiter (Guava's smooth limiters shared
+ * by a fleet) against a redis-server this script starts on a free loopback port. Three figures,
+ * each with its target from issue 26; nothing is asserted.
+ *
+ * 1. Decisions per second: `reserve()` on one smooth limiter beside `consume()` of the Redis token
+ *    bucket on one key, on the same Redis, the same client, 512 in flight, alternating rounds (the
+ *    better of two kept for each). Both batch a tick's calls into one script. Also the EVALSHA
+ *    calls per decision (INFO commandstats). Target: >= 0.8x the token bucket.
+ * 2. Spacing: 4 processes, 2 callers each, acquiring from one bursty limiter at 100 permits/s on the
+ *    server's clock. Each admission's error is when acquire returned in its process minus the start
+ *    Redis reserved for it (Guava's schedule: test/smooth/guava-fleet.test.ts shows the starts are
+ *    Guava's). Beside it, in the same run, the floor: how late bare setTimeout wake-ups fire in 4
+ *    processes at the same pace on this machine; no waiting in Node can do better than its own
+ *    timers. Target: p99 <= 2 ms (beyond the floor, on a loaded machine).
+ * 3. Divergences from real Guava (Debian's libguava-java; skipped with the reason when java or the
+ *    jar is missing): random scripts of 10,000 steps in all, issued one at a time from any of 4
+ *    processes, each answer compared with one Guava limiter's. Target: 0.
+ *
+ *   node --conditions=floodgate-source --import tsx bench/smooth.ts [throughput] [spacing] [divergences]
+ *
+ * (all three when none is named; about 45 s).
+ */
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { Limiter, tokenBucket } from 'floodgate';
+import { RedisSmoothLimiter, RedisStore, ioredisAdapter } from 'floodgate/redis';
+import { startRedisServer } from '../packages/floodgate/test/support/redis-server.js';
+import { guavaMissing, startGuava } from '../packages/floodgate/test/smooth/guava/guava.js';
+import { LineProcess } from '../packages/floodgate/test/smooth/guava/line-process.js';
+import { randomScript, runOnFleet, runOnGuava } from '../packages/floodgate/test/smooth/guava/fleet-script.js';
+import type { Reservation } from '../packages/floodgate/test/smooth/guava/fleet-worker.js';
+import { closedLoop, percentile, type Decide, type Loop } from './redis/drive.js';
+import { ratio, table } from './support/format.js';
+
+const WORKER = fileURLToPath(new URL('../packages/floodgate/test/smooth/guava/fleet-worker.ts', import.meta.url));
+const rows: string[][] = [];
+
+function report(name: string, value: string, target: string): void {
+  rows.push([name, value, target]);
+  console.error(`  ${name}: ${value} (target ${target})`);
+}
+
+function worker(args: object): LineProcess {
+  return new LineProcess(
+    process.execPath,
+    ['--conditions=floodgate-source', '--import', 'tsx', WORKER, JSON.stringify(args)],
+    'a fleet worker',
+  );
+}
+
+/** evalshaCalls returns how many EVALSHA calls the server has run (INFO commandstats). */
+async function evalshaCalls(client: Redis): Promise<number> {
+  const info = await client.info('commandstats');
+  const match = /cmdstat_evalsha:calls=([0-9]+)/.exec(info);
+  return match === null ? 0 : Number(match[1]);
+}
+
+async function throughput(client: Redis): Promise<void> {
+  const store = new RedisStore({ adapter: ioredisAdapter(client), timeoutMs: 5000, onError: 'throw' });
+  // A rate no run can reach: every reservation is a full decision (read, reserve, write), never a wait that grows.
+  const smooth = RedisSmoothLimiter.bursty({ store, name: 'bench', permitsPerSecond: 1e12 });
+  const bucket = new Limiter({ policy: tokenBucket({ capacity: 1e12, refillPerSecond: 1e12 }), store });
+  const subjects: Array<[string, Decide]> = [
+    ['smooth reserve', () => smooth.reserve()],
+    ['token bucket consume', (key) => bucket.consume(key)],
+  ];
+  const kept = new Map<string, Loop & { calls: number }>();
+  for (let round = 0; round < 2; round++) {
+    for (const [name, decide] of subjects) {
+      const before = await evalshaCalls(client);
+      const loop = await closedLoop(decide, { inFlight: 512, durationMs: 3000, warmupMs: 1000, keyOf: () => 'hot' });
+      const calls = (await evalshaCalls(client)) - before;
+      const old = kept.get(name);
+      if (old === undefined || loop.perSec > old.perSec) kept.set(name, { ...loop, calls });
+    }
+  }
+  const s = kept.get('smooth reserve')!;
+  const b = kept.get('token bucket consume')!;
+  report('smooth reserve, decisions/s', `${Math.round(s.perSec)} (p99 ${s.p99Ms.toFixed(2)} ms)`, '');
+  report('token bucket consume, decisions/s', `${Math.round(b.perSec)} (p99 ${b.p99Ms.toFixed(2)} ms)`, '');
+  report('smooth / token bucket', ratio(s.perSec / b.perSec), '>= 0.80x');
+  // Calls per decision over the whole round (warm-up included): decisions ~ perSec x 4 s.
+  report('smooth EVALSHA per reservation', (s.calls / (s.perSec * 4)).toFixed(3), '<= 1');
+}
+
+/** fleetRun starts 4 workers with `args`, lets them load, starts them together and returns their outputs. */
+async function fleetRun<T>(args: object): Promise<T[]> {
+  const workers = [0, 1, 2, 3].map(() => worker(args));
+  await Promise.all(workers.map((w) => w.ask('ready?')));
+  return Promise.all(
+    workers.map(async (w) => {
+      const line = await w.ask('go');
+      await w.close();
+      return JSON.parse(line) as T;
+    }),
+  );
+}
+
+function spread(sortedMs: readonly number[]): string {
+  const p = (q: number): string => percentile(sortedMs, q).toFixed(2);
+  return `p50 ${p(0.5)} ms, p99 ${p(0.99)} ms, max ${sortedMs.at(-1)!.toFixed(2)} ms over ${sortedMs.length}`;
+}
+
+async function spacing(port: number): Promise<void> {
+  const model = { kind: 'bursty', rate: 100, maxBurstSeconds: 0 } as const;
+  // The floor: how late bare timers fire in 4 processes on this machine, at the same pace (each process 25/s).
+  const floor = await fleetRun<{ lateMs: number[] }>({ mode: 'timers', lanes: 2, count: 100, intervalMs: 40 });
+  const floorMs = floor.flatMap((o) => o.lateMs).sort((a, b) => a - b);
+  const outputs = await fleetRun<{ reservations: Reservation[]; admittedMicros: number[] }>({
+    mode: 'realtime',
+    port,
+    name: 'spacing',
+    model,
+    lanes: 2,
+    count: 100,
+  });
+  const errorsMs: number[] = [];
+  for (const o of outputs) {
+    o.reservations.forEach((r, i) => errorsMs.push((o.admittedMicros[i]! - r.startMicros) / 1000));
+  }
+  errorsMs.sort((a, b) => a - b);
+  const starts = outputs.flatMap((o) => o.reservations.map((r) => r.startMicros)).sort((a, b) => a - b);
+  let closest = Infinity;
+  for (let i = 1; i < starts.length; i++) closest = Math.min(closest, starts[i]! - starts[i - 1]!);
+  report('admission after its reserved start, 4 processes at 100/s', spread(errorsMs), 'p99 <= 2 ms');
+  report('bare setTimeout lateness, 4 processes, same pace (floor)', spread(floorMs), '');
+  const beyond = (q: number): string => (percentile(errorsMs, q) - percentile(floorMs, q)).toFixed(2);
+  report('beyond the floor', `p50 ${beyond(0.5)} ms, p99 ${beyond(0.99)} ms`, 'p99 <= 2 ms');
+  report('closest two reserved starts', `${closest} µs (1/rate = 10000 µs)`, '>= 10000 µs');
+}
+
+async function divergences(port: number): Promise<void> {
+  const missing = await guavaMissing();
+  if (missing !== undefined) {
+    report('divergences from Guava', `not measured: ${missing}`, '0');
+    return;
+  }
+  const guava = await startGuava();
+  const workers = [0, 1, 2, 3].map(() => worker({ mode: 'script', port }));
+  let steps = 0;
+  let diverged = 0;
+  try {
+    for (let seed = 1000; steps < 10_000; seed++) {
+      const script = randomScript(seed, workers.length, 200);
+      const expected = await runOnGuava(guava, script);
+      const actual = await runOnFleet(workers, script, `divergence-${seed}`);
+      steps += script.ops.length;
+      diverged += actual.filter((answer, i) => answer !== expected[i]).length;
+    }
+  } finally {
+    await Promise.all(workers.map((w) => w.close()));
+    await guava.close();
+  }
+  report('divergences from Guava, random steps across 4 processes', `${diverged} of ${steps}`, '0');
+}
+
+const servers = await startRedisServer();
+const client = new Redis({ host: '127.0.0.1', port: servers.ports[0]! });
+const sections: Record<string, () => Promise<void>> = {
+  throughput: () => throughput(client),
+  spacing: () => spacing(servers.ports[0]!),
+  divergences: () => divergences(servers.ports[0]!),
+};
+const chosen = process.argv.slice(2);
+try {
+  for (const [name, section] of Object.entries(sections)) {
+    if (chosen.length > 0 && !chosen.includes(name)) continue;
+    console.error(`${name}...`);
+    await section();
+  }
+} finally {
+  client.disconnect();
+  await servers.stop();
+}
+console.log(table(['measure', 'value', 'target'], rows, new Set()));
