@@ -199,6 +199,7 @@ export class Gateway implements TrafficState {
         log: this.log,
       });
     }
+    let dashboardUrl: string | undefined;
     if (c.admin !== undefined || this.options.adminPort !== undefined) {
       const token = c.admin?.tokenEnv !== undefined ? this.env[c.admin.tokenEnv] : c.admin?.token;
       const digest = token === undefined ? undefined : tokenDigest(token);
@@ -219,6 +220,7 @@ export class Gateway implements TrafficState {
         table: () => this.table,
         activeConfig,
         isReady: () => this.ready,
+        ports: () => ({ port: this.port, adminPort: this.adminPort }),
       });
       if (dashboard !== undefined) this.reporter = dashboard.reporter;
       this.admin = createServer(
@@ -233,6 +235,7 @@ export class Gateway implements TrafficState {
         }),
       );
       await listenOn(this.admin, this.options.adminPort ?? c.admin?.port ?? 9090, c.admin?.host ?? '127.0.0.1');
+      if (dashboard !== undefined) dashboardUrl = `http://${c.admin?.host ?? '127.0.0.1'}:${this.adminPort}/dashboard`;
     }
     const service =
       this.service === undefined
@@ -245,6 +248,7 @@ export class Gateway implements TrafficState {
         routes: c.routes.map((r) => r.name),
         store: c.store.type,
         ...service,
+        ...(dashboardUrl === undefined ? {} : { dashboard: dashboardUrl }),
       },
       'listening',
     );
