@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { request } from 'undici';
 import { loadHealthService } from '../../src/ratelimit/index.js';
 import { domainsOf, run, type Running } from './support.js';
 
@@ -47,6 +48,36 @@ describe('gRPC health checking (grpc.health.v1.Health)', () => {
       });
       assert.equal(first.status, expected);
       stream.on('error', () => undefined); // the cancellation itself
+      stream.cancel();
+    }
+  });
+
+  it('follows the service health: NOT_SERVING to Check, Watch and GET /healthcheck while it is down', async () => {
+    const stream = client.Watch({ service: 'envoy.service.ratelimit.v3.RateLimitService' });
+    const seen: string[] = [];
+    const three = new Promise<void>((resolve, reject) => {
+      stream.on('data', (v: { status: string }) => {
+        seen.push(v.status);
+        if (seen.length === 3) resolve();
+      });
+      stream.once('error', reject);
+    });
+    const healthcheck = async () => {
+      const res = await request(`http://127.0.0.1:${r.servers.httpPort!}/healthcheck`);
+      return [res.statusCode, await res.body.text()];
+    };
+    try {
+      assert.deepEqual(await healthcheck(), [200, 'OK']);
+      r.service.health.set(false);
+      assert.deepEqual(await check(''), { status: 'NOT_SERVING' });
+      assert.deepEqual(await healthcheck(), [500, 'NOT_SERVING']);
+      r.service.health.set(true);
+      assert.deepEqual(await check(''), { status: 'SERVING' });
+      await three;
+      assert.deepEqual(seen, ['SERVING', 'NOT_SERVING', 'SERVING']);
+    } finally {
+      r.service.health.set(true);
+      stream.on('error', () => undefined);
       stream.cancel();
     }
   });

@@ -1,4 +1,4 @@
-/** Test support: decision-service processes (main.ts) started and stopped by pid. */
+/** Test support: rate limit service processes (src/cli/ratelimit-main.ts) started and stopped by pid. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +13,8 @@ export interface ServiceProcess {
   stderr(): string;
   readonly grpcPort: number;
   readonly httpPort: number;
+  /** The metrics port (`--metrics-port`), or null. */
+  readonly metricsPort: number | null;
   stop(): Promise<void>;
 }
 
@@ -26,11 +28,11 @@ export async function startServiceProcess(args: readonly string[]): Promise<Serv
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const lines = createInterface({ input: child.stdout! });
-  const ready = new Promise<{ grpcPort: number; httpPort: number }>((resolve, reject) => {
+  const ready = new Promise<{ grpcPort: number; httpPort: number; metricsPort: number | null }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`decision service did not start within 20 s: ${stderr}`)), 20_000);
     lines.on('line', (line) => {
       clearTimeout(timer);
-      resolve(JSON.parse(line) as { grpcPort: number; httpPort: number });
+      resolve(JSON.parse(line) as { grpcPort: number; httpPort: number; metricsPort: number | null });
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
