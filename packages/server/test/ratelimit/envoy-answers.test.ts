@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { ManualClock, MemoryStore } from 'floodgate';
 import {
@@ -321,6 +322,47 @@ describe("envoyproxy/ratelimit's answers", () => {
     const service = createRateLimitService({ domains, shadowMode: true, onOutcome: (o) => outcomes.push(o.outcome) });
     const r = await service.shouldRateLimit(requestOf('zero', [[['blocked', 'a']]]));
     assert.deepEqual([r.overallCode, r.statuses[0]!.code, outcomes], ['OK', 'OK', ['shadow_limited']]);
+  });
+});
+
+describe('examples/ratelimit/config/example.yaml', () => {
+  it('loads, and answers as its comments say', async () => {
+    const path = fileURLToPath(new URL('../../../../examples/ratelimit/config/example.yaml', import.meta.url));
+    const service = createRateLimitService({
+      domains: domainsOf(readFileSync(path, 'utf8'), 'example.yaml'),
+      clock: new ManualClock(START_MS),
+    });
+    const answer = async (ask: Entries[]) => {
+      const r = await service.shouldRateLimit(requestOf('rl', ask));
+      return r.statuses.map((s) => [s.code, s.limitRemaining, s.rule?.name ?? s.rule?.requestsPerUnit ?? null]);
+    };
+    assert.deepEqual(await answer([[['path', '/api/v2/x/export']]]), [['OK', 9, 10]]);
+    assert.deepEqual(await answer([[['path', '/api/a']]]), [['OK', 99, 100]]);
+    assert.deepEqual(await answer([[['path', '/api/b']]]), [['OK', 98, 100]]);
+    assert.deepEqual(await answer([[['user', 'u1']], [['plan', 'premium']]]), [
+      ['OK', 0, null],
+      ['OK', 599, 'premium'],
+    ]);
+    assert.deepEqual(
+      await answer([
+        [
+          ['foo', 'f'],
+          ['bar', 'banned'],
+        ],
+      ]),
+      [['OVER_LIMIT', 0, 0]],
+    );
+    assert.deepEqual(
+      await answer([
+        [
+          ['foo', 'f'],
+          ['bay', 'x'],
+        ],
+      ]),
+      [['OK', MAX_UINT32, null]],
+    );
+    for (let i = 0; i < 5; i++) await answer([[['report', 'r']]]);
+    assert.deepEqual(await answer([[['report', 'r']]]), [['OK', 0, 5]]);
   });
 });
 
