@@ -68,7 +68,7 @@ export async function runSimulateCommand(args: string[], io: CommandIo): Promise
       const scenario = await loadScenario(scenarioPath, source, flags.seed);
       return scenario.service !== undefined
         ? reportOf(simulateService(scenario), SERVICE)
-        : reportOf(await simulate(scenario), RATE_LIMIT);
+        : reportOf(await simulate(scenario, { keepStates: flags.export !== undefined }), RATE_LIMIT);
     });
     if (flags.out !== undefined) await writeOutputs(resolve(io.cwd, flags.out), report.files());
     if (flags.export !== undefined) await writeExport(resolve(io.cwd, flags.export), report.decisions);

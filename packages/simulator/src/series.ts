@@ -57,7 +57,7 @@ export function seriesOf(arrivals: Arrivals, run: LaneRun, chartKey: KeyTimeline
     waited,
     ...waitPercentiles(arrivals, run.admittedAtMs, stepOf, steps),
     windowPeak: windowPeaks(chartKey, options),
-    state: statePerStep(arrivals, run, stepOf, options),
+    state: statePerStep(run, stepOf, options),
   };
 }
 
@@ -71,14 +71,16 @@ function waitPercentiles(
   const waitP50Ms = new Float64Array(steps).fill(NaN);
   const waitP99Ms = new Float64Array(steps).fill(NaN);
   const waitMaxMs = new Float64Array(steps).fill(NaN);
-  const scratch = new Float64Array(arrivals.length);
+  let scratch: Float64Array = new Float64Array(64);
   let i = 0;
   while (i < arrivals.length) {
     const step = stepOf(arrivals.atMs[i]!);
     let n = 0;
     for (; i < arrivals.length && stepOf(arrivals.atMs[i]!) === step; i++) {
       const at = admittedAtMs[i]!;
-      if (at === at) scratch[n++] = at - arrivals.atMs[i]!;
+      if (at !== at) continue;
+      if (n === scratch.length) scratch = grown(scratch);
+      scratch[n++] = at - arrivals.atMs[i]!;
     }
     if (n === 0) continue;
     const waits = scratch.subarray(0, n).sort();
@@ -89,24 +91,23 @@ function waitPercentiles(
   return { waitP50Ms, waitP99Ms, waitMaxMs };
 }
 
-/** Per step, the chart key's fullest state: over the states after its decisions in the step and at the step's end. */
-function statePerStep(
-  arrivals: Arrivals,
-  run: LaneRun,
-  stepOf: (ms: number) => number,
-  options: SeriesOptions,
-): Float64Array {
+function grown(values: Float64Array): Float64Array {
+  const bigger = new Float64Array(values.length * 2);
+  bigger.set(values);
+  return bigger;
+}
+
+/** Per step, the chart key's fullest state: over the states after its decisions in the step (as the engine folded them) and at the step's end. */
+function statePerStep(run: LaneRun, stepOf: (ms: number) => number, options: SeriesOptions): Float64Array {
   const { fuller } = options.reading;
   const state = new Float64Array(options.steps);
   for (let s = 0; s < options.steps; s++) state[s] = run.stateAtStepEnd[s] ?? NaN;
-  for (let i = 0; i < arrivals.length; i++) {
-    if (arrivals.keyIds[i] !== options.chartKeyId) continue;
-    const value = run.stateAfter[i]!;
+  for (let s = 0; s < run.stateFullest.length; s++) {
+    const value = run.stateFullest[s]!;
     if (value !== value) continue;
-    const at = run.admittedAtMs[i]!;
-    const s = stepOf(at === at ? at : arrivals.atMs[i]!);
-    const current = state[s]!;
-    if (current !== current || (value - current) * fuller > 0) state[s] = value;
+    const step = stepOf(s * options.bucketMs);
+    const current = state[step]!;
+    if (current !== current || (value - current) * fuller > 0) state[step] = value;
   }
   return state;
 }

@@ -16,7 +16,7 @@ import {
 } from './policy.js';
 import type { LaneSpec, Scenario } from './scenario.js';
 import { seriesOf, type Series } from './series.js';
-import { StateProbe, stateReadingOf, type StateReading } from './state.js';
+import { StateProbe, StateRecorder, stateReadingOf, type StateReading } from './state.js';
 
 /** The most chart steps a run is cut into; admissions later than that many steps count in the last. */
 const MAX_STEPS = 10_000;
@@ -33,10 +33,16 @@ export interface LaneResult {
   readonly reading: StateReading;
   /** Each arrival's admission time in ms, NaN when refused (parallel to the run's arrivals). */
   readonly admittedAtMs: Float64Array;
-  /** Each arrival's key state right after its decision, in the reading's unit (NaN: none). */
-  readonly stateAfter: Float32Array;
+  /** Each arrival's key state right after its decision, in the reading's unit (NaN: none); kept only with `keepStates`. */
+  readonly stateAfter: Float32Array | undefined;
   /** How many gateway nodes decided: request i went to node `i % nodes`. */
   readonly nodes: number;
+}
+
+/** SimulateOptions are what {@link simulate} keeps beside the scores and the charts' series. */
+export interface SimulateOptions {
+  /** Keep every request's state after its decision (`LaneResult.stateAfter`, for an export): 4 bytes a request a lane. Default false. */
+  readonly keepStates?: boolean;
 }
 
 /** SimulationResult is a whole run: the scenario as checked, its traffic and every lane's result. */
@@ -72,7 +78,7 @@ export interface SimulationResult {
  * });
  * result.lanes[0].score.maxInWindow;   // 200: twice the limit across the boundary
  */
-export async function simulate(scenario: Scenario | unknown): Promise<SimulationResult> {
+export async function simulate(scenario: Scenario | unknown, options: SimulateOptions = {}): Promise<SimulationResult> {
   const checked = parseScenario(scenario);
   const arrivals = generateArrivals(checked.traffic, checked.durationMs, checked.seed);
   const chartKeyId = busiestKey(arrivals);
@@ -80,10 +86,18 @@ export async function simulate(scenario: Scenario | unknown): Promise<Simulation
   const runs: LaneRun[] = [];
   for (const [index, lane] of checked.policies.entries()) {
     const path = `policies[${index}]`;
+    const reading = stateReadingOf(lane.policy);
     const watch: Watch = {
-      reading: stateReadingOf(lane.policy),
+      reading,
       key: arrivals.keys[chartKeyId] ?? 'k',
       probe: new StateProbe(checked.bucketMs, stepsInDuration),
+      recorder: new StateRecorder({
+        keyIds: arrivals.keyIds,
+        chartKeyId,
+        stepMs: checked.bucketMs,
+        fuller: reading.fuller,
+        keepAll: options.keepStates === true,
+      }),
     };
     try {
       runs.push(await runLane(lane, arrivals, { seed: checked.seed + index, path, watch }));
@@ -154,10 +168,18 @@ export async function runLane(
   context: { seed: number; path: string; watch?: Watch },
 ): Promise<LaneRun> {
   const spec = lane.policy;
+  const reading = stateReadingOf(spec);
   const watch = context.watch ?? {
-    reading: stateReadingOf(spec),
+    reading,
     key: arrivals.keys[0] ?? 'k',
     probe: new StateProbe(1000, 100),
+    recorder: new StateRecorder({
+      keyIds: arrivals.keyIds,
+      chartKeyId: 0,
+      stepMs: 1000,
+      fuller: reading.fuller,
+      keepAll: true,
+    }),
   };
   const distribution = lane.distribution;
   if (spec.type === 'shaping-queue') return runShape(spec, arrivals, { watch, distribution, maxWaitMs: Infinity });

@@ -93,3 +93,44 @@ export class StateProbe {
       this.values[this.next] = read((this.next + 1) * this.stepMs);
   }
 }
+
+/** The most chart steps a run can have (as `simulate` cuts it): a recorder folds later times into the last. */
+export const MAX_STEPS = 10_000;
+
+/** StateRecorderOptions configures a {@link StateRecorder}. */
+export interface StateRecorderOptions {
+  /** The key ids of the arrivals, by request. */
+  readonly keyIds: Int32Array;
+  /** The key whose state is folded per chart step. */
+  readonly chartKeyId: number;
+  readonly stepMs: number;
+  /** 1 when a higher value is a fuller key, -1 when lower is. */
+  readonly fuller: 1 | -1;
+  /** Keep every request's state (for an export), not only the chart key's per step: 4 bytes a request. */
+  readonly keepAll: boolean;
+}
+
+/**
+ * StateRecorder takes the key state after each decision of a run: it folds the chart key's into
+ * its fullest value per chart step and, when asked to, keeps every request's.
+ */
+export class StateRecorder {
+  /** Each request's state after its decision (NaN: none), when kept. */
+  readonly all: Float32Array | undefined;
+  /** The chart key's fullest state after a decision in each step (NaN: no decision there). */
+  readonly fullest = new Float64Array(MAX_STEPS).fill(NaN);
+
+  constructor(private readonly options: StateRecorderOptions) {
+    this.all = options.keepAll ? new Float32Array(options.keyIds.length).fill(NaN) : undefined;
+  }
+
+  /** note records `value`, the state after request `i` was decided at `atMs` (its admission, or its arrival when refused). */
+  note(i: number, atMs: number, value: number): void {
+    if (this.all !== undefined) this.all[i] = value;
+    const o = this.options;
+    if (o.keyIds[i] !== o.chartKeyId || value !== value) return;
+    const step = Math.min(MAX_STEPS - 1, Math.max(0, Math.floor(atMs / o.stepMs)));
+    const current = this.fullest[step]!;
+    if (current !== current || (value - current) * o.fuller > 0) this.fullest[step] = value;
+  }
+}

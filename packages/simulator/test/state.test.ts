@@ -8,24 +8,27 @@ function lane(result: SimulationResult, name: string): LaneResult {
   return found;
 }
 
-const states = (l: LaneResult): number[] => [...l.stateAfter];
+const states = (l: LaneResult): number[] => [...l.stateAfter!];
 
 describe("each lane's algorithm state, as the library reports it", () => {
   it('reads tokens left, a window count resetting, water rising and GCRA running ahead', async () => {
-    const result = await simulate({
-      durationMs: 3000,
-      bucketMs: 100,
-      traffic: [
-        { type: 'burst', atMs: 500, count: 7 },
-        { type: 'burst', atMs: 1000, count: 3 },
-      ],
-      policies: [
-        { name: 'bucket', policy: { type: 'token-bucket', capacity: 5, refillPerSecond: 10 } },
-        { name: 'fixed', policy: { type: 'fixed-window', limit: 5, windowMs: 1000 } },
-        { name: 'leaky', policy: { type: 'leaky-bucket', capacity: 5, leakPerSecond: 10 } },
-        { name: 'gcra', policy: { type: 'gcra', rate: 10, periodMs: 1000, maxBurst: 4 } },
-      ],
-    });
+    const result = await simulate(
+      {
+        durationMs: 3000,
+        bucketMs: 100,
+        traffic: [
+          { type: 'burst', atMs: 500, count: 7 },
+          { type: 'burst', atMs: 1000, count: 3 },
+        ],
+        policies: [
+          { name: 'bucket', policy: { type: 'token-bucket', capacity: 5, refillPerSecond: 10 } },
+          { name: 'fixed', policy: { type: 'fixed-window', limit: 5, windowMs: 1000 } },
+          { name: 'leaky', policy: { type: 'leaky-bucket', capacity: 5, leakPerSecond: 10 } },
+          { name: 'gcra', policy: { type: 'gcra', rate: 10, periodMs: 1000, maxBurst: 4 } },
+        ],
+      },
+      { keepStates: true },
+    );
     // 5 tokens, 7 requests at once: 4, 3, 2, 1, 0 left, then refusals leave 0; 500 ms later 5 are back.
     assert.deepEqual(states(lane(result, 'bucket')), [4, 3, 2, 1, 0, 0, 0, 5 - 1, 5 - 2, 5 - 3]);
     // The window's count climbs to its limit, and a new window at 1000 ms starts again from 0.
@@ -49,11 +52,14 @@ describe("each lane's algorithm state, as the library reports it", () => {
   });
 
   it('reads the requests waiting in a shaping queue', async () => {
-    const result = await simulate({
-      durationMs: 1000,
-      traffic: [{ type: 'burst', atMs: 0, count: 4 }],
-      policies: [{ name: 'queue', policy: { type: 'shaping-queue', intervalMs: 100, capacity: 2 } }],
-    });
+    const result = await simulate(
+      {
+        durationMs: 1000,
+        traffic: [{ type: 'burst', atMs: 0, count: 4 }],
+        policies: [{ name: 'queue', policy: { type: 'shaping-queue', intervalMs: 100, capacity: 2 } }],
+      },
+      { keepStates: true },
+    );
     const queue = lane(result, 'queue');
     assert.deepEqual(states(queue), [0, 1, 2, 2]);
     assert.deepEqual([...queue.admittedAtMs], [0, 100, 200, NaN]);

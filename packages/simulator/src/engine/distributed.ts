@@ -3,7 +3,7 @@ import type { Arrivals } from '../arrivals.js';
 import type { OutageSpec } from '../scenario.js';
 import { ZERO, type LaneRun, type Watch } from './lane-run.js';
 import { fleetOf, inOutage, type GatewayNode, type NodeOptions } from './nodes.js';
-import { decideOrRefuse } from './refuse.js';
+import { decideOrRefuse, laneRun } from './refuse.js';
 
 /**
  * runDistributed returns, for each arrival, the time it was let through (when its node had the
@@ -23,7 +23,6 @@ export function runDistributed(arrivals: Arrivals, options: NodeOptions, watch: 
     return read(observer.limiter.peekSync(watch.key, ZERO));
   };
   const admittedAtMs = new Float64Array(arrivals.length);
-  const stateAfter = new Float32Array(arrivals.length);
   const consume: ConsumeOptions = { cost: 1 };
   for (const i of fleet.order) {
     const node = nodes[i % nodes.length]!;
@@ -35,16 +34,16 @@ export function runDistributed(arrivals: Arrivals, options: NodeOptions, watch: 
     if (inOutage(outage, reachMs)) {
       const alone = decideAlone(node, outage!, { atMs: t, key, consume });
       admittedAtMs[i] = alone.admittedAtMs;
-      stateAfter[i] = alone.state === undefined ? NaN : read(alone.state);
+      watch.recorder.note(i, t, alone.state === undefined ? NaN : read(alone.state));
       continue;
     }
     node.clock.set(t + node.skewMs);
     const decision = decideOrRefuse(node.shared, key, consume);
     admittedAtMs[i] = decision?.allowed === true ? t + roundTripMs[i]! : NaN;
-    stateAfter[i] = read(decision ?? node.shared.peekSync(key, ZERO));
+    watch.recorder.note(i, t, read(decision ?? node.shared.peekSync(key, ZERO)));
   }
   watch.probe.until(Infinity, peek);
-  return { admittedAtMs, stateAfter, nodes: nodes.length, stateAtStepEnd: watch.probe.values };
+  return laneRun(admittedAtMs, nodes.length, watch);
 }
 
 /** A node's own answer while the store is out, given after it waited `timeoutMs` for the store (with its local limiter's decision, if any). */

@@ -2,6 +2,7 @@ import { LeakyGate, SmoothRateLimiter } from 'floodgate';
 import type { Arrivals } from '../arrivals.js';
 import type { DistributionSpec, PolicySpec } from '../scenario.js';
 import type { LaneRun, Watch } from './lane-run.js';
+import { laneRun } from './refuse.js';
 
 type ShapeSpec = Extract<PolicySpec, { type: 'shaping-queue' }>;
 type SmoothSpec = Extract<PolicySpec, { type: 'smooth-bursty' | 'smooth-warming-up' }>;
@@ -25,7 +26,6 @@ export function runShape(spec: ShapeSpec, arrivals: Arrivals, context: QueueCont
     return waiting;
   };
   const admittedAtMs = new Float64Array(arrivals.length);
-  const stateAfter = new Float32Array(arrivals.length);
   for (let i = 0; i < arrivals.length; i++) {
     const t = arrivals.atMs[i]!;
     context.watch.probe.until(t, waitingAt);
@@ -33,10 +33,10 @@ export function runShape(spec: ShapeSpec, arrivals: Arrivals, context: QueueCont
     const gate = (gates[slot] ??= new LeakyGate({ intervalMs, capacity: spec.capacity }));
     const ticket = gate.admit(t);
     admittedAtMs[i] = ticket.rejected ? NaN : t + ticket.waitMs;
-    stateAfter[i] = gate.waitingAt(t);
+    context.watch.recorder.note(i, t, gate.waitingAt(t));
   }
   context.watch.probe.until(Infinity, waitingAt);
-  return { admittedAtMs, stateAfter, nodes, stateAtStepEnd: context.watch.probe.values };
+  return laneRun(admittedAtMs, nodes, context.watch);
 }
 
 /** QueueContext is what the queueing engines need beside the policy and the traffic. */
@@ -60,14 +60,13 @@ export function runSmooth(spec: SmoothSpec, arrivals: Arrivals, context: QueueCo
   const limiters = new Array<SmoothRateLimiter | undefined>(arrivals.keys.length * nodes);
   const lastStartMs = new Float64Array(limiters.length).fill(NaN);
   const admittedAtMs = new Float64Array(arrivals.length);
-  const stateAfter = new Float32Array(arrivals.length);
+  const recorder = context.watch.recorder;
   const timeoutMicros = context.maxWaitMs * 1000;
   for (let i = 0; i < arrivals.length; i++) {
     const t = arrivals.atMs[i]!;
     const permits = Math.ceil(arrivals.costs[i]!);
     if (permits === 0) {
       admittedAtMs[i] = t;
-      stateAfter[i] = NaN;
       continue;
     }
     const nowMicros = Math.round(t * 1000);
@@ -78,17 +77,16 @@ export function runSmooth(spec: SmoothSpec, arrivals: Arrivals, context: QueueCo
       : limiter.reserveAt(permits, nowMicros);
     if (waitMicros === false) {
       admittedAtMs[i] = NaN;
-      stateAfter[i] = NaN;
       continue;
     }
     const startMs = t + waitMicros / 1000;
     admittedAtMs[i] = startMs;
     // A start the limiter held back comes one throttling interval after the one before it.
-    stateAfter[i] = waitMicros > 0 ? startMs - lastStartMs[slot]! : NaN;
+    if (waitMicros > 0) recorder.note(i, startMs, startMs - lastStartMs[slot]!);
     lastStartMs[slot] = startMs;
   }
   // Guava's limiter shows no state to peek at: the chart draws the intervals it imposed.
-  return { admittedAtMs, stateAfter, nodes, stateAtStepEnd: context.watch.probe.values };
+  return laneRun(admittedAtMs, nodes, context.watch);
 }
 
 /** The nodes of a lane whose policy lives in each process, and each node's share of the rate. */

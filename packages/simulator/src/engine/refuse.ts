@@ -26,7 +26,6 @@ export function runRefuse(algorithm: Algorithm, arrivals: Arrivals, watch: Watch
   const limiter = new Limiter({ policy: algorithm, store: storeFor(arrivals), clock });
   const { atMs, keyIds, costs, keys } = arrivals;
   const admittedAtMs = new Float64Array(arrivals.length);
-  const stateAfter = new Float32Array(arrivals.length);
   const read = watch.reading.of!;
   const peek = (at: number): number => {
     clock.set(at);
@@ -41,10 +40,21 @@ export function runRefuse(algorithm: Algorithm, arrivals: Arrivals, watch: Watch
     const key = keys[keyIds[i]!]!;
     const decision = decideOrRefuse(limiter, key, options);
     admittedAtMs[i] = decision?.allowed === true ? t : NaN;
-    stateAfter[i] = read(decision ?? limiter.peekSync(key, ZERO));
+    watch.recorder.note(i, t, read(decision ?? limiter.peekSync(key, ZERO)));
   }
   watch.probe.until(Infinity, peek);
-  return { admittedAtMs, stateAfter, nodes: 1, stateAtStepEnd: watch.probe.values };
+  return laneRun(admittedAtMs, 1, watch);
+}
+
+/** laneRun returns what an engine recorded in `admittedAtMs` and `watch`, for `nodes` nodes. */
+export function laneRun(admittedAtMs: Float64Array, nodes: number, watch: Watch): LaneRun {
+  return {
+    admittedAtMs,
+    stateAfter: watch.recorder.all,
+    stateFullest: watch.recorder.fullest,
+    nodes,
+    stateAtStepEnd: watch.probe.values,
+  };
 }
 
 /** decideOrRefuse returns `limiter`'s decision on the request, or undefined for a cost it can never admit (a refusal). */

@@ -1,6 +1,7 @@
 import { FloodgateError, type Limiter } from 'floodgate';
 import type { Arrivals } from '../arrivals.js';
 import { ZERO, type LaneRun, type Watch } from './lane-run.js';
+import { laneRun } from './refuse.js';
 import { fleetOf, inOutage, type Fleet, type GatewayNode, type NodeOptions } from './nodes.js';
 
 /** Codes of an `acquire` that gave up on a request: the request counts as refused. */
@@ -35,14 +36,13 @@ export async function runWait(
     return read(observer.limiter.peekSync(watch.key, ZERO));
   };
   const admittedAtMs = new Float64Array(arrivals.length).fill(NaN);
-  const stateAfter = new Float32Array(arrivals.length).fill(NaN);
   let nowMs = 0;
   let failure: unknown;
   const wait = (i: number, limiter: Limiter, extraMs: number): void => {
     const key = arrivals.keys[arrivals.keyIds[i]!]!;
     const settled = (admitted: boolean) => (): void => {
       if (admitted) admittedAtMs[i] = nowMs + extraMs;
-      stateAfter[i] = read(limiter.peekSync(key, ZERO));
+      watch.recorder.note(i, nowMs, read(limiter.peekSync(key, ZERO)));
     };
     limiter.acquire(key, { cost: arrivals.costs[i]!, maxWaitMs: options.maxWaitMs }).then(settled(true), (error) => {
       if (error instanceof FloodgateError && REFUSALS.has(error.code)) settled(false)();
@@ -65,7 +65,7 @@ export async function runWait(
     if (failure !== undefined) throw failure;
   }
   watch.probe.until(Infinity, peek);
-  return { admittedAtMs, stateAfter, nodes: nodes.length, stateAtStepEnd: watch.probe.values };
+  return laneRun(admittedAtMs, nodes.length, watch);
 }
 
 /**

@@ -25,7 +25,8 @@ const CHUNK_ROWS = 20_000;
  * other: for each lane, each request in arrival order with its lane, arrival time (ms), key, the
  * node that decided it (0-based; request i goes to node `i % nodes`), cost, `admitted` or
  * `refused`, its wait in ms (empty or null when refused), the key's state right after the
- * decision (empty or null when there is none to read) and what that state is (`tokens left`).
+ * decision (empty or null when there is none to read, or when the run did not keep states: run
+ * `simulate` with `keepStates`) and what that state is (`tokens left`).
  * CSV starts with a header line and quotes a field holding a comma, quote or line break. Numbers
  * are rounded to 3 decimals, as in the summaries; the same run gives the same bytes.
  *
@@ -44,7 +45,7 @@ export function* exportDecisions(result: SimulationResult, format: ExportFormat)
       const at = arrivals.atMs[i]!;
       const admittedAtMs = lane.admittedAtMs[i]!;
       const admitted = admittedAtMs === admittedAtMs;
-      const after = lane.stateAfter[i]!;
+      const after = lane.stateAfter?.[i] ?? NaN;
       const fields = [
         name,
         formatNumber(at),
