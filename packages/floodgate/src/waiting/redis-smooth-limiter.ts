@@ -16,7 +16,7 @@ import {
   type SmoothSettings,
 } from './redis-smooth-options.js';
 import { SmoothFailure } from './smooth-failure.js';
-import { opArgsOf, waits, WakeLine, type Booking, type SmoothCall, type SmoothCallKind } from './smooth-call.js';
+import { pushOpArgs, waits, WakeLine, type Booking, type SmoothCall, type SmoothCallKind } from './smooth-call.js';
 import { checkMaxWaitMs, checkSignal } from './validate.js';
 
 export type {
@@ -59,7 +59,8 @@ const MICROS_PER_SECOND = 1e6;
  *
  * Waiting happens here: a caller sleeps on this process's clock until its reservation is due
  * (from the moment Redis's answer arrived), with one timer for the whole line; callers of one
- * process go in the order Redis reserved for them. Calls made in one tick share one script.
+ * process go in the order Redis reserved for them. Calls made in one turn of the event loop share
+ * one script.
  *
  * Giving up: a caller whose `signal` fires, or whose `maxWaitMs` passes, rejects at once; its
  * reservation is released when that is safe, i.e. when it is still the latest one on the fleet's
@@ -248,12 +249,14 @@ export class RedisSmoothLimiter {
     this.pending.push(call);
     if (!this.flushQueued) {
       this.flushQueued = true;
-      queueMicrotask(this.flush);
+      // Once per turn of the event loop, as the store's batches: calls made in several callbacks
+      // of one turn (replies parsed together, timers due together) share one script.
+      setImmediate(this.flush);
     }
     return promise;
   }
 
-  /** Sends the calls of this tick, in order, as scripts of at most {@link MAX_BATCH} operations. */
+  /** Sends the calls of this turn of the event loop, in order, as scripts of at most {@link MAX_BATCH} operations. */
   private readonly flush = (): void => {
     this.flushQueued = false;
     const calls = this.pending;
@@ -265,7 +268,7 @@ export class RedisSmoothLimiter {
     const s = this.s;
     const time = s.testTime ? String(clockMicros(s.clock)) : '';
     const args = [time, ...s.modelArgs, String(s.permitsPerSecond), s.ttlArg];
-    for (const call of batch) args.push(...opArgsOf(call));
+    for (const call of batch) pushOpArgs(args, call);
     s.runner
       .run(SMOOTH_SCRIPT, [s.key], args, 'smooth', (reply) => this.lateReply(batch, reply))
       .then(
@@ -293,9 +296,8 @@ export class RedisSmoothLimiter {
       return this.settle(call, undefined, call.kind === 'getRate' ? this.knownRate : undefined);
     }
     if (!a.done) return this.refused(call);
-    const booking: Booking = { version: a.version, startMicros: a.startMicros, storedBefore: a.text };
-    if (call.settled) return this.releaseQuietly(booking);
-    call.booking = booking;
+    if (call.settled) return this.releaseQuietly({ version: a.version });
+    if (waits(call)) call.booking = { version: a.version };
     this.granted(call, a.waitMicros, nowMs);
   }
 
@@ -340,7 +342,7 @@ export class RedisSmoothLimiter {
     batch.forEach((call, i) => {
       const a = answers[i]!;
       if (a.done && call.kind !== 'release' && call.kind !== 'setRate' && call.kind !== 'getRate')
-        this.releaseQuietly({ version: a.version, startMicros: a.startMicros, storedBefore: a.text });
+        this.releaseQuietly({ version: a.version });
     });
   }
 

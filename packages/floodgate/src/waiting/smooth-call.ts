@@ -1,11 +1,9 @@
 /** SmoothCallKind names what a call of a {@link RedisSmoothLimiter} asks the script for. */
 export type SmoothCallKind = 'reserve' | 'tryReserve' | 'acquire' | 'tryAcquire' | 'setRate' | 'getRate' | 'release';
 
-/** Booking is what a client keeps of a reservation to release it: the version it left, its start, the stored permits before it. */
+/** Booking is what a client keeps of a reservation to release it: the version of the state it left (Redis keeps the rest). */
 export interface Booking {
   readonly version: number;
-  readonly startMicros: number;
-  readonly storedBefore: string;
 }
 
 /**
@@ -46,19 +44,20 @@ export function waits(call: SmoothCall): boolean {
   return call.kind === 'acquire' || call.kind === 'tryAcquire';
 }
 
-/** opArgsOf returns `call` as the script's four operation slots. */
-export function opArgsOf(call: SmoothCall): string[] {
+/** pushOpArgs appends `call` to `args` as the script's four operation slots. */
+export function pushOpArgs(args: string[], call: SmoothCall): void {
   switch (call.kind) {
     case 'setRate':
-      return ['s', String(call.rate), '', ''];
+      args.push('s', String(call.rate), '', '');
+      return;
     case 'getRate':
-      return ['g', '', '', ''];
-    case 'release': {
-      const b = call.release!;
-      return ['x', String(b.version), String(b.startMicros), b.storedBefore];
-    }
+      args.push('g', '', '', '');
+      return;
+    case 'release':
+      args.push('x', String(call.release!.version), '', '');
+      return;
     default:
-      return ['r', String(call.permits), call.timeoutMicros === undefined ? '' : String(call.timeoutMicros), ''];
+      args.push('r', String(call.permits), call.timeoutMicros === undefined ? '' : String(call.timeoutMicros), '');
   }
 }
 

@@ -50,8 +50,8 @@ async function whileHung(during: () => Promise<void>): Promise<void> {
   await nextMacrotask(); // their late answers handled, releases queued and sent
 }
 
-/** Lets the calls of this tick go out (they share one script). */
-const sent = (): Promise<void> => new Promise((resolve) => queueMicrotask(resolve));
+/** Lets the calls of this turn of the event loop go out (they share one script). */
+const sent = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('RedisSmoothLimiter when Redis hangs', () => {
   test("'throw': the call rejects with STORE_TIMEOUT at the store's deadline", async () => {

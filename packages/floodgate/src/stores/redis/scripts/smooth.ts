@@ -10,10 +10,11 @@ import { integerOf } from './semaphore.js';
  * and of the two permit storages, operation for operation in the same order, so the doubles come
  * out bit for bit the same; a differential test runs both on the same random operations.
  *
- * State: KEYS[1] is a string of 8 little-endian float64 cells: stored permits, max permits, stable
- * interval (µs), next-free moment (µs), version, model (1 bursty, 2 warming up), and the model's
- * two parameters (max burst seconds | warm-up µs, cold factor). The version counts every change
- * of the schedule, so a release can tell that its reservation is still the latest. Moments are
+ * State: KEYS[1] is a string of 10 little-endian float64 cells: stored permits, max permits, stable
+ * interval (µs), next-free moment (µs), version, model (1 bursty, 2 warming up), the model's two
+ * parameters (max burst seconds | warm-up µs, cold factor), and what the latest reservation found
+ * (stored permits and next-free moment, brought up to its `now`). The version counts every change
+ * of the schedule, so a release can tell that its reservation is still the latest, and undo it. Moments are
  * whole µs on the server's `TIME` (exact in a double up to 2^53 µs, the year 2255: a reservation
  * that would push the next-free moment further is capped there, where Java's long saturates later).
  *
@@ -23,10 +24,10 @@ import { integerOf } from './semaphore.js';
  * next-free moment, in ms ('' for ever). Then operations, 4 slots each, applied in order:
  * - `r permits timeoutMicros`: reserve; with a timeout ('' for none) only when the wait fits.
  * - `s rate`: setRate.
- * - `x version startMicros storedBefore`: release the reservation that left `version`, if safe.
+ * - `x version`: release the reservation that left `version`, if it is still the latest and not yet due.
  * - `g`: read (creates the state like any other).
  * Reply: `now` in µs, then 5 fields per operation: done (1 | 0), wait µs, start µs, version after
- * it, and a text: the stored permits before a reservation, or the stable interval after `s`/`g`.
+ * it, and a text: the stable interval after `s` and `g` ('' otherwise).
  * A state made under another model or parameters fails the call (`FLOODGATE smooth-model ...`).
  */
 export const SMOOTH_LUA = String.raw`
@@ -128,10 +129,11 @@ local function set_rate(S, rate)
   S.version = S.version + 1
 end
 
--- reserve returns the wait, the start and the stored permits before it.
+-- reserve returns the wait and the start, and keeps what it found for a release.
 local function reserve(S, permits)
   resync(S)
-  local start, before = S.next, S.stored
+  local start = S.next
+  S.undo_stored, S.undo_next = S.stored, start
   local spent = min(permits, S.stored)
   local cost = stored_wait(S, spent) + long((permits - spent) * S.interval)
   S.stored = S.stored - spent
@@ -139,21 +141,21 @@ local function reserve(S, permits)
   S.version = S.version + 1
   local wait = start - now
   if wait < 0 then wait = 0 end
-  return wait, start, before
+  return wait, start
 end
 
 -- State: read, or created at the given rate as Guava's create does.
 local S
 local raw = redis.call('GET', key)
 if raw then
-  if #raw ~= 64 then fail('smooth-state ' .. key .. ' holds ' .. #raw .. ' bytes where 64 were expected') end
-  local stored, max, interval, next_free, version, id, q1, q2 = struct.unpack('<dddddddd', raw)
+  if #raw ~= 80 then fail('smooth-state ' .. key .. ' holds ' .. #raw .. ' bytes where 80 were expected') end
+  local stored, max, interval, next_free, version, id, q1, q2, undo_stored, undo_next = struct.unpack('<dddddddddd', raw)
   if id ~= model_id or q1 ~= p1 or q2 ~= p2 then
     fail('smooth-model ' .. key .. ' was created as ' .. (id == 1 and 'bursty' or 'warmingUp') .. ' (' .. fmt(q1) .. ', ' .. fmt(q2) .. ') and is now asked for as ' .. model .. ' (' .. fmt(p1) .. ', ' .. fmt(p2) .. '): give every process the same options, or use another name')
   end
-  S = { stored = stored, max = max, interval = interval, next = next_free, version = version }
+  S = { stored = stored, max = max, interval = interval, next = next_free, version = version, undo_stored = undo_stored, undo_next = undo_next }
 else
-  S = { stored = 0, max = 0, interval = 0, next = 0, version = 0 }
+  S = { stored = 0, max = 0, interval = 0, next = 0, version = 0, undo_stored = 0, undo_next = 0 }
   set_rate(S, num(ARGV[5]))
 end
 
@@ -167,9 +169,7 @@ for i = 7, #ARGV, 4 do
     if ARGV[i + 2] ~= '' and S.next - num(ARGV[i + 2]) > now then
       done = 0
     else
-      local before
-      wait, start, before = reserve(S, permits)
-      text = fmt(before)
+      wait, start = reserve(S, permits)
       changed = true
     end
   elseif op == 's' then
@@ -177,8 +177,8 @@ for i = 7, #ARGV, 4 do
     text = fmt(S.interval)
     changed = true
   elseif op == 'x' then
-    if S.version == num(ARGV[i + 1]) and now < num(ARGV[i + 2]) then
-      S.stored, S.next = num(ARGV[i + 3]), num(ARGV[i + 2])
+    if S.version == num(ARGV[i + 1]) and now < S.undo_next then
+      S.stored, S.next = S.undo_stored, S.undo_next
       S.version = S.version + 1
       changed = true
     else
@@ -194,7 +194,7 @@ for i = 7, #ARGV, 4 do
 end
 
 if changed then
-  redis.call('SET', key, struct.pack('<dddddddd', S.stored, S.max, S.interval, S.next, S.version, model_id, p1, p2))
+  redis.call('SET', key, struct.pack('<dddddddddd', S.stored, S.max, S.interval, S.next, S.version, model_id, p1, p2, S.undo_stored, S.undo_next))
   if ARGV[6] ~= '' then
     local ahead_ms = ceil((S.next - now) / 1000)
     if ahead_ms < 0 then ahead_ms = 0 end
@@ -221,7 +221,7 @@ export interface SmoothAnswer {
   readonly startMicros: number;
   /** The state's version after the operation: what a release of this reservation names. */
   readonly version: number;
-  /** The stored permits before a reservation, or the stable interval after `s` and `g`, as the script printed it. */
+  /** The stable interval after `s` and `g`, as the script printed it ('' for other operations). */
   readonly text: string;
 }
 
@@ -231,13 +231,17 @@ const FIELDS = 5;
 /** smoothAnswersOf reads the answers to `count` operations from the script's reply, or returns undefined when it is not what the script sends. */
 export function smoothAnswersOf(reply: unknown, count: number): SmoothAnswer[] | undefined {
   if (!Array.isArray(reply) || reply.length !== 1 + FIELDS * count) return undefined;
-  const answers: SmoothAnswer[] = [];
-  for (let i = 1; i < reply.length; i += FIELDS) {
-    const [done, waitMicros, startMicros, version] = [0, 1, 2, 3].map((k) => integerOf(reply[i + k]));
+  const answers: SmoothAnswer[] = new Array<SmoothAnswer>(count);
+  for (let i = 1, k = 0; i < reply.length; i += FIELDS, k++) {
+    const done = integerOf(reply[i]);
+    const waitMicros = integerOf(reply[i + 1]);
+    const startMicros = integerOf(reply[i + 2]);
+    const version = integerOf(reply[i + 3]);
     const text = textOf(reply[i + 4]);
-    if ((done !== 0 && done !== 1) || waitMicros === undefined || startMicros === undefined) return undefined;
-    if (version === undefined || text === undefined || waitMicros < 0) return undefined;
-    answers.push({ done: done === 1, waitMicros, startMicros, version, text });
+    if ((done !== 0 && done !== 1) || waitMicros === undefined || waitMicros < 0 || startMicros === undefined)
+      return undefined;
+    if (version === undefined || text === undefined) return undefined;
+    answers[k] = { done: done === 1, waitMicros, startMicros, version, text };
   }
   return answers;
 }
