@@ -35,6 +35,9 @@ pre { background: var(--bg); padding: .6rem; overflow: auto; max-height: 24rem; 
 .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(32rem, 100%), 1fr)); gap: 1rem; }
 .scroll { overflow-x: auto; }
 .share { color: #8d6e00; font-size: .8rem; }
+td.group { line-height: 1.2; }
+td.group .unit { color: var(--muted); font-size: .75rem; }
+td.group [class^="total-"] { font-size: .8rem; color: var(--muted); }
 @media (max-width: 40rem) { main, #config { padding: 0 .5rem; } #config { margin: 1rem .5rem; } header { flex-wrap: wrap; padding: .6rem .75rem; } header #conn { margin-left: 0; } .facts th { width: auto; } }
 .card { border: 1px solid var(--line); border-radius: 4px; padding: .5rem .75rem; }
 .card table { margin-bottom: .5rem; }

@@ -45,20 +45,22 @@ const GROUPS = [
 ] as const;
 
 function rulesTable(view: DashboardView): string {
-  const head = `<tr><th>route</th><th>rule</th><th>mode</th><th>policy</th>${GROUPS.map(([, title]) => `<th class="num">${title} /s</th>`).join('')}${GROUPS.map(([, title]) => `<th class="num">${title}</th>`).join('')}<th class="num">queue now / peak 10 s</th><th>last 60 s</th></tr>`;
+  const head = `<tr><th>route</th><th>rule</th><th>mode</th><th>policy</th>${GROUPS.map(([, title]) => `<th class="num">${title}</th>`).join('')}<th class="num">queue now / peak 10 s</th><th>last 60 s</th></tr>`;
   const rows = view.rules.map((r) => {
-    const rates = GROUPS.map(([g]) => `<td class="num rate-${g}">${rate(r.rates[g].perSecond)}</td>`).join('');
-    const totals = GROUPS.map(
-      ([g]) => `<td class="num total-${g}">${count(r.rates[g].total)}${g === 'wouldRefuse' ? refuseShare(r) : ''}</td>`,
-    ).join('');
+    const groups = GROUPS.map(([g]) => groupCell(g, r.rates[g], g === 'wouldRefuse' ? refuseShare(r) : '')).join('');
     const queue = r.queue === undefined ? '–' : `${count(r.queue.depth)} / ${count(r.queue.peak10s)}`;
-    return `<tr data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><td>${esc(r.route)}</td><td>${esc(r.rule)}</td><td><span class="mode mode-${esc(r.mode)}">${esc(r.mode)}</span></td><td><code>${esc(r.policy)}</code></td>${rates}${totals}<td class="num queue">${queue}</td><td>${sparkline(r)}</td></tr>`;
+    return `<tr data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><td>${esc(r.route)}</td><td>${esc(r.rule)}</td><td><span class="mode mode-${esc(r.mode)}">${esc(r.mode)}</span></td><td><code>${esc(r.policy)}</code></td>${groups}<td class="num queue">${queue}</td><td>${sparkline(r)}</td></tr>`;
   });
   return section(
     'rates',
     'Decisions per route and rule',
-    `<p class="note">Rates per second over the last 10 s; counts since the gateway started. Admitted includes near-limit and queued; limited includes queue refusals; a shadow rule refuses nothing: it counts what it would admit and would refuse (with the share it would refuse); degraded is the store's failure policy deciding. Queue: requests waiting in a queue-mode rule's line. The last 60 s: admitted in green, limited in red, a shadow rule's would-refuse in amber, queued in blue.</p><div class="scroll"><table><thead>${head}</thead><tbody>${rows.join('') || `<tr><td colspan="${6 + 2 * GROUPS.length}">no rules</td></tr>`}</tbody></table></div>`,
+    `<p class="note">Each column: per second over the last 10 s, and below it the count since the gateway started. Admitted includes near-limit and queued; limited includes queue refusals; a shadow rule refuses nothing: it counts what it would admit and would refuse (with the share it would refuse); degraded is the store's failure policy deciding. Queue: requests waiting in a queue-mode rule's line. The last 60 s: admitted in green, limited in red, a shadow rule's would-refuse in amber, queued in blue.</p><div class="scroll"><table><thead>${head}</thead><tbody>${rows.join('') || `<tr><td colspan="${6 + GROUPS.length}">no rules</td></tr>`}</tbody></table></div>`,
   );
+}
+
+/** One group's cell: its rate per second, and its count since the start below (`extra` after the count). */
+function groupCell(group: string, figures: { perSecond: number; total: number }, extra = ''): string {
+  return `<td class="num group"><span class="rate-${group}">${rate(figures.perSecond)}</span><span class="unit">/s</span><br><span class="total-${group}">${count(figures.total)}</span>${extra}</td>`;
 }
 
 /** The share of a shadow rule's decisions that would refuse, e.g. ` (12.5%)`; nothing before its first decision. */
@@ -87,16 +89,15 @@ const SERVICE_COLUMNS = ['admitted', 'limited', 'degraded', 'asked'] as const;
 
 function service(view: DashboardView): string {
   if (view.service.length === 0) return '';
-  const head = `<tr><th>domain</th><th>descriptor</th>${SERVICE_COLUMNS.map((g) => `<th class="num">${g} /s</th>`).join('')}${SERVICE_COLUMNS.map((g) => `<th class="num">${g}</th>`).join('')}</tr>`;
+  const head = `<tr><th>domain</th><th>descriptor</th>${SERVICE_COLUMNS.map((g) => `<th class="num">${g}</th>`).join('')}</tr>`;
   const rows = view.service.map((d) => {
-    const rates = SERVICE_COLUMNS.map((g) => `<td class="num rate-${g}">${rate(d.rates[g].perSecond)}</td>`).join('');
-    const totals = SERVICE_COLUMNS.map((g) => `<td class="num total-${g}">${count(d.rates[g].total)}</td>`).join('');
-    return `<tr data-domain="${esc(d.domain)}" data-descriptor="${esc(d.descriptor)}"><td>${esc(d.domain)}</td><td><code>${esc(d.descriptor)}</code></td>${rates}${totals}</tr>`;
+    const groups = SERVICE_COLUMNS.map((g) => groupCell(g, d.rates[g])).join('');
+    return `<tr data-domain="${esc(d.domain)}" data-descriptor="${esc(d.descriptor)}"><td>${esc(d.domain)}</td><td><code>${esc(d.descriptor)}</code></td>${groups}</tr>`;
   });
   return section(
     'service',
     'Rate limit service (Envoy gRPC and JSON API)',
-    `<p class="note">Decisions of the rate limit service this gateway runs, per domain and descriptor, beside the gateway's own: rates per second over the last 10 s and counts since the start. Degraded is the store's failure policy deciding; asked counts descriptors that only asked (hits_addend 0).</p><div class="scroll"><table><thead>${head}</thead><tbody>${rows.join('')}</tbody></table></div>`,
+    `<p class="note">Decisions of the rate limit service this gateway runs, per domain and descriptor, beside the gateway's own: each column per second over the last 10 s, and below it the count since the start. Degraded is the store's failure policy deciding; asked counts descriptors that only asked (hits_addend 0).</p><div class="scroll"><table><thead>${head}</thead><tbody>${rows.join('')}</tbody></table></div>`,
   );
 }
 
@@ -133,8 +134,8 @@ function topKeys(view: DashboardView): string {
         )
         .join('');
       return `<div class="card" data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><h3>${esc(r.route)} / ${esc(r.rule)}</h3>
-<table class="over-limit"><caption>Most often over the limit (refusals /s, decayed; error at most ±${rate(r.overLimitBoundPerSecond)})</caption><thead><tr><th>key</th><th class="num">/s</th><th class="num">error</th></tr></thead><tbody>${over || '<tr><td colspan="3">none lately</td></tr>'}</tbody></table>
-<table class="near-limit"><caption>Nearest the limit (at their latest request)</caption><thead><tr><th>key</th><th>used</th><th class="num">remaining</th><th class="num">age</th></tr></thead><tbody>${near || '<tr><td colspan="4">none lately</td></tr>'}</tbody></table></div>`;
+<div class="scroll"><table class="over-limit"><caption>Most often over the limit (refusals /s, decayed; error at most ±${rate(r.overLimitBoundPerSecond)})</caption><thead><tr><th>key</th><th class="num">/s</th><th class="num">error</th></tr></thead><tbody>${over || '<tr><td colspan="3">none lately</td></tr>'}</tbody></table></div>
+<div class="scroll"><table class="near-limit"><caption>Nearest the limit (at their latest request)</caption><thead><tr><th>key</th><th>used</th><th class="num">remaining</th><th class="num">age</th></tr></thead><tbody>${near || '<tr><td colspan="4">none lately</td></tr>'}</tbody></table></div></div>`;
     });
   return section(
     'keys',
@@ -150,7 +151,7 @@ function refusals(view: DashboardView): string {
     (f) =>
       `<tr><td><time>${clockTime(f.atMs)}</time></td><td>${esc(f.route)}</td><td>${esc(f.rule)}</td><td class="key">${esc(f.key)}</td><td class="num">${count(f.limit)}</td><td class="num">${count(f.remaining)}</td><td class="num">${count(f.retryAfterMs)}</td><td>${esc(f.reason)}</td></tr>`,
   );
-  const body = `<p class="note">${count(view.refusalsTotal)} refusals since the start; the latest ${view.refusals.length} (times in UTC).</p><table><thead><tr><th>time</th><th>route</th><th>rule</th><th>key</th><th class="num">limit</th><th class="num">remaining</th><th class="num">retry after ms</th><th>reason</th></tr></thead><tbody>${rows.join('') || '<tr><td colspan="8">no refusals yet</td></tr>'}</tbody></table>`;
+  const body = `<p class="note">${count(view.refusalsTotal)} refusals since the start; the latest ${view.refusals.length} (times in UTC).</p><div class="scroll"><table><thead><tr><th>time</th><th>route</th><th>rule</th><th>key</th><th class="num">limit</th><th class="num">remaining</th><th class="num">retry after ms</th><th>reason</th></tr></thead><tbody>${rows.join('') || '<tr><td colspan="8">no refusals yet</td></tr>'}</tbody></table></div>`;
   return section('refusals', 'Recent refusals', body);
 }
 
@@ -173,7 +174,11 @@ function store(view: DashboardView): string {
       ? '<p class="note">The memory store answers in-process: no round trips to time.</p>'
       : '';
   const rows = `<tr><th>backend</th><td id="store-kind">${esc(view.store.kind)}</td></tr><tr><th>round trips (last ${view.store.windowMs / 1000} s)</th><td>${count(h.calls)}, ${count(h.failedCalls)} failed</td></tr><tr><th>latency p50 / p99 / max</th><td>${ms(h.p50Ms)} / ${ms(h.p99Ms)} / ${ms(h.maxMs)} ms</td></tr><tr><th>failures by policy (since start)</th><td>${errors}</td></tr><tr><th>circuit</th><td>${circuits}</td></tr><tr><th>local fallback</th><td>${h.fallbackActive ? '<span class="bad">deciding</span>' : 'off'}</td></tr>${last}`;
-  return section('store', 'Store', `${memory}<table class="facts"><tbody>${rows}</tbody></table>`);
+  return section(
+    'store',
+    'Store',
+    `${memory}<div class="scroll"><table class="facts"><tbody>${rows}</tbody></table></div>`,
+  );
 }
 
 /** renderConfig returns the config part of the page: the file, when it was loaded and its content (secrets redacted). */

@@ -200,8 +200,8 @@ describe('Board and its snapshot', () => {
     const html = renderPage(view, 'n0nce');
     assert.ok(!html.includes('<script>alert(1)'), 'a key is never markup');
     assert.ok(html.includes('h:&lt;script&gt;alert(1)&lt;/script&gt;'));
-    assert.match(html, /<td class="num total-limited">1<\/td>/);
-    assert.match(html, /<td class="num rate-limited">1\.00<\/td>/, 'one refusal in the one second seen');
+    assert.match(html, /<span class="total-limited">1<\/span>/);
+    assert.match(html, /<span class="rate-limited">1\.00<\/span>/, 'one refusal in the one second seen');
     assert.ok(html.includes('<time>03:04:05.000</time>'), 'the refusal time in UTC');
     assert.ok(html.includes('/etc/floodgate.yaml') && html.includes('[redacted]'));
     assert.ok(!/https?:\/\//.test(html), 'no external URL');

@@ -76,7 +76,7 @@ describe('dashboard endpoints (a real HTTP server and client)', () => {
         String(res.headers['content-security-policy']),
         /default-src 'none'; style-src 'nonce-[^']+'; script-src 'nonce-[^']+'; connect-src 'self'/,
       );
-      assert.match(res.body, /<td class="num total-limited">1<\/td>/);
+      assert.match(res.body, /<span class="total-limited">1<\/span>/);
     }
     assert.equal((await get('/dashboard', `Bearer ${TOKEN}`, 'POST')).status, 405);
     assert.equal((await get('/dashboard/nothing', `Bearer ${TOKEN}`)).status, 404);
