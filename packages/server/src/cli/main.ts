@@ -86,6 +86,12 @@ program
     'auto',
   )
   .option('--shadow-mode', 'every limit in shadow mode: decided and counted, never refusing')
+  .option('--grpc-tls-cert <file>', 'serve gRPC over TLS with this PEM certificate (chain); needs --grpc-tls-key')
+  .option('--grpc-tls-key <file>', "the PEM private key of --grpc-tls-cert's certificate")
+  .option(
+    '--grpc-tls-client-ca <file>',
+    'require gRPC clients to present a certificate this PEM CA signed (mutual TLS)',
+  )
   .option('--no-watch', 'do not reload when a descriptor file changes (SIGHUP still reloads)')
   .option('--check', 'only read the descriptor files, print their domains (or every error) and stop')
   .addHelpText(
@@ -106,6 +112,9 @@ program
       responseHeaders: string;
       healthFollowsStore: string;
       shadowMode?: boolean;
+      grpcTlsCert?: string;
+      grpcTlsKey?: string;
+      grpcTlsClientCa?: string;
       watch: boolean;
       check?: boolean;
     }) => {

@@ -8,7 +8,8 @@
  *     [--redis 127.0.0.1:6380 | --redis-cluster 127.0.0.1:7000,127.0.0.1:7001]
  *     [--on-store-error local|fail-open|fail-closed|throw] [--store-timeout-ms 50] [--metrics-port 9102]
  *     [--response-headers draft|off|ratelimit|x-ratelimit|L,R,T] [--health-follows-store auto|always|never]
- *     [--shadow-mode] [--no-watch] [--check]
+ *     [--shadow-mode] [--no-watch] [--grpc-tls-cert cert.pem --grpc-tls-key key.pem [--grpc-tls-client-ca ca.pem]]
+ *     [--check]
  */
 import { parseArgs } from 'node:util';
 import { runRatelimit } from './ratelimit.js';
@@ -38,6 +39,9 @@ const { values } = parseArgs({
     'health-follows-store': { type: 'string' },
     'shadow-mode': { type: 'boolean' },
     'no-watch': { type: 'boolean' },
+    'grpc-tls-cert': { type: 'string' },
+    'grpc-tls-key': { type: 'string' },
+    'grpc-tls-client-ca': { type: 'string' },
     check: { type: 'boolean' },
   },
 });
@@ -56,6 +60,9 @@ const code = await runRatelimit(
     healthFollowsStore: values['health-follows-store'],
     shadowMode: values['shadow-mode'],
     watch: values['no-watch'] !== true,
+    grpcTlsCert: values['grpc-tls-cert'],
+    grpcTlsKey: values['grpc-tls-key'],
+    grpcTlsClientCa: values['grpc-tls-client-ca'],
     check: values.check,
   },
   { stdout: process.stdout, stderr: process.stderr, signals: process },

@@ -20,7 +20,7 @@ import {
   type ResponseHeaders,
 } from '../ratelimit/service/headers.js';
 import { RateLimitMetrics } from '../ratelimit/service/metrics.js';
-import { startRateLimitServers } from '../ratelimit/service/servers.js';
+import { startRateLimitServers, type GrpcTls } from '../ratelimit/service/servers.js';
 import { createRateLimitService, type RateLimitService } from '../ratelimit/service/service.js';
 import { failureOf, redisStore, StoreState, UsageError, type RedisFailure } from './ratelimit-store.js';
 import { watchFiles } from './watch-files.js';
@@ -52,6 +52,11 @@ export interface RatelimitFlags {
   readonly shadowMode?: boolean | undefined;
   /** Reload when a descriptor file changes (default true; SIGHUP reloads either way). */
   readonly watch?: boolean | undefined;
+  /** PEM certificate (chain) and key files: TLS on the gRPC listener. */
+  readonly grpcTlsCert?: string | undefined;
+  readonly grpcTlsKey?: string | undefined;
+  /** A PEM CA file: gRPC clients must present a certificate it signed (mutual TLS). */
+  readonly grpcTlsClientCa?: string | undefined;
   /** Only read the configs, print their domains, and stop. */
   readonly check?: boolean | undefined;
 }
@@ -140,6 +145,27 @@ function servingWhen(up: boolean, policy: HealthPolicy, failure: RedisFailure): 
   return policy === 'auto' && failure.onError !== 'throw';
 }
 
+function pemOf(path: string, flag: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    throw new UsageError(`${flag}: cannot read ${path}: ${(error as Error).message}`);
+  }
+}
+
+/** grpcTlsOf returns the gRPC listener's TLS from the `--grpc-tls-*` flags, or undefined for plaintext. */
+function grpcTlsOf(flags: RatelimitFlags): GrpcTls | undefined {
+  const { grpcTlsCert: cert, grpcTlsKey: key, grpcTlsClientCa: ca } = flags;
+  if (cert === undefined && key === undefined && ca === undefined) return undefined;
+  if (cert === undefined || key === undefined)
+    throw new UsageError('--grpc-tls-cert and --grpc-tls-key go together (and --grpc-tls-client-ca needs both)');
+  return {
+    certPem: pemOf(cert, '--grpc-tls-cert'),
+    keyPem: pemOf(key, '--grpc-tls-key'),
+    ...(ca === undefined ? {} : { clientCaPem: pemOf(ca, '--grpc-tls-client-ca') }),
+  };
+}
+
 function listenMetrics(metrics: RateLimitMetrics, host: string, port: number): Promise<Server> {
   const server = createServer((req, res) => {
     if ((req.url ?? '/').split('?')[0] !== '/metrics') {
@@ -192,6 +218,7 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
     return 0;
   }
   const failure = failureOf(flags);
+  const grpcTls = grpcTlsOf(flags);
   const policy = healthPolicyOf(flags.healthFollowsStore);
   const metrics = new RateLimitMetrics();
   metrics.configLoad(true);
@@ -221,6 +248,7 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
     grpcPort: neither ? 8081 : flags.grpcPort,
     httpPort: neither ? 8080 : flags.httpPort,
     host,
+    ...(grpcTls === undefined ? {} : { grpcTls }),
   });
   const metricsServer =
     flags.metricsPort === undefined ? undefined : await listenMetrics(metrics, host, flags.metricsPort);

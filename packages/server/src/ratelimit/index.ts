@@ -39,7 +39,12 @@ export {
   type DecisionRequest,
   type RequestDescriptor,
 } from './service/request.js';
-export { startRateLimitServers, type RateLimitServers, type RateLimitServersOptions } from './service/servers.js';
+export {
+  startRateLimitServers,
+  type GrpcTls,
+  type RateLimitServers,
+  type RateLimitServersOptions,
+} from './service/servers.js';
 export {
   addRateLimitService,
   rateLimitHandlers,

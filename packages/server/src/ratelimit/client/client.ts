@@ -20,8 +20,10 @@ export type ClientOnError = 'throw' | 'fail-open' | 'fail-closed';
  * and `timers`.
  */
 export interface RateLimitClientOptions extends ServiceGuardOptions {
-  /** The service: `http://host:port` for the JSON API, `grpc://host:port` for Envoy's gRPC API. */
+  /** The service: `http://host:port` for the JSON API, `grpc://host:port` for Envoy's gRPC API, `grpcs://host:port` for it over TLS. */
   url: string;
+  /** For `grpcs://`: the CA to trust (default the system's), and a client certificate and key for mutual TLS (PEM). */
+  tls?: { caPem?: string | Buffer; certPem?: string | Buffer; keyPem?: string | Buffer };
   /** What a failed, late or refused-by-the-circuit call answers (default `throw`); a malformed request always throws. */
   onError?: ClientOnError;
   /** HTTP connections kept to the service (default 8; JSON API only). */
@@ -202,11 +204,17 @@ type RlsClient = grpc.Client & {
   ): grpc.ClientUnaryCall;
 };
 
+function credentialsOf(secure: boolean, tls: RateLimitClientOptions['tls']): grpc.ChannelCredentials {
+  if (!secure) return grpc.credentials.createInsecure();
+  const pem = (v: string | Buffer | undefined) => (v === undefined ? null : Buffer.from(v));
+  return grpc.credentials.createSsl(pem(tls?.caPem), pem(tls?.keyPem), pem(tls?.certPem));
+}
+
 class GrpcTransport implements Transport {
   private readonly client: RlsClient;
-  constructor(target: string) {
+  constructor(target: string, credentials: grpc.ChannelCredentials) {
     const Service = loadRateLimitService();
-    this.client = new Service(target, grpc.credentials.createInsecure()) as unknown as RlsClient;
+    this.client = new Service(target, credentials) as unknown as RlsClient;
   }
 
   send(request: ClientRequest, signal: AbortSignal): Promise<ClientDecision> {
@@ -271,9 +279,9 @@ export class RateLimitClient {
 
   constructor(options: RateLimitClientOptions) {
     const url = parseServiceUrl(options?.url, {
-      protocols: ['http:', 'https:', 'grpc:'],
+      protocols: ['http:', 'https:', 'grpc:', 'grpcs:'],
       option: 'RateLimitClient.url',
-      expected: 'http://host:port (JSON API) or grpc://host:port (gRPC)',
+      expected: 'http://host:port (JSON API), grpc://host:port (gRPC) or grpcs://host:port (gRPC over TLS)',
     });
     this.guard = new ServiceGuard(options, { where: 'RateLimitClient', service: `${url.protocol}//${url.host}` });
     this.onError = options.onError ?? 'throw';
@@ -284,7 +292,9 @@ export class RateLimitClient {
         'RateLimitClient.onError',
       );
     this.transport =
-      url.protocol === 'grpc:' ? new GrpcTransport(url.host) : new HttpTransport(url.origin, options.connections ?? 8);
+      url.protocol === 'grpc:' || url.protocol === 'grpcs:'
+        ? new GrpcTransport(url.host, credentialsOf(url.protocol === 'grpcs:', options.tls))
+        : new HttpTransport(url.origin, options.connections ?? 8);
   }
 
   /** shouldRateLimit resolves to the service's decision for `request`, charging it when admitted. */

@@ -19,6 +19,26 @@ export interface RateLimitServersOptions {
   httpPort?: number;
   /** The address to listen on (default `127.0.0.1`). */
   host?: string;
+  /** TLS on the gRPC listener; without it the listener is plaintext (as Envoy's service is by default). */
+  grpcTls?: GrpcTls;
+}
+
+/** GrpcTls is the gRPC listener's certificate and key (PEM), and, to require client certificates, the CA that signs them. */
+export interface GrpcTls {
+  readonly certPem: string | Buffer;
+  readonly keyPem: string | Buffer;
+  /** Clients must present a certificate this CA signed (mutual TLS). */
+  readonly clientCaPem?: string | Buffer;
+}
+
+function credentialsOf(tls: GrpcTls | undefined): grpc.ServerCredentials {
+  if (tls === undefined) return grpc.ServerCredentials.createInsecure();
+  const ca = tls.clientCaPem === undefined ? null : Buffer.from(tls.clientCaPem);
+  return grpc.ServerCredentials.createSsl(
+    ca,
+    [{ private_key: Buffer.from(tls.keyPem), cert_chain: Buffer.from(tls.certPem) }],
+    ca !== null,
+  );
 }
 
 /** RateLimitServers are running listeners, with the ports they got. */
@@ -45,13 +65,15 @@ function listenGrpc(
   service: RateLimitService,
   host: string,
   port: number,
+  tls: GrpcTls | undefined,
 ): Promise<{ server: grpc.Server; port: number }> {
+  const credentials = credentialsOf(tls);
   const server = new grpc.Server();
   addRateLimitService(server, service);
   addHealthService(server, service.health);
   const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   return new Promise((resolve, reject) => {
-    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, bound) => {
+    server.bindAsync(address, credentials, (error, bound) => {
       if (error !== null) reject(new Error(`cannot listen for gRPC on ${address}: ${error.message}`, { cause: error }));
       else resolve({ server, port: bound });
     });
@@ -105,7 +127,9 @@ export async function startRateLimitServers(options: RateLimitServersOptions): P
     throw new FloodgateError('INVALID_OPTION', 'startRateLimitServers needs grpcPort, httpPort or both', 'grpcPort');
   const host = options.host ?? '127.0.0.1';
   const grpcServer =
-    options.grpcPort === undefined ? undefined : await listenGrpc(options.service, host, options.grpcPort);
+    options.grpcPort === undefined
+      ? undefined
+      : await listenGrpc(options.service, host, options.grpcPort, options.grpcTls);
   let httpServer: { server: Server; port: number } | undefined;
   try {
     httpServer = options.httpPort === undefined ? undefined : await listenHttp(options.service, host, options.httpPort);
