@@ -31,7 +31,7 @@ routes:
     rules:
       - name: per-key
         policy: { algorithm: tokenBucket, capacity: 10, refillPerSecond: 0.001 }
-        key: { type: header, name: x-api-key }
+        key: { type: header, name: x-api-key, onAbsent: skip }
       - name: per-client
         policy: { algorithm: fixedWindow, limit: 20, windowMs: 60000 }
         key: { type: ip }

@@ -176,7 +176,12 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
     assert.equal(b2.status, 429);
     assert.deepEqual(JSON.parse(b2.body)['violated-policies'], ['per-api-key']);
     const other = await call(gw.url('/keyed/c'), { method: 'GET' });
-    assert.equal(other.status, 200, 'a request without the header is held to the tenant rule only');
+    assert.equal(other.status, 200);
+    assert.match(
+      String(other.headers.ratelimit),
+      /"per-tenant";r=1;t=\d+, "per-api-key";r=4/,
+      'a request without the header is counted against its address under the key rule (onAbsent: fallback)',
+    );
   });
 
   it('keys by query parameter', async () => {
@@ -185,12 +190,12 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
     assert.equal((await call(gw.url('/query?tenant=t2'))).status, 200);
   });
 
-  it('keys by a verified JWT claim; a forged token is not counted as its claimed user', async () => {
+  it('keys by a verified JWT claim; a forged token is refused (onInvalid: refuse), not counted as its claimed user', async () => {
     const alice = { authorization: `Bearer ${signHs256({ sub: 'alice' }, JWT_SECRET)}` };
     const forged = { authorization: `Bearer ${signHs256({ sub: 'alice' }, 'someone-elses-secret-000000')}` };
     assert.equal((await call(gw.url('/jwt/a'), { headers: alice })).status, 200);
-    assert.equal((await call(gw.url('/jwt/a'), { headers: forged })).status, 200);
-    assert.equal((await call(gw.url('/jwt/a'), { headers: forged })).status, 200);
+    assert.equal((await call(gw.url('/jwt/a'), { headers: forged })).status, 401);
+    assert.equal((await call(gw.url('/jwt/a'), { headers: forged })).status, 401);
     const second = await call(gw.url('/jwt/a'), { headers: alice });
     assert.equal(second.status, 200);
     assert.match(String(second.headers.ratelimit), /"per-user";r=0/);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { compilePath, patternCovers } from '../src/config/paths.js';
 import { downstreamHeaders, upstreamHeaders } from '../src/gateway/forwarding.js';
-import { jwtClaim, signHs256 } from '../src/gateway/jwt.js';
+import { readJwtClaim, signHs256, type JwtRejection } from '../src/gateway/jwt.js';
 import { redactConfig } from '../src/ops/redact.js';
 import { trustedPeers } from '../src/gateway/traffic.js';
 
@@ -108,23 +108,39 @@ describe('forwarding headers', () => {
 describe('JWT claims', () => {
   const secret = 'a-test-secret-long-enough';
   const nowMs = 1_700_000_000_000;
+  const read = (token: string, verify = true): unknown =>
+    readJwtClaim(token, { claim: 'sub', secret: verify ? secret : undefined, nowMs });
+  const problem = (token: string, verify = true): unknown => {
+    const r = read(token, verify);
+    return typeof r === 'string' ? r : (r as JwtRejection).problem;
+  };
+  const part = (json: unknown): string => Buffer.from(JSON.stringify(json)).toString('base64url');
 
   it('read a claim unverified, or verified with the HS256 secret', () => {
-    const token = signHs256({ sub: 'alice', exp: nowMs / 1000 + 60 }, secret);
-    assert.equal(jwtClaim(token, { claim: 'sub', secret: undefined, nowMs }), 'alice');
-    assert.equal(jwtClaim(token, { claim: 'sub', secret, nowMs }), 'alice');
+    const token = signHs256({ sub: 'alice', exp: nowMs / 1000 + 60, nbf: nowMs / 1000 - 60 }, secret);
+    assert.equal(read(token, false), 'alice');
+    assert.equal(read(token), 'alice');
+    assert.equal(read(signHs256({ sub: 42 }, secret)), '42');
   });
 
-  it('refuse a bad signature, another algorithm, an expired token and garbage when verifying', () => {
-    const forged = signHs256({ sub: 'alice' }, 'another-secret-entirely');
-    assert.equal(jwtClaim(forged, { claim: 'sub', secret, nowMs }), undefined);
-    const expired = signHs256({ sub: 'alice', exp: nowMs / 1000 - 1 }, secret);
-    assert.equal(jwtClaim(expired, { claim: 'sub', secret, nowMs }), undefined);
+  it('say why a token is refused: signature, algorithm, expiry, not-before, claim, form', () => {
+    assert.equal(problem(signHs256({ sub: 'alice' }, 'another-secret-entirely')), 'signature');
+    assert.equal(problem(signHs256({ sub: 'alice', exp: nowMs / 1000 }, secret)), 'expired');
+    assert.equal(problem(signHs256({ sub: 'alice', nbf: nowMs / 1000 + 1 }, secret)), 'premature');
+    assert.equal(problem(signHs256({ sub: 'alice', exp: 'never' }, secret)), 'malformed');
+    assert.equal(problem(signHs256({ uid: 'alice' }, secret)), 'claim');
+    assert.equal(problem(signHs256({ sub: '' }, secret)), 'claim');
     const [, body, sig] = signHs256({ sub: 'alice' }, secret).split('.');
-    const none = `${Buffer.from('{"alg":"none"}').toString('base64url')}.${body}.${sig}`;
-    assert.equal(jwtClaim(none, { claim: 'sub', secret, nowMs }), undefined);
-    assert.equal(jwtClaim('not.a.jwt', { claim: 'sub', secret: undefined, nowMs }), undefined);
-    assert.equal(jwtClaim('x', { claim: 'sub', secret: undefined, nowMs }), undefined);
+    assert.equal(problem(`${part({ alg: 'none' })}.${body}.${sig}`), 'algorithm');
+    assert.equal(problem(`${part({ alg: 'HS512' })}.${body}.${sig}`), 'algorithm');
+    assert.equal(problem('not.a.jwt', false), 'malformed');
+    assert.equal(problem('x', false), 'malformed');
+  });
+
+  it('refuse alg none even unverified, where any other token is read as it says', () => {
+    assert.equal(problem(`${part({ alg: 'none' })}.${part({ sub: 'alice' })}.`, false), 'algorithm');
+    assert.equal(problem(`${part({ alg: 'NONE' })}.${part({ sub: 'alice' })}.`, false), 'algorithm');
+    assert.equal(read(`${part({ alg: 'RS256' })}.${part({ sub: 'alice', exp: 1 })}.sig`, false), 'alice');
   });
 });
 

@@ -37,20 +37,34 @@ const secretFields = {
   secretEnv: z.string().min(1).optional(),
 };
 
-/** keySchema is who a request counts against. */
+/** What a rule does with a request whose identity is absent or invalid: answer 401, count it by client address, or not apply. */
+const identityAction = z.enum(['refuse', 'fallback', 'skip']);
+const faultFields = {
+  /** When the header, token or parameter is missing, empty or blank (default fallback: the client address). */
+  onAbsent: identityAction.default('fallback'),
+};
+const invalidField = {
+  /** When a token is refused (alg none, bad signature, expired, ...) or a parameter repeated with another value (default refuse). */
+  onInvalid: identityAction.default('refuse'),
+};
+
+/** keySchema is who a request counts against, and (for identities a request can lack) what happens when it does. */
 export const keySchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('ip'), ipv6PrefixBits: whole.min(1).max(128).optional() }),
   z.strictObject({
     type: z.literal('header'),
     name: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a header name such as x-api-key'),
+    ...faultFields,
   }),
   z.strictObject({
     type: z.literal('jwt'),
     claim: z.string().min(1),
     header: z.string().min(1).optional(),
     ...secretFields,
+    ...faultFields,
+    ...invalidField,
   }),
-  z.strictObject({ type: z.literal('query'), name: z.string().min(1) }),
+  z.strictObject({ type: z.literal('query'), name: z.string().min(1), ...faultFields, ...invalidField }),
   z.strictObject({ type: z.literal('param'), name: z.string().min(1) }),
   z.strictObject({ type: z.literal('route') }),
 ]);

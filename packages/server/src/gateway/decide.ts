@@ -11,6 +11,7 @@ import {
   serviceItem,
   type HeaderPair,
 } from 'floodgate/http';
+import type { IdentityRefusal } from './identity.js';
 import type { ProxyRequest } from './request.js';
 import type { CompiledRoute, CompiledRule } from './routes.js';
 
@@ -18,7 +19,10 @@ import type { CompiledRoute, CompiledRule } from './routes.js';
  * RuleOutcome is how one rule answered one request, as counted in metrics. `fail_open` and
  * `fail_closed` are a store's failure policy answering for it; `fallback_admitted` and
  * `fallback_limited` are the local fallback deciding with this process's share of the limit while
- * the store is away (a refusal by the fallback is a 429 like any other).
+ * the store is away (a refusal by the fallback is a 429 like any other). `identity_refused` is a
+ * request refused (401 or 400) because its identity under the rule was absent or invalid and the
+ * rule refuses such requests (`shadow_identity_refused` for a shadow rule, which refuses nothing);
+ * `identity_skipped`, one the rule did not apply to because it is set to skip them.
  */
 export type RuleOutcome =
   | 'admitted'
@@ -31,7 +35,10 @@ export type RuleOutcome =
   | 'fail_open'
   | 'fail_closed'
   | 'fallback_admitted'
-  | 'fallback_limited';
+  | 'fallback_limited'
+  | 'identity_refused'
+  | 'identity_skipped'
+  | 'shadow_identity_refused';
 
 /** RuleDecision is one rule's answer to one request with the store key it counted against (for the dashboard). */
 export interface RuleDecision {
@@ -94,27 +101,29 @@ export function admit(route: CompiledRoute, req: ProxyRequest, options: AdmitOpt
 /** admitSync is {@link admit} on a route whose rules all decide without a promise. */
 function admitSync(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Admission {
   if (route.shadow.length > 0) decideShadowSync(route, req, options.reporter);
-  let applied: Applied[];
+  let applied: Applied[] | IdentityRefusal;
   try {
-    applied = decideEnforcedSync(route, req);
+    applied = decideEnforcedSync(route, req, options.reporter);
   } catch (err) {
     if (!isStoreFailure(err)) throw err;
     return storeFailed(route, options);
   }
+  if (!Array.isArray(applied)) return applied;
   return settle(route, applied, options.reporter);
 }
 
 async function admitAsync(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Promise<Admission> {
   const shadow = route.shadow.length === 0 ? undefined : decideShadow(route, req, options);
-  let applied: Applied[];
+  let applied: Applied[] | IdentityRefusal;
   try {
-    applied = await decideEnforced(route, req);
+    applied = await decideEnforced(route, req, options.reporter);
   } catch (err) {
     if (!isStoreFailure(err)) throw err;
     if (shadow !== undefined) await shadow;
     return storeFailed(route, options);
   }
   if (shadow !== undefined) await shadow;
+  if (!Array.isArray(applied)) return applied;
   const refused = applied.filter((a) => !a.decision.allowed);
   if (refused.length > 0) return settle(route, applied, options.reporter);
   for (const a of applied) report(route.name, a, options.reporter, '');
@@ -151,13 +160,40 @@ function consume(rule: CompiledRule, key: string, peek = false): Decision | Prom
   return peek ? l.peek(key, ZERO) : l.consume(key, options);
 }
 
-/** The enforced rules that apply to `req` (those with an identity for it), with their entries for `consumeAll`. */
-function enforcedEntries(route: CompiledRoute, req: ProxyRequest): { entries: LimitEntry[]; rules: CompiledRule[] } {
+/**
+ * The identity `req` counts against under `rule`; undefined when the rule skips it (reported), or
+ * the refusal when its identity is absent or invalid and the rule refuses (reported, `shadow_`
+ * prefixed for a shadow rule).
+ */
+function identify(
+  route: CompiledRoute,
+  rule: CompiledRule,
+  req: ProxyRequest,
+  reporter: DecisionReporter,
+): string | IdentityRefusal | undefined {
+  const identity = rule.identity(req);
+  if (typeof identity === 'string') return identity;
+  const shadow = rule.mode === 'shadow';
+  const outcome = identity === undefined ? 'identity_skipped' : shadow ? 'shadow_identity_refused' : 'identity_refused';
+  reporter.outcome(route.name, rule.name, outcome);
+  return shadow ? undefined : identity;
+}
+
+/**
+ * The enforced rules that apply to `req` (those not skipping it), with their entries for
+ * `consumeAll`; or the refusal of the first rule that refuses it for its identity.
+ */
+function enforcedEntries(
+  route: CompiledRoute,
+  req: ProxyRequest,
+  reporter: DecisionReporter,
+): { entries: LimitEntry[]; rules: CompiledRule[] } | IdentityRefusal {
   const entries: LimitEntry[] = [];
   const rules: CompiledRule[] = [];
   for (const rule of route.enforce) {
-    const identity = rule.identity(req);
+    const identity = identify(route, rule, req, reporter);
     if (identity === undefined) continue;
+    if (typeof identity !== 'string') return identity;
     entries.push({ limiter: rule.limiter, key: rule.keyOf(identity), cost: rule.cost });
     rules.push(rule);
   }
@@ -170,8 +206,14 @@ function enforcedEntries(route: CompiledRoute, req: ProxyRequest): { entries: Li
  * neighbour ever sees a charge that is later taken back). On a refusal, the rules that would have
  * admitted are looked at again without charging, so their headers tell their real state.
  */
-async function decideEnforced(route: CompiledRoute, req: ProxyRequest): Promise<Applied[]> {
-  const { entries, rules } = enforcedEntries(route, req);
+async function decideEnforced(
+  route: CompiledRoute,
+  req: ProxyRequest,
+  reporter: DecisionReporter,
+): Promise<Applied[] | IdentityRefusal> {
+  const found = enforcedEntries(route, req, reporter);
+  if (!('entries' in found)) return found;
+  const { entries, rules } = found;
   if (entries.length === 0) return [];
   const sync = rules.every((r) => r.limiter.table.synchronous);
   const result = sync ? consumeAllSync(entries) : await consumeAll(entries);
@@ -183,8 +225,14 @@ async function decideEnforced(route: CompiledRoute, req: ProxyRequest): Promise<
 }
 
 /** decideEnforcedSync is {@link decideEnforced} on synchronous stores, without a promise. */
-function decideEnforcedSync(route: CompiledRoute, req: ProxyRequest): Applied[] {
-  const { entries, rules } = enforcedEntries(route, req);
+function decideEnforcedSync(
+  route: CompiledRoute,
+  req: ProxyRequest,
+  reporter: DecisionReporter,
+): Applied[] | IdentityRefusal {
+  const found = enforcedEntries(route, req, reporter);
+  if (!('entries' in found)) return found;
+  const { entries, rules } = found;
   if (entries.length === 0) return [];
   const result = consumeAllSync(entries);
   const applied: Applied[] = entries.map((e, i) => ({ rule: rules[i]!, key: e.key, decision: result.decisions[i]! }));
@@ -204,8 +252,8 @@ async function giveBack(charged: readonly Applied[]): Promise<void> {
 
 async function decideShadow(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Promise<void> {
   for (const rule of route.shadow) {
-    const identity = rule.identity(req);
-    if (identity === undefined) continue;
+    const identity = identify(route, rule, req, options.reporter);
+    if (typeof identity !== 'string') continue;
     try {
       const key = rule.keyOf(identity);
       report(route.name, { rule, key, decision: await consume(rule, key) }, options.reporter, 'shadow_');
@@ -218,8 +266,8 @@ async function decideShadow(route: CompiledRoute, req: ProxyRequest, options: Ad
 /** decideShadowSync is the shadow rules' decisions on synchronous stores, reported only. */
 function decideShadowSync(route: CompiledRoute, req: ProxyRequest, reporter: DecisionReporter): void {
   for (const rule of route.shadow) {
-    const identity = rule.identity(req);
-    if (identity === undefined) continue;
+    const identity = identify(route, rule, req, reporter);
+    if (typeof identity !== 'string') continue;
     try {
       const key = rule.keyOf(identity);
       report(
@@ -255,8 +303,13 @@ async function waitInQueues(
 ): Promise<Admission | undefined> {
   const waited: Applied[] = [];
   for (const rule of route.queue) {
-    const identity = rule.identity(req);
+    const identity = identify(route, rule, req, options.reporter);
     if (identity === undefined) continue;
+    if (typeof identity !== 'string') {
+      await giveBack(applied);
+      for (const w of waited) if (w.rule.cost > 0) await w.rule.limiter.refund(w.key, w.rule.cost);
+      return identity;
+    }
     const key = rule.keyOf(identity);
     options.reporter.queueDepth(route.name, rule.name, 1);
     try {

@@ -10,7 +10,7 @@ import { rejectMaskOf, type AmbiguousConfig } from '../config/match-schema.js';
 import { compilePath, type PathPattern } from '../config/paths.js';
 import type { GatewayConfig, RouteConfig, RuleConfig } from '../config/schema.js';
 import { Guards, type GuardEvents, type GuardStep } from './guards.js';
-import { identityOf, type RequestIdentity } from './identity.js';
+import { ruleIdentity, type RuleIdentity } from './identity.js';
 import { describeAmbiguities, normalPathEnd, normalizeTarget } from './path.js';
 
 /** Longest store key, in UTF-16 code units; longer identities are hashed (see `storeKey`). */
@@ -22,7 +22,8 @@ export interface CompiledRule {
   readonly mode: RuleConfig['mode'];
   readonly cost: number;
   readonly limiter: Limiter;
-  readonly identity: RequestIdentity;
+  /** The identity a request counts against, undefined when the rule skips it, or the refusal to answer. */
+  readonly identity: RuleIdentity;
   /** Longest wait of a queued request, in ms (queue mode). */
   readonly maxWaitMs: number;
   /** The rule's `RateLimit-Policy` item. */
@@ -208,7 +209,7 @@ function compileRule(routeName: string, rule: RuleConfig, ctx: CompileContext): 
     mode: rule.mode,
     cost: rule.cost,
     limiter,
-    identity: identityOf(rule.key, ctx.env),
+    identity: ruleIdentity(rule.key, { rule: rule.name, env: ctx.env }),
     maxWaitMs: rule.queue?.maxWaitMs ?? 1000,
     policyItem: policyItem({ name: rule.name, policy: limiter.policy, unit: 'requests', pk: undefined }),
     serviceHead: serviceHead(rule.name),
