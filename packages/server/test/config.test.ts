@@ -53,12 +53,15 @@ const EXPECTED: Record<string, readonly (readonly [line: number, path: string, s
   'upstream-with-path': [
     [5, 'upstreams[0].url', 'an upstreams url names an origin, but http://127.0.0.1:3000/v1 has a path'],
   ],
+  'case-sensitive-not-boolean': [[5, 'routes[0].match.caseSensitive', 'expected boolean, received string']],
   'cost-above-limit': [
     [7, 'routes[0].rules[0].cost', 'a cost of 6 can never be admitted: the policy admits at most 5'],
   ],
   'duplicate-route': [[5, 'routes[1].name', 'the route name "api" is used twice']],
   'duplicate-rule': [[7, 'routes[0].rules[1].name', 'the rule name "per-ip" is used twice']],
   'duplicate-yaml-key': [[3, '', 'Map keys must be unique']],
+  'identity-action-unknown': [[7, 'routes[0].rules[0].key.onAbsent', 'expected one of "refuse"|"fallback"|"skip"']],
+  'identity-invalid-on-header': [[10, 'routes[0].rules[0].key.onInvalid', 'unknown key "onInvalid"']],
   'library-refuses': [[6, 'routes[0].rules[0].policy.limit', 'slidingWindowLog.limit must be at most']],
   'many-problems': [
     [1, 'listen.port', 'Too big'],
