@@ -24,7 +24,7 @@ import type { GuardEvents } from './guards.js';
 import type { RateLimitServiceHost } from './ratelimit-host.js';
 import { Upstreams } from './proxy.js';
 import { RouteTable } from './routes.js';
-import { serveRequest, serveUpgrade, trustedPeers, type TrafficState } from './traffic.js';
+import { requestListener, serveUpgrade, trustedPeers, type TrafficState } from './traffic.js';
 
 /** GatewayOptions configures {@link Gateway.start}. */
 export interface GatewayOptions {
@@ -123,15 +123,7 @@ export class Gateway implements TrafficState {
       keepAliveTimeout: 5_000,
       connectionsCheckingInterval,
     });
-    this.traffic.on('request', (req, res) => {
-      this.inFlight++;
-      res.once('close', () => this.requestEnded());
-      serveRequest(this, req, res).catch((err: unknown) => {
-        // serveRequest answers every failure it knows of; anything else ends this request only.
-        this.log.error({ error: (err as Error).message }, 'request failed unexpectedly');
-        res.destroy();
-      });
-    });
+    this.traffic.on('request', requestListener(this));
     this.traffic.on('upgrade', (req, socket, head) => {
       serveUpgrade(this, req, socket, head).catch(() => socket.destroy());
     });
@@ -361,7 +353,13 @@ export class Gateway implements TrafficState {
     socket.once('close', () => this.tunnels.delete(socket));
   }
 
-  private requestEnded(): void {
+  /** requestStarted counts a request in flight. */
+  requestStarted(): void {
+    this.inFlight++;
+  }
+
+  /** requestEnded counts a request out, and ends a drain that waited for the last. */
+  requestEnded(): void {
     this.inFlight--;
     if (this.inFlight === 0 && this.drained !== undefined) this.drained();
   }

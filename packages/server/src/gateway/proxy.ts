@@ -3,7 +3,6 @@
  * both ways (a request body is counted as it passes, never buffered), upstream failures answered
  * as 502 or 504 problem details.
  */
-import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { FIELD, PROBLEM_CONTENT_TYPE, type HeaderPair } from 'floodgate/http';
@@ -36,6 +35,12 @@ export interface UpstreamResult {
  * `other` (the connection broke, the upstream answered nonsense).
  */
 export type UpstreamFailure = 'timeout' | 'connect' | 'aborted' | 'too-large' | 'other';
+
+/**
+ * CLIENT_GONE is the event a request emits when its client left before its response finished:
+ * undici listens for it on the request it forwards (the request is its abort signal).
+ */
+export const CLIENT_GONE = 'abort';
 
 /** The error codes of a connection that could not be made. */
 const CONNECT_CODES: ReadonlySet<string> = new Set([
@@ -91,7 +96,8 @@ export class Upstreams {
 
   /**
    * forward sends `req` to `upstream` and streams the answer to `res` with `extra` headers added;
-   * it never rejects: failures are answered (502, 504, 413) and reported in the result.
+   * it never rejects: failures are answered (502, 504, 413) and reported in the result. The
+   * upstream request is cut off when `req` emits {@link CLIENT_GONE} (see `requestListener`).
    */
   async forward(
     req: IncomingMessage,
@@ -99,12 +105,6 @@ export class Upstreams {
     options: { upstream: URL; facts: ForwardingFacts; extra: readonly HeaderPair[] },
   ): Promise<UpstreamResult> {
     const started = performance.now();
-    // undici takes an emitter as its signal: lighter than an AbortController and its DOMException per request.
-    const abort = new EventEmitter();
-    const onClose = (): void => {
-      if (!res.writableFinished) abort.emit('abort');
-    };
-    res.once('close', onClose);
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > this.limits.maxBodyBytes)
       return this.fail(
@@ -123,7 +123,8 @@ export class Upstreams {
         method: req.method as 'GET',
         headers: upstreamHeaders(req.headers, options.facts),
         body: hasBody ? Readable.from(countedBody(req, this.limits.maxBodyBytes), { objectMode: false }) : null,
-        signal: abort,
+        // The request itself is the signal: the exchange's one close hook emits CLIENT_GONE on it.
+        signal: req,
       };
       await this.poolOf(options.upstream).stream(request, (reply) => {
         status = reply.statusCode;
@@ -136,8 +137,6 @@ export class Upstreams {
       return { status, durationMs: performance.now() - started, error: undefined, failure: undefined };
     } catch (err) {
       return this.failed(res, err, started);
-    } finally {
-      res.off('close', onClose);
     }
   }
 

@@ -14,7 +14,7 @@ import { admit, type Admission, type DecisionReporter } from './decide.js';
 import { upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 import type { GuardStep } from './guards.js';
 import { Passage, enter } from './protect.js';
-import { failureOf, sendProblem, type UpstreamResult, type Upstreams } from './proxy.js';
+import { CLIENT_GONE, failureOf, sendProblem, type UpstreamResult, type Upstreams } from './proxy.js';
 import { ProxyRequest } from './request.js';
 import { PathRefusal, type CompiledRoute, type RouteMatch, type RouteTable } from './routes.js';
 
@@ -32,6 +32,30 @@ export interface TrafficState {
   isTrustedPeer(peer: string): boolean;
   /** track keeps an upgraded socket until it closes, so that shutdown can end it. */
   track(socket: Duplex): void;
+  /** requestStarted and requestEnded count the requests in flight (for draining). */
+  requestStarted(): void;
+  requestEnded(): void;
+}
+
+/**
+ * requestListener returns the traffic server's `request` listener. Each exchange has one close
+ * hook, made once here: it tells a forward still running that the client left (by emitting
+ * {@link CLIENT_GONE} on the request) and ends the request's count.
+ */
+export function requestListener(state: TrafficState): (req: IncomingMessage, res: ServerResponse) => void {
+  function closed(this: ServerResponse): void {
+    if (!this.writableFinished) this.req.emit(CLIENT_GONE);
+    state.requestEnded();
+  }
+  return (req, res) => {
+    state.requestStarted();
+    res.on('close', closed);
+    serveRequest(state, req, res).catch((err: unknown) => {
+      // serveRequest answers every failure it knows of; anything else ends this request only.
+      state.log.error({ error: (err as Error).message }, 'request failed unexpectedly');
+      res.destroy();
+    });
+  };
 }
 
 /** trustedPeers returns the check of a `trustProxy` setting: any peer for a hop count, listed ones for a list. */
@@ -100,7 +124,7 @@ async function forwardGuarded(
 ): Promise<void> {
   const entered = enter(steps, req.headers, {
     reporter: state.metrics.overload,
-    signal: waits(steps) ? closeSignal(res) : undefined,
+    signal: waits(steps) ? goneSignal(req) : undefined,
   });
   const passage = entered instanceof Promise ? await entered : entered;
   if (!(passage instanceof Passage)) {
@@ -133,10 +157,17 @@ function waits(steps: readonly GuardStep[]): boolean {
   return false;
 }
 
-/** A signal that fires when the response (or upgraded socket) closes: the client left, or it was answered. */
-function closeSignal(res: ServerResponse | Duplex): AbortSignal {
+/** A signal that fires when the client of a request leaves before its answer (for waits only: most requests never wait). */
+function goneSignal(req: IncomingMessage): AbortSignal {
   const abort = new AbortController();
-  res.once('close', () => abort.abort());
+  req.once(CLIENT_GONE, () => abort.abort());
+  return abort.signal;
+}
+
+/** A signal that fires when an upgraded socket closes. */
+function closeSignal(socket: Duplex): AbortSignal {
+  const abort = new AbortController();
+  socket.once('close', () => abort.abort());
   return abort.signal;
 }
 
@@ -149,12 +180,7 @@ function admitRequest(
 ): Admission | undefined | Promise<Admission | undefined> {
   if (match.route.rules.length === 0) return PASS_THROUGH;
   const view = new ProxyRequest(req, state.resolver, match.route.name, match.params);
-  let signal: AbortSignal | undefined;
-  if (match.route.queue.length > 0) {
-    const abort = new AbortController();
-    res.once('close', () => abort.abort());
-    signal = abort.signal;
-  }
+  const signal = match.route.queue.length > 0 ? goneSignal(req) : undefined;
   try {
     const admission = admit(match.route, view, { reporter: state.reporter, onStoreError: state.onStoreError, signal });
     return admission instanceof Promise
