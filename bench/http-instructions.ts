@@ -30,15 +30,10 @@
  *
  * About 1.5 minutes per server; two run at once by default, so about 20 minutes for all 26.
  */
-import { spawn, execFile } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
-import { Agent, get } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
+import { countInstructions, inParallel, type CallgrindWindows } from './callgrind.js';
 
-const run = promisify(execFile);
 const HTTP_BENCH = fileURLToPath(new URL('./http.ts', import.meta.url));
 const CHILD_FLAGS = ['--predictable', '--conditions=floodgate-source', '--import', 'tsx'];
 /** Each framework's subjects, in the order printed; `peer` only where the framework has one. */
@@ -50,83 +45,21 @@ const CELLS: Record<string, readonly string[]> = {
   hono: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'counting', 'floor'],
 };
 
-/** Sends `count` GET / requests one after another over one keep-alive connection. */
-async function send(port: number, count: number): Promise<void> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  try {
-    for (let i = 0; i < count; i++) {
-      await new Promise<void>((resolve, reject) => {
-        get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
-          if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode} from port ${port}`));
-          res.resume();
-          res.on('end', resolve);
-        }).on('error', reject);
-      });
-    }
-  } finally {
-    agent.destroy();
-  }
-}
-
-/** Runs `callgrind_control` on `pid` with `args`. */
-async function control(pid: number, ...args: string[]): Promise<void> {
-  await run('callgrind_control', [...args, String(pid)], { timeout: 60_000 });
-}
-
 /** Measures one cell (`framework:subject`): instructions per request in each window. */
-async function measure(
-  cell: string,
-  o: { requests: number; warmup: number; settle: number; windows: number },
-): Promise<number[]> {
-  const dir = await mkdtemp(join(tmpdir(), 'floodgate-callgrind-'));
-  const child = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      '--instr-atstart=no',
-      `--callgrind-out-file=${join(dir, 'cg.%p')}`,
-      process.execPath,
-      ...CHILD_FLAGS,
-      HTTP_BENCH,
-      '--serve',
-      cell,
-    ],
+function measure(cell: string, o: CallgrindWindows): Promise<number[]> {
+  return countInstructions(
     {
-      stdio: ['ignore', 'pipe', 'ignore'],
-    },
-  );
-  try {
-    const port = await new Promise<number>((resolve, reject) => {
-      let out = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-        out += chunk;
+      name: cell,
+      command: [process.execPath, ...CHILD_FLAGS, HTTP_BENCH, '--serve', cell],
+      portOf: (out) => {
         const line = out.split('\n').find((l) => l.startsWith('{'));
-        if (line !== undefined) resolve((JSON.parse(line) as { port: number }).port);
-      });
-      child.on('exit', (code) => reject(new Error(`${cell}: the server exited with ${code} before listening`)));
-    });
-    const pid = child.pid!;
-    await send(port, o.warmup);
-    await control(pid, '--instr=on');
-    await send(port, o.settle);
-    const windows: number[] = [];
-    for (let w = 0; w < o.windows; w++) {
-      await control(pid, '--zero');
-      await send(port, o.requests);
-      await control(pid, '--dump');
-      // Each dump on request is cg.<pid>.<n>, numbered from 1.
-      const dump = (await readdir(dir)).find((f) => f === `cg.${pid}.${w + 1}`);
-      if (dump === undefined) throw new Error(`${cell}: callgrind wrote no dump ${w + 1}`);
-      const text = await readFile(join(dir, dump), 'utf8');
-      const summary = /^summary: (\d+)$/m.exec(text);
-      if (summary === null) throw new Error(`${cell}: no summary line in callgrind's dump`);
-      windows.push(Number(summary[1]) / o.requests);
-    }
-    return windows;
-  } finally {
-    child.kill('SIGKILL');
-    await rm(dir, { recursive: true, force: true });
-  }
+        return line === undefined ? undefined : (JSON.parse(line) as { port: number }).port;
+      },
+      path: '/',
+      status: 200,
+    },
+    o,
+  );
 }
 
 async function main(): Promise<void> {
@@ -155,15 +88,11 @@ async function main(): Promise<void> {
       subjects.filter((s) => only === undefined || only.includes(s)).map((subject) => `${framework}:${subject}`),
     );
   const results = new Map<string, number[]>();
-  const queue = [...cells];
-  const worker = async (): Promise<void> => {
-    for (let cell = queue.shift(); cell !== undefined; cell = queue.shift()) {
-      const windows = await measure(cell, o);
-      results.set(cell, windows);
-      console.error(`${cell.padEnd(18)} ${windows.map((w) => Math.round(w)).join(' ')} instructions/request`);
-    }
-  };
-  await Promise.all(Array.from({ length: Number(values.parallel) }, worker));
+  await inParallel(cells, Number(values.parallel), async (cell) => {
+    const windows = await measure(cell, o);
+    results.set(cell, windows);
+    console.error(`${cell.padEnd(18)} ${windows.map((w) => Math.round(w)).join(' ')} instructions/request`);
+  });
   console.log(
     [
       'framework',

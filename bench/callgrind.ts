@@ -1,0 +1,120 @@
+/**
+ * Counting a server's instructions per request with valgrind's callgrind: shared by
+ * bench/http-instructions.ts (middleware) and bench/gateway-instructions.ts (whole proxies).
+ * A count is what the server's own user-space code executes: a busy machine does not move it.
+ */
+import { spawn, execFile } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { Agent, get } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** CallgrindWindows are how many requests are sent before and while counting. */
+export interface CallgrindWindows {
+  /** Requests sent before instrumentation goes on (V8 compiles what it will). */
+  readonly warmup: number;
+  /** Requests sent after it goes on, uncounted. */
+  readonly settle: number;
+  /** Counted windows, and requests in each. */
+  readonly windows: number;
+  readonly requests: number;
+}
+
+/** CallgrindSubject is one server to count: its command, how it reports its port, what it answers. */
+export interface CallgrindSubject {
+  readonly name: string;
+  /** The program and its arguments, run under valgrind. */
+  readonly command: readonly string[];
+  /** The listening port, once the server's stdout (so far) says it; undefined until then. */
+  portOf(stdout: string): number | undefined;
+  /** The path requested, and the status every answer must have (after the first, which may differ: a refusing limit admits it). */
+  readonly path: string;
+  readonly status: number;
+}
+
+/** Sends `count` GET requests one after another over one keep-alive connection, each expected to answer `status` (any, when undefined). */
+export async function sendSequential(
+  port: number,
+  path: string,
+  status: number | undefined,
+  count: number,
+): Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    for (let i = 0; i < count; i++) {
+      await new Promise<void>((resolve, reject) => {
+        get({ host: '127.0.0.1', port, path, agent }, (res) => {
+          if (status !== undefined && res.statusCode !== status)
+            reject(new Error(`${path}: status ${res.statusCode} from port ${port}, not ${status}`));
+          res.resume();
+          res.on('end', resolve);
+        }).on('error', reject);
+      });
+    }
+  } finally {
+    agent.destroy();
+  }
+}
+
+async function control(pid: number, ...args: string[]): Promise<void> {
+  await run('callgrind_control', [...args, String(pid)], { timeout: 60_000 });
+}
+
+/** countInstructions runs `subject` under callgrind and returns its instructions per request in each window. */
+export async function countInstructions(subject: CallgrindSubject, o: CallgrindWindows): Promise<number[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'floodgate-callgrind-'));
+  const child = spawn(
+    'valgrind',
+    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, 'cg.%p')}`, ...subject.command],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        out += chunk;
+        const port = subject.portOf(out);
+        if (port !== undefined) resolve(port);
+      });
+      child.on('exit', (code) => reject(new Error(`${subject.name}: the server exited with ${code} before listening`)));
+    });
+    const pid = child.pid!;
+    const send = (count: number): Promise<void> => sendSequential(port, subject.path, subject.status, count);
+    await sendSequential(port, subject.path, undefined, 1);
+    await send(o.warmup);
+    await control(pid, '--instr=on');
+    await send(o.settle);
+    const windows: number[] = [];
+    for (let w = 0; w < o.windows; w++) {
+      await control(pid, '--zero');
+      await send(o.requests);
+      await control(pid, '--dump');
+      // Each dump on request is cg.<pid>.<n>, numbered from 1.
+      const dump = (await readdir(dir)).find((f) => f === `cg.${pid}.${w + 1}`);
+      if (dump === undefined) throw new Error(`${subject.name}: callgrind wrote no dump ${w + 1}`);
+      const summary = /^summary: (\d+)$/m.exec(await readFile(join(dir, dump), 'utf8'));
+      if (summary === null) throw new Error(`${subject.name}: no summary line in callgrind's dump`);
+      windows.push(Number(summary[1]) / o.requests);
+    }
+    return windows;
+  } finally {
+    child.kill('SIGKILL');
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** inParallel runs `work` over `items`, `width` at a time, in order of `items`. */
+export async function inParallel<T>(
+  items: readonly T[],
+  width: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  const queue = [...items];
+  const worker = async (): Promise<void> => {
+    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
+  };
+  await Promise.all(Array.from({ length: width }, worker));
+}
