@@ -3,6 +3,7 @@ import { createClient, createCluster } from 'redis';
 import { describe, test } from 'node:test';
 import { FloodgateError, fixedWindow, gcra, tokenBucket } from '../../src/index.js';
 import {
+  BATCH_SCRIPT,
   CONSUME_ALL_SCRIPT,
   RedisStore,
   hashSlotOf,
@@ -31,8 +32,9 @@ runConformance('redis store on a cluster (ioredis)', (algorithm) =>
 );
 
 /**
- * chargeCounting wraps `inner`, counting the consume-all scripts (the charges) it sends by EVALSHA
- * (an EVAL after NOSCRIPT is the same charge); when given, `beforeCharge` runs before each charge
+ * chargeCounting wraps `inner`, counting the all-or-nothing charges it sends by EVALSHA (a batch
+ * script holding a group, `allN`, or a consume-all script; an EVAL after NOSCRIPT is the same
+ * charge); when given, `beforeCharge` runs before each charge
  * is sent (and is waited for), to stage a racing request.
  */
 function chargeCounting(
@@ -40,9 +42,10 @@ function chargeCounting(
   beforeCharge?: () => Promise<unknown>,
 ): { adapter: RedisAdapter; charges: () => number } {
   let charges = 0;
-  const isCharge = (sha1: string): boolean => sha1 === CONSUME_ALL_SCRIPT.sha1;
+  const isCharge = (sha1: string, args: readonly string[]): boolean =>
+    sha1 === CONSUME_ALL_SCRIPT.sha1 || (sha1 === BATCH_SCRIPT.sha1 && args.some((a) => /^all\d+$/.test(a)));
   const evalsha: RedisAdapter['evalsha'] = async (sha1, keys, args) => {
-    if (isCharge(sha1)) {
+    if (isCharge(sha1, args)) {
       charges++;
       await beforeCharge?.();
     }

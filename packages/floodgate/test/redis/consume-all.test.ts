@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { FloodgateError, fixedWindow, gcra, slidingWindowLog, tokenBucket } from '../../src/index.js';
-import { CONSUME_ALL_SCRIPT, RedisStore, ioredisAdapter, type RedisAdapter } from '../../src/stores/redis/index.js';
+import { BATCH_SCRIPT, RedisStore, ioredisAdapter, type RedisAdapter } from '../../src/stores/redis/index.js';
 import { useRedis } from './setup.js';
 
 // Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
@@ -32,7 +32,7 @@ describe('consumeAll on one Redis: all or nothing, one round trip', () => {
 
   test('admitted by every limit: all charged, in one script call', async () => {
     const { store: s, calls } = store('all-1:');
-    await get().client.script('LOAD', CONSUME_ALL_SCRIPT.source); // so the one call is an EVALSHA that finds it
+    await get().client.script('LOAD', BATCH_SCRIPT.source); // so the one call is an EVALSHA that finds it
     const result = await s.consumeAll(
       [
         { policy: perSecond, key: 'u' },
@@ -133,5 +133,112 @@ describe('consumeAll on one Redis: all or nothing, one round trip', () => {
     ]);
     assert.equal(result.allowed, true);
     assert.ok(result.decisions[1]!.resetMs <= 60_000 && result.decisions[1]!.resetMs > 0);
+  });
+
+  test('the calls of one tick share one batch script: groups and lone decisions, each group all or nothing', async () => {
+    const { store: s, calls } = store('all-7:');
+    await get().client.script('LOAD', BATCH_SCRIPT.source);
+    const bucket = tokenBucket({ capacity: 2, refillPerSecond: 0.001 });
+    await s.bind(perMinute).consume('spent', 5, 0);
+    const before = calls();
+    const [a, b, refused, lone] = await Promise.all([
+      s.consumeAll(
+        [
+          { policy: bucket, key: 'ip:1' },
+          { policy: perMinute, key: 'user:1' },
+        ],
+        0,
+      ),
+      s.consumeAll(
+        [
+          { policy: bucket, key: 'ip:1' },
+          { policy: perMinute, key: 'user:2', cost: 2 },
+        ],
+        0,
+      ),
+      s.consumeAll(
+        [
+          { policy: bucket, key: 'ip:2' },
+          { policy: perMinute, key: 'spent' },
+        ],
+        0,
+      ),
+      s.bind(bucket).consume('ip:3', 1, 0),
+    ]);
+    assert.equal(calls() - before, 1, 'one script for the tick');
+    assert.equal(a.allowed, true);
+    assert.deepEqual(
+      b.decisions.map((d) => d.remaining),
+      [0, 3],
+      'the second group sees the first one charge ip:1',
+    );
+    assert.equal(refused.allowed, false);
+    assert.deepEqual(
+      refused.decisions.map((d) => d.allowed),
+      [true, false],
+    );
+    assert.equal(lone.allowed, true);
+    assert.equal((await s.bind(bucket).peek('ip:2', 0, 0)).remaining, 2, 'the refused group charged nothing');
+    assert.equal((await s.bind(perMinute).peek('user:2', 0, 0)).remaining, 3);
+  });
+
+  test('a batch of more decisions than maxBatchSize is split between units, never inside a group', async () => {
+    const { adapter } = counted(ioredisAdapter(get().client));
+    const sizes: number[] = [];
+    const seen: RedisAdapter = {
+      ...adapter,
+      evalsha: (sha1, keys, args) => (sizes.push(keys.length), adapter.evalsha(sha1, keys, args)),
+    };
+    const s = new RedisStore({
+      timeoutMs: DECIDES,
+      adapter: seen,
+      prefix: 'all-8:',
+      unsafeTestTime: true,
+      maxBatchSize: 4,
+    });
+    await get().client.script('LOAD', BATCH_SCRIPT.source);
+    const groups = Array.from({ length: 5 }, (_, i) =>
+      s.consumeAll(
+        [
+          { policy: perSecond, key: `u${i}` },
+          { policy: perMinute, key: `u${i}` },
+          { policy: perMinute, key: `v${i}` },
+        ],
+        0,
+      ),
+    );
+    const results = await Promise.all(groups);
+    assert.ok(results.every((r) => r.allowed));
+    assert.deepEqual(sizes, [3, 3, 3, 3, 3], 'each script holds whole groups only (3 + 3 > 4)');
+  });
+
+  test('a group whose member fails in the script fails as a whole; the rest of the batch is decided', async () => {
+    const { store: s, calls } = store('all-9:');
+    await get().client.script('LOAD', BATCH_SCRIPT.source);
+    const bucket = tokenBucket({ capacity: 2, refillPerSecond: 0.001 });
+    await get().client.set(s.bind(bucket).entryOf('broken').redisKey, 'not doubles');
+    const before = calls();
+    const [broken, fine] = await Promise.allSettled([
+      s.consumeAll(
+        [
+          { policy: perMinute, key: 'user:9' },
+          { policy: bucket, key: 'broken' },
+        ],
+        0,
+      ),
+      s.consumeAll(
+        [
+          { policy: bucket, key: 'ip:8' },
+          { policy: perMinute, key: 'user:8' },
+        ],
+        0,
+      ),
+    ]);
+    assert.equal(calls() - before, 1);
+    assert.equal(broken.status, 'rejected');
+    assert.match(String((broken as PromiseRejectedResult).reason), /holds 11 bytes/);
+    assert.equal(fine.status === 'fulfilled' && fine.value.allowed, true);
+    assert.equal((await s.bind(perMinute).peek('user:9', 0, 0)).remaining, 5, 'the failed group charged nothing');
+    assert.equal((await s.bind(perMinute).peek('user:8', 0, 0)).remaining, 4);
   });
 });

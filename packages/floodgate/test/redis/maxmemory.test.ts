@@ -325,7 +325,7 @@ test('noeviction, full, consumeAll: a throttled key refuses the whole request, w
     (e: unknown) =>
       e instanceof FloodgateError &&
       e.code === 'STORE_ERROR' &&
-      /consume-all script failed: .*OOM.*maxmemory/.test(e.message),
+      /the batch script failed for .*newcomer.*: OOM.*maxmemory/.test(e.message),
   );
 });
 

@@ -4,8 +4,11 @@ import { hashSlotOf } from './key-layout.js';
 import { hintFor, parseDecisionAt, replyError, textOf, type ScriptRunner } from './runner.js';
 import { BATCH_SCRIPT } from './scripts/index.js';
 
-/** BatchOp is what a batched decision does: charge when admitted, or only look. */
-export type BatchOp = 'consume' | 'peek';
+/** DecisionOp is what a lone decision does: charge when admitted, or only look. */
+export type DecisionOp = 'consume' | 'peek';
+
+/** BatchOp is what a batched decision does: a {@link DecisionOp}, or `all` for a member of a group decided all or nothing (see {@link Batcher.submitGroup}). */
+export type BatchOp = DecisionOp | 'all';
 
 /**
  * BatchPolicy is a policy as the batch script takes it, and how to send a decision of it alone.
@@ -61,6 +64,8 @@ export interface BatcherOptions {
  */
 export class Batcher {
   private requests: BatchRequest[] = [];
+  /** The tick's units in order, by size: 1 for a lone decision, N for a group of N. */
+  private units: number[] = [];
   private readonly flushNow = (): void => this.flush();
 
   /** Creates an empty batcher. */
@@ -70,26 +75,55 @@ export class Batcher {
   submit(request: BatchRequest): void {
     if (this.requests.length === 0) setImmediate(this.flushNow);
     this.requests.push(request);
+    this.units.push(1);
+  }
+
+  /**
+   * submitGroup queues one request's limits (each with op `all`), decided all or nothing in this
+   * tick's batch: charged only when every one admits. On a cluster every member must share a hash
+   * slot. Each member is answered (or failed) with the others, in one turn.
+   */
+  submitGroup(members: readonly BatchRequest[]): void {
+    if (this.requests.length === 0) setImmediate(this.flushNow);
+    for (const member of members) this.requests.push(member);
+    this.units.push(members.length);
   }
 
   private flush(): void {
     const requests = this.requests;
+    const units = this.units;
     this.requests = [];
-    if (requests.length === 1) return requests[0]!.policy.sendAlone(requests[0]!);
-    if (!this.options.cluster) return this.sendAll(requests);
-    for (const slot of slotsOf(requests)) this.sendAll(slot);
+    this.units = [];
+    if (units.length === 1 && requests.length === 1 && requests[0]!.op !== 'all')
+      return requests[0]!.policy.sendAlone(requests[0]!);
+    if (!this.options.cluster) return this.sendAll(requests, units);
+    for (const slot of slotsOf(requests, units)) this.sendAll(slot.requests, slot.units);
   }
 
-  /** Sends `requests` in scripts of at most `maxBatchSize` decisions. */
-  private sendAll(requests: BatchRequest[]): void {
+  /** Sends `requests` in scripts of at most `maxBatchSize` decisions (a group is never split). */
+  private sendAll(requests: BatchRequest[], units: readonly number[]): void {
     const size = this.options.maxBatchSize;
-    if (requests.length <= size) return this.send(requests);
-    for (let i = 0; i < requests.length; i += size) this.send(requests.slice(i, i + size));
+    if (requests.length <= size) return this.send(requests, units);
+    let from = 0;
+    let chunk: number[] = [];
+    let count = 0;
+    for (const unit of units) {
+      if (count > 0 && count + unit > size) {
+        this.send(requests.slice(from, from + count), chunk);
+        from += count;
+        chunk = [];
+        count = 0;
+      }
+      chunk.push(unit);
+      count += unit;
+    }
+    this.send(requests.slice(from, from + count), chunk);
   }
 
-  private send(requests: readonly BatchRequest[]): void {
-    if (requests.length === 1) return requests[0]!.policy.sendAlone(requests[0]!);
-    const { keys, args } = batchArgsOf(requests);
+  private send(requests: readonly BatchRequest[], units: readonly number[]): void {
+    if (units.length === 1 && requests.length === 1 && requests[0]!.op !== 'all')
+      return requests[0]!.policy.sendAlone(requests[0]!);
+    const { keys, args } = batchArgsOf(requests, units);
     this.options.runner
       .run(BATCH_SCRIPT, keys, args, 'batch', (reply) => settleLate(requests, reply))
       .then(
@@ -102,7 +136,7 @@ export class Batcher {
 }
 
 /** batchArgsOf returns the batch script's keys and arguments: each policy once, then 4 slots per decision. */
-function batchArgsOf(requests: readonly BatchRequest[]): { keys: string[]; args: string[] } {
+function batchArgsOf(requests: readonly BatchRequest[], units: readonly number[]): { keys: string[]; args: string[] } {
   const policies: BatchPolicy[] = [];
   const keys = new Array<string>(requests.length);
   const tail = new Array<string>(4 * requests.length);
@@ -118,23 +152,32 @@ function batchArgsOf(requests: readonly BatchRequest[]): { keys: string[]; args:
     }
     keys[i] = request.redisKey;
     tail[4 * i] = number;
-    tail[4 * i + 1] = request.op;
+    tail[4 * i + 1] = request.op === 'all' ? 'and' : request.op;
     tail[4 * i + 2] = request.time;
     tail[4 * i + 3] = String(request.cost);
   }
+  // A group's first member says how many follow it: `allN`.
+  for (let u = 0, at = 0; u < units.length; at += units[u]!, u++)
+    if (requests[at]!.op === 'all') tail[4 * at + 1] = `all${units[u]}`;
   const args = [String(policies.length)];
   for (const policy of policies) args.push(...policy.batchArgs);
   return { keys, args: args.concat(tail) };
 }
 
-/** Returns `requests` grouped by hash slot, in order within each slot. */
-function slotsOf(requests: readonly BatchRequest[]): BatchRequest[][] {
-  const bySlot = new Map<number, BatchRequest[]>();
-  for (const request of requests) {
-    const slot = hashSlotOf(request.redisKey);
-    const group = bySlot.get(slot);
-    if (group === undefined) bySlot.set(slot, [request]);
-    else group.push(request);
+/** Returns `requests` grouped by hash slot (a group's by its first member's), in order within each slot. */
+function slotsOf(
+  requests: readonly BatchRequest[],
+  units: readonly number[],
+): Array<{ requests: BatchRequest[]; units: number[] }> {
+  const bySlot = new Map<number, { requests: BatchRequest[]; units: number[] }>();
+  let at = 0;
+  for (const unit of units) {
+    const slot = hashSlotOf(requests[at]!.redisKey);
+    let group = bySlot.get(slot);
+    if (group === undefined) bySlot.set(slot, (group = { requests: [], units: [] }));
+    for (let i = at; i < at + unit; i++) group.requests.push(requests[i]!);
+    group.units.push(unit);
+    at += unit;
   }
   return [...bySlot.values()];
 }

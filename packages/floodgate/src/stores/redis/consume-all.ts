@@ -1,6 +1,7 @@
 import type { Algorithm } from '../../core/algorithm.js';
 import type { Decision } from '../../core/decision.js';
 import { FloodgateError } from '../../core/errors.js';
+import type { BatchPolicy, BatchRequest, Batcher } from './batcher.js';
 import { hashSlotOf } from './key-layout.js';
 import { parseDecisionAt, replyError, type ScriptRunner } from './runner.js';
 import { CONSUME_ALL_SCRIPT, type LuaPolicy } from './scripts/index.js';
@@ -11,6 +12,8 @@ export interface ConsumeAllEntry {
   readonly redisKey: string;
   readonly lua: LuaPolicy;
   readonly algorithm: Algorithm;
+  /** The table's policy as the batch script takes it. */
+  readonly batchPolicy: BatchPolicy;
   /** The table the request belongs to: across slots, its peek looks first and its refund undoes a charge. */
   readonly table: {
     peek(key: string, cost: number, nowMs: number): Promise<Decision>;
@@ -39,6 +42,8 @@ export interface ConsumeAllResult {
 /** ConsumeAllContext is what {@link consumeAll} takes from its store. */
 export interface ConsumeAllContext {
   readonly runner: ScriptRunner;
+  /** The store's batcher: a group joins the tick's batch script; undefined, it is a script of its own. */
+  readonly batcher: Batcher | undefined;
   readonly cluster: boolean;
   /** The script's time argument: '' for Redis's TIME, else the test time. */
   readonly time: string;
@@ -131,6 +136,7 @@ function groupBySlot(items: readonly Item[]): Item[][] {
 }
 
 async function runGroup(group: readonly Item[], context: ConsumeAllContext): Promise<ConsumeAllResult> {
+  if (context.batcher !== undefined) return new BatchedGroup(group, context.time, context.batcher).promise;
   const keys = group.map((item) => item.entry.redisKey);
   const args = [context.time];
   for (const { entry, cost } of group) {
@@ -178,4 +184,69 @@ async function refundAdmitted(
 /** The caller's time for the tables: the test time, or NaN (the tables decide on Redis's TIME). */
 function nowOf(context: ConsumeAllContext): number {
   return context.time === '' ? Number.NaN : Number(context.time);
+}
+
+/**
+ * BatchedGroup is one request's limits sent as a group of the tick's batch script (one round trip
+ * for every request of the tick, groups and lone decisions alike), decided all or nothing there.
+ */
+class BatchedGroup {
+  readonly promise: Promise<ConsumeAllResult>;
+  private readonly decisions: Decision[];
+  private answers = 0;
+  private settled = false;
+  private resolve!: (result: ConsumeAllResult) => void;
+  private reject!: (error: unknown) => void;
+
+  constructor(group: readonly Item[], time: string, batcher: Batcher) {
+    this.decisions = new Array<Decision>(group.length);
+    this.promise = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    batcher.submitGroup(group.map((item, i) => new GroupMember(this, i, item, time)));
+  }
+
+  /** answered records member `i`'s decision; the last answer settles the group. */
+  answered(i: number, decision: Decision): void {
+    if (this.settled) return;
+    this.decisions[i] = decision;
+    if (++this.answers < this.decisions.length) return;
+    this.settled = true;
+    this.resolve({ allowed: this.decisions.every((d) => d.allowed), decisions: this.decisions });
+  }
+
+  /** failed rejects the group with its first failure. */
+  failed(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.reject(error);
+  }
+}
+
+/** GroupMember is one limit of a {@link BatchedGroup}, as the batcher sends it. */
+class GroupMember implements BatchRequest {
+  readonly op = 'all';
+  readonly policy: BatchPolicy;
+  readonly redisKey: string;
+  readonly cost: number;
+
+  constructor(
+    private readonly group: BatchedGroup,
+    private readonly index: number,
+    item: Item,
+    readonly time: string,
+  ) {
+    this.policy = item.entry.batchPolicy;
+    this.redisKey = item.entry.redisKey;
+    this.cost = item.cost;
+  }
+
+  answered(decision: Decision): void {
+    this.group.answered(this.index, decision);
+  }
+
+  failed(error: unknown): void {
+    this.group.failed(error);
+  }
 }

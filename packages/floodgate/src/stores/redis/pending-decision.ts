@@ -1,6 +1,6 @@
 /** A decision sent to Redis and not yet answered. */
 import type { Decision } from '../../core/decision.js';
-import type { BatchOp, BatchPolicy, BatchRequest } from './batcher.js';
+import type { DecisionOp, BatchPolicy, BatchRequest } from './batcher.js';
 
 /** DecisionOwner is the table a {@link PendingDecision} reports back to when Redis answers or fails. */
 export interface DecisionOwner {
@@ -49,7 +49,7 @@ export class PendingDecision implements BatchRequest {
     private readonly owner: DecisionOwner,
     readonly policy: BatchPolicy,
     readonly redisKey: string,
-    readonly op: BatchOp,
+    readonly op: DecisionOp,
     readonly time: string,
     readonly cost: number,
     /** The caller's key, as the over-limit cache and the failure policy know it. */

@@ -265,6 +265,7 @@ export class RedisStore implements Store {
     }
     return consumeAll(requests, {
       runner: this.context.runner,
+      batcher: this.context.batcher,
       cluster: this.cluster,
       time,
       entryOf: (policy, key) => this.bind(policy).entryOf(key),

@@ -4,7 +4,7 @@ import type { Decision } from '../../core/decision.js';
 import { FloodgateError, describeValue } from '../../core/errors.js';
 import type { Observer } from '../../core/events.js';
 import type { PolicyStore } from '../store.js';
-import type { BatchOp, BatchPolicy, BatchRequest, Batcher } from './batcher.js';
+import type { DecisionOp, BatchPolicy, BatchRequest, Batcher } from './batcher.js';
 import type { ConsumeAllEntry } from './consume-all.js';
 import { FailurePolicy, type OnError } from './failure-policy.js';
 import { policyIdOf, redisKeyOf } from './key-layout.js';
@@ -185,11 +185,18 @@ export class RedisTable implements PolicyStore {
 
   /** entryOf returns what `consumeAll` needs to run a request on `key` (the key is checked). */
   entryOf(key: string): ConsumeAllEntry {
-    return { key, redisKey: this.redisKey(key), lua: this.lua, algorithm: this.algorithm, table: this };
+    return {
+      key,
+      redisKey: this.redisKey(key),
+      lua: this.lua,
+      algorithm: this.algorithm,
+      batchPolicy: this.batchPolicy,
+      table: this,
+    };
   }
 
   /** Answers from the over-limit cache when it is sure, else asks Redis; bad arguments reject. */
-  private decide(op: BatchOp, key: string, cost: number, nowMs: number): Promise<Decision> {
+  private decide(op: DecisionOp, key: string, cost: number, nowMs: number): Promise<Decision> {
     let time: string;
     try {
       this.algorithm.checkCost(cost);

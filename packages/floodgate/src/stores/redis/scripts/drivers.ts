@@ -108,12 +108,18 @@ export const BATCH_ARGS = 4;
  * script: a key named twice sees the earlier charge. One decision's failure (a corrupt state, an
  * unknown algorithm) is reported for it alone; the others still run.
  *
+ * A group of N decisions (op `allN` on its first, `and` on the N - 1 after it) is one request's
+ * limits decided all or nothing, as {@link CONSUME_ALL_LUA} does: each member is tried on a
+ * working copy of its key's state, at the group's first member's time, and the states are written
+ * only when every member admits. A group fails or succeeds as a whole.
+ *
  * KEYS[i]: decision i's state key. ARGV: [1] the number of policies P; then per policy 4 slots:
  * algorithm and three params ('0' when unused); then per decision 4 slots: its policy's number
- * (1..P), op (consume | peek), test time or '' (the server's TIME, read once per batch), cost.
- * Policies are sent once per batch, not once per decision, and each is built once.
+ * (1..P), op (consume | peek | allN | and), test time or '' (the server's TIME, read once per
+ * batch), cost. Policies are sent once per batch, not once per decision, and each is built once.
  * Reply: per decision `allowed 1|0, remaining, retryAfterMs, resetMs` (integers, or strings as
- * `fmt` prints them when not whole), or `'E', message, '', ''`.
+ * `fmt` prints them when not whole), or `'E', message, '', ''`; a group's members answer as
+ * consume-all's do (the group was admitted when every member says allowed).
  */
 export const BATCH_LUA = String.raw`
 local made, out, server_now = {}, {}, nil
@@ -134,13 +140,14 @@ local function policy_of(text)
   made[j] = A
   return A
 end
+local function time_of(text)
+  if text ~= '' then return now_ms(text) end
+  if server_now == nil then server_now = now_ms('') end
+  return server_now
+end
 local function run_one(i, base, n)
   local A = policy_of(ARGV[base])
-  local now
-  if ARGV[base + 2] ~= '' then now = now_ms(ARGV[base + 2]) else
-    if server_now == nil then server_now = now_ms('') end
-    now = server_now
-  end
+  local now = time_of(ARGV[base + 2])
   local op, cost = ARGV[base + 1], num(ARGV[base + 3])
   local st = open_state(KEYS[i], A, now)
   if op == 'consume' then
@@ -153,14 +160,50 @@ local function run_one(i, base, n)
     fail('unknown batch operation ' .. tostring(op))
   end
 end
-for i = 1, #KEYS do
-  local n = 4 * (i - 1)
-  local ok, r = pcall(run_one, i, first + ${BATCH_ARGS} * (i - 1), n)
+local function run_group(i, count)
+  local now = time_of(ARGV[first + ${BATCH_ARGS} * (i - 1) + 2])
+  local states, order, decisions, all = {}, {}, {}, true
+  for k = 1, count do
+    local base = first + ${BATCH_ARGS} * (i + k - 2)
+    if k > 1 and ARGV[base + 1] ~= 'and' then fail('group member ' .. k .. ' of ' .. count .. ' is not "and"') end
+    local key = KEYS[i + k - 1]
+    local st = states[key]
+    if st == nil then
+      st = open_state(key, policy_of(ARGV[base]), now)
+      states[key] = st
+      order[#order + 1] = st
+    end
+    local d = st.A.consume(st.cells, now, num(ARGV[base + 3]))
+    if not d.allowed then all = false end
+    decisions[k] = d
+  end
+  if all then
+    for _, st in ipairs(order) do commit(st, now) end
+  end
+  for k = 1, count do push_reply(out, 4 * (i + k - 2), decisions[k]) end
+end
+local i = 1
+while i <= #KEYS do
+  local base = first + ${BATCH_ARGS} * (i - 1)
+  local count = tonumber(string.match(ARGV[base + 1], '^all(%d+)$') or '')
+  local ok, r
+  if count == nil then
+    count = 1
+    ok, r = pcall(run_one, i, base, 4 * (i - 1))
+  elseif count < 1 or i + count - 1 > #KEYS then
+    count, ok, r = 1, false, 'group of ' .. tostring(count) .. ' from decision ' .. i .. ' passes the end'
+  else
+    ok, r = pcall(run_group, i, count)
+  end
   if not ok then
     local message = r
     if type(r) == 'table' then message = r.err or r.message end
-    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 'E', tostring(message), '', ''
+    for k = i, i + count - 1 do
+      local n = 4 * (k - 1)
+      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 'E', tostring(message), '', ''
+    end
   end
+  i = i + count
 end
 return out
 `;
