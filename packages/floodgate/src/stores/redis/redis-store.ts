@@ -226,7 +226,8 @@ export class RedisStore implements Store {
    *
    * When all keys share a hash slot (always on a single Redis; on a cluster when the keys share a
    * hash tag, as one user key under several policies does) it is one script and one round trip:
-   * all or nothing, atomically.
+   * all or nothing, atomically. With batching on (`maxBatchSize` > 1, the default) that script is
+   * the tick's batch script, shared with the other decisions and `consumeAll` calls of the same tick.
    *
    * On a cluster with keys in different slots no single script can see them all, so it is done in
    * two steps, with this bound: (1) every limit is peeked (batched per slot, in parallel);
