@@ -86,6 +86,10 @@ program
     'auto',
   )
   .option('--shadow-mode', 'every limit in shadow mode: decided and counted, never refusing')
+  .option(
+    '--merge-domains',
+    "let a domain span several --config files, their descriptors merged (envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG)",
+  )
   .option('--grpc-tls-cert <file>', 'serve gRPC over TLS with this PEM certificate (chain); needs --grpc-tls-key')
   .option('--grpc-tls-key <file>', "the PEM private key of --grpc-tls-cert's certificate")
   .option(
@@ -112,6 +116,7 @@ program
       responseHeaders: string;
       healthFollowsStore: string;
       shadowMode?: boolean;
+      mergeDomains?: boolean;
       grpcTlsCert?: string;
       grpcTlsKey?: string;
       grpcTlsClientCa?: string;

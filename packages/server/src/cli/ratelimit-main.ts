@@ -8,7 +8,7 @@
  *     [--redis 127.0.0.1:6380 | --redis-cluster 127.0.0.1:7000,127.0.0.1:7001]
  *     [--on-store-error local|fail-open|fail-closed|throw] [--store-timeout-ms 50] [--metrics-port 9102]
  *     [--response-headers draft|off|ratelimit|x-ratelimit|L,R,T] [--health-follows-store auto|always|never]
- *     [--shadow-mode] [--no-watch] [--grpc-tls-cert cert.pem --grpc-tls-key key.pem [--grpc-tls-client-ca ca.pem]]
+ *     [--shadow-mode] [--merge-domains] [--no-watch] [--grpc-tls-cert cert.pem --grpc-tls-key key.pem [--grpc-tls-client-ca ca.pem]]
  *     [--check]
  */
 import { parseArgs } from 'node:util';
@@ -39,6 +39,7 @@ const { values } = parseArgs({
     'health-follows-store': { type: 'string' },
     'shadow-mode': { type: 'boolean' },
     'no-watch': { type: 'boolean' },
+    'merge-domains': { type: 'boolean' },
     'grpc-tls-cert': { type: 'string' },
     'grpc-tls-key': { type: 'string' },
     'grpc-tls-client-ca': { type: 'string' },
@@ -60,6 +61,7 @@ const code = await runRatelimit(
     healthFollowsStore: values['health-follows-store'],
     shadowMode: values['shadow-mode'],
     watch: values['no-watch'] !== true,
+    mergeDomains: values['merge-domains'],
     grpcTlsCert: values['grpc-tls-cert'],
     grpcTlsKey: values['grpc-tls-key'],
     grpcTlsClientCa: values['grpc-tls-client-ca'],

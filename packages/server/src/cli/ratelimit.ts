@@ -57,6 +57,8 @@ export interface RatelimitFlags {
   readonly grpcTlsKey?: string | undefined;
   /** A PEM CA file: gRPC clients must present a certificate it signed (mutual TLS). */
   readonly grpcTlsClientCa?: string | undefined;
+  /** A domain may span several files, its descriptors merged (envoyproxy/ratelimit's `MERGE_DOMAIN_CONFIG`). */
+  readonly mergeDomains?: boolean | undefined;
   /** Only read the configs, print their domains, and stop. */
   readonly check?: boolean | undefined;
 }
@@ -68,8 +70,14 @@ export interface RatelimitIo {
   readonly signals: Pick<NodeJS.Process, 'on' | 'once'>;
 }
 
-/** loadDescriptorPaths reads and merges every descriptor file, or returns every error found as `file:line:column: path: message`. */
-export function loadDescriptorPaths(paths: readonly string[]): { config: DescriptorConfig } | { errors: string[] } {
+/**
+ * loadDescriptorPaths reads and merges every descriptor file, or returns every error found as
+ * `file:line:column: path: message`; `mergeDomains` lets a domain span files (`--merge-domains`).
+ */
+export function loadDescriptorPaths(
+  paths: readonly string[],
+  options: { readonly mergeDomains?: boolean } = {},
+): { config: DescriptorConfig } | { errors: string[] } {
   const parsed: DescriptorConfig[] = [];
   const errors: string[] = [];
   for (const path of paths) {
@@ -84,17 +92,17 @@ export function loadDescriptorPaths(paths: readonly string[]): { config: Descrip
     if ('errors' in result) errors.push(...result.errors.map(formatConfigError));
     else parsed.push(result.config);
   }
-  const merged = mergeDescriptorConfigs(parsed);
+  const merged = mergeDescriptorConfigs(parsed, options);
   if ('errors' in merged) errors.push(...merged.errors.map(formatConfigError));
   return errors.length > 0 || 'errors' in merged ? { errors } : merged;
 }
 
 function reload(
   service: RateLimitService,
-  paths: readonly string[],
+  flags: RatelimitFlags,
   io: { readonly stderr: NodeJS.WritableStream; readonly metrics: RateLimitMetrics },
 ): void {
-  const loaded = loadDescriptorPaths(paths);
+  const loaded = loadDescriptorPaths(flags.config, { mergeDomains: flags.mergeDomains === true });
   io.metrics.configLoad(!('errors' in loaded));
   if ('errors' in loaded) {
     io.stderr.write(`config reload refused, still serving the previous config:\n${loaded.errors.join('\n')}\n`);
@@ -208,7 +216,7 @@ export async function runRatelimit(flags: RatelimitFlags, io: RatelimitIo): Prom
 
 async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   if (flags.config.length === 0) throw new UsageError('--config <file.yaml> is required (repeat it for several files)');
-  const loaded = loadDescriptorPaths(flags.config);
+  const loaded = loadDescriptorPaths(flags.config, { mergeDomains: flags.mergeDomains === true });
   if ('errors' in loaded) throw new UsageError(loaded.errors.join('\n'));
   const { domains } = loaded.config;
   if (flags.check === true) {
@@ -256,7 +264,7 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   io.stdout.write(
     `${JSON.stringify({ ready: true, grpcPort: servers.grpcPort ?? null, httpPort: servers.httpPort ?? null, metricsPort })}\n`,
   );
-  const reloadNow = (): void => reload(service, flags.config, { stderr: io.stderr, metrics });
+  const reloadNow = (): void => reload(service, flags, { stderr: io.stderr, metrics });
   const paths = flags.config.map((p) => resolve(p));
   const stopWatching = flags.watch === false ? () => undefined : watchFiles(() => paths, reloadNow);
   io.signals.on('SIGHUP', reloadNow);

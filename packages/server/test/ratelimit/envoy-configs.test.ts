@@ -74,4 +74,29 @@ describe('envoyproxy/ratelimit configs it refuses are refused, at the place of t
       'b.yaml:3:9: domain: domain "shared" is already defined at a.yaml:2:9',
     );
   });
+
+  it('with mergeDomains (MERGE_DOMAIN_CONFIG), a domain spans files; a descriptor defined in both is the error', () => {
+    const a = parseDescriptorConfig(
+      'domain: shared\ndescriptors:\n  - key: a\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
+      'a.yaml',
+    );
+    const b = parseDescriptorConfig(
+      'domain: shared\ndescriptors:\n  - key: b\n    rate_limit: { unit: second, requests_per_unit: 2 }\n',
+      'b.yaml',
+    );
+    const c = parseDescriptorConfig('domain: shared\ndescriptors:\n  - key: z\n  - key: a\n', 'c.yaml');
+    assert.ok('config' in a && 'config' in b && 'config' in c);
+    const merged = mergeDescriptorConfigs([a.config, b.config], { mergeDomains: true });
+    assert.ok('config' in merged);
+    assert.deepEqual(
+      merged.config.domains.map((d) => [d.domain, d.descriptors.map((x) => x.key)]),
+      [['shared', ['a', 'b']]],
+    );
+    const clash = mergeDescriptorConfigs([a.config, c.config], { mergeDomains: true });
+    assert.ok('errors' in clash);
+    assert.equal(
+      formatConfigError(clash.errors[0]!),
+      'c.yaml:4:5: descriptors[1]: duplicate descriptor: "a" of domain "shared" is already defined at a.yaml:3:5',
+    );
+  });
 });

@@ -8,7 +8,7 @@
  */
 import { LineCounter, parseAllDocuments, type Node } from 'yaml';
 import { Reader, type ConfigError } from './config-reader.js';
-import { readDescriptors } from './config-descriptors.js';
+import { compositeKey, readDescriptors } from './config-descriptors.js';
 import type { RateLimitUnit } from './units.js';
 
 export type { ConfigError } from './config-reader.js';
@@ -117,16 +117,23 @@ export function parseDescriptorConfig(
   return reader.errors.length > 0 ? { errors: reader.errors } : { config: { domains } };
 }
 
-/** mergeDescriptorConfigs returns the domains of several parsed files, or an error per domain defined twice. */
+/**
+ * mergeDescriptorConfigs returns the domains of several parsed files, or an error per domain
+ * defined twice. With `mergeDomains` (envoyproxy/ratelimit's `MERGE_DOMAIN_CONFIG`) a domain in
+ * several files is one domain with the descriptors of each, in file order; a top-level descriptor
+ * whose `key_value` another file defined already is then the error, at its place.
+ */
 export function mergeDescriptorConfigs(
   configs: readonly DescriptorConfig[],
+  options: { readonly mergeDomains?: boolean } = {},
 ): { config: DescriptorConfig } | { errors: ConfigError[] } {
-  const domains = configs.flatMap((c) => c.domains);
   const errors: ConfigError[] = [];
   const seen = new Map<string, DomainSpec>();
-  for (const d of domains) {
+  for (const d of configs.flatMap((c) => c.domains)) {
     const first = seen.get(d.domain);
-    if (first !== undefined)
+    if (first === undefined) seen.set(d.domain, d);
+    else if (options.mergeDomains === true) seen.set(d.domain, mergeDomain(first, d, errors));
+    else
       errors.push({
         source: d.source,
         line: d.line,
@@ -134,9 +141,29 @@ export function mergeDescriptorConfigs(
         path: 'domain',
         message: `domain ${JSON.stringify(d.domain)} is already defined at ${first.source}:${first.line}:${first.column}`,
       });
-    else seen.set(d.domain, d);
   }
-  return errors.length > 0 ? { errors } : { config: { domains } };
+  return errors.length > 0 ? { errors } : { config: { domains: [...seen.values()] } };
+}
+
+function mergeDomain(into: DomainSpec, more: DomainSpec, errors: ConfigError[]): DomainSpec {
+  const taken = new Map(into.descriptors.map((d) => [compositeKey(d.key, d.value), d.at]));
+  more.descriptors.forEach((d, i) => {
+    const id = compositeKey(d.key, d.value);
+    const first = taken.get(id);
+    if (first === undefined) {
+      taken.set(id, d.at);
+      return;
+    }
+    const at = /:(\d+):(\d+)$/.exec(d.at)!;
+    errors.push({
+      source: more.source,
+      line: Number(at[1]),
+      column: Number(at[2]),
+      path: `descriptors[${i}]`,
+      message: `duplicate descriptor: ${JSON.stringify(id)} of domain ${JSON.stringify(more.domain)} is already defined at ${first}`,
+    });
+  });
+  return { ...into, descriptors: [...into.descriptors, ...more.descriptors] };
 }
 
 function checkUniqueDomains(reader: Reader, domains: readonly DomainSpec[]): void {
