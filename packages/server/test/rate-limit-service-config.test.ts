@@ -85,6 +85,26 @@ describe('rateLimitService descriptor files', () => {
     );
   });
 
+  it('responseHeaders and shadowMode apply to the service a gateway hosts', async () => {
+    const gw = await startGateway(
+      `rateLimitService:\n  grpc: { port: 0 }\n  responseHeaders: x-ratelimit\n  shadowMode: true\n  descriptors: [${JSON.stringify(join(dir, 'good.yaml'))}]\n`,
+    );
+    const client = new GrpcRls(gw.logs.find((l) => l.msg === 'listening')!.grpcPort as number);
+    try {
+      await gw.waitForLog('ready');
+      let last;
+      for (let i = 0; i < 3; i++) last = await client.call(rl('api', [[['tenant', 'b']]]));
+      assert.equal(last!.overall_code, 'OK', 'shadow mode answers OK over the limit of 2');
+      assert.deepEqual(last!.response_headers_to_add.map((h) => [h.key, h.value]).slice(0, 2), [
+        ['X-RateLimit-Limit', '2'],
+        ['X-RateLimit-Remaining', '0'],
+      ]);
+    } finally {
+      client.close();
+      assert.equal(await gw.stop(), 0);
+    }
+  });
+
   it('a gateway with only a rateLimitService serves it, and answers 404 on its traffic port', async () => {
     const gw = await startGateway(
       `rateLimitService:\n  grpc: { port: 0 }\n  descriptors: [${JSON.stringify(join(dir, 'good.yaml'))}]\n`,

@@ -13,12 +13,7 @@ import {
   parseDescriptorConfig,
   type DescriptorConfig,
 } from '../ratelimit/service/config.js';
-import {
-  DRAFT_HEADERS,
-  ENVOY_HEADERS,
-  X_RATELIMIT_HEADERS,
-  type ResponseHeaders,
-} from '../ratelimit/service/headers.js';
+import { DRAFT_HEADERS, namedResponseHeaders, type ResponseHeaders } from '../ratelimit/service/headers.js';
 import { RateLimitMetrics } from '../ratelimit/service/metrics.js';
 import { startRateLimitServers, type GrpcTls } from '../ratelimit/service/servers.js';
 import { createRateLimitService, type RateLimitService } from '../ratelimit/service/service.js';
@@ -112,23 +107,11 @@ function reload(
   io.stderr.write(`config reloaded: ${loaded.config.domains.map((d) => d.domain).join(', ')}\n`);
 }
 
-const HEADER_MODES: Readonly<Record<string, ResponseHeaders>> = {
-  draft: DRAFT_HEADERS,
-  off: { mode: 'off' },
-  ratelimit: ENVOY_HEADERS,
-  'x-ratelimit': X_RATELIMIT_HEADERS,
-};
-
-const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
 /** headersOf returns what `--response-headers` asks for, or throws a {@link UsageError}. */
 export function headersOf(given: string | undefined): ResponseHeaders {
   if (given === undefined) return DRAFT_HEADERS;
-  const named = HEADER_MODES[given.toLowerCase()];
-  if (named !== undefined) return named;
-  const names = given.split(',').map((n) => n.trim());
-  if (names.length === 3 && names.every((n) => FIELD_NAME.test(n)))
-    return { mode: 'limit-remaining-reset', limit: names[0]!, remaining: names[1]!, reset: names[2]! };
+  const headers = namedResponseHeaders(given);
+  if (headers !== undefined) return headers;
   throw new UsageError(
     `--response-headers must be draft, off, ratelimit, x-ratelimit, or three field names "Limit,Remaining,Reset", got ${JSON.stringify(given)}`,
   );

@@ -184,6 +184,15 @@ export const rateLimitServiceSchema = z.strictObject({
   http: listener.optional(),
   /** Envoy descriptor config files (envoyproxy/ratelimit's format), relative to this file. */
   descriptors: z.array(z.string().min(1)).min(1, 'name at least one Envoy descriptor file'),
+  /** The headers asked of Envoy: draft (the default), off, ratelimit, x-ratelimit, or `{ limit, remaining, reset }` names. */
+  responseHeaders: z
+    .union([
+      z.enum(['draft', 'off', 'ratelimit', 'x-ratelimit']),
+      z.strictObject({ limit: z.string().min(1), remaining: z.string().min(1), reset: z.string().min(1) }),
+    ])
+    .optional(),
+  /** Every limit in shadow mode (envoyproxy/ratelimit's SHADOW_MODE): decided and counted, never refusing. */
+  shadowMode: z.boolean().optional(),
 });
 
 /** configSchema is the whole file. */

@@ -10,6 +10,7 @@ import type { DomainSpec } from '../ratelimit/service/config.js';
 import { startRateLimitServers, type RateLimitServers } from '../ratelimit/service/servers.js';
 import { createRateLimitService, type RateLimitService } from '../ratelimit/service/service.js';
 import type { GatewayMetrics } from '../ops/metrics.js';
+import { DRAFT_HEADERS, namedResponseHeaders, type ResponseHeaders } from '../ratelimit/service/headers.js';
 import { DescriptorLabels, outcomeLabel } from '../ratelimit/service/metric-labels.js';
 
 /** RateLimitServiceHostOptions configures {@link RateLimitServiceHost.start}. */
@@ -46,6 +47,8 @@ export class RateLimitServiceHost {
       domains: options.domains,
       store: options.store,
       onOutcome: (o) => metrics.serviceDecision(o.domain, labels.labelOf(o), outcomeLabel(o)),
+      shadowMode: section.shadowMode === true,
+      responseHeaders: headersOfSection(section),
     });
     const grpcHost = section.grpc?.host;
     const httpHost = section.http?.host;
@@ -79,7 +82,7 @@ export class RateLimitServiceHost {
 
   /** reload serves `domains` from now on (counters of unchanged limits carry on); a listener change is logged and applies at the next restart. */
   reload(section: RateLimitServiceConfig, domains: readonly DomainSpec[]): void {
-    for (const part of ['grpc', 'http'] as const) {
+    for (const part of ['grpc', 'http', 'responseHeaders', 'shadowMode'] as const) {
       if (JSON.stringify(section[part]) !== JSON.stringify(this.section[part]))
         this.log.warn(
           { part: `rateLimitService.${part}` },
@@ -87,13 +90,27 @@ export class RateLimitServiceHost {
         );
     }
     this.service.reload(domains);
-    this.section = { ...section, grpc: this.section.grpc, http: this.section.http };
+    this.section = {
+      ...section,
+      grpc: this.section.grpc,
+      http: this.section.http,
+      responseHeaders: this.section.responseHeaders,
+      shadowMode: this.section.shadowMode,
+    };
   }
 
   /** close stops both listeners; calls in flight are answered first. */
   close(): Promise<void> {
     return this.servers.close();
   }
+}
+
+/** headersOfSection returns the response headers `rateLimitService.responseHeaders` asks for (the draft's by default). */
+function headersOfSection(section: RateLimitServiceConfig): ResponseHeaders {
+  const given = section.responseHeaders;
+  if (given === undefined) return DRAFT_HEADERS;
+  if (typeof given === 'string') return namedResponseHeaders(given) ?? DRAFT_HEADERS;
+  return { mode: 'limit-remaining-reset', ...given };
 }
 
 async function startApart(service: RateLimitService, section: RateLimitServiceConfig): Promise<RateLimitServers> {

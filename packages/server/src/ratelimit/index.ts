@@ -57,7 +57,9 @@ export { rateLimitHttpHandler, decideJson, envoyJson, MAX_BODY_BYTES } from './s
 export {
   DRAFT_HEADERS,
   ENVOY_HEADERS,
+  namedResponseHeaders,
   rateLimitHeaders,
+  RESPONSE_HEADER_MODES,
   responseHeaders,
   X_RATELIMIT_HEADERS,
   type ResponseHeaders,

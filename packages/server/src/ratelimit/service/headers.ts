@@ -45,6 +45,31 @@ export const X_RATELIMIT_HEADERS: ResponseHeaders = {
   reset: 'X-RateLimit-Reset',
 };
 
+const NAMED: Readonly<Record<string, ResponseHeaders>> = {
+  draft: DRAFT_HEADERS,
+  off: { mode: 'off' },
+  ratelimit: ENVOY_HEADERS,
+  'x-ratelimit': X_RATELIMIT_HEADERS,
+};
+
+/** RESPONSE_HEADER_MODES are the names {@link namedResponseHeaders} takes. */
+export const RESPONSE_HEADER_MODES = Object.keys(NAMED) as ReadonlyArray<'draft' | 'off' | 'ratelimit' | 'x-ratelimit'>;
+
+/**
+ * namedResponseHeaders returns the headers a mode's name asks for (`draft`, `off`, `ratelimit`,
+ * `x-ratelimit`, any case), or three field names written `Limit,Remaining,Reset`; undefined for
+ * anything else.
+ */
+export function namedResponseHeaders(given: string): ResponseHeaders | undefined {
+  const named = NAMED[given.toLowerCase()];
+  if (named !== undefined) return named;
+  const names = given.split(',').map((n) => n.trim());
+  if (names.length !== 3 || !names.every((n) => FIELD_NAME.test(n))) return undefined;
+  return { mode: 'limit-remaining-reset', limit: names[0]!, remaining: names[1]!, reset: names[2]! };
+}
+
+const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
 /** responseHeaders returns the `[name, value]` pairs `config` asks for `statuses`. */
 export function responseHeaders(
   statuses: readonly DescriptorStatus[],
