@@ -36,49 +36,60 @@ export function compilePath(source: string, options: MatchOptions = {}): PathPat
   if (!strict && !rest && segments.length > 1 && segments.at(-1) === '') segments.pop();
   const fixed = rest ? segments.slice(0, -1) : segments;
   const names = fixed.map((s) => (s.startsWith(':') ? s.slice(1) : undefined));
-  const noParams = names.every((n) => n === undefined);
   const base = '/' + fixed.join('/');
-  if (noParams && !rest) {
-    return {
-      source,
-      match: (path) =>
-        (path.length === base.length ||
-          (!strict && base !== '/' && path.length === base.length + 1 && path.endsWith('/'))) &&
-        same(path, base, base.length)
-          ? {}
-          : undefined,
-    };
-  }
-  if (noParams && rest) {
-    const prefix = base === '/' ? '' : base;
-    return {
-      source,
-      match: (path) =>
-        path.length >= prefix.length &&
-        same(path, prefix, prefix.length) &&
-        (path.length === prefix.length || path.charCodeAt(prefix.length) === 0x2f)
-          ? {}
-          : undefined,
-    };
-  }
-  return {
-    source,
-    match(path) {
-      const parts = path.split('/').slice(1);
-      if (!strict && !rest && parts.length > 1 && parts.at(-1) === '') parts.pop();
-      if (rest ? parts.length < fixed.length : parts.length !== fixed.length) return undefined;
-      const params: Record<string, string> = {};
-      for (let i = 0; i < fixed.length; i++) {
-        const part = parts[i]!;
-        const name = names[i];
-        const want = fixed[i]!;
-        if (name !== undefined) {
-          if (part === '') return undefined;
-          params[name] = safeDecode(part);
-        } else if (part.length !== want.length || !same(part, want, want.length)) return undefined;
-      }
-      return params;
-    },
+  let match: PathPattern['match'];
+  if (names.some((n) => n !== undefined)) match = parametersMatch({ fixed, names, rest, strict, same });
+  else if (rest) match = prefixMatch(base === '/' ? '' : base, same);
+  else match = literalMatch(base, strict, same);
+  return { source, match };
+}
+
+type Same = (a: string, b: string, n: number) => boolean;
+
+/** A pattern with no parameter or wildcard: the path itself, or with one trailing slash unless strict. */
+function literalMatch(base: string, strict: boolean, same: Same): PathPattern['match'] {
+  const slashToo = !strict && base !== '/';
+  return (path) =>
+    (path.length === base.length || (slashToo && path.length === base.length + 1 && path.endsWith('/'))) &&
+    same(path, base, base.length)
+      ? {}
+      : undefined;
+}
+
+/** A pattern `/prefix/*`: the prefix alone, or followed by `/` and anything. */
+function prefixMatch(prefix: string, same: Same): PathPattern['match'] {
+  return (path) =>
+    path.length >= prefix.length &&
+    same(path, prefix, prefix.length) &&
+    (path.length === prefix.length || path.charCodeAt(prefix.length) === 0x2f)
+      ? {}
+      : undefined;
+}
+
+/** A pattern with `:name` segments, segment by segment. */
+function parametersMatch(p: {
+  fixed: readonly string[];
+  names: readonly (string | undefined)[];
+  rest: boolean;
+  strict: boolean;
+  same: Same;
+}): PathPattern['match'] {
+  const { fixed, names, rest, strict, same } = p;
+  return (path) => {
+    const parts = path.split('/').slice(1);
+    if (!strict && !rest && parts.length > 1 && parts.at(-1) === '') parts.pop();
+    if (rest ? parts.length < fixed.length : parts.length !== fixed.length) return undefined;
+    const params: Record<string, string> = {};
+    for (let i = 0; i < fixed.length; i++) {
+      const part = parts[i]!;
+      const name = names[i];
+      const want = fixed[i]!;
+      if (name !== undefined) {
+        if (part === '') return undefined;
+        params[name] = safeDecode(part);
+      } else if (part.length !== want.length || !same(part, want, want.length)) return undefined;
+    }
+    return params;
   };
 }
 

@@ -183,58 +183,75 @@ interface Segments {
  * encoded where they may not stay raw, `;` parameters dropped, `\`, `%2F` and `%5C` taken as separators.
  */
 function splitSegments(raw: string): Segments {
-  const list: string[] = [];
-  let ambiguities = 0;
-  let current = '';
-  let inParameter = false;
-  const cut = (): void => {
-    list.push(current);
-    current = '';
-    inParameter = false;
-  };
+  const reader = new SegmentReader();
   for (let i = 1; i < raw.length; i++) {
     const c = raw.charCodeAt(i);
-    if (c === SLASH) {
-      cut();
-      continue;
-    }
-    if (c === 0x5c) {
-      ambiguities |= BACKSLASH;
-      cut();
-      continue;
-    }
-    if (c === PERCENT) {
-      const hi = anyHex(raw.charCodeAt(i + 1));
-      const lo = anyHex(raw.charCodeAt(i + 2));
-      if (hi < 0 || lo < 0) {
-        ambiguities |= INVALID_ESCAPE;
-        if (!inParameter) current += '%25';
-        continue;
-      }
-      i += 2;
-      const byte = hi * 16 + lo;
-      if (byte === SLASH || byte === 0x5c) {
-        ambiguities |= byte === SLASH ? ENCODED_SLASH : BACKSLASH;
-        cut();
-        continue;
-      }
-      if (isControl(byte)) ambiguities |= CONTROL;
-      if (!inParameter) current += byte < 128 && UNRESERVED[byte] === 1 ? String.fromCharCode(byte) : escape(byte);
-      continue;
-    }
-    if (c === 0x3b) {
-      ambiguities |= PATH_PARAMETER;
-      inParameter = true;
-      continue;
-    }
-    if (c < 128 && isControl(c)) ambiguities |= CONTROL;
-    if (!inParameter) current += c < 128 && RAW_OK[c] === 1 ? raw[i] : encodeRaw(raw, i);
-    // A surrogate pair was encoded whole: skip its second half.
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < raw.length) i++;
+    if (c === SLASH) reader.cut();
+    else if (c === 0x5c) reader.cut(BACKSLASH);
+    else if (c === PERCENT) i = reader.escape(raw, i);
+    else if (c === 0x3b) reader.parameter();
+    else i = reader.raw(raw, i);
   }
-  list.push(current);
-  const trailingSlash = list.length > 0 && list[list.length - 1] === '';
-  return { list, trailingSlash, ambiguities };
+  return reader.end();
+}
+
+/** SegmentReader collects the segments of one path as {@link splitSegments} reads it. */
+class SegmentReader {
+  private readonly list: string[] = [];
+  private current = '';
+  /** Whether the rest of this segment is a `;` parameter, dropped. */
+  private inParameter = false;
+  private ambiguities = 0;
+
+  /** cut ends the segment at a separator (an ambiguous one when `ambiguity` is given). */
+  cut(ambiguity = 0): void {
+    this.ambiguities |= ambiguity;
+    this.list.push(this.current);
+    this.current = '';
+    this.inParameter = false;
+  }
+
+  parameter(): void {
+    this.ambiguities |= PATH_PARAMETER;
+    this.inParameter = true;
+  }
+
+  /** escape reads the `%` at `i` and returns the index of its last character. */
+  escape(raw: string, i: number): number {
+    const hi = anyHex(raw.charCodeAt(i + 1));
+    const lo = anyHex(raw.charCodeAt(i + 2));
+    if (hi < 0 || lo < 0) {
+      this.ambiguities |= INVALID_ESCAPE;
+      this.append('%25');
+      return i;
+    }
+    const byte = hi * 16 + lo;
+    if (byte === SLASH) this.cut(ENCODED_SLASH);
+    else if (byte === 0x5c) this.cut(BACKSLASH);
+    else {
+      if (isControl(byte)) this.ambiguities |= CONTROL;
+      this.append(byte < 128 && UNRESERVED[byte] === 1 ? String.fromCharCode(byte) : escape(byte));
+    }
+    return i + 2;
+  }
+
+  /** raw reads the character at `i`, encoding it unless it may stay raw, and returns the index of its last code unit. */
+  raw(raw: string, i: number): number {
+    const c = raw.charCodeAt(i);
+    if (c < 128 && isControl(c)) this.ambiguities |= CONTROL;
+    this.append(c < 128 && RAW_OK[c] === 1 ? raw[i]! : encodeRaw(raw, i));
+    // A surrogate pair is encoded whole: skip its second half.
+    return c >= 0xd800 && c <= 0xdbff && i + 1 < raw.length ? i + 1 : i;
+  }
+
+  end(): Segments {
+    this.list.push(this.current);
+    return { list: this.list, trailingSlash: this.current === '', ambiguities: this.ambiguities };
+  }
+
+  private append(text: string): void {
+    if (!this.inParameter) this.current += text;
+  }
 }
 
 function escape(byte: number): string {
