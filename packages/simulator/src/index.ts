@@ -4,9 +4,9 @@
  *
  * @packageDocumentation
  */
-export { simulate, runLane, type LaneResult, type SimulationResult } from './simulate.js';
+export { simulate, runLane, type LaneResult, type SimulateOptions, type SimulationResult } from './simulate.js';
 export type { LaneRun, Watch } from './engine/lane-run.js';
-export { StateProbe, stateReadingOf, type StateReading } from './state.js';
+export { StateProbe, StateRecorder, stateReadingOf, type StateReading, type StateRecorderOptions } from './state.js';
 export { positionOf, type SourcePosition } from './scenario-position.js';
 export { parseScenario } from './parse-scenario.js';
 export type {
@@ -36,6 +36,7 @@ export type { Series } from './series.js';
 export { runSimulateCommand, type CommandIo } from './cli.js';
 export { renderCharts, type Chart } from './render/charts.js';
 export { renderHtmlReport } from './render/html-report.js';
+export { EXPORT_COLUMNS, exportDecisions, exportFormatOf, type ExportFormat } from './render/export.js';
 export { renderJsonSummary, renderTextSummary, summaryJson } from './render/summary.js';
 export { renderLineChart, type ChartLine, type ChartSeries, type LineChartOptions } from './render/svg-chart.js';
 export {

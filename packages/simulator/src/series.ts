@@ -41,6 +41,7 @@ export function seriesOf(arrivals: Arrivals, run: LaneRun, chartKey: KeyTimeline
   const admitted = new Float64Array(steps);
   const refused = new Float64Array(steps);
   const waited = new Float64Array(steps);
+  let anyWait = false;
   for (let i = 0; i < arrivals.length; i++) {
     const at = run.admittedAtMs[i]!;
     const arrivalStep = stepOf(arrivals.atMs[i]!);
@@ -49,16 +50,29 @@ export function seriesOf(arrivals: Arrivals, run: LaneRun, chartKey: KeyTimeline
       continue;
     }
     admitted[stepOf(at)]! += arrivals.costs[i]!;
-    if (at > arrivals.atMs[i]!) waited[arrivalStep]! += arrivals.costs[i]!;
+    if (at > arrivals.atMs[i]!) {
+      waited[arrivalStep]! += arrivals.costs[i]!;
+      anyWait = true;
+    }
   }
+  // With no wait at all (refuse mode), every step that admitted has waits of 0: nothing to sort.
   return {
     admitted,
     refused,
     waited,
-    ...waitPercentiles(arrivals, run.admittedAtMs, stepOf, steps),
+    ...(anyWait ? waitPercentiles(arrivals, run.admittedAtMs, stepOf, steps) : noWaits(admitted)),
     windowPeak: windowPeaks(chartKey, options),
     state: statePerStep(run, stepOf, options),
   };
+}
+
+function noWaits(admitted: Float64Array): {
+  waitP50Ms: Float64Array;
+  waitP99Ms: Float64Array;
+  waitMaxMs: Float64Array;
+} {
+  const zeros = admitted.map((cost) => (cost > 0 ? 0 : NaN));
+  return { waitP50Ms: zeros, waitP99Ms: zeros, waitMaxMs: zeros };
 }
 
 /** Per step, the p50, p99 and max wait of the admitted requests that arrived in it (arrivals are in time order, so each step's are one run of indices). */
