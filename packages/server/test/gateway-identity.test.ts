@@ -222,6 +222,17 @@ describe('identities absent or invalid, end to end (a gateway process, a real up
     );
   });
 
+  it('WebSocket upgrades: matched and forwarded in normal form; an ambiguous path refused with 400', async () => {
+    const head = await upgrade(gw.port, '/ws-default/./y//%7Ez', 'x-api-key: k-path\r\n');
+    assert.match(head, /^HTTP\/1\.1 101/);
+    assert.ok(
+      upstream.received.some((r) => r.url === '/ws-default/y/~z'),
+      'the upstream was asked to upgrade the normal form',
+    );
+    assert.match(await upgrade(gw.port, '/ws-default/a%2Fb', 'x-api-key: k-path\r\n'), /^HTTP\/1\.1 400/);
+    assert.ok(!upstream.received.some((r) => r.url.includes('%2F')));
+  });
+
   it('counts identity refusals in the metrics, by route and rule', async () => {
     const metrics = (await call(gw.adminUrl('/metrics'))).body;
     const refused = (route: string): number =>
