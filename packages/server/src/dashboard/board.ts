@@ -5,6 +5,7 @@
  */
 import { systemClock, type Clock, type Observer, type Timers } from 'floodgate';
 import type { RuleDecision, RuleOutcome } from '../gateway/decide.js';
+import type { FleetBoard } from './fleet.js';
 import { NearLimit } from './near-limit.js';
 import { OverloadBoard } from './overload.js';
 import { QueueDepth } from './queue-depth.js';
@@ -75,6 +76,8 @@ export class Board {
   readonly upstreams = new UpstreamLatency();
   /** The rate limit service's decisions, when the gateway runs one. */
   readonly service = new ServiceDecisions();
+  /** The processes sharing the store, once {@link Board.followFleet} was called (a Redis store). */
+  fleet: FleetBoard | undefined;
   readonly startedAtMs: number;
   /** Boards by route, then rule: two lookups and no string built per decision. */
   private readonly boards = new Map<string, Map<string, RuleBoard>>();
@@ -199,9 +202,17 @@ export class Board {
     }
   }
 
-  /** close stops the board's only timer, the overload sampler's. */
+  /** followFleet starts `fleet`'s rounds (publishing this process, reading the others) until {@link Board.close}. */
+  followFleet(fleet: FleetBoard): void {
+    this.fleet?.stop();
+    this.fleet = fleet;
+    fleet.start();
+  }
+
+  /** close stops the board's timers: the overload sampler's and the fleet's. */
   close(): void {
     this.overload.stop();
+    this.fleet?.stop();
   }
 
   /** latestRefusals returns up to `n` recent refusals, newest first. */

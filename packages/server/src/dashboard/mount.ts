@@ -8,10 +8,11 @@ import type { DecisionReporter } from '../gateway/decide.js';
 import type { MetricsTap } from '../ops/metrics.js';
 import type { RouteTable } from '../gateway/routes.js';
 import type { Board } from './board.js';
+import { FleetBoard, type ProcessRegistry } from './fleet.js';
 import { DashboardEndpoints } from './http.js';
 import { keyShower, type KeyDisplay } from './keys.js';
 import type { OverloadSource } from './overload.js';
-import type { DashboardSource, ProcessIdentity } from './view.js';
+import { processSummary, type DashboardSource, type ProcessIdentity } from './view.js';
 
 /** DashboardSettings are the config's `admin.dashboard` settings. */
 export interface DashboardSettings {
@@ -37,6 +38,8 @@ export interface MountOptions {
   isReady(): boolean;
   /** The ports this process listens on, once it does (they name the process on its dashboard). */
   ports?(): { readonly port: number | undefined; readonly adminPort: number | undefined };
+  /** The store's process registry (a Redis store has one): then every process on the store is shown. */
+  readonly registry?: ProcessRegistry;
 }
 
 /** MountedDashboard is the dashboard's endpoints and the reporter to decide with. */
@@ -88,6 +91,10 @@ export function mountDashboard(options: MountOptions): MountedDashboard | undefi
     serviceDecision: (domain, descriptor, outcome) => board.serviceDecision(domain, descriptor, outcome),
   };
   board.overload.follow({ guards: () => options.table().guards.all, shedTotals: shedTotalsOf(metrics.registry) });
+  if (options.registry !== undefined)
+    board.followFleet(
+      new FleetBoard({ clock: board.clock, registry: options.registry, summary: () => processSummary(source) }),
+    );
   return { endpoints: new DashboardEndpoints({ source, tokenDigest: options.tokenDigest }), reporter };
 }
 

@@ -100,6 +100,14 @@ const unrefTimers: Timers = {
   clearTimer: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
 
+/**
+ * timersFor returns the timers a sampler of the board uses: `timers` when given, else the clock
+ * when it also sets timers (a `ManualClock` does), else unref'd `setTimeout`s.
+ */
+export function timersFor(clock: Clock, timers: Timers | undefined): Timers {
+  return timers ?? (isTimers(clock) ? clock : unrefTimers);
+}
+
 /** Whether `clock` also sets timers (a `ManualClock` does), as the library's own structures ask. */
 function isTimers(clock: Clock): clock is Clock & Timers {
   const candidate = clock as Partial<Timers>;
@@ -138,7 +146,7 @@ export class OverloadBoard {
 
   constructor(options: OverloadBoardOptions) {
     this.clock = options.clock;
-    this.timers = options.timers ?? (isTimers(options.clock) ? options.clock : unrefTimers);
+    this.timers = timersFor(options.clock, options.timers);
     this.seconds = Math.max(1, Math.floor(options.seconds ?? 120));
     this.transitionsKept = Math.max(1, Math.floor(options.transitions ?? 8));
   }

@@ -12,6 +12,7 @@ export { esc } from './format.js';
 export function renderLive(view: DashboardView): string {
   return [
     summary(view),
+    fleet(view),
     rulesTable(view),
     upstreams(view),
     service(view),
@@ -31,8 +32,33 @@ function summary(view: DashboardView): string {
   const shared =
     view.store.kind === 'memory'
       ? ''
-      : ' · the counts below are this process&#39;s decisions: each gateway process on the store has its own dashboard on its admin port';
+      : ' · the counts below are this process&#39;s decisions; every process on the store is listed under Gateway processes';
   return `<p class="summary" id="summary">Gateway ${process} ${status}${shared} · snapshot at <time id="snapshot-at" data-ms="${view.atMs}">${clockTime(view.atMs)} UTC</time> · up ${count(uptimeS)} s · config loaded ${esc(view.config.loadedAt)}</p>`;
+}
+
+/** Every gateway process on the store, a row per process and rule: what each published of itself lately. */
+function fleet(view: DashboardView): string {
+  const f = view.fleet;
+  if (f === undefined) return '';
+  const rows = f.processes.flatMap((p) => {
+    const name = `${esc(p.host)} pid ${p.pid}${p.self ? ' (this one)' : ''}`;
+    const where = `port ${p.port ?? '–'}, admin ${p.adminPort ?? '–'}`;
+    const state = `${p.ready ? '<span class="ok">ready</span>' : '<span class="bad">not ready</span>'}, ${(p.ageMs / 1000).toFixed(1)} s ago`;
+    const rules = p.rules.length === 0 ? [undefined] : p.rules;
+    return rules.map(
+      (r, i) =>
+        `<tr data-pid="${p.pid}" data-host="${esc(p.host)}"${p.self ? ' class="self"' : ''}>${i === 0 ? `<td rowspan="${rules.length}">${name}<br><small>${where}; ${state}</small></td>` : ''}${r === undefined ? '<td colspan="6">no rules</td>' : `<td>${esc(r.route)} / ${esc(r.rule)}</td><td class="num admitted">${rate(r.admitted)}</td><td class="num limited">${rate(r.limited)}</td><td class="num would-refuse">${rate(r.wouldRefuse)}</td><td class="num degraded">${rate(r.degraded)}</td><td class="num queued">${count(r.queued)}</td>`}</tr>`,
+    );
+  });
+  const head =
+    '<tr><th>process</th><th>route / rule</th><th class="num">admitted /s</th><th class="num">limited /s</th><th class="num">would refuse /s</th><th class="num">degraded /s</th><th class="num">queued</th></tr>';
+  const error =
+    f.error === undefined ? '' : `<p class="bad">The store did not answer the latest round: ${esc(f.error)}</p>`;
+  return section(
+    'fleet',
+    `Gateway processes on this store (${f.processes.length})`,
+    `<p class="note">Each process writes its own figures to the store once a second and reads the others'; rates per second over each one's last 10 s. A process silent for 10 s is no longer listed. Each has its own dashboard on its admin port for the rest.</p>${error}<div class="scroll"><table><thead>${head}</thead><tbody>${rows.join('')}</tbody></table></div>`,
+  );
 }
 
 /** The rate columns: each group of outcomes (see RATE_GROUPS) and its heading. */

@@ -1,5 +1,6 @@
 /** The dashboard's snapshot: what one page or one live update shows, as plain data. */
 import type { Board, RateView } from './board.js';
+import type { FleetView, ProcessSummary } from './fleet.js';
 import type { OverloadView } from './overload.js';
 import { SECONDS, RATE_GROUPS } from './rates.js';
 import type { ServiceDecisionRow } from './service-decisions.js';
@@ -88,6 +89,8 @@ export interface DashboardView {
   readonly upstreams: readonly RouteUpstreamView[];
   /** The rate limit service's decisions per descriptor (empty without a service). */
   readonly service: readonly ServiceDecisionRow[];
+  /** Every gateway process on the store (a Redis store only), as each published itself lately. */
+  readonly fleet?: FleetView;
   readonly refusals: readonly {
     readonly route: string;
     readonly rule: string;
@@ -128,6 +131,7 @@ export function snapshot(source: DashboardSource): DashboardView {
     rules: active.map((r) => ruleView(source, r, nowMs)),
     upstreams: routes.map((route) => ({ route, upstream: board.upstreams.view(route, STORE_WINDOW_MS, nowMs) })),
     service: board.service.rows(STORE_WINDOW_MS / 1000, nowMs),
+    ...(board.fleet === undefined ? {} : { fleet: board.fleet.view(nowMs) }),
     refusals: board.latestRefusals(REFUSALS_SHOWN).map((f) => ({ ...f, key: source.showKey(f.key, f.route, f.rule) })),
     refusalsTotal: board.refused.total,
     store: { kind: source.storeKind, windowMs: STORE_WINDOW_MS, health: board.store.view(STORE_WINDOW_MS, nowMs) },
@@ -163,5 +167,33 @@ function ruleView(source: DashboardSource, r: ActiveRule, nowMs: number): RuleVi
     ...(r.mode === 'queue'
       ? { queue: { depth: b.queue.depth, peak10s: b.queue.peak(10, nowMs), peaks: b.queue.series(nowMs) } }
       : {}),
+  };
+}
+
+/** processSummary returns what this process publishes of itself to the others on its store: its rules' rates and queues now. */
+export function processSummary(source: DashboardSource): ProcessSummary {
+  const board = source.board;
+  const nowMs = board.clock.now();
+  const p = source.process;
+  return {
+    host: p.host,
+    pid: p.pid,
+    port: p.port,
+    adminPort: p.adminPort,
+    startedAtMs: board.startedAtMs,
+    atMs: nowMs,
+    ready: source.isReady(),
+    rules: source.rules().map((r) => {
+      const rates = board.rates(r.route, r.rule);
+      return {
+        route: r.route,
+        rule: r.rule,
+        admitted: rates.admitted.perSecond,
+        limited: rates.limited.perSecond,
+        wouldRefuse: rates.wouldRefuse.perSecond,
+        degraded: rates.degraded.perSecond,
+        queued: board.boardOf(r.route, r.rule).queue.depth,
+      };
+    }),
   };
 }

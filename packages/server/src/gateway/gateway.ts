@@ -213,6 +213,7 @@ export class Gateway implements TrafficState {
         activeConfig,
         isReady: () => this.ready,
         ports: () => ({ port: this.port, adminPort: this.adminPort }),
+        ...(this.store.registry === undefined ? {} : { registry: this.store.registry }),
       });
       if (dashboard !== undefined) this.reporter = dashboard.reporter;
       this.admin = createServer(

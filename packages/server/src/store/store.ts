@@ -20,6 +20,16 @@ export interface GatewayStore {
    * and always for memory.
    */
   memoryRisks(): Promise<readonly string[]>;
+  /**
+   * registry is where the gateway processes sharing a Redis store leave a line each about
+   * themselves (their dashboards list every process): one hash, `<prefix>dashboard:processes`,
+   * a field per process. Undefined for memory, which no other process shares.
+   */
+  readonly registry?: {
+    publish(id: string, entry: string): Promise<void>;
+    entries(): Promise<Record<string, string>>;
+    remove(ids: readonly string[]): Promise<void>;
+  };
 }
 
 interface IoredisLike {
@@ -95,9 +105,15 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
     ...(config.prefix === undefined ? {} : { prefix: config.prefix }),
   });
   const like = client as unknown as IoredisLike;
+  const registryKey = `${config.prefix ?? 'floodgate:'}dashboard:processes`;
   return {
     store,
     kind: 'redis',
+    registry: {
+      publish: async (id, entry) => void (await client.hset(registryKey, id, entry)),
+      entries: () => client.hgetall(registryKey),
+      remove: async (ids) => void (ids.length === 0 ? 0 : await client.hdel(registryKey, ...ids)),
+    },
     ping: (timeoutMs) => withTimeout(like.ping(), timeoutMs),
     close: async () => {
       like.disconnect();
