@@ -62,6 +62,11 @@ program
   )
   .option('--redis-cluster <host:port,...>', 'keep counters in this Redis Cluster')
   .option(
+    '--redis-password-env <name>',
+    "Redis's password, from this environment variable (or give it in the address: redis://:password@host:port; rediss:// for TLS)",
+  )
+  .option('--redis-tls-ca <file>', 'trust this PEM CA for rediss:// (default: the system CAs)')
+  .option(
     '--on-store-error <policy>',
     "when Redis fails or is slow: local (decide in this process with its share of each limit, written back to Redis when it answers), fail-open, fail-closed, or throw (gRPC UNAVAILABLE, so Envoy's failure_mode_deny decides)",
     'local',
@@ -110,6 +115,8 @@ program
       host: string;
       redis?: string;
       redisCluster?: string;
+      redisPasswordEnv?: string;
+      redisTlsCa?: string;
       onStoreError: string;
       storeTimeoutMs?: string;
       metricsPort?: number;

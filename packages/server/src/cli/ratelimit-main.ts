@@ -5,7 +5,7 @@
  *
  *   node --conditions=floodgate-source --import tsx packages/server/src/cli/ratelimit-main.ts \
  *     --config ratelimit.yaml --grpc-port 8081 --http-port 8080 [--host 127.0.0.1]
- *     [--redis 127.0.0.1:6380 | --redis-cluster 127.0.0.1:7000,127.0.0.1:7001]
+ *     [--redis 127.0.0.1:6380 | --redis-cluster 127.0.0.1:7000,127.0.0.1:7001] [--redis-password-env NAME] [--redis-tls-ca ca.pem]
  *     [--on-store-error local|fail-open|fail-closed|throw] [--store-timeout-ms 50] [--metrics-port 9102]
  *     [--response-headers draft|off|ratelimit|x-ratelimit|L,R,T] [--health-follows-store auto|always|never]
  *     [--shadow-mode] [--merge-domains] [--no-watch] [--grpc-tls-cert cert.pem --grpc-tls-key key.pem [--grpc-tls-client-ca ca.pem]]
@@ -32,6 +32,8 @@ const { values } = parseArgs({
     host: { type: 'string' },
     redis: { type: 'string' },
     'redis-cluster': { type: 'string' },
+    'redis-password-env': { type: 'string' },
+    'redis-tls-ca': { type: 'string' },
     'on-store-error': { type: 'string' },
     'store-timeout-ms': { type: 'string' },
     'metrics-port': { type: 'string' },
@@ -54,6 +56,8 @@ const code = await runRatelimit(
     host: values.host,
     redis: values.redis,
     redisCluster: values['redis-cluster'],
+    redisPasswordEnv: values['redis-password-env'],
+    redisTlsCa: values['redis-tls-ca'],
     onStoreError: values['on-store-error'],
     storeTimeoutMs: values['store-timeout-ms'],
     metricsPort: portOf(values['metrics-port'], '--metrics-port'),

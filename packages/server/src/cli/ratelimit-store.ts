@@ -37,10 +37,57 @@ export function failureOf(flags: {
   return { onError, timeoutMs };
 }
 
-function hostPort(address: string, flag: string): { host: string; port: number } {
-  const match = /^(?:rediss?:\/\/)?(.+):(\d+)\/?$/.exec(address);
-  if (match === null) throw new UsageError(`${flag} must be host:port, got ${JSON.stringify(address)}`);
-  return { host: match[1]!.replace(/^\[|\]$/g, ''), port: Number(match[2]) };
+/** RedisAddress is one `--redis` or `--redis-cluster` node: where, and how to sign in. */
+interface RedisAddress {
+  readonly host: string;
+  readonly port: number;
+  readonly username?: string;
+  readonly password?: string;
+  /** `rediss://`: TLS to Redis. */
+  readonly tls: boolean;
+}
+
+/** addressOf reads `host:port` or a `redis://` / `rediss://` URL (with `user:password@`), or throws a {@link UsageError}. */
+function addressOf(text: string, flag: string): RedisAddress {
+  const bad = () =>
+    new UsageError(`${flag} must be host:port or redis[s]://[user:password@]host:port, got ${JSON.stringify(text)}`);
+  if (!text.includes('://')) {
+    const match = /^(.+):(\d+)$/.exec(text);
+    if (match === null) throw bad();
+    return { host: match[1]!.replace(/^\[|\]$/g, ''), port: Number(match[2]), tls: false };
+  }
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw bad();
+  }
+  if ((url.protocol !== 'redis:' && url.protocol !== 'rediss:') || url.hostname === '' || url.port === '') throw bad();
+  return {
+    host: url.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(url.port),
+    ...(url.username === '' ? {} : { username: decodeURIComponent(url.username) }),
+    ...(url.password === '' ? {} : { password: decodeURIComponent(url.password) }),
+    tls: url.protocol === 'rediss:',
+  };
+}
+
+/** RedisAccess is how to sign in to Redis beside its address: a password from the environment, a CA for TLS. */
+export interface RedisAccess {
+  /** The password, when the address gives none (`--redis-password-env`). */
+  readonly password?: string | undefined;
+  /** A PEM CA to trust for `rediss://` (`--redis-tls-ca`); the system's by default. */
+  readonly caPem?: Buffer | undefined;
+}
+
+/** clientOptionsOf returns ioredis's options for signing in to `address`. */
+function clientOptionsOf(address: RedisAddress, access: RedisAccess): Record<string, unknown> {
+  const password = address.password ?? access.password;
+  return {
+    ...(address.username === undefined ? {} : { username: address.username }),
+    ...(password === undefined ? {} : { password }),
+    ...(address.tls ? { tls: access.caPem === undefined ? {} : { ca: access.caPem } } : {}),
+  };
 }
 
 /**
@@ -80,16 +127,21 @@ export async function redisStore(options: {
   readonly cluster: boolean;
   readonly failure: RedisFailure;
   readonly observer: Observer;
+  readonly access?: RedisAccess;
 }): Promise<{ store: Store; close: () => void }> {
   const { address, cluster, failure } = options;
   const nodes = cluster
-    ? address.split(',').map((a) => hostPort(a, '--redis-cluster'))
-    : [hostPort(address, '--redis')];
+    ? address.split(',').map((a) => addressOf(a, '--redis-cluster'))
+    : [addressOf(address, '--redis')];
+  const signIn = clientOptionsOf(nodes[0]!, options.access ?? {});
   const { Redis, Cluster } = await import('ioredis');
   const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
   const client = cluster
-    ? new Cluster(nodes, { ...FAIL_FAST_CLUSTER, slotsRefreshInterval: 1000, redisOptions: FAIL_FAST_CLIENT })
-    : new Redis({ ...nodes[0]!, ...FAIL_FAST_CLIENT });
+    ? new Cluster(
+        nodes.map((n) => ({ host: n.host, port: n.port })),
+        { ...FAIL_FAST_CLUSTER, slotsRefreshInterval: 1000, redisOptions: { ...FAIL_FAST_CLIENT, ...signIn } },
+      )
+    : new Redis({ host: nodes[0]!.host, port: nodes[0]!.port, ...FAIL_FAST_CLIENT, ...signIn });
   // Without a listener ioredis would print each reconnection attempt.
   client.on('error', () => undefined);
   const onError = failure.onError === 'local' ? { fallback: 'local' as const } : failure.onError;

@@ -17,7 +17,14 @@ import { DRAFT_HEADERS, namedResponseHeaders, type ResponseHeaders } from '../ra
 import { RateLimitMetrics } from '../ratelimit/service/metrics.js';
 import { startRateLimitServers, type GrpcTls } from '../ratelimit/service/servers.js';
 import { createRateLimitService, type RateLimitService } from '../ratelimit/service/service.js';
-import { failureOf, redisStore, StoreState, UsageError, type RedisFailure } from './ratelimit-store.js';
+import {
+  failureOf,
+  redisStore,
+  StoreState,
+  UsageError,
+  type RedisAccess,
+  type RedisFailure,
+} from './ratelimit-store.js';
 import { watchFiles } from './watch-files.js';
 
 /** RatelimitFlags are `floodgate ratelimit`'s options. */
@@ -35,6 +42,10 @@ export interface RatelimitFlags {
   readonly redis?: string | undefined;
   /** A Redis Cluster, as `host:port,host:port`. */
   readonly redisCluster?: string | undefined;
+  /** The name of an environment variable holding Redis's password (when the address gives none). */
+  readonly redisPasswordEnv?: string | undefined;
+  /** A PEM CA file to trust for `rediss://`. */
+  readonly redisTlsCa?: string | undefined;
   /** What a Redis failure answers: local (default), fail-open, fail-closed or throw. */
   readonly onStoreError?: string | undefined;
   /** The Redis store's timeout, in ms; omitted, the library's adaptive one. */
@@ -144,6 +155,18 @@ function pemOf(path: string, flag: string): Buffer {
   }
 }
 
+/** redisAccessOf returns the password (`--redis-password-env`) and CA (`--redis-tls-ca`) the flags give for Redis. */
+function redisAccessOf(flags: RatelimitFlags): RedisAccess {
+  const name = flags.redisPasswordEnv;
+  const password = name === undefined ? undefined : process.env[name];
+  if (name !== undefined && (password === undefined || password === ''))
+    throw new UsageError(`--redis-password-env names ${name}, which is not set (or empty) in the environment`);
+  return {
+    password,
+    caPem: flags.redisTlsCa === undefined ? undefined : pemOf(flags.redisTlsCa, '--redis-tls-ca'),
+  };
+}
+
 /** grpcTlsOf returns the gRPC listener's TLS from the `--grpc-tls-*` flags, or undefined for plaintext. */
 function grpcTlsOf(flags: RatelimitFlags): GrpcTls | undefined {
   const { grpcTlsCert: cert, grpcTlsKey: key, grpcTlsClientCa: ca } = flags;
@@ -222,7 +245,13 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   const redis =
     address === undefined
       ? undefined
-      : await redisStore({ address, cluster: flags.redisCluster !== undefined, failure, observer: state.observer });
+      : await redisStore({
+          address,
+          cluster: flags.redisCluster !== undefined,
+          failure,
+          observer: state.observer,
+          access: redisAccessOf(flags),
+        });
   const service = createRateLimitService({
     domains,
     store: redis?.store,
