@@ -109,6 +109,16 @@ describe('RedisSmoothLimiter in one process', () => {
     assert.equal(await limiter.reserve(), 200);
   });
 
+  test('maxWaitMs: an answer that comes too late to keep the deadline rejects, and its reservation (not yet due) is released', async () => {
+    const { clock, limiter } = setup();
+    await limiter.reserve(); // the next free moment is 100 ms away
+    const call = limiter.acquire(1, { maxWaitMs: 150 });
+    await new Promise((resolve) => setImmediate(resolve)); // sent: Redis reserves it at 100 ms, within 150
+    clock.advance(60); // the answer is handled 60 ms later: the caller would go at 160, past its deadline
+    await assert.rejects(call, (e) => code(e) === 'WAIT_TIMEOUT');
+    assert.equal(await limiter.reserve(), 40, 'the late one was released: this one takes its place, 40 ms from now');
+  });
+
   test('a signal already aborted rejects at once; bad arguments reject with INVALID_OPTION', async () => {
     const { limiter } = setup();
     await assert.rejects(limiter.acquire(1, { signal: AbortSignal.abort() }), (e) => code(e) === 'ABORTED');
