@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { MemoryStore } from 'floodgate';
 import { parseConfig } from '../src/config/load.js';
-import { ambiguityBit } from '../src/gateway/path.js';
+import { ambiguityBit } from '../src/config/normal-path.js';
 import { RouteTable } from '../src/gateway/routes.js';
 
 const PAGE = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'docs', 'gateway-requests.md');

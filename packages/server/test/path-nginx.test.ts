@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ambiguitiesIn, normalizeTarget } from '../src/gateway/path.js';
+import { ambiguitiesIn, normalizeTarget } from '../src/config/normal-path.js';
 import { closedPort } from './support/ports.js';
 
 const NGINX = '/usr/sbin/nginx';

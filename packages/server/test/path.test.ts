@@ -10,7 +10,7 @@ import {
   isNormalPath,
   normalPathEnd,
   normalizeTarget,
-} from '../src/gateway/path.js';
+} from '../src/config/normal-path.js';
 
 /** Each row: a target as received, its normal path and query, and the ambiguities found. */
 const TABLE: readonly (readonly [target: string, path: string, query: string | undefined, found: string])[] = [

@@ -1,5 +1,5 @@
 /** The checks of a route's match that no schema expresses: a path pattern must be in normal form. */
-import { normalizeTarget } from '../gateway/path.js';
+import { normalizeTarget } from './normal-path.js';
 import type { ConfigPath, ConfigProblem, Locator } from './problems.js';
 import type { RouteConfig } from './schema.js';
 

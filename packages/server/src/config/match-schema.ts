@@ -3,7 +3,7 @@
  * `paths`, overridable by a route's `match.ambiguous`), and its compiled form.
  */
 import { z } from 'zod';
-import { AMBIGUITIES, ambiguityBit, type Ambiguity } from '../gateway/path.js';
+import { AMBIGUITIES, ambiguityBit, type Ambiguity } from './normal-path.js';
 
 /** stanceSchema is what to do with one kind of ambiguous spelling: refuse it with 400, or forward its normal form. */
 export const stanceSchema = z.enum(['reject', 'normalise']);

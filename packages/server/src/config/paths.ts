@@ -8,7 +8,7 @@
 /** PathPattern is a compiled pattern; `match` returns its parameters, or undefined when the path does not match. */
 export interface PathPattern {
   readonly source: string;
-  /** match returns the parameters of a path in normal form (see `gateway/path.ts`), or undefined. */
+  /** match returns the parameters of a path in normal form (see `normal-path.ts`), or undefined. */
   match(path: string): Record<string, string> | undefined;
 }
 

@@ -11,7 +11,7 @@ import { compilePath, type PathPattern } from '../config/paths.js';
 import type { GatewayConfig, RouteConfig, RuleConfig } from '../config/schema.js';
 import { Guards, type GuardEvents, type GuardStep } from './guards.js';
 import { ruleIdentity, type RuleIdentity } from './identity.js';
-import { describeAmbiguities, normalPathEnd, normalizeTarget } from './path.js';
+import { describeAmbiguities, normalPathEnd, normalizeTarget } from '../config/normal-path.js';
 
 /** Longest store key, in UTF-16 code units; longer identities are hashed (see `storeKey`). */
 const MAX_KEY_LENGTH = 256;
