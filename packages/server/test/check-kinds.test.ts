@@ -124,6 +124,12 @@ describe('floodgate check on each kind of file', () => {
     assert.match(bad.stderr, /bad\.jsonl:2/);
   });
 
+  it('a file of no kind floodgate reads says so before the gateway reader refuses it', async () => {
+    const r = await check(join(ROOT, '.prettierrc.json'));
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^\S+\.prettierrc\.json: not a kind of file floodgate reads .*no floodgate command/);
+  });
+
   it('the JSON Schema floodgate schema prints is named as such, not checked as a config', async () => {
     const r = await check(at('schema.json'));
     assert.equal(r.code, 0, r.stderr);
@@ -146,6 +152,8 @@ describe('fileKindOf', () => {
       ['a.yaml', '', 'gateway-config'],
       ['a.yaml', 'routs: [\n', 'gateway-config'],
       ['a.yaml', '- 1\n- 2\n', 'gateway-config'],
+      ['a.json', '{"printWidth": 120, "singleQuote": true}', 'unknown'],
+      ['a.yaml', 'rotes: []\nstore: {}\n', 'gateway-config'],
     ];
     for (const [path, text, kind] of cases) assert.equal(fileKindOf(path, text, gateway), kind, text);
   });

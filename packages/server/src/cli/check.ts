@@ -54,6 +54,7 @@ function report(file: string, kind: FileKind, checked: Checked, io: CheckIo): nu
 
 const CHECKS: Readonly<Record<FileKind, (file: string, text: string) => Promise<Checked>>> = {
   'gateway-config': (file) => checkGatewayConfig(file),
+  unknown: (file) => checkGatewayConfig(file),
   descriptors: (file) => checkDescriptors(file),
   scenario: (file, text) => checkScenario(file, text),
   trace: (file, text) => checkTrace(file, text),

@@ -8,7 +8,7 @@ import { extname } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
 /** FileKind is a kind of file that a floodgate command reads. */
-export type FileKind = 'gateway-config' | 'descriptors' | 'scenario' | 'trace' | 'json-schema';
+export type FileKind = 'gateway-config' | 'descriptors' | 'scenario' | 'trace' | 'json-schema' | 'unknown';
 
 /** KIND_INFO says, for each kind, what it is and which command reads it. */
 export const KIND_INFO: Readonly<Record<FileKind, { readonly what: string; readonly readBy: string }>> = {
@@ -21,6 +21,10 @@ export const KIND_INFO: Readonly<Record<FileKind, { readonly what: string; reado
   trace: {
     what: 'a simulator trace (CSV or JSON lines of atMs, key, cost)',
     readBy: "a scenario's traffic entry { type: trace, file: <file> }, run by floodgate simulate",
+  },
+  unknown: {
+    what: "not a kind of file floodgate reads (none of its top-level keys is a gateway config's, an Envoy descriptor file's or a simulator scenario's)",
+    readBy: 'no floodgate command; as a gateway config, floodgate serve --config <file> would refuse it so',
   },
   'json-schema': {
     what: 'a JSON Schema (floodgate schema prints the gateway config\u2019s, for editors)',
@@ -36,9 +40,10 @@ const DESCRIPTOR_KEYS = ['domain', 'descriptors'];
 /**
  * fileKindOf returns the kind of the file at `path` whose text is `text`: a trace by its extension
  * (`.csv`, `.jsonl`, `.ndjson`), else by the top-level keys of its first YAML (or JSON) document;
- * `gatewayKeys` are the gateway config's own top-level keys. A file of no recognisable kind (empty,
- * not YAML, or with keys of none of them) is a gateway config, `floodgate check`'s default, so
- * that its reader reports what is wrong with it.
+ * `gatewayKeys` are the gateway config's own top-level keys. A map whose keys are none of any
+ * kind's is `unknown` (still checked as a gateway config, saying so); an empty file, one that is not
+ * YAML or not a map is a gateway config, `floodgate check`'s default, so that its reader reports
+ * what is wrong with it.
  */
 export function fileKindOf(path: string, text: string, gatewayKeys: readonly string[]): FileKind {
   if (['.csv', '.jsonl', '.ndjson'].includes(extname(path).toLowerCase())) return 'trace';
@@ -48,6 +53,7 @@ export function fileKindOf(path: string, text: string, gatewayKeys: readonly str
   const gateway = count(gatewayKeys);
   if (keys.includes('domain') && count(DESCRIPTOR_KEYS) > gateway) return 'descriptors';
   if (count(SCENARIO_KEYS) > gateway) return 'scenario';
+  if (keys.length > 0 && gateway === 0 && !keys.includes('domain')) return 'unknown';
   return 'gateway-config';
 }
 
