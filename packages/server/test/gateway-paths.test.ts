@@ -173,3 +173,40 @@ describe('route matching on normal paths, end to end (floodgate serve before a d
     assert.equal((JSON.parse(reply.body) as { url: string }).url, '/other/x/y/~z');
   });
 });
+
+describe('a route stating its upstream is case-sensitive and strict about the trailing slash, end to end', () => {
+  let express: ExpressUpstream;
+  let gw: GatewayProcess;
+
+  before(async () => {
+    express = await startExpress({ caseSensitive: true, strict: true });
+    gw = await startGateway(`
+routes:
+  - name: login
+    match: { path: /api/login, caseSensitive: true, strictTrailingSlash: true }
+    upstream: ${express.origin}
+    rules:
+      - name: per-client
+        policy: { algorithm: fixedWindow, limit: 1, windowMs: 600000 }
+        key: { type: header, name: x-client }
+  - name: open
+    upstream: ${express.origin}
+`);
+  });
+  after(async () => {
+    assert.equal(await gw?.stop(), 0, 'the gateway exits cleanly on SIGTERM');
+    await express?.close();
+  });
+
+  it('counts only what that upstream routes to its login handler, and that upstream runs the handler for nothing else', async () => {
+    const client = { 'x-client': 'strict' };
+    assert.equal((await rawPost(gw.port, '/api/login', client)).status, 200);
+    assert.equal((await rawPost(gw.port, '//api/./%6cogin', client)).status, 429, 'still the same path, counted');
+    for (const other of ['/API/login', '/api/Login', '/api/login/']) {
+      const reply = await rawPost(gw.port, other, client);
+      assert.equal(reply.status, 404, `${other}: not the login route here, nor there`);
+      assert.equal((JSON.parse(reply.body) as { handler: string }).handler, 'other');
+    }
+    assert.equal(express.logins(), 1);
+  });
+});

@@ -1,6 +1,6 @@
 /**
- * Test support: a real Express application with its default settings (case-insensitive routing,
- * non-strict trailing slash) on a free loopback port, recording which handler saw which URL.
+ * Test support: a real Express application, with its default settings (case-insensitive routing,
+ * non-strict trailing slash) or others, on a free loopback port, recording which handler saw which URL.
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,10 +22,20 @@ export interface ExpressUpstream {
   close(): Promise<void>;
 }
 
+/** ExpressSettings are the router settings to start with (both off by default, as in Express). */
+export interface ExpressSettings {
+  /** Express's `case sensitive routing`. */
+  readonly caseSensitive?: boolean;
+  /** Express's `strict routing` (a trailing slash makes another path). */
+  readonly strict?: boolean;
+}
+
 /** startExpress starts an application with an `/api/login` handler and a catch-all, on 127.0.0.1. */
-export async function startExpress(): Promise<ExpressUpstream> {
+export async function startExpress(settings: ExpressSettings = {}): Promise<ExpressUpstream> {
   const seen: Seen[] = [];
   const app = express();
+  app.set('case sensitive routing', settings.caseSensitive ?? false);
+  app.set('strict routing', settings.strict ?? false);
   app.all('/api/login', (req, res) => {
     seen.push({ handler: 'login', url: req.originalUrl });
     res.json({ handler: 'login', url: req.originalUrl });
