@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { MemoryStore } from 'floodgate';
+import { parseConfig } from '../src/config/load.js';
 import { compilePath, patternCovers } from '../src/config/paths.js';
+import { RouteTable } from '../src/gateway/routes.js';
 import {
   AMBIGUITIES,
   ambiguityBit,
@@ -233,5 +236,22 @@ describe('path patterns on normal paths', () => {
     assert.ok(!patternCovers('/api/login', '/api/login', { strictTrailingSlash: true }, {}));
     assert.ok(patternCovers('/api/login/', '/api/login'));
     assert.ok(patternCovers('/*', '/api/login', { caseSensitive: true, strictTrailingSlash: true }, {}));
+  });
+});
+
+describe('route hosts', () => {
+  it('match a Host header in any case, with a port or the root’s final dot', () => {
+    const yaml = 'routes:\n  - name: api\n    match: { host: api.example.com }\n    upstream: http://127.0.0.1:1\n';
+    const table = RouteTable.build(parseConfig(yaml, 'hosts.yaml', {}), { store: new MemoryStore(), env: {} });
+    for (const host of [
+      'api.example.com',
+      'API.Example.com',
+      'api.example.com:8080',
+      'api.example.com.',
+      'api.example.com.:443',
+    ])
+      assert.equal(table.match(host, 'GET', '/')?.route.name, 'api', host);
+    for (const host of ['api.example.com..', 'example.com', 'xapi.example.com', undefined])
+      assert.equal(table.match(host, 'GET', '/'), undefined, String(host));
   });
 });

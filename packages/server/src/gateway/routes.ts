@@ -231,11 +231,13 @@ function keyMaker(dimension: string): (identity: string) => string {
   };
 }
 
+/** The host name of a Host header in lower case, without its port or the root's final dot (`API.example.com.:80` is `api.example.com`). */
 function hostWithoutPort(host: string): string {
   const lower = host.toLowerCase();
   if (lower.startsWith('[')) return lower.slice(0, lower.indexOf(']') + 1);
   const colon = lower.lastIndexOf(':');
-  return colon < 0 ? lower : lower.slice(0, colon);
+  const name = colon < 0 ? lower : lower.slice(0, colon);
+  return name.endsWith('.') ? name.slice(0, -1) : name;
 }
 
 /** A route host `*.example.com` matches any subdomain of example.com; else the host must be equal. */
