@@ -10,21 +10,30 @@ export const MAX_DESCRIPTOR_LABELS = 2_000;
 
 /** DescriptorLabels hands out the `descriptor` label of each outcome, at most {@link MAX_DESCRIPTOR_LABELS} distinct ones. */
 export class DescriptorLabels {
-  private readonly seen = new Set<string>();
+  // By domain, then descriptor: no string is built per call to look a label up.
+  private readonly seen = new Map<string, Set<string>>();
+  private size = 0;
 
   constructor(private readonly max = MAX_DESCRIPTOR_LABELS) {}
 
   /** labelOf returns `outcome.descriptor`, or `other` once the cap is reached by other labels. */
   labelOf(outcome: DescriptorOutcome): string {
-    const id = `${outcome.domain}\u0000${outcome.descriptor}`;
-    if (this.seen.has(id)) return outcome.descriptor;
-    if (this.seen.size >= this.max) return 'other';
-    this.seen.add(id);
+    let descriptors = this.seen.get(outcome.domain);
+    if (descriptors?.has(outcome.descriptor) === true) return outcome.descriptor;
+    if (this.size >= this.max) return 'other';
+    if (descriptors === undefined) this.seen.set(outcome.domain, (descriptors = new Set()));
+    descriptors.add(outcome.descriptor);
+    this.size++;
     return outcome.descriptor;
   }
 }
 
+const PEEK_LABELS = new Map<string, string>();
+
 /** outcomeLabel returns the `outcome` label: the outcome, `peek_` before it when the descriptor only asked. */
 export function outcomeLabel(outcome: DescriptorOutcome): string {
-  return outcome.peek ? `peek_${outcome.outcome}` : outcome.outcome;
+  if (!outcome.peek) return outcome.outcome;
+  let label = PEEK_LABELS.get(outcome.outcome);
+  if (label === undefined) PEEK_LABELS.set(outcome.outcome, (label = `peek_${outcome.outcome}`));
+  return label;
 }

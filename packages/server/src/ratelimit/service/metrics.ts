@@ -4,6 +4,7 @@
  * near-limit hits, requests by answer, config loads and whether the store answers.
  */
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { PendingCounts } from '../../ops/label-children.js';
 import { DescriptorLabels, outcomeLabel } from './metric-labels.js';
 import type { DescriptorOutcome } from './outcome.js';
 
@@ -24,19 +25,28 @@ export class RateLimitMetrics {
     help: 'Descriptors decided by the rate limit service, by domain, descriptor (its configured path after the domain; a wildcard by its pattern) and outcome (admitted, limited, shadow_limited, quota_limited, fallback, fail_open, fail_closed, store_full; peek_ before those only asked).',
     labelNames: ['domain', 'descriptor', 'outcome'],
     registers: [this.registry],
+    collect: (): void => this.decisionCounts.flush(),
   });
+  // Counted in plain numbers per decision, handed to prom-client at each scrape.
+  private readonly decisionCounts = new PendingCounts((domain, descriptor, outcome) =>
+    this.decisions.labels(domain, descriptor, outcome),
+  );
   private readonly nearLimit = new Counter({
     name: 'floodgate_ratelimit_service_near_limit_total',
     help: "Admitted descriptors that left less than a fifth of their limit (envoyproxy/ratelimit's near_limit at its default ratio 0.8).",
     labelNames: ['domain', 'descriptor'],
     registers: [this.registry],
+    collect: (): void => this.nearCounts.flush(),
   });
+  private readonly nearCounts = new PendingCounts((domain, descriptor) => this.nearLimit.labels(domain, descriptor));
   private readonly requests = new Counter({
     name: 'floodgate_ratelimit_service_requests_total',
     help: 'Requests decided, by answer (ok, over_limit, unavailable: the store failed).',
     labelNames: ['answer'],
     registers: [this.registry],
+    collect: (): void => this.requestCounts.flush(),
   });
+  private readonly requestCounts = new PendingCounts((answer) => this.requests.labels(answer));
   private readonly configLoads = new Counter({
     name: 'floodgate_ratelimit_service_config_loads_total',
     help: 'Config loads and reloads, by result (success, error: refused and the previous config kept).',
@@ -57,13 +67,14 @@ export class RateLimitMetrics {
   /** outcome counts one decided descriptor. */
   outcome(o: DescriptorOutcome): void {
     const descriptor = this.labels.labelOf(o);
-    this.decisions.labels(o.domain, descriptor, outcomeLabel(o)).inc();
-    if (o.nearLimit && !o.peek) this.nearLimit.labels(o.domain, descriptor).inc();
+    this.decisionCounts.children.of(o.domain, descriptor, outcomeLabel(o)).pending++;
+    if (o.nearLimit && !o.peek) this.nearCounts.children.of(o.domain, descriptor, '').pending++;
   }
 
   /** request counts one decided request by its answer. */
   request(answer: 'OK' | 'OVER_LIMIT' | 'unavailable'): void {
-    this.requests.labels(answer === 'unavailable' ? answer : answer.toLowerCase()).inc();
+    const label = answer === 'OK' ? 'ok' : answer === 'OVER_LIMIT' ? 'over_limit' : 'unavailable';
+    this.requestCounts.children.of(label, '', '').pending++;
   }
 
   /** configLoad counts one load or reload of the config. */

@@ -284,6 +284,7 @@ export class RateLimitService {
   }
 
   private notify(metricKey: string | undefined, charge: Charge, decision: Decision, nowMs: number): void {
+    if (this.observer === undefined) return;
     notify(this.observer, 'decision', {
       limiter: metricKey ?? 'override',
       key: undefined,
