@@ -47,7 +47,7 @@ describe('extractCommands', () => {
   it('takes inline spans that start with a program, across a line break, but not a bare subcommand name', () => {
     const page = [
       'See `floodgate serve`, run `floodgate check a.yaml`, or `npm run pack:tarball -w',
-      'floodgate`; `--rounds 5` and `routes` are not commands, nor is `npm` alone.',
+      'floodgate`; `--rounds 5` and `routes` are not commands, nor is `npm` alone, nor `floodgate ÷ this`.',
       '',
       '| `npm run bench` | x |',
     ].join('\n');

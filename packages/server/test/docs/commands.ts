@@ -2,7 +2,8 @@
  * The commands a Markdown page shows a reader, found the way a reader finds them: each command line
  * of a fenced `sh`, `bash` or `shell` block (in a `console` block, the lines after a `$ ` prompt),
  * and each inline code span that starts with a program (`npm`, `npx`, `node`, `floodgate`, `curl`,
- * ...). A span that is only `floodgate <subcommand>` names the subcommand and is not a command.
+ * ...). A span that is only `floodgate <subcommand>` names the subcommand and is not a command, nor
+ * is one where a word other than a subcommand or a flag follows `floodgate` (prose about it).
  *
  * A page marks a command it shows that CI cannot run with an HTML comment listing it, one per line,
  * with the reason:
@@ -48,6 +49,7 @@ const PROGRAMS = [
   'docker',
   'wrk',
   'git',
+  'systemctl',
 ];
 
 const SHELL_BLOCKS = new Set(['sh', 'bash', 'shell']);
@@ -114,6 +116,8 @@ function inlineCommands(file: string, firstLine: number, lines: readonly string[
     const text = match[2]!.replace(/\s+/g, ' ').trim();
     const words = text.split(' ');
     if (!PROGRAMS.includes(words[0]!) || words.length === 1) continue;
+    // `floodgate serve` names a subcommand; `floodgate ÷ this` is prose about floodgate.
+    if (words[0] === 'floodgate' && !FLOODGATE_SUBCOMMANDS.has(words[1]!) && !words[1]!.startsWith('-')) continue;
     if (words[0] === 'floodgate' && words.length === 2 && FLOODGATE_SUBCOMMANDS.has(words[1]!)) continue;
     const line = firstLine + (joined.slice(0, match.index).match(/\n/g)?.length ?? 0);
     found.push({ file, line, text, form: 'inline' });

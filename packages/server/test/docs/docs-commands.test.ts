@@ -1,12 +1,12 @@
 /**
- * Every command README.md and docs/*.md show runs as written, from the repository root, with the
- * checkout's `node_modules/.bin` on PATH (so `floodgate` is the workspace's command, as `npx
+ * Every command the docs show (README.md, docs/*.md, the packages', examples' and benchmarks'
+ * READMEs) runs as written, from the repository root, with the checkout's `node_modules/.bin` on PATH (so `floodgate` is the workspace's command, as `npx
  * floodgate` finds it). A command either runs here (to exit code 0; a server until it is up, its
  * clients against it, then SIGTERM to its process group), or is one CI's own script (.ci/run) runs,
  * or is marked in its page as not run in CI, with the reason (see ./commands.ts).
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
@@ -21,13 +21,17 @@ import {
 import { redisPortsNamed, startRedisOn } from './redis.js';
 import { REPO_ROOT, runToEnd, startServer, type Server } from './run.js';
 
+/** The docs: the README, docs/*.md, each package's README, the examples' and the benchmarks' READMEs. */
 const PAGES = [
   'README.md',
-  ...readdirSync(join(REPO_ROOT, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .sort()
-    .map((name) => `docs/${name}`),
-];
+  ...markdownIn('docs'),
+  ...readdirSync(join(REPO_ROOT, 'packages')).map((p) => `packages/${p}/README.md`),
+  'examples/README.md',
+  ...readdirSync(join(REPO_ROOT, 'examples'), { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => `examples/${d.name}/README.md`),
+  'bench/README.md',
+].filter((page) => existsSync(join(REPO_ROOT, page)));
 const CI_SCRIPT = '.ci/run';
 const COMMAND_TIMEOUT_MS = 60_000;
 const SERVER_START_MS = 30_000;
@@ -75,11 +79,19 @@ const servers = toRun.filter((u) => isServer(u.text));
 const clients = toRun.filter((u) => isClient(u.text));
 const plain = toRun.filter((u) => !isServer(u.text) && !isClient(u.text));
 
+/** markdownIn returns the Markdown files of a folder of the repository, by name. */
+function markdownIn(folder: string): string[] {
+  return readdirSync(join(REPO_ROOT, folder))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `${folder}/${name}`);
+}
+
 const where = (unit: Unit): string => `${unit.at.file}:${unit.at.line}`;
 const fail = (unit: Unit, why: string, out: { stdout: string; stderr: string }): string =>
   `${where(unit)}: \`${unit.text}\` ${why}\nstdout:\n${out.stdout.slice(-4000)}\nstderr:\n${out.stderr.slice(-4000)}`;
 
-describe('the commands README.md and docs/*.md show', { concurrency: true, timeout: 180_000 }, () => {
+describe('the commands the docs show', { concurrency: true, timeout: 180_000 }, () => {
   // One redis-server per loopback port a command names, up while the commands run.
   const stopRedis: Array<() => Promise<void>> = [];
   before(async () => {
