@@ -107,6 +107,8 @@ export interface StoreShares {
   readonly clock: Clock;
   readonly timers: Timers;
   readonly onError: OnError;
+  /** The store's observer (`storeError`, `fallback` and the runner's `storeCall`), or undefined. */
+  readonly observer: Observer | undefined;
   /** How many processes share the store now (its census); call `censusNeeded` first for a live count. */
   readonly nodes: () => number;
   readonly censusNeeded: () => void;
@@ -180,8 +182,18 @@ export class RedisStore implements Store {
 
   /** shares returns what a limiter built on this store outside its tables shares with it (see {@link StoreShares}). */
   shares(): StoreShares {
-    const { runner, prefix, testTime, clock, nodes, censusNeeded } = this.context;
-    return { runner, prefix, testTime, clock, timers: this.timers, onError: this.onError, nodes, censusNeeded };
+    const { runner, prefix, testTime, clock, nodes, censusNeeded, observer } = this.context;
+    return {
+      runner,
+      prefix,
+      testTime,
+      clock,
+      timers: this.timers,
+      onError: this.onError,
+      observer,
+      nodes,
+      censusNeeded,
+    };
   }
 
   /** bind returns the table for `algorithm`, creating it on first use. */
