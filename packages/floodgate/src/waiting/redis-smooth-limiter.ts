@@ -284,6 +284,7 @@ export class RedisSmoothLimiter {
       for (const call of batch) this.settle(call, error);
       return;
     }
+    this.failure.recovered();
     const nowMs = this.s.clock.now();
     batch.forEach((call, i) => this.answer(call, answers[i]!, nowMs));
     this.rearm();
@@ -321,6 +322,7 @@ export class RedisSmoothLimiter {
     for (const call of batch) {
       if (call.settled || call.kind === 'release') continue;
       if (call.kind === 'setRate' || call.kind === 'getRate' || refusedByScript(error)) {
+        this.failure.rejected(error);
         this.settle(call, error);
         continue;
       }

@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock.js';
+import type { Observer } from '../core/events.js';
 import { FloodgateError, describeValue } from '../core/errors.js';
 import { longFromDouble } from '../core/smooth/java-long.js';
 import { checkColdFactor, checkMaxBurstSeconds, checkWarmupMs } from '../core/smooth/smooth-arguments.js';
@@ -64,6 +65,8 @@ export interface SmoothSettings {
   readonly clock: Clock;
   readonly timers: Timers;
   readonly share: () => number;
+  /** The store's observer: hears `storeError` and `fallback` from the limiter's failure policy. */
+  readonly observer: Observer | undefined;
 }
 
 const MAX_NAME_LENGTH = 1024;
@@ -104,6 +107,7 @@ function settingsOf(o: RedisSmoothOptions, model: SmoothModel, params: readonly 
     testTime: shares.testTime,
     clock: shares.clock,
     timers: shares.timers,
+    observer: shares.observer,
     share: () =>
       typeof onError !== 'object' ? 1 : (onError.share ?? 1 / (onError.nodes ?? Math.max(1, shares.nodes()))),
   };

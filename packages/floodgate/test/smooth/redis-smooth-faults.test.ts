@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import { ManualClock } from '../../src/core/clock.js';
 import { FloodgateError } from '../../src/core/errors.js';
+import type { Observer } from '../../src/core/events.js';
 import { RedisStore, ioredisAdapter, type OnError } from '../../src/redis.js';
 import { RedisSmoothLimiter } from '../../src/waiting/redis-smooth-limiter.js';
 import { useRedis } from '../redis/setup.js';
@@ -15,9 +16,10 @@ const redis = useRedis();
 let names = 0;
 const TIMEOUT_MS = 1000;
 
-function setup(onError: OnError) {
+function setup(onError: OnError, observer?: Observer) {
   const clock = new ManualClock(1_000_000);
   const store = new RedisStore({
+    ...(observer === undefined ? {} : { observer }),
     adapter: ioredisAdapter(redis().client),
     unsafeTestTime: true,
     clock,
@@ -86,8 +88,13 @@ describe('RedisSmoothLimiter when Redis hangs', () => {
     });
   });
 
-  test('local fallback: this process paces itself at its share of the rate', async () => {
-    const { clock, limiter } = setup({ fallback: 'local', nodes: 2 });
+  test('local fallback: this process paces itself at its share of the rate; the observer hears it', async () => {
+    const events: string[] = [];
+    const observer: Observer = {
+      storeError: (e) => events.push(`storeError ${(e.error as FloodgateError).code} ${e.policy}`),
+      fallback: (e) => events.push(`fallback ${e.active}`),
+    };
+    const { clock, limiter } = setup({ fallback: 'local', nodes: 2 }, observer);
     await whileHung(async () => {
       const first = limiter.acquire();
       const rest = Promise.all([limiter.acquire(), limiter.acquire()]);
@@ -97,6 +104,14 @@ describe('RedisSmoothLimiter when Redis hangs', () => {
       clock.advance(400); // 5 per second here: the others wait 200 and 400 ms
       assert.deepEqual(await rest, [0.2, 0.4]);
     });
+    await limiter.reserve(); // Redis decides again
+    assert.deepEqual(events, [
+      'storeError STORE_TIMEOUT fallback',
+      'fallback true',
+      'storeError STORE_TIMEOUT fallback',
+      'storeError STORE_TIMEOUT fallback',
+      'fallback false',
+    ]);
   });
 
   test('maxWaitMs bounds the wait for a hung Redis too: WAIT_TIMEOUT before the store gives up', async () => {
