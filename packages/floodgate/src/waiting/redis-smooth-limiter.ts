@@ -1,12 +1,5 @@
-import { FloodgateError } from '../core/errors.js';
 import { checkPermits, timeoutMicrosFrom } from '../core/smooth/smooth-arguments.js';
-import { clockMicros } from '../core/smooth/smooth-rate-limiter.js';
-import { replyError } from '../stores/redis/runner.js';
-import { SMOOTH_SCRIPT, smoothAnswersOf, type SmoothAnswer } from '../stores/redis/scripts/smooth.js';
-import { AbortHooks } from './abort-hooks.js';
-import { Alarm } from './alarm.js';
-import { DeadlineHeap } from './deadline-heap.js';
-import { aborted, asError, waitTimeout } from './errors.js';
+import { aborted } from './errors.js';
 import {
   burstySettings,
   checkFleetRate,
@@ -15,8 +8,8 @@ import {
   type RedisSmoothWarmingUpOptions,
   type SmoothSettings,
 } from './redis-smooth-options.js';
-import { SmoothFailure } from './smooth-failure.js';
-import { pushOpArgs, waits, WakeLine, type Booking, type SmoothCall, type SmoothCallKind } from './smooth-call.js';
+import type { SmoothCallKind } from './smooth-call.js';
+import { SmoothLine } from './smooth-line.js';
 import { checkMaxWaitMs, checkSignal } from './validate.js';
 
 export type {
@@ -41,10 +34,6 @@ export interface RedisSmoothAcquireOptions extends RedisSmoothWaitOptions {
    */
   maxWaitMs?: number;
 }
-
-/** Most operations sent in one script. */
-const MAX_BATCH = 128;
-const MICROS_PER_SECOND = 1e6;
 
 /**
  * RedisSmoothLimiter is Guava's RateLimiter shared by every process on a Redis or Redis Cluster:
@@ -80,23 +69,10 @@ const MICROS_PER_SECOND = 1e6;
  * if (await partnerApi.tryAcquire(1, 500)) send();  // only if a permit is free within 500 ms
  */
 export class RedisSmoothLimiter {
-  private readonly line = new WakeLine();
-  private readonly live = new Map<number, SmoothCall>();
-  private readonly deadlines = new DeadlineHeap();
-  private readonly hooks: AbortHooks;
-  private readonly alarm: Alarm;
-  private readonly failure: SmoothFailure;
-  private pending: SmoothCall[] = [];
-  private flushQueued = false;
-  private seq = 0;
-  /** The fleet's rate as this process last heard it (for the local fallback). */
-  private knownRate: number;
+  private readonly line: SmoothLine;
 
   private constructor(private readonly s: SmoothSettings) {
-    this.knownRate = s.permitsPerSecond;
-    this.alarm = new Alarm(s.clock, s.timers, () => this.ring());
-    this.hooks = new AbortHooks((seq, signal) => this.giveUp(seq, aborted(`${this.what}.acquire`, signal)));
-    this.failure = new SmoothFailure(s, () => this.knownRate);
+    this.line = new SmoothLine(s, this.what);
   }
 
   /**
@@ -120,7 +96,7 @@ export class RedisSmoothLimiter {
 
   /** waiting returns how many callers of this process sleep until their reservations are due. */
   get waiting(): number {
-    return this.line.live;
+    return this.line.waiting;
   }
 
   /**
@@ -180,7 +156,7 @@ export class RedisSmoothLimiter {
   setRate(permitsPerSecond: number): Promise<void> {
     try {
       const rate = checkFleetRate(permitsPerSecond, 'permitsPerSecond');
-      return this.enqueue('setRate', { permits: 1, timeout: undefined, rate, deadlineMs: Infinity });
+      return this.line.submit('setRate', { permits: 1, timeout: undefined, rate, deadlineMs: Infinity });
     } catch (error) {
       return Promise.reject(error);
     }
@@ -188,7 +164,7 @@ export class RedisSmoothLimiter {
 
   /** getRate resolves to the fleet's rate in permits per second (as Guava computes it back from the interval). */
   getRate(): Promise<number> {
-    return this.enqueue('getRate', { permits: 1, timeout: undefined, rate: NaN, deadlineMs: Infinity });
+    return this.line.submit('getRate', { permits: 1, timeout: undefined, rate: NaN, deadlineMs: Infinity });
   }
 
   private get what(): string {
@@ -207,204 +183,11 @@ export class RedisSmoothLimiter {
       const signal = checkSignal(o.signal, 'signal');
       if (signal?.aborted === true) return Promise.reject(aborted(`${this.what}.acquire`, signal));
       const deadlineMs = o.maxWaitMs === Infinity ? Infinity : this.s.clock.now() + o.maxWaitMs;
-      const promise = this.enqueue<T>(kind, { permits: o.permits, timeout: o.timeout, rate: NaN, deadlineMs });
-      const seq = this.seq;
-      if (deadlineMs < Infinity) {
-        this.deadlines.push(deadlineMs, seq);
-        this.rearm();
-      }
-      if (signal !== undefined) this.hooks.add(seq, signal);
-      return promise;
+      return this.line.submit<T>(kind, { permits, timeout: o.timeout, rate: NaN, deadlineMs, signal });
     } catch (error) {
       return Promise.reject(error);
     }
   }
-
-  private enqueue<T>(
-    kind: SmoothCallKind,
-    o: { permits: number; timeout: bigint | undefined; rate: number; deadlineMs: number; release?: Booking },
-  ): Promise<T> {
-    let resolve!: (value: unknown) => void;
-    let reject!: (error: Error) => void;
-    const promise = new Promise<T>((res, rej) => {
-      resolve = res as (value: unknown) => void;
-      reject = rej;
-    });
-    const call: SmoothCall = {
-      kind,
-      seq: ++this.seq,
-      permits: o.permits,
-      timeoutMicros: o.timeout,
-      rate: o.rate,
-      release: o.release,
-      deadlineMs: o.deadlineMs,
-      resolve,
-      reject,
-      settled: false,
-      booking: undefined,
-      waitMicros: 0,
-      wakeAtMs: 0,
-    };
-    if (kind !== 'release') this.live.set(call.seq, call);
-    this.pending.push(call);
-    if (!this.flushQueued) {
-      this.flushQueued = true;
-      // Once per turn of the event loop, as the store's batches: calls made in several callbacks
-      // of one turn (replies parsed together, timers due together) share one script.
-      setImmediate(this.flush);
-    }
-    return promise;
-  }
-
-  /** Sends the calls of this turn of the event loop, in order, as scripts of at most {@link MAX_BATCH} operations. */
-  private readonly flush = (): void => {
-    this.flushQueued = false;
-    const calls = this.pending;
-    this.pending = [];
-    for (let i = 0; i < calls.length; i += MAX_BATCH) this.send(calls.slice(i, i + MAX_BATCH));
-  };
-
-  private send(batch: SmoothCall[]): void {
-    const s = this.s;
-    const time = s.testTime ? String(clockMicros(s.clock)) : '';
-    const args = [time, ...s.modelArgs, String(s.permitsPerSecond), s.ttlArg];
-    for (const call of batch) pushOpArgs(args, call);
-    s.runner
-      .run(SMOOTH_SCRIPT, [s.key], args, 'smooth', (reply) => this.lateReply(batch, reply))
-      .then(
-        (reply) => this.answered(batch, reply),
-        (error: unknown) => this.failed(batch, asError(error)),
-      );
-  }
-
-  private answered(batch: readonly SmoothCall[], reply: unknown): void {
-    const answers = smoothAnswersOf(reply, batch.length);
-    if (answers === undefined) {
-      const error = replyError('the smooth script', 'its answers, five fields per operation', reply);
-      for (const call of batch) this.settle(call, error);
-      return;
-    }
-    this.failure.recovered();
-    const nowMs = this.s.clock.now();
-    batch.forEach((call, i) => this.answer(call, answers[i]!, nowMs));
-    this.rearm();
-  }
-
-  private answer(call: SmoothCall, a: SmoothAnswer, nowMs: number): void {
-    if (call.kind === 'release') return;
-    if (call.kind === 'setRate' || call.kind === 'getRate') {
-      this.knownRate = MICROS_PER_SECOND / Number(a.text);
-      return this.settle(call, undefined, call.kind === 'getRate' ? this.knownRate : undefined);
-    }
-    if (!a.done) return this.refused(call);
-    if (call.settled) return this.releaseQuietly({ version: a.version });
-    if (waits(call)) call.booking = { version: a.version };
-    this.granted(call, a.waitMicros, nowMs);
-  }
-
-  /** A reservation was made (by Redis or the failure policy): answer it, or line the caller up until it is due. */
-  private granted(call: SmoothCall, waitMicros: number, nowMs: number): void {
-    call.waitMicros = waitMicros;
-    if (!waits(call)) return this.settle(call, undefined, waitMicros / 1000);
-    const wakeAtMs = nowMs + waitMicros / 1000;
-    if (wakeAtMs > call.deadlineMs) return this.giveUp(call.seq, waitTimeout(`${this.what}.acquire`, undefined));
-    if (wakeAtMs <= nowMs && this.line.empty) return this.settle(call, undefined, resultOf(call));
-    this.line.push(call, wakeAtMs);
-  }
-
-  private refused(call: SmoothCall): void {
-    if (call.kind === 'acquire') this.settle(call, waitTimeout(`${this.what}.acquire`, undefined));
-    else this.settle(call, undefined, false);
-  }
-
-  private failed(batch: readonly SmoothCall[], error: Error): void {
-    const nowMs = this.s.clock.now();
-    for (const call of batch) {
-      if (call.settled || call.kind === 'release') continue;
-      if (call.kind === 'setRate' || call.kind === 'getRate' || refusedByScript(error)) {
-        this.failure.rejected(error);
-        this.settle(call, error);
-        continue;
-      }
-      try {
-        const waitMicros = this.failure.waitMicrosFor(call, error);
-        if (waitMicros === false) this.refused(call);
-        else this.granted(call, waitMicros, nowMs);
-      } catch (thrown) {
-        this.settle(call, asError(thrown));
-      }
-    }
-    this.rearm();
-  }
-
-  /** A script cut off at its deadline ran after all: the reservations it made for callers already answered are released when safe. */
-  private lateReply(batch: readonly SmoothCall[], reply: unknown): void {
-    const answers = smoothAnswersOf(reply, batch.length);
-    if (answers === undefined) return;
-    batch.forEach((call, i) => {
-      const a = answers[i]!;
-      if (a.done && call.kind !== 'release' && call.kind !== 'setRate' && call.kind !== 'getRate')
-        this.releaseQuietly({ version: a.version });
-    });
-  }
-
-  private releaseQuietly(booking: Booking): void {
-    this.enqueue('release', {
-      permits: 1,
-      timeout: undefined,
-      rate: NaN,
-      deadlineMs: Infinity,
-      release: booking,
-    }).catch(() => undefined);
-  }
-
-  /** The caller of `seq` gives up with `error`; a reservation it holds is released when that is safe. */
-  private giveUp(seq: number, error: Error): void {
-    const call = this.live.get(seq);
-    if (call === undefined || call.settled) return;
-    this.settle(call, error);
-    if (call.booking !== undefined) this.releaseQuietly(call.booking);
-    this.rearm();
-  }
-
-  /** Lets due callers go and gives up on callers past their deadlines; runs when the alarm rings. */
-  private ring(): void {
-    const nowMs = this.s.clock.now();
-    for (const call of this.line.takeDue(nowMs)) this.settle(call, undefined, resultOf(call));
-    while (this.deadlines.minTimeMs() <= nowMs) {
-      this.giveUp(this.deadlines.pop(), waitTimeout(`${this.what}.acquire`, undefined));
-    }
-    this.rearm();
-  }
-
-  private rearm(): void {
-    while (this.deadlines.size > 0 && !this.live.has(this.deadlines.minSeq())) this.deadlines.pop();
-    this.alarm.setAt(Math.min(this.line.nextWakeAtMs(), this.deadlines.minTimeMs()));
-  }
-
-  private settle(call: SmoothCall, error: Error | undefined, value?: unknown): void {
-    if (call.settled) return;
-    call.settled = true;
-    this.live.delete(call.seq);
-    this.hooks.remove(call.seq);
-    if (error !== undefined) call.reject(error);
-    else call.resolve(value);
-  }
-}
-
-/**
- * refusedByScript returns whether `error` is the script's own refusal (a state made under another
- * model or parameters, a bad argument): a mistake to fix, which no failure policy should hide.
- */
-function refusedByScript(error: Error): boolean {
-  if (!(error instanceof FloodgateError)) return true;
-  const cause = error.cause;
-  return cause instanceof Error && cause.message.startsWith('FLOODGATE');
-}
-
-/** What a waiting call resolves to once due: acquire the seconds its reservation waited, tryAcquire true. */
-function resultOf(call: SmoothCall): number | boolean {
-  return call.kind === 'acquire' ? call.waitMicros / MICROS_PER_SECOND : true;
 }
 
 function timeoutOf(timeoutMs: unknown): bigint {
