@@ -36,7 +36,13 @@ routes:${[
   rule('param', '{ type: param, name: id }').replace('/param/*', '/param/:id'),
   rule('ws-refuse', '{ type: header, name: x-api-key, onAbsent: refuse }'),
   rule('ws-default', '{ type: header, name: x-api-key }'),
+  rule('queue-refuse', '{ type: ip }'),
 ].join('')}
+      - name: line
+        mode: queue
+        policy: { algorithm: tokenBucket, capacity: 10, refillPerSecond: 10 }
+        key: { type: header, name: x-api-key, onAbsent: refuse }
+        queue: { maxWaitMs: 1000, maxQueue: 10 }
 `;
 
 const part = (json: unknown): string => Buffer.from(JSON.stringify(json)).toString('base64url');
@@ -231,6 +237,27 @@ describe('identities absent or invalid, end to end (a gateway process, a real up
     );
     assert.match(await upgrade(gw.port, '/ws-default/a%2Fb', 'x-api-key: k-path\r\n'), /^HTTP\/1\.1 400/);
     assert.ok(!upstream.received.some((r) => r.url.includes('%2F')));
+  });
+
+  it('a queued rule refusing for identity answers 401 before any rule is charged or waited for', async () => {
+    for (let i = 0; i < 3; i++) assert.equal((await call(gw.url('/queue-refuse/x'))).status, 401);
+    const keyed = { headers: { 'x-api-key': 'k1' } };
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await call(gw.url('/queue-refuse/x'), keyed)).status);
+    assert.deepEqual(statuses, [200, 200, 429], 'the refused requests spent none of the per-address limit');
+    assert.equal(reached('/queue-refuse'), 2);
+    const metrics = (await call(gw.adminUrl('/metrics'))).body;
+    const count = (outcome: string): number =>
+      metricValue(metrics, 'floodgate_decisions_total', { route: 'queue-refuse', rule: 'two', outcome });
+    assert.equal(count('admitted') + count('near_limit'), 2, 'the per-address rule decided the keyed requests only');
+    assert.equal(
+      metricValue(metrics, 'floodgate_decisions_total', {
+        route: 'queue-refuse',
+        rule: 'line',
+        outcome: 'identity_refused',
+      }),
+      3,
+    );
   });
 
   it('counts identity refusals in the metrics, by route and rule', async () => {

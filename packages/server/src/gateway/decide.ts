@@ -114,6 +114,12 @@ function admitSync(route: CompiledRoute, req: ProxyRequest, options: AdmitOption
 
 async function admitAsync(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Promise<Admission> {
   const shadow = route.shadow.length === 0 ? undefined : decideShadow(route, req, options);
+  // Queued rules' identities are settled first: a refusal for one is answered before anything is charged or waited for.
+  const queueIdentities = route.queue.length === 0 ? undefined : identifyQueued(route, req, options.reporter);
+  if (queueIdentities !== undefined && !Array.isArray(queueIdentities)) {
+    if (shadow !== undefined) await shadow;
+    return queueIdentities;
+  }
   let applied: Applied[] | IdentityRefusal;
   try {
     applied = await decideEnforced(route, req, options.reporter);
@@ -127,7 +133,8 @@ async function admitAsync(route: CompiledRoute, req: ProxyRequest, options: Admi
   const refused = applied.filter((a) => !a.decision.allowed);
   if (refused.length > 0) return settle(route, applied, options.reporter);
   for (const a of applied) report(route.name, a, options.reporter, '');
-  const queued = route.queue.length === 0 ? undefined : await waitInQueues(route, req, applied, options);
+  const queued =
+    queueIdentities === undefined ? undefined : await waitInQueues(route, queueIdentities, applied, options);
   if (queued !== undefined) return queued;
   return { allowed: true, status: 0, headers: headersOf(route, applied), body: undefined };
 }
@@ -295,21 +302,32 @@ function report(route: string, applied: Applied, reporter: DecisionReporter, pre
   reporter.decided?.({ route, rule: rule.name, key, outcome, decision: d, reason: d.reason });
 }
 
-async function waitInQueues(
+/** The identity of `req` under each queued rule (undefined where it skips), or the refusal of the first that refuses it. */
+function identifyQueued(
   route: CompiledRoute,
   req: ProxyRequest,
+  reporter: DecisionReporter,
+): (string | undefined)[] | IdentityRefusal {
+  const identities: (string | undefined)[] = [];
+  for (const rule of route.queue) {
+    const identity = identify(route, rule, req, reporter);
+    if (identity !== undefined && typeof identity !== 'string') return identity;
+    identities.push(identity);
+  }
+  return identities;
+}
+
+async function waitInQueues(
+  route: CompiledRoute,
+  identities: readonly (string | undefined)[],
   applied: Applied[],
   options: AdmitOptions,
 ): Promise<Admission | undefined> {
   const waited: Applied[] = [];
-  for (const rule of route.queue) {
-    const identity = identify(route, rule, req, options.reporter);
+  for (let i = 0; i < route.queue.length; i++) {
+    const rule = route.queue[i]!;
+    const identity = identities[i];
     if (identity === undefined) continue;
-    if (typeof identity !== 'string') {
-      await giveBack(applied);
-      for (const w of waited) if (w.rule.cost > 0) await w.rule.limiter.refund(w.key, w.rule.cost);
-      return identity;
-    }
     const key = rule.keyOf(identity);
     options.reporter.queueDepth(route.name, rule.name, 1);
     try {
