@@ -1,3 +1,4 @@
+import { expectedArrivals } from './parse-scenario.js';
 import { SeededRandom, ZipfSampler } from './random.js';
 import type { SourceBase, TrafficSpec } from './scenario.js';
 
@@ -17,9 +18,17 @@ export interface Arrivals {
 /** Requests of one source, in time order, in typed arrays that double as they fill. */
 class Batch {
   length = 0;
-  atMs = new Float64Array(1024);
-  keyIds = new Int32Array(1024);
-  costs = new Float64Array(1024);
+  atMs: Float64Array;
+  keyIds: Int32Array;
+  costs: Float64Array;
+
+  /** Sized for `capacity` requests from the start, so that a source of known size never grows (growing leaves copies behind). */
+  constructor(capacity: number) {
+    const size = Math.max(1024, Math.ceil(capacity));
+    this.atMs = new Float64Array(size);
+    this.keyIds = new Int32Array(size);
+    this.costs = new Float64Array(size);
+  }
 
   push(atMs: number, keyId: number, cost: number): void {
     if (this.length === this.atMs.length) this.grow();
@@ -72,7 +81,9 @@ export function generateArrivals(traffic: readonly TrafficSpec[], durationMs: nu
 }
 
 function generateSource(spec: TrafficSpec, durationMs: number, random: SeededRandom, names: KeyNames): Batch {
-  const batch = new Batch();
+  // The expected count, and for Poisson six standard deviations more: it grows once in a billion runs.
+  const expected = expectedArrivals(spec);
+  const batch = new Batch(expected + 6 * Math.sqrt(expected) + 16);
   if (spec.type === 'trace') {
     const rows = [...spec.rows].sort((a, b) => a.atMs - b.atMs);
     for (const row of rows) {

@@ -51,7 +51,8 @@ export interface KeyTimeline {
  * refused of them is `overAdmitted`, and a refusal at t is wrong when the admitted cost in
  * (t - windowMs, t] plus its own is at most `guaranteed`; `overLimit` is the same count as
  * `overPromise` against the nominal `limit`. The timeline returned is `chartKeyId`'s (default: the
- * hottest key's), for the rolling-window chart. Exact, and linear in the requests
+ * hottest key's), for the rolling-window chart; `buffer` (at least one int per request), when
+ * given, holds the working order of the admissions, so lanes scored one after the other share it. Exact, and linear in the requests
  * (plus a sort of any key admitted out of order); one typed array per measure, none per key.
  */
 export function scoreLane(
@@ -59,8 +60,9 @@ export function scoreLane(
   admittedAtMs: Float64Array,
   promise: PolicyPromise,
   chartKeyId?: number,
+  buffer?: Int32Array,
 ): { score: Score; hottest: KeyTimeline } {
-  const admissions = admissionsByKey(arrivals, admittedAtMs);
+  const admissions = admissionsByKey(arrivals, admittedAtMs, buffer);
   const { offsets, order } = admissions;
   const scratch = new Int32Array(largestSegment(offsets));
   const nominal = { ...promise, maxAdmitted: promise.limit };
@@ -69,12 +71,11 @@ export function scoreLane(
   let overLimit = 0;
   let admittedCost = 0;
   let hottest = { key: 0, cost: -1 };
+  // One timeline object, moved from key to key: nothing allocated per key.
+  const timeline = { atMs: admittedAtMs, costs: arrivals.costs, index: order, from: 0, to: 0 };
   for (let k = 0; k < arrivals.keys.length; k++) {
-    const timeline: IndexedTimeline = {
-      atMs: admittedAtMs,
-      costs: arrivals.costs,
-      index: order.subarray(offsets[k]!, offsets[k + 1]!),
-    };
+    timeline.from = offsets[k]!;
+    timeline.to = offsets[k + 1]!;
     const slide = slideWindow(timeline, promise, scratch);
     maxInWindow = Math.max(maxInWindow, slide.max);
     overPromise += slide.over;
@@ -117,14 +118,16 @@ interface Admissions {
   readonly order: Int32Array;
 }
 
-/** IndexedTimeline is one key's admissions: `atMs[index[j]]` and `costs[index[j]]`, in time order. */
+/** IndexedTimeline is one key's admissions: `atMs[index[j]]` and `costs[index[j]]` for j in [from, to), in time order. */
 interface IndexedTimeline {
   readonly atMs: Float64Array;
   readonly costs: Float64Array;
   readonly index: Int32Array;
+  readonly from: number;
+  readonly to: number;
 }
 
-function admissionsByKey(arrivals: Arrivals, admittedAtMs: Float64Array): Admissions {
+function admissionsByKey(arrivals: Arrivals, admittedAtMs: Float64Array, buffer?: Int32Array): Admissions {
   // Here and below, `at === at` is false only for NaN: a refusal.
   const keyCount = arrivals.keys.length;
   const offsets = new Int32Array(keyCount + 1);
@@ -133,7 +136,7 @@ function admissionsByKey(arrivals: Arrivals, admittedAtMs: Float64Array): Admiss
   for (let k = 0; k < keyCount; k++) offsets[k + 1]! += offsets[k]!;
   const total = offsets[keyCount]!;
   const next = offsets.slice(0, keyCount);
-  const order = new Int32Array(total);
+  const order = buffer !== undefined && buffer.length >= total ? buffer.subarray(0, total) : new Int32Array(total);
   for (let i = 0; i < arrivals.length; i++)
     if (admittedAtMs[i] === admittedAtMs[i]) order[next[arrivals.keyIds[i]!]!++] = i;
   for (let k = 0; k < keyCount; k++) sortSegment(order.subarray(offsets[k]!, offsets[k + 1]!), admittedAtMs);
@@ -166,20 +169,20 @@ function sortSegment(segment: Int32Array, admittedAtMs: Float64Array): void {
 function slideWindow(
   timeline: IndexedTimeline,
   promise: PolicyPromise,
-  kept: Int32Array = new Int32Array(timeline.index.length),
+  kept: Int32Array = new Int32Array(timeline.to - timeline.from),
 ): { max: number; over: number; total: number } {
-  const { atMs, costs, index } = timeline;
+  const { atMs, costs, index, from, to } = timeline;
   const windowMs = promise.windowMs;
   const slack = 1e-9 * Math.max(1, promise.maxAdmitted);
   let keptHead = 0;
   let keptTail = 0;
   let keptSum = 0;
   let sum = 0;
-  let left = 0;
+  let left = from;
   let max = 0;
   let over = 0;
   let total = 0;
-  for (let j = 0; j < index.length; j++) {
+  for (let j = from; j < to; j++) {
     const t = atMs[index[j]!]!;
     const cost = costs[index[j]!]!;
     while (atMs[index[left]!]! <= t - windowMs) sum -= costs[index[left++]!]!;
@@ -270,7 +273,7 @@ export function percentiles(sorted: Float64Array): WaitPercentiles {
 export function maxInAnyWindow(timeline: KeyTimeline, windowMs: number): number {
   const index = Int32Array.from({ length: timeline.atMs.length }, (_, j) => j);
   return slideWindow(
-    { atMs: timeline.atMs, costs: timeline.costs, index },
+    { atMs: timeline.atMs, costs: timeline.costs, index, from: 0, to: index.length },
     { windowMs, maxAdmitted: Infinity, guaranteed: undefined, limit: 0 },
   ).max;
 }

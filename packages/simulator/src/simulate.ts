@@ -111,8 +111,10 @@ export async function simulate(scenario: Scenario | unknown, options: SimulateOp
       if (admittedAtMs[i]! >= horizonMs) horizonMs = admittedAtMs[i]! + checked.bucketMs / 2;
   }
   const steps = Math.max(1, Math.min(MAX_STEPS, Math.ceil(horizonMs / checked.bucketMs)));
+  // The oracle's working order of admissions, shared by the lanes it scores one after the other.
+  const buffer = new Int32Array(arrivals.length);
   const lanes = checked.policies.map((lane, index) =>
-    laneResult(lane, arrivals, runs[index]!, { bucketMs: checked.bucketMs, steps, chartKeyId }),
+    laneResult(lane, arrivals, runs[index]!, { bucketMs: checked.bucketMs, steps, chartKeyId, buffer }),
   );
   return {
     scenario: checked,
@@ -129,11 +131,11 @@ function laneResult(
   lane: LaneSpec,
   arrivals: Arrivals,
   run: LaneRun,
-  cut: { bucketMs: number; steps: number; chartKeyId: number },
+  cut: { bucketMs: number; steps: number; chartKeyId: number; buffer: Int32Array },
 ): LaneResult {
   const promise = promiseOf(lane.policy);
   const reading = stateReadingOf(lane.policy);
-  const { score, hottest } = scoreLane(arrivals, run.admittedAtMs, promise, cut.chartKeyId);
+  const { score, hottest } = scoreLane(arrivals, run.admittedAtMs, promise, cut.chartKeyId, cut.buffer);
   const series = seriesOf(arrivals, run, hottest, { ...cut, windowMs: promise.windowMs, reading });
   return {
     name: lane.name,
