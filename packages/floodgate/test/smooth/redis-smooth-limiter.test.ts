@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
 import { FloodgateError } from '../../src/core/errors.js';
-import { RedisStore, ioredisAdapter } from '../../src/redis.js';
+import { RedisStore, SMOOTH_SCRIPT, ioredisAdapter } from '../../src/redis.js';
 import { RedisSmoothLimiter } from '../../src/waiting/redis-smooth-limiter.js';
 import { useRedis } from '../redis/setup.js';
 
@@ -47,6 +47,18 @@ function code(error: unknown): string | undefined {
 }
 
 describe('RedisSmoothLimiter in one process', () => {
+  test('the script has its pinned SHA1 (changed on purpose, never by accident), and Redis computes the same', async () => {
+    assert.equal(SMOOTH_SCRIPT.sha1, 'e8ee5aa1dc34837b49ed5ebd570c27b5b5a138d0');
+    assert.equal(await redis().client.script('LOAD', SMOOTH_SCRIPT.source), SMOOTH_SCRIPT.sha1);
+  });
+
+  test('a Redis that lost its scripts (SCRIPT FLUSH, a restart) gets the script again, and the state is kept', async () => {
+    const { limiter } = setup();
+    assert.equal(await limiter.reserve(), 0);
+    await redis().client.script('FLUSH');
+    assert.equal(await limiter.reserve(), 100);
+  });
+
   test('callers of one process go first in, first out, each when its reservation is due', async () => {
     const { clock, limiter } = setup();
     const order: string[] = [];
