@@ -2,7 +2,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
 import { FloodgateError } from '../../src/core/errors.js';
-import { RedisStore, SMOOTH_SCRIPT, ioredisAdapter } from '../../src/redis.js';
+import { createClient } from 'redis';
+import { RedisStore, SMOOTH_SCRIPT, ioredisAdapter, nodeRedisAdapter } from '../../src/redis.js';
 import { RedisSmoothLimiter } from '../../src/waiting/redis-smooth-limiter.js';
 import { useRedis } from '../redis/setup.js';
 
@@ -57,6 +58,34 @@ describe('RedisSmoothLimiter in one process', () => {
     assert.equal(await limiter.reserve(), 0);
     await redis().client.script('FLUSH');
     assert.equal(await limiter.reserve(), 100);
+  });
+
+  test('through node-redis too: the same waits', async () => {
+    const client = await createClient({ socket: { host: '127.0.0.1', port: redis().servers.ports[0]! } }).connect();
+    try {
+      const clock = new ManualClock(0);
+      const store = new RedisStore({
+        adapter: nodeRedisAdapter(client),
+        unsafeTestTime: true,
+        clock,
+        timers: clock,
+        timeoutMs: 5000,
+        onError: 'throw',
+      });
+      const limiter = RedisSmoothLimiter.warmingUp({
+        store,
+        name: `node-redis-${names++}`,
+        permitsPerSecond: 2,
+        warmupMs: 4000,
+      });
+      const waits = [];
+      for (let i = 0; i < 4; i++) waits.push(await limiter.reserve());
+      // Guava's testWarmUp: a cold limiter at 2/s after a 4 s warm-up charges 1.375 s, 1.125 s, 0.875 s, ...
+      assert.deepEqual(waits, [0, 1375, 2500, 3375]);
+      assert.equal(await limiter.getRate(), 2);
+    } finally {
+      await client.close();
+    }
   });
 
   test('callers of one process go first in, first out, each when its reservation is due', async () => {
