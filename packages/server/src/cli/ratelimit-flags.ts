@@ -1,0 +1,114 @@
+/**
+ * `floodgate ratelimit`'s flags, and what they are read into: the response headers, when health
+ * follows the store, TLS for the gRPC listener, and how to sign in to Redis. A bad flag is a
+ * {@link UsageError} naming it.
+ */
+import { readFileSync } from 'node:fs';
+import { DRAFT_HEADERS, namedResponseHeaders, type ResponseHeaders } from '../ratelimit/service/headers.js';
+import type { GrpcTls } from '../ratelimit/service/servers.js';
+import { UsageError, type RedisAccess, type RedisFailure } from './ratelimit-store.js';
+
+/** RatelimitFlags are `floodgate ratelimit`'s options. */
+export interface RatelimitFlags {
+  /** Envoy descriptor files (several: a domain may be defined once). */
+  readonly config: readonly string[];
+  /** The gRPC port (Envoy's RateLimitService); with neither port given, 8081. */
+  readonly grpcPort?: number | undefined;
+  /** The JSON API's port; with neither port given, 8080. */
+  readonly httpPort?: number | undefined;
+  /** Prometheus metrics at `GET /metrics` on this port; none when omitted. */
+  readonly metricsPort?: number | undefined;
+  readonly host?: string | undefined;
+  /** One Redis, as `host:port` or `redis://host:port`. */
+  readonly redis?: string | undefined;
+  /** A Redis Cluster, as `host:port,host:port`. */
+  readonly redisCluster?: string | undefined;
+  /** The name of an environment variable holding Redis's password (when the address gives none). */
+  readonly redisPasswordEnv?: string | undefined;
+  /** A PEM CA file to trust for `rediss://`. */
+  readonly redisTlsCa?: string | undefined;
+  /** What a Redis failure answers: local (default), fail-open, fail-closed or throw. */
+  readonly onStoreError?: string | undefined;
+  /** The Redis store's timeout, in ms; omitted, the library's adaptive one. */
+  readonly storeTimeoutMs?: string | number | undefined;
+  /** `draft` (default), `off`, `ratelimit` (Envoy's RateLimit-Limit/-Remaining/-Reset), `x-ratelimit`, or three names `L,R,T`. */
+  readonly responseHeaders?: string | undefined;
+  /** `auto` (default: NOT_SERVING while Redis is away and failures are thrown), `always` or `never`. */
+  readonly healthFollowsStore?: string | undefined;
+  /** Every limit in shadow mode (Envoy's `SHADOW_MODE`). */
+  readonly shadowMode?: boolean | undefined;
+  /** Reload when a descriptor file changes (default true; SIGHUP reloads either way). */
+  readonly watch?: boolean | undefined;
+  /** PEM certificate (chain) and key files: TLS on the gRPC listener. */
+  readonly grpcTlsCert?: string | undefined;
+  readonly grpcTlsKey?: string | undefined;
+  /** A PEM CA file: gRPC clients must present a certificate it signed (mutual TLS). */
+  readonly grpcTlsClientCa?: string | undefined;
+  /** A domain may span several files, its descriptors merged (envoyproxy/ratelimit's `MERGE_DOMAIN_CONFIG`). */
+  readonly mergeDomains?: boolean | undefined;
+  /** Only read the configs, print their domains, and stop. */
+  readonly check?: boolean | undefined;
+}
+
+/** headersOf returns what `--response-headers` asks for, or throws a {@link UsageError}. */
+export function headersOf(given: string | undefined): ResponseHeaders {
+  if (given === undefined) return DRAFT_HEADERS;
+  const headers = namedResponseHeaders(given);
+  if (headers !== undefined) return headers;
+  throw new UsageError(
+    `--response-headers must be draft, off, ratelimit, x-ratelimit, or three field names "Limit,Remaining,Reset", got ${JSON.stringify(given)}`,
+  );
+}
+
+/** HealthPolicy is `--health-follows-store`: when the service reports NOT_SERVING because its store is away. */
+export type HealthPolicy = 'auto' | 'always' | 'never';
+
+export function healthPolicyOf(given: string | undefined): HealthPolicy {
+  const policy = given ?? 'auto';
+  if (policy === 'auto' || policy === 'always' || policy === 'never') return policy;
+  throw new UsageError(`--health-follows-store must be auto, always or never, got ${JSON.stringify(given)}`);
+}
+
+/**
+ * servingWhen returns whether the service is serving with the store `up` or not: `never` ignores
+ * the store, `always` follows it (envoyproxy/ratelimit's `REDIS_HEALTH_CHECK_ACTIVE_CONNECTION`),
+ * `auto` follows it only when a store failure fails the decisions (`--on-store-error throw`).
+ */
+export function servingWhen(up: boolean, policy: HealthPolicy, failure: RedisFailure): boolean {
+  if (up || policy === 'never') return true;
+  return policy === 'auto' && failure.onError !== 'throw';
+}
+
+/** pemOf returns a PEM file's bytes, or throws a {@link UsageError} naming `flag`. */
+function pemOf(path: string, flag: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    throw new UsageError(`${flag}: cannot read ${path}: ${(error as Error).message}`);
+  }
+}
+
+/** redisAccessOf returns the password (`--redis-password-env`) and CA (`--redis-tls-ca`) the flags give for Redis. */
+export function redisAccessOf(flags: RatelimitFlags): RedisAccess {
+  const name = flags.redisPasswordEnv;
+  const password = name === undefined ? undefined : process.env[name];
+  if (name !== undefined && (password === undefined || password === ''))
+    throw new UsageError(`--redis-password-env names ${name}, which is not set (or empty) in the environment`);
+  return {
+    password,
+    caPem: flags.redisTlsCa === undefined ? undefined : pemOf(flags.redisTlsCa, '--redis-tls-ca'),
+  };
+}
+
+/** grpcTlsOf returns the gRPC listener's TLS from the `--grpc-tls-*` flags, or undefined for plaintext. */
+export function grpcTlsOf(flags: RatelimitFlags): GrpcTls | undefined {
+  const { grpcTlsCert: cert, grpcTlsKey: key, grpcTlsClientCa: ca } = flags;
+  if (cert === undefined && key === undefined && ca === undefined) return undefined;
+  if (cert === undefined || key === undefined)
+    throw new UsageError('--grpc-tls-cert and --grpc-tls-key go together (and --grpc-tls-client-ca needs both)');
+  return {
+    certPem: pemOf(cert, '--grpc-tls-cert'),
+    keyPem: pemOf(key, '--grpc-tls-key'),
+    ...(ca === undefined ? {} : { clientCaPem: pemOf(ca, '--grpc-tls-client-ca') }),
+  };
+}
