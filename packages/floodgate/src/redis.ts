@@ -24,3 +24,4 @@ export {
   type RedisSmoothWarmingUpOptions,
 } from './waiting/redis-smooth-limiter.js';
 export { SMOOTH_SCRIPT } from './stores/redis/scripts/smooth.js';
+export type { StoreShares } from './stores/redis/redis-store.js';
