@@ -72,6 +72,7 @@ const REFUSED: readonly string[] = [
   '/api/login%00',
   '/api/login%zz',
   '/api/login#x',
+  '/api%c0%aflogin',
 ];
 
 const LIMIT = 3;

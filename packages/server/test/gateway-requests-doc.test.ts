@@ -46,6 +46,7 @@ describe('docs/gateway-requests.md', () => {
       'invalidEscape',
       'aboveRoot',
       'fragment',
+      'invalidUtf8',
     ])
       assert.ok(page.includes(`| \`${kind}\` |`), kind);
     for (const word of [

@@ -146,6 +146,7 @@ http {
       ['/api\\login', 'backslash', 200, '/api\\login'],
       ['/api%5clogin', 'backslash', 200, '/api\\login'],
       ['/api/login;x=1', 'pathParameter', 200, '/api/login;x=1'],
+      ['/api%c0%aflogin', 'invalidUtf8', 200, '/api\xC0\xAFlogin'],
     ];
     for (const [t, kind, status, uri] of table) {
       assert.deepEqual(ambiguitiesIn(normalizeTarget(t)!.ambiguities), [kind], t);

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import { isUtf8 } from 'node:buffer';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { MemoryStore } from 'floodgate';
 import { parseConfig } from '../src/config/load.js';
 import { compilePath, patternCovers } from '../src/config/paths.js';
+import { escapesAreUtf8 } from '../src/config/utf8.js';
 import { RouteTable } from '../src/gateway/routes.js';
 import {
   AMBIGUITIES,
@@ -51,12 +53,19 @@ const TABLE: readonly (readonly [target: string, path: string, query: string | u
   ['/api/login#frag', '/api/login', undefined, 'fragment'],
   ['/api/login?a=1#frag', '/api/login', 'a=1', 'fragment'],
   ['/a%20b/%c3%a9', '/a%20b/%C3%A9', undefined, ''],
-  ['/a b/é', '/a%20b/%E9', undefined, ''],
+  ['/a b/é', '/a%20b/%E9', undefined, 'invalidUtf8'], // é alone is the latin-1 byte E9
   ['/a/\u20ac', '/a/%E2%82%AC', undefined, ''],
   ['/a/%3B/%3f/%23', '/a/%3B/%3F/%23', undefined, ''],
   ["/a/!$&'()*+,=:@", "/a/!$&'()*+,=:@", undefined, ''],
   ['/a/"<>`{}|^[]', '/a/%22%3C%3E%60%7B%7D%7C%5E%5B%5D', undefined, ''],
   ['/a%2F..%2F..%5C../b;c/%00', '/b/%00', undefined, 'encodedSlash,backslash,pathParameter,controlCharacter,aboveRoot'],
+  ['/a..%c0%af..%c0%afetc', '/a..%C0%AF..%C0%AFetc', undefined, 'invalidUtf8'],
+  ['/caf%E9', '/caf%E9', undefined, 'invalidUtf8'],
+  ['/a/%C3', '/a/%C3', undefined, 'invalidUtf8'],
+  ['/a/%C3/%A9', '/a/%C3/%A9', undefined, 'invalidUtf8'],
+  ['/a/%ED%A0%80', '/a/%ED%A0%80', undefined, 'invalidUtf8'],
+  ['/a/%F4%90%80%80', '/a/%F4%90%80%80', undefined, 'invalidUtf8'],
+  ['/a/%F0%9F%98%80%e2%82%ac', '/a/%F0%9F%98%80%E2%82%AC', undefined, ''],
 ];
 
 describe('path normal form', () => {
@@ -81,7 +90,8 @@ describe('path normal form', () => {
       assert.equal(isNormalPath(t), true, t);
     for (const t of ['', 'a', '//', '/a/.', '/a/..', '/./a', '/a;b', '/a%2fb', '/a%2Fb', '/a%6c', '/a%c3', '/a\\b'])
       assert.equal(isNormalPath(t), false, t);
-    for (const t of ['/a%00', '/a%zz', '/a#b', '/a b', '/é', '/a..b/..']) assert.equal(isNormalPath(t), false, t);
+    for (const t of ['/a%00', '/a%zz', '/a#b', '/a b', '/é', '/a..b/..', '/a%C0%AF', '/a%E9', '/a%C3/%A9', '/a%C3'])
+      assert.equal(isNormalPath(t), false, t);
     assert.equal(isNormalPath('/a..b/...'), true, 'dots inside or beyond two are names, not dot segments');
     assert.equal(normalPathEnd('/api/login?x=1'), 10);
     assert.equal(normalPathEnd('/api/login/?x=1'), 11);
@@ -94,7 +104,7 @@ describe('path normal form', () => {
       describeAmbiguities(n.ambiguities),
       'an encoded slash, %2F (encodedSlash); a ; path parameter (pathParameter)',
     );
-    assert.equal(AMBIGUITIES.length, 7);
+    assert.equal(AMBIGUITIES.length, 8);
   });
 });
 
@@ -119,31 +129,33 @@ const piece = fc.oneof(
     '%z',
   ),
   fc.constantFrom('a', 'B', 'login', '%6c', '%41', '%20', '%c3%a9', '~', '-', '_', '!', '@', ':', '#', '?', 'é', ' '),
+  fc.constantFrom('%C3', '%A9', '%e2%82', '%AC', '%C0%AF', '%F0%9F%98%80', '%E9'),
   fc.string({ maxLength: 4 }),
 );
-/** Whether a normal path holds an encoded control character (kept, so still ambiguous). */
-const keepsControl = (path: string): boolean => /%(?:[01][0-9A-F]|7F)/.test(path);
+/** The ambiguities a normal path keeps: encoded control characters and bytes that are not UTF-8, kept encoded. */
+const kept = (path: string): number =>
+  (/%(?:[01][0-9A-F]|7F)/.test(path) ? ambiguityBit('controlCharacter') : 0) |
+  (escapesAreUtf8(path) ? 0 : ambiguityBit('invalidUtf8'));
 const target = fc.array(piece, { maxLength: 14 }).map((parts) => '/' + parts.join(''));
 
 describe('path normal form, properties', () => {
-  it('is idempotent: the normal form of a normal form is itself, ambiguous only by a control character it keeps', () => {
-    const control = ambiguityBit('controlCharacter');
+  it('is idempotent: the normal form of a normal form is itself, ambiguous only by what it keeps encoded', () => {
     fc.assert(
       fc.property(target, (t) => {
         const once = normalizeTarget(t)!;
         const twice = normalizeTarget(once.path)!;
         assert.equal(twice.path, once.path);
-        assert.equal(twice.ambiguities, keepsControl(once.path) ? control : 0);
+        assert.equal(twice.ambiguities, kept(once.path));
       }),
       { numRuns: 3000 },
     );
   });
 
-  it('passes the fast check (unless it keeps a control character), which agrees with normalizing', () => {
+  it('passes the fast check (unless it keeps an ambiguity encoded), which agrees with normalizing', () => {
     fc.assert(
       fc.property(target, (t) => {
         const n = normalizeTarget(t)!;
-        assert.equal(isNormalPath(n.path), !keepsControl(n.path), n.path);
+        assert.equal(isNormalPath(n.path), kept(n.path) === 0, n.path);
         const path = t.split(/[?#]/)[0]!;
         if (isNormalPath(path)) assert.equal(n.path, path);
         if (normalPathEnd(t) >= 0) {
@@ -253,5 +265,18 @@ describe('route hosts', () => {
       assert.equal(table.match(host, 'GET', '/')?.route.name, 'api', host);
     for (const host of ['api.example.com..', 'example.com', 'xapi.example.com', undefined])
       assert.equal(table.match(host, 'GET', '/'), undefined, String(host));
+  });
+});
+
+describe('UTF-8 in escapes', () => {
+  it('agrees with node’s decoder on every byte sequence of up to four escapes', () => {
+    const bytes = fc.array(fc.integer({ min: 0x20, max: 0xff }), { minLength: 1, maxLength: 4 });
+    fc.assert(
+      fc.property(bytes, (seq) => {
+        const path = '/' + seq.map((b) => '%' + b.toString(16).toUpperCase().padStart(2, '0')).join('');
+        assert.equal(escapesAreUtf8(path), isUtf8(Buffer.from(seq)), path);
+      }),
+      { numRuns: 20_000 },
+    );
   });
 });

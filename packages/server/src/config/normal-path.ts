@@ -9,6 +9,7 @@
  * beside the normal form, which treats each as stated there; the gateway then refuses or forwards
  * the normal form by its configured stance. The module is pure: no I/O, no state.
  */
+import { UTF8_START, escapesAreUtf8, nextUtf8 } from './utf8.js';
 
 /**
  * AMBIGUITIES are the spellings of a path that upstreams read differently, each with what the
@@ -21,6 +22,8 @@
  * - `aboveRoot`: a `..` segment that would climb above `/`: dropped (RFC 3986 section 5.2.4).
  * - `fragment`: a `#` in the request target (not allowed there; some parsers cut the path at it):
  *   it and all after it dropped.
+ * - `invalidUtf8`: escaped bytes that are not UTF-8, such as the overlong `%C0%AF` (some decoders
+ *   read it as `/`) or a latin-1 `%E9`: kept encoded.
  */
 export const AMBIGUITIES = [
   'encodedSlash',
@@ -30,6 +33,7 @@ export const AMBIGUITIES = [
   'invalidEscape',
   'aboveRoot',
   'fragment',
+  'invalidUtf8',
 ] as const;
 
 /** Ambiguity names one kind of ambiguous spelling (see {@link AMBIGUITIES}). */
@@ -47,6 +51,7 @@ const CONTROL = ambiguityBit('controlCharacter');
 const INVALID_ESCAPE = ambiguityBit('invalidEscape');
 const ABOVE_ROOT = ambiguityBit('aboveRoot');
 const FRAGMENT = ambiguityBit('fragment');
+const INVALID_UTF8 = ambiguityBit('invalidUtf8');
 
 /** ambiguitiesIn returns the names of the ambiguities in `mask`, in {@link AMBIGUITIES} order. */
 export function ambiguitiesIn(mask: number): Ambiguity[] {
@@ -88,17 +93,24 @@ export function normalPathEnd(target: string): number {
   const n = target.length;
   if (n === 0 || target.charCodeAt(0) !== SLASH) return -1;
   let segmentStart = 1;
+  let utf8 = UTF8_START;
   for (let i = 1; i <= n; i++) {
     const c = i === n ? QUESTION : target.charCodeAt(i);
+    if (c === PERCENT) {
+      const byte = keptEscape(target, i);
+      utf8 = byte < 0 ? -1 : nextUtf8(utf8, byte);
+      if (utf8 < 0) return -1;
+      i += 2;
+      continue;
+    }
+    // A character's escaped bytes come one after another.
+    if (utf8 !== UTF8_START) return -1;
     if (c === SLASH || c === QUESTION) {
       // An empty segment ("//") or a dot segment is not normal; a final empty segment is a trailing slash.
       if (c === SLASH && i === segmentStart) return -1;
       if (isDotSegment(target, segmentStart, i)) return -1;
       if (c === QUESTION) return target.indexOf('#', i) < 0 ? i : -1;
       segmentStart = i + 1;
-    } else if (c === PERCENT) {
-      if (!keptEscape(target, i)) return -1;
-      i += 2;
     } else if (c >= 128 || RAW_OK[c] === 0) return -1;
   }
   return -1;
@@ -116,13 +128,17 @@ function isDotSegment(path: string, start: number, end: number): boolean {
   return length === 2 && path.charCodeAt(start) === DOT && path.charCodeAt(start + 1) === DOT;
 }
 
-/** Whether the escape at `i` stays as it is in normal form: upper-case hex of a byte that is not unreserved or ambiguous. */
-function keptEscape(path: string, i: number): boolean {
+/**
+ * The byte of the escape at `i` when it stays as it is in normal form (upper-case hex of a byte
+ * that is not unreserved or ambiguous), else -1.
+ */
+function keptEscape(path: string, i: number): number {
   const hi = upperHex(path.charCodeAt(i + 1));
   const lo = upperHex(path.charCodeAt(i + 2));
-  if (hi < 0 || lo < 0) return false;
+  if (hi < 0 || lo < 0) return -1;
   const byte = hi * 16 + lo;
-  return !(byte < 128 && UNRESERVED[byte] === 1) && byte !== SLASH && byte !== 0x5c && !isControl(byte);
+  const kept = !(byte < 128 && UNRESERVED[byte] === 1) && byte !== SLASH && byte !== 0x5c && !isControl(byte);
+  return kept ? byte : -1;
 }
 
 /** The value of an upper-case hex digit, or -1. */
@@ -168,6 +184,7 @@ export function normalizeTarget(target: string): NormalTarget | undefined {
   ambiguities |= segments.ambiguities;
   const { path, aboveRoot } = removeDotSegments(segments.list, segments.trailingSlash);
   if (aboveRoot) ambiguities |= ABOVE_ROOT;
+  if (!escapesAreUtf8(path)) ambiguities |= INVALID_UTF8;
   return { path, query, ambiguities };
 }
 
@@ -304,6 +321,7 @@ const PHRASES: Record<Ambiguity, string> = {
   invalidEscape: 'a % not followed by two hex digits',
   aboveRoot: 'a .. segment above the root',
   fragment: 'a # fragment',
+  invalidUtf8: 'escaped bytes that are not UTF-8, such as %C0%AF',
 };
 
 /** describeAmbiguities returns the ambiguities of `mask` in words, e.g. `an encoded slash, %2F (encodedSlash)`. */
