@@ -19,11 +19,7 @@ const models: fc.Arbitrary<SmoothModel> = fc.oneof(
   fc.double({ min: 0, max: 5, noNaN: true }).map((maxBurstSeconds) => ({ kind: 'bursty' as const, maxBurstSeconds })),
   fc
     .record({ warmupMicros: fc.integer({ min: 1, max: 5e6 }), coldFactor: fc.double({ min: 1, max: 10, noNaN: true }) })
-    .map(({ warmupMicros, coldFactor }) => ({
-      kind: 'warmingUp' as const,
-      ...(warmupMicros && { warmupMicros }),
-      coldFactor,
-    })),
+    .map(({ warmupMicros, coldFactor }) => ({ kind: 'warmingUp' as const, warmupMicros, coldFactor })),
 );
 const steps = fc.array(fc.tuple(fc.integer({ min: 0, max: 2_000_000 }), fc.integer({ min: 1, max: 5 })), {
   maxLength: 20,
