@@ -76,7 +76,7 @@ export { RateLimitMetrics } from './service/metrics.js';
 export { counterKey, type DescriptorEntry, type Match, type Rule } from './service/rules.js';
 export { compositeKey } from './service/config-descriptors.js';
 export { UNIT_MS, UNITS, type RateLimitUnit } from './service/units.js';
-export { addHealthService, HEALTH_SERVICES, loadHealthService } from './service/health.js';
+export { addHealthService, HEALTH_SERVICES, loadHealthService, ServiceHealth } from './service/health.js';
 export {
   buildPolicy,
   MAX_REMOTE_BATCH,
