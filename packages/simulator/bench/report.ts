@@ -64,7 +64,8 @@ const FOUR_LANES = [
 ];
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[values.length >> 1]!;
-const mb = (bytes: number): string => `${(bytes / 1048576).toFixed(1)} MB`;
+const mb = (bytes: number): string =>
+  bytes < 1048576 ? `${(bytes / 1024).toFixed(0)} kB` : `${(bytes / 1048576).toFixed(1)} MB`;
 
 /** The floor: each lane's policy fed the arrivals through `consumeSync` in a bare loop. */
 function bareLoop(arrivals: Arrivals, algorithms: Algorithm[]): number {
