@@ -39,6 +39,14 @@ td.group { line-height: 1.2; }
 td.group .unit { color: var(--muted); font-size: .75rem; }
 td.group [class^="total-"] { font-size: .8rem; color: var(--muted); }
 @media (max-width: 40rem) { main, #config { padding: 0 .5rem; } #config { margin: 1rem .5rem; } header { flex-wrap: wrap; padding: .6rem .75rem; } header #conn { margin-left: 0; } .facts th { width: auto; } }
+@media (max-width: 40rem) {
+  table.stack thead { display: none; }
+  table.stack tr { display: block; border-bottom: 2px solid var(--line); padding: .3rem 0; }
+  table.stack td { display: flex; justify-content: flex-end; align-items: baseline; gap: .25rem; border: 0; padding: .1rem .25rem; text-align: right; }
+  table.stack td::before { content: attr(data-label); margin-right: auto; color: var(--muted); font-size: .8rem; text-align: left; }
+  table.stack td.group br { display: none; }
+  table.stack td.group [class^="total-"]::before { content: " · "; }
+}
 .card { border: 1px solid var(--line); border-radius: 4px; padding: .5rem .75rem; }
 .card table { margin-bottom: .5rem; }
 .facts th { width: 16rem; }

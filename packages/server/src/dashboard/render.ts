@@ -73,20 +73,22 @@ const GROUPS = [
 function rulesTable(view: DashboardView): string {
   const head = `<tr><th>route</th><th>rule</th><th>mode</th><th>policy</th>${GROUPS.map(([, title]) => `<th class="num">${title}</th>`).join('')}<th class="num">queue now / peak 10 s</th><th>last 60 s</th></tr>`;
   const rows = view.rules.map((r) => {
-    const groups = GROUPS.map(([g]) => groupCell(g, r.rates[g], g === 'wouldRefuse' ? refuseShare(r) : '')).join('');
+    const groups = GROUPS.map(([g, title]) =>
+      groupCell(g, r.rates[g], g === 'wouldRefuse' ? refuseShare(r) : '', title),
+    ).join('');
     const queue = r.queue === undefined ? '–' : `${count(r.queue.depth)} / ${count(r.queue.peak10s)}`;
-    return `<tr data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><td>${esc(r.route)}</td><td>${esc(r.rule)}</td><td><span class="mode mode-${esc(r.mode)}">${esc(r.mode)}</span></td><td><code>${esc(r.policy)}</code></td>${groups}<td class="num queue">${queue}</td><td>${sparkline(r)}</td></tr>`;
+    return `<tr data-route="${esc(r.route)}" data-rule="${esc(r.rule)}"><td data-label="route">${esc(r.route)}</td><td data-label="rule">${esc(r.rule)}</td><td data-label="mode"><span class="mode mode-${esc(r.mode)}">${esc(r.mode)}</span></td><td data-label="policy"><code>${esc(r.policy)}</code></td>${groups}<td class="num queue" data-label="queue now / peak 10 s">${queue}</td><td data-label="last 60 s">${sparkline(r)}</td></tr>`;
   });
   return section(
     'rates',
     'Decisions per route and rule',
-    `<p class="note">Each column: per second over the last 10 s, and below it the count since the gateway started. Admitted includes near-limit and queued; limited includes queue refusals; a shadow rule refuses nothing: it counts what it would admit and would refuse (with the share it would refuse); degraded is the store's failure policy deciding. Queue: requests waiting in a queue-mode rule's line. The last 60 s: admitted in green, limited in red, a shadow rule's would-refuse in amber, queued in blue.</p><div class="scroll"><table><thead>${head}</thead><tbody>${rows.join('') || `<tr><td colspan="${6 + GROUPS.length}">no rules</td></tr>`}</tbody></table></div>`,
+    `<p class="note">Each column: per second over the last 10 s, and below it the count since the gateway started. Admitted includes near-limit and queued; limited includes queue refusals; a shadow rule refuses nothing: it counts what it would admit and would refuse (with the share it would refuse); degraded is the store's failure policy deciding. Queue: requests waiting in a queue-mode rule's line. The last 60 s: admitted in green, limited in red, a shadow rule's would-refuse in amber, queued in blue.</p><div class="scroll"><table class="stack"><thead>${head}</thead><tbody>${rows.join('') || `<tr><td colspan="${6 + GROUPS.length}">no rules</td></tr>`}</tbody></table></div>`,
   );
 }
 
 /** One group's cell: its rate per second, and its count since the start below (`extra` after the count). */
-function groupCell(group: string, figures: { perSecond: number; total: number }, extra = ''): string {
-  return `<td class="num group"><span class="rate-${group}">${rate(figures.perSecond)}</span><span class="unit">/s</span><br><span class="total-${group}">${count(figures.total)}</span>${extra}</td>`;
+function groupCell(group: string, figures: { perSecond: number; total: number }, extra = '', label = group): string {
+  return `<td class="num group" data-label="${esc(label)}"><span class="rate-${group}">${rate(figures.perSecond)}</span><span class="unit">/s</span><br><span class="total-${group}">${count(figures.total)}</span>${extra}</td>`;
 }
 
 /** The share of a shadow rule's decisions that would refuse, e.g. ` (12.5%)`; nothing before its first decision. */

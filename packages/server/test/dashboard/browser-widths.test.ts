@@ -133,6 +133,9 @@ describe(
             return dom.documentElement.scrollWidth - dom.documentElement.clientWidth;
           });
           assert.ok(overflow <= 0, `the page is ${overflow} px wider than the ${size.width} px screen`);
+          // The figure an operator trying a shadow rule needs is on screen, not past a sideways scroll.
+          const refuse = await page.locator('#rates tr[data-rule="trial"] .total-wouldRefuse').boundingBox();
+          assert.ok(refuse !== null && refuse.x + refuse.width <= size.width, `would refuse at x ${refuse?.x}`);
           const shot = join(tmpdir(), `floodgate-dashboard-${size.name}-${javaScript ? 'js' : 'nojs'}.png`);
           await page.screenshot({ path: shot, fullPage: true });
           console.log(`dashboard screenshot: ${shot}`);

@@ -116,7 +116,9 @@ describe(
       const response = await page.goto(gw.adminUrl('/dashboard'));
       assert.equal(response?.status(), 200);
       const row = page.locator('#rates tr[data-route="api"][data-rule="per-client"]');
-      const first = Number((await row.locator('.total-admitted').textContent())!.replace(/,/g, ''));
+      // Limited, not admitted: every client has used its 5 within the first second of traffic, while the
+      // greedy one is refused all along, so only the limited count is sure to grow while the page is open.
+      const first = Number((await row.locator('.total-limited').textContent())!.replace(/,/g, ''));
       // The page changes without a reload: the event stream replaces the live sections.
       await page.waitForFunction(
         (before) => {
@@ -124,7 +126,7 @@ describe(
           const page = globalThis as unknown as {
             document: { querySelector(selector: string): { textContent: string | null } | null };
           };
-          const cell = page.document.querySelector('#rates tr[data-rule="per-client"] .total-admitted');
+          const cell = page.document.querySelector('#rates tr[data-rule="per-client"] .total-limited');
           return cell !== null && Number(cell.textContent!.replace(/,/g, '')) > before;
         },
         first,
