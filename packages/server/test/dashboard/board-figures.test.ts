@@ -87,7 +87,7 @@ describe('QueueDepth', () => {
       { depth: 1, peak: 2 },
     );
     assert.equal(view.rules[0]!.queue, undefined);
-    assert.match(renderLive(view), /<td class="num queue">1 \/ 2<\/td>/);
+    assert.match(renderLive(view), /<td class="num queue" data-label="queue now \/ peak 10 s">1 \/ 2<\/td>/);
   });
 });
 
