@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { SimulatorError } from './errors.js';
 import { Fields } from './fields.js';
-import { positionOf } from './scenario-position.js';
+import { withPosition } from './scenario-position.js';
 import { renderCharts, type Chart } from './render/charts.js';
 import { exportDecisions, exportFormatOf, type ExportFormat } from './render/export.js';
 import { renderHtmlReport } from './render/html-report.js';
@@ -64,7 +64,7 @@ export async function runSimulateCommand(args: string[], io: CommandIo): Promise
     }
     const scenarioPath = resolve(io.cwd, flags.scenario);
     const source = await readText(scenarioPath, '--scenario');
-    const report = await located(flags.scenario, source, async () => {
+    const report = await withPosition(flags.scenario, source, async () => {
       const scenario = await loadScenario(scenarioPath, source, flags.seed);
       return scenario.service !== undefined
         ? reportOf(simulateService(scenario), SERVICE)
@@ -152,23 +152,6 @@ function readFlags(args: string[]): Flags {
     format,
     seed,
   };
-}
-
-/**
- * Runs `work`; a scenario error it throws naming a field comes back prefixed with where that
- * field is written in the scenario file, `file:line:column: `, as editors and compilers print it.
- */
-async function located<T>(file: string, text: string, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (!(error instanceof SimulatorError) || error.code !== 'INVALID_SCENARIO') throw error;
-    const at = error.field === '' ? { line: 1, column: 1 } : positionOf(text, error.field);
-    if (at === undefined || error.message.startsWith(file)) throw error;
-    throw new SimulatorError('INVALID_SCENARIO', `${file}:${at.line}:${at.column}: ${error.message}`, error.field, {
-      cause: error,
-    });
-  }
 }
 
 /** Parses the scenario file's text, reads its trace files into rows, and applies a seed override. */

@@ -1,3 +1,4 @@
+import { SimulatorError } from './errors.js';
 import { LineCounter, isMap, isPair, isScalar, isSeq, parseDocument, type Node } from 'yaml';
 
 /** SourcePosition is a place in a scenario file: line and column, both from 1. */
@@ -51,4 +52,22 @@ function childOf(node: unknown, segment: string | number): { node: unknown; offs
 
 function rangeStart(node: unknown): number | undefined {
   return (node as Node | null)?.range?.[0];
+}
+
+/**
+ * withPosition runs `work` and returns what it returns; a scenario error it throws that names a
+ * field comes back prefixed with where that field is written in `file` (whose text is `text`),
+ * `file:line:column: `, as editors and compilers print it.
+ */
+export async function withPosition<T>(file: string, text: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!(error instanceof SimulatorError) || error.code !== 'INVALID_SCENARIO') throw error;
+    const at = error.field === '' ? { line: 1, column: 1 } : positionOf(text, error.field);
+    if (at === undefined || error.message.startsWith(file)) throw error;
+    throw new SimulatorError('INVALID_SCENARIO', `${file}:${at.line}:${at.column}: ${error.message}`, error.field, {
+      cause: error,
+    });
+  }
 }
