@@ -32,6 +32,8 @@ export interface SmoothCall {
   waitMicros: number;
   /** When it may go, on the local clock: never before an earlier call of this process. */
   wakeAtMs: number;
+  /** True while it waits in this process's {@link WakeLine}. */
+  inLine: boolean;
 }
 
 /** isTry returns whether `call` may be refused instead of waiting past its timeout. */
@@ -70,12 +72,22 @@ export class WakeLine {
   private entries: SmoothCall[] = [];
   private head = 0;
   private lastWakeAtMs = -Infinity;
+  private count = 0;
 
   /** push adds `call` at the end, due at `wakeAtMs` or when the call before it is, whichever is later. */
   push(call: SmoothCall, wakeAtMs: number): void {
     this.lastWakeAtMs = Math.max(this.lastWakeAtMs, wakeAtMs);
     call.wakeAtMs = this.lastWakeAtMs;
+    call.inLine = true;
+    this.count++;
     this.entries.push(call);
+  }
+
+  /** left takes `call` out of the count as it settles (its entry is skipped when it surfaces). */
+  left(call: SmoothCall): void {
+    if (!call.inLine) return;
+    call.inLine = false;
+    this.count--;
   }
 
   /** empty is true when no unsettled call waits. */
@@ -86,9 +98,7 @@ export class WakeLine {
 
   /** live returns how many unsettled calls wait. */
   get live(): number {
-    let count = 0;
-    for (let i = this.head; i < this.entries.length; i++) if (!this.entries[i]!.settled) count++;
-    return count;
+    return this.count;
   }
 
   /** nextWakeAtMs returns when the first unsettled call is due, or Infinity. */

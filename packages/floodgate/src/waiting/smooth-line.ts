@@ -1,4 +1,5 @@
 import { FloodgateError } from '../core/errors.js';
+import { notify } from '../core/events.js';
 import { clockMicros } from '../core/smooth/smooth-rate-limiter.js';
 import { replyError } from '../stores/redis/runner.js';
 import { SMOOTH_SCRIPT, smoothAnswersOf, type SmoothAnswer } from '../stores/redis/scripts/smooth.js';
@@ -96,6 +97,7 @@ export class SmoothLine {
       booking: undefined,
       waitMicros: 0,
       wakeAtMs: 0,
+      inLine: false,
     };
     if (kind !== 'release') this.live.set(call.seq, call);
     this.pending.push(call);
@@ -162,6 +164,7 @@ export class SmoothLine {
     if (wakeAtMs > call.deadlineMs) return this.giveUp(call.seq, waitTimeout(`${this.what}.acquire`, undefined));
     if (wakeAtMs <= nowMs && this.line.empty) return this.settle(call, undefined, resultOf(call));
     this.line.push(call, wakeAtMs);
+    this.depthChanged();
   }
 
   private refused(call: SmoothCall): void {
@@ -239,8 +242,19 @@ export class SmoothLine {
     call.settled = true;
     this.live.delete(call.seq);
     this.hooks.remove(call.seq);
+    if (call.inLine) {
+      this.line.left(call);
+      this.depthChanged();
+    }
     if (error !== undefined) call.reject(error);
     else call.resolve(value);
+  }
+
+  /** Tells the store's observer how many callers of this process now wait in the line (`queue`). */
+  private depthChanged(): void {
+    const observer = this.s.observer;
+    if (observer?.queue === undefined) return;
+    notify(observer, 'queue', { queue: this.s.name, key: undefined, depth: this.line.live, atMs: this.s.clock.now() });
   }
 }
 

@@ -2,6 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/core/clock.js';
 import { FloodgateError } from '../../src/core/errors.js';
+import type { Observer } from '../../src/core/events.js';
 import { createClient } from 'redis';
 import { RedisStore, SMOOTH_SCRIPT, ioredisAdapter, nodeRedisAdapter } from '../../src/redis.js';
 import { RedisSmoothLimiter } from '../../src/waiting/redis-smooth-limiter.js';
@@ -13,9 +14,10 @@ import { useRedis } from '../redis/setup.js';
 const redis = useRedis();
 let names = 0;
 
-function setup(options: { rate?: number; maxBurstSeconds?: number } = {}) {
+function setup(options: { rate?: number; maxBurstSeconds?: number; observer?: Observer } = {}) {
   const clock = new ManualClock(1_000_000);
   const store = new RedisStore({
+    ...(options.observer === undefined ? {} : { observer: options.observer }),
     adapter: ioredisAdapter(redis().client),
     unsafeTestTime: true,
     clock,
@@ -89,7 +91,8 @@ describe('RedisSmoothLimiter in one process', () => {
   });
 
   test('callers of one process go first in, first out, each when its reservation is due', async () => {
-    const { clock, limiter } = setup();
+    const depths: number[] = [];
+    const { clock, limiter } = setup({ observer: { queue: (e) => depths.push(e.depth) } });
     const order: string[] = [];
     const calls = ['a', 'b', 'c'].map((id) => limiter.acquire().then((s) => (order.push(id), s)));
     await limiter.getRate(); // answered with the three acquires
@@ -103,6 +106,7 @@ describe('RedisSmoothLimiter in one process', () => {
     clock.advance(100);
     assert.deepEqual(await Promise.all(calls), [0, 0.1, 0.2]);
     assert.deepEqual(order, ['a', 'b', 'c']);
+    assert.deepEqual(depths, [1, 2, 1, 0], 'the observer hears the line grow and shrink');
   });
 
   test('a big request is granted at once and pays later: the next caller waits for it', async () => {
