@@ -58,7 +58,9 @@ export interface RedisSmoothAcquireOptions extends RedisSmoothWaitOptions {
  *
  * Failures: each script is bounded by the store's timeout and goes through its circuits; a Redis
  * error or silence is decided by `onError` (default the store's; see {@link RedisSmoothOptions.onError}).
- * A reservation that Redis made after its call was cut off is released when that is safe.
+ * A reservation that Redis made after its call was cut off is released when that is safe. The
+ * store's observer hears `storeCall` per script, `storeError` and `fallback` from the failure
+ * policy, and `queue` with the depth of this process's line (named after the limiter).
  *
  * @example
  * import { Redis } from 'ioredis';
