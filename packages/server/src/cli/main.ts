@@ -124,6 +124,7 @@ program
       healthFollowsStore: string;
       shadowMode?: boolean;
       mergeDomains?: boolean;
+      tracing?: boolean;
       grpcTlsCert?: string;
       grpcTlsKey?: string;
       grpcTlsClientCa?: string;

@@ -46,6 +46,8 @@ export interface RatelimitFlags {
   readonly grpcTlsClientCa?: string | undefined;
   /** A domain may span several files, its descriptors merged (envoyproxy/ratelimit's `MERGE_DOMAIN_CONFIG`). */
   readonly mergeDomains?: boolean | undefined;
+  /** A `ShouldRateLimit` OpenTelemetry span per request (envoyproxy/ratelimit's `TRACING_ENABLED`), sent by the SDK the process registers. */
+  readonly tracing?: boolean | undefined;
   /** Only read the configs, print their domains, and stop. */
   readonly check?: boolean | undefined;
 }

@@ -8,7 +8,7 @@
  *     [--redis 127.0.0.1:6380 | --redis-cluster 127.0.0.1:7000,127.0.0.1:7001] [--redis-password-env NAME] [--redis-tls-ca ca.pem]
  *     [--on-store-error local|fail-open|fail-closed|throw] [--store-timeout-ms 50] [--metrics-port 9102]
  *     [--response-headers draft|off|ratelimit|x-ratelimit|L,R,T] [--health-follows-store auto|always|never]
- *     [--shadow-mode] [--merge-domains] [--no-watch] [--grpc-tls-cert cert.pem --grpc-tls-key key.pem [--grpc-tls-client-ca ca.pem]]
+ *     [--shadow-mode] [--merge-domains] [--tracing] [--no-watch] [--grpc-tls-cert cert.pem --grpc-tls-key key.pem [--grpc-tls-client-ca ca.pem]]
  *     [--check]
  */
 import { parseArgs } from 'node:util';
@@ -42,6 +42,7 @@ const { values } = parseArgs({
     'shadow-mode': { type: 'boolean' },
     'no-watch': { type: 'boolean' },
     'merge-domains': { type: 'boolean' },
+    tracing: { type: 'boolean' },
     'grpc-tls-cert': { type: 'string' },
     'grpc-tls-key': { type: 'string' },
     'grpc-tls-client-ca': { type: 'string' },
@@ -66,6 +67,7 @@ const code = await runRatelimit(
     shadowMode: values['shadow-mode'],
     watch: values['no-watch'] !== true,
     mergeDomains: values['merge-domains'],
+    tracing: values.tracing,
     grpcTlsCert: values['grpc-tls-cert'],
     grpcTlsKey: values['grpc-tls-key'],
     grpcTlsClientCa: values['grpc-tls-client-ca'],

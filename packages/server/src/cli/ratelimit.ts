@@ -199,6 +199,7 @@ async function listen(
     grpcPort: neither ? 8081 : flags.grpcPort,
     httpPort: neither ? 8080 : flags.httpPort,
     host,
+    tracing: flags.tracing === true,
     ...(grpcTls === undefined ? {} : { grpcTls }),
   });
   const metricsServer =

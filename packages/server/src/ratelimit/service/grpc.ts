@@ -4,9 +4,10 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { loadRateLimitService } from '../protocol/proto.js';
-import { DecisionError, parseDecisionRequest } from './request.js';
+import { DecisionError, parseDecisionRequest, type DecisionRequest } from './request.js';
 import { MAX_UINT32, type DecisionResult, type RateLimitService, type DescriptorStatus } from './service.js';
 import { RESPONSE_UNIT_NUMBER } from './units.js';
+import { traced } from './tracing.js';
 import { encodeRateLimitResponse } from './wire.js';
 
 /** toDuration returns a google.protobuf.Duration (`seconds` as a string, `nanos`) for `ms` (Infinity as the longest uint32 seconds). */
@@ -60,6 +61,11 @@ export function rateLimitServiceDefinition(): grpc.ServiceDefinition {
   };
 }
 
+function metadataText(metadata: grpc.Metadata, name: string): string | undefined {
+  const value = metadata.get(name)[0];
+  return typeof value === 'string' ? value : undefined;
+}
+
 /**
  * addRateLimitService adds Envoy's `RateLimitService` over `service` to a gRPC server.
  *
@@ -67,25 +73,41 @@ export function rateLimitServiceDefinition(): grpc.ServiceDefinition {
  * const server = new grpc.Server();
  * addRateLimitService(server, service);
  */
-export function addRateLimitService(server: grpc.Server, service: RateLimitService): void {
-  server.addService(rateLimitServiceDefinition(), rateLimitHandlers(service));
+export function addRateLimitService(
+  server: grpc.Server,
+  service: RateLimitService,
+  options: { readonly tracing?: boolean } = {},
+): void {
+  server.addService(rateLimitServiceDefinition(), rateLimitHandlers(service, options));
 }
 
 /**
  * rateLimitHandlers returns the gRPC handlers of `RateLimitService` over `service`; they answer
  * {@link DecisionResult}s, for the serializer of {@link rateLimitServiceDefinition}.
  */
-export function rateLimitHandlers(service: RateLimitService): grpc.UntypedServiceImplementation {
+export function rateLimitHandlers(
+  service: RateLimitService,
+  options: { readonly tracing?: boolean } = {},
+): grpc.UntypedServiceImplementation {
   return {
     ShouldRateLimit(call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) {
-      let request;
+      let request: DecisionRequest;
       try {
         request = parseDecisionRequest(call.request);
       } catch (error) {
         callback(grpcErrorOf(error));
         return;
       }
-      service.shouldRateLimit(request).then(
+      const decided =
+        options.tracing === true
+          ? traced(
+              request,
+              (name) => metadataText(call.metadata, name),
+              'grpc',
+              () => service.shouldRateLimit(request),
+            )
+          : service.shouldRateLimit(request);
+      decided.then(
         (result) => callback(null, result),
         (error: unknown) => callback(grpcErrorOf(error)),
       );

@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DecisionError, parseDecisionRequest } from './request.js';
 import type { DecisionResult, RateLimitService, DescriptorStatus } from './service.js';
 import { StoreApi } from './store-api.js';
+import { traced } from './tracing.js';
 import { FloodgateError } from 'floodgate';
 
 /** MAX_BODY_BYTES is the largest request body read; a larger one is answered 413. */
@@ -109,12 +110,22 @@ function failed(res: ServerResponse, error: unknown): void {
 
 async function handleDecision(
   service: RateLimitService,
-  path: string,
+  req: IncomingMessage,
   body: unknown,
   res: ServerResponse,
+  tracing: boolean,
 ): Promise<void> {
+  const path = (req.url ?? '/').split('?')[0]!;
   if (path === '/json') {
-    const result = await service.shouldRateLimit(parseDecisionRequest(body));
+    const request = parseDecisionRequest(body);
+    const result = tracing
+      ? await traced(
+          request,
+          (name) => headerText(req, name),
+          'http',
+          () => service.shouldRateLimit(request),
+        )
+      : await service.shouldRateLimit(request);
     send(res, result.overallCode === 'OK' ? 200 : 429, envoyJson(result));
     return;
   }
@@ -131,7 +142,17 @@ async function handleDecision(
     send(res, 200, { refunded: true });
     return;
   }
-  send(res, 200, decideJson(await service.shouldRateLimit(request, mode)));
+  const decide = () => service.shouldRateLimit(request, mode);
+  send(
+    res,
+    200,
+    decideJson(await (tracing ? traced(request, (name) => headerText(req, name), 'http', decide) : decide())),
+  );
+}
+
+function headerText(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return typeof value === 'string' ? value : undefined;
 }
 
 /**
@@ -142,7 +163,11 @@ async function handleDecision(
  * @example
  * http.createServer(rateLimitHttpHandler(service)).listen(8080, '127.0.0.1');
  */
-export function rateLimitHttpHandler(service: RateLimitService): (req: IncomingMessage, res: ServerResponse) => void {
+export function rateLimitHttpHandler(
+  service: RateLimitService,
+  options: { readonly tracing?: boolean } = {},
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const tracing = options.tracing === true;
   const storeApi = new StoreApi(service);
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
@@ -176,7 +201,7 @@ export function rateLimitHttpHandler(service: RateLimitService): (req: IncomingM
           );
           return;
         }
-        handleDecision(service, path, body, res).catch((error: unknown) => failed(res, error));
+        handleDecision(service, req, body, res, tracing).catch((error: unknown) => failed(res, error));
       },
       (error: unknown) => failed(res, error),
     );

@@ -21,6 +21,8 @@ export interface RateLimitServersOptions {
   host?: string;
   /** TLS on the gRPC listener; without it the listener is plaintext (as Envoy's service is by default). */
   grpcTls?: GrpcTls;
+  /** A `ShouldRateLimit` OpenTelemetry span per request (default false); spans go where the process's OpenTelemetry SDK sends them. */
+  tracing?: boolean;
 }
 
 /** GrpcTls is the gRPC listener's certificate and key (PEM), and, to require client certificates, the CA that signs them. */
@@ -65,11 +67,11 @@ function listenGrpc(
   service: RateLimitService,
   host: string,
   port: number,
-  tls: GrpcTls | undefined,
+  options: { readonly tls: GrpcTls | undefined; readonly tracing: boolean },
 ): Promise<{ server: grpc.Server; port: number }> {
-  const credentials = credentialsOf(tls);
+  const credentials = credentialsOf(options.tls);
   const server = new grpc.Server();
-  addRateLimitService(server, service);
+  addRateLimitService(server, service, { tracing: options.tracing });
   addHealthService(server, service.health);
   const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   return new Promise((resolve, reject) => {
@@ -80,8 +82,13 @@ function listenGrpc(
   });
 }
 
-function listenHttp(service: RateLimitService, host: string, port: number): Promise<{ server: Server; port: number }> {
-  const server = createServer(rateLimitHttpHandler(service));
+function listenHttp(
+  service: RateLimitService,
+  host: string,
+  port: number,
+  tracing: boolean,
+): Promise<{ server: Server; port: number }> {
+  const server = createServer(rateLimitHttpHandler(service, { tracing }));
   server.keepAliveTimeout = 60_000;
   return new Promise((resolve, reject) => {
     server.once('error', (error) =>
@@ -129,10 +136,16 @@ export async function startRateLimitServers(options: RateLimitServersOptions): P
   const grpcServer =
     options.grpcPort === undefined
       ? undefined
-      : await listenGrpc(options.service, host, options.grpcPort, options.grpcTls);
+      : await listenGrpc(options.service, host, options.grpcPort, {
+          tls: options.grpcTls,
+          tracing: options.tracing === true,
+        });
   let httpServer: { server: Server; port: number } | undefined;
   try {
-    httpServer = options.httpPort === undefined ? undefined : await listenHttp(options.service, host, options.httpPort);
+    httpServer =
+      options.httpPort === undefined
+        ? undefined
+        : await listenHttp(options.service, host, options.httpPort, options.tracing === true);
   } catch (error) {
     if (grpcServer !== undefined) await closeGrpc(grpcServer.server);
     throw error;
