@@ -102,7 +102,7 @@ describe('floodgate check on each kind of file', () => {
   it("a scenario's misspelt field is placed on its line by the simulator's parser, which suggests the name", async () => {
     const r = await check(at('misspelt.yaml'));
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /misspelt\.yaml:7:\d+ scenario field policies\[0\]\.policy\.limt .*limit/);
+    assert.match(r.stderr, /misspelt\.yaml:7:\d+: scenario field policies\[0\]\.policy\.limt .*limit/);
     assert.doesNotMatch(r.stderr, /unknown key "(durationMs|traffic|policies)"/);
   });
 

@@ -6,9 +6,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { LineCounter, parse as parseYaml, parseDocument } from 'yaml';
+import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../config/load.js';
-import { ConfigError, formatProblem, Locator, type ConfigPath } from '../config/problems.js';
+import { ConfigError, formatProblem } from '../config/problems.js';
 import { jsonSchema } from '../config/schema.js';
 import { fileKindOf, KIND_INFO, type FileKind } from './file-kind.js';
 
@@ -111,7 +111,10 @@ async function checkScenario(file: string, text: string): Promise<Checked> {
     return { summary: `${lanes}, ${scenario.traffic.length} traffic sources, ${scenario.durationMs} ms` };
   } catch (err) {
     if (!(err instanceof simulator.SimulatorError)) throw err;
-    return { problems: [located(file, text, err.field, err.message)] };
+    // Placed as floodgate simulate places it: the simulator's own positionOf.
+    const at = err.field === '' ? { line: 1, column: 1 } : simulator.positionOf(text, err.field);
+    const where = at === undefined || err.message.startsWith(file) ? '' : `${file}:${at.line}:${at.column}: `;
+    return { problems: [`${where}${err.message}`] };
   }
 }
 
@@ -144,18 +147,4 @@ async function checkTrace(file: string, text: string): Promise<Checked> {
   } catch (err) {
     return { problems: [(err as Error).message] };
   }
-}
-
-/** `file:line:column message`, the scenario field (which the message names) placed on its line (or its nearest parent's). */
-function located(file: string, text: string, field: string, message: string): string {
-  if (message.startsWith(file)) return message;
-  const lines = new LineCounter();
-  const locator = new Locator(file, parseDocument(text, { lineCounter: lines }), lines);
-  const problem = locator.problem(pathOf(field), message, '');
-  return `${problem.line > 0 ? `${file}:${problem.line}:${problem.column}` : file} ${message}`;
-}
-
-/** `policies[0].policy.limit` as the path `['policies', 0, 'policy', 'limit']`. */
-function pathOf(field: string): ConfigPath {
-  return [...field.matchAll(/([^.[\]]+)|\[(\d+)\]/g)].map((m) => (m[2] === undefined ? m[1]! : Number(m[2])));
 }
