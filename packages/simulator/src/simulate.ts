@@ -161,8 +161,9 @@ function busiestKey(arrivals: Arrivals): number {
 
 /**
  * runLane runs one lane on the engine its policy and mode call for, and returns what it recorded:
- * each arrival's admission time (NaN: refused), the key's state after each decision, and
- * `context.watch`'s key's state at each step end (default: the first key, over 100 steps of 1 s).
+ * each arrival's admission time (NaN: refused), the key's state after each decision (when the
+ * watch's recorder keeps them), and `context.watch`'s key's state at each step end (default: the
+ * first key, over 100 steps of 1 s, keeping no per-request states).
  */
 export async function runLane(
   lane: LaneSpec,
@@ -180,7 +181,7 @@ export async function runLane(
       chartKeyId: 0,
       stepMs: 1000,
       fuller: reading.fuller,
-      keepAll: true,
+      keepAll: false,
     }),
   };
   const distribution = lane.distribution;

@@ -85,12 +85,17 @@ export class StateProbe {
     steps: number,
   ) {
     this.values = new Float64Array(steps).fill(NaN);
+    this.nextMs = steps > 0 ? stepMs : Infinity;
   }
+
+  /** The next step end to read, in ms (Infinity once all are read): an engine calls {@link until} only from then on. */
+  nextMs: number;
 
   /** until reads, with `read(atMs)`, the state at every step end not yet read that is at or before `atMs`. */
   until(atMs: number, read: (atMs: number) => number): void {
     for (; this.next < this.values.length && (this.next + 1) * this.stepMs <= atMs; this.next++)
       this.values[this.next] = read((this.next + 1) * this.stepMs);
+    this.nextMs = this.next < this.values.length ? (this.next + 1) * this.stepMs : Infinity;
   }
 }
 

@@ -28,7 +28,7 @@ export function runDistributed(arrivals: Arrivals, options: NodeOptions, watch: 
     const node = nodes[i % nodes.length]!;
     const t = arrivals.atMs[i]!;
     const reachMs = t + roundTripMs[i]! / 2;
-    watch.probe.until(reachMs, peek);
+    if (reachMs >= watch.probe.nextMs) watch.probe.until(reachMs, peek);
     const key = arrivals.keys[arrivals.keyIds[i]!]!;
     consume.cost = arrivals.costs[i]!;
     if (inOutage(outage, reachMs)) {

@@ -28,7 +28,7 @@ export function runShape(spec: ShapeSpec, arrivals: Arrivals, context: QueueCont
   const admittedAtMs = new Float64Array(arrivals.length);
   for (let i = 0; i < arrivals.length; i++) {
     const t = arrivals.atMs[i]!;
-    context.watch.probe.until(t, waitingAt);
+    if (t >= context.watch.probe.nextMs) context.watch.probe.until(t, waitingAt);
     const slot = arrivals.keyIds[i]! * nodes + (i % nodes);
     const gate = (gates[slot] ??= new LeakyGate({ intervalMs, capacity: spec.capacity }));
     const ticket = gate.admit(t);

@@ -32,15 +32,16 @@ export function runRefuse(algorithm: Algorithm, arrivals: Arrivals, watch: Watch
     return read(limiter.peekSync(watch.key, ZERO));
   };
   const options: ConsumeOptions = { cost: 1 };
+  const { probe, recorder } = watch;
   for (let i = 0; i < arrivals.length; i++) {
     const t = atMs[i]!;
-    watch.probe.until(t, peek);
+    if (t >= probe.nextMs) probe.until(t, peek);
     clock.set(t);
     options.cost = costs[i]!;
     const key = keys[keyIds[i]!]!;
     const decision = decideOrRefuse(limiter, key, options);
     admittedAtMs[i] = decision?.allowed === true ? t : NaN;
-    watch.recorder.note(i, t, read(decision ?? limiter.peekSync(key, ZERO)));
+    recorder.note(i, t, read(decision ?? limiter.peekSync(key, ZERO)));
   }
   watch.probe.until(Infinity, peek);
   return laneRun(admittedAtMs, 1, watch);
