@@ -128,7 +128,7 @@ export async function redisStore(options: {
   readonly failure: RedisFailure;
   readonly observer: Observer;
   readonly access?: RedisAccess;
-}): Promise<{ store: Store; close: () => void }> {
+}): Promise<{ store: Store; close: () => void; connected: boolean }> {
   const { address, cluster, failure } = options;
   const nodes = cluster
     ? address.split(',').map((a) => addressOf(a, '--redis-cluster'))
@@ -144,6 +144,7 @@ export async function redisStore(options: {
     : new Redis({ host: nodes[0]!.host, port: nodes[0]!.port, ...FAIL_FAST_CLIENT, ...signIn });
   // Without a listener ioredis would print each reconnection attempt.
   client.on('error', () => undefined);
+  const connected = await readyWithin(client, CONNECT_WAIT_MS);
   const onError = failure.onError === 'local' ? { fallback: 'local' as const } : failure.onError;
   const store = new RedisStore({
     adapter: ioredisAdapter(client),
@@ -151,5 +152,35 @@ export async function redisStore(options: {
     observer: options.observer,
     ...(failure.timeoutMs === undefined ? {} : { timeoutMs: failure.timeoutMs }),
   });
-  return { store, close: () => client.disconnect() };
+  return { store, close: () => client.disconnect(), connected };
+}
+
+/** CONNECT_WAIT_MS is how long the service waits for Redis at start before it listens anyway (its failure policy answering meanwhile). */
+export const CONNECT_WAIT_MS = 5_000;
+
+/**
+ * readyWithin resolves true once `client` is connected (and signed in), or false after `waitMs`:
+ * with the offline queue off, a command sent before then would fail at once, so the service
+ * listens only once Redis can be asked, or once it has waited long enough to say it cannot.
+ */
+function readyWithin(
+  client: {
+    status: string;
+    once(event: 'ready', listener: () => void): unknown;
+    off(event: 'ready', listener: () => void): unknown;
+  },
+  waitMs: number,
+): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const onReady = (): void => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      client.off('ready', onReady);
+      resolve(false);
+    }, waitMs);
+    client.once('ready', onReady);
+  });
 }

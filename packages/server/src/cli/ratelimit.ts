@@ -25,7 +25,7 @@ import {
   servingWhen,
   type RatelimitFlags,
 } from './ratelimit-flags.js';
-import { failureOf, redisStore, StoreState, UsageError } from './ratelimit-store.js';
+import { CONNECT_WAIT_MS, failureOf, redisStore, StoreState, UsageError } from './ratelimit-store.js';
 import { watchFiles } from './watch-files.js';
 
 export type { RatelimitFlags } from './ratelimit-flags.js';
@@ -133,7 +133,7 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   }
   const metrics = new RateLimitMetrics();
   metrics.configLoad(true);
-  const { service, redis } = await buildService(flags, domains, metrics);
+  const { service, redis } = await buildService(flags, domains, metrics, io.stderr);
   const listening = await listen(flags, service, metrics);
   io.stdout.write(`${JSON.stringify({ ready: true, ...listening.ports })}\n`);
   const reloadNow = (): void => reload(service, flags, { stderr: io.stderr, metrics });
@@ -155,6 +155,7 @@ async function buildService(
   flags: RatelimitFlags,
   domains: readonly DomainSpec[],
   metrics: RateLimitMetrics,
+  stderr: NodeJS.WritableStream,
 ): Promise<{ service: RateLimitService; redis: { close: () => void } | undefined }> {
   const failure = failureOf(flags);
   const policy = healthPolicyOf(flags.healthFollowsStore);
@@ -174,6 +175,10 @@ async function buildService(
           observer: state.observer,
           access: redisAccessOf(flags),
         });
+  if (redis?.connected === false)
+    stderr.write(
+      `Redis at ${address!} did not answer within ${CONNECT_WAIT_MS} ms; serving anyway, --on-store-error ${failure.onError} answering until it does\n`,
+    );
   made.service = createRateLimitService({
     domains,
     store: redis?.store,
