@@ -64,41 +64,22 @@ export function scoreLane(
 ): { score: Score; hottest: KeyTimeline } {
   const admissions = admissionsByKey(arrivals, admittedAtMs, buffer);
   const { offsets, order } = admissions;
-  const scratch = new Int32Array(largestSegment(offsets));
-  const nominal = { ...promise, maxAdmitted: promise.limit };
-  let maxInWindow = 0;
-  let overPromise = 0;
-  let overLimit = 0;
-  let admittedCost = 0;
-  let hottest = { key: 0, cost: -1 };
-  // One timeline object, moved from key to key: nothing allocated per key.
-  const timeline = { atMs: admittedAtMs, costs: arrivals.costs, index: order, from: 0, to: 0 };
-  for (let k = 0; k < arrivals.keys.length; k++) {
-    timeline.from = offsets[k]!;
-    timeline.to = offsets[k + 1]!;
-    const slide = slideWindow(timeline, promise, scratch);
-    maxInWindow = Math.max(maxInWindow, slide.max);
-    overPromise += slide.over;
-    // A key never above the nominal limit in any window has nothing over it.
-    if (slide.max > nominal.maxAdmitted) overLimit += slideWindow(timeline, nominal, scratch).over;
-    admittedCost += slide.total;
-    if (slide.total > hottest.cost) hottest = { key: k, cost: slide.total };
-  }
-  const waits = waitsOf(arrivals, admittedAtMs, order.length);
+  const windows = slideEveryKey(arrivals, admittedAtMs, admissions, promise);
   const score: Score = {
     requests: arrivals.length,
     admitted: order.length,
     refused: arrivals.length - order.length,
-    admittedCost,
-    maxInWindow,
-    overPromise,
-    overLimit,
+    admittedCost: windows.admittedCost,
+    maxInWindow: windows.maxInWindow,
+    overPromise: windows.overPromise,
+    overLimit: windows.overLimit,
     wronglyRefused:
       promise.guaranteed === undefined ? undefined : countWronglyRefused(arrivals, admittedAtMs, admissions, promise),
-    waitMs: percentiles(waits),
-    hottestKey: arrivals.keys[hottest.key] ?? '',
+    waitMs: percentiles(waitsOf(arrivals, admittedAtMs, order.length)),
+    hottestKey: arrivals.keys[windows.hottestKeyId] ?? '',
   };
-  const segment = order.subarray(offsets[chartKeyId ?? hottest.key]!, offsets[(chartKeyId ?? hottest.key) + 1]!);
+  const k = chartKeyId ?? windows.hottestKeyId;
+  const segment = order.subarray(offsets[k]!, offsets[k + 1]!);
   return {
     score,
     hottest: {
@@ -106,6 +87,37 @@ export function scoreLane(
       costs: Float64Array.from(segment, (i) => arrivals.costs[i]!),
     },
   };
+}
+
+/** The window measures over every key: the largest sum, the cost over the promise and over the nominal limit, the total, the hottest key. */
+function slideEveryKey(
+  arrivals: Arrivals,
+  admittedAtMs: Float64Array,
+  admissions: Admissions,
+  promise: PolicyPromise,
+): { maxInWindow: number; overPromise: number; overLimit: number; admittedCost: number; hottestKeyId: number } {
+  const { offsets, order } = admissions;
+  const scratch = new Int32Array(largestSegment(offsets));
+  const nominal = { ...promise, maxAdmitted: promise.limit };
+  const out = { maxInWindow: 0, overPromise: 0, overLimit: 0, admittedCost: 0, hottestKeyId: 0 };
+  let hottestCost = -1;
+  // One timeline object, moved from key to key: nothing allocated per key.
+  const timeline = { atMs: admittedAtMs, costs: arrivals.costs, index: order, from: 0, to: 0 };
+  for (let k = 0; k < arrivals.keys.length; k++) {
+    timeline.from = offsets[k]!;
+    timeline.to = offsets[k + 1]!;
+    const slide = slideWindow(timeline, promise, scratch);
+    out.maxInWindow = Math.max(out.maxInWindow, slide.max);
+    out.overPromise += slide.over;
+    // A key never above the nominal limit in any window has nothing over it.
+    if (slide.max > nominal.maxAdmitted) out.overLimit += slideWindow(timeline, nominal, scratch).over;
+    out.admittedCost += slide.total;
+    if (slide.total > hottestCost) {
+      hottestCost = slide.total;
+      out.hottestKeyId = k;
+    }
+  }
+  return out;
 }
 
 /**
