@@ -58,7 +58,7 @@ export async function runServe(flags: ServeFlags): Promise<number> {
     else log.fatal({ error: (err as Error).message }, 'could not start');
     return 1;
   }
-  if (flags.demoUpstream === true) process.stderr.write(tryLine(gateway) + '\n');
+  if (flags.demoUpstream === true) process.stderr.write(tryLine(gateway) + (await dashboardLine(file, gateway)) + '\n');
   const stopWatching = flags.watch
     ? watchFiles(
         () => [file, ...gateway.descriptorFiles],
@@ -90,6 +90,15 @@ function tryLine(gateway: Gateway): string {
       ? ''
       : `The rate limit service (domains ${service.domains.join(', ')}): gRPC on port ${service.grpcPort ?? '-'}, JSON API on port ${service.httpPort ?? '-'} (POST /v1/decide).\n`;
   return `\nfloodgate is listening. Try, several times in a row:\n\n  curl -i http://127.0.0.1:${gateway.port}${path}\n\nand watch RateLimit count down to a 429. Metrics: http://127.0.0.1:${gateway.adminPort ?? '-'}/metrics\n${serviceLine}`;
+}
+
+/** Where the dashboard is, or how to turn it on: the example config of `npm start` has no admin token. */
+async function dashboardLine(file: string, gateway: Gateway): Promise<string> {
+  const admin = (await loadConfig(file)).config.admin;
+  const token = admin?.tokenEnv !== undefined ? process.env[admin.tokenEnv] : admin?.token;
+  if (token !== undefined && admin?.dashboard?.enabled !== false)
+    return `Dashboard: http://${admin?.host ?? '127.0.0.1'}:${gateway.adminPort ?? '-'}/dashboard (any user name, the admin token as the password).\n`;
+  return 'Dashboard: off until the config has an admin token (admin.tokenEnv: VARIABLE, a variable holding 16+ characters).\n';
 }
 
 async function startDemo(file: string, log: pino.Logger): Promise<boolean> {
