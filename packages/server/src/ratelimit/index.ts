@@ -73,7 +73,7 @@ export {
 } from './service/outcome.js';
 export { DescriptorLabels, MAX_DESCRIPTOR_LABELS, outcomeLabel } from './service/metric-labels.js';
 export { RateLimitMetrics } from './service/metrics.js';
-export { counterKey, type DescriptorEntry, type Match, type Rule } from './service/rules.js';
+export { counterKey, globMatches, type DescriptorEntry, type Match, type Rule } from './service/rules.js';
 export { compositeKey } from './service/config-descriptors.js';
 export { UNIT_MS, UNITS, type RateLimitUnit } from './service/units.js';
 export { addHealthService, HEALTH_SERVICES, loadHealthService, ServiceHealth } from './service/health.js';

@@ -1,8 +1,8 @@
 /**
  * The descriptor tree compiled for lookups: which rule applies to a request's descriptor, as
- * Envoy's service finds it (the most specific match at each level: key and value, then a value
- * prefix `foo*`, then the key alone; a rule applies only at the level of the descriptor's last
- * entry), and the floodgate policy each rule is counted with.
+ * Envoy's service finds it (at each level: the composite `key_value`, then the wildcards in file
+ * order, then the key alone; a rule applies only at the level of the descriptor's last entry),
+ * and the floodgate policy each rule is counted with.
  */
 import type { Algorithm } from 'floodgate';
 import type { DescriptorSpec, DomainSpec } from './config.js';
@@ -51,8 +51,8 @@ interface TreeNode {
 interface Level {
   /** Nodes without a wildcard, by composite key (`key_value`, or `key` when no value). */
   readonly byComposite: Map<string, TreeNode>;
-  /** Nodes whose value holds a `*`, in file order (the first that matches wins, as in Envoy's service). */
-  readonly wildcards: Array<{ readonly pattern: RegExp; readonly node: TreeNode }>;
+  /** Nodes whose value holds a `*`, in file order (the first that matches wins, as in Envoy's service): the composite key split at each `*`. */
+  readonly wildcards: Array<{ readonly parts: readonly string[]; readonly node: TreeNode }>;
 }
 
 /** DescriptorEntry is one `(key, value)` pair of a request's descriptor. */
@@ -110,14 +110,30 @@ function find(level: Level, entry: DescriptorEntry): TreeNode | undefined {
   const composite = `${entry.key}_${entry.value}`;
   const exact = level.byComposite.get(composite);
   if (exact !== undefined) return exact;
-  for (const w of level.wildcards) if (w.pattern.test(composite)) return w.node;
+  for (const w of level.wildcards) if (globMatches(w.parts, composite)) return w.node;
   return level.byComposite.get(entry.key);
 }
 
-/** globOf returns a pattern matching the whole of `text`, where each `*` matches any run of characters. */
-function globOf(text: string): RegExp {
-  const parts = text.split('*').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-  return new RegExp(`^${parts.join('[\\s\\S]*')}$`);
+/**
+ * globMatches returns whether `text` matches the pattern split at its `*`s into `parts` (at least
+ * two), each `*` standing for any run of characters. The first part must start the text, the last
+ * end it, and the others are found leftmost in order between them: for `*` alone that is exact,
+ * and it takes O(text × pattern) time, where a regular expression could backtrack for ever on a
+ * client's value against a pattern of several `*`.
+ */
+export function globMatches(parts: readonly string[], text: string): boolean {
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  if (text.length < first.length + last.length || !text.startsWith(first) || !text.endsWith(last)) return false;
+  const end = text.length - last.length;
+  let at = first.length;
+  for (let i = 1; i < parts.length - 1; i++) {
+    const part = parts[i]!;
+    const found = text.indexOf(part, at);
+    if (found < 0 || found + part.length > end) return false;
+    at = found + part.length;
+  }
+  return true;
 }
 
 function compileLevel(specs: readonly DescriptorSpec[], policies: Policies): Level {
@@ -130,7 +146,7 @@ function compileLevel(specs: readonly DescriptorSpec[], policies: Policies): Lev
       rule: ruleOf(spec, policies),
       children: compileLevel(spec.descriptors, policies),
     };
-    if (spec.value?.includes('*') === true) level.wildcards.push({ pattern: globOf(composite), node });
+    if (spec.value?.includes('*') === true) level.wildcards.push({ parts: composite.split('*'), node });
     else level.byComposite.set(composite, node);
   }
   return level;
