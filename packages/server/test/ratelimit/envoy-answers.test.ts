@@ -301,6 +301,46 @@ describe("envoyproxy/ratelimit's answers", () => {
     }
   });
 
+  it("a descriptor's own hits_addend counts over the request's", async () => {
+    const service = serviceOf('nested-units.yaml');
+    const r = await service.shouldRateLimit(
+      parseDecisionRequest({
+        domain: 'nested',
+        hits_addend: 5,
+        descriptors: [
+          { entries: [{ key: 'tenant', value: 'x' }] },
+          { entries: [{ key: 'daily', value: 'x' }], hits_addend: { value: 40 } },
+        ],
+      }),
+    );
+    assert.deepEqual(
+      r.statuses.map((s) => s.limitRemaining),
+      [95, 960],
+    );
+  });
+
+  it('replaces by a replaced limit still applies: every name any applying limit replaces is dropped', async () => {
+    const domains = domainsOf(
+      [
+        'domain: chain',
+        'descriptors:',
+        '  - key: a',
+        '    rate_limit: { name: a, unit: second, requests_per_unit: 1, replaces: [{ name: b }] }',
+        '  - key: b',
+        '    rate_limit: { name: b, unit: second, requests_per_unit: 1, replaces: [{ name: c }] }',
+        '  - key: c',
+        '    rate_limit: { name: c, unit: second, requests_per_unit: 1 }',
+        '',
+      ].join('\n'),
+    );
+    const service = createRateLimitService({ domains, clock: new ManualClock(START_MS) });
+    const r = await service.shouldRateLimit(requestOf('chain', [[['a', '1']], [['b', '1']], [['c', '1']]]));
+    assert.deepEqual(
+      r.statuses.map((s) => s.rule?.name ?? null),
+      ['a', null, null],
+    );
+  });
+
   it('duration_until_reset is the rest of the unit window', async () => {
     const clock = new ManualClock(START_MS + 250);
     const domains = domainsOf(readFileSync(fixturePath('envoy/accepted/nested-units.yaml'), 'utf8'));
