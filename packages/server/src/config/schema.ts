@@ -193,6 +193,8 @@ export const rateLimitServiceSchema = z.strictObject({
     .optional(),
   /** Every limit in shadow mode (envoyproxy/ratelimit's SHADOW_MODE): decided and counted, never refusing. */
   shadowMode: z.boolean().optional(),
+  /** An OpenTelemetry span per ShouldRateLimit, sent where the process's OpenTelemetry SDK sends them. */
+  tracing: z.boolean().optional(),
 });
 
 /** configSchema is the whole file. */

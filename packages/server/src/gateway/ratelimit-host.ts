@@ -61,6 +61,7 @@ export class RateLimitServiceHost {
             grpcPort: section.grpc?.port,
             httpPort: section.http?.port,
             host: grpcHost ?? httpHost ?? '127.0.0.1',
+            tracing: section.tracing === true,
           });
     return new RateLimitServiceHost(service, servers, section, options.log);
   }
@@ -82,7 +83,7 @@ export class RateLimitServiceHost {
 
   /** reload serves `domains` from now on (counters of unchanged limits carry on); a listener change is logged and applies at the next restart. */
   reload(section: RateLimitServiceConfig, domains: readonly DomainSpec[]): void {
-    for (const part of ['grpc', 'http', 'responseHeaders', 'shadowMode'] as const) {
+    for (const part of ['grpc', 'http', 'responseHeaders', 'shadowMode', 'tracing'] as const) {
       if (JSON.stringify(section[part]) !== JSON.stringify(this.section[part]))
         this.log.warn(
           { part: `rateLimitService.${part}` },
@@ -96,6 +97,7 @@ export class RateLimitServiceHost {
       http: this.section.http,
       responseHeaders: this.section.responseHeaders,
       shadowMode: this.section.shadowMode,
+      tracing: this.section.tracing,
     };
   }
 
@@ -114,10 +116,16 @@ function headersOfSection(section: RateLimitServiceConfig): ResponseHeaders {
 }
 
 async function startApart(service: RateLimitService, section: RateLimitServiceConfig): Promise<RateLimitServers> {
-  const grpc = await startRateLimitServers({ service, grpcPort: section.grpc!.port, host: section.grpc!.host });
+  const tracing = section.tracing === true;
+  const grpc = await startRateLimitServers({
+    service,
+    grpcPort: section.grpc!.port,
+    host: section.grpc!.host,
+    tracing,
+  });
   let http: RateLimitServers;
   try {
-    http = await startRateLimitServers({ service, httpPort: section.http!.port, host: section.http!.host });
+    http = await startRateLimitServers({ service, httpPort: section.http!.port, host: section.http!.host, tracing });
   } catch (err) {
     await grpc.close();
     throw err;
