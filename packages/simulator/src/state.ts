@@ -24,13 +24,24 @@ export interface StateReading {
 /** stateReadingOf returns how the state of a lane running `spec` is read and drawn. */
 export function stateReadingOf(spec: PolicySpec): StateReading {
   switch (spec.type) {
-    case 'token-bucket':
-      return { label: 'tokens left', of: (d) => d.remaining, bound: spec.capacity, boundLabel: 'capacity', fuller: -1 };
+    case 'token-bucket': {
+      const perMs = spec.refillPerSecond / 1000;
+      const capacity = spec.capacity;
+      // Whole tokens left; in debt (a waiting lane books ahead), the debt, from the time to full.
+      return {
+        label: 'tokens left',
+        of: (d) => (d.remaining > 0 ? d.remaining : Math.min(0, capacity - d.resetMs * perMs)),
+        bound: capacity,
+        boundLabel: 'capacity',
+        fuller: -1,
+      };
+    }
     case 'leaky-bucket': {
+      const perMs = spec.leakPerSecond / 1000;
       const capacity = spec.capacity;
       return {
         label: 'water in the bucket',
-        of: (d) => capacity - d.remaining,
+        of: (d) => (d.remaining > 0 ? capacity - d.remaining : Math.max(capacity, d.resetMs * perMs)),
         bound: capacity,
         boundLabel: 'capacity',
         fuller: 1,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { simulate, type LaneResult, type SimulationResult } from '../src/index.js';
+import { renderCharts, simulate, type LaneResult, type SimulationResult } from '../src/index.js';
 
 function lane(result: SimulationResult, name: string): LaneResult {
   const found = result.lanes.find((l) => l.name === name);
@@ -49,6 +49,29 @@ describe("each lane's algorithm state, as the library reports it", () => {
     assert.equal(fixed[9], 0, 'at the end of the step up to 1000 ms, a new window has begun');
     assert.equal(fixed[10], 3);
     assert.equal(fixed[20], 0, 'and resets to 0 when a window passes unused');
+  });
+
+  it('reads a waiting bucket in debt below 0, and draws the axis below 0', async () => {
+    const result = await simulate({
+      durationMs: 2000,
+      bucketMs: 100,
+      traffic: [{ type: 'burst', atMs: 0, count: 10 }],
+      policies: [
+        {
+          name: 'bucket',
+          mode: 'wait',
+          maxWaitMs: 1000,
+          policy: { type: 'token-bucket', capacity: 5, refillPerSecond: 10 },
+        },
+      ],
+    });
+    // Ten reserved at once from five tokens: five owed, paid back at 10 a second.
+    const state = lane(result, 'bucket').series.state;
+    assert.equal(state[0], -5);
+    assert.equal(state[4], -1, 'by 500 ms, four of the five owed are paid back');
+    assert.equal(state[19], 5);
+    const chart = renderCharts(result).find((c) => c.id === 'state-1')!.svg;
+    assert.match(chart, />-\d+<\/text><\/g>/, 'a tick below 0');
   });
 
   it('reads the requests waiting in a shaping queue', async () => {

@@ -60,13 +60,15 @@ const PLOT = { left: 70, right: 700, top: 44, bottom: 320 };
 export function renderLineChart(options: LineChartOptions): string {
   const steps = Math.max(1, ...options.series.flatMap((s) => s.lines.map((l) => l.values.length)));
   const scale = yScaleOf(options);
-  const yTicks = niceTicks(scale.top);
+  const yTicks = ticksOf(scale);
   const yTop = yTicks[yTicks.length - 1]!;
+  const yBottom = yTicks[0]!;
   const xSpanS = (steps * options.stepMs) / 1000;
   const xTicks = niceTicks(xSpanS, 8).filter((t) => t <= xSpanS + 1e-9);
   const x = (s: number): number => PLOT.left + (s / xSpanS) * (PLOT.right - PLOT.left);
   // A value above the scale (a spike) is drawn at the top edge and marked there.
-  const y = (v: number): number => PLOT.bottom - (Math.min(v, yTop) / yTop) * (PLOT.bottom - PLOT.top);
+  const y = (v: number): number =>
+    PLOT.bottom - ((Math.max(yBottom, Math.min(v, yTop)) - yBottom) / (yTop - yBottom)) * (PLOT.bottom - PLOT.top);
   const pointX = (i: number): number => x(((i + 0.5) * options.stepMs) / 1000);
   const notes = [...(options.notes ?? []), ...coincidences(options.series)];
   if (scale.spikes) notes.push('▲ beyond the scale: a spike,', '   its peak written beside it');
@@ -96,22 +98,36 @@ export function renderLineChart(options: LineChartOptions): string {
 /**
  * The top of the y scale: a little above the largest value, unless a few values (a burst's
  * spike) stand more than 4 times above the rest, which would flatten every other line: then a
- * little above the 90th percentile of the values other than 0 (and the marks), and the spikes
+ * little above the 90th percentile of the values above 0 (and the marks), and the spikes
  * are drawn clipped and marked.
  */
-function yScaleOf(options: LineChartOptions): { top: number; spikes: boolean } {
+function yScaleOf(options: LineChartOptions): { top: number; bottom: number; spikes: boolean } {
   const values: number[] = [];
   let marks = 0;
+  let bottom = 0;
   for (const s of options.series) {
     for (const l of s.lines) for (const v of l.values) if (Number.isFinite(v)) values.push(v);
     for (const m of s.marks ?? []) if (Number.isFinite(m.value)) marks = Math.max(marks, m.value);
   }
   if (options.reference !== undefined) for (const v of options.reference.values) if (Number.isFinite(v)) values.push(v);
-  const nonzero = values.filter((v) => v !== 0).sort((a, b) => a - b);
+  for (const v of values) if (v < bottom) bottom = v;
+  const nonzero = values.filter((v) => v > 0).sort((a, b) => a - b);
   const max = Math.max(nonzero[nonzero.length - 1] ?? 0, marks);
   const usual = Math.max(nonzero[Math.max(0, Math.ceil(nonzero.length * 0.9) - 1)] ?? 0, marks);
-  if (usual > 0 && max > 4 * usual) return { top: usual * 1.3, spikes: true };
-  return { top: Math.max(max * 1.05, 1), spikes: false };
+  if (usual > 0 && max > 4 * usual) return { top: usual * 1.3, bottom, spikes: true };
+  return { top: Math.max(max * 1.05, 1), bottom, spikes: false };
+}
+
+/** The y ticks: round steps from 0 up to the top, and down below 0 when a value is negative (a bucket in debt). */
+function ticksOf(scale: { top: number; bottom: number }): number[] {
+  if (scale.bottom >= 0) return niceTicks(scale.top);
+  const step = niceTicks(scale.top - scale.bottom)[1]!;
+  const ticks: number[] = [];
+  for (let v = -Math.ceil(-scale.bottom / step) * step; ; v += step) {
+    ticks.push(Number(v.toPrecision(12)));
+    if (v >= scale.top) break;
+  }
+  return ticks;
 }
 
 /** A triangle at the top edge over each value beyond the scale, and each line's highest value written beside it once. */
