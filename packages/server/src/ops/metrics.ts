@@ -32,7 +32,7 @@ export class GatewayMetrics implements DecisionReporter {
   });
   private readonly serviceDecisions = new Counter({
     name: 'floodgate_ratelimit_service_decisions_total',
-    help: 'Decisions of the rate limit service (Envoy gRPC and JSON API) by domain, descriptor (its metric key after the domain) and outcome (admitted, limited, fail_open, fail_closed, fallback: the local fallback decided while the store was away; peek_ before those only asked).',
+    help: 'Decisions of the rate limit service (Envoy gRPC and JSON API) by domain, descriptor (its configured path after the domain; a wildcard by its pattern) and outcome (admitted, limited, shadow_limited and quota_limited: over the limit but answered OK, fail_open, fail_closed, store_full, fallback: the local fallback decided while the store was away; peek_ before those only asked).',
     labelNames: ['domain', 'descriptor', 'outcome'],
     registers: [this.registry],
     collect: (): void => this.serviceCounts.flush(),
