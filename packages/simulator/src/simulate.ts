@@ -82,29 +82,7 @@ export async function simulate(scenario: Scenario | unknown, options: SimulateOp
   const checked = parseScenario(scenario);
   const arrivals = generateArrivals(checked.traffic, checked.durationMs, checked.seed);
   const chartKeyId = busiestKey(arrivals);
-  const stepsInDuration = Math.max(1, Math.ceil(checked.durationMs / checked.bucketMs));
-  const runs: LaneRun[] = [];
-  for (const [index, lane] of checked.policies.entries()) {
-    const path = `policies[${index}]`;
-    const reading = stateReadingOf(lane.policy);
-    const watch: Watch = {
-      reading,
-      key: arrivals.keys[chartKeyId] ?? 'k',
-      probe: new StateProbe(checked.bucketMs, stepsInDuration),
-      recorder: new StateRecorder({
-        keyIds: arrivals.keyIds,
-        chartKeyId,
-        stepMs: checked.bucketMs,
-        fuller: reading.fuller,
-        keepAll: options.keepStates === true,
-      }),
-    };
-    try {
-      runs.push(await runLane(lane, arrivals, { seed: checked.seed + index, path, watch }));
-    } catch (error) {
-      throw scenarioErrorOf(error, `${path}.policy`);
-    }
-  }
+  const runs = await runLanes(checked, arrivals, { chartKeyId, keepStates: options.keepStates === true });
   let horizonMs = checked.durationMs;
   for (const { admittedAtMs } of runs) {
     for (let i = 0; i < admittedAtMs.length; i++)
@@ -125,6 +103,38 @@ export async function simulate(scenario: Scenario | unknown, options: SimulateOp
     chartKey: arrivals.keys[chartKeyId] ?? 'k',
     lanes,
   };
+}
+
+/** Runs every lane in turn, each watching the chart key; a value the library refuses names the lane's policy field. */
+async function runLanes(
+  checked: Scenario,
+  arrivals: Arrivals,
+  options: { chartKeyId: number; keepStates: boolean },
+): Promise<LaneRun[]> {
+  const stepsInDuration = Math.max(1, Math.ceil(checked.durationMs / checked.bucketMs));
+  const runs: LaneRun[] = [];
+  for (const [index, lane] of checked.policies.entries()) {
+    const path = `policies[${index}]`;
+    const reading = stateReadingOf(lane.policy);
+    const watch: Watch = {
+      reading,
+      key: arrivals.keys[options.chartKeyId] ?? 'k',
+      probe: new StateProbe(checked.bucketMs, stepsInDuration),
+      recorder: new StateRecorder({
+        keyIds: arrivals.keyIds,
+        chartKeyId: options.chartKeyId,
+        stepMs: checked.bucketMs,
+        fuller: reading.fuller,
+        keepAll: options.keepStates,
+      }),
+    };
+    try {
+      runs.push(await runLane(lane, arrivals, { seed: checked.seed + index, path, watch }));
+    } catch (error) {
+      throw scenarioErrorOf(error, `${path}.policy`);
+    }
+  }
+  return runs;
 }
 
 function laneResult(
