@@ -137,7 +137,7 @@ function spikeMarks(options: LineChartOptions, x: (i: number) => number, top: nu
     ...options.series.flatMap((s) => s.lines.map((l) => ({ values: l.values, color: s.color }))),
     ...(options.reference === undefined ? [] : [{ values: options.reference.values, color: '#888888' }]),
   ];
-  const placed: number[] = [];
+  const placed: Array<{ x: number; text: string }> = [];
   for (const { values, color } of lines) {
     let peak = -1;
     const triangles: string[] = [];
@@ -147,12 +147,15 @@ function spikeMarks(options: LineChartOptions, x: (i: number) => number, top: nu
       if (peak < 0 || values[i]! > values[peak]!) peak = i;
     }
     if (peak < 0) continue;
-    // Labels of peaks close together go one under the other.
-    const row = placed.filter((px) => Math.abs(px - x(peak)) < 45).length;
-    placed.push(x(peak));
+    parts.push(`<path class="spike" d="${triangles.join('')}" fill="${color}"/>`);
+    // Labels of peaks close together go one under the other; the same figure nearby is written once.
+    const text = formatNumber(values[peak]!, 1);
+    const near = placed.filter((p) => Math.abs(p.x - x(peak)) < 45);
+    if (near.some((p) => p.text === text)) continue;
+    const row = near.length;
+    placed.push({ x: x(peak), text });
     parts.push(
-      `<path class="spike" d="${triangles.join('')}" fill="${color}"/>`,
-      `<text class="spike-label" x="${coord(x(peak) + 7)}" y="${PLOT.top + 10 + 13 * row}" fill="${color}" stroke="#ffffff" stroke-width="3" paint-order="stroke">${formatNumber(values[peak]!, 1)}</text>`,
+      `<text class="spike-label" x="${coord(x(peak) + 7)}" y="${PLOT.top + 10 + 13 * row}" fill="${color}" stroke="#ffffff" stroke-width="3" paint-order="stroke">${text}</text>`,
     );
   }
   return `<g class="spikes">${parts.join('')}</g>`;
