@@ -27,6 +27,8 @@ export interface Packager {
   readonly shipped: readonly string[];
   /** Files copied in from elsewhere, by their name in the tarball (e.g. the workspace's LICENSE). */
   readonly borrowed?: Readonly<Record<string, string>>;
+  /** Builds `distDir` another way than tsc's emit of `src` (the server bundles its CLI); returns `distDir`. */
+  readonly build?: (packageDir: string, distDir: string) => Promise<unknown>;
 }
 
 /** LICENSE_FILE is the MIT licence every floodgate package carries (the library's copy). */
@@ -37,6 +39,10 @@ export const LICENSE_FILE = fileURLToPath(new URL('../../floodgate/LICENSE', imp
  * tsc's output when tsc fails (a syntax error, or an option problem).
  */
 export async function buildDist(packager: Packager, distDir: string): Promise<string> {
+  if (packager.build !== undefined) {
+    await packager.build(packager.packageDir, distDir);
+    return distDir;
+  }
   await rm(distDir, { recursive: true, force: true });
   const tscBin = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   try {

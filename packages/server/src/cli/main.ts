@@ -3,11 +3,13 @@
  * alone, `check` checks any file a command reads, offline, `schema` prints the config's JSON Schema.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command } from 'commander';
+import { PACKAGE_ROOT } from '../package-root.js';
 import { runCheck, runSchema, runServe, type ServeFlags } from './commands.js';
 
-/** The server package's version: its package.json is two folders up from both src/cli and dist/cli. */
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+/** The server package's version, from its package.json. */
+const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
   version: string;
 };
 

@@ -2,12 +2,13 @@
  * Envoy's rate limit protos as both halves load them: the service to answer
  * `envoy.service.ratelimit.v3.RateLimitService`, the client to call it.
  */
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { PACKAGE_ROOT } from '../../package-root.js';
 
 /** PROTO_ROOT is the folder holding Envoy's protos (`packages/server/proto`), for include paths. */
-export const PROTO_ROOT = fileURLToPath(new URL('../../../proto/', import.meta.url));
+export const PROTO_ROOT = join(PACKAGE_ROOT, 'proto');
 
 /** RLS_PROTO is the path of `rls.proto` under {@link PROTO_ROOT}. */
 export const RLS_PROTO = 'envoy/service/ratelimit/v3/rls.proto';
