@@ -12,10 +12,10 @@ import { Limiter, fixedWindow, type Decision } from 'floodgate';
 import { Board } from '../packages/server/src/dashboard/board.js';
 import { LoopClock } from '../packages/server/src/dashboard/loop-clock.js';
 import { mountDashboard } from '../packages/server/src/dashboard/mount.js';
-import type { DecisionReporter, RuleOutcome } from '../packages/server/src/gateway/decide.js';
+import type { DecisionReporter, RuleOutcome } from '../packages/server/src/outcomes.js';
 import type { RouteTable } from '../packages/server/src/gateway/routes.js';
 import { GatewayMetrics } from '../packages/server/src/ops/metrics.js';
-import { tokenDigest } from '../packages/server/src/ops/admin.js';
+import { tokenDigest } from '../packages/server/src/process/admin.js';
 import { mps, ratio, spread, table } from './support/format.js';
 import { measureRate } from './support/timing.js';
 

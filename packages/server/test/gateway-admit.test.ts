@@ -4,7 +4,8 @@ import { describe, it } from 'node:test';
 import { MemoryStore } from 'floodgate';
 import { ClientIpResolver } from 'floodgate/http';
 import { parseConfig } from '../src/config/load.js';
-import { admit, type Admission, type DecisionReporter, type RuleOutcome } from '../src/gateway/decide.js';
+import { admit, type Admission } from '../src/gateway/decide.js';
+import type { DecisionReporter, RuleOutcome } from '../src/outcomes.js';
 import { ProxyRequest } from '../src/gateway/request.js';
 import { RouteTable, type CompiledRoute } from '../src/gateway/routes.js';
 

@@ -5,7 +5,7 @@ import { loadConfig } from '../config/load.js';
 import { ConfigError, formatProblem } from '../config/problems.js';
 import { jsonSchema } from '../config/schema.js';
 import { startDemoUpstream } from '../demo/upstream.js';
-import { Gateway } from '../gateway/gateway.js';
+import { Gateway } from '../process/gateway.js';
 import { LOG_REDACT_PATHS } from '../ops/redact.js';
 import { checkFile } from './check.js';
 import { watchFiles } from './watch-files.js';

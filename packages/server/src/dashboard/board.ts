@@ -4,7 +4,7 @@
  * bounded, fed by the gateway's decision reporter and the store's observer, read as snapshots.
  */
 import { systemClock, type Clock, type Observer, type Timers } from 'floodgate';
-import type { RuleDecision, RuleOutcome } from '../gateway/decide.js';
+import type { RuleDecision, RuleOutcome } from '../outcomes.js';
 import type { FleetBoard } from './fleet.js';
 import { NearLimit } from './near-limit.js';
 import { OverloadBoard } from './overload.js';

@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import type { Registry } from 'prom-client';
-import type { DecisionReporter } from '../gateway/decide.js';
+import type { DecisionReporter } from '../outcomes.js';
 import type { MetricsTap } from '../ops/metrics.js';
 import type { RouteTable } from '../gateway/routes.js';
 import type { Board } from './board.js';

@@ -1,5 +1,5 @@
 /** Outcome counts per second over the last minute, for one route's rule. */
-import type { RuleOutcome } from '../gateway/decide.js';
+import type { RuleOutcome } from '../outcomes.js';
 
 /** OUTCOMES lists every rule outcome in the order their counts are kept. */
 export const OUTCOMES: readonly RuleOutcome[] = [

@@ -5,7 +5,7 @@
  */
 import type { CircuitEvent, Observer } from 'floodgate';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { DecisionReporter, RuleOutcome } from '../gateway/decide.js';
+import type { DecisionReporter, RuleOutcome } from '../outcomes.js';
 import { LabelledHistogram } from './histogram.js';
 import { PendingCounts } from './label-children.js';
 import { OverloadMetrics } from './overload-metrics.js';

@@ -6,7 +6,7 @@ import { keyShower, type KeyDisplay } from '../../src/dashboard/keys.js';
 import { renderPage } from '../../src/dashboard/page.js';
 import { renderLive } from '../../src/dashboard/render.js';
 import { snapshot, type DashboardSource } from '../../src/dashboard/view.js';
-import type { RuleOutcome } from '../../src/gateway/decide.js';
+import type { RuleOutcome } from '../../src/outcomes.js';
 
 const START_MS = Date.UTC(2026, 0, 2, 3, 4, 5);
 

@@ -8,7 +8,7 @@ import { ConfigError } from '../../src/config/problems.js';
 import { Board } from '../../src/dashboard/board.js';
 import { mountDashboard } from '../../src/dashboard/mount.js';
 import type { RouteTable } from '../../src/gateway/routes.js';
-import { adminHandler, tokenDigest, type AdminContext } from '../../src/ops/admin.js';
+import { adminHandler, tokenDigest, type AdminContext } from '../../src/process/admin.js';
 import { GatewayMetrics } from '../../src/ops/metrics.js';
 
 const ROUTES = 'routes:\n  - name: a\n    upstream: http://127.0.0.1:1\n';

@@ -7,7 +7,7 @@ import { Board } from '../../src/dashboard/board.js';
 import { DashboardEndpoints } from '../../src/dashboard/http.js';
 import { keyShower } from '../../src/dashboard/keys.js';
 import type { DashboardSource } from '../../src/dashboard/view.js';
-import { tokenDigest } from '../../src/ops/admin.js';
+import { tokenDigest } from '../../src/process/admin.js';
 
 const TOKEN = 'dashboard-token-for-the-tests-0123';
 const basic = (user: string, password: string): string =>

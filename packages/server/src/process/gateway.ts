@@ -14,17 +14,17 @@ import type { GatewayConfig } from '../config/schema.js';
 import { Board } from '../dashboard/board.js';
 import { LoopClock } from '../dashboard/loop-clock.js';
 import { mountDashboard } from '../dashboard/mount.js';
-import { adminHandler, tokenDigest } from '../ops/admin.js';
+import { adminHandler, tokenDigest } from './admin.js';
 import { GatewayMetrics } from '../ops/metrics.js';
 import { redactConfig } from '../ops/redact.js';
 import { gatewayOnStoreError, openStore, type GatewayStore } from '../store/store.js';
 import type { DomainSpec } from '../ratelimit/service/config.js';
-import type { DecisionReporter } from './decide.js';
-import type { GuardEvents } from './guards.js';
-import type { RateLimitServiceHost } from './ratelimit-host.js';
-import { Upstreams } from './proxy.js';
-import { RouteTable } from './routes.js';
-import { requestListener, serveUpgrade, trustedPeers, type TrafficState } from './traffic.js';
+import type { DecisionReporter } from '../outcomes.js';
+import type { GuardEvents } from '../gateway/guards.js';
+import type { RateLimitServiceHost } from '../gateway/ratelimit-host.js';
+import { Upstreams } from '../gateway/proxy.js';
+import { RouteTable } from '../gateway/routes.js';
+import { requestListener, serveUpgrade, trustedPeers, type TrafficState } from '../gateway/traffic.js';
 
 /** GatewayOptions configures {@link Gateway.start}. */
 export interface GatewayOptions {
@@ -182,7 +182,7 @@ export class Gateway implements TrafficState {
     await listenOn(this.traffic, this.options.port ?? c.listen.port, c.listen.host);
     if (c.rateLimitService !== undefined) {
       // Loaded only when configured: gRPC alone costs about a quarter of a second of CPU at start.
-      const { RateLimitServiceHost } = await import('./ratelimit-host.js');
+      const { RateLimitServiceHost } = await import('../gateway/ratelimit-host.js');
       this.service = await RateLimitServiceHost.start({
         section: c.rateLimitService,
         domains: this.domains,

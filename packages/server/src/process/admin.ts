@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Decision } from 'floodgate';
 import type { DashboardEndpoints } from '../dashboard/http.js';
 import type { CompiledRule } from '../gateway/routes.js';
-import type { GatewayMetrics } from './metrics.js';
+import type { GatewayMetrics } from '../ops/metrics.js';
 
 /** AdminContext is what the admin listener reads of the running gateway. */
 export interface AdminContext {
