@@ -71,7 +71,8 @@ export function upstreamHeaders(
   const out: Record<string, string | string[]> = {};
   for (const name in incoming) {
     const value = incoming[name];
-    if (value === undefined || name === 'host') continue;
+    // `Expect: 100-continue` is answered by this hop (see Upstreams.forward), not passed on.
+    if (value === undefined || name === 'host' || name === 'expect') continue;
     if (HOP_BY_HOP.has(name) || drop.has(name)) continue;
     out[name] = value;
   }

@@ -115,6 +115,9 @@ export class Upstreams {
         'too-large',
       );
     const hasBody = declared > 0 || req.headers['transfer-encoding'] !== undefined;
+    // The client waits for a 100 before it sends the body: admitted, it may send it now. A refusal
+    // answered before this point never asks for the body at all (RFC 9110, section 10.1.1).
+    if (hasBody && expectsContinue(req)) res.writeContinue();
     let status = 0;
     try {
       // undici's stream API writes the upstream's body straight into `res`: no Readable in between.
@@ -174,6 +177,12 @@ export class Upstreams {
     }
     return { status, durationMs: performance.now() - started, error: detail, failure };
   }
+}
+
+/** expectsContinue tells whether a request waits for `100 Continue` before sending its body. */
+export function expectsContinue(req: IncomingMessage): boolean {
+  const expect = req.headers.expect;
+  return expect !== undefined && expect.toLowerCase() === '100-continue';
 }
 
 /** failureOf returns why a request to an upstream failed with `err` (`clientGone`: the client had left by then). */

@@ -123,7 +123,10 @@ export class Gateway implements TrafficState {
       keepAliveTimeout: 5_000,
       connectionsCheckingInterval,
     });
-    this.traffic.on('request', requestListener(this));
+    const onRequest = requestListener(this);
+    this.traffic.on('request', onRequest);
+    // With this listener Node leaves `Expect: 100-continue` to the gateway: the 100 goes out only once the request is admitted.
+    this.traffic.on('checkContinue', onRequest);
     this.traffic.on('upgrade', (req, socket, head) => {
       serveUpgrade(this, req, socket, head).catch(() => socket.destroy());
     });
