@@ -113,11 +113,18 @@ function upstreams(view: DashboardView): string {
   );
 }
 
-const SERVICE_COLUMNS = ['admitted', 'limited', 'degraded', 'asked'] as const;
+const SERVICE_COLUMNS = ['admitted', 'limited', 'over', 'degraded', 'asked'] as const;
+const SERVICE_HEADS: Readonly<Record<(typeof SERVICE_COLUMNS)[number], string>> = {
+  admitted: 'admitted',
+  limited: 'limited',
+  over: 'over, let through',
+  degraded: 'degraded',
+  asked: 'asked',
+};
 
 function service(view: DashboardView): string {
   if (view.service.length === 0) return '';
-  const head = `<tr><th>domain</th><th>descriptor</th>${SERVICE_COLUMNS.map((g) => `<th class="num">${g}</th>`).join('')}</tr>`;
+  const head = `<tr><th>domain</th><th>descriptor</th>${SERVICE_COLUMNS.map((g) => `<th class="num">${SERVICE_HEADS[g]}</th>`).join('')}</tr>`;
   const rows = view.service.map((d) => {
     const groups = SERVICE_COLUMNS.map((g) => groupCell(g, d.rates[g])).join('');
     return `<tr data-domain="${esc(d.domain)}" data-descriptor="${esc(d.descriptor)}"><td>${esc(d.domain)}</td><td><code>${esc(d.descriptor)}</code></td>${groups}</tr>`;
@@ -125,7 +132,7 @@ function service(view: DashboardView): string {
   return section(
     'service',
     'Rate limit service (Envoy gRPC and JSON API)',
-    `<p class="note">Decisions of the rate limit service this gateway runs, per domain and descriptor, beside the gateway's own: each column per second over the last 10 s, and below it the count since the start. Degraded is the store's failure policy deciding; asked counts descriptors that only asked (hits_addend 0).</p><div class="scroll"><table><thead>${head}</thead><tbody>${rows.join('')}</tbody></table></div>`,
+    `<p class="note">Decisions of the rate limit service this gateway runs, per domain and descriptor, beside the gateway's own: each column per second over the last 10 s, and below it the count since the start. Over, let through: over a limit in shadow or quota mode, answered OK all the same; degraded is the store's failure policy deciding (or the memory store full); asked counts descriptors that only asked (hits_addend 0).</p><div class="scroll"><table><thead>${head}</thead><tbody>${rows.join('')}</tbody></table></div>`,
   );
 }
 

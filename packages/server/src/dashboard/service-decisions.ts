@@ -1,28 +1,21 @@
 /** The rate limit service's decisions (Envoy gRPC and the JSON API), per domain and descriptor, beside the gateway's. */
 import { OutcomeSeries } from './rates.js';
+import { SERVICE_OUTCOMES } from '../ratelimit/service/outcome.js';
 
 /** The service's outcomes, as its metrics name them (`peek_` before those that only asked). */
-const SERVICE_OUTCOMES = [
-  'admitted',
-  'limited',
-  'fail_open',
-  'fail_closed',
-  'fallback',
-  'peek_admitted',
-  'peek_limited',
-  'peek_fail_open',
-  'peek_fail_closed',
-  'peek_fallback',
-] as const;
-type ServiceOutcome = (typeof SERVICE_OUTCOMES)[number];
+/** Every outcome the service reports, and the same for a descriptor that only asked (hits 0). */
+const OUTCOMES = [...SERVICE_OUTCOMES, ...SERVICE_OUTCOMES.map((o) => `peek_${o}` as const)] as const;
+type Outcome = (typeof OUTCOMES)[number];
 
-/** SERVICE_GROUPS are the service table's columns: which outcomes each one adds up. */
+/** SERVICE_GROUPS are the service table's columns: which outcomes each one adds up (every outcome is in one). */
 export const SERVICE_GROUPS = {
   admitted: ['admitted'],
   limited: ['limited'],
-  degraded: ['fail_open', 'fail_closed', 'fallback'],
-  asked: ['peek_admitted', 'peek_limited', 'peek_fail_open', 'peek_fail_closed', 'peek_fallback'],
-} as const satisfies Record<string, readonly ServiceOutcome[]>;
+  /** Over the limit and answered OK all the same: a limit in shadow or quota mode. */
+  over: ['shadow_limited', 'quota_limited'],
+  degraded: ['fail_open', 'fail_closed', 'fallback', 'store_full'],
+  asked: SERVICE_OUTCOMES.map((o) => `peek_${o}` as const),
+} as const satisfies Record<string, readonly Outcome[]>;
 /** ServiceGroup names one column of {@link SERVICE_GROUPS}. */
 export type ServiceGroup = keyof typeof SERVICE_GROUPS;
 
@@ -49,7 +42,7 @@ export interface ServiceDecisionRow {
 export class ServiceDecisions {
   private readonly byDescriptor = new Map<
     string,
-    { domain: string; descriptor: string; series: OutcomeSeries<ServiceOutcome> }
+    { domain: string; descriptor: string; series: OutcomeSeries<Outcome> }
   >();
 
   /** record counts one descriptor's decision at `atMs`; an outcome the service does not name is not counted. */
@@ -61,10 +54,10 @@ export class ServiceDecisions {
       entry = this.byDescriptor.get(id);
     }
     if (entry === undefined) {
-      entry = { domain, descriptor: id.slice(domain.length + 1), series: new OutcomeSeries(SERVICE_OUTCOMES) };
+      entry = { domain, descriptor: id.slice(domain.length + 1), series: new OutcomeSeries(OUTCOMES) };
       this.byDescriptor.set(id, entry);
     }
-    entry.series.add(outcome as ServiceOutcome, atMs);
+    entry.series.add(outcome as Outcome, atMs);
   }
 
   /** rows returns every descriptor seen, by domain and descriptor, rates over the `windowSeconds` before `nowMs`. */

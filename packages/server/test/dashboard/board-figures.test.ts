@@ -128,6 +128,10 @@ describe('ServiceDecisions', () => {
     service.record('api', 'tenant_a', 'fallback', 9_500);
     service.record('api', 'tenant_a', 'peek_limited', 9_600);
     service.record('api', 'tenant_a', 'no-such-outcome', 9_600);
+    service.record('api', 'tenant_a', 'shadow_limited', 9_600);
+    service.record('api', 'tenant_a', 'quota_limited', 9_600);
+    service.record('api', 'tenant_a', 'store_full', 9_600);
+    service.record('api', 'tenant_a', 'peek_shadow_limited', 9_600);
     service.record('a', 'x', 'admitted', 9_700);
     const rows = service.rows(10, 10_000);
     assert.deepEqual(
@@ -138,7 +142,11 @@ describe('ServiceDecisions', () => {
       ],
     );
     const t = rows[1]!.rates;
-    assert.deepEqual([t.admitted.total, t.limited.total, t.degraded.total, t.asked.total], [7, 3, 1, 1]);
+    assert.deepEqual(
+      [t.admitted.total, t.limited.total, t.over.total, t.degraded.total, t.asked.total],
+      [7, 3, 2, 2, 2],
+      'every outcome the service reports lands in a column: shadow and quota apart, the memory store full as degraded',
+    );
     assert.equal(t.admitted.perSecond, 0.7);
   });
 

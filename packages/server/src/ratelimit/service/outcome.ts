@@ -12,8 +12,19 @@ import type { Rule } from './rules.js';
  * local fallback decided while the store was away), `fail_open` / `fail_closed` (the store's fixed
  * answer), `store_full` (the memory store was full).
  */
-export type ServiceOutcome =
-  'admitted' | 'limited' | 'shadow_limited' | 'quota_limited' | 'fallback' | 'fail_open' | 'fail_closed' | 'store_full';
+export type ServiceOutcome = (typeof SERVICE_OUTCOMES)[number];
+
+/** SERVICE_OUTCOMES are every {@link ServiceOutcome}, for those that count them (metrics, the dashboard). */
+export const SERVICE_OUTCOMES = [
+  'admitted',
+  'limited',
+  'shadow_limited',
+  'quota_limited',
+  'fallback',
+  'fail_open',
+  'fail_closed',
+  'store_full',
+] as const;
 
 /** DescriptorOutcome is what the service reports of one limited descriptor of a request. */
 export interface DescriptorOutcome {
