@@ -4,9 +4,10 @@
  * {@link UsageError} naming it.
  */
 import { readFileSync } from 'node:fs';
+import { HEALTH_POLICIES, type HealthPolicy } from '../ratelimit/service/store-health.js';
 import { DRAFT_HEADERS, namedResponseHeaders, type ResponseHeaders } from '../ratelimit/service/headers.js';
 import type { GrpcTls } from '../ratelimit/service/servers.js';
-import { UsageError, type RedisAccess, type RedisFailure } from './ratelimit-store.js';
+import { UsageError, type RedisAccess } from './ratelimit-store.js';
 
 /** RatelimitFlags are `floodgate ratelimit`'s options. */
 export interface RatelimitFlags {
@@ -62,23 +63,11 @@ export function headersOf(given: string | undefined): ResponseHeaders {
   );
 }
 
-/** HealthPolicy is `--health-follows-store`: when the service reports NOT_SERVING because its store is away. */
-export type HealthPolicy = 'auto' | 'always' | 'never';
-
+/** healthPolicyOf returns what `--health-follows-store` asks for, or throws a {@link UsageError}. */
 export function healthPolicyOf(given: string | undefined): HealthPolicy {
   const policy = given ?? 'auto';
-  if (policy === 'auto' || policy === 'always' || policy === 'never') return policy;
+  if ((HEALTH_POLICIES as readonly string[]).includes(policy)) return policy as HealthPolicy;
   throw new UsageError(`--health-follows-store must be auto, always or never, got ${JSON.stringify(given)}`);
-}
-
-/**
- * servingWhen returns whether the service is serving with the store `up` or not: `never` ignores
- * the store, `always` follows it (envoyproxy/ratelimit's `REDIS_HEALTH_CHECK_ACTIVE_CONNECTION`),
- * `auto` follows it only when a store failure fails the decisions (`--on-store-error throw`).
- */
-export function servingWhen(up: boolean, policy: HealthPolicy, failure: RedisFailure): boolean {
-  if (up || policy === 'never') return true;
-  return policy === 'auto' && failure.onError !== 'throw';
 }
 
 /** pemOf returns a PEM file's bytes, or throws a {@link UsageError} naming `flag`. */

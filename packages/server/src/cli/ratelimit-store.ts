@@ -91,33 +91,6 @@ function clientOptionsOf(address: RedisAddress, access: RedisAccess): Record<str
 }
 
 /**
- * StoreState follows the store's circuits (one per node on a cluster): the store is up while none
- * is open or probing, and `onChange` hears each change.
- */
-export class StoreState {
-  private readonly away = new Set<string>();
-
-  constructor(private readonly onChange: (up: boolean) => void) {}
-
-  /** observer returns the observer that feeds it, for the store's options. */
-  get observer(): Observer {
-    return {
-      circuit: (e) => {
-        const before = this.up;
-        if (e.state === 'closed') this.away.delete(e.node ?? '');
-        else this.away.add(e.node ?? '');
-        if (this.up !== before) this.onChange(this.up);
-      },
-    };
-  }
-
-  /** up is true while every circuit is closed. */
-  get up(): boolean {
-    return this.away.size === 0;
-  }
-}
-
-/**
  * redisStore connects to one Redis or a Redis Cluster with the gateway's fail-fast client options,
  * on the library's defaults unless the flags say otherwise: the adaptive timeout, the bounded local
  * fallback (each service's share from the services seen on Redis) and write-back.

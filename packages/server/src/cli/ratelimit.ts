@@ -17,15 +17,9 @@ import {
 import { RateLimitMetrics } from '../ratelimit/service/metrics.js';
 import { startRateLimitServers } from '../ratelimit/service/servers.js';
 import { createRateLimitService, type RateLimitService } from '../ratelimit/service/service.js';
-import {
-  grpcTlsOf,
-  headersOf,
-  healthPolicyOf,
-  redisAccessOf,
-  servingWhen,
-  type RatelimitFlags,
-} from './ratelimit-flags.js';
-import { CONNECT_WAIT_MS, failureOf, redisStore, StoreState, UsageError } from './ratelimit-store.js';
+import { grpcTlsOf, headersOf, healthPolicyOf, redisAccessOf, type RatelimitFlags } from './ratelimit-flags.js';
+import { CONNECT_WAIT_MS, failureOf, redisStore, UsageError } from './ratelimit-store.js';
+import { servingWhen, StoreState } from '../ratelimit/service/store-health.js';
 import { watchFiles } from './watch-files.js';
 
 export type { RatelimitFlags } from './ratelimit-flags.js';
@@ -162,7 +156,7 @@ async function buildService(
   const made: { service?: RateLimitService } = {};
   const state = new StoreState((up) => {
     metrics.store(up);
-    made.service?.health.set(servingWhen(up, policy, failure));
+    made.service?.health.set(servingWhen(up, policy, failure.onError === 'throw'));
   });
   const address = flags.redisCluster ?? flags.redis;
   const redis =

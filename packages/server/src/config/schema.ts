@@ -195,6 +195,12 @@ export const rateLimitServiceSchema = z.strictObject({
   shadowMode: z.boolean().optional(),
   /** An OpenTelemetry span per ShouldRateLimit, sent where the process's OpenTelemetry SDK sends them. */
   tracing: z.boolean().optional(),
+  /**
+   * When the service's health (gRPC health, `/healthcheck`) says NOT_SERVING while the gateway's
+   * store is away: `auto` (the default) only when the store's `onError` is `fail-closed`, so every
+   * decision would refuse; `always`; `never`.
+   */
+  healthFollowsStore: z.enum(['auto', 'always', 'never']).optional(),
 });
 
 /** configSchema is the whole file. */

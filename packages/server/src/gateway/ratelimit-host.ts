@@ -12,6 +12,7 @@ import { createRateLimitService, type RateLimitService } from '../ratelimit/serv
 import type { GatewayMetrics } from '../ops/metrics.js';
 import { DRAFT_HEADERS, namedResponseHeaders, type ResponseHeaders } from '../ratelimit/service/headers.js';
 import { DescriptorLabels, outcomeLabel } from '../ratelimit/service/metric-labels.js';
+import { servingWhen } from '../ratelimit/service/store-health.js';
 
 /** RateLimitServiceHostOptions configures {@link RateLimitServiceHost.start}. */
 export interface RateLimitServiceHostOptions {
@@ -99,6 +100,15 @@ export class RateLimitServiceHost {
       shadowMode: this.section.shadowMode,
       tracing: this.section.tracing,
     };
+  }
+
+  /**
+   * storeChanged tells the service its store went away (`up` false) or came back: its health then
+   * follows as `healthFollowsStore` says (`decisionsFail`: the store's failure policy refuses every
+   * decision while it is away).
+   */
+  storeChanged(up: boolean, decisionsFail: boolean): void {
+    this.service.health.set(servingWhen(up, this.section.healthFollowsStore ?? 'auto', decisionsFail));
   }
 
   /** close stops both listeners; calls in flight are answered first. */

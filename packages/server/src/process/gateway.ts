@@ -18,6 +18,7 @@ import { adminHandler, tokenDigest } from './admin.js';
 import { GatewayMetrics } from '../ops/metrics.js';
 import { redactConfig } from '../ops/redact.js';
 import { gatewayOnStoreError, openStore, type GatewayStore } from '../store/store.js';
+import { StoreState } from '../ratelimit/service/store-health.js';
 import type { DomainSpec } from '../ratelimit/service/config.js';
 import type { DecisionReporter } from '../outcomes.js';
 import type { GuardEvents } from '../gateway/guards.js';
@@ -65,6 +66,8 @@ export class Gateway implements TrafficState {
   private config: GatewayConfig;
   private loadedAt = new Date();
   private ready = false;
+  /** Whether every circuit of the store is closed (the rate limit service's health may follow it). */
+  private storeUp = true;
   private draining = false;
   private stopping: Promise<void> | undefined;
   private inFlight = 0;
@@ -145,12 +148,15 @@ export class Gateway implements TrafficState {
     const { config, domains, descriptorFiles } = await loadConfig(options.file, env);
     const metrics = new GatewayMetrics();
     const board = new Board({ clock: new LoopClock() });
+    const made: { gateway?: Gateway } = {};
+    const storeState = new StoreState((up) => made.gateway?.storeChanged(up));
     const store = await openStore(config.store, {
       env,
-      observer: combineObservers(metrics.observer, board.observer),
+      observer: combineObservers(metrics.observer, board.observer, storeState.observer),
       onBackendError: (err) => options.log.warn({ error: err.message }, 'store connection error'),
     });
     const gateway = new Gateway(options, config, domains, descriptorFiles, store, metrics, board);
+    made.gateway = gateway;
     try {
       await gateway.listen();
     } catch (err) {
@@ -193,6 +199,7 @@ export class Gateway implements TrafficState {
         metrics: this.metrics,
         log: this.log,
       });
+      if (!this.storeUp) this.service.storeChanged(false, this.onStoreError === 'fail-closed');
     }
     let dashboardUrl: string | undefined;
     if (c.admin !== undefined || this.options.adminPort !== undefined) {
@@ -349,6 +356,12 @@ export class Gateway implements TrafficState {
     }
     this.service.reload(next, domains);
     return { ...next, grpc: this.config.rateLimitService?.grpc, http: this.config.rateLimitService?.http };
+  }
+
+  /** storeChanged hears the store go away or come back: the rate limit service's health follows it as configured. */
+  private storeChanged(up: boolean): void {
+    this.storeUp = up;
+    this.service?.storeChanged(up, this.onStoreError === 'fail-closed');
   }
 
   /** track keeps an upgraded socket until it closes. */
