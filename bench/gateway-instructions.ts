@@ -12,7 +12,6 @@
  *   node --conditions=floodgate-source --import tsx bench/gateway-instructions.ts [--requests 2000]
  *        [--windows 3] [--warmup 6000] [--settle 4000] [--parallel 2] [--only name,name]
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { countInstructions, inParallel, type CallgrindSubject } from './callgrind.js';
 import { BUCKET, CELLS, floodgateYaml, type CellSpec } from './gateway/cells.js';
+import { portOf, startProcess } from './gateway/processes.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PEERS = join(ROOT, 'bench', 'gateway', 'peers.ts');
@@ -27,11 +27,6 @@ const MAIN = join(ROOT, 'packages', 'server', 'src', 'cli', 'main.ts');
 const SOURCE = ['--conditions=floodgate-source', '--import', 'tsx'];
 /** The cells counted by default: those on the memory store that a single connection exercises the same way. */
 const DEFAULT = ['undici-bare', 'undici', 'floodgate-none', 'floodgate', 'floodgate-3', 'undici-429', 'floodgate-429'];
-
-const portOf = (out: string): number | undefined => {
-  const m = /PORT (\d+)/.exec(out) ?? /"port":(\d+).*"msg":"listening"/.exec(out);
-  return m === null ? undefined : Number(m[1]);
-};
 
 async function subjectOf(spec: CellSpec, dir: string, upstreamPort: number): Promise<CallgrindSubject> {
   const status = spec.case === 'admit' ? 200 : 429;
@@ -47,21 +42,6 @@ async function subjectOf(spec: CellSpec, dir: string, upstreamPort: number): Pro
   const args = ['--serve', kind, '--upstream-port', String(upstreamPort), '--capacity', String(bucket.capacity)];
   args.push('--refill-per-second', String(bucket.refillPerSecond));
   return { ...base, command: [process.execPath, '--predictable', ...SOURCE, PEERS, ...args] };
-}
-
-function startUpstream(): Promise<{ port: number; stop: () => void }> {
-  const child = spawn(process.execPath, [...SOURCE, PEERS, '--serve', 'upstream'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-      const port = portOf(out);
-      if (port !== undefined) resolve({ port, stop: () => child.kill('SIGTERM') });
-    });
-    child.once('exit', (code) => reject(new Error(`the upstream exited (${code})`)));
-  });
 }
 
 async function main(): Promise<void> {
@@ -84,7 +64,12 @@ async function main(): Promise<void> {
     settle: Number(values.settle),
   };
   const dir = await mkdtemp(join(tmpdir(), 'floodgate-bench-gwi-'));
-  const upstream = await startUpstream();
+  const upstream = await startProcess('upstream', undefined, process.execPath, [
+    ...SOURCE,
+    PEERS,
+    '--serve',
+    'upstream',
+  ]);
   const results = new Map<string, number>();
   try {
     await inParallel(specs, Number(values.parallel), async (spec) => {
@@ -93,7 +78,7 @@ async function main(): Promise<void> {
       console.error(`${spec.name.padEnd(16)} ${windows.map((w) => Math.round(w)).join(' ')} instructions/request`);
     });
   } finally {
-    upstream.stop();
+    upstream.child.kill('SIGTERM');
     await rm(dir, { recursive: true, force: true });
   }
   console.log(['cell', 'instructions/req (least window)', '÷ its peer', 'what it does'].join('\t'));

@@ -12,64 +12,21 @@
  *   node --conditions=floodgate-source --import tsx bench/gateway-scale.ts [--duration 3] [--rounds 5]
  *        [--connections 50]
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CELLS, floodgateYaml } from './gateway/cells.js';
 import { commandStats, cpuTicks, median } from './gateway/measure.js';
+import { startProcess, startRedis, type Running } from './gateway/processes.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PEERS = join(ROOT, 'bench', 'gateway', 'peers.ts');
 const MAIN = join(ROOT, 'packages', 'server', 'src', 'cli', 'main.ts');
 const SOURCE = ['--conditions=floodgate-source', '--import', 'tsx'];
 const TICK_US = 1_000_000 / Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
-
-interface Started {
-  readonly port: number;
-  readonly child: ChildProcess;
-}
-
-/** Starts a process and resolves with the port its stdout reports (`PORT n`, or floodgate's `listening` line). */
-function start(args: readonly string[]): Promise<Started> {
-  const child = spawn(process.execPath, [...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /PORT (\d+)/.exec(out) ?? /"port":(\d+).*"msg":"listening"/.exec(out);
-      if (m !== null) resolve({ port: Number(m[1]), child });
-    });
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited (${code}): ${out}`)));
-  });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
-async function startRedis(dir: string): Promise<Started> {
-  const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: 'ignore' },
-  );
-  for (let i = 0; i < 50; i++) {
-    if (spawnSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8' }).stdout.trim() === 'PONG')
-      return { port, child };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('redis-server did not answer');
-}
 
 /** One wrk run's output, awaited. */
 function wrk(port: number, connections: number, seconds: number): Promise<string> {
@@ -92,7 +49,7 @@ interface Reading {
 
 /** Loads every gateway at once, `connections` split over them, and reads the sums. */
 async function round(
-  gateways: readonly Started[],
+  gateways: readonly Running[],
   redisPort: number,
   connections: number,
   seconds: number,
@@ -125,17 +82,28 @@ async function main(): Promise<void> {
   });
   const [seconds, rounds, connections] = [Number(values.duration), Number(values.rounds), Number(values.connections)];
   const dir = await mkdtemp(join(tmpdir(), 'floodgate-bench-scale-'));
-  const running: Started[] = [];
+  const running: Array<{ child: Running['child'] }> = [];
   try {
-    const upstream = await start([...SOURCE, PEERS, '--serve', 'upstream']);
-    const redis = await startRedis(dir);
+    const upstream = await startProcess('upstream', undefined, process.execPath, [
+      ...SOURCE,
+      PEERS,
+      '--serve',
+      'upstream',
+    ]);
+    const redis = await startRedis(dir, undefined);
+    if (redis === undefined)
+      throw new Error('bench/gateway-scale.ts needs redis-server (apt-get install -y redis-server)');
     running.push(upstream, redis);
     const spec = CELLS.find((c) => c.name === 'floodgate-redis')!;
     const file = join(dir, 'floodgate.yaml');
     await writeFile(file, floodgateYaml(spec, upstream.port, redis.port));
-    const gateways: Started[] = [];
+    const gateways: Running[] = [];
     for (let i = 0; i < 2; i++)
-      gateways.push(await start([...SOURCE, MAIN, 'serve', '--config', file, '--port', '0', '--no-watch']));
+      gateways.push(
+        await startProcess(`gateway ${i + 1}`, undefined, process.execPath, [
+          ...[...SOURCE, MAIN, 'serve', '--config', file, '--port', '0', '--no-watch'],
+        ]),
+      );
     running.push(...gateways);
     const settings = [gateways.slice(0, 1), gateways];
     for (const s of settings) await round(s, redis.port, connections, 1);

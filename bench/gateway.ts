@@ -24,64 +24,31 @@
  *   npm run bench:gateway -- [--duration 2] [--rounds 5] [--connections 50] [--keys 1000000]
  *        [--only name,name] [--quiet]   (--quiet: no response samples)
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BUCKET, CELLS, POLICY, floodgateYaml, keysYaml, type CellSpec } from './gateway/cells.js';
 import { probe, runWrk, type Round } from './gateway/measure.js';
 import { NGINX, writeNginxConf } from './gateway/nginx.js';
+import {
+  PIN,
+  freePort,
+  pinned,
+  startProcess,
+  startRedis,
+  type RedisServer,
+  type Running,
+} from './gateway/processes.js';
 import { printCase, printCells, printRedis } from './gateway/report.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const ROOT = join(SELF, '..', '..');
 const PEERS = join(ROOT, 'bench', 'gateway', 'peers.ts');
 const MAIN = join(ROOT, 'packages', 'server', 'src', 'cli', 'main.ts');
-const PIN = availableParallelism() >= 2 && spawnSync('taskset', ['-V']).status === 0;
-
-interface Running {
-  readonly name: string;
-  readonly port: number;
-  /** The admin port of a floodgate gateway (metrics); 0 for the others. */
-  readonly adminPort: number;
-  readonly child: ChildProcess;
-}
-
-interface RedisServer {
-  readonly port: number;
-  readonly child: ChildProcess;
-}
-
-function pinned(cpu: string, command: string, args: readonly string[]): [string, string[]] {
-  return PIN ? ['taskset', ['-c', cpu, command, ...args]] : [command, [...args]];
-}
-
-/** Starts a process and resolves with the port it reports (`PORT n` or floodgate's `listening` log line). */
-function startProcess(name: string, cpu: string, command: string, args: readonly string[]): Promise<Running> {
-  const [cmd, argv] = pinned(cpu, command, args);
-  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`${name} did not start: ${out}${err}`)), 20_000);
-    child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /PORT (\d+)/.exec(out) ?? /"port":(\d+).*"msg":"listening"/.exec(out);
-      if (m !== null) {
-        clearTimeout(timer);
-        resolve({ name, port: Number(m[1]), adminPort: Number(/"adminPort":(\d+)/.exec(out)?.[1] ?? 0), child });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${name} exited (${String(code)}): ${err}`)));
-  });
-}
-
 function startPeer(
   name: string,
   kind: string,
@@ -151,17 +118,6 @@ function startCell(
   return startFloodgate(spec.name, dir, floodgateYaml(spec, upstreamPort, redis?.port));
 }
 
-function listen(server: ReturnType<typeof createServer>): Promise<number> {
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  const port = await listen(server);
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
 async function waitForPort(port: number): Promise<void> {
   for (let i = 0; i < 100; i++) {
     try {
@@ -184,33 +140,6 @@ function wrkCommand(port: number, seconds: number, connections: number, script?:
     `http://127.0.0.1:${port}/bench`,
   ];
   return pinned('1', 'wrk', args);
-}
-
-async function startRedis(dir: string): Promise<RedisServer | undefined> {
-  if (spawnSync('redis-server', ['--version']).status !== 0) return undefined;
-  const port = await freePort();
-  const child = spawn(
-    ...pinned('1', 'redis-server', [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-    ]),
-    { stdio: 'ignore' },
-  );
-  for (
-    let i = 0;
-    i < 50 && spawnSync('redis-cli', ['-p', String(port), 'PING'], { encoding: 'utf8' }).stdout.trim() !== 'PONG';
-    i++
-  )
-    await new Promise((r) => setTimeout(r, 100));
-  return { port, child };
 }
 
 /** Prints what each cell answers (and, admitted, what it sent upstream): the response samples. */
@@ -253,7 +182,7 @@ async function main(): Promise<void> {
   try {
     const upstream = await startPeer('upstream', 'upstream', { upstreamPort: 0, capacity: 0, refillPerSecond: 1 });
     running.push(upstream);
-    redis = await startRedis(dir);
+    redis = await startRedis(dir, '1');
     const hasNginx = existsSync(NGINX);
     const specs = CELLS.filter(
       (s) =>
