@@ -19,6 +19,7 @@ import { GatewayMetrics } from '../ops/metrics.js';
 import { redactConfig } from '../ops/redact.js';
 import { gatewayOnStoreError, openStore, type GatewayStore } from '../store/store.js';
 import { StoreState } from '../ratelimit/service/store-health.js';
+import { StoreLog } from '../ops/store-log.js';
 import type { DomainSpec } from '../ratelimit/service/config.js';
 import type { DecisionReporter } from '../outcomes.js';
 import type { GuardEvents } from '../gateway/guards.js';
@@ -149,11 +150,19 @@ export class Gateway implements TrafficState {
     const metrics = new GatewayMetrics();
     const board = new Board({ clock: new LoopClock() });
     const made: { gateway?: Gateway } = {};
-    const storeState = new StoreState((up) => made.gateway?.storeChanged(up));
+    const storeLog = new StoreLog({
+      log: options.log,
+      onError: onErrorName(config.store),
+      now: () => performance.now(),
+    });
+    const storeState = new StoreState((up) => {
+      storeLog.changed(up);
+      made.gateway?.storeChanged(up);
+    });
     const store = await openStore(config.store, {
       env,
       observer: combineObservers(metrics.observer, board.observer, storeState.observer),
-      onBackendError: (err) => options.log.warn({ error: err.message }, 'store connection error'),
+      onBackendError: (err) => storeLog.connectionError(err),
     });
     const gateway = new Gateway(options, config, domains, descriptorFiles, store, metrics, board);
     made.gateway = gateway;
@@ -430,4 +439,11 @@ function listenOn(server: Server, port: number, host: string): Promise<void> {
       resolve();
     });
   });
+}
+
+/** The name of what decides while the store is away, for the outage's log line. */
+function onErrorName(config: GatewayConfig['store']): string {
+  if (config.type === 'memory') return 'none (memory store)';
+  const onError = config.onError ?? 'local';
+  return typeof onError === 'string' ? onError : 'local';
 }
