@@ -18,7 +18,7 @@ export interface ProxyLimits {
 
 /** UpstreamResult is how one forwarded request ended, for metrics and logs. */
 export interface UpstreamResult {
-  /** The status sent to the client (the upstream's, or 502/504/413 from the gateway). */
+  /** The status sent to the client (the upstream's, or 502/504/413 from the gateway; 499, sent to nobody, when the client left first). */
   readonly status: number;
   /** Time from sending upstream to the end of the response, in ms. */
   readonly durationMs: number;
@@ -155,6 +155,7 @@ export class Upstreams {
         'too-large',
       );
     const failure = failureOf(err, res.destroyed);
+    if (failure === 'aborted') return clientLeft(res, err, started);
     const timeout = failure === 'timeout';
     const detail = timeout
       ? `the upstream did not answer within its timeout (${code})`
@@ -177,6 +178,21 @@ export class Upstreams {
     }
     return { status, durationMs: performance.now() - started, error: detail, failure };
   }
+}
+
+/**
+ * CLIENT_CLOSED is the status counted for a request whose client left (or broke off its body)
+ * before its answer ended: nginx's 499, never sent (there is nobody to send it to), so that a
+ * client's failure is told apart from the upstream's 502 and 504 in metrics and logs.
+ */
+export const CLIENT_CLOSED = 499;
+
+/** The result of a forward whose client left first: its connection is ended, nothing is answered. */
+function clientLeft(res: ServerResponse, err: unknown, started: number): UpstreamResult {
+  if (!res.destroyed) res.destroy();
+  const code = (err as { code?: string }).code;
+  const error = `the client left before the answer ended${code === undefined ? '' : ` (${code})`}`;
+  return { status: CLIENT_CLOSED, durationMs: performance.now() - started, error, failure: 'aborted' };
 }
 
 /** expectsContinue tells whether a request waits for `100 Continue` before sending its body. */

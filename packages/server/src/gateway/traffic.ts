@@ -149,8 +149,10 @@ async function forwardGuarded(
 
 function forwarded(state: TrafficState, route: CompiledRoute, result: UpstreamResult): void {
   state.metrics.response(route.name, result.status, result.durationMs);
-  if (result.error !== undefined)
-    state.log.warn({ route: route.name, status: result.status, error: result.error }, 'upstream failed');
+  if (result.error === undefined) return;
+  // A client that left is the client's doing, not the upstream's: counted as 499, logged at debug.
+  if (result.failure === 'aborted') state.log.debug({ route: route.name, error: result.error }, 'client left');
+  else state.log.warn({ route: route.name, status: result.status, error: result.error }, 'upstream failed');
 }
 
 function waits(steps: readonly GuardStep[]): boolean {

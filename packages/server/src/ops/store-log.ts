@@ -4,6 +4,7 @@
  * line every `quietMs` (a dead Redis fails a reconnection ten times a second).
  */
 import type { Logger } from 'pino';
+import { Thinned } from './thinned.js';
 
 /** StoreLogOptions configures a {@link StoreLog}. */
 export interface StoreLogOptions {
@@ -28,12 +29,10 @@ export interface StoreLogOptions {
 export class StoreLog {
   private awaySinceMs: number | undefined;
   private errorsThisOutage = 0;
-  private lastErrorLineMs = -Infinity;
-  private unlogged = 0;
-  private readonly quietMs: number;
+  private readonly errors: Thinned;
 
   constructor(private readonly options: StoreLogOptions) {
-    this.quietMs = options.quietMs ?? 10_000;
+    this.errors = new Thinned(options.quietMs ?? 10_000, options.now);
   }
 
   /** changed hears the store go away (`up` false) or come back. */
@@ -56,14 +55,7 @@ export class StoreLog {
   /** connectionError hears one error of the store's client; a line goes out at most once per `quietMs`. */
   connectionError(error: Error): void {
     this.errorsThisOutage++;
-    const nowMs = this.options.now();
-    if (nowMs - this.lastErrorLineMs < this.quietMs) {
-      this.unlogged++;
-      return;
-    }
-    const alsoSince = this.unlogged;
-    this.lastErrorLineMs = nowMs;
-    this.unlogged = 0;
-    this.options.log.warn({ error: error.message, alsoSince }, 'store connection error');
+    const alsoSince = this.errors.hit();
+    if (alsoSince !== undefined) this.options.log.warn({ error: error.message, alsoSince }, 'store connection error');
   }
 }

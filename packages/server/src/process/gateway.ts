@@ -20,6 +20,7 @@ import { redactConfig } from '../ops/redact.js';
 import { gatewayOnStoreError, openStore, type GatewayStore } from '../store/store.js';
 import { StoreState } from '../ratelimit/service/store-health.js';
 import { StoreLog } from '../ops/store-log.js';
+import { Thinned } from '../ops/thinned.js';
 import type { DomainSpec } from '../ratelimit/service/config.js';
 import type { DecisionReporter } from '../outcomes.js';
 import type { GuardEvents } from '../gateway/guards.js';
@@ -134,9 +135,18 @@ export class Gateway implements TrafficState {
     this.traffic.on('upgrade', (req, socket, head) => {
       serveUpgrade(this, req, socket, head).catch(() => socket.destroy());
     });
+    const parserRefusals = new Thinned(10_000, () => performance.now());
     this.traffic.on('clientError', (err: NodeJS.ErrnoException, socket) => {
       if (!socket.writable) return socket.destroy();
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+      // Before any route: counted under the route "(parser)", and logged at most once every 10 s.
+      this.metrics.response('(parser)', status, undefined);
+      const alsoSince = parserRefusals.hit();
+      if (alsoSince !== undefined)
+        this.log.warn(
+          { status, code: err.code, peer: (socket as { remoteAddress?: string }).remoteAddress, alsoSince },
+          'client error: the HTTP parser refused a request',
+        );
       socket.end(
         `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
       );
