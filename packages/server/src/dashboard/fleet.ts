@@ -5,7 +5,6 @@
  */
 import type { Clock, TimerHandle, Timers } from 'floodgate';
 import { timersFor } from './overload.js';
-import type { ProcessIdentity } from './view.js';
 
 /** ProcessRegistry is where processes sharing a store leave their summaries: one entry per process id. */
 export interface ProcessRegistry {
@@ -27,6 +26,15 @@ export interface RuleSummary {
   readonly degraded: number;
   /** Requests waiting in a queue-mode rule's line now (0 for other modes). */
   readonly queued: number;
+}
+
+/** ProcessIdentity names one gateway process: its host, pid, and its listeners. */
+export interface ProcessIdentity {
+  readonly host: string;
+  readonly pid: number;
+  /** The traffic and admin ports it listens on (undefined until it listens). */
+  readonly port: number | undefined;
+  readonly adminPort: number | undefined;
 }
 
 /** ProcessSummary is what one process publishes of itself. */

@@ -12,7 +12,8 @@ import { FleetBoard, type ProcessRegistry } from './fleet.js';
 import { DashboardEndpoints } from './http.js';
 import { keyShower, type KeyDisplay } from './keys.js';
 import type { OverloadSource } from './overload.js';
-import { processSummary, type DashboardSource, type ProcessIdentity } from './view.js';
+import type { ProcessIdentity } from './fleet.js';
+import { processSummary, type DashboardSource } from './view.js';
 
 /** DashboardSettings are the config's `admin.dashboard` settings. */
 export interface DashboardSettings {

@@ -1,6 +1,6 @@
 /** The dashboard's snapshot: what one page or one live update shows, as plain data. */
 import type { Board, RateView } from './board.js';
-import type { FleetView, ProcessSummary } from './fleet.js';
+import type { FleetView, ProcessIdentity, ProcessSummary } from './fleet.js';
 import type { OverloadView } from './overload.js';
 import { SECONDS, RATE_GROUPS } from './rates.js';
 import type { ServiceDecisionRow } from './service-decisions.js';
@@ -32,15 +32,6 @@ export interface DashboardSource {
   readonly storeKind: string;
   /** showKey returns how a rule's store key is shown (see `keyShower`). */
   showKey(key: string, route: string, rule: string): string;
-}
-
-/** ProcessIdentity names one gateway process: its host, pid, and its listeners. */
-export interface ProcessIdentity {
-  readonly host: string;
-  readonly pid: number;
-  /** The traffic and admin ports it listens on (undefined until it listens). */
-  readonly port: number | undefined;
-  readonly adminPort: number | undefined;
 }
 
 /** KeyCount is a key with its over-limit rate (decayed) and that rate's error bound, per second. */
