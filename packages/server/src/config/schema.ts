@@ -227,6 +227,8 @@ export const configSchema = z.strictObject({
   /** How request paths are read: the stance on ambiguous spellings (`%2F`, `;` parameters, `\\`, `%00`, ...). */
   paths: pathsSchema.default({ ambiguous: 'reject' }),
   trustProxy: z.union([z.literal(false), whole.nonnegative(), z.array(z.string().min(1))]).default(false),
+  /** The header trusted proxies write the client's address in: `x-forwarded-for` (the default) or RFC 7239 `forwarded`. */
+  forwardedHeader: z.enum(['x-forwarded-for', 'forwarded']).default('x-forwarded-for'),
   limits: z
     .strictObject({
       maxHeaderBytes: whole.min(1024).default(16_384),

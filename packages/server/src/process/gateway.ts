@@ -105,7 +105,7 @@ export class Gateway implements TrafficState {
     this.descriptorFiles = descriptorFiles;
     this.upstreams = new Upstreams(config.limits);
     this.resolver = new ClientIpResolver(
-      { trustProxy: config.trustProxy },
+      { trustProxy: config.trustProxy, forwardedHeader: config.forwardedHeader },
       { warn: (message: string) => log.warn(message) },
     );
     this.isTrustedPeer = trustedPeers(config.trustProxy);
@@ -313,7 +313,7 @@ export class Gateway implements TrafficState {
       this.log.error({ why, problems }, 'config reload rejected; the running config stays in force');
       return { applied: false, problems };
     }
-    for (const part of ['listen', 'admin', 'store', 'limits', 'trustProxy'] as const) {
+    for (const part of ['listen', 'admin', 'store', 'limits', 'trustProxy', 'forwardedHeader'] as const) {
       if (JSON.stringify(config[part]) !== JSON.stringify(this.config[part]))
         this.log.warn({ part }, `the "${part}" settings changed: they apply at the next restart`);
     }
@@ -337,6 +337,7 @@ export class Gateway implements TrafficState {
       store: this.config.store,
       limits: this.config.limits,
       trustProxy: this.config.trustProxy,
+      forwardedHeader: this.config.forwardedHeader,
       rateLimitService,
     };
     this.descriptorFiles = loaded.descriptorFiles;
