@@ -55,8 +55,12 @@ describe(`one process, its clock stepping back up to 1 s (seed ${seed})`, () => 
         const total = (run: typeof admitted): number => run.reduce((sum, a) => sum + a.cost, 0);
         // Window policies promise a limit per window of the process clock (checked above); a step
         // back moves those windows against real time, so which requests share a window, and so
-        // the total over a sparse stream, may differ either way: no total to compare.
-        if (!isWindowed(spec)) {
+        // the total over a sparse stream, may differ either way: no total to compare. The log's
+        // promise is per real span (checked above, no excess at all); a step back makes it refuse a
+        // request a correct clock admits and admit a later one instead, after which the two runs
+        // choose different requests, so its total may differ either way too (seed 1414598521,
+        // trial 8: 86 against 84, every real span within its limit).
+        if (!isWindowed(spec) && spec.kind !== 'slidingWindowLog') {
           assert.ok(
             total(admitted) <= total(correct) + 1e-9,
             `${context}: ${total(admitted)} admitted, ${total(correct)} on a correct clock`,
