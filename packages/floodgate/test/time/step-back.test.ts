@@ -51,21 +51,11 @@ describe(`one process, its clock stepping back up to 1 s (seed ${seed})`, () => 
           const { excess, where } = excessOf(spec, admitted, ONE_CLOCK);
           assert.ok(excess <= 0, `${context}: ${where}, ${excess.toFixed(3)} beyond a correct clock's promise`);
         }
-        const correct = runShared(build(spec), [{ offsetMs: 0, steps: [] }], requests);
-        const total = (run: typeof admitted): number => run.reduce((sum, a) => sum + a.cost, 0);
-        // Window policies promise a limit per window of the process clock (checked above); a step
-        // back moves those windows against real time, so which requests share a window, and so
-        // the total over a sparse stream, may differ either way: no total to compare. The log's
-        // promise is per real span (checked above, no excess at all); a step back makes it refuse a
-        // request a correct clock admits and admit a later one instead, after which the two runs
-        // choose different requests, so its total may differ either way too (seed 1414598521,
-        // trial 8: 86 against 84, every real span within its limit).
-        if (!isWindowed(spec) && spec.kind !== 'slidingWindowLog') {
-          assert.ok(
-            total(admitted) <= total(correct) + 1e-9,
-            `${context}: ${total(admitted)} admitted, ${total(correct)} on a correct clock`,
-          );
-        }
+        // No total over the stream is compared with a correct clock's: a step back makes a policy
+        // refuse a request a correct clock admits and admit a later one instead, after which the two
+        // runs choose different requests and their totals may differ either way, every span of real
+        // time within the promise all the same (checked above). Seeds that showed it: 1414598521
+        // (slidingWindowLog, trial 8: 86 against 84) and 4157989838 (gcra, trial 32: 81 against 80).
       }
     });
   }
