@@ -8,8 +8,7 @@
  * on a busy machine, the gateway's CPU time per request (from /proc), with ratios to the
  * dashboard off. Nothing is asserted.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,6 +17,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
+import { cpuTicks } from './gateway/measure.js';
+import { startProcess, type Running } from './gateway/processes.js';
 import { ratio, table } from './support/format.js';
 
 const MAIN = join(fileURLToPath(import.meta.url), '..', '..', 'packages', 'server', 'src', 'cli', 'main.ts');
@@ -46,48 +47,10 @@ routes:
 `;
 }
 
-interface Gateway {
-  readonly port: number;
-  readonly adminPort: number;
-  readonly child: ChildProcess;
-}
-
-function startGateway(file: string): Promise<Gateway> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--conditions=floodgate-source',
-      '--import',
-      'tsx',
-      MAIN,
-      'serve',
-      '--config',
-      file,
-      '--port',
-      '0',
-      '--admin-port',
-      '0',
-      '--no-watch',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FG_BENCH_TOKEN: TOKEN } },
-  );
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`the gateway did not start: ${out}`)), 20_000);
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /"port":(\d+),"adminPort":(\d+).*"msg":"listening"/.exec(out);
-      if (m === null) return;
-      clearTimeout(timer);
-      resolve({ port: Number(m[1]), adminPort: Number(m[2]), child });
-    });
-  });
-}
-
-function cpuTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
+function startGateway(file: string): Promise<Running> {
+  const args = ['--conditions=floodgate-source', '--import', 'tsx', MAIN, 'serve', '--config', file];
+  args.push('--port', '0', '--admin-port', '0', '--no-watch');
+  return startProcess('gateway', undefined, process.execPath, args, { ...process.env, FG_BENCH_TOKEN: TOKEN });
 }
 
 /** Runs wrk against `port` (asynchronously: the upstream lives in this process) and reads the gateway's CPU time over the run. */

@@ -30,15 +30,16 @@ export function portOf(out: string): number | undefined {
   return m === null ? undefined : Number(m[1]);
 }
 
-/** startProcess starts `command` (on `cpu`) and resolves once it reports its port; it rejects when it exits first or after 20 s. */
+/** startProcess starts `command` (on `cpu`, with `env`) and resolves once it reports its port; it rejects when it exits first or after 20 s. */
 export function startProcess(
   name: string,
   cpu: string | undefined,
   command: string,
   args: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<Running> {
   const [cmd, argv] = pinned(cpu, command, args);
-  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'], env });
   return new Promise((resolve, reject) => {
     let out = '';
     let err = '';
