@@ -21,6 +21,7 @@ import { grpcTlsOf, headersOf, healthPolicyOf, redisAccessOf, type RatelimitFlag
 import { CONNECT_WAIT_MS, failureOf, redisStore, UsageError } from './ratelimit-store.js';
 import { servingWhen, StoreState } from '../ratelimit/service/store-health.js';
 import { watchFiles } from './watch-files.js';
+import { QuotaService } from '../ratelimit/quota/service.js';
 
 export type { RatelimitFlags } from './ratelimit-flags.js';
 export { headersOf } from './ratelimit-flags.js';
@@ -62,7 +63,7 @@ export function loadDescriptorPaths(
 function reload(
   service: RateLimitService,
   flags: RatelimitFlags,
-  io: { readonly stderr: NodeJS.WritableStream; readonly metrics: RateLimitMetrics },
+  io: { readonly stderr: NodeJS.WritableStream; readonly metrics: RateLimitMetrics; readonly quota: QuotaService },
 ): void {
   const loaded = loadDescriptorPaths(flags.config, { mergeDomains: flags.mergeDomains === true });
   io.metrics.configLoad(!('errors' in loaded));
@@ -71,6 +72,7 @@ function reload(
     return;
   }
   service.reload(loaded.config.domains);
+  io.quota.reload(loaded.config.domains);
   io.stderr.write(`config reloaded: ${loaded.config.domains.map((d) => d.domain).join(', ')}\n`);
 }
 
@@ -128,9 +130,10 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   const metrics = new RateLimitMetrics();
   metrics.configLoad(true);
   const { service, redis } = await buildService(flags, domains, metrics, io.stderr);
-  const listening = await listen(flags, service, metrics);
+  const quota = new QuotaService({ domains });
+  const listening = await listen(flags, service, metrics, quota);
   io.stdout.write(`${JSON.stringify({ ready: true, ...listening.ports })}\n`);
-  const reloadNow = (): void => reload(service, flags, { stderr: io.stderr, metrics });
+  const reloadNow = (): void => reload(service, flags, { stderr: io.stderr, metrics, quota });
   const paths = flags.config.map((p) => resolve(p));
   const stopWatching = flags.watch === false ? () => undefined : watchFiles(() => paths, reloadNow);
   io.signals.on('SIGHUP', reloadNow);
@@ -140,6 +143,7 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   });
   stopWatching();
   await listening.close();
+  quota.close();
   redis?.close();
   return 0;
 }
@@ -189,6 +193,7 @@ async function listen(
   flags: RatelimitFlags,
   service: RateLimitService,
   metrics: RateLimitMetrics,
+  quota: QuotaService,
 ): Promise<{ ports: Record<string, number | null>; close: () => Promise<void> }> {
   const grpcTls = grpcTlsOf(flags);
   const host = flags.host ?? '127.0.0.1';
@@ -199,6 +204,7 @@ async function listen(
     httpPort: neither ? 8080 : flags.httpPort,
     host,
     tracing: flags.tracing === true,
+    quota,
     ...(grpcTls === undefined ? {} : { grpcTls }),
   });
   const metricsServer =

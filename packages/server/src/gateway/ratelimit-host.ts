@@ -13,6 +13,7 @@ import type { GatewayMetrics } from '../ops/metrics.js';
 import { DRAFT_HEADERS, namedResponseHeaders, type ResponseHeaders } from '../ratelimit/service/headers.js';
 import { DescriptorLabels, outcomeLabel } from '../ratelimit/service/metric-labels.js';
 import { servingWhen } from '../ratelimit/service/store-health.js';
+import { QuotaService } from '../ratelimit/quota/service.js';
 
 /** RateLimitServiceHostOptions configures {@link RateLimitServiceHost.start}. */
 export interface RateLimitServiceHostOptions {
@@ -38,6 +39,8 @@ export class RateLimitServiceHost {
     private readonly servers: RateLimitServers,
     private section: RateLimitServiceConfig,
     private readonly log: Logger,
+    /** Envoy's Rate Limit Quota Service on the gRPC listener, for the domains' `quota:` sections. */
+    readonly quota: QuotaService,
   ) {}
 
   /** start creates the service on `options.store` and starts its listeners. */
@@ -51,20 +54,22 @@ export class RateLimitServiceHost {
       shadowMode: section.shadowMode === true,
       responseHeaders: headersOfSection(section),
     });
+    const quota = new QuotaService({ domains: options.domains });
     const grpcHost = section.grpc?.host;
     const httpHost = section.http?.host;
     // One host serves both listeners; start them apart when they differ.
     const servers =
       grpcHost !== undefined && httpHost !== undefined && grpcHost !== httpHost
-        ? await startApart(service, section)
+        ? await startApart(service, section, quota)
         : await startRateLimitServers({
             service,
             grpcPort: section.grpc?.port,
             httpPort: section.http?.port,
             host: grpcHost ?? httpHost ?? '127.0.0.1',
             tracing: section.tracing === true,
+            quota,
           });
-    return new RateLimitServiceHost(service, servers, section, options.log);
+    return new RateLimitServiceHost(service, servers, section, options.log, quota);
   }
 
   /** grpcPort is the gRPC listener's port, or undefined when there is none. */
@@ -92,6 +97,7 @@ export class RateLimitServiceHost {
         );
     }
     this.service.reload(domains);
+    this.quota.reload(domains);
     this.section = {
       ...section,
       grpc: this.section.grpc,
@@ -113,6 +119,7 @@ export class RateLimitServiceHost {
 
   /** close stops both listeners; calls in flight are answered first. */
   close(): Promise<void> {
+    this.quota.close();
     return this.servers.close();
   }
 }
@@ -125,13 +132,18 @@ function headersOfSection(section: RateLimitServiceConfig): ResponseHeaders {
   return { mode: 'limit-remaining-reset', ...given };
 }
 
-async function startApart(service: RateLimitService, section: RateLimitServiceConfig): Promise<RateLimitServers> {
+async function startApart(
+  service: RateLimitService,
+  section: RateLimitServiceConfig,
+  quota: QuotaService,
+): Promise<RateLimitServers> {
   const tracing = section.tracing === true;
   const grpc = await startRateLimitServers({
     service,
     grpcPort: section.grpc!.port,
     host: section.grpc!.host,
     tracing,
+    quota,
   });
   let http: RateLimitServers;
   try {

@@ -10,6 +10,8 @@ import { LineCounter, parseAllDocuments, type Node } from 'yaml';
 import { Reader, type ConfigError } from './config-reader.js';
 import { compositeKey, readDescriptors } from './config-descriptors.js';
 import type { RateLimitUnit } from './units.js';
+import { readQuota } from '../quota/config.js';
+import type { QuotaSpec } from '../quota/spec.js';
 
 export type { ConfigError } from './config-reader.js';
 
@@ -62,6 +64,8 @@ export interface DescriptorSpec {
 export interface DomainSpec {
   readonly domain: string;
   readonly descriptors: readonly DescriptorSpec[];
+  /** The domain's `quota:` section, for Envoy's Rate Limit Quota Service (RLQS); undefined without one. */
+  readonly quota?: QuotaSpec | undefined;
   /** The file it came from. */
   readonly source: string;
   /** Where its `domain:` value is in that file (1-based), for messages about the domain. */
@@ -79,7 +83,7 @@ export function formatConfigError(error: ConfigError): string {
   return `${error.source}:${error.line}:${error.column}: ${error.path === '' ? '' : `${error.path}: `}${error.message}`;
 }
 
-const DOMAIN_KEYS = ['domain', 'descriptors'];
+const DOMAIN_KEYS = ['domain', 'descriptors', 'quota'];
 /**
  * parseDescriptorConfig returns the domains of one config file (`text`, named `source` in
  * messages), or every error found in it. A file may hold several YAML documents, one domain each.
@@ -163,7 +167,15 @@ function mergeDomain(into: DomainSpec, more: DomainSpec, errors: ConfigError[]):
       message: `duplicate descriptor: ${JSON.stringify(id)} of domain ${JSON.stringify(more.domain)} is already defined at ${first}`,
     });
   });
-  return { ...into, descriptors: [...into.descriptors, ...more.descriptors] };
+  if (into.quota !== undefined && more.quota !== undefined)
+    errors.push({
+      source: more.source,
+      line: more.line,
+      column: more.column,
+      path: 'quota',
+      message: `domain ${JSON.stringify(more.domain)} has a quota section in ${into.source} already; give it once`,
+    });
+  return { ...into, descriptors: [...into.descriptors, ...more.descriptors], quota: into.quota ?? more.quota };
 }
 
 function checkUniqueDomains(reader: Reader, domains: readonly DomainSpec[]): void {
@@ -191,7 +203,8 @@ function readDomain(reader: Reader, node: Node): DomainSpec | undefined {
     : reader.fail(node, 'domain', 'is required');
   if (domain === '') reader.fail(domainNode, 'domain', 'must be a non-empty string');
   const descriptors = readDescriptors(reader, fields.get('descriptors'), 'descriptors');
+  const quota = fields.has('quota') ? readQuota(reader, fields.get('quota') ?? null, 'quota') : undefined;
   if (domain === undefined || domain === '') return undefined;
   const { line, col } = reader.position(domainNode);
-  return { domain, descriptors, source: reader.source, line, column: col };
+  return { domain, descriptors, ...(quota === undefined ? {} : { quota }), source: reader.source, line, column: col };
 }

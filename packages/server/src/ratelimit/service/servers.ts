@@ -9,6 +9,8 @@ import { addRateLimitService } from './grpc.js';
 import { addHealthService } from './health.js';
 import { rateLimitHttpHandler } from './http.js';
 import type { RateLimitService } from './service.js';
+import { addRateLimitQuotaService } from '../quota/grpc.js';
+import type { QuotaService } from '../quota/service.js';
 
 /** RateLimitServersOptions configures {@link startRateLimitServers}. */
 export interface RateLimitServersOptions {
@@ -23,6 +25,8 @@ export interface RateLimitServersOptions {
   grpcTls?: GrpcTls;
   /** A `ShouldRateLimit` OpenTelemetry span per request (default false); spans go where the process's OpenTelemetry SDK sends them. */
   tracing?: boolean;
+  /** Envoy's Rate Limit Quota Service (RLQS) on the gRPC listener too, for the domains' `quota:` sections. */
+  quota?: QuotaService;
 }
 
 /** GrpcTls is the gRPC listener's certificate and key (PEM), and, to require client certificates, the CA that signs them. */
@@ -67,11 +71,12 @@ function listenGrpc(
   service: RateLimitService,
   host: string,
   port: number,
-  options: { readonly tls: GrpcTls | undefined; readonly tracing: boolean },
+  options: { readonly tls: GrpcTls | undefined; readonly tracing: boolean; readonly quota: QuotaService | undefined },
 ): Promise<{ server: grpc.Server; port: number }> {
   const credentials = credentialsOf(options.tls);
   const server = new grpc.Server();
   addRateLimitService(server, service, { tracing: options.tracing });
+  if (options.quota !== undefined) addRateLimitQuotaService(server, options.quota);
   addHealthService(server, service.health);
   const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   return new Promise((resolve, reject) => {
@@ -139,6 +144,7 @@ export async function startRateLimitServers(options: RateLimitServersOptions): P
       : await listenGrpc(options.service, host, options.grpcPort, {
           tls: options.grpcTls,
           tracing: options.tracing === true,
+          quota: options.quota,
         });
   let httpServer: { server: Server; port: number } | undefined;
   try {

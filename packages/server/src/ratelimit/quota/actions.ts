@@ -1,0 +1,85 @@
+/**
+ * The `BucketAction`s the server answers (proto field names, as @grpc/proto-loader writes them):
+ * a quota assignment built from a rule and a client's grant, a blanket rule, or an abandon action.
+ */
+import type { BucketId } from './buckets.js';
+import type { QuotaRule } from './spec.js';
+
+/** Duration is a google.protobuf.Duration as the proto loader writes it. */
+export interface Duration {
+  readonly seconds: number;
+  readonly nanos?: number;
+}
+
+/** RateLimitStrategy is one of Envoy's strategies: a blanket rule, requests per time unit, or a token bucket. */
+export type RateLimitStrategy =
+  | { readonly blanket_rule: 'ALLOW_ALL' | 'DENY_ALL' }
+  | { readonly requests_per_time_unit: { readonly requests_per_time_unit: number; readonly time_unit: string } }
+  | {
+      readonly token_bucket: {
+        readonly max_tokens: number;
+        readonly tokens_per_fill: { readonly value: number };
+        readonly fill_interval: Duration;
+      };
+    };
+
+/** BucketAction is one entry of `RateLimitQuotaResponse.bucket_action`. */
+export type BucketAction =
+  | {
+      readonly bucket_id: { readonly bucket: BucketId };
+      readonly quota_assignment_action: {
+        readonly assignment_time_to_live: Duration;
+        readonly rate_limit_strategy: RateLimitStrategy;
+      };
+    }
+  | { readonly bucket_id: { readonly bucket: BucketId }; readonly abandon_action: Record<string, never> };
+
+/**
+ * strategyOf returns the strategy that hands a client `granted` requests per period of `rule`:
+ * - `requests_per_time_unit`: `granted` per the rule's unit (0 denies all, as Envoy reads it);
+ * - `token_bucket`: `granted` tokens per fill interval (the rule's period, whole seconds as Envoy
+ *   reads it) and the same part of the rule's burst, at least one token; a grant of 0 is DENY_ALL,
+ *   as a token bucket cannot fill with nothing.
+ */
+export function strategyOf(rule: QuotaRule, granted: number): RateLimitStrategy {
+  if (rule.strategy === 'requests_per_time_unit')
+    return {
+      requests_per_time_unit: { requests_per_time_unit: granted, time_unit: (rule.unit ?? 'second').toUpperCase() },
+    };
+  if (granted <= 0) return { blanket_rule: 'DENY_ALL' };
+  const burst = rule.limit === 0 ? 1 : Math.max(1, Math.floor((rule.maxTokens * granted) / rule.limit));
+  return {
+    token_bucket: {
+      max_tokens: burst,
+      tokens_per_fill: { value: granted },
+      fill_interval: { seconds: rule.periodSeconds },
+    },
+  };
+}
+
+/** assignmentOf returns the quota assignment of `granted` requests per period of `rule` for `bucket`, held for the rule's TTL. */
+export function assignmentOf(bucket: BucketId, rule: QuotaRule, granted: number): BucketAction {
+  return {
+    bucket_id: { bucket },
+    quota_assignment_action: {
+      assignment_time_to_live: { seconds: rule.assignmentTtlSeconds },
+      rate_limit_strategy: strategyOf(rule, granted),
+    },
+  };
+}
+
+/** blanketOf returns an ALLOW_ALL or DENY_ALL assignment for `bucket`, held for `ttlSeconds`. */
+export function blanketOf(bucket: BucketId, rule: 'ALLOW_ALL' | 'DENY_ALL', ttlSeconds: number): BucketAction {
+  return {
+    bucket_id: { bucket },
+    quota_assignment_action: {
+      assignment_time_to_live: { seconds: ttlSeconds },
+      rate_limit_strategy: { blanket_rule: rule },
+    },
+  };
+}
+
+/** abandonOf returns the abandon action for `bucket`: the client forgets it and stops reporting it. */
+export function abandonOf(bucket: BucketId): BucketAction {
+  return { bucket_id: { bucket }, abandon_action: {} };
+}

@@ -1,0 +1,77 @@
+/**
+ * Fair share of one bucket's budget between the clients reporting it: pure arithmetic on a
+ * client's demand and the bucket's totals, with time as an argument. The ledgers (memory and the
+ * Lua script on Redis) keep the totals and apply these rules; `fair-share.lua` is this file's twin,
+ * held to it by a differential test.
+ *
+ * The guarantees, for one bucket with limit L (requests per period):
+ * - the sum of grants outstanding (given and not yet expired or released) never exceeds L: a grant
+ *   is at most what the others leave free;
+ * - under L in total, each client gets its demand plus an equal part of what is left;
+ * - over L, each client's share is proportional to its demand plus a floor of L / (10 n), so a
+ *   client that reports little, or has just arrived, is never starved while others are busy.
+ */
+
+/** BucketTotals are a bucket's sums over the clients reporting it. */
+export interface BucketTotals {
+  /** How many clients report the bucket. */
+  readonly clients: number;
+  /** Their demands summed, in requests per period. */
+  readonly demand: number;
+  /** Their outstanding grants summed, in requests per period. */
+  readonly granted: number;
+}
+
+/** FLOOR_SHARE is the part of the limit kept as every client's floor when demand is over it (a tenth, spread evenly). */
+export const FLOOR_SHARE = 0.1;
+
+/** DEMAND_WEIGHT is how much a new report weighs in a client's demand (the rest is its previous demand). */
+export const DEMAND_WEIGHT = 0.5;
+
+/**
+ * demandOf returns a client's demand in requests per period from a report of `requests` (allowed
+ * and denied) over `elapsedMs`, averaged with `previous` (undefined for a client's first report).
+ * An elapsed time under a second counts as one second: Envoy sends 0 on a bucket's first report,
+ * and whole seconds after.
+ */
+export function demandOf(
+  previous: number | undefined,
+  report: { readonly requests: number; readonly elapsedMs: number },
+  periodSeconds: number,
+): number {
+  const perPeriod = (report.requests * periodSeconds * 1000) / Math.max(1000, report.elapsedMs);
+  return previous === undefined ? perPeriod : previous * (1 - DEMAND_WEIGHT) + perPeriod * DEMAND_WEIGHT;
+}
+
+/**
+ * targetOf returns the share of `limit` a client with `demand` should have, given the bucket's
+ * totals (this client included), in requests per period (not rounded). The targets of all clients
+ * sum to `limit`.
+ */
+export function targetOf(demand: number, totals: Pick<BucketTotals, 'clients' | 'demand'>, limit: number): number {
+  const n = Math.max(1, totals.clients);
+  if (totals.demand <= limit) return demand + (limit - totals.demand) / n;
+  const floor = (limit * FLOOR_SHARE) / n;
+  return ((demand + floor) * limit) / (totals.demand + limit * FLOOR_SHARE);
+}
+
+/**
+ * grantOf returns the whole requests per period to grant a client whose target is `target` and
+ * whose outstanding grant is `granted`: the target rounded down, and never more than the others
+ * leave free of `limit` (so outstanding grants never sum over it). Never negative.
+ */
+export function grantOf(target: number, granted: number, totals: BucketTotals, limit: number): number {
+  const free = limit - (totals.granted - granted);
+  // A hair of tolerance: a target of 3 computed as 2.9999999999999996 is 3.
+  return Math.max(0, Math.min(Math.floor(target + 1e-9), free));
+}
+
+/** expiresAtMs returns when a grant given at `nowMs` for `ttlSeconds` stops counting as outstanding. */
+export function expiresAtMs(nowMs: number, ttlSeconds: number): number {
+  return nowMs + ttlSeconds * 1000;
+}
+
+/** idleTooLong returns true when a bucket last had requests at `lastActiveMs` and `abandonAfterSeconds` have passed since. */
+export function idleTooLong(lastActiveMs: number, nowMs: number, abandonAfterSeconds: number | undefined): boolean {
+  return abandonAfterSeconds !== undefined && nowMs - lastActiveMs >= abandonAfterSeconds * 1000;
+}

@@ -1,0 +1,141 @@
+/**
+ * The ledger: per bucket, each client's demand and outstanding grant, and their totals. The
+ * memory ledger is here; the Redis ledger (`redis-ledger.ts`) keeps the same in Redis, so that
+ * service replicas share one budget. Both apply `fair-share.ts`.
+ */
+import { expiresAtMs, grantOf, targetOf } from './fair-share.js';
+
+/** LedgerEntry is one bucket of one report: its key, its budget, and the client's demand (undefined: keep the last one). */
+export interface LedgerEntry {
+  readonly bucketKey: string;
+  /** Requests per period, shared by the bucket's clients. */
+  readonly limit: number;
+  /** The client's demand in requests per period, or undefined to grant again on the demand last reported. */
+  readonly demand: number | undefined;
+  readonly ttlSeconds: number;
+}
+
+/**
+ * QuotaLedger keeps who holds what of each bucket's budget. Every method takes the time; a ledger
+ * never reads a clock (the Redis ledger uses Redis's own, so replicas agree).
+ */
+export interface QuotaLedger {
+  /**
+   * grant records `client`'s demand for each entry and returns its grant for each, in order
+   * (whole requests per period), each held as outstanding until its TTL runs out.
+   */
+  grant(client: string, entries: readonly LedgerEntry[], nowMs: number): Promise<number[]>;
+  /**
+   * regrant grants again, on their last demand, every one of `clients` that holds a share of
+   * `entry.bucketKey`: those whose share shrinks first, so that what they free reaches the others.
+   * Returns each client's grant, or undefined for a client the bucket no longer knows.
+   */
+  regrant(clients: readonly string[], entry: LedgerEntry, nowMs: number): Promise<Array<number | undefined>>;
+  /** release drops `client` from each bucket: its share goes back to the others. */
+  release(client: string, bucketKeys: readonly string[], nowMs: number): Promise<void>;
+}
+
+interface Holder {
+  demand: number;
+  granted: number;
+  expiresAtMs: number;
+}
+
+interface BucketBook {
+  readonly holders: Map<string, Holder>;
+  demand: number;
+  granted: number;
+  /** When expired holders are next swept out (once a second at most). */
+  sweepAtMs: number;
+}
+
+const SWEEP_EVERY_MS = 1000;
+
+/**
+ * MemoryQuotaLedger is a {@link QuotaLedger} in this process: one service replica's budget. A
+ * bucket's holders are swept of expired grants at most once a second, so an expired grant may
+ * count as outstanding for up to a second longer (never shorter).
+ */
+export class MemoryQuotaLedger implements QuotaLedger {
+  private readonly books = new Map<string, BucketBook>();
+
+  /** grant: see {@link QuotaLedger.grant}. */
+  grant(client: string, entries: readonly LedgerEntry[], nowMs: number): Promise<number[]> {
+    return Promise.resolve(entries.map((e) => this.grantOne(client, e, nowMs) ?? 0));
+  }
+
+  /** regrant: see {@link QuotaLedger.regrant}. */
+  regrant(clients: readonly string[], entry: LedgerEntry, nowMs: number): Promise<Array<number | undefined>> {
+    const book = this.books.get(entry.bucketKey);
+    if (book === undefined) return Promise.resolve(clients.map(() => undefined));
+    this.sweep(book, nowMs);
+    const order = clients
+      .map((c, i) => ({ c, i, h: book.holders.get(c) }))
+      .filter((x) => x.h !== undefined)
+      .sort((a, b) => this.growth(book, a.h!, entry.limit) - this.growth(book, b.h!, entry.limit));
+    const out: Array<number | undefined> = clients.map(() => undefined);
+    for (const { c, i } of order) out[i] = this.grantOne(c, { ...entry, demand: undefined }, nowMs);
+    return Promise.resolve(out);
+  }
+
+  /** release: see {@link QuotaLedger.release}. */
+  release(client: string, bucketKeys: readonly string[], nowMs: number): Promise<void> {
+    for (const key of bucketKeys) {
+      const book = this.books.get(key);
+      const h = book?.holders.get(client);
+      if (book === undefined || h === undefined) continue;
+      this.drop(book, client, h);
+      this.sweep(book, nowMs);
+      if (book.holders.size === 0) this.books.delete(key);
+    }
+    return Promise.resolve();
+  }
+
+  /** size returns how many buckets and holders the ledger keeps (for tests of bounded memory). */
+  size(): { buckets: number; holders: number } {
+    let holders = 0;
+    for (const book of this.books.values()) holders += book.holders.size;
+    return { buckets: this.books.size, holders };
+  }
+
+  private growth(book: BucketBook, h: Holder, limit: number): number {
+    return targetOf(h.demand, { clients: book.holders.size, demand: book.demand }, limit) - h.granted;
+  }
+
+  private grantOne(client: string, e: LedgerEntry, nowMs: number): number | undefined {
+    let book = this.books.get(e.bucketKey);
+    if (book === undefined) {
+      book = { holders: new Map(), demand: 0, granted: 0, sweepAtMs: nowMs + SWEEP_EVERY_MS };
+      this.books.set(e.bucketKey, book);
+    }
+    this.sweep(book, nowMs);
+    let h = book.holders.get(client);
+    if (h === undefined) {
+      if (e.demand === undefined) return undefined;
+      h = { demand: 0, granted: 0, expiresAtMs: 0 };
+      book.holders.set(client, h);
+    }
+    if (e.demand !== undefined) {
+      book.demand += e.demand - h.demand;
+      h.demand = e.demand;
+    }
+    const totals = { clients: book.holders.size, demand: book.demand, granted: book.granted };
+    const granted = grantOf(targetOf(h.demand, totals, e.limit), h.granted, totals, e.limit);
+    book.granted += granted - h.granted;
+    h.granted = granted;
+    h.expiresAtMs = expiresAtMs(nowMs, e.ttlSeconds);
+    return granted;
+  }
+
+  private sweep(book: BucketBook, nowMs: number): void {
+    if (nowMs < book.sweepAtMs) return;
+    book.sweepAtMs = nowMs + SWEEP_EVERY_MS;
+    for (const [client, h] of book.holders) if (h.expiresAtMs <= nowMs) this.drop(book, client, h);
+  }
+
+  private drop(book: BucketBook, client: string, h: Holder): void {
+    book.holders.delete(client);
+    book.demand -= h.demand;
+    book.granted -= h.granted;
+  }
+}

@@ -1,0 +1,315 @@
+/**
+ * The Rate Limit Quota Service: Envoy's `StreamRateLimitQuotas` over the domains' `quota:`
+ * sections. Each report is checked, its buckets matched to rules, the client's demand recorded in
+ * the ledger and its grants answered at once; a client joining or leaving a bucket makes the
+ * others of this replica be granted again (after `redistributeDelayMs`, one pass per bucket).
+ */
+import { randomBytes } from 'node:crypto';
+import { systemClock, systemTimers, type Clock, type TimerHandle, type Timers } from 'floodgate';
+import type { DomainSpec } from '../service/config.js';
+import { abandonOf, assignmentOf, blanketOf, type BucketAction } from './actions.js';
+import { bucketKeyOf, ruleOf, type BucketId } from './buckets.js';
+import { demandOf, idleTooLong } from './fair-share.js';
+import { MemoryQuotaLedger, type LedgerEntry, type QuotaLedger } from './ledger.js';
+import { parseUsageReport, QuotaStreamError, type BucketUsage } from './report.js';
+import { QuotaSession, type TrackedBucket, type Writable } from './session.js';
+import type { QuotaSpec } from './spec.js';
+
+/** QuotaServiceOptions configures a {@link QuotaService}. */
+export interface QuotaServiceOptions {
+  readonly domains: readonly DomainSpec[];
+  /** Where grants are kept (default: this process's memory; a `RedisQuotaLedger` shares them between replicas). */
+  readonly ledger?: QuotaLedger;
+  /** The time grants are given at (default the system clock); the Redis ledger uses Redis's instead. */
+  readonly clock?: Clock;
+  readonly timers?: Timers;
+  /** How long after a client joins or leaves a bucket the others are granted again, in ms (default 10). */
+  readonly redistributeDelayMs?: number;
+}
+
+/** QuotaStream is the part of a gRPC duplex stream the service reads and writes. */
+export interface QuotaStream extends Writable {
+  on(event: 'data', listener: (message: unknown) => void): unknown;
+  on(event: 'end' | 'cancelled' | 'close' | 'error', listener: (error?: unknown) => void): unknown;
+  end(): void;
+  emit(event: 'error', status: { code: number; details: string }): boolean;
+  pause(): unknown;
+  resume(): unknown;
+}
+
+/** STATUS maps a stream error's code to its gRPC status code. */
+const STATUS = { INVALID_REPORT: 3, TOO_MANY_BUCKETS: 8, INTERNAL: 13 } as const;
+/** Reports a stream may have waiting before the service stops reading it. */
+const MAX_QUEUED_REPORTS = 4;
+
+/**
+ * QuotaService answers RLQS streams. One instance serves every stream of a process; its ledger
+ * decides the grants.
+ *
+ * @example
+ * const quota = new QuotaService({ domains });
+ * server.addService(rateLimitQuotaServiceDefinition(), quotaHandlers(quota));
+ */
+export class QuotaService {
+  private specs = new Map<string, QuotaSpec>();
+  private generation = 0;
+  private readonly ledger: QuotaLedger;
+  private readonly clock: Clock;
+  private readonly timers: Timers;
+  private readonly delayMs: number;
+  private readonly members = new Map<string, Set<QuotaSession>>();
+  private readonly redistributing = new Map<string, TimerHandle>();
+  private readonly prefix = randomBytes(6).toString('hex');
+  private nextId = 0;
+  private readonly sessions = new Set<QuotaSession>();
+
+  /** Creates the service over `options.domains` (those with a `quota:` section). */
+  constructor(options: QuotaServiceOptions) {
+    this.ledger = options.ledger ?? new MemoryQuotaLedger();
+    this.clock = options.clock ?? systemClock;
+    this.timers = options.timers ?? systemTimers;
+    this.delayMs = options.redistributeDelayMs ?? 10;
+    this.reload(options.domains);
+  }
+
+  /** reload serves `domains` from now on; buckets are matched again at their next report. */
+  reload(domains: readonly DomainSpec[]): void {
+    this.specs = new Map(domains.flatMap((d) => (d.quota === undefined ? [] : [[d.domain, d.quota] as const])));
+    this.generation++;
+  }
+
+  /** stats returns the open streams, the buckets they report and the actions waiting for clients to read. */
+  stats(): { streams: number; buckets: number; pending: number } {
+    let buckets = 0;
+    let pending = 0;
+    for (const s of this.sessions) {
+      buckets += s.buckets.size;
+      pending += s.pendingCount;
+    }
+    return { streams: this.sessions.size, buckets, pending };
+  }
+
+  /** close stops the redistribution timers (streams are ended by the gRPC server's shutdown). */
+  close(): void {
+    for (const timer of this.redistributing.values()) this.timers.clearTimer(timer);
+    this.redistributing.clear();
+  }
+
+  /** handle serves one `StreamRateLimitQuotas` call until it ends. */
+  handle(call: QuotaStream): void {
+    const session: QuotaSession = new QuotaSession(`${this.prefix}:${this.nextId++}`, call, (a): string =>
+      bucketKeyOf(session.domain ?? '', a.bucket_id.bucket),
+    );
+    this.sessions.add(session);
+    let queue = Promise.resolve();
+    let queued = 0;
+    call.on('data', (message) => {
+      if (session.closed) return;
+      if (++queued >= MAX_QUEUED_REPORTS) call.pause();
+      queue = queue
+        .then(() => (session.closed ? undefined : this.report(session, message)))
+        .catch((error: unknown) => this.fail(session, call, error))
+        .finally(() => {
+          if (--queued < MAX_QUEUED_REPORTS) call.resume();
+        });
+    });
+    const leave = (): void => this.leave(session);
+    call.on('end', () => {
+      leave();
+      call.end();
+    });
+    call.on('cancelled', leave);
+    call.on('close', leave);
+    call.on('error', leave);
+  }
+
+  private fail(session: QuotaSession, call: QuotaStream, error: unknown): void {
+    if (session.closed) return;
+    this.leave(session);
+    const status =
+      error instanceof QuotaStreamError
+        ? { code: STATUS[error.code], details: `${error.code}: ${error.message}` }
+        : { code: STATUS.INTERNAL, details: `quota service failed: ${(error as Error)?.message ?? String(error)}` };
+    call.emit('error', status);
+  }
+
+  private specOf(session: QuotaSession, domain: string): QuotaSpec {
+    if (session.domain === undefined) {
+      if (domain === '') throw new QuotaStreamError('INVALID_REPORT', "domain is required in a stream's first report");
+      session.domain = domain;
+    } else if (domain !== '' && domain !== session.domain) {
+      throw new QuotaStreamError(
+        'INVALID_REPORT',
+        `domain ${JSON.stringify(domain)} differs from the stream's ${JSON.stringify(session.domain)}; open a new stream for another domain`,
+      );
+    }
+    const spec = this.specs.get(session.domain);
+    if (spec === undefined)
+      throw new QuotaStreamError(
+        'INVALID_REPORT',
+        `domain ${JSON.stringify(session.domain)} has no quota section in the rate limit service's config`,
+      );
+    return spec;
+  }
+
+  private async report(session: QuotaSession, message: unknown): Promise<void> {
+    const report = parseUsageReport(message);
+    const spec = this.specOf(session, report.domain);
+    if (report.usages.length > spec.maxBucketsPerStream) throw tooMany(report.usages.length, spec);
+    const nowMs = this.clock.now();
+    const actions: Array<BucketAction | undefined> = [];
+    const granted: Array<{ at: number; tracked: TrackedBucket; entry: LedgerEntry }> = [];
+    const changed: string[] = [];
+    for (const usage of report.usages) {
+      const key = bucketKeyOf(session.domain!, usage.bucket);
+      const tracked = this.track(session, spec, key, usage.bucket, nowMs, changed);
+      if (tracked === undefined) {
+        actions.push(unknownAction(spec, usage.bucket));
+        continue;
+      }
+      if (this.abandoned(session, key, tracked, usage, nowMs)) {
+        actions.push(abandonOf(usage.bucket));
+        changed.push(key);
+        continue;
+      }
+      tracked.demand = demandOf(
+        tracked.demand,
+        { requests: usage.allowed + usage.denied, elapsedMs: usage.elapsedMs },
+        tracked.rule.periodSeconds,
+      );
+      granted.push({ at: actions.length, tracked, entry: entryOf(key, tracked, tracked.demand) });
+      actions.push(undefined);
+    }
+    const grants = await this.ledger.grant(
+      session.id,
+      granted.map((g) => g.entry),
+      nowMs,
+    );
+    granted.forEach((g, i) => {
+      g.tracked.lastGranted = grants[i]!;
+      actions[g.at] = assignmentOf(g.tracked.bucket, g.tracked.rule, grants[i]!);
+    });
+    session.send(actions as BucketAction[]);
+    for (const key of changed) this.scheduleRedistribute(key);
+  }
+
+  /** track returns the session's bucket `key` (matching it to a rule on first sight or after a reload), or undefined for an unknown bucket. */
+  private track(
+    session: QuotaSession,
+    spec: QuotaSpec,
+    key: string,
+    bucket: BucketId,
+    nowMs: number,
+    changed: string[],
+  ): TrackedBucket | undefined {
+    const known = session.buckets.get(key);
+    if (known !== undefined && known.generation === this.generation) return known;
+    const rule = ruleOf(spec, bucket);
+    if (rule === undefined) {
+      if (known !== undefined) this.forget(session, key, changed);
+      return undefined;
+    }
+    if (known !== undefined) {
+      known.rule = rule;
+      known.generation = this.generation;
+      return known;
+    }
+    if (session.buckets.size >= spec.maxBucketsPerStream) throw tooMany(session.buckets.size + 1, spec);
+    const tracked: TrackedBucket = {
+      bucket,
+      rule,
+      generation: this.generation,
+      demand: undefined,
+      lastActiveMs: nowMs,
+      lastGranted: undefined,
+    };
+    session.buckets.set(key, tracked);
+    this.membersOf(key).add(session);
+    changed.push(key);
+    return tracked;
+  }
+
+  private abandoned(session: QuotaSession, key: string, t: TrackedBucket, usage: BucketUsage, nowMs: number): boolean {
+    if (usage.allowed + usage.denied > 0) {
+      t.lastActiveMs = nowMs;
+      return false;
+    }
+    if (!idleTooLong(t.lastActiveMs, nowMs, t.rule.abandonAfterSeconds)) return false;
+    this.forget(session, key, []);
+    void this.ledger.release(session.id, [key], nowMs).catch(() => undefined);
+    return true;
+  }
+
+  private forget(session: QuotaSession, key: string, changed: string[]): void {
+    session.buckets.delete(key);
+    this.members.get(key)?.delete(session);
+    if (this.members.get(key)?.size === 0) this.members.delete(key);
+    changed.push(key);
+  }
+
+  private membersOf(key: string): Set<QuotaSession> {
+    let set = this.members.get(key);
+    if (set === undefined) {
+      set = new Set();
+      this.members.set(key, set);
+    }
+    return set;
+  }
+
+  private leave(session: QuotaSession): void {
+    if (session.closed) return;
+    session.closed = true;
+    this.sessions.delete(session);
+    const keys = [...session.buckets.keys()];
+    for (const key of keys) this.forget(session, key, []);
+    void this.ledger
+      .release(session.id, keys, this.clock.now())
+      .then(() => keys.forEach((k) => this.scheduleRedistribute(k)))
+      .catch(() => undefined);
+  }
+
+  private scheduleRedistribute(key: string): void {
+    if (this.redistributing.has(key) || !this.members.has(key)) return;
+    const timer = this.timers.setTimer(() => {
+      this.redistributing.delete(key);
+      void this.redistribute(key).catch(() => undefined);
+    }, this.delayMs);
+    this.redistributing.set(key, timer);
+  }
+
+  /** redistribute grants again every session of this replica that reports bucket `key`, sending those whose grant changed. */
+  private async redistribute(key: string): Promise<void> {
+    const sessions = [...(this.members.get(key) ?? [])];
+    if (sessions.length === 0) return;
+    const first = sessions[0]!.buckets.get(key)!;
+    const nowMs = this.clock.now();
+    const grants = await this.ledger.regrant(
+      sessions.map((s) => s.id),
+      entryOf(key, first, undefined),
+      nowMs,
+    );
+    sessions.forEach((s, i) => {
+      const tracked = s.buckets.get(key);
+      const grant = grants[i];
+      if (tracked === undefined || grant === undefined || grant === tracked.lastGranted || s.closed) return;
+      tracked.lastGranted = grant;
+      s.send([assignmentOf(tracked.bucket, tracked.rule, grant)]);
+    });
+  }
+}
+
+function entryOf(bucketKey: string, t: TrackedBucket, demand: number | undefined): LedgerEntry {
+  return { bucketKey, limit: t.rule.limit, demand, ttlSeconds: t.rule.assignmentTtlSeconds };
+}
+
+function unknownAction(spec: QuotaSpec, bucket: BucketId): BucketAction {
+  if (spec.unknownBucket === 'abandon') return abandonOf(bucket);
+  return blanketOf(bucket, spec.unknownBucket === 'allow' ? 'ALLOW_ALL' : 'DENY_ALL', spec.unknownBucketTtlSeconds);
+}
+
+function tooMany(count: number, spec: QuotaSpec): QuotaStreamError {
+  return new QuotaStreamError(
+    'TOO_MANY_BUCKETS',
+    `the stream reports ${count} buckets, more than max_buckets_per_stream (${spec.maxBucketsPerStream}) of its domain's quota section; raise it, or report fewer buckets per stream`,
+  );
+}
