@@ -33,6 +33,7 @@ export interface ServeFlags {
   demoUpstream?: boolean;
   watch: boolean;
   drainTimeoutMs: number;
+  drainMs?: number;
 }
 
 /** runServe runs the gateway until SIGTERM or SIGINT, and returns the exit code. */
@@ -51,6 +52,7 @@ export async function runServe(flags: ServeFlags): Promise<number> {
       ...(flags.port === undefined ? {} : { port: flags.port }),
       ...(flags.adminPort === undefined ? {} : { adminPort: flags.adminPort }),
       drainTimeoutMs: flags.drainTimeoutMs,
+      ...(flags.drainMs === undefined ? {} : { drainMs: flags.drainMs }),
     });
   } catch (err) {
     if (err instanceof ConfigError)
@@ -67,11 +69,14 @@ export async function runServe(flags: ServeFlags): Promise<number> {
     : () => {};
   process.on('SIGHUP', () => void gateway.reload('SIGHUP'));
   await new Promise<void>((resolveStop) => {
+    let stopping = false;
     const stop = (): void => {
+      // A second signal cuts the drain under way short: the operator wants the process gone now.
+      if (stopping) return gateway.cutShutdown();
+      stopping = true;
       stopWatching();
       void gateway.shutdown().then(resolveStop);
     };
-    // Repeated signals change nothing: the drain under way ends the process.
     process.on('SIGTERM', stop);
     process.on('SIGINT', stop);
   });

@@ -33,6 +33,11 @@ program
   .option('--demo-upstream', "also start a small demo service at the first route's upstream address")
   .option('--no-watch', 'do not reload when the config file changes (SIGHUP still reloads)')
   .option('--drain-timeout-ms <ms>', 'longest wait for requests in flight on shutdown', (v) => Number(v), 10_000)
+  .option(
+    '--drain-ms <ms>',
+    'how long the listener stays open once unready on SIGTERM, instead of shutdown.drainMs (0: close at once)',
+    parseMs,
+  )
   .action(async (opts: ServeFlags) => {
     process.exitCode = await runServe(opts);
   });
@@ -178,6 +183,12 @@ function parsePort(value: string): number {
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`a port is a whole number from 0 to 65535, got "${value}"`);
   return port;
+}
+
+function parseMs(value: string): number {
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms < 0) throw new Error(`a time in ms is a whole number from 0 up, got "${value}"`);
+  return ms;
 }
 
 try {

@@ -246,6 +246,12 @@ export const configSchema = z.strictObject({
       upstreamTimeoutMs: 30_000,
       connectTimeoutMs: 5_000,
     }),
+  /**
+   * What SIGTERM does: unready at once, then `drainMs` (default 5,000; 0: none) still serving new
+   * connections while load balancers see `/readyz` answer 503, then the listener closes and
+   * requests in flight finish. Read at shutdown, so a reload changes it.
+   */
+  shutdown: z.strictObject({ drainMs: whole.nonnegative().default(5_000) }).default({ drainMs: 5_000 }),
   /** The routes to proxy; a config needs routes, a rateLimitService, or both. */
   routes: z.array(routeSchema).default([]),
   /** Overload protection shared by every route forwarding to an origin (a route's own sections are checked first). */

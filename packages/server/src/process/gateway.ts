@@ -41,6 +41,8 @@ export interface GatewayOptions {
   readonly adminPort?: number;
   /** Longest wait for in-flight requests on shutdown, in ms (default 10,000). */
   readonly drainTimeoutMs?: number;
+  /** Overrides the config's `shutdown.drainMs`: how long the listener stays open once unready, in ms. */
+  readonly drainMs?: number;
 }
 
 /** ReloadResult says whether a reload was applied and, when not, why. */
@@ -74,6 +76,8 @@ export class Gateway implements TrafficState {
   private stopping: Promise<void> | undefined;
   private inFlight = 0;
   private drained: (() => void) | undefined;
+  /** Ends the waits of a shutdown under way at once (see {@link Gateway.cutShutdown}). */
+  private readonly cut: { promise: Promise<void>; resolve: () => void } = cutter();
   private readonly traffic: Server;
   /** Upgraded sockets (both ends of each tunnel) still open. */
   private readonly tunnels = new Set<Duplex>();
@@ -402,18 +406,32 @@ export class Gateway implements TrafficState {
   }
 
   /**
-   * shutdown stops being ready at once, stops accepting connections, waits for requests in flight
-   * (up to `drainTimeoutMs`), then closes every connection, pool and store connection.
+   * shutdown stops being ready at once, keeps serving for the drain period (`shutdown.drainMs`) so
+   * that load balancers see `/readyz` fail before connections are refused, then stops accepting
+   * connections, waits for requests in flight (up to `drainTimeoutMs`), and closes every
+   * connection, pool and store connection. {@link Gateway.cutShutdown} ends both waits early.
    */
   shutdown(): Promise<void> {
     this.stopping ??= this.drainAndClose();
     return this.stopping;
   }
 
+  /** cutShutdown ends the waits of a shutdown under way (what is left of the drain period, and the wait for requests in flight); before one, it does nothing. */
+  cutShutdown(): void {
+    if (this.stopping === undefined) return;
+    this.log.warn({ inFlight: this.inFlight }, 'shutting down now: the drain was cut short');
+    this.cut.resolve();
+  }
+
   private async drainAndClose(): Promise<void> {
     this.draining = true;
     this.ready = false;
     this.metrics.setReady(false);
+    const drainMs = this.options.drainMs ?? this.config.shutdown.drainMs;
+    if (drainMs > 0) {
+      this.log.info({ drainMs }, 'shutting down: unready, still serving until the drain period ends');
+      await waitOrCut(drainMs, this.cut.promise);
+    }
     this.log.info({ inFlight: this.inFlight }, 'shutting down: draining requests in flight');
     const closed = new Promise<void>((resolve) =>
       this.traffic.listening ? this.traffic.close(() => resolve()) : resolve(),
@@ -422,10 +440,7 @@ export class Gateway implements TrafficState {
     this.traffic.closeIdleConnections();
     const drained = this.inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.drained = resolve));
     const limit = this.options.drainTimeoutMs ?? 10_000;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), limit)));
-    const late = await Promise.race([drained.then(() => false), timedOut]);
-    clearTimeout(timer);
+    const late = !(await waitOrCut(limit, Promise.race([drained, this.cut.promise])));
     if (late) this.log.warn({ inFlight: this.inFlight }, 'drain timed out; closing the remaining connections');
     this.traffic.closeAllConnections();
     for (const socket of this.tunnels) socket.destroy();
@@ -440,6 +455,22 @@ export class Gateway implements TrafficState {
     }
     this.log.info('stopped');
   }
+}
+
+/** A promise with its resolve function (Promise.withResolvers, which Node 20 lacks). */
+function cutter(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** Waits `ms`, or less when `early` settles first; resolves true when `early` did. */
+async function waitOrCut(ms: number, early: Promise<void>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  const settled = await Promise.race([early.then(() => true), elapsed]);
+  clearTimeout(timer);
+  return settled;
 }
 
 function listenOn(server: Server, port: number, host: string): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * Runs the commands the docs show, as written, from the repository root: a command to completion
  * (exit code 0), or a server (`npm start`, `floodgate serve`, `floodgate ratelimit`) until it is up,
- * then the commands that talk to its port, then SIGTERM to its process group.
+ * then the commands that talk to its port, then SIGTERM (twice) to its process group.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { delimiter, join } from 'node:path';
@@ -63,7 +63,7 @@ export type Ready = Record<string, unknown>;
 /** Server is a long-running command, started and up. */
 export interface Server {
   readonly ready: Ready;
-  /** stop sends SIGTERM to the command's process group (SIGKILL after 10 s) and resolves with its outcome. */
+  /** stop sends SIGTERM to the command's process group, again after 200 ms (SIGKILL after 10 s), and resolves with its outcome. */
   stop(): Promise<Outcome>;
 }
 
@@ -87,8 +87,12 @@ export async function startServer(command: string, timeoutMs: number): Promise<S
   const { out, exited } = collect(child);
   const stop = async (): Promise<Outcome> => {
     killGroup(child, 'SIGTERM');
+    // `floodgate serve` keeps serving for its drain period after the first SIGTERM (docs/gateway-operations.md); a second one
+    // (apart from the first, or the two merge into one pending signal) cuts it short, as an operator stopping it at once would.
+    const again = setTimeout(() => killGroup(child, 'SIGTERM'), 200);
     const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 10_000);
     const outcome = await exited;
+    clearTimeout(again);
     clearTimeout(timer);
     return outcome;
   };

@@ -52,6 +52,8 @@ export async function startGateway(
     '0',
     '--admin-port',
     '0',
+    // Without a drain period every stop would wait it out; the drain tests set their own.
+    ...(yaml.includes('shutdown:') || options.args?.includes('--drain-ms') === true ? [] : ['--drain-ms', '0']),
     ...(options.args ?? []),
   ];
   const child = spawn(process.execPath, args, {
