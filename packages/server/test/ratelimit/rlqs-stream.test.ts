@@ -5,7 +5,8 @@ import { ManualClock } from 'floodgate';
 import { MemoryQuotaLedger } from '../../src/ratelimit/quota/ledger.js';
 import { loadRateLimitQuotaService } from '../../src/ratelimit/quota/proto.js';
 import { domainsOf } from './support.js';
-import { grantOf, RlqsClient, startQuotaServer, type QuotaServer } from './rlqs-support.js';
+import { connect } from 'node:http2';
+import { grantOf, RlqsClient, startChildClient, startQuotaServer, type QuotaServer } from './rlqs-support.js';
 
 const CONFIG = `
 domain: edge
@@ -87,7 +88,7 @@ describe('RLQS streams, with a grpc-js client built from Envoy protos', () => {
     assert.ok(small1! > 0 && small2! > 0, 'nobody starved');
   });
 
-  it('give a vanished client share to the others (socket of a killed channel)', async () => {
+  it('give the share of a cancelled stream to the others', async () => {
     server = await startQuotaServer({ domains: domainsOf(CONFIG) });
     const a = client();
     const b = client();
@@ -100,6 +101,61 @@ describe('RLQS streams, with a grpc-js client built from Envoy protos', () => {
     gone.close();
     await a.until(() => grantOf(a.latestOf(API)) === 150 && grantOf(b.latestOf(API)) === 150, 'halves after one left');
     assert.equal(server.quota.stats().streams, 2);
+  });
+
+  it('give the share of a data plane killed mid-stream (SIGKILL: its socket dies) to the others', async () => {
+    server = await startQuotaServer({ domains: domainsOf(CONFIG) });
+    const a = client();
+    const b = client();
+    const child = startChildClient(server.port);
+    await child.firstGrant();
+    for (const c of [a, b]) c.report('edge', [API], 100);
+    await a.until(
+      () => grantOf(a.latestOf(API)) === 100 && grantOf(b.latestOf(API)) === 100 && child.grants.at(-1) === 100,
+      'thirds, the child included',
+    );
+    await child.kill();
+    await a.until(() => grantOf(a.latestOf(API)) === 150 && grantOf(b.latestOf(API)) === 150, 'halves after the kill');
+    assert.equal(server.quota.stats().streams, 2);
+  });
+
+  it('keep one pending action per bucket for a client that never reads, and serve the others meanwhile', async () => {
+    server = await startQuotaServer({ domains: domainsOf(CONFIG) });
+    const method = loadRateLimitQuotaService().service.StreamRateLimitQuotas!;
+    const session = connect(`http://127.0.0.1:${server.port}`);
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': '/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
+    stream.pause(); // never read: the server's HTTP/2 window fills
+    const buckets = Array.from({ length: 500 }, (_, i) => ({
+      bucket_id: { bucket: { name: 'many', n: String(i) } },
+      time_elapsed: { seconds: 1 },
+      num_requests_allowed: 1,
+    }));
+    const body = method.requestSerialize({ domain: 'edge', bucket_quota_usages: buckets });
+    const frame = Buffer.alloc(5 + body.length);
+    frame.writeUInt32BE(body.length, 1);
+    body.copy(frame, 5);
+    let most = 0;
+    for (let i = 0; i < 40; i++) {
+      stream.write(frame);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      most = Math.max(most, server.quota.stats().pending);
+    }
+    const other = client();
+    other.report('edge', [API], 1);
+    await other.until(() => other.received.length === 1, 'an assignment for a client that reads');
+    assert.ok(most > 0, 'the silent client made the server wait');
+    assert.ok(most <= 500, `at most one pending action per bucket, had ${most}`);
+    // Once it reads, what waited is sent and nothing stays pending.
+    stream.on('data', () => undefined);
+    stream.resume();
+    await other.until(() => server!.quota.stats().pending === 0, 'the pending actions to be sent');
+    stream.close();
+    session.destroy();
   });
 
   it('deny an unknown bucket with a blanket rule; abandon it where the domain says so', async () => {

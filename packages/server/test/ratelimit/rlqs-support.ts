@@ -1,4 +1,7 @@
 /** Test support for the Rate Limit Quota Service: a server on a free port and a client built from Envoy's protos. */
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { QuotaService, type QuotaServiceOptions } from '../../src/ratelimit/quota/service.js';
 import { addRateLimitQuotaService } from '../../src/ratelimit/quota/grpc.js';
@@ -157,4 +160,40 @@ export class RlqsClient {
     this.waiters = [];
     for (const w of waiters) w();
   }
+}
+
+/** ChildClient is a data plane in a child process ({@link CHILD}): the grants it printed, and a way to kill it. */
+export interface ChildClient {
+  readonly grants: number[];
+  /** firstGrant resolves once the child printed a grant. */
+  firstGrant(): Promise<void>;
+  kill(): Promise<void>;
+}
+
+const CHILD = fileURLToPath(new URL('./rlqs-child.ts', import.meta.url));
+
+/** startChildClient starts {@link CHILD} against `port` and `domain`. */
+export function startChildClient(port: number, domain = 'edge'): ChildClient {
+  const child = spawn(
+    process.execPath,
+    ['--conditions=floodgate-source', '--import', 'tsx', CHILD, String(port), domain],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const grants: number[] = [];
+  let wake: (() => void) | undefined;
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    grants.push((JSON.parse(line) as { grant: number }).grant);
+    wake?.();
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    grants,
+    firstGrant: () => (grants.length > 0 ? Promise.resolve() : new Promise<void>((resolve) => (wake = resolve))),
+    kill: async () => {
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
 }
