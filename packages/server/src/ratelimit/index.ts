@@ -53,11 +53,20 @@ export {
 } from './service/grpc.js';
 export { loadRateLimitService, PROTO_LOADER_OPTIONS, PROTO_ROOT, RLS_PROTO } from './protocol/proto.js';
 export { encodeRateLimitResponse } from './service/wire.js';
+export {
+  AUTH_FIELD,
+  authAnswer,
+  INVALID_VALUE_ANSWER,
+  readAuthRequest,
+  type AuthAnswer,
+  type AuthRequest,
+} from './service/auth-request.js';
 export { rateLimitHttpHandler, decideJson, envoyJson, MAX_BODY_BYTES } from './service/http.js';
 export {
   DRAFT_HEADERS,
   ENVOY_HEADERS,
   namedResponseHeaders,
+  policyNames,
   rateLimitHeaders,
   RESPONSE_HEADER_MODES,
   responseHeaders,

@@ -126,6 +126,22 @@ function policyItemOf(rule: Rule, name: string): string {
 }
 
 /**
+ * policyNames returns the name each descriptor's limit has in `RateLimit-Policy`, in request order:
+ * its `rate_limit.name` when that is a valid draft name not taken by an earlier one, else
+ * `d<index>`; undefined for a descriptor no limit applies to.
+ */
+export function policyNames(statuses: readonly DescriptorStatus[]): Array<string | undefined> {
+  const used = new Set<string>();
+  return statuses.map((s, i) => {
+    if (s.rule === undefined) return undefined;
+    let name = s.rule.name !== undefined && POLICY_NAME.test(s.rule.name) ? s.rule.name : `d${i}`;
+    if (used.has(name)) name = `d${i}`;
+    used.add(name);
+    return name;
+  });
+}
+
+/**
  * rateLimitHeaders returns `[name, value]` pairs for `statuses`: each descriptor with a limit is
  * a policy named by its `rate_limit.name` when that is a valid draft name, else `d<index>`.
  * Nothing is returned when no descriptor has a limit.
@@ -137,12 +153,10 @@ export function rateLimitHeaders(
   const policies: string[] = [];
   const services: string[] = [];
   const refused: Decision[] = [];
-  const used = new Set<string>();
+  const names = policyNames(statuses);
   statuses.forEach((s, i) => {
-    if (s.rule === undefined) return;
-    let name = s.rule.name !== undefined && POLICY_NAME.test(s.rule.name) ? s.rule.name : `d${i}`;
-    if (used.has(name)) name = `d${i}`;
-    used.add(name);
+    const name = names[i];
+    if (s.rule === undefined || name === undefined) return;
     policies.push(policyItemOf(s.rule, name));
     if (s.decision !== undefined && s.rule.policy !== undefined) {
       services.push(serviceItem(serviceHead(name), s.decision, undefined));

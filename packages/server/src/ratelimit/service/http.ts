@@ -2,10 +2,11 @@
  * The decision service's JSON API over node:http: `POST /json` shaped like Envoy's service's JSON
  * endpoint (its request, and a RateLimitResponse in proto3 JSON; 200 when OK, 429 when over
  * limit), `POST /v1/decide` (floodgate's own: one decision per descriptor, with a mode to ask
- * without counting and one to refund), `POST /v1/store` (a remote store, see store-api.ts), and
- * `GET /healthcheck`.
+ * without counting and one to refund), `POST /v1/store` (a remote store, see store-api.ts),
+ * `/v1/auth` (for nginx's `auth_request`, see auth-request.ts) and `GET /healthcheck`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { authAnswer, INVALID_VALUE_ANSWER, readAuthRequest, type AuthAnswer } from './auth-request.js';
 import { DecisionError, parseDecisionRequest } from './request.js';
 import type { DecisionResult, RateLimitService, DescriptorStatus } from './service.js';
 import { StoreApi } from './store-api.js';
@@ -150,6 +151,17 @@ async function handleDecision(
   );
 }
 
+/** handleAuth answers `/v1/auth` (any method; a body is read past) from the request's `Floodgate-*` headers. */
+async function handleAuth(service: RateLimitService, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  req.resume();
+  const asked = readAuthRequest(req.headersDistinct);
+  let answer: AuthAnswer;
+  if (asked.kind === 'invalid-value') answer = INVALID_VALUE_ANSWER;
+  else answer = authAnswer(asked.request === undefined ? undefined : await service.shouldRateLimit(asked.request));
+  res.writeHead(answer.status, [...answer.headers.flat(), 'content-length', '0']);
+  res.end();
+}
+
 function headerText(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return typeof value === 'string' ? value : undefined;
@@ -176,12 +188,16 @@ export function rateLimitHttpHandler(
       res.writeHead(serving ? 200 : 500, { 'content-type': 'text/plain' }).end(serving ? 'OK' : 'NOT_SERVING');
       return;
     }
+    if (path === '/v1/auth') {
+      handleAuth(service, req, res).catch((error: unknown) => failed(res, error));
+      return;
+    }
     if (path !== '/json' && path !== '/v1/decide' && path !== '/v1/store')
       return sendError(
         res,
         404,
         'NOT_FOUND',
-        `no such endpoint ${path}; use POST /json, POST /v1/decide, POST /v1/store or GET /healthcheck`,
+        `no such endpoint ${path}; use POST /json, POST /v1/decide, POST /v1/store, /v1/auth or GET /healthcheck`,
       );
     if (req.method !== 'POST') return sendError(res, 405, 'METHOD_NOT_ALLOWED', `${path} takes POST`);
     readBody(req).then(
