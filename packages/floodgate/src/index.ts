@@ -59,6 +59,17 @@ export {
   type SmoothWarmingUpOptions,
 } from './core/smooth/smooth-rate-limiter.js';
 export { timerSleep, type SleepMs } from './core/smooth/sleep.js';
+export {
+  FRESH_SMOOTH_STATE,
+  releaseAt as releaseSmoothAt,
+  setRateAt as setSmoothRateAt,
+  storageOf as smoothStorageOf,
+  tryReserveAt as tryReserveSmoothAt,
+  type SmoothModel,
+  type SmoothReservation,
+  type SmoothState,
+} from './core/smooth/smooth-state.js';
+export type { PermitStorage } from './core/smooth/permit-storage.js';
 export { systemTimers, type TimerHandle, type Timers } from './core/timers.js';
 export type { AcquireOptions } from './waiting/acquire-queue.js';
 export { ShapingQueue, type ShapingQueueOptions, type SubmitOptions } from './waiting/shaping-queue.js';

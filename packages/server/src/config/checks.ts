@@ -7,6 +7,8 @@ import { FloodgateError, StoreTimeout } from 'floodgate';
 import { checkMatch } from './match-checks.js';
 import { checkOverload } from './overload-checks.js';
 import { policyOf } from './policy.js';
+import { checkSmoothRule } from './smooth-checks.js';
+import { isSmoothPolicy } from './smooth-schema.js';
 import type { ConfigPath, ConfigProblem, Locator } from './problems.js';
 import type { GatewayConfig, RouteConfig, RuleConfig } from './schema.js';
 import { paramNamesOf, patternCovers } from './paths.js';
@@ -116,6 +118,7 @@ function checkRules(route: RouteConfig, path: ConfigPath, at: Locator, env: Node
 }
 
 function checkPolicy(rule: RuleConfig, rp: ConfigPath, at: Locator): ConfigProblem[] {
+  if (isSmoothPolicy(rule.policy)) return checkSmoothRule(rule, rule.policy, rp, at);
   try {
     const policy = policyOf(rule.policy);
     if (rule.cost > policy.limit) {

@@ -9,13 +9,17 @@ import {
   type Algorithm,
 } from 'floodgate';
 import type { PolicyConfig } from './schema.js';
+import type { SmoothPolicyConfig } from './smooth-schema.js';
+
+/** CountedPolicyConfig is a policy that counts requests against a limit (every one but the smooth ones). */
+export type CountedPolicyConfig = Exclude<PolicyConfig, SmoothPolicyConfig>;
 
 /**
  * policyOf returns the library algorithm a config policy names.
  *
  * @throws FloodgateError `INVALID_OPTION` when the library refuses the numbers (e.g. a log limit above its maximum).
  */
-export function policyOf(config: PolicyConfig): Algorithm {
+export function policyOf(config: CountedPolicyConfig): Algorithm {
   switch (config.algorithm) {
     case 'tokenBucket':
       return tokenBucket({ capacity: config.capacity, refillPerSecond: config.refillPerSecond });

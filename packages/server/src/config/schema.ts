@@ -5,12 +5,13 @@
 import { z } from 'zod';
 import { ambiguousSchema, pathsSchema } from './match-schema.js';
 import { protectionFields, upstreamSchema } from './overload-schema.js';
+import { smoothPolicySchemas } from './smooth-schema.js';
 
 const positive = z.number().positive();
 const whole = z.number().int();
 const name = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'a name is 1-64 of A-Z a-z 0-9 _ . -');
 
-/** policySchema is one library policy, chosen by `algorithm`, with that factory's options. */
+/** policySchema is one library policy, chosen by `algorithm`, with that factory's options (the smooth ones pace a queue-mode rule). */
 export const policySchema = z.discriminatedUnion('algorithm', [
   z.strictObject({ algorithm: z.literal('tokenBucket'), capacity: positive, refillPerSecond: positive }),
   z.strictObject({ algorithm: z.literal('leakyBucket'), capacity: positive, leakPerSecond: positive }),
@@ -28,6 +29,7 @@ export const policySchema = z.discriminatedUnion('algorithm', [
     periodMs: positive,
     maxBurst: whole.nonnegative().optional(),
   }),
+  ...smoothPolicySchemas,
 ]);
 
 const secretFields = {

@@ -15,6 +15,7 @@ import type { IdentityRefusal } from './identity.js';
 import type { DecisionReporter, RuleOutcome } from '../outcomes.js';
 import type { ProxyRequest } from './request.js';
 import type { CompiledRoute, CompiledRule } from './routes.js';
+import { waitSmooth } from './smooth-wait.js';
 
 /** Admission is the answer for one request: pass it on with `headers`, or answer `status` with `headers` and `body`. */
 export interface Admission {
@@ -49,7 +50,7 @@ export interface AdmitOptions {
  * rules all run on a synchronous store (the memory store) and none queues; else a promise of it.
  */
 export function admit(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Admission | Promise<Admission> {
-  if (route.rules.length === 0) return PASS;
+  if (route.rules.length === 0 && route.smooth.length === 0) return PASS;
   if (route.synchronous) return admitSync(route, req, options);
   return admitAsync(route, req, options);
 }
@@ -92,6 +93,12 @@ async function admitAsync(route: CompiledRoute, req: ProxyRequest, options: Admi
   const queued =
     queueIdentities === undefined ? undefined : await waitInQueues(route, queueIdentities, applied, options);
   if (queued !== undefined) return queued;
+  // Paced last, so the turn a request waited for is when it leaves for the upstream.
+  const paced = route.smooth.length === 0 ? undefined : await waitSmooth(route.name, route.smooth, options);
+  if (paced !== undefined) {
+    await giveBack(applied);
+    return paced;
+  }
   return { allowed: true, status: 0, headers: headersOf(route, applied), body: undefined };
 }
 

@@ -5,12 +5,16 @@
  */
 import { Limiter, type Store } from 'floodgate';
 import { policyItem, serviceHead, storeKey } from 'floodgate/http';
-import { policyOf } from '../config/policy.js';
+import { policyOf, type CountedPolicyConfig } from '../config/policy.js';
+import { isSmoothPolicy, type SmoothPolicyConfig } from '../config/smooth-schema.js';
+import type { FleetSmooth } from '../store/store.js';
 import { rejectMaskOf, type AmbiguousConfig } from '../config/match-schema.js';
 import { compilePath, type PathPattern } from '../config/paths.js';
 import type { GatewayConfig, RouteConfig, RuleConfig } from '../config/schema.js';
 import { Guards, type GuardEvents, type GuardStep } from './guards.js';
 import { ruleIdentity, type RuleIdentity } from './identity.js';
+import { paceOf, type SmoothPace } from './smooth-pace.js';
+import { smoothPolicyItem, type CompiledSmoothRule } from './smooth-wait.js';
 import { describeAmbiguities, normalPathEnd, normalizeTarget } from '../config/normal-path.js';
 
 /** Longest store key, in UTF-16 code units; longer identities are hashed (see `storeKey`). */
@@ -44,12 +48,16 @@ export interface CompiledRoute {
   readonly enforce: readonly CompiledRule[];
   readonly shadow: readonly CompiledRule[];
   readonly queue: readonly CompiledRule[];
-  /** Every rule, in config order. */
+  /** The rules that count requests, in config order (every rule but the smooth ones). */
   readonly rules: readonly CompiledRule[];
+  /** The smooth rules, which pace requests (each waits its turn), in config order. */
+  readonly smooth: readonly CompiledSmoothRule[];
   /** The `RateLimit-Policy` value of the enforced rules, for a request every one of them applies to. */
   readonly enforcePolicy: string;
-  /** Whether every rule decides without a promise (a synchronous store) and none queues: admitted with no await. */
+  /** Whether every rule decides without a promise (a synchronous store) and none queues or paces: admitted with no await. */
   readonly synchronous: boolean;
+  /** Whether a request may wait (a queue or smooth rule): it then needs the signal of its client leaving. */
+  readonly waits: boolean;
   /** The overload guards of its requests, its own then its upstream's; undefined when it has none. */
   readonly guards: readonly GuardStep[] | undefined;
   /** The ambiguous spellings this route refuses, as a mask of `ambiguityBit`s. */
@@ -90,6 +98,8 @@ export interface TableOptions {
   readonly previous?: RouteTable;
   /** Hears the guards' circuits change state (default: nobody). */
   readonly events?: GuardEvents;
+  /** Where smooth rules pace the whole fleet (a Redis store's); undefined: each paces in this process. */
+  readonly fleetSmooth?: FleetSmooth;
 }
 
 /** RouteTable holds the compiled routes of one config and finds the route of a request. */
@@ -100,6 +110,8 @@ export class RouteTable {
   private constructor(
     readonly routes: readonly CompiledRoute[],
     limiters: Map<string, Limiter>,
+    /** The smooth rules' paces by rule signature, handed to the next table on reload (their waiters wait on). */
+    readonly paces: ReadonlyMap<string, SmoothPace>,
     /** The overload guards of the routes and upstreams. */
     readonly guards: Guards,
     /** The ambiguities refused for a request no route matches (the gateway's `paths.ambiguous`). */
@@ -116,6 +128,7 @@ export class RouteTable {
    */
   static build(config: GatewayConfig, options: TableOptions): RouteTable {
     const limiters = new Map<string, Limiter>();
+    const paces = new Map<string, SmoothPace>();
     const guards = Guards.build(config, options.previous?.guards, options.events);
     const ctx: CompileContext = {
       store: options.store,
@@ -123,9 +136,12 @@ export class RouteTable {
       previous: options.previous?.limiters,
       limiters,
       guards,
+      fleetSmooth: options.fleetSmooth,
+      previousPaces: options.previous?.paces,
+      paces,
     };
     const routes = config.routes.map((route) => compileRoute(route, ctx, config.paths.ambiguous));
-    return new RouteTable(routes, limiters, guards, rejectMaskOf(config.paths.ambiguous, undefined));
+    return new RouteTable(routes, limiters, paces, guards, rejectMaskOf(config.paths.ambiguous, undefined));
   }
 
   /**
@@ -172,11 +188,25 @@ interface CompileContext {
   readonly previous: ReadonlyMap<string, Limiter> | undefined;
   readonly limiters: Map<string, Limiter>;
   readonly guards: Guards;
+  readonly fleetSmooth: FleetSmooth | undefined;
+  readonly previousPaces: ReadonlyMap<string, SmoothPace> | undefined;
+  readonly paces: Map<string, SmoothPace>;
+}
+
+type CountedRuleConfig = RuleConfig & { readonly policy: CountedPolicyConfig };
+type SmoothRuleConfig = RuleConfig & { readonly policy: SmoothPolicyConfig };
+
+function isSmoothRule(rule: RuleConfig): rule is SmoothRuleConfig {
+  return isSmoothPolicy(rule.policy);
 }
 
 function compileRoute(route: RouteConfig, ctx: CompileContext, ambiguous: AmbiguousConfig): CompiledRoute {
-  const rules = route.rules.map((rule) => compileRule(route.name, rule, ctx));
+  const rules = route.rules
+    .filter((rule): rule is CountedRuleConfig => !isSmoothRule(rule))
+    .map((rule) => compileRule(route.name, rule, ctx));
+  const smooth = route.rules.filter(isSmoothRule).map((rule) => compileSmoothRule(route.name, rule, ctx));
   const enforce = rules.filter((r) => r.mode === 'enforce');
+  const queue = rules.filter((r) => r.mode === 'queue');
   return {
     name: route.name,
     host: route.match.host?.toLowerCase(),
@@ -186,15 +216,17 @@ function compileRoute(route: RouteConfig, ctx: CompileContext, ambiguous: Ambigu
     enforce,
     enforcePolicy: enforce.map((r) => r.policyItem).join(', '),
     shadow: rules.filter((r) => r.mode === 'shadow'),
-    queue: rules.filter((r) => r.mode === 'queue'),
+    queue,
     rules,
-    synchronous: rules.every((r) => r.mode !== 'queue' && r.limiter.table.synchronous),
+    smooth,
+    synchronous: smooth.length === 0 && rules.every((r) => r.mode !== 'queue' && r.limiter.table.synchronous),
+    waits: queue.length > 0 || smooth.length > 0,
     guards: ctx.guards.stepsOf(route),
     rejectAmbiguities: rejectMaskOf(ambiguous, route.match.ambiguous),
   };
 }
 
-function compileRule(routeName: string, rule: RuleConfig, ctx: CompileContext): CompiledRule {
+function compileRule(routeName: string, rule: CountedRuleConfig, ctx: CompileContext): CompiledRule {
   const maxQueue = rule.queue?.maxQueue ?? 100;
   const signature = JSON.stringify([routeName, rule.name, rule.mode, maxQueue, rule.policy]);
   let limiter = ctx.previous?.get(signature);
@@ -214,6 +246,23 @@ function compileRule(routeName: string, rule: RuleConfig, ctx: CompileContext): 
     policyItem: policyItem({ name: rule.name, policy: limiter.policy, unit: 'requests', pk: undefined }),
     serviceHead: serviceHead(rule.name),
     keyOf: keyMaker(dimension),
+  };
+}
+
+/** A smooth rule's pace (kept from the previous table while its route, name, queue and policy are unchanged) and what it answers with. */
+function compileSmoothRule(routeName: string, rule: SmoothRuleConfig, ctx: CompileContext): CompiledSmoothRule {
+  const name = `${routeName}/${rule.name}`;
+  const signature = JSON.stringify([routeName, rule.name, rule.policy]);
+  const pace = ctx.previousPaces?.get(signature) ?? paceOf(name, rule.policy, ctx.fleetSmooth);
+  ctx.paces.set(signature, pace);
+  return {
+    name: rule.name,
+    cost: rule.cost,
+    maxWaitMs: rule.queue?.maxWaitMs ?? 1000,
+    maxQueue: rule.queue?.maxQueue ?? 100,
+    pace,
+    policyItem: smoothPolicyItem(rule.name, rule.policy),
+    key: name,
   };
 }
 

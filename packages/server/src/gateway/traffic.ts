@@ -181,9 +181,9 @@ function admitRequest(
   req: IncomingMessage,
   res: ServerResponse,
 ): Admission | undefined | Promise<Admission | undefined> {
-  if (match.route.rules.length === 0) return PASS_THROUGH;
+  if (match.route.rules.length === 0 && match.route.smooth.length === 0) return PASS_THROUGH;
   const view = new ProxyRequest(req, state.resolver, match.route.name, match.params);
-  const signal = match.route.queue.length > 0 ? goneSignal(req) : undefined;
+  const signal = match.route.waits ? goneSignal(req) : undefined;
   try {
     const admission = admit(match.route, view, { reporter: state.reporter, onStoreError: state.onStoreError, signal });
     return admission instanceof Promise

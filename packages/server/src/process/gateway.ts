@@ -121,7 +121,12 @@ export class Gateway implements TrafficState {
         board.overload.circuitTransition(scope, to, reason);
       },
     };
-    this.table = RouteTable.build(config, { store: store.store, env: this.env, events: this.guardEvents });
+    this.table = RouteTable.build(config, {
+      store: store.store,
+      env: this.env,
+      events: this.guardEvents,
+      ...(store.fleetSmooth === undefined ? {} : { fleetSmooth: store.fleetSmooth }),
+    });
     const l = config.limits;
     // Node checks the two timeouts on an interval (30 s by default): check often enough to honour them.
     const connectionsCheckingInterval = Math.max(50, Math.min(1_000, l.headersTimeoutMs / 4));
@@ -327,7 +332,13 @@ export class Gateway implements TrafficState {
     const previous = this.table;
     const table = RouteTable.build(
       { ...config, store: this.config.store },
-      { store: this.store.store, env: this.env, previous, events: this.guardEvents },
+      {
+        store: this.store.store,
+        env: this.env,
+        previous,
+        events: this.guardEvents,
+        ...(this.store.fleetSmooth === undefined ? {} : { fleetSmooth: this.store.fleetSmooth }),
+      },
     );
     const kept = [...table.limiters.values()].filter((l) => [...previous.limiters.values()].includes(l)).length;
     const keptGuards = [...table.guards.kept.values()].filter((g) =>

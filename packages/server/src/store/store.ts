@@ -3,7 +3,14 @@
  * server or a cluster, through ioredis) shared by every gateway on it.
  */
 import { MemoryStore, type Observer, type Store } from 'floodgate';
+import type { RedisSmoothLimiter, RedisStore } from 'floodgate/redis';
 import type { StoreConfig } from '../config/schema.js';
+
+/** FleetSmooth is what paces a smooth rule for every gateway on a Redis store: the store and the library's RedisSmoothLimiter. */
+export interface FleetSmooth {
+  readonly store: RedisStore;
+  readonly limiter: typeof RedisSmoothLimiter;
+}
 
 /** GatewayStore is the store the rules share, and how to check and close its backend. */
 export interface GatewayStore {
@@ -20,6 +27,8 @@ export interface GatewayStore {
    * and always for memory.
    */
   memoryRisks(): Promise<readonly string[]>;
+  /** The Redis store's smooth limiters, shared by every gateway on it; undefined for memory (smooth rules pace in this process). */
+  readonly fleetSmooth?: FleetSmooth;
   /**
    * registry is where the gateway processes sharing a Redis store leave a line each about
    * themselves (their dashboards list every process): one hash, `<prefix>dashboard:processes`,
@@ -85,7 +94,7 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
     return { store, kind: 'memory', ping: async () => {}, close: async () => {}, memoryRisks: async () => [] };
   }
   const { Redis, Cluster } = await import('ioredis');
-  const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
+  const { RedisStore, RedisSmoothLimiter, ioredisAdapter } = await import('floodgate/redis');
   const password = config.passwordEnv === undefined ? undefined : env[config.passwordEnv];
   const common = { ...FAIL_FAST_CLIENT, ...(password === undefined ? {} : { password }) };
   const client =
@@ -109,6 +118,7 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
   return {
     store,
     kind: 'redis',
+    fleetSmooth: { store, limiter: RedisSmoothLimiter },
     registry: {
       publish: async (id, entry) => void (await client.hset(registryKey, id, entry)),
       entries: () => client.hgetall(registryKey),
