@@ -4,6 +4,7 @@
  * whether the store answers (its circuits), which health and metrics follow.
  */
 import type { Observer, Store } from 'floodgate';
+import type { RedisAdapter } from 'floodgate/redis';
 import { FAIL_FAST_CLIENT, FAIL_FAST_CLUSTER } from '../store/store.js';
 
 /** UsageError is a bad flag: its message is printed as is, and the command exits with 2. */
@@ -101,7 +102,7 @@ export async function redisStore(options: {
   readonly failure: RedisFailure;
   readonly observer: Observer;
   readonly access?: RedisAccess;
-}): Promise<{ store: Store; close: () => void; connected: boolean }> {
+}): Promise<{ store: Store; close: () => void; connected: boolean; adapter: RedisAdapter }> {
   const { address, cluster, failure } = options;
   const nodes = cluster
     ? address.split(',').map((a) => addressOf(a, '--redis-cluster'))
@@ -119,13 +120,14 @@ export async function redisStore(options: {
   client.on('error', () => undefined);
   const connected = await readyWithin(client, CONNECT_WAIT_MS);
   const onError = failure.onError === 'local' ? { fallback: 'local' as const } : failure.onError;
+  const adapter = ioredisAdapter(client);
   const store = new RedisStore({
-    adapter: ioredisAdapter(client),
+    adapter,
     onError,
     observer: options.observer,
     ...(failure.timeoutMs === undefined ? {} : { timeoutMs: failure.timeoutMs }),
   });
-  return { store, close: () => client.disconnect(), connected };
+  return { store, close: () => client.disconnect(), connected, adapter };
 }
 
 /** CONNECT_WAIT_MS is how long the service waits for Redis at start before it listens anyway (its failure policy answering meanwhile). */

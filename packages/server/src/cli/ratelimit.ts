@@ -22,6 +22,8 @@ import { CONNECT_WAIT_MS, failureOf, redisStore, UsageError } from './ratelimit-
 import { servingWhen, StoreState } from '../ratelimit/service/store-health.js';
 import { watchFiles } from './watch-files.js';
 import { QuotaService } from '../ratelimit/quota/service.js';
+import { RedisQuotaLedger } from '../ratelimit/quota/redis-ledger.js';
+import type { RedisAdapter } from 'floodgate/redis';
 
 export type { RatelimitFlags } from './ratelimit-flags.js';
 export { headersOf } from './ratelimit-flags.js';
@@ -130,7 +132,9 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   const metrics = new RateLimitMetrics();
   metrics.configLoad(true);
   const { service, redis } = await buildService(flags, domains, metrics, io.stderr);
-  const quota = new QuotaService({ domains });
+  // On Redis, every replica grants from one budget per quota bucket.
+  const ledger = redis === undefined ? undefined : new RedisQuotaLedger({ adapter: redis.adapter });
+  const quota = new QuotaService({ domains, ...(ledger === undefined ? {} : { ledger }) });
   const listening = await listen(flags, service, metrics, quota);
   io.stdout.write(`${JSON.stringify({ ready: true, ...listening.ports })}\n`);
   const reloadNow = (): void => reload(service, flags, { stderr: io.stderr, metrics, quota });
@@ -154,7 +158,7 @@ async function buildService(
   domains: readonly DomainSpec[],
   metrics: RateLimitMetrics,
   stderr: NodeJS.WritableStream,
-): Promise<{ service: RateLimitService; redis: { close: () => void } | undefined }> {
+): Promise<{ service: RateLimitService; redis: { close: () => void; adapter: RedisAdapter } | undefined }> {
   const failure = failureOf(flags);
   const policy = healthPolicyOf(flags.healthFollowsStore);
   const made: { service?: RateLimitService } = {};

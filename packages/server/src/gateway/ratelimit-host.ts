@@ -14,6 +14,8 @@ import { DRAFT_HEADERS, namedResponseHeaders, type ResponseHeaders } from '../ra
 import { DescriptorLabels, outcomeLabel } from '../ratelimit/service/metric-labels.js';
 import { servingWhen } from '../ratelimit/service/store-health.js';
 import { QuotaService } from '../ratelimit/quota/service.js';
+import { RedisQuotaLedger } from '../ratelimit/quota/redis-ledger.js';
+import type { RedisAdapter } from 'floodgate/redis';
 
 /** RateLimitServiceHostOptions configures {@link RateLimitServiceHost.start}. */
 export interface RateLimitServiceHostOptions {
@@ -21,6 +23,8 @@ export interface RateLimitServiceHostOptions {
   readonly domains: readonly DomainSpec[];
   /** The gateway's store: the service's counters live beside the routes'. */
   readonly store: Store;
+  /** The gateway's Redis, when its store is there: the RLQS ledger is kept beside the counters, shared by every gateway on it. */
+  readonly redis?: { readonly adapter: RedisAdapter; readonly prefix: string | undefined } | undefined;
   readonly metrics: GatewayMetrics;
   readonly log: Logger;
 }
@@ -54,7 +58,13 @@ export class RateLimitServiceHost {
       shadowMode: section.shadowMode === true,
       responseHeaders: headersOfSection(section),
     });
-    const quota = new QuotaService({ domains: options.domains });
+    const redis = options.redis;
+    const quota = new QuotaService({
+      domains: options.domains,
+      ...(redis === undefined
+        ? {}
+        : { ledger: new RedisQuotaLedger({ adapter: redis.adapter, prefix: redis.prefix }) }),
+    });
     const grpcHost = section.grpc?.host;
     const httpHost = section.http?.host;
     // One host serves both listeners; start them apart when they differ.

@@ -224,6 +224,7 @@ export class Gateway implements TrafficState {
         section: c.rateLimitService,
         domains: this.domains,
         store: this.store.store,
+        redis: this.store.redis,
         metrics: this.metrics,
         log: this.log,
       });

@@ -3,7 +3,7 @@
  * server or a cluster, through ioredis) shared by every gateway on it.
  */
 import { MemoryStore, type Observer, type Store } from 'floodgate';
-import type { RedisSmoothLimiter, RedisStore } from 'floodgate/redis';
+import type { RedisAdapter, RedisSmoothLimiter, RedisStore } from 'floodgate/redis';
 import type { StoreConfig } from '../config/schema.js';
 
 /** FleetSmooth is what paces a smooth rule for every gateway on a Redis store: the store and the library's RedisSmoothLimiter. */
@@ -29,6 +29,8 @@ export interface GatewayStore {
   memoryRisks(): Promise<readonly string[]>;
   /** The Redis store's smooth limiters, shared by every gateway on it; undefined for memory (smooth rules pace in this process). */
   readonly fleetSmooth?: FleetSmooth;
+  /** The Redis client (through the library's adapter) and key prefix, for what else keeps state there (the RLQS ledger); undefined for memory. */
+  readonly redis?: { readonly adapter: RedisAdapter; readonly prefix: string | undefined };
   /**
    * registry is where the gateway processes sharing a Redis store leave a line each about
    * themselves (their dashboards list every process): one hash, `<prefix>dashboard:processes`,
@@ -105,8 +107,9 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
         })
       : new Redis(config.url!, common);
   (client as unknown as IoredisLike).on('error', onBackendError);
+  const adapter = ioredisAdapter(client as unknown as Parameters<typeof ioredisAdapter>[0]);
   const store = new RedisStore({
-    adapter: ioredisAdapter(client as unknown as Parameters<typeof ioredisAdapter>[0]),
+    adapter,
     ...(config.timeoutMs === undefined ? {} : { timeoutMs: config.timeoutMs }),
     onError: onErrorOf(config.onError),
     writeBack: config.writeBack,
@@ -119,6 +122,7 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
     store,
     kind: 'redis',
     fleetSmooth: { store, limiter: RedisSmoothLimiter },
+    redis: { adapter, prefix: config.prefix },
     registry: {
       publish: async (id, entry) => void (await client.hset(registryKey, id, entry)),
       entries: () => client.hgetall(registryKey),

@@ -1,8 +1,8 @@
 /**
  * Fair share of one bucket's budget between the clients reporting it: pure arithmetic on a
  * client's demand and the bucket's totals, with time as an argument. The ledgers (memory and the
- * Lua script on Redis) keep the totals and apply these rules; `fair-share.lua` is this file's twin,
- * held to it by a differential test.
+ * Lua script on Redis) keep the totals and apply these rules; `redis-script.ts` is this file's twin
+ * in Lua, held to it by a differential test against a real Redis.
  *
  * The guarantees, for one bucket with limit L (requests per period):
  * - the sum of grants outstanding (given and not yet expired or released) never exceeds L: a grant

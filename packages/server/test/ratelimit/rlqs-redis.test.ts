@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { ioredisAdapter } from 'floodgate/redis';
+import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
+import { bucketKeyOf } from '../../src/ratelimit/quota/buckets.js';
+import { MemoryQuotaLedger } from '../../src/ratelimit/quota/ledger.js';
+import { RedisQuotaLedger } from '../../src/ratelimit/quota/redis-ledger.js';
+import { startServiceProcess, type ServiceProcess } from './processes.js';
+import { fixturePath } from './support.js';
+import { grantOf, RlqsClient } from './rlqs-support.js';
+
+const API = { name: 'api' };
+
+describe('RLQS on a real Redis', () => {
+  let redis: RedisServers;
+  let client: Redis;
+  let prefixes = 0;
+  const ledger = (): RedisQuotaLedger =>
+    new RedisQuotaLedger({ adapter: ioredisAdapter(client), prefix: `t${prefixes++}:` });
+
+  before(async () => {
+    redis = await startRedisServer();
+    client = new Redis({ host: '127.0.0.1', port: redis.ports[0]! });
+  });
+  after(async () => {
+    client.disconnect();
+    await redis.stop();
+  });
+
+  it('grant what the memory ledger grants, step for step (Lua against TypeScript, random sequences)', async () => {
+    const step = fc.record({
+      client: fc.integer({ min: 0, max: 4 }),
+      op: fc.constantFrom('grant', 'grant', 'regrant', 'release'),
+      demand: fc.integer({ min: 0, max: 2000 }),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(step, { minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 0, max: 900 }),
+        async (steps, limit) => {
+          const memory = new MemoryQuotaLedger();
+          const onRedis = ledger();
+          const entry = (demand: number | undefined) => ({ bucketKey: 'b', limit, demand, ttlSeconds: 600 });
+          for (const s of steps) {
+            const id = `c${s.client}`;
+            if (s.op === 'release') {
+              await memory.release(id, ['b'], 0);
+              await onRedis.release(id, ['b']);
+            } else if (s.op === 'grant') {
+              assert.deepEqual(
+                await onRedis.grant(id, [entry(s.demand)]),
+                await memory.grant(id, [entry(s.demand)], 0),
+              );
+            } else {
+              const ids = ['c0', 'c1', 'c2', 'c3', 'c4'];
+              assert.deepEqual(
+                await onRedis.regrant(ids, entry(undefined)),
+                await memory.regrant(ids, entry(undefined), 0),
+              );
+            }
+          }
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('expire a grant on Redis after its TTL and leave no key once every client has gone', async () => {
+    const l = ledger();
+    const e = { bucketKey: 'x', limit: 10, demand: 5, ttlSeconds: 1 };
+    assert.deepEqual(await l.grant('a', [e]), [10]);
+    assert.deepEqual(await l.grant('b', [e]), [0]);
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // Redis's clock, not ours: the TTL must pass for real
+    assert.deepEqual(await l.grant('b', [e]), [10]);
+    await l.release('b', ['x']);
+    assert.deepEqual(await client.keys(`t${prefixes - 1}:*`), []);
+  });
+
+  describe('two floodgate ratelimit replicas sharing one budget', () => {
+    const replicas: ServiceProcess[] = [];
+    const clients: RlqsClient[] = [];
+    before(async () => {
+      await client.flushall();
+      const args = ['--config', fixturePath('rlqs-shared.yaml'), '--redis', `127.0.0.1:${redis.ports[0]!}`];
+      replicas.push(...(await Promise.all([startServiceProcess(args), startServiceProcess(args)])));
+    });
+    after(async () => {
+      for (const c of clients) c.close();
+      await Promise.all(replicas.map((r) => r.stop()));
+    });
+
+    it('split 300 between clients on different replicas, and give a departed client share to the other at its next report', async () => {
+      const a = new RlqsClient(replicas[0]!.grpcPort);
+      const b = new RlqsClient(replicas[1]!.grpcPort);
+      clients.push(a, b);
+      const rounds = async (n: number): Promise<void> => {
+        for (let i = 0; i < n; i++) {
+          const before = [a.received.length, b.received.length];
+          a.report('edge', [API], 200);
+          b.report('edge', [API], 200);
+          await a.until(() => a.received.length > before[0]! && b.received.length > before[1]!, 'a round answered');
+          const sum = (grantOf(a.latestOf(API)) ?? 0) + (grantOf(b.latestOf(API)) ?? 0);
+          assert.ok(sum <= 300, `grants ${sum} over the shared 300`);
+        }
+      };
+      await rounds(3);
+      assert.deepEqual([grantOf(a.latestOf(API)), grantOf(b.latestOf(API))], [150, 150]);
+      b.close();
+      // Replica 2 releases b's share in Redis once it sees the stream end.
+      const key = `floodgate:rlqs:${bucketKeyOf('edge', API)}`;
+      for (let waited = 0; (await client.hget(key, 'n')) !== '1'; waited += 20) {
+        assert.ok(waited < 5000, 'replica 2 did not release the departed client');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const before = a.received.length;
+      a.report('edge', [API], 200);
+      await a.until(() => a.received.length > before, 'an answer');
+      assert.equal(grantOf(a.latestOf(API)), 300);
+    });
+  });
+});
