@@ -114,3 +114,23 @@ export {
   type CircuitBreakerState,
   type CircuitBreakerTrigger,
 } from './core/circuit/circuit-breaker.js';
+export {
+  askLease,
+  returnLease,
+  CONTENDED_MULTIPLE,
+  type LeaseAnswer,
+  type LeaseAsk,
+  type LeaseHolder,
+  type LeaseReturn,
+  type LeaseTerms,
+} from './leases/lease-ledger.js';
+export {
+  leaseOverAdmission,
+  leaseSettingsOf,
+  leaseTermsOf,
+  maxOutstandingOf,
+  type LeaseOptions,
+  type LeaseSettings,
+} from './leases/lease-options.js';
+export { MemoryLeaseSource, type LeaseSource } from './leases/lease-source.js';
+export { LeasedTable, type LeaseCounts, type LeasedTableOptions } from './leases/leased-table.js';

@@ -25,3 +25,7 @@ export {
 } from './waiting/redis-smooth-limiter.js';
 export { SMOOTH_SCRIPT } from './stores/redis/scripts/smooth.js';
 export type { StoreShares } from './stores/redis/redis-store.js';
+export { LeasedStore, type LeasedStoreOptions } from './leases/leased-store.js';
+export { RedisLeaseSource } from './leases/redis-lease-source.js';
+export { LEASE_SCRIPTS } from './stores/redis/scripts/lease.js';
+export { leaseOverAdmission, type LeaseOptions } from './leases/lease-options.js';
