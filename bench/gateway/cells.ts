@@ -28,6 +28,8 @@ export interface FloodgateSetup {
   readonly rules: 0 | 1 | 3;
   readonly redis: boolean;
   readonly adaptive: boolean;
+  /** Whether the rules are decided from quota leases on the Redis store (`lease: {}`). */
+  readonly lease?: boolean;
 }
 
 /** CellSpec names one cell and what it runs. */
@@ -104,6 +106,13 @@ export const CELLS: readonly CellSpec[] = [
     does: 'floodgate serve, one per-IP token bucket on Redis',
   },
   {
+    name: 'floodgate-redis-lease',
+    case: 'admit',
+    kind: 'floodgate',
+    floodgate: { ...fg(1, true), lease: true },
+    does: 'floodgate serve, the per-IP token bucket on Redis decided from quota leases (lease: {}; one client address, so one hot key)',
+  },
+  {
     name: 'floodgate-redis-3',
     case: 'admit',
     kind: 'floodgate',
@@ -151,7 +160,7 @@ export function floodgateYaml(spec: CellSpec, upstreamPort: number, redisPort: n
     rules:
       - name: per-client
         policy: { algorithm: tokenBucket, capacity: ${capacity}, refillPerSecond: ${refillPerSecond} }
-        key: { type: ip }`;
+        key: { type: ip }${setup.lease === true ? '\n        lease: {}' : ''}`;
   }
   if (setup.rules === 3) {
     rules += `

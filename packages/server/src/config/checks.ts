@@ -4,6 +4,7 @@
  * (the overload sections' own checks are in `overload-checks.ts`).
  */
 import { FloodgateError, StoreTimeout } from 'floodgate';
+import { checkLeases } from './lease-checks.js';
 import { checkMatch } from './match-checks.js';
 import { checkOverload } from './overload-checks.js';
 import { policyOf } from './policy.js';
@@ -43,6 +44,7 @@ export function checkConfig(config: GatewayConfig, at: Locator, env: NodeJS.Proc
   });
   problems.push(...checkOverload(config, at));
   problems.push(...checkStore(config, at, env));
+  problems.push(...checkLeases(config, at));
   if (config.routes.length === 0 && config.rateLimitService === undefined) {
     problems.push(
       at.problem(

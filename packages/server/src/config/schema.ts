@@ -81,6 +81,14 @@ export const ruleSchema = z.strictObject({
   /** enforce (default) refuses with 429; shadow decides and reports only; queue delays instead of refusing. */
   mode: z.enum(['enforce', 'shadow', 'queue']).default('enforce'),
   queue: z.strictObject({ maxWaitMs: positive.default(1000), maxQueue: whole.nonnegative().default(100) }).optional(),
+  /** Decide this rule from quota leases on the Redis store (the library's LeasedStore) instead of a round trip per request. */
+  lease: z
+    .strictObject({
+      leaseMs: positive.optional(),
+      maxOutstandingShare: positive.max(1).optional(),
+      maxKeys: whole.positive().optional(),
+    })
+    .optional(),
 });
 
 /** routeSchema is one route: what it matches, where it forwards, its rules and its overload protection. */

@@ -3,7 +3,8 @@
  * the overload guards its requests pass. Limiters (and guards) are kept across reloads for rules
  * (and sections) that did not change, so their counters, and what they learned, live on.
  */
-import { Limiter, type Store } from 'floodgate';
+import { LeasedTable, Limiter, type Store } from 'floodgate';
+import type { LeasedStore, LeaseOptions } from 'floodgate/redis';
 import { policyItem, serviceHead, storeKey } from 'floodgate/http';
 import { policyOf, type CountedPolicyConfig } from '../config/policy.js';
 import { isSmoothPolicy, type SmoothPolicyConfig } from '../config/smooth-schema.js';
@@ -100,6 +101,8 @@ export interface TableOptions {
   readonly events?: GuardEvents;
   /** Where smooth rules pace the whole fleet (a Redis store's); undefined: each paces in this process. */
   readonly fleetSmooth?: FleetSmooth;
+  /** Makes the store of a rule with `lease:` (a Redis store's quota leases); the config checks refuse leases without it. */
+  readonly leased?: (options: LeaseOptions) => LeasedStore;
 }
 
 /** RouteTable holds the compiled routes of one config and finds the route of a request. */
@@ -137,11 +140,22 @@ export class RouteTable {
       limiters,
       guards,
       fleetSmooth: options.fleetSmooth,
+      leased: options.leased,
       previousPaces: options.previous?.paces,
       paces,
     };
     const routes = config.routes.map((route) => compileRoute(route, ctx, config.paths.ambiguous));
     return new RouteTable(routes, limiters, paces, guards, rejectMaskOf(config.paths.ambiguous, undefined));
+  }
+
+  /**
+   * closeLeases gives back the units every leased rule of this table holds (their limiters' stores
+   * are quota leases), for shutdown: resolves once Redis has answered, or failed.
+   */
+  async closeLeases(): Promise<void> {
+    await Promise.all(
+      [...this.limiters.values()].map((l) => (l.table instanceof LeasedTable ? l.table.close() : undefined)),
+    );
   }
 
   /**
@@ -189,6 +203,7 @@ interface CompileContext {
   readonly limiters: Map<string, Limiter>;
   readonly guards: Guards;
   readonly fleetSmooth: FleetSmooth | undefined;
+  readonly leased: ((options: LeaseOptions) => LeasedStore) | undefined;
   readonly previousPaces: ReadonlyMap<string, SmoothPace> | undefined;
   readonly paces: Map<string, SmoothPace>;
 }
@@ -228,11 +243,12 @@ function compileRoute(route: RouteConfig, ctx: CompileContext, ambiguous: Ambigu
 
 function compileRule(routeName: string, rule: CountedRuleConfig, ctx: CompileContext): CompiledRule {
   const maxQueue = rule.queue?.maxQueue ?? 100;
-  const signature = JSON.stringify([routeName, rule.name, rule.mode, maxQueue, rule.policy]);
+  const signature = JSON.stringify([routeName, rule.name, rule.mode, maxQueue, rule.policy, rule.lease]);
   let limiter = ctx.previous?.get(signature);
   if (limiter === undefined) {
     const policy = policyOf(rule.policy);
-    limiter = new Limiter({ policy, store: ctx.store, ...(rule.mode === 'queue' ? { maxQueue } : {}) });
+    const store = rule.lease === undefined ? ctx.store : leasedStoreOf(ctx, rule.lease);
+    limiter = new Limiter({ policy, store, ...(rule.mode === 'queue' ? { maxQueue } : {}) });
   }
   ctx.limiters.set(signature, limiter);
   const dimension = `${routeName}/${rule.name}`;
@@ -294,4 +310,11 @@ function hostMatches(pattern: string, host: string | undefined): boolean {
   if (host === undefined) return false;
   if (pattern.startsWith('*.')) return host.endsWith(pattern.slice(1));
   return host === pattern;
+}
+
+/** leasedStoreOf returns a rule's own store of quota leases on the gateway's Redis (one per rule, so that closing its limiter gives its units back). */
+function leasedStoreOf(ctx: CompileContext, lease: LeaseOptions): Store {
+  if (ctx.leased === undefined)
+    throw new Error('a rule with lease: needs a Redis store (the config checks refuse it on memory)');
+  return ctx.leased(lease);
 }

@@ -126,6 +126,7 @@ export class Gateway implements TrafficState {
       env: this.env,
       events: this.guardEvents,
       ...(store.fleetSmooth === undefined ? {} : { fleetSmooth: store.fleetSmooth }),
+      ...(store.leased === undefined ? {} : { leased: store.leased }),
     });
     const l = config.limits;
     // Node checks the two timeouts on an interval (30 s by default): check often enough to honour them.
@@ -339,6 +340,7 @@ export class Gateway implements TrafficState {
         previous,
         events: this.guardEvents,
         ...(this.store.fleetSmooth === undefined ? {} : { fleetSmooth: this.store.fleetSmooth }),
+        ...(this.store.leased === undefined ? {} : { leased: this.store.leased }),
       },
     );
     const kept = [...table.limiters.values()].filter((l) => [...previous.limiters.values()].includes(l)).length;
@@ -459,6 +461,7 @@ export class Gateway implements TrafficState {
     await closed;
     await serviceClosed;
     await this.upstreams.close();
+    await this.table.closeLeases();
     await this.store.close();
     this.board.close();
     if (this.admin !== undefined) {

@@ -3,7 +3,7 @@
  * server or a cluster, through ioredis) shared by every gateway on it.
  */
 import { MemoryStore, type Observer, type Store } from 'floodgate';
-import type { RedisAdapter, RedisSmoothLimiter, RedisStore } from 'floodgate/redis';
+import type { LeasedStore, LeaseOptions, RedisAdapter, RedisSmoothLimiter, RedisStore } from 'floodgate/redis';
 import type { StoreConfig } from '../config/schema.js';
 
 /** FleetSmooth is what paces a smooth rule for every gateway on a Redis store: the store and the library's RedisSmoothLimiter. */
@@ -31,6 +31,8 @@ export interface GatewayStore {
   readonly fleetSmooth?: FleetSmooth;
   /** The Redis client (through the library's adapter) and key prefix, for what else keeps state there (the RLQS ledger); undefined for memory. */
   readonly redis?: { readonly adapter: RedisAdapter; readonly prefix: string | undefined };
+  /** leased returns a store deciding from quota leases on this Redis (a rule's `lease:`); undefined for memory. */
+  readonly leased?: (options: LeaseOptions) => LeasedStore;
   /**
    * registry is where the gateway processes sharing a Redis store leave a line each about
    * themselves (their dashboards list every process): one hash, `<prefix>dashboard:processes`,
@@ -96,7 +98,7 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
     return { store, kind: 'memory', ping: async () => {}, close: async () => {}, memoryRisks: async () => [] };
   }
   const { Redis, Cluster } = await import('ioredis');
-  const { RedisStore, RedisSmoothLimiter, ioredisAdapter } = await import('floodgate/redis');
+  const { LeasedStore, RedisStore, RedisSmoothLimiter, ioredisAdapter } = await import('floodgate/redis');
   const password = config.passwordEnv === undefined ? undefined : env[config.passwordEnv];
   const common = { ...FAIL_FAST_CLIENT, ...(password === undefined ? {} : { password }) };
   const client =
@@ -123,6 +125,7 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
     kind: 'redis',
     fleetSmooth: { store, limiter: RedisSmoothLimiter },
     redis: { adapter, prefix: config.prefix },
+    leased: (options) => new LeasedStore({ store, ...options }),
     registry: {
       publish: async (id, entry) => void (await client.hset(registryKey, id, entry)),
       entries: () => client.hgetall(registryKey),
