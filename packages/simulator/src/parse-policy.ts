@@ -22,7 +22,7 @@ export function parseLane(value: unknown, path: string): LaneSpec {
   if (isLimiter && mode === 'refuse' && f.has('maxWaitMs'))
     throw invalid(f.at('maxWaitMs'), "applies only with mode 'wait' (refuse mode never waits)");
   const distribution = f.has('distribution')
-    ? parseDistribution(f.raw('distribution'), f.at('distribution'), isLimiter)
+    ? parseDistribution(f.raw('distribution'), f.at('distribution'), kindOf(policy.type))
     : (f.raw('distribution') as undefined);
   f.done();
   return { name, policy, mode, maxWaitMs, distribution };
@@ -83,22 +83,45 @@ function readPolicy(f: Fields, type: (typeof POLICY_TYPES)[number]): PolicySpec 
   }
 }
 
+type PolicyKind = 'limiter' | 'smooth' | 'queue';
+
+function kindOf(type: PolicySpec['type']): PolicyKind {
+  if ((LIMITER_POLICIES as readonly string[]).includes(type)) return 'limiter';
+  return type === 'shaping-queue' ? 'queue' : 'smooth';
+}
+
 /**
- * A lane's nodes: on a shared store (a limiter policy), with round trips, skews and an outage; or,
- * for a policy that lives in one process, each with `share` of the rate and nothing else.
+ * A lane's nodes: on a shared store (a limiter policy, or a smooth one with `shared: true`), with
+ * round trips, skews (not for a smooth limiter, which runs on the store's clock) and an outage;
+ * or, for a policy that lives in one process, each with `share` of the rate and nothing else.
  */
-function parseDistribution(value: unknown, path: string, sharedStore: boolean): DistributionSpec {
+function parseDistribution(value: unknown, path: string, kind: PolicyKind): DistributionSpec {
   const f = new Fields(value, path);
   const nodes = f.number('nodes', { min: 1, integer: true, max: 1000 });
-  if (!sharedStore) return parseLocalNodes(f, nodes);
+  const shared = kind === 'limiter' || readShared(f, kind);
+  if (!shared) return parseLocalNodes(f, nodes);
   if (f.has('share'))
     throw invalid(f.at('share'), 'applies only to shaping-queue and smooth policies (an outage has its own share)');
   const roundTripMs = f.number('roundTripMs', { min: 0 }, 0);
   const roundTripJitterMs = f.number('roundTripJitterMs', { min: 0 }, 0);
-  const skewMs = readSkew(f, nodes);
+  if (kind === 'smooth')
+    for (const name of ['skewMs', 'maxSkewMs'])
+      if (f.has(name))
+        throw invalid(f.at(name), "does not apply to a shared smooth limiter: it reserves on the store's clock");
+  const skewMs = kind === 'smooth' ? new Array<number>(nodes).fill(0) : readSkew(f, nodes);
   const outage = f.has('outage') ? parseOutage(f.raw('outage'), f.at('outage'), nodes) : (f.raw('outage') as undefined);
   f.done();
-  return { nodes, roundTripMs, roundTripJitterMs, skewMs, outage, share: 1 };
+  return { nodes, roundTripMs, roundTripJitterMs, skewMs, outage, share: 1, shared: true };
+}
+
+/** A smooth policy's `shared` (default false: each node its own limiter); no other kind takes it. */
+function readShared(f: Fields, kind: PolicyKind): boolean {
+  if (!f.has('shared')) return false;
+  const value = f.raw('shared');
+  if (kind !== 'smooth')
+    throw invalid(f.at('shared'), 'applies only to smooth policies (a shaping queue lives in each node)');
+  if (typeof value !== 'boolean') throw invalid(f.at('shared'), 'must be true or false');
+  return value;
 }
 
 function parseLocalNodes(f: Fields, nodes: number): DistributionSpec {
@@ -117,6 +140,7 @@ function parseLocalNodes(f: Fields, nodes: number): DistributionSpec {
     skewMs: new Array<number>(nodes).fill(0),
     outage: undefined,
     share,
+    shared: false,
   };
 }
 

@@ -94,6 +94,12 @@ export interface DistributionSpec {
    * round trip, skew or outage: they have no shared store.
    */
   share: number;
+  /**
+   * Whether the nodes share one state on the store: always for a limiter policy; for a smooth
+   * policy when the scenario says `shared: true` (the library's RedisSmoothLimiter, on the store's
+   * clock: round trips and an outage apply, skew does not).
+   */
+  shared: boolean;
 }
 
 /** LaneSpec is one policy run over the scenario's traffic: one series in every chart. */

@@ -195,9 +195,11 @@ export async function runLane(
     }),
   };
   const distribution = lane.distribution;
-  if (spec.type === 'shaping-queue') return runShape(spec, arrivals, { watch, distribution, maxWaitMs: Infinity });
+  const seed = context.seed;
+  if (spec.type === 'shaping-queue')
+    return runShape(spec, arrivals, { watch, distribution, maxWaitMs: Infinity, seed });
   if (spec.type === 'smooth-bursty' || spec.type === 'smooth-warming-up')
-    return runSmooth(spec, arrivals, { watch, distribution, maxWaitMs: lane.maxWaitMs });
+    return runSmooth(spec, arrivals, { watch, distribution, maxWaitMs: lane.maxWaitMs, seed });
   const algorithm = buildAlgorithm(spec, `${context.path}.policy`);
   const outage = distribution?.outage;
   const localAlgorithm =
@@ -215,11 +217,11 @@ function describeLane(lane: LaneSpec): string {
   if (lane.mode === 'wait')
     parts.push(`wait up to ${Number.isFinite(lane.maxWaitMs) ? `${lane.maxWaitMs} ms` : 'any time'}`);
   const d = lane.distribution;
-  const local = lane.policy.type === 'shaping-queue' || lane.policy.type.startsWith('smooth-');
+  const local = (lane.policy.type === 'shaping-queue' || lane.policy.type.startsWith('smooth-')) && d?.shared !== true;
   if (d !== undefined && local) parts.push(`${d.nodes} nodes, each its own at share ${round(d.share)} of the rate`);
   else if (d !== undefined) {
     parts.push(
-      `${d.nodes} nodes, round trip ${d.roundTripMs} ms${d.roundTripJitterMs > 0 ? ` + up to ${d.roundTripJitterMs} ms` : ''}, skew ${Math.min(...d.skewMs)}..${Math.max(...d.skewMs)} ms`,
+      `${d.nodes} nodes${lane.policy.type.startsWith('smooth-') ? ' sharing one limiter on the store' : ''}, round trip ${d.roundTripMs} ms${d.roundTripJitterMs > 0 ? ` + up to ${d.roundTripJitterMs} ms` : ''}, skew ${Math.min(...d.skewMs)}..${Math.max(...d.skewMs)} ms`,
     );
     const o = d.outage;
     if (o !== undefined)

@@ -53,12 +53,7 @@ export function fleetOf(arrivals: Arrivals, options: NodeOptions): Fleet {
     return { skewMs, clock, shared: new Limiter({ policy: options.algorithm, store, clock }), local };
   });
   const clock = new ManualClock(0);
-  const roundTripMs = new Float64Array(arrivals.length);
-  if (distribution !== undefined) {
-    const random = new SeededRandom(options.seed);
-    for (let i = 0; i < arrivals.length; i++)
-      roundTripMs[i] = distribution.roundTripMs + distribution.roundTripJitterMs * random.next();
-  }
+  const roundTripMs = roundTripsOf(arrivals, distribution, options.seed);
   return {
     nodes,
     observer: { clock, limiter: new Limiter({ policy: options.algorithm, store, clock }) },
@@ -67,13 +62,30 @@ export function fleetOf(arrivals: Arrivals, options: NodeOptions): Fleet {
   };
 }
 
+/**
+ * roundTripsOf returns each request's round trip to the store and back, in ms: the distribution's
+ * plus a seeded jitter of up to `roundTripJitterMs` (all 0 without a distribution).
+ */
+export function roundTripsOf(
+  arrivals: Arrivals,
+  distribution: DistributionSpec | undefined,
+  seed: number,
+): Float64Array {
+  const roundTripMs = new Float64Array(arrivals.length);
+  if (distribution === undefined) return roundTripMs;
+  const random = new SeededRandom(seed);
+  for (let i = 0; i < arrivals.length; i++)
+    roundTripMs[i] = distribution.roundTripMs + distribution.roundTripJitterMs * random.next();
+  return roundTripMs;
+}
+
 /** inOutage returns whether the store is out at `atMs`. */
 export function inOutage(outage: OutageSpec | undefined, atMs: number): boolean {
   return outage !== undefined && atMs >= outage.startMs && atMs < outage.endMs;
 }
 
-/** The order requests reach the store: by arrival plus half their round trip, ties in arrival order. */
-function storeOrder(arrivals: Arrivals, roundTripMs: Float64Array): Int32Array {
+/** storeOrder returns the order requests reach the store: by arrival plus half their round trip, ties in arrival order. */
+export function storeOrder(arrivals: Arrivals, roundTripMs: Float64Array): Int32Array {
   const order = new Int32Array(arrivals.length);
   for (let i = 0; i < order.length; i++) order[i] = i;
   let sorted = true;

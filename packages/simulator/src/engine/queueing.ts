@@ -3,6 +3,7 @@ import type { Arrivals } from '../arrivals.js';
 import type { DistributionSpec, PolicySpec } from '../scenario.js';
 import type { LaneRun, Watch } from './lane-run.js';
 import { laneRun } from './refuse.js';
+import { runSharedSmooth } from './shared-smooth.js';
 
 type ShapeSpec = Extract<PolicySpec, { type: 'shaping-queue' }>;
 type SmoothSpec = Extract<PolicySpec, { type: 'smooth-bursty' | 'smooth-warming-up' }>;
@@ -45,6 +46,8 @@ export interface QueueContext {
   readonly distribution: DistributionSpec | undefined;
   /** Longest wait, in ms (Infinity: always wait); for the smooth limiters. */
   readonly maxWaitMs: number;
+  /** Seed of the round-trip jitter draws (a smooth limiter shared on the store). */
+  readonly seed: number;
 }
 
 /**
@@ -53,9 +56,13 @@ export interface QueueContext {
  * throttling interval it imposed: for a request it held back, the time since the start before
  * (Guava's interval, long while cold and short once warm; NaN for a request not held back). Costs are taken as whole permits, rounded
  * up (a cost of 0 passes at once without reserving). With a distribution, each node keeps its own
- * limiters at `share` of the rate, as Guava's limiter lives in one process.
+ * limiters at `share` of the rate, as Guava's limiter lives in one process; or, when the
+ * distribution is `shared`, every node reserves on one limiter per key on the store
+ * ({@link runSharedSmooth}).
  */
 export function runSmooth(spec: SmoothSpec, arrivals: Arrivals, context: QueueContext): LaneRun {
+  const distribution = context.distribution;
+  if (distribution?.shared === true) return runSharedSmooth(spec, arrivals, { ...context, distribution });
   const { nodes, share } = fleetShape(context.distribution);
   const limiters = new Array<SmoothRateLimiter | undefined>(arrivals.keys.length * nodes);
   const lastStartMs = new Float64Array(limiters.length).fill(NaN);
@@ -94,8 +101,8 @@ function fleetShape(distribution: DistributionSpec | undefined): { nodes: number
   return distribution === undefined ? { nodes: 1, share: 1 } : { nodes: distribution.nodes, share: distribution.share };
 }
 
-/** A limiter whose clock reads the first arrival's time, so it starts there (a fresh limiter stores nothing). */
-function createSmooth(spec: SmoothSpec, share: number, nowMicros: number): SmoothRateLimiter {
+/** createSmooth returns a limiter at `share` of the spec's rate whose clock reads `nowMicros`, so it starts there (a fresh limiter stores nothing). */
+export function createSmooth(spec: SmoothSpec, share: number, nowMicros: number): SmoothRateLimiter {
   const clock = { now: () => nowMicros / 1000 };
   const rate = spec.permitsPerSecond * share;
   return spec.type === 'smooth-bursty'

@@ -1,5 +1,6 @@
 import type { LaneResult, SimulationResult } from '../simulate.js';
 import { colorOf, formatNumber } from './format.js';
+import { spacingChart } from './spacing-chart.js';
 import { renderLineChart, type ChartSeries, type LineChartOptions } from './svg-chart.js';
 
 /** Chart is one rendered chart: a file-name-safe id, its title and its SVG document. */
@@ -16,18 +17,21 @@ export interface Chart {
  * bucket, a window's count, GCRA's theoretical arrival time ahead of now, requests queued)
  * against its bound; the wait percentiles of the lanes that wait (no chart when none does); and
  * the chart key's rolling-window count against each lane's nominal limit (dotted) and what the
- * policy promises (dashed: twice the limit for a fixed window).
+ * policy promises (dashed: twice the limit for a fixed window); and, when a lane is a smooth
+ * limiter, the spacing between its consecutive admissions against 1 / rate ({@link spacingChart}).
  *
  * @example
  * for (const chart of renderCharts(await simulate(scenario))) writeFileSync(`${chart.id}.svg`, chart.svg);
  */
 export function renderCharts(result: SimulationResult): Chart[] {
   const wait = waitChart(result);
+  const spacing = spacingChart(result);
   return [
     admittedChart(result),
     ...result.lanes.map((lane, i) => stateChart(result, lane, i)),
     ...(wait === undefined ? [] : [wait]),
     windowChart(result),
+    ...(spacing === undefined ? [] : [spacing]),
   ];
 }
 
