@@ -12,7 +12,9 @@ import type { Decision } from 'floodgate';
  * the store is away (a refusal by the fallback is a 429 like any other). `identity_refused` is a
  * request refused (401 or 400) because its identity under the rule was absent or invalid and the
  * rule refuses such requests (`shadow_identity_refused` for a shadow rule, which refuses nothing);
- * `identity_skipped`, one the rule did not apply to because it is set to skip them.
+ * `identity_skipped`, one the rule did not apply to because it is set to skip them. `refunded` is
+ * an admitted request whose cost was given back because the gateway answered it with a status the
+ * rule's `refundOn` lists (it was first counted as admitted).
  */
 export type RuleOutcome =
   | 'admitted'
@@ -28,7 +30,8 @@ export type RuleOutcome =
   | 'fallback_limited'
   | 'identity_refused'
   | 'identity_skipped'
-  | 'shadow_identity_refused';
+  | 'shadow_identity_refused'
+  | 'refunded';
 
 /** RuleDecision is one rule's answer to one request with the store key it counted against (for the dashboard). */
 export interface RuleDecision {

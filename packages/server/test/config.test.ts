@@ -71,6 +71,15 @@ const EXPECTED: Record<string, readonly (readonly [line: number, path: string, s
   'missing-key': [[6, 'routes[0].rules[0].policy.refillPerSecond', 'missing number']],
   'no-routes': [[1, 'routes', 'the config serves nothing: it needs routes, a rateLimitService, or both']],
   'not-positive': [[6, 'routes[0].rules[0].policy.limit', 'Too small']],
+  'refund-on-shadow': [
+    [8, 'routes[0].rules[0].refundOn', 'refundOn is given but the rule is a shadow rule, which refuses nothing'],
+  ],
+  'refund-on-smooth': [
+    [9, 'routes[0].rules[0].refundOn', "refundOn is given but the rule's policy smoothBursty paces requests"],
+  ],
+  'refund-on-unknown-status': [
+    [7, 'routes[0].rules[0].refundOn[1]', 'refundOn lists 413 (body too large), 502 (upstream failed) or 504'],
+  ],
   'queue-without-mode': [[7, 'routes[0].rules[0].queue', 'queue options are given but the rule\'s mode is "enforce"']],
   'redis-password-unset': [[4, 'store.passwordEnv', 'FLOODGATE_TEST_UNSET_PASSWORD is not set']],
   'redis-url-and-nodes': [[2, 'store', 'exactly one of url (one server) and nodes (a cluster)']],

@@ -102,6 +102,22 @@ function checkRules(route: RouteConfig, path: ConfigPath, at: Locator, env: Node
           'set mode: queue, or remove the queue options',
         ),
       );
+    if (rule.mode === 'shadow' && rule.refundOn !== undefined)
+      problems.push(
+        at.problem(
+          [...rp, 'refundOn'],
+          'refundOn is given but the rule is a shadow rule, which refuses nothing and charges no request',
+          'remove refundOn, or set mode: enforce or queue',
+        ),
+      );
+    if (rule.refundOn !== undefined && isSmoothPolicy(rule.policy))
+      problems.push(
+        at.problem(
+          [...rp, 'refundOn'],
+          `refundOn is given but the rule's policy ${rule.policy.algorithm} paces requests, and a turn waited for cannot be given back`,
+          'remove refundOn, or put it on a counting rule of the route',
+        ),
+      );
     const key = rule.key;
     if (key.type === 'param' && !params.includes(key.name)) {
       const known =

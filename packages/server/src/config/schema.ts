@@ -89,6 +89,19 @@ export const ruleSchema = z.strictObject({
       maxKeys: whole.positive().optional(),
     })
     .optional(),
+  /**
+   * The statuses for which the gateway gives back what an admitted request spent under this rule
+   * (enforce and queue modes), when it answered them itself: 502 (the upstream failed), 504 (it
+   * timed out), 413 (the body passed `limits.maxBodyBytes`). Never for a client that left, nor for
+   * an upstream's own 502. Default: none.
+   */
+  refundOn: z
+    .array(
+      z.union([z.literal(413), z.literal(502), z.literal(504)], {
+        error: 'refundOn lists 413 (body too large), 502 (upstream failed) or 504 (upstream timed out)',
+      }),
+    )
+    .optional(),
 });
 
 /** routeSchema is one route: what it matches, where it forwards, its rules and its overload protection. */

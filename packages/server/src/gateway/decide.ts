@@ -17,12 +17,20 @@ import type { ProxyRequest } from './request.js';
 import type { CompiledRoute, CompiledRule } from './routes.js';
 import { waitSmooth } from './smooth-wait.js';
 
+/** Charge is what an admitted request spent under one rule: the rule (its cost) and the store key. */
+export interface Charge {
+  readonly rule: CompiledRule;
+  readonly key: string;
+}
+
 /** Admission is the answer for one request: pass it on with `headers`, or answer `status` with `headers` and `body`. */
 export interface Admission {
   readonly allowed: boolean;
   readonly status: number;
   readonly headers: readonly HeaderPair[];
   readonly body: string | undefined;
+  /** What an admitted request was charged, rule by rule (enforce and queue rules; undefined when none). */
+  readonly charged?: readonly Charge[];
 }
 
 /** The share of a limit below which an admitted request counts as near its limit. */
@@ -99,7 +107,7 @@ async function admitAsync(route: CompiledRoute, req: ProxyRequest, options: Admi
     await giveBack(applied);
     return paced;
   }
-  return { allowed: true, status: 0, headers: headersOf(route, applied), body: undefined };
+  return { allowed: true, status: 0, headers: headersOf(route, applied), body: undefined, charged: applied };
 }
 
 /** Whether `err` is a store's failure, answered by the failure policy (anything else is a bug or bad input). */
@@ -119,7 +127,7 @@ function settle(route: CompiledRoute, applied: Applied[], reporter: DecisionRepo
   // A refused request is counted against the rules that refused it only: the others were refunded.
   for (const a of refused ?? applied) report(route.name, a, reporter, '');
   if (refused !== undefined) return refuse(route, applied, refused);
-  return { allowed: true, status: 0, headers: headersOf(route, applied), body: undefined };
+  return { allowed: true, status: 0, headers: headersOf(route, applied), body: undefined, charged: applied };
 }
 
 /** A rule's decision: without a promise on a synchronous store (the memory store), so no await is paid for it. */

@@ -37,6 +37,8 @@ export interface CompiledRule {
   readonly serviceHead: string;
   /** keyOf returns the store key for an identity. */
   keyOf(identity: string): string;
+  /** The statuses the gateway answers for which an admitted request's cost is given back (`refundOn`); undefined for none. */
+  readonly refundOn: ReadonlySet<number> | undefined;
 }
 
 /** CompiledRoute is one route: what it matches, where it forwards and what it enforces. */
@@ -63,6 +65,8 @@ export interface CompiledRoute {
   readonly guards: readonly GuardStep[] | undefined;
   /** The ambiguous spellings this route refuses, as a mask of `ambiguityBit`s. */
   readonly rejectAmbiguities: number;
+  /** Whether any of its enforce or queue rules gives back costs (`refundOn`). */
+  readonly refunds: boolean;
 }
 
 /** RouteMatch is a route with the path parameters of one request. */
@@ -238,6 +242,7 @@ function compileRoute(route: RouteConfig, ctx: CompileContext, ambiguous: Ambigu
     waits: queue.length > 0 || smooth.length > 0,
     guards: ctx.guards.stepsOf(route),
     rejectAmbiguities: rejectMaskOf(ambiguous, route.match.ambiguous),
+    refunds: rules.some((r) => r.mode !== 'shadow' && r.refundOn !== undefined),
   };
 }
 
@@ -262,6 +267,7 @@ function compileRule(routeName: string, rule: CountedRuleConfig, ctx: CompileCon
     policyItem: policyItem({ name: rule.name, policy: limiter.policy, unit: 'requests', pk: undefined }),
     serviceHead: serviceHead(rule.name),
     keyOf: keyMaker(dimension),
+    refundOn: rule.refundOn === undefined || rule.refundOn.length === 0 ? undefined : new Set(rule.refundOn),
   };
 }
 

@@ -15,6 +15,7 @@ import type { DecisionReporter } from '../outcomes.js';
 import { upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 import type { GuardStep } from './guards.js';
 import { Passage, enter } from './protect.js';
+import { refundFailed } from './refund.js';
 import { CLIENT_GONE, failureOf, sendProblem, type UpstreamResult, type Upstreams } from './proxy.js';
 import { ProxyRequest } from './request.js';
 import { PathRefusal, type CompiledRoute, type RouteMatch, type RouteTable } from './routes.js';
@@ -101,13 +102,13 @@ export async function serveRequest(state: TrafficState, req: IncomingMessage, re
     state.metrics.response(route.name, admission.status, undefined);
     return;
   }
-  if (route.guards !== undefined) return forwardGuarded(state, route, route.guards, req, res, admission.headers);
+  if (route.guards !== undefined) return forwardGuarded(state, route, route.guards, req, res, admission);
   const result = await state.upstreams.forward(req, res, {
     upstream: route.upstream,
     facts: factsOf(state, req),
     extra: admission.headers,
   });
-  forwarded(state, route, result);
+  forwarded(state, route, result, admission);
 }
 
 /**
@@ -121,7 +122,7 @@ async function forwardGuarded(
   steps: readonly GuardStep[],
   req: IncomingMessage,
   res: ServerResponse,
-  extra: Admission['headers'],
+  admission: Admission,
 ): Promise<void> {
   const entered = enter(steps, req.headers, {
     reporter: state.metrics.overload,
@@ -137,18 +138,23 @@ async function forwardGuarded(
   if (res.destroyed) return passage.abandon();
   let result: UpstreamResult;
   try {
-    result = await state.upstreams.forward(req, res, { upstream: route.upstream, facts: factsOf(state, req), extra });
+    result = await state.upstreams.forward(req, res, {
+      upstream: route.upstream,
+      facts: factsOf(state, req),
+      extra: admission.headers,
+    });
   } catch (err) {
     // forward never rejects; were it to, the slots must still go back.
     passage.abandon();
     throw err;
   }
   passage.settle(result);
-  forwarded(state, route, result);
+  forwarded(state, route, result, admission);
 }
 
-function forwarded(state: TrafficState, route: CompiledRoute, result: UpstreamResult): void {
+function forwarded(state: TrafficState, route: CompiledRoute, result: UpstreamResult, admission: Admission): void {
   state.metrics.response(route.name, result.status, result.durationMs);
+  refundFailed(route, admission.charged, result, state);
   if (result.error === undefined) return;
   // A client that left is the client's doing, not the upstream's: counted as 499, logged at debug.
   if (result.failure === 'aborted') state.log.debug({ route: route.name, error: result.error }, 'client left');

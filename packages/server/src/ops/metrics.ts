@@ -25,7 +25,7 @@ export class GatewayMetrics implements DecisionReporter {
   tap: MetricsTap | undefined;
   private readonly decisions = new Counter({
     name: 'floodgate_decisions_total',
-    help: "Rate-limit decisions by route, rule and outcome (admitted, near_limit, limited, shadow_admitted, shadow_limited, queued, queue_rejected, fail_open, fail_closed, and while the store is away fallback_admitted, fallback_limited: the local fallback deciding with this process's share; identity_refused, shadow_identity_refused: refused, or would be, for an absent or invalid identity; identity_skipped: the rule set to skip such a request).",
+    help: "Rate-limit decisions by route, rule and outcome (admitted, near_limit, limited, shadow_admitted, shadow_limited, queued, queue_rejected, fail_open, fail_closed, and while the store is away fallback_admitted, fallback_limited: the local fallback deciding with this process's share; identity_refused, shadow_identity_refused: refused, or would be, for an absent or invalid identity; identity_skipped: the rule set to skip such a request; refunded: an admitted request given back its cost, the gateway having answered it with a status the rule's refundOn lists).",
     labelNames: ['route', 'rule', 'outcome'],
     registers: [this.registry],
     collect: (): void => this.decisionCounts.flush(),
