@@ -54,6 +54,7 @@ export type {
 } from './stores/store.js';
 export {
   SmoothRateLimiter,
+  clockMicros,
   type SmoothBurstyOptions,
   type SmoothLimiterOptions,
   type SmoothWarmingUpOptions,

@@ -61,6 +61,9 @@ export {
   type AuthAnswer,
   type AuthRequest,
 } from './service/auth-request.js';
+export { parseReserveRequest, Reservations, type ReserveAnswer, type ReserveRequest } from './service/reserve.js';
+export { MAX_SMOOTH_KEYS, SMOOTH_IDLE_MS, type SmoothBook } from './service/smooth-books.js';
+export type { SmoothLimitSpec } from './service/smooth-config.js';
 export { rateLimitHttpHandler, decideJson, envoyJson, MAX_BODY_BYTES } from './service/http.js';
 export {
   DRAFT_HEADERS,

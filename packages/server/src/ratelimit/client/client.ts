@@ -121,10 +121,44 @@ function decisionOf(raw: unknown, json: boolean): ClientDecision {
   };
 }
 
+/** ClientReservation is a reservation on one of a domain's smooth limits (`POST /v1/reserve`). */
+export interface ClientReservation {
+  domain: string;
+  /** The smooth limit's name in the domain's `smooth_limits`. */
+  name: string;
+  /** Whose limiter (default ""): each key has its own. */
+  key?: string;
+  /** A whole number of permits (default 1). */
+  permits?: number;
+  /** Reserve only a wait of at most this, in ms (Guava's `tryAcquire` timeout); left out: whatever the wait. */
+  maxWaitMs?: number;
+}
+
+/**
+ * ClientReservationAnswer is the service's answer: admitted with the wait in ms (whole µs) before
+ * the permits may be used, or not (nothing reserved, `waitMs` null); `reason` says who decided
+ * (`fail-open` admits with no wait, `fail-closed` refuses: `onError`).
+ */
+export interface ClientReservationAnswer {
+  readonly admitted: boolean;
+  readonly waitMs: number | null;
+  readonly reason: 'ok' | 'limit' | 'fail-open' | 'fail-closed';
+}
+
 /** Transport sends one request and resolves to the decision, or rejects with a FloodgateError; `signal` cancels it. */
 interface Transport {
   send(request: ClientRequest, signal: AbortSignal): Promise<ClientDecision>;
+  /** reserve asks for a reservation; only the JSON API has it (undefined over gRPC). */
+  readonly reserve: ((request: ClientReservation, signal: AbortSignal) => Promise<ClientReservationAnswer>) | undefined;
   close(): Promise<void>;
+}
+
+function reservationOf(body: unknown): ClientReservationAnswer {
+  const b = body as { admitted?: unknown; waitMs?: unknown } | undefined;
+  if (b?.admitted === true && typeof b.waitMs === 'number' && b.waitMs >= 0)
+    return { admitted: true, waitMs: b.waitMs, reason: 'ok' };
+  if (b?.admitted === false) return { admitted: false, waitMs: null, reason: 'limit' };
+  throw replyError(`not a reservation: ${JSON.stringify(body).slice(0, 200)}`);
 }
 
 function jsonBody(request: ClientRequest): string {
@@ -146,16 +180,28 @@ class HttpTransport implements Transport {
   }
 
   async send(request: ClientRequest, signal: AbortSignal): Promise<ClientDecision> {
+    return decisionOf(await this.post('/json', jsonBody(request), signal), true);
+  }
+
+  readonly reserve = async (request: ClientReservation, signal: AbortSignal): Promise<ClientReservationAnswer> => {
+    const { domain, name, key, permits, maxWaitMs } = request;
+    return reservationOf(
+      await this.post('/v1/reserve', JSON.stringify({ domain, name, key, permits, maxWaitMs }), signal),
+    );
+  };
+
+  /** post sends `body` to `path` and resolves to the JSON of a 200 (or /json's 429), or rejects with a FloodgateError. */
+  private async post(path: string, body: string, signal: AbortSignal): Promise<unknown> {
     try {
       const res = await this.pool.request({
-        path: '/json',
+        path,
         method: 'POST',
-        body: jsonBody(request),
+        body,
         headers: { 'content-type': 'application/json' },
         signal,
       });
       const text = await res.body.text();
-      if (res.statusCode === 200 || res.statusCode === 429) return decisionOf(parseJson(text), true);
+      if (res.statusCode === 200 || (path === '/json' && res.statusCode === 429)) return parseJson(text);
       const error = (parseJson(text) as { error?: { message?: string; field?: string } } | undefined)?.error;
       if (res.statusCode === 400)
         throw new FloodgateError(
@@ -212,6 +258,7 @@ function credentialsOf(secure: boolean, tls: RateLimitClientOptions['tls']): grp
 
 class GrpcTransport implements Transport {
   private readonly client: RlsClient;
+  readonly reserve = undefined;
   constructor(target: string, credentials: grpc.ChannelCredentials) {
     const Service = loadRateLimitService();
     this.client = new Service(target, credentials) as unknown as RlsClient;
@@ -311,6 +358,36 @@ export class RateLimitClient {
         durationUntilResetMs: 0,
       }));
       return { allowed: this.onError === 'fail-open', statuses, headers: [], reason: this.onError };
+    }
+  }
+
+  /**
+   * reserve resolves to the service's answer to a reservation on one of a domain's smooth limits
+   * (JSON API only: a `grpc://` client rejects with `INVALID_OPTION`). The caller waits `waitMs`
+   * before using the permits. Failures are answered as {@link shouldRateLimit}'s: `fail-open`
+   * admits with no wait, `fail-closed` refuses; a malformed request (or an unknown limit) always
+   * rejects with `INVALID_OPTION`.
+   *
+   * @example
+   * const r = await client.reserve({ domain: 'partners', name: 'partner-api', maxWaitMs: 2000 });
+   * if (r.admitted) setTimeout(callPartner, r.waitMs);
+   */
+  async reserve(request: ClientReservation): Promise<ClientReservationAnswer> {
+    const reserve = this.transport.reserve;
+    if (reserve === undefined)
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        'RateLimitClient.reserve needs the JSON API: give the client an http:// url',
+        'RateLimitClient.url',
+      );
+    try {
+      return await this.guard.run((signal) => reserve(request, signal));
+    } catch (error) {
+      if (this.onError === 'throw' || !(error instanceof FloodgateError) || error.code === 'INVALID_OPTION')
+        throw error;
+      return this.onError === 'fail-open'
+        ? { admitted: true, waitMs: 0, reason: 'fail-open' }
+        : { admitted: false, waitMs: null, reason: 'fail-closed' };
     }
   }
 

@@ -16,6 +16,8 @@ export {
   type ClientDescriptor,
   type ClientOnError,
   type ClientRequest,
+  type ClientReservation,
+  type ClientReservationAnswer,
   type ClientStatus,
   type RateLimitClientOptions,
 } from './client.js';

@@ -12,6 +12,7 @@ import { compositeKey, readDescriptors } from './config-descriptors.js';
 import type { RateLimitUnit } from './units.js';
 import { readQuota } from '../quota/config.js';
 import type { QuotaSpec } from '../quota/spec.js';
+import { readSmoothLimits, type SmoothLimitSpec } from './smooth-config.js';
 
 export type { ConfigError } from './config-reader.js';
 
@@ -66,6 +67,8 @@ export interface DomainSpec {
   readonly descriptors: readonly DescriptorSpec[];
   /** The domain's `quota:` section, for Envoy's Rate Limit Quota Service (RLQS); undefined without one. */
   readonly quota?: QuotaSpec | undefined;
+  /** The domain's `smooth_limits:` section (Guava's limiters, answered as waits by `POST /v1/reserve`); undefined without one. */
+  readonly smoothLimits?: readonly SmoothLimitSpec[] | undefined;
   /** The file it came from. */
   readonly source: string;
   /** Where its `domain:` value is in that file (1-based), for messages about the domain. */
@@ -83,7 +86,7 @@ export function formatConfigError(error: ConfigError): string {
   return `${error.source}:${error.line}:${error.column}: ${error.path === '' ? '' : `${error.path}: `}${error.message}`;
 }
 
-const DOMAIN_KEYS = ['domain', 'descriptors', 'quota'];
+const DOMAIN_KEYS = ['domain', 'descriptors', 'quota', 'smooth_limits'];
 /**
  * parseDescriptorConfig returns the domains of one config file (`text`, named `source` in
  * messages), or every error found in it. A file may hold several YAML documents, one domain each.
@@ -175,7 +178,20 @@ function mergeDomain(into: DomainSpec, more: DomainSpec, errors: ConfigError[]):
       path: 'quota',
       message: `domain ${JSON.stringify(more.domain)} has a quota section in ${into.source} already; give it once`,
     });
-  return { ...into, descriptors: [...into.descriptors, ...more.descriptors], quota: into.quota ?? more.quota };
+  if (into.smoothLimits !== undefined && more.smoothLimits !== undefined)
+    errors.push({
+      source: more.source,
+      line: more.line,
+      column: more.column,
+      path: 'smooth_limits',
+      message: `domain ${JSON.stringify(more.domain)} has a smooth_limits section in ${into.source} already; give it once`,
+    });
+  return {
+    ...into,
+    descriptors: [...into.descriptors, ...more.descriptors],
+    quota: into.quota ?? more.quota,
+    smoothLimits: into.smoothLimits ?? more.smoothLimits,
+  };
 }
 
 function checkUniqueDomains(reader: Reader, domains: readonly DomainSpec[]): void {
@@ -204,7 +220,18 @@ function readDomain(reader: Reader, node: Node): DomainSpec | undefined {
   if (domain === '') reader.fail(domainNode, 'domain', 'must be a non-empty string');
   const descriptors = readDescriptors(reader, fields.get('descriptors'), 'descriptors');
   const quota = fields.has('quota') ? readQuota(reader, fields.get('quota') ?? null, 'quota') : undefined;
+  const smoothLimits = fields.has('smooth_limits')
+    ? readSmoothLimits(reader, fields.get('smooth_limits'), 'smooth_limits')
+    : undefined;
   if (domain === undefined || domain === '') return undefined;
   const { line, col } = reader.position(domainNode);
-  return { domain, descriptors, ...(quota === undefined ? {} : { quota }), source: reader.source, line, column: col };
+  return {
+    domain,
+    descriptors,
+    ...(quota === undefined ? {} : { quota }),
+    ...(smoothLimits === undefined ? {} : { smoothLimits }),
+    source: reader.source,
+    line,
+    column: col,
+  };
 }

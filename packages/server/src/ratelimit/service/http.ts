@@ -3,11 +3,13 @@
  * endpoint (its request, and a RateLimitResponse in proto3 JSON; 200 when OK, 429 when over
  * limit), `POST /v1/decide` (floodgate's own: one decision per descriptor, with a mode to ask
  * without counting and one to refund), `POST /v1/store` (a remote store, see store-api.ts),
- * `/v1/auth` (for nginx's `auth_request`, see auth-request.ts) and `GET /healthcheck`.
+ * `/v1/auth` (for nginx's `auth_request`, see auth-request.ts), `POST /v1/reserve` (a wait on a
+ * smooth limit, see reserve.ts) and `GET /healthcheck`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { authAnswer, INVALID_VALUE_ANSWER, readAuthRequest, type AuthAnswer } from './auth-request.js';
 import { DecisionError, parseDecisionRequest } from './request.js';
+import { parseReserveRequest } from './reserve.js';
 import type { DecisionResult, RateLimitService, DescriptorStatus } from './service.js';
 import { StoreApi } from './store-api.js';
 import { traced } from './tracing.js';
@@ -192,12 +194,12 @@ export function rateLimitHttpHandler(
       handleAuth(service, req, res).catch((error: unknown) => failed(res, error));
       return;
     }
-    if (path !== '/json' && path !== '/v1/decide' && path !== '/v1/store')
+    if (path !== '/json' && path !== '/v1/decide' && path !== '/v1/store' && path !== '/v1/reserve')
       return sendError(
         res,
         404,
         'NOT_FOUND',
-        `no such endpoint ${path}; use POST /json, POST /v1/decide, POST /v1/store, /v1/auth or GET /healthcheck`,
+        `no such endpoint ${path}; use POST /json, POST /v1/decide, POST /v1/store, POST /v1/reserve, /v1/auth or GET /healthcheck`,
       );
     if (req.method !== 'POST') return sendError(res, 405, 'METHOD_NOT_ALLOWED', `${path} takes POST`);
     readBody(req).then(
@@ -209,6 +211,15 @@ export function rateLimitHttpHandler(
           body = JSON.parse(text);
         } catch (error) {
           return sendError(res, 400, 'INVALID_REQUEST', `the body is not JSON: ${(error as Error).message}`);
+        }
+        if (path === '/v1/reserve') {
+          Promise.resolve(body)
+            .then((raw) => service.reservations.reserve(parseReserveRequest(raw)))
+            .then(
+              (answer) => send(res, 200, answer),
+              (error: unknown) => failed(res, error),
+            );
+          return;
         }
         if (path === '/v1/store') {
           storeApi.handle(body).then(

@@ -24,6 +24,7 @@ import { limitedStatus, noLimitStatus, unlimitedStatus } from './answer.js';
 import { nearLimitOf, outcomeOf, type DescriptorOutcome } from './outcome.js';
 import { MAX_SHARED, Policies } from './policies.js';
 import { DomainRules, counterKey, type Match, type Rule } from './rules.js';
+import { Reservations } from './reserve.js';
 
 export type { DescriptorStatus } from './status.js';
 
@@ -81,6 +82,8 @@ export class RateLimitService {
   readonly store: Store;
   /** clock is the time the service decides on; stores that own their clock ignore it. */
   readonly clock: Clock;
+  /** reservations answers `POST /v1/reserve` on the domains' smooth limits (see reserve.ts). */
+  readonly reservations: Reservations;
   /** health is whether the service is serving, as gRPC health checks and `GET /healthcheck` report it. */
   readonly health = new ServiceHealth();
   private readonly observer: Observer | undefined;
@@ -111,6 +114,7 @@ export class RateLimitService {
     this.onRequest = options.onRequest;
     this.shadowAll = options.shadowMode === true;
     this.headers = options.responseHeaders ?? DRAFT_HEADERS;
+    this.reservations = new Reservations(this.store, this.clock);
     this.reload(options.domains);
     // Probe once whether the store answers synchronously (the memory store does).
     this.synchronous = this.store.bind(this.policies.policyOf('fixed-window', 1, 'second')).synchronous;
@@ -146,6 +150,7 @@ export class RateLimitService {
       next.set(d.domain, new DomainRules(d, this.policies));
     }
     this.rules = next;
+    this.reservations.reload(domains);
   }
 
   /**
