@@ -14,7 +14,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { startRedisServer, type RedisServers } from '../../floodgate/test/support/redis-server.js';
+import { startRedisCluster, startRedisServer, type RedisServers } from '../../floodgate/test/support/redis-server.js';
 import { startGateway, type GatewayProcess } from './support/gateway-process.js';
 import { call, metricValue } from './support/http.js';
 
@@ -56,6 +56,19 @@ function smoothRoute(name: string, upstream: string, policy: string, maxWaitMs: 
         key: { type: route }
         mode: queue
         queue: { maxWaitMs: ${maxWaitMs}, maxQueue: 1000 }`;
+}
+
+/** A route with no rules: one request through it warms a gateway's forwarding path (its first is slow). */
+function warmRoute(upstream: string): string {
+  return `
+  - name: warm
+    match: { path: /warm/* }
+    upstream: ${upstream}`;
+}
+
+/** warmUp sends a request through each gateway's rule-free route, so the first timed one is not a cold start. */
+async function warmUp(gateways: readonly GatewayProcess[]): Promise<void> {
+  for (const [i, g] of gateways.entries()) assert.equal((await call(g.url(`/warm/${i}`))).status, 200);
 }
 
 const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -123,7 +136,7 @@ describe('a smooth rule shared by three gateway processes on one Redis', () => {
     // which is the failure policy's test below, not this one's.
     const yaml = `
 store: { type: redis, url: "redis://127.0.0.1:${redis.ports[0]}", prefix: "fg-smooth-${process.pid}:", timeoutMs: 5000 }
-routes:${smoothRoute('paced', upstream.origin, '{ algorithm: smoothBursty, permitsPerSecond: 5, maxBurstSeconds: 0.4 }', 20_000)}${smoothRoute('leave', upstream.origin, '{ algorithm: smoothBursty, permitsPerSecond: 1, maxBurstSeconds: 0 }', 10_000)}${smoothRoute('keep', upstream.origin, '{ algorithm: smoothBursty, permitsPerSecond: 1, maxBurstSeconds: 0 }', 10_000)}
+routes:${warmRoute(upstream.origin)}${smoothRoute('paced', upstream.origin, '{ algorithm: smoothBursty, permitsPerSecond: 5, maxBurstSeconds: 0.4 }', 20_000)}${smoothRoute('leave', upstream.origin, '{ algorithm: smoothBursty, permitsPerSecond: 1, maxBurstSeconds: 0 }', 10_000)}${smoothRoute('keep', upstream.origin, '{ algorithm: smoothBursty, permitsPerSecond: 1, maxBurstSeconds: 0 }', 10_000)}
 `;
     // One after another: three starting at once on a busy machine can outlast the helper's start timeout.
     for (let i = 0; i < 3; i++) gateways.push(await startGateway(yaml));
@@ -135,6 +148,7 @@ routes:${smoothRoute('paced', upstream.origin, '{ algorithm: smoothBursty, permi
   });
 
   it("forwards the fleet's requests spaced by 1/rate with Guava's burst, never closer", async () => {
+    await warmUp(gateways);
     const replies = await Promise.all(Array.from({ length: 24 }, (_, i) => call(gateways[i % 3]!.url(`/paced/${i}`))));
     assert.deepEqual(
       replies.map((r) => r.status),
@@ -241,5 +255,38 @@ describe('a smooth rule while its Redis hangs (SIGSTOP)', () => {
       await untilTrue(async () => (await answered(closed, '/slow/after')) === '200'),
       'Redis decides again once it answers',
     );
+  });
+});
+
+describe('a smooth rule shared by two gateway processes on a Redis Cluster', () => {
+  it("forwards the fleet's requests spaced by 1/rate, on the cluster's one slot for the rule", async () => {
+    const cluster = await startRedisCluster();
+    const upstream = await startArrivalUpstream();
+    const nodes = cluster.ports.map((p) => `"redis://127.0.0.1:${p}"`).join(', ');
+    const yaml = `
+store: { type: redis, nodes: [${nodes}], timeoutMs: 5000, onError: fail-closed }
+routes:${warmRoute(upstream.origin)}${smoothRoute('paced', upstream.origin, '{ algorithm: smoothBursty, permitsPerSecond: 5, maxBurstSeconds: 0 }', 20_000)}
+`;
+    const gateways: GatewayProcess[] = [];
+    try {
+      for (let i = 0; i < 2; i++) gateways.push(await startGateway(yaml));
+      await Promise.all(gateways.map((g) => g.waitForLog('ready')));
+      await warmUp(gateways);
+      const replies = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => call(gateways[i % 2]!.url(`/paced/${i}`))),
+      );
+      assert.deepEqual(
+        replies.map((r) => [r.status, r.headers['floodgate-degraded']]),
+        replies.map(() => [200, undefined]),
+      );
+      const atMs = upstream.arrivals.filter((a) => a.path.startsWith('/paced/')).map((a) => a.atMs);
+      assert.equal(atMs.length, 12);
+      // No stored permits (maxBurstSeconds 0); one interval (200 ms) of measurement slack.
+      assertSpacing(atMs, 5, 0, 200);
+    } finally {
+      await Promise.all(gateways.map((g) => g.stop()));
+      await upstream.close();
+      await cluster.stop();
+    }
   });
 });
