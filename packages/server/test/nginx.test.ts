@@ -6,11 +6,12 @@
  * and a refused request is charged nowhere.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { problemBody } from 'floodgate/http';
 import { call, type Reply } from './support/http.js';
-import { EXAMPLE_DIR, NGINX_MISSING, exampleConf, startNginx, type RunningNginx } from './support/nginx.js';
+import { EXAMPLE_DIR, NGINX, NGINX_MISSING, exampleConf, startNginx, type RunningNginx } from './support/nginx.js';
 import { closedPort } from './support/ports.js';
 import { startUpstream, type TestUpstream } from './support/upstream.js';
 import { startServiceProcess, type ServiceProcess } from './ratelimit/processes.js';
@@ -64,6 +65,10 @@ describe('nginx in front of floodgate (examples/nginx)', { skip: NGINX_MISSING }
     await nginx?.stop();
     await floodgate?.stop();
     await upstream?.close();
+  });
+
+  it('runs an nginx built with the auth_request module (nginx -V)', () => {
+    assert.match(spawnSync(NGINX, ['-V'], { encoding: 'utf8' }).stderr, /--with-http_auth_request_module\b/);
   });
 
   it('admits an API key 100 times, then answers floodgate’s 429 with its headers and body', async () => {

@@ -2,8 +2,9 @@
  * Reservations across real processes, on real time: three `floodgate ratelimit` processes on one
  * redis-server, asked by `RateLimitClient.reserve` all at once. The fleet's limiter is one: sorted,
  * the k-th wait is at most k/rate and at least k/rate minus the time the batch took (the k-th
- * reservation starts k/rate after the first, and was made at most that long after it). Then the
- * client's failure vocabulary: a dead service answers by `onError`, and a gRPC client cannot reserve.
+ * reservation starts k/rate after the first, and was made at most that long after it). Then
+ * failures: a hung Redis (SIGSTOP) answered by the store's `onError` (the local share, or 503), a
+ * dead service by the client's `onError`, and a gRPC client cannot reserve.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -73,6 +74,35 @@ describe('reservations from three service processes on one Redis', () => {
       later.admitted && later.waitMs! > 90_000 && later.waitMs! <= 100_000,
       `the refused one took nothing: ${later.waitMs} ms`,
     );
+  });
+
+  it('Redis hung (SIGSTOP): the default answers from its local share, --on-store-error throw answers 503, both promptly', async () => {
+    const throwing = await startServiceProcess([
+      '--config',
+      join(dir, 'smooth.yaml'),
+      '--redis',
+      `127.0.0.1:${redis.ports[0]!}`,
+      '--on-store-error',
+      'throw',
+    ]);
+    const strict = new RateLimitClient({ url: `http://127.0.0.1:${throwing.httpPort}`, timeoutMs: 5000 });
+    const ask = { domain: 'partners', name: 'partner-api', key: 'hung' };
+    try {
+      assert.equal((await strict.reserve(ask)).admitted, true);
+      redis.signal(0, 'SIGSTOP');
+      const local = await clients[0]!.reserve(ask);
+      assert.equal(local.admitted, true, 'the local fallback reserves at its share of the rate');
+      await assert.rejects(
+        strict.reserve(ask),
+        (e: unknown) => e instanceof FloodgateError && e.code === 'STORE_ERROR',
+      );
+    } finally {
+      redis.signal(0, 'SIGCONT');
+      await strict.close();
+      await throwing.stop();
+    }
+    const back = await clients[1]!.reserve({ ...ask, key: 'after-the-hang' });
+    assert.deepEqual(back, { admitted: true, waitMs: 0, reason: 'ok' });
   });
 
   it('answers a dead service by onError, rejects an unknown limit, and needs the JSON API', async () => {
