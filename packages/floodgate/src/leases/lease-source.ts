@@ -1,4 +1,6 @@
 import type { Algorithm } from '../core/algorithm.js';
+import type { Decision } from '../core/decision.js';
+import type { PolicyStore } from '../stores/store.js';
 import type { Clock } from '../core/clock.js';
 import { FloodgateError } from '../core/errors.js';
 import type { Timers } from '../core/timers.js';
@@ -72,6 +74,26 @@ export class MemoryLeaseSource implements LeaseSource {
       const state = this.stateOf(key);
       return returnLease(this.policy, state.cells, 0, state.holders, back, this.clock.now());
     });
+  }
+
+  /**
+   * direct returns a per-request table on the same shared state (consume, peek, refund and reset
+   * of the policy itself, with the same delays), as a Redis store's own table is beside its leases;
+   * it fails like the source while `down`.
+   */
+  direct(): PolicyStore {
+    const decide = (op: 'consume' | 'peek', key: string, cost: number): Promise<Decision> =>
+      this.run(() => {
+        const { cells } = this.stateOf(key);
+        return this.policy[op](cells, 0, this.clock.now(), cost);
+      });
+    return {
+      synchronous: false,
+      consume: (key, cost) => decide('consume', key, cost),
+      peek: (key, cost) => decide('peek', key, cost),
+      refund: (key, cost) => this.run(() => this.policy.refund(this.stateOf(key).cells, 0, this.clock.now(), cost)),
+      reset: (key) => this.run(() => void this.keys.delete(key)),
+    };
   }
 
   /** stateOf returns `key`'s shared state now (a state at rest reads as fresh, as in Redis); for tests to inspect. */

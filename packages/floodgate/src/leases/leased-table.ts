@@ -7,7 +7,7 @@ import type { Timers } from '../core/timers.js';
 import type { PolicyStore } from '../stores/store.js';
 import { Alarm } from '../waiting/alarm.js';
 import { ASK_RETRY_MS, KeyLease, type LeaseChunk } from './key-lease.js';
-import type { LeaseAnswer, LeaseTerms } from './lease-ledger.js';
+import { CONTENDED_MULTIPLE, type LeaseAnswer, type LeaseTerms } from './lease-ledger.js';
 import type { LeaseSettings } from './lease-options.js';
 import type { LeaseSource } from './lease-source.js';
 
@@ -47,8 +47,9 @@ export interface LeaseCounts {
  * LeasedTable decides one policy's keys from quota leases: a {@link PolicyStore} that admits a
  * request from the units this node holds for its key, with no round trip, and asks the shared
  * state for more ahead of need, in the background, so that requests do not wait on renewals while
- * demand is steady. A request that finds too few units waits for the ask in flight, or asks
- * itself (its cost decided by that ask, exactly as a per-request decision would be).
+ * demand is steady. A request that finds too few units waits for the ask in flight and is then
+ * admitted from its grant or refused (never queued behind a second ask), or, with none in flight,
+ * asks itself (its cost decided by that ask, exactly as a per-request decision would be).
  *
  * A node asks for enough units for half a lease of its recent demand; the ledger cuts that to the
  * node's share of `maxOutstanding` (its share of the demand on the key), and to its credit while
@@ -206,15 +207,23 @@ export class LeasedTable implements PolicyStore {
   }
 
   /**
-   * A request that finds too few units: it waits for the ask in flight (one per key at a time, so
-   * that what each ask says it holds counts every earlier grant), else asks with its cost.
+   * A request that finds too few units waits for at most one ask: the one in flight (one per key
+   * at a time, so that what each ask says it holds counts every earlier grant), after which it is
+   * admitted from what that ask granted or refused; with none in flight, it asks with its cost.
    */
   private async short(key: string, k: KeyLease, cost: number): Promise<Decision> {
-    while (k.asking !== undefined) {
+    if (k.asking !== undefined) {
       await k.asking;
       const nowMs = this.o.clock.now();
       k.prune(nowMs);
       if (k.balance + 1e-9 >= cost) return this.spend(key, k, cost, nowMs);
+      // It waited for one ask already and never queues behind another: while the key has room to
+      // spare (not contended), the store's per-request table decides it (batched, exact); while it
+      // is contended or refusing, it is refused here as this node's share says.
+      if (nowMs < k.directUntilMs) return this.directly(key, cost);
+      if (nowMs >= k.quietUntilMs && k.sharedRemaining >= CONTENDED_MULTIPLE * this.o.terms.maxOutstanding)
+        return this.directly(key, cost);
+      return this.refusedHere(k, nowMs);
     }
     const nowMs = this.o.clock.now();
     if (nowMs < k.quietUntilMs) return this.refusedHere(k, nowMs);

@@ -54,6 +54,19 @@ export const FAIL_OPEN: PolicyStore = {
   reset: () => Promise.resolve(),
 };
 
+/** directOf returns the per-request table on the source's shared state, answering fail-open while the source is down (as a store's failure policy would). */
+function directOf(source: MemoryLeaseSource): PolicyStore {
+  const table = source.direct();
+  return {
+    synchronous: false,
+    consume: (key, cost, nowMs) =>
+      source.down ? FAIL_OPEN.consume(key, cost, nowMs) : table.consume(key, cost, nowMs),
+    peek: (key, cost, nowMs) => (source.down ? FAIL_OPEN.peek(key, cost, nowMs) : table.peek(key, cost, nowMs)),
+    refund: (key, cost, nowMs) => table.refund(key, cost, nowMs),
+    reset: (key) => table.reset(key),
+  };
+}
+
 export interface Fleet {
   readonly clock: ManualClock;
   readonly source: MemoryLeaseSource;
@@ -80,7 +93,7 @@ export function makeFleet(policy: Algorithm, nodes: number, options: LeaseOption
       new LeasedTable({
         policy,
         source: link,
-        direct: FAIL_OPEN,
+        direct: directOf(source),
         settings,
         terms,
         clock,
