@@ -47,13 +47,17 @@ export interface LeaseCounts {
  * LeasedTable decides one policy's keys from quota leases: a {@link PolicyStore} that admits a
  * request from the units this node holds for its key, with no round trip, and asks the shared
  * state for more ahead of need, in the background, so that requests do not wait on renewals while
- * demand is steady. A request that finds too few units waits for the ask in flight and is then
- * admitted from its grant or refused (never queued behind a second ask), or, with none in flight,
- * asks itself (its cost decided by that ask, exactly as a per-request decision would be).
+ * demand is steady. A request that finds too few units waits for the ask in flight (and, while
+ * the key has room to spare, one more, shared by every request then waiting) and is admitted from
+ * what they granted or refused; with none in flight it asks itself (its cost decided by that ask,
+ * exactly as a per-request decision would be). So a burst above this node's share of
+ * `maxOutstanding` within a round trip is refused beyond it, where per-request decisions would
+ * admit it.
  *
  * A node asks for enough units for half a lease of its recent demand; the ledger cuts that to the
  * node's share of `maxOutstanding` (its share of the demand on the key), and to its credit while
- * the key is contended. It renews when what it holds would last about four round trips. Units left
+ * the key is contended. It renews when it is down to half of what its latest grant left it
+ * holding (or to four round trips of its demand, if more). Units left
  * shortly before their lease ends are given back, as is everything on {@link close}.
  *
  * Answers: an admission from a lease says `remaining`: the units this node still holds, and
@@ -200,9 +204,11 @@ export class LeasedTable implements PolicyStore {
   /** Asks for more, in the background, when what is held would soon run out and no ask is out. */
   private renewAhead(key: string, k: KeyLease, nowMs: number): void {
     if (k.asking !== undefined || nowMs < k.quietUntilMs || nowMs < k.directUntilMs) return;
+    // Half of what it held after its latest grant, or four round trips of its demand if more: the
+    // renewal lands before the units run out even while the demand estimate is still rising.
     const aheadMs = Math.max(4 * k.rttMs, 2);
-    const lowWater = Math.min(Math.ceil(k.demandAt(nowMs) * aheadMs), Math.floor(k.holdTarget / 2));
-    if (k.balance > Math.max(lowWater, 0)) return;
+    const lowWater = Math.max(Math.ceil(k.demandAt(nowMs) * aheadMs), Math.floor(k.holdTarget / 2));
+    if (k.balance > lowWater) return;
     this.ask(key, k, 0).catch(() => undefined);
   }
 
@@ -213,17 +219,17 @@ export class LeasedTable implements PolicyStore {
    */
   private async short(key: string, k: KeyLease, cost: number): Promise<Decision> {
     if (k.asking !== undefined) {
-      await k.asking;
+      const served = await this.afterAsk(key, k, cost);
+      if (served !== undefined) return served;
+      // Still short, and the key has room to spare (not contended): one more ask, shared by every
+      // request waiting now, then admitted from its grant or refused; never one ask per request.
       const nowMs = this.o.clock.now();
-      k.prune(nowMs);
-      if (k.balance + 1e-9 >= cost) return this.spend(key, k, cost, nowMs);
-      // It waited for one ask already and never queues behind another: while the key has room to
-      // spare (not contended), the store's per-request table decides it (batched, exact); while it
-      // is contended or refusing, it is refused here as this node's share says.
-      if (nowMs < k.directUntilMs) return this.directly(key, cost);
-      if (nowMs >= k.quietUntilMs && k.sharedRemaining >= CONTENDED_MULTIPLE * this.o.terms.maxOutstanding)
-        return this.directly(key, cost);
-      return this.refusedHere(k, nowMs);
+      if (nowMs >= k.quietUntilMs && k.sharedRemaining >= CONTENDED_MULTIPLE * this.o.terms.maxOutstanding) {
+        if (k.asking === undefined) this.ask(key, k, 0).catch(() => undefined);
+        const again = await this.afterAsk(key, k, cost);
+        if (again !== undefined) return again;
+      }
+      return this.refusedHere(k, this.o.clock.now());
     }
     const nowMs = this.o.clock.now();
     if (nowMs < k.quietUntilMs) return this.refusedHere(k, nowMs);
@@ -234,7 +240,6 @@ export class LeasedTable implements PolicyStore {
     } catch (error) {
       if (error instanceof FloodgateError && (error.code === 'STORE_REPLY' || error.code === 'INVALID_KEY'))
         throw error;
-      k.directUntilMs = this.o.clock.now() + ASK_RETRY_MS;
       return this.directly(key, cost);
     }
     const d: Decision = {
@@ -246,6 +251,16 @@ export class LeasedTable implements PolicyStore {
       reason: answer.spent ? 'ok' : 'limit',
     };
     return d;
+  }
+
+  /** Waits for the ask in flight, then admits from what it granted, or sends the request to the per-request table while asks fail; undefined: still short. */
+  private async afterAsk(key: string, k: KeyLease, cost: number): Promise<Decision | undefined> {
+    await k.asking;
+    const nowMs = this.o.clock.now();
+    k.prune(nowMs);
+    if (k.balance + 1e-9 >= cost) return this.spend(key, k, cost, nowMs);
+    if (nowMs < k.directUntilMs) return this.directly(key, cost);
+    return undefined;
   }
 
   /** Decides a request with the per-request table: the store's circuit and failure policy answer while it is away. */
@@ -273,14 +288,21 @@ export class LeasedTable implements PolicyStore {
       holder: this.holder,
       demand: Math.round(demandPerMs * 1e6),
       held: k.balance,
+      // Half a lease of its recent demand: the ledger cuts it to its share of maxOutstanding.
       wanted: Math.max(1, Math.ceil((demandPerMs * this.o.settings.leaseMs) / 2)),
       spend,
     });
     this.counts.asks++;
-    const kept = sent.then((answer) => {
-      this.kept(key, k, answer, sentAtMs);
-      return answer;
-    });
+    const kept = sent.then(
+      (answer) => {
+        this.kept(key, k, answer, sentAtMs);
+        return answer;
+      },
+      (error: unknown) => {
+        k.directUntilMs = this.o.clock.now() + ASK_RETRY_MS;
+        throw error;
+      },
+    );
     const settled = kept.then(
       () => undefined,
       () => undefined,
