@@ -91,9 +91,15 @@ export const CONTENDED_MULTIPLE = 2;
 
 /**
  * Under contention a holder is told to come back once its credit has refilled to this share of its
- * capacity: large grants (few round trips), with room left before the credit would cap out.
+ * portion: grants of most of a portion (few round trips).
  */
 export const NEXT_ASK_CREDIT = 0.75;
+
+/**
+ * A holder's credit saves up to this many portions (a new holder starts with one), so that an ask
+ * delayed by a slow round trip or a busy process loses none of its share of the rate.
+ */
+export const CREDIT_PORTIONS = 4;
 
 /** dropExpired removes the holders whose record ended at or before `nowMs`. */
 export function dropExpired(holders: Map<string, LeaseHolder>, nowMs: number): void {
@@ -109,7 +115,8 @@ export function dropExpired(holders: Map<string, LeaseHolder>, nowMs: number): v
  * 1. Holders whose record ended are dropped: their units count as spent, their share goes back.
  * 2. The asker's share is its demand over the sum of every holder's (equal shares when nobody
  *    reports demand). Its portion is that share of `maxOutstanding`: the most it may hold.
- * 3. Its credit refills at its share of the policy's rate, up to max(portion, spend, 1).
+ * 3. Its credit refills at its share of the policy's rate, up to max(4 portions, spend, 1); a new
+ *    holder starts with max(portion, spend, 1).
  * 4. When the key is contended ({@link CONTENDED_MULTIPLE}), `spend` needs credit for it; else
  *    only the policy decides it. A holder with no credit waits for it, never forever: its credit
  *    reaches at least one unit.
@@ -143,9 +150,9 @@ export function askLease(
   }
   const share = total > 0 ? me.demand / total : 1 / holders.size;
   const portion = terms.maxOutstanding * share;
-  const creditCap = Math.max(portion, ask.spend, 1);
+  const creditCap = Math.max(CREDIT_PORTIONS * portion, ask.spend, 1);
   const creditPerMs = terms.ratePerMs * share;
-  refillCredit(me, nowMs, creditCap, creditPerMs);
+  refillCredit(me, nowMs, creditCap, creditPerMs, Math.max(portion, ask.spend, 1));
   const slack = countSlack(algorithm.limit);
   const contended = algorithm.peek(cells, at, nowMs, 0).remaining < CONTENDED_MULTIPLE * terms.maxOutstanding;
   let d: Decision | undefined;
@@ -176,7 +183,8 @@ export function askLease(
   me.expiresAtMs = Math.max(me.expiresAtMs, nowMs + terms.leaseMs);
   const after = d ?? algorithm.peek(cells, at, nowMs, 0);
   let nextAskInMs = 0;
-  if (contended && creditPerMs > 0) nextAskInMs = Math.max(0, (NEXT_ASK_CREDIT * creditCap - me.credit) / creditPerMs);
+  if (contended && creditPerMs > 0)
+    nextAskInMs = Math.max(0, (NEXT_ASK_CREDIT * Math.max(portion, 1) - me.credit) / creditPerMs);
   return {
     spent,
     remaining: after.remaining,
@@ -222,9 +230,9 @@ export function leaseDurationMs(terms: LeaseTerms, nowMs: number): number {
   return Math.min(terms.leaseMs, endMs - nowMs);
 }
 
-/** refillCredit brings a holder's credit up to `nowMs` (a clock gone back adds nothing); a new holder starts full. */
-function refillCredit(me: LeaseHolder, nowMs: number, capacity: number, perMs: number): void {
-  if (me.credit < 0) me.credit = capacity;
+/** refillCredit brings a holder's credit up to `nowMs` (a clock gone back adds nothing); a new holder starts with `initial`. */
+function refillCredit(me: LeaseHolder, nowMs: number, capacity: number, perMs: number, initial: number): void {
+  if (me.credit < 0) me.credit = initial;
   else me.credit = Math.min(capacity, me.credit + Math.max(0, nowMs - me.creditAtMs) * perMs);
   me.creditAtMs = Math.max(me.creditAtMs, nowMs);
 }

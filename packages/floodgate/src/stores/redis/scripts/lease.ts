@@ -26,6 +26,7 @@ import { TOKEN_BUCKET_RULE } from './token-bucket.js';
 export const LEASE_LUA = String.raw`
 local CONTENDED_MULTIPLE = 2
 local NEXT_ASK_CREDIT = 0.75
+local CREDIT_PORTIONS = 4
 local params = {}
 for i = 13, #ARGV do params[#params + 1] = num(ARGV[i]) end
 local make = ALGORITHMS[ARGV[1]]
@@ -108,10 +109,10 @@ end
 local share
 if total > 0 then share = me.demand / total else share = 1 / count end
 local portion = M * share
-local credit_cap = max(portion, spend, 1)
+local credit_cap = max(CREDIT_PORTIONS * portion, spend, 1)
 local credit_per_ms = rate_per_ms * share
 if me.credit < 0 then
-  me.credit = credit_cap
+  me.credit = max(portion, spend, 1)
 else
   me.credit = min(credit_cap, me.credit + max(0, now - me.credit_at) * credit_per_ms)
 end
@@ -157,7 +158,7 @@ if changed then commit(st, now) end
 local after = d
 if after == nil then after = A.peek(st.cells, now, 0) end
 local next_ask_ms = 0
-if contended and credit_per_ms > 0 then next_ask_ms = max(0, (NEXT_ASK_CREDIT * credit_cap - me.credit) / credit_per_ms) end
+if contended and credit_per_ms > 0 then next_ask_ms = max(0, (NEXT_ASK_CREDIT * max(portion, 1) - me.credit) / credit_per_ms) end
 local retry_ms = 0
 if not spent then retry_ms = ceil(max(after.retry_ms, credit_wait_ms)) end
 return {
