@@ -183,8 +183,10 @@ export function askLease(
   me.expiresAtMs = Math.max(me.expiresAtMs, nowMs + terms.leaseMs);
   const after = d ?? algorithm.peek(cells, at, nowMs, 0);
   let nextAskInMs = 0;
+  // Back when its credit, or what the policy has left if less, would pay for most of a portion.
+  const usable = Math.min(me.credit, algorithm.peek(cells, at, nowMs, 0).remaining);
   if (contended && creditPerMs > 0)
-    nextAskInMs = Math.max(0, (NEXT_ASK_CREDIT * Math.max(portion, 1) - me.credit) / creditPerMs);
+    nextAskInMs = Math.max(0, (NEXT_ASK_CREDIT * Math.max(portion, 1) - usable) / creditPerMs);
   return {
     spent,
     remaining: after.remaining,

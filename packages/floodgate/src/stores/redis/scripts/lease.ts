@@ -158,7 +158,8 @@ if changed then commit(st, now) end
 local after = d
 if after == nil then after = A.peek(st.cells, now, 0) end
 local next_ask_ms = 0
-if contended and credit_per_ms > 0 then next_ask_ms = max(0, (NEXT_ASK_CREDIT * max(portion, 1) - me.credit) / credit_per_ms) end
+local usable = min(me.credit, A.peek(st.cells, now, 0).remaining)
+if contended and credit_per_ms > 0 then next_ask_ms = max(0, (NEXT_ASK_CREDIT * max(portion, 1) - usable) / credit_per_ms) end
 local retry_ms = 0
 if not spent then retry_ms = ceil(max(after.retry_ms, credit_wait_ms)) end
 return {
