@@ -47,12 +47,12 @@ export interface LeaseCounts {
  * LeasedTable decides one policy's keys from quota leases: a {@link PolicyStore} that admits a
  * request from the units this node holds for its key, with no round trip, and asks the shared
  * state for more ahead of need, in the background, so that requests do not wait on renewals while
- * demand is steady. A request that finds too few units waits for the ask in flight (and, while
- * the key has room to spare, one more, shared by every request then waiting) and is admitted from
- * what they granted or refused; with none in flight it asks itself (its cost decided by that ask,
- * exactly as a per-request decision would be). So a burst above this node's share of
- * `maxOutstanding` within a round trip is refused beyond it, where per-request decisions would
- * admit it.
+ * demand is steady. A request that finds too few units waits for the ask in flight and is
+ * admitted from what it granted; if still short, it is decided by the store's per-request table
+ * while the key has room to spare (so a node whose share of `maxOutstanding` is below its demand
+ * over a round trip falls back to per-request decisions, never to refusals), and refused here
+ * while the key is contended. With no ask in flight it asks itself (its cost decided by that ask,
+ * exactly as a per-request decision would be).
  *
  * A node asks for enough units for half a lease of its recent demand; the ledger cuts that to the
  * node's share of `maxOutstanding` (its share of the demand on the key), and to its credit while
@@ -221,14 +221,13 @@ export class LeasedTable implements PolicyStore {
     if (k.asking !== undefined) {
       const served = await this.afterAsk(key, k, cost);
       if (served !== undefined) return served;
-      // Still short, and the key has room to spare (not contended): one more ask, shared by every
-      // request waiting now, then admitted from its grant or refused; never one ask per request.
+      // Still short after one ask: while the key has room to spare (not contended) the store's
+      // per-request table decides it (batched, exact), as it would without leases; this node's
+      // share of maxOutstanding is then below its demand over a round trip. While the key is
+      // contended or refusing, it is refused here, as this node's share says. Never a second ask.
       const nowMs = this.o.clock.now();
-      if (nowMs >= k.quietUntilMs && k.sharedRemaining >= CONTENDED_MULTIPLE * this.o.terms.maxOutstanding) {
-        if (k.asking === undefined) this.ask(key, k, 0).catch(() => undefined);
-        const again = await this.afterAsk(key, k, cost);
-        if (again !== undefined) return again;
-      }
+      if (nowMs >= k.quietUntilMs && k.sharedRemaining >= CONTENDED_MULTIPLE * this.o.terms.maxOutstanding)
+        return this.directly(key, cost);
       return this.refusedHere(k, this.o.clock.now());
     }
     const nowMs = this.o.clock.now();
