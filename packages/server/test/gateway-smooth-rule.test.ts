@@ -283,3 +283,49 @@ describe('a smooth rule on a route of the memory store', () => {
     assert.equal((await counted.limiter.peek(key, { cost: 0 })).remaining, 98);
   });
 });
+
+describe('a smooth rule across reloads and with a full line', () => {
+  const yaml = (rate: number, maxQueue: number): string => `routes:
+  - name: partner
+    upstream: http://127.0.0.1:3000
+    rules:
+      - name: even
+        policy: { algorithm: smoothBursty, permitsPerSecond: ${rate}, maxBurstSeconds: 0 }
+        key: { type: route }
+        mode: queue
+        queue: { maxWaitMs: 5000, maxQueue: ${maxQueue} }
+`;
+  const build = (text: string, previous?: RouteTable): RouteTable =>
+    RouteTable.build(parseConfig(text, 'test.yaml', {}), {
+      store: new MemoryStore(),
+      env: {},
+      ...(previous === undefined ? {} : { previous }),
+    });
+
+  it('keeps the pace (and its line) when the policy is unchanged, and starts a new one when it changed', () => {
+    const first = build(yaml(2, 10));
+    const same = build(yaml(2, 5), first);
+    const faster = build(yaml(4, 10), same);
+    const pace = (t: RouteTable) => t.routes[0]!.smooth[0]!.pace;
+    assert.equal(pace(same), pace(first));
+    assert.notEqual(pace(faster), pace(first));
+    assert.equal(same.routes[0]!.smooth[0]!.maxQueue, 5);
+  });
+
+  it('past maxQueue waiting, lets through only a request whose turn is free now', async () => {
+    const route = build(yaml(2, 0)).routes[0]!;
+    const reporter = { outcome: (): void => {}, queueDepth: (): void => {} };
+    const options = { reporter, onStoreError: 'fail-open' as const, signal: undefined };
+    const raw = { method: 'GET', url: '/x', headers: { host: 'gw' }, socket: { remoteAddress: '127.0.0.1' } };
+    const req = new ProxyRequest(
+      raw as unknown as IncomingMessage,
+      new ClientIpResolver({ trustProxy: false }, { warn: () => {} }),
+      'partner',
+      {},
+    );
+    assert.equal((await admit(route, req, options)).allowed, true, 'the first turn is free');
+    const second = await admit(route, req, options);
+    assert.equal(second.status, 429);
+    assert.match(second.body ?? '', /the line of requests waiting here is full \(maxQueue 0\) and no turn is free now/);
+  });
+});

@@ -109,7 +109,7 @@ function tooFar(rule: CompiledSmoothRule, code: string): SmoothRefusal {
   const retrySeconds = Math.max(1, Math.ceil(rule.maxWaitMs / 1000));
   const detail =
     code === 'QUEUE_FULL'
-      ? `${rule.maxQueue} requests already wait their turn here and no turn is free now`
+      ? `the line of requests waiting here is full (maxQueue ${rule.maxQueue}) and no turn is free now`
       : `the request's turn is more than ${rule.maxWaitMs} ms away`;
   const headers: HeaderPair[] = [
     [FIELD.policy, rule.policyItem],
