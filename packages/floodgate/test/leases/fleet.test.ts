@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fixedWindow, gcra, tokenBucket } from '../../src/index.js';
@@ -141,5 +142,27 @@ describe('leases on a fleet (manual clock)', () => {
     const later = back.filter((a) => a.sentAtMs >= backAtMs + 110);
     assert.ok(later.length > 0 && later.every((a) => a.decision.reason === 'ok'), 'leases again once it is back');
     assert.ok(fleet.tables[0]!.counts.asks < 300, 'while away, about one ask per 100 ms, not one per request');
+  });
+});
+
+describe('leases on a fleet: the bound on random fleets (fast-check)', () => {
+  test('any demand, any share: admitted never above the bucket promise plus maxOutstanding', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.double({ min: 0, max: 6, noNaN: true }), { minLength: 1, maxLength: 4 }),
+        fc.constantFrom(0.005, 0.02, 0.1),
+        fc.integer({ min: 0, max: 5000 }),
+        async (perMs, share, drainUnits) => {
+          const policy = tokenBucket({ capacity: 5000, refillPerSecond: 5000 });
+          const fleet = makeFleet(policy, perMs.length, { maxOutstandingShare: share });
+          policy.consume(fleet.source.stateOf('k').cells, 0, fleet.clock.now(), drainUnits);
+          const out = await drive(fleet, 'k', perMs, 600);
+          // The bucket's promise over any span: its capacity plus its rate over the span.
+          const over = overBucket(out, 5000, 5);
+          assert.ok(over <= fleet.terms.maxOutstanding, `over by ${over}, bound ${fleet.terms.maxOutstanding}`);
+        },
+      ),
+      { numRuns: 12 },
+    );
   });
 });
