@@ -63,7 +63,7 @@ export async function runServe(flags: ServeFlags): Promise<number> {
   if (flags.demoUpstream === true) process.stderr.write(tryLine(gateway) + (await dashboardLine(file, gateway)) + '\n');
   const stopWatching = flags.watch
     ? watchFiles(
-        () => [file, ...gateway.descriptorFiles],
+        () => [file, ...gateway.descriptorFiles, ...gateway.tlsFiles],
         () => void gateway.reload('file changed'),
       )
     : () => {};

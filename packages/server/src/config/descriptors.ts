@@ -5,7 +5,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { LineCounter, parseDocument } from 'yaml';
 import {
   mergeDescriptorConfigs,
   parseDescriptorConfig,
@@ -45,7 +44,7 @@ export async function loadDescriptorFiles(
     try {
       text = await readFile(file, 'utf8');
     } catch (err) {
-      const locator = locatorOf(configFile, configText);
+      const locator = Locator.ofText(configFile, configText);
       problems.push(
         locator.problem(
           ['rateLimitService', 'descriptors', i],
@@ -70,9 +69,4 @@ export async function loadDescriptorFiles(
 
 function problemOf(e: DescriptorError): ConfigProblem {
   return { file: e.source, line: e.line, column: e.column, path: e.path, message: e.message, hint: HINT };
-}
-
-function locatorOf(file: string, text: string): Locator {
-  const lines = new LineCounter();
-  return new Locator(file, parseDocument(text, { lineCounter: lines }), lines);
 }

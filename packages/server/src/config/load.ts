@@ -10,6 +10,7 @@ import { checkConfig } from './checks.js';
 import { loadDescriptorFiles } from './descriptors.js';
 import { ConfigError, Locator, type ConfigProblem } from './problems.js';
 import { configSchema, type GatewayConfig } from './schema.js';
+import { loadTlsFiles, type TlsMaterial } from './tls-files.js';
 
 /** LoadedConfig is a checked config and where it came from. */
 export interface LoadedConfig {
@@ -19,11 +20,13 @@ export interface LoadedConfig {
   readonly domains: readonly DomainSpec[];
   /** The descriptor files' absolute paths (empty without a rateLimitService). */
   readonly descriptorFiles: readonly string[];
+  /** The listener's certificate and key, read from `listen.tls`'s files; undefined without TLS. */
+  readonly tls: TlsMaterial | undefined;
 }
 
 /**
  * loadConfig returns the checked config in `file`, with the domains of its rateLimitService's
- * descriptor files (read relative to `file`).
+ * descriptor files and the listener's TLS files (both read relative to `file`).
  *
  * @throws ConfigError `CONFIG_UNREADABLE` when the file cannot be read, `CONFIG_INVALID` listing every mistake.
  * @example
@@ -41,8 +44,13 @@ export async function loadConfig(file: string, env: NodeJS.ProcessEnv = process.
   }
   const config = parseConfig(text, file, env);
   const descriptors = await loadDescriptorFiles(config, file, text);
-  if ('problems' in descriptors) throw new ConfigError('CONFIG_INVALID', descriptors.problems);
-  return { file, config, domains: descriptors.domains, descriptorFiles: descriptors.files };
+  const tls = await loadTlsFiles(config.listen, file, text);
+  const problems = [
+    ...('problems' in descriptors ? descriptors.problems : []),
+    ...('problems' in tls ? tls.problems : []),
+  ];
+  if ('problems' in descriptors || 'problems' in tls) throw new ConfigError('CONFIG_INVALID', problems);
+  return { file, config, domains: descriptors.domains, descriptorFiles: descriptors.files, tls: tls.material };
 }
 
 /**

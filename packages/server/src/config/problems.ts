@@ -1,8 +1,8 @@
 /**
  * Config problems: each mistake in a config file, located by file, line and path, with a fix.
  */
-import type { Document, LineCounter } from 'yaml';
-import { isNode } from 'yaml';
+import type { Document } from 'yaml';
+import { LineCounter, isNode, parseDocument } from 'yaml';
 
 /** ConfigPath is a path into the config, such as `['routes', 0, 'rules', 1, 'cost']`. */
 export type ConfigPath = readonly (string | number)[];
@@ -56,6 +56,12 @@ export class Locator {
     private readonly doc: Document | undefined,
     private readonly lines: LineCounter,
   ) {}
+
+  /** ofText returns a locator of the config file `file` whose text is `text` (for problems found after parsing it). */
+  static ofText(file: string, text: string): Locator {
+    const lines = new LineCounter();
+    return new Locator(file, parseDocument(text, { lineCounter: lines }), lines);
+  }
 
   /** problem returns a located problem at `path` (a missing key is placed at its nearest parent). */
   problem(path: ConfigPath, message: string, hint: string): ConfigProblem {

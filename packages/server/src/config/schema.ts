@@ -3,6 +3,7 @@
  * number says its unit in its name, and `floodgate schema` prints the same schema as JSON Schema.
  */
 import { z } from 'zod';
+import { listenSchema } from './listen-schema.js';
 import { ambiguousSchema, pathsSchema } from './match-schema.js';
 import { protectionFields, upstreamSchema } from './overload-schema.js';
 import { smoothPolicySchemas } from './smooth-schema.js';
@@ -228,9 +229,7 @@ export const rateLimitServiceSchema = z.strictObject({
 
 /** configSchema is the whole file. */
 export const configSchema = z.strictObject({
-  listen: z
-    .strictObject({ host: z.string().default('127.0.0.1'), port: whole.min(0).max(65535).default(8080) })
-    .default({ host: '127.0.0.1', port: 8080 }),
+  listen: listenSchema.default({ host: '127.0.0.1', port: 8080 }),
   admin: z
     .strictObject({
       host: z.string().default('127.0.0.1'),

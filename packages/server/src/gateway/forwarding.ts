@@ -71,8 +71,9 @@ export function upstreamHeaders(
   const out: Record<string, string | string[]> = {};
   for (const name in incoming) {
     const value = incoming[name];
-    // `Expect: 100-continue` is answered by this hop (see Upstreams.forward), not passed on.
-    if (value === undefined || name === 'host' || name === 'expect') continue;
+    // `Expect: 100-continue` is answered by this hop (see Upstreams.forward), not passed on; nor
+    // are HTTP/2's pseudo-header fields (`:authority` has become `host`: see adoptAuthority).
+    if (value === undefined || name === 'host' || name === 'expect' || name.charCodeAt(0) === 58) continue;
     if (HOP_BY_HOP.has(name) || drop.has(name)) continue;
     out[name] = value;
   }

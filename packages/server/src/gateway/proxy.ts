@@ -3,10 +3,10 @@
  * both ways (a request body is counted as it passes, never buffered), upstream failures answered
  * as 502 or 504 problem details.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { FIELD, PROBLEM_CONTENT_TYPE, type HeaderPair } from 'floodgate/http';
 import { Pool } from 'undici';
+import { hasBody, isGone, overHttp2, type ClientRequest, type ClientResponse } from './exchange.js';
 import { downstreamHeaders, upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 
 /** ProxyLimits are the proxy's timeouts and sizes. */
@@ -100,8 +100,8 @@ export class Upstreams {
    * upstream request is cut off when `req` emits {@link CLIENT_GONE} (see `requestListener`).
    */
   async forward(
-    req: IncomingMessage,
-    res: ServerResponse,
+    req: ClientRequest,
+    res: ClientResponse,
     options: { upstream: URL; facts: ForwardingFacts; extra: readonly HeaderPair[] },
   ): Promise<UpstreamResult> {
     const started = performance.now();
@@ -114,10 +114,10 @@ export class Upstreams {
         started,
         'too-large',
       );
-    const hasBody = declared > 0 || req.headers['transfer-encoding'] !== undefined;
+    const withBody = hasBody(req);
     // The client waits for a 100 before it sends the body: admitted, it may send it now. A refusal
     // answered before this point never asks for the body at all (RFC 9110, section 10.1.1).
-    if (hasBody && expectsContinue(req)) res.writeContinue();
+    if (withBody && expectsContinue(req)) res.writeContinue();
     let status = 0;
     try {
       // undici's stream API writes the upstream's body straight into `res`: no Readable in between.
@@ -125,7 +125,7 @@ export class Upstreams {
         path: pathOn(options.upstream, req.url ?? '/'),
         method: req.method as 'GET',
         headers: upstreamHeaders(req.headers, options.facts),
-        body: hasBody ? Readable.from(countedBody(req, this.limits.maxBodyBytes), { objectMode: false }) : null,
+        body: withBody ? Readable.from(countedBody(req, this.limits.maxBodyBytes), { objectMode: false }) : null,
         // The request itself is the signal: the exchange's one close hook emits CLIENT_GONE on it.
         signal: req,
       };
@@ -143,7 +143,7 @@ export class Upstreams {
     }
   }
 
-  private failed(res: ServerResponse, err: unknown, started: number): UpstreamResult {
+  private failed(res: ClientResponse, err: unknown, started: number): UpstreamResult {
     const code = (err as { code?: string }).code ?? '';
     const cause = (err as { cause?: unknown }).cause;
     if (err instanceof BodyTooLargeError || cause instanceof BodyTooLargeError)
@@ -154,7 +154,7 @@ export class Upstreams {
         started,
         'too-large',
       );
-    const failure = failureOf(err, res.destroyed);
+    const failure = failureOf(err, isGone(res));
     if (failure === 'aborted') return clientLeft(res, err, started);
     const timeout = failure === 'timeout';
     const detail = timeout
@@ -164,13 +164,13 @@ export class Upstreams {
   }
 
   private fail(
-    res: ServerResponse,
+    res: ClientResponse,
     status: number,
     detail: string,
     started: number,
     failure: UpstreamFailure,
   ): UpstreamResult {
-    if (!res.headersSent && !res.destroyed) {
+    if (!res.headersSent && !isGone(res)) {
       sendProblem(res, status, detail);
     } else {
       // The response had begun: the only honest signal left is to cut the connection.
@@ -188,15 +188,15 @@ export class Upstreams {
 export const CLIENT_CLOSED = 499;
 
 /** The result of a forward whose client left first: its connection is ended, nothing is answered. */
-function clientLeft(res: ServerResponse, err: unknown, started: number): UpstreamResult {
-  if (!res.destroyed) res.destroy();
+function clientLeft(res: ClientResponse, err: unknown, started: number): UpstreamResult {
+  if (!isGone(res)) res.destroy();
   const code = (err as { code?: string }).code;
   const error = `the client left before the answer ended${code === undefined ? '' : ` (${code})`}`;
   return { status: CLIENT_CLOSED, durationMs: performance.now() - started, error, failure: 'aborted' };
 }
 
 /** expectsContinue tells whether a request waits for `100 Continue` before sending its body. */
-export function expectsContinue(req: IncomingMessage): boolean {
+export function expectsContinue(req: ClientRequest): boolean {
   const expect = req.headers.expect;
   return expect !== undefined && expect.toLowerCase() === '100-continue';
 }
@@ -220,7 +220,7 @@ const TITLES: Record<number, string> = {
 
 /** sendProblem answers `status` with an RFC 9457 problem body saying `detail`. */
 export function sendProblem(
-  res: ServerResponse,
+  res: ClientResponse,
   status: number,
   detail: string,
   extra: readonly HeaderPair[] = [],
@@ -232,7 +232,8 @@ export function sendProblem(
     'content-length': String(Buffer.byteLength(body)),
   };
   for (const [name, value] of extra) headers[name] = value;
-  if (status === 413) headers.connection = 'close';
+  // HTTP/2 has no connection-specific fields: the stream ends, and its unread body with it.
+  if (status === 413 && !overHttp2(res)) headers.connection = 'close';
   res.writeHead(status, headers);
   res.end(body);
 }
@@ -244,7 +245,7 @@ function pathOn(upstream: URL, target: string): string {
 }
 
 /** The request body as it arrives, failing once it passes `maxBytes`. */
-async function* countedBody(req: IncomingMessage, maxBytes: number): AsyncGenerator<Buffer> {
+async function* countedBody(req: ClientRequest, maxBytes: number): AsyncGenerator<Buffer> {
   let total = 0;
   for await (const chunk of req) {
     total += (chunk as Buffer).length;

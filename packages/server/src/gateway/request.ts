@@ -1,11 +1,11 @@
-/** The gateway's view of one request: what identities read, over node's `IncomingMessage`. */
-import type { IncomingMessage } from 'node:http';
+/** The gateway's view of one request: what identities read, over node's HTTP/1.x or HTTP/2 request. */
 import { RequestView, type ClientIpResolver } from 'floodgate/http';
+import type { ClientRequest } from './exchange.js';
 
 /** ProxyRequest is one request as the gateway's rules see it: method, path, route, parameters and headers. */
-export class ProxyRequest extends RequestView<IncomingMessage> {
+export class ProxyRequest extends RequestView<ClientRequest> {
   constructor(
-    raw: IncomingMessage,
+    raw: ClientRequest,
     resolver: ClientIpResolver,
     /** The matched route's name. */
     readonly routeName: string,

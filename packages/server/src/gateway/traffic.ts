@@ -3,7 +3,7 @@
  * through its overload guards (when it has any) and forwarded; each WebSocket upgrade likewise,
  * then piped both ways.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { STATUS_CODES } from 'node:http';
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -11,6 +11,7 @@ import type { ClientIpResolver, HeaderPair } from 'floodgate/http';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import { admit, type Admission } from './decide.js';
+import { adoptAuthority, answered, isGone, type ClientRequest, type ClientResponse } from './exchange.js';
 import type { DecisionReporter } from '../outcomes.js';
 import { upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 import type { GuardStep } from './guards.js';
@@ -44,9 +45,9 @@ export interface TrafficState {
  * hook, made once here: it tells a forward still running that the client left (by emitting
  * {@link CLIENT_GONE} on the request) and ends the request's count.
  */
-export function requestListener(state: TrafficState): (req: IncomingMessage, res: ServerResponse) => void {
-  function closed(this: ServerResponse): void {
-    if (!this.writableFinished) this.req.emit(CLIENT_GONE);
+export function requestListener(state: TrafficState): (req: ClientRequest, res: ClientResponse) => void {
+  function closed(this: ClientResponse): void {
+    if (!answered(this)) this.req.emit(CLIENT_GONE);
     state.requestEnded();
   }
   return (req, res) => {
@@ -78,7 +79,13 @@ export function trustedPeers(trustProxy: false | number | readonly string[]): (p
 }
 
 /** serveRequest answers one request on the traffic port; it never rejects. */
-export async function serveRequest(state: TrafficState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function serveRequest(state: TrafficState, req: ClientRequest, res: ClientResponse): Promise<void> {
+  const malformed = adoptAuthority(req);
+  if (malformed !== undefined) {
+    sendProblem(res, 400, malformed);
+    state.metrics.response('(none)', 400, undefined);
+    return;
+  }
   const match = matchOf(state.table, req);
   if (match === undefined) {
     sendProblem(res, 404, `no route matches ${req.method ?? 'GET'} ${pathOf(req.url)}`);
@@ -120,8 +127,8 @@ async function forwardGuarded(
   state: TrafficState,
   route: CompiledRoute,
   steps: readonly GuardStep[],
-  req: IncomingMessage,
-  res: ServerResponse,
+  req: ClientRequest,
+  res: ClientResponse,
   admission: Admission,
 ): Promise<void> {
   const entered = enter(steps, req.headers, {
@@ -131,11 +138,11 @@ async function forwardGuarded(
   const passage = entered instanceof Promise ? await entered : entered;
   if (!(passage instanceof Passage)) {
     // A client that left while waiting for a slot gets no answer.
-    if (!res.destroyed) writeRefusal(res, passage);
+    if (!isGone(res)) writeRefusal(res, passage);
     state.metrics.response(route.name, passage.status, undefined);
     return;
   }
-  if (res.destroyed) return passage.abandon();
+  if (isGone(res)) return passage.abandon();
   let result: UpstreamResult;
   try {
     result = await state.upstreams.forward(req, res, {
@@ -167,7 +174,7 @@ function waits(steps: readonly GuardStep[]): boolean {
 }
 
 /** A signal that fires when the client of a request leaves before its answer (for waits only: most requests never wait). */
-function goneSignal(req: IncomingMessage): AbortSignal {
+function goneSignal(req: ClientRequest): AbortSignal {
   const abort = new AbortController();
   req.once(CLIENT_GONE, () => abort.abort());
   return abort.signal;
@@ -184,8 +191,8 @@ function closeSignal(socket: Duplex): AbortSignal {
 function admitRequest(
   state: TrafficState,
   match: RouteMatch,
-  req: IncomingMessage,
-  res: ServerResponse,
+  req: ClientRequest,
+  res: ClientResponse,
 ): Admission | undefined | Promise<Admission | undefined> {
   if (match.route.rules.length === 0 && match.route.smooth.length === 0) return PASS_THROUGH;
   const view = new ProxyRequest(req, state.resolver, match.route.name, match.params);
@@ -201,7 +208,7 @@ function admitRequest(
 }
 
 /** Logs a request whose deciding failed and answers it with 500; returns undefined (no admission). */
-function decideFailed(state: TrafficState, match: RouteMatch, res: ServerResponse, err: unknown): undefined {
+function decideFailed(state: TrafficState, match: RouteMatch, res: ClientResponse, err: unknown): undefined {
   state.log.error({ route: match.route.name, err }, 'deciding a request failed');
   if (!res.headersSent) sendProblem(res, 500, 'the gateway could not decide this request');
   return undefined;
@@ -315,7 +322,7 @@ function rawAnswer(socket: Duplex, status: number, headers: readonly HeaderPair[
 /** The admission of a route without rules. */
 const PASS_THROUGH: Admission = Object.freeze({ allowed: true, status: 0, headers: [], body: undefined });
 
-function writeRefusal(res: ServerResponse, admission: Admission): void {
+function writeRefusal(res: ClientResponse, admission: Admission): void {
   const headers: Record<string, string> = {};
   for (const [name, value] of admission.headers) headers[name] = value;
   const body = admission.body ?? '';
@@ -324,11 +331,11 @@ function writeRefusal(res: ServerResponse, admission: Admission): void {
   res.end(body);
 }
 
-function matchOf(table: RouteTable, req: IncomingMessage): RouteMatch | PathRefusal | undefined {
+function matchOf(table: RouteTable, req: ClientRequest): RouteMatch | PathRefusal | undefined {
   return table.find(req.headers.host, req.method ?? 'GET', req.url ?? '/');
 }
 
-function factsOf(state: TrafficState, req: IncomingMessage): ForwardingFacts {
+function factsOf(state: TrafficState, req: ClientRequest): ForwardingFacts {
   const peer = req.socket.remoteAddress ?? 'unknown';
   return {
     peer,

@@ -11,10 +11,12 @@ import type { Logger } from 'pino';
 import { loadConfig } from '../config/load.js';
 import { ConfigError, formatProblem } from '../config/problems.js';
 import type { GatewayConfig } from '../config/schema.js';
+import type { TlsMaterial } from '../config/tls-files.js';
 import { Board } from '../dashboard/board.js';
 import { LoopClock } from '../dashboard/loop-clock.js';
 import { mountDashboard } from '../dashboard/mount.js';
 import { adminHandler, tokenDigest } from './admin.js';
+import { TrafficListener } from './listener.js';
 import { GatewayMetrics } from '../ops/metrics.js';
 import { redactConfig } from '../ops/redact.js';
 import { gatewayOnStoreError, openStore, type GatewayStore } from '../store/store.js';
@@ -78,7 +80,9 @@ export class Gateway implements TrafficState {
   private drained: (() => void) | undefined;
   /** Ends the waits of a shutdown under way at once (see {@link Gateway.cutShutdown}). */
   private readonly cut: { promise: Promise<void>; resolve: () => void } = cutter();
-  private readonly traffic: Server;
+  private readonly traffic: TrafficListener;
+  /** The listener's certificate in service (undefined without TLS): a reload swaps in a new one. */
+  private tls: TlsMaterial | undefined;
   /** Upgraded sockets (both ends of each tunnel) still open. */
   private readonly tunnels = new Set<Duplex>();
   private admin: Server | undefined;
@@ -100,6 +104,7 @@ export class Gateway implements TrafficState {
     readonly metrics: GatewayMetrics,
     /** The dashboard's memory, fed by decisions when the dashboard is on and by the store's observer. */
     readonly board: Board,
+    tls: TlsMaterial | undefined,
   ) {
     this.reporter = metrics;
     this.log = options.log;
@@ -128,16 +133,8 @@ export class Gateway implements TrafficState {
       ...(store.fleetSmooth === undefined ? {} : { fleetSmooth: store.fleetSmooth }),
       ...(store.leased === undefined ? {} : { leased: store.leased }),
     });
-    const l = config.limits;
-    // Node checks the two timeouts on an interval (30 s by default): check often enough to honour them.
-    const connectionsCheckingInterval = Math.max(50, Math.min(1_000, l.headersTimeoutMs / 4));
-    this.traffic = createServer({
-      maxHeaderSize: l.maxHeaderBytes,
-      headersTimeout: l.headersTimeoutMs,
-      requestTimeout: l.requestTimeoutMs,
-      keepAliveTimeout: 5_000,
-      connectionsCheckingInterval,
-    });
+    this.tls = tls;
+    this.traffic = new TrafficListener({ listen: config.listen, limits: config.limits, tls });
     const onRequest = requestListener(this);
     this.traffic.on('request', onRequest);
     // With this listener Node leaves `Expect: 100-continue` to the gateway: the 100 goes out only once the request is admitted.
@@ -166,7 +163,7 @@ export class Gateway implements TrafficState {
   /** start loads the config, opens the store, listens on both ports and resolves once listening. */
   static async start(options: GatewayOptions): Promise<Gateway> {
     const env = options.env ?? process.env;
-    const { config, domains, descriptorFiles } = await loadConfig(options.file, env);
+    const { config, domains, descriptorFiles, tls } = await loadConfig(options.file, env);
     const metrics = new GatewayMetrics();
     const board = new Board({ clock: new LoopClock() });
     const made: { gateway?: Gateway } = {};
@@ -184,7 +181,7 @@ export class Gateway implements TrafficState {
       observer: combineObservers(metrics.observer, board.observer, storeState.observer),
       onBackendError: (err) => storeLog.connectionError(err),
     });
-    const gateway = new Gateway(options, config, domains, descriptorFiles, store, metrics, board);
+    const gateway = new Gateway(options, config, domains, descriptorFiles, store, metrics, board, tls);
     made.gateway = gateway;
     try {
       await gateway.listen();
@@ -202,7 +199,12 @@ export class Gateway implements TrafficState {
 
   /** port is the traffic listener's port. */
   get port(): number {
-    return (this.traffic.address() as AddressInfo).port;
+    return this.traffic.port;
+  }
+
+  /** tlsFiles are the listener's certificate, key and CA files (absolute paths; none without TLS), watched like the config. */
+  get tlsFiles(): readonly string[] {
+    return this.tls?.files ?? [];
   }
 
   /** adminPort is the admin listener's port, or undefined when there is none. */
@@ -217,7 +219,7 @@ export class Gateway implements TrafficState {
 
   private async listen(): Promise<void> {
     const c = this.config;
-    await listenOn(this.traffic, this.options.port ?? c.listen.port, c.listen.host);
+    await this.traffic.listen(this.options.port ?? c.listen.port, c.listen.host);
     if (c.rateLimitService !== undefined) {
       // Loaded only when configured: gRPC alone costs about a quarter of a second of CPU at start.
       const { RateLimitServiceHost } = await import('../gateway/ratelimit-host.js');
@@ -277,6 +279,8 @@ export class Gateway implements TrafficState {
     this.log.info(
       {
         port: this.port,
+        protocols: this.traffic.protocols,
+        ...(this.tls === undefined ? {} : { certificateValidTo: this.tls.validTo }),
         adminPort: this.adminPort,
         routes: c.routes.map((r) => r.name),
         store: c.store.type,
@@ -325,9 +329,10 @@ export class Gateway implements TrafficState {
       return { applied: false, problems };
     }
     for (const part of ['listen', 'admin', 'store', 'limits', 'trustProxy', 'forwardedHeader'] as const) {
-      if (JSON.stringify(config[part]) !== JSON.stringify(this.config[part]))
+      if (JSON.stringify(restartPart(config, part)) !== JSON.stringify(restartPart(this.config, part)))
         this.log.warn({ part }, `the "${part}" settings changed: they apply at the next restart`);
     }
+    this.reloadTls(loaded.tls);
     const rateLimitService = this.reloadService(config, loaded.domains);
     if (rateLimitService === this.config.rateLimitService)
       loaded = { ...loaded, descriptorFiles: this.descriptorFiles };
@@ -350,7 +355,7 @@ export class Gateway implements TrafficState {
     this.table = table;
     this.config = {
       ...config,
-      listen: this.config.listen,
+      listen: { ...this.config.listen, tls: this.tls === undefined ? undefined : config.listen.tls },
       admin: this.config.admin,
       store: this.config.store,
       limits: this.config.limits,
@@ -394,6 +399,32 @@ export class Gateway implements TrafficState {
     }
     this.service.reload(next, domains);
     return { ...next, grpc: this.config.rateLimitService?.grpc, http: this.config.rateLimitService?.http };
+  }
+
+  /**
+   * reloadTls puts the reloaded certificate in service for new connections (those open keep
+   * theirs), when the listener has TLS; turning TLS on or off, or client certificates, needs a restart.
+   */
+  private reloadTls(next: TlsMaterial | undefined): void {
+    const now = this.tls;
+    if (now === undefined || next === undefined || (now.ca === undefined) !== (next.ca === undefined)) {
+      if (now !== next)
+        this.log.warn(
+          { part: 'listen.tls' },
+          'TLS was turned on or off, or client certificates: that applies at the next restart',
+        );
+      return;
+    }
+    if (
+      now.cert.equals(next.cert) &&
+      now.key.equals(next.key) &&
+      now.ca?.equals(next.ca!) !== false &&
+      now.minVersion === next.minVersion
+    )
+      return;
+    this.traffic.setTls(next);
+    this.tls = next;
+    this.log.info({ files: next.files, certificateValidTo: next.validTo }, 'TLS certificate reloaded');
   }
 
   /** storeChanged hears the store go away or come back: the rate limit service's health follows it as configured. */
@@ -447,9 +478,7 @@ export class Gateway implements TrafficState {
       await waitOrCut(drainMs, this.cut.promise);
     }
     this.log.info({ inFlight: this.inFlight }, 'shutting down: draining requests in flight');
-    const closed = new Promise<void>((resolve) =>
-      this.traffic.listening ? this.traffic.close(() => resolve()) : resolve(),
-    );
+    const closed = this.traffic.close();
     const serviceClosed = this.service?.close() ?? Promise.resolve();
     this.traffic.closeIdleConnections();
     const drained = this.inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.drained = resolve));
@@ -503,4 +532,9 @@ function onErrorName(config: GatewayConfig['store']): string {
   if (config.type === 'memory') return 'none (memory store)';
   const onError = config.onError ?? 'local';
   return typeof onError === 'string' ? onError : 'local';
+}
+
+/** A config part as compared for "applies at the next restart": the listener's TLS files are reloaded in place, so they are left out. */
+function restartPart(config: GatewayConfig, part: keyof GatewayConfig): unknown {
+  return part === 'listen' ? { ...config.listen, tls: config.listen.tls !== undefined } : config[part];
 }
