@@ -21,7 +21,8 @@ export interface Round {
   readonly redisCommandsPerRequest: ReadonlyMap<string, number>;
 }
 
-const TICK_US = 1_000_000 / Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
+/** TICK_US is one CPU tick of /proc, in µs. */
+export const TICK_US = 1_000_000 / Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
 
 /** cpuTicks returns the CPU ticks (user + system, all threads) a process and all its descendants have used, from /proc. */
 export function cpuTicks(pid: number): number {

@@ -8,10 +8,17 @@ import type { BucketMatch, QuotaRule, QuotaSpec } from './spec.js';
 /** BucketId is a bucket id's keys and values, as Envoy's `BucketId.bucket` carries them. */
 export type BucketId = Readonly<Record<string, string>>;
 
-/** bucketKeyOf returns `domain` and the bucket id's entries sorted by key, as one string: one bucket, one budget. */
+/**
+ * bucketKeyOf returns `domain` and the bucket id's entries sorted by key, as one string: one
+ * bucket, one budget. Parts are joined by NUL, which no key or value of a config can hold, and
+ * whose presence in a reported id only makes that id its own (unmatched or separate) bucket.
+ */
 export function bucketKeyOf(domain: string, bucket: BucketId): string {
-  const keys = Object.keys(bucket).sort();
-  return JSON.stringify([domain, ...keys.flatMap((k) => [k, bucket[k]])]);
+  const keys = Object.keys(bucket);
+  if (keys.length > 1) keys.sort();
+  let key = domain;
+  for (const k of keys) key += `\0${k}\0${bucket[k]!}`;
+  return key;
 }
 
 function entryMatches(m: BucketMatch, bucket: BucketId): boolean {
