@@ -5,7 +5,7 @@
 import type { Clock } from './core/clock.js';
 import type { Decision } from './core/decision.js';
 import { FloodgateError, describeValue } from './core/errors.js';
-import { LIMITER_BRAND, type Limiter } from './limiter.js';
+import { LIMITER_BRAND, type ConsumeOptions, type Limiter } from './limiter.js';
 import { MemoryTable } from './stores/memory-store.js';
 import { invalidKey, isKey, type Store, type SyncPolicyStore } from './stores/store.js';
 import { UndoLog } from './stores/undo-log.js';
@@ -289,4 +289,39 @@ async function consumeOnStore(store: Store, items: readonly Item[]): Promise<Lim
   const decisions = [...result.decisions];
   reportItems(items, decisions, result.allowed);
   return { allowed: result.allowed, decisions };
+}
+
+const LOOK: ConsumeOptions = Object.freeze({ cost: 0 });
+
+/**
+ * decideAll is the multi-limit decision for a caller that answers with every limit's state (the
+ * HTTP gate's and the gateway's `RateLimit` headers): {@link consumeAllSync}, without a promise,
+ * when every entry's store is synchronous, else {@link consumeAll}. In a refusal, each limit that
+ * admitted on trial reports what it has standing instead of its trial decision, since the refused
+ * request was charged nowhere: it is looked at again at cost 0 (on synchronous stores in the same
+ * turn; on asynchronous ones in parallel, keeping the trial decision where the look fails, as the
+ * answer is still the refusal). It throws, or rejects, as the call it makes does.
+ *
+ * @example
+ * const result = decideAll([{ limiter: perIp, key: ip }, { limiter: perUser, key: userId }]);
+ * const { allowed, decisions } = result instanceof Promise ? await result : result;
+ */
+export function decideAll(entries: readonly LimitEntry[]): LimitsDecision | Promise<LimitsDecision> {
+  let sync = Array.isArray(entries);
+  for (let i = 0; sync && i < entries.length; i++) sync = entries[i]?.limiter?.table?.synchronous === true;
+  if (!sync) return consumeAll(entries).then(standingAsync);
+  const result = consumeAllSync(entries);
+  if (result.allowed) return result;
+  const decisions = result.decisions.slice();
+  for (let i = 0; i < decisions.length; i++)
+    if (decisions[i]!.allowed) decisions[i] = entries[i]!.limiter.peekSync(entries[i]!.key, LOOK);
+  return { allowed: false, decisions };
+
+  async function standingAsync(result: LimitsDecision): Promise<LimitsDecision> {
+    if (result.allowed) return result;
+    const decisions = await Promise.all(
+      result.decisions.map((d, i) => (d.allowed ? entries[i]!.limiter.peek(entries[i]!.key, LOOK).catch(() => d) : d)),
+    );
+    return { allowed: false, decisions };
+  }
 }

@@ -8,6 +8,7 @@ import {
   MemoryStore,
   consumeAll,
   consumeAllSync,
+  decideAll,
   fixedWindow,
   gcra,
   slidingWindowLog,
@@ -396,5 +397,114 @@ describe('consumeAll: several limits on any stores', () => {
     assert.equal(refused.allowed, false, 'fail-closed refuses the request');
     assert.equal(refused.decisions[1]!.reason, 'fail-closed');
     assert.equal(await leftAsync(good, 'k'), before, "and the other limit's charge was given back");
+  });
+});
+
+describe('decideAll: the multi-limit decision with every limit standing', () => {
+  test('on synchronous stores it answers without a promise; a refusal shows what the other limits have left', () => {
+    const clock = new ManualClock(0);
+    const ip = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), clock, name: 'ip' });
+    const user = new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 1 }), clock, name: 'user' });
+    const entries: LimitEntry[] = [
+      { limiter: ip, key: 'ip', cost: 2 },
+      { limiter: user, key: 'u' },
+    ];
+    const first = decideAll(entries);
+    assert.ok(!(first instanceof Promise), 'memory stores answer at once');
+    assert.equal(first.allowed, true);
+    assert.deepEqual(
+      first.decisions.map((d) => d.remaining),
+      [3, 0],
+    );
+    const refused = decideAll(entries);
+    assert.ok(!(refused instanceof Promise));
+    assert.equal(refused.allowed, false);
+    assert.deepEqual(
+      refused.decisions.map((d) => [d.allowed, d.remaining]),
+      [
+        [true, 3],
+        [false, 0],
+      ],
+      "the ip limit reports its standing 3, not the trial's 1: the refused request was charged nowhere",
+    );
+    assert.equal(left(ip, 'ip'), 3);
+    const trial = consumeAllSync(entries);
+    assert.equal(trial.decisions[0]!.remaining, 1, 'consumeAllSync itself still reports the trial');
+  });
+
+  test('on an asynchronous store: a promise, the standing looked up, the trial kept where the look fails', async () => {
+    const clock = new ManualClock(0);
+    const store = delayedStore();
+    const ip = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), store, clock, name: 'ip' });
+    const user = new Limiter({ policy: fixedWindow({ limit: 1, windowMs: 60_000 }), clock, name: 'user' });
+    const entries: LimitEntry[] = [
+      { limiter: ip, key: 'ip', cost: 2 },
+      { limiter: user, key: 'u' },
+    ];
+    const first = decideAll(entries);
+    assert.ok(first instanceof Promise);
+    assert.equal((await first).allowed, true);
+    const refused = await decideAll(entries);
+    assert.deepEqual(
+      refused.decisions.map((d) => [d.allowed, d.remaining]),
+      [
+        [true, 3],
+        [false, 0],
+      ],
+    );
+    assert.equal(await leftAsync(ip, 'ip'), 3);
+
+    // Across stores the limits are looked at first; the look after the refusal is the second, and fails.
+    let peeks = 0;
+    const failing: Store = {
+      bind(algorithm: Algorithm): PolicyStore {
+        const table = new MemoryStore().bind(algorithm);
+        return {
+          synchronous: false,
+          consume: (k, c, t) => Promise.resolve(table.consume(k, c, t)),
+          peek: (k, c, t) =>
+            ++peeks > 1
+              ? Promise.reject(new FloodgateError('STORE_ERROR', 'down for the look'))
+              : Promise.resolve(table.peek(k, c, t)),
+          refund: (k, c, t) => Promise.resolve(table.refund(k, c, t)),
+          reset: (k) => Promise.resolve(table.reset(k)),
+        };
+      },
+    };
+    const shaky = new Limiter({
+      policy: fixedWindow({ limit: 5, windowMs: 60_000 }),
+      store: failing,
+      clock,
+      onError: 'throw',
+    });
+    const kept = await decideAll([
+      { limiter: shaky, key: 'k' },
+      { limiter: user, key: 'u' },
+    ]);
+    assert.equal(kept.allowed, false);
+    assert.deepEqual(
+      kept.decisions.map((d) => [d.allowed, d.remaining]),
+      [
+        [true, 4],
+        [false, 0],
+      ],
+      'the look failed, so the trial decision stands',
+    );
+  });
+
+  test('bad input throws or rejects as the call it makes does', async () => {
+    const memory = new Limiter({ policy: fixedWindow({ limit: 5, windowMs: 60_000 }), clock: new ManualClock(0) });
+    assert.throws(
+      () => decideAll([{ limiter: memory, key: undefined as never }]),
+      (e) => e instanceof FloodgateError && e.code === 'INVALID_KEY',
+    );
+    await assert.rejects(
+      decideAll('x' as never) as Promise<unknown>,
+      (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION',
+    );
+    await assert.rejects(
+      decideAll([{ limiter: {} as never, key: 'k' }]) as Promise<unknown>,
+      (e) => e instanceof FloodgateError && e.code === 'INVALID_OPTION',
+    );
   });
 });

@@ -27,7 +27,7 @@ routes:
     upstream: ${upstream}
     rules:
       - name: per-tenant
-        policy: { algorithm: fixedWindow, limit: 5, windowMs: 600000 }
+        policy: { algorithm: tokenBucket, capacity: 5, refillPerSecond: 0.000001 }
         key: { type: header, name: x-tenant }
 `;
 }

@@ -16,7 +16,7 @@ function rule(name: string, key: string): string {
     upstream: UPSTREAM
     rules:
       - name: two
-        policy: { algorithm: fixedWindow, limit: 2, windowMs: 600000 }
+        policy: { algorithm: tokenBucket, capacity: 2, refillPerSecond: 0.000001 }
         key: ${key}`;
 }
 

@@ -85,14 +85,14 @@ routes:
     upstream: ${upstream}
     rules:
       - name: per-client
-        policy: { algorithm: fixedWindow, limit: ${LIMIT}, windowMs: 600000 }
+        policy: { algorithm: tokenBucket, capacity: ${LIMIT}, refillPerSecond: 0.000001 }
         key: { type: header, name: x-client }
   - name: login-lenient
     match: { host: lenient.test, path: /api/login, ambiguous: normalise }
     upstream: ${upstream}
     rules:
       - name: per-client
-        policy: { algorithm: fixedWindow, limit: ${LIMIT}, windowMs: 600000 }
+        policy: { algorithm: tokenBucket, capacity: ${LIMIT}, refillPerSecond: 0.000001 }
         key: { type: header, name: x-client }
   - name: open
     upstream: ${upstream}
@@ -188,7 +188,7 @@ routes:
     upstream: ${express.origin}
     rules:
       - name: per-client
-        policy: { algorithm: fixedWindow, limit: 1, windowMs: 600000 }
+        policy: { algorithm: tokenBucket, capacity: 1, refillPerSecond: 0.000001 }
         key: { type: header, name: x-client }
   - name: open
     upstream: ${express.origin}

@@ -21,7 +21,7 @@ routes:
     upstream: ${upstream}
     rules:
       - name: whole-route
-        policy: { algorithm: fixedWindow, limit: 10, windowMs: 600000 }
+        policy: { algorithm: tokenBucket, capacity: 10, refillPerSecond: 0.000001 }
         key: { type: route }
   - name: tight
     match: { path: /tight }
@@ -35,7 +35,7 @@ routes:
     upstream: ${upstream}
     rules:
       - name: whole-route
-        policy: { algorithm: fixedWindow, limit: 1000000, windowMs: 600000 }
+        policy: { algorithm: tokenBucket, capacity: 1000000, refillPerSecond: 0.000001 }
         key: { type: route }
 `;
 }

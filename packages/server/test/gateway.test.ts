@@ -26,7 +26,7 @@ routes:
     upstream: ${upstream}
     rules:
       - name: per-tenant
-        policy: { algorithm: fixedWindow, limit: 2, windowMs: 600000 }
+        policy: { algorithm: tokenBucket, capacity: 2, refillPerSecond: 0.000001 }
         key: { type: param, name: tenant }
       - name: per-api-key
         policy: { algorithm: tokenBucket, capacity: 6, refillPerSecond: 0.001 }
@@ -38,7 +38,7 @@ routes:
     rules:
       - name: would-limit
         mode: shadow
-        policy: { algorithm: fixedWindow, limit: 1, windowMs: 600000 }
+        policy: { algorithm: tokenBucket, capacity: 1, refillPerSecond: 0.000001 }
   - name: queued
     match: { path: /queue/* }
     upstream: ${upstream}
@@ -60,7 +60,7 @@ routes:
     upstream: ${upstream}
     rules:
       - name: sockets
-        policy: { algorithm: fixedWindow, limit: 2, windowMs: 600000 }
+        policy: { algorithm: tokenBucket, capacity: 2, refillPerSecond: 0.000001 }
   - name: query
     match: { path: /query }
     upstream: ${upstream}

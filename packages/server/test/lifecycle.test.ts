@@ -12,7 +12,7 @@ routes:
     upstream: ${upstream}
     rules:
       - name: per-ip
-        policy: { algorithm: fixedWindow, limit: ${steadyLimit}, windowMs: 600000 }
+        policy: { algorithm: tokenBucket, capacity: ${steadyLimit}, refillPerSecond: 0.000001 }
   - name: busy
     match: { path: /busy }
     upstream: ${upstream}

@@ -34,7 +34,7 @@ routes:
     upstream: ${upstream}
     rules:
       - name: per-ip
-        policy: { algorithm: fixedWindow, limit: 100, windowMs: 600000 }
+        policy: { algorithm: tokenBucket, capacity: 100, refillPerSecond: 0.000001 }
 rateLimitService:
   grpc: { port: 0 }
   http: { port: 0 }

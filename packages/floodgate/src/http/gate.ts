@@ -4,7 +4,7 @@
  */
 import type { Decision } from '../core/decision.js';
 import type { ConsumeOptions } from '../limiter.js';
-import { consumeAll, consumeAllSync, type LimitEntry } from '../limits.js';
+import { decideAll, type LimitEntry, type LimitsDecision } from '../limits.js';
 import { ClientIpResolver } from './client-ip.js';
 import { FailureReport, isStoreFailure } from './failure-report.js';
 import { inRange, parseIp } from './ip.js';
@@ -18,8 +18,8 @@ const ZERO_COST: ConsumeOptions = Object.freeze({ cost: 0 });
 
 /**
  * HttpGate decides requests for the adapters. The dimensions that apply to a request are decided
- * together by the limiter layer ({@link consumeAllSync} on synchronous stores, {@link consumeAll}
- * otherwise): a request is admitted only if every limit admits it, a refused request is charged
+ * together by the limiter layer's {@link decideAll}: a request is admitted only if every limit
+ * admits it, a refused request is charged
  * nowhere, and no request is ever refused because of a charge that is later taken back. Every
  * policy is still reported. When every limiter is synchronous (the memory store) the whole
  * decision is made without a promise.
@@ -142,7 +142,7 @@ export class HttpGate<Req = unknown> {
     const p = this.planOf(0, req);
     if (p === undefined) return PASS;
     if (!p.limiter.table.synchronous) return this.decideOneAsync(p, cost);
-    if (cost > p.limiter.policy.limit) return this.decideSync([p], cost);
+    if (cost > p.limiter.policy.limit) return this.decide([p], cost);
     let d: Decision;
     try {
       d = p.limiter.consumeSync(p.key, cost === 1 ? undefined : { cost });
@@ -166,47 +166,24 @@ export class HttpGate<Req = unknown> {
     return this.answer([p], [d], cost);
   }
 
+  /**
+   * decide decides several limits together on the limiter layer's {@link decideAll}, without a
+   * promise when every store is synchronous: a refused request is charged nowhere, no request is
+   * ever refused by a charge that is later taken back, and the limits that would have admitted a
+   * refused request report what they have left.
+   */
   private decide(plans: readonly Plan<Req>[], cost: number): Verdict | Promise<Verdict> {
-    for (const p of plans) if (!p.limiter.table.synchronous) return this.decideAsync(plans, cost);
-    return this.decideSync(plans, cost);
-  }
-
-  /**
-   * decideSync decides several limits on synchronous stores in one step (the limiter layer's
-   * {@link consumeAllSync}): a refused request is charged nowhere, and no other request ever sees
-   * a charge taken back.
-   */
-  private decideSync(plans: readonly Plan<Req>[], cost: number): Verdict {
-    let decisions: Decision[];
+    let result: LimitsDecision | Promise<LimitsDecision>;
     try {
-      const result = consumeAllSync(entriesOf(plans, cost));
-      decisions = result.decisions.slice();
-      // A refused request was charged nowhere: the limits that would have admitted it report what they have left.
-      if (!result.allowed)
-        for (let i = 0; i < plans.length; i++)
-          if (decisions[i]!.allowed) decisions[i] = plans[i]!.limiter.peekSync(plans[i]!.key, ZERO_COST);
+      result = decideAll(entriesOf(plans, cost));
     } catch (err) {
       return this.failed(err, plans);
     }
-    return this.answer(plans, decisions, cost);
-  }
-
-  /**
-   * decideAsync decides several limits over any stores with the limiter layer's {@link consumeAll}:
-   * a refused request is charged nowhere, and a request that one limit refuses never holds a
-   * charge on the others that its neighbours could be refused by.
-   */
-  private async decideAsync(plans: readonly Plan<Req>[], cost: number): Promise<Verdict> {
-    let decisions: readonly Decision[];
-    try {
-      const result = await consumeAll(entriesOf(plans, cost));
-      decisions = result.allowed
-        ? result.decisions
-        : await Promise.all(result.decisions.map((d, i) => (d.allowed ? standing(plans[i]!, d) : d)));
-    } catch (err) {
-      return this.failed(err, plans);
-    }
-    return this.answer(plans, decisions, cost);
+    if (!(result instanceof Promise)) return this.answer(plans, result.decisions, cost);
+    return result.then(
+      (r) => this.answer(plans, r.decisions, cost),
+      (err: unknown) => this.failed(err, plans),
+    );
   }
 
   /** answer turns the decisions of `plans` into the verdict, telling the failure report of each. */
@@ -241,15 +218,6 @@ export class HttpGate<Req = unknown> {
 /** The limiter layer's entries for `plans` at `cost`: a plan is already an entry of cost 1. */
 function entriesOf<Req>(plans: readonly Plan<Req>[], cost: number): readonly LimitEntry[] {
   return cost === 1 ? plans : plans.map((p) => ({ limiter: p.limiter, key: p.key, cost }));
-}
-
-/** What a limit that a refused request was not charged to has left; its trial decision when looking fails. */
-async function standing<Req>(p: Plan<Req>, trial: Decision): Promise<Decision> {
-  try {
-    return await p.limiter.peek(p.key, ZERO_COST);
-  } catch {
-    return trial;
-  }
 }
 
 /** A refusal that no wait can cure: the cost is above the policy's limit. */

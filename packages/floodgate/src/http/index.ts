@@ -38,6 +38,17 @@ export { DEFAULT_MAX_KEY_LENGTH, storeKey } from './keys.js';
 export type { Dimension, HttpLimitOptions, LimiterChoice, StoreErrorPolicy } from './options.js';
 export { OptionFunctionError } from './option-error.js';
 export { PROBLEM_CONTENT_TYPE, STATUS_OF, problemBody, type ProblemKind } from './problem.js';
+export {
+  degradedReason,
+  endRefusal,
+  refusalKind,
+  serviceList,
+  storeDownAnswer,
+  undecided,
+  type DegradedReason,
+  type StoreDownAnswer,
+} from './answers.js';
+export { isDegraded, isStoreFailure } from './failure-report.js';
 export { consoleLogger, type Logger } from './logger.js';
 export { RequestView, type HttpRequest, type Outcome } from './request.js';
 export {

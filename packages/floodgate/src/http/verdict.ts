@@ -5,15 +5,23 @@
 import type { Decision } from '../core/decision.js';
 import { AdmitMemo } from './admit-memo.js';
 import type { Limiter } from '../limiter.js';
-import { FIELD, legacyHeaders, policyItem, retryAfterSeconds, serviceItem } from './headers.js';
+import {
+  degradedReason,
+  endRefusal,
+  refusalKind,
+  serviceList,
+  storeDownAnswer,
+  undecided,
+  type HeaderPair,
+} from './answers.js';
+import { FIELD, legacyHeaders, policyItem, serviceItem } from './headers.js';
 import type { CheckedDimension, Settings } from './options.js';
 import type { DimensionDecision, RateLimitInfo } from './rate-limit-info.js';
-import { INTERNAL_PROBLEM, PROBLEM_CONTENT_TYPE, STATUS_OF, problemBody, type ProblemKind } from './problem.js';
+import { INTERNAL_PROBLEM, PROBLEM_CONTENT_TYPE, STATUS_OF, problemBody } from './problem.js';
 
 export type { DimensionDecision, RateLimitInfo } from './rate-limit-info.js';
 
-/** HeaderPair is one response header as [name, value]. */
-export type HeaderPair = readonly [name: string, value: string];
+export type { HeaderPair } from './answers.js';
 
 /** Charge is what one dimension charged an admitted request, kept to refund it on its outcome. */
 export interface Charge {
@@ -129,13 +137,9 @@ export class VerdictWriter<Req> {
   refuse(plans: readonly Plan<Req>[], decisions: readonly Decision[]): Verdict {
     const violated = decisions.filter((d) => !d.allowed);
     const names = plans.filter((_, i) => !decisions[i]!.allowed).map((p) => p.dimension.name);
-    const byLimit = violated.some((d) => d.reason === 'limit' || d.reason === 'fallback');
-    const kind: ProblemKind = byLimit ? 'quota-exceeded' : 'temporary-reduced-capacity';
-    const headers = this.headers(plans, decisions) as HeaderPair[];
-    const retryAfter = retryAfterSeconds(violated);
-    if (retryAfter !== undefined) headers.push([FIELD.retryAfter, String(retryAfter)]);
+    const kind = refusalKind(violated);
     const custom = kind === 'quota-exceeded' ? this.settings.refusal : undefined;
-    headers.push([FIELD.cacheControl, 'no-store'], [FIELD.contentType, custom?.contentType ?? PROBLEM_CONTENT_TYPE]);
+    const headers = endRefusal(this.headers(plans, decisions), violated, custom?.contentType);
     const body = custom?.body ?? problemBody(kind, names);
     return {
       allowed: false,
@@ -154,19 +158,15 @@ export class VerdictWriter<Req> {
    * Nothing was charged and nothing was decided, so no `RateLimit` is claimed.
    */
   degraded(failed: readonly string[], policy: 'fail-open' | 'fail-closed'): Verdict {
-    const s = this.settings;
-    const mark: HeaderPair[] = s.degradedHeader === undefined ? [] : [[s.degradedHeader, policy]];
-    if (policy === 'fail-open')
-      return { allowed: true, statusCode: 0, headers: mark, body: undefined, charges: undefined, decisions: NONE };
-    // When the store answers again is unknown: a second, as the limiter layer's own fail-closed says.
-    const headers: HeaderPair[] = [
-      ...mark,
-      [FIELD.retryAfter, '1'],
-      [FIELD.cacheControl, 'no-store'],
-      [FIELD.contentType, PROBLEM_CONTENT_TYPE],
-    ];
-    const body = problemBody('temporary-reduced-capacity', failed, 'the rate-limit store is unavailable');
-    return { allowed: false, statusCode: 503, headers, body, charges: undefined, decisions: NONE };
+    const answer = storeDownAnswer(failed, policy, this.settings.degradedHeader);
+    return {
+      allowed: answer.allowed,
+      statusCode: answer.status,
+      headers: answer.headers,
+      body: answer.body,
+      charges: undefined,
+      decisions: NONE,
+    };
   }
 
   /**
@@ -181,38 +181,20 @@ export class VerdictWriter<Req> {
     return { allowed: false, statusCode: 500, headers, body: INTERNAL_PROBLEM, charges: undefined, decisions: NONE };
   }
 
-  /**
-   * Adds the degraded header when a store's failure policy, not the limit, made any of the
-   * decisions (`fail-open`, `fail-closed` or `fallback`), naming which.
-   */
-  private markDegraded(headers: HeaderPair[], decisions: readonly Decision[]): void {
-    const name = this.settings.degradedHeader;
-    if (name === undefined) return;
-    const failed = decisions.find(
-      (d) => d.reason === 'fail-open' || d.reason === 'fail-closed' || d.reason === 'fallback',
-    );
-    if (failed !== undefined) headers.push([name, failed.reason]);
-  }
-
   private headers(plans: readonly Plan<Req>[], decisions: readonly Decision[]): HeaderPair[] {
     const s = this.settings;
     const out: HeaderPair[] = [];
-    this.markDegraded(out, decisions);
+    const degraded = s.degradedHeader === undefined ? undefined : degradedReason(decisions);
+    if (degraded !== undefined) out.push([s.degradedHeader!, degraded]);
     if (s.draftHeaders) {
       // Plans come in the order of the dimensions, so when all apply the policies are all of them.
       const all = this.allPolicies !== undefined && plans.length === s.dimensions.length;
       let policy = all ? this.allPolicies! : policyItemOf(plans[0]!);
       for (let i = 1; !all && i < plans.length; i++) policy += ', ' + policyItemOf(plans[i]!);
       out.push([FIELD.policy, policy]);
-      // A policy its store's failure policy answered for was not decided: it gets no item, since
-      // the draft's `r` is required and any value would be invented (`r=0` tells a client to stop).
       let service = '';
-      for (let i = 0; i < plans.length; i++) {
-        const d = decisions[i]!;
-        if (undecided(d)) continue;
-        const p = plans[i]!;
-        service += (service === '' ? '' : ', ') + serviceItem(p.dimension.serviceHead, d, p.pk);
-      }
+      for (let i = 0; i < plans.length; i++)
+        service = serviceList(service, plans[i]!.dimension.serviceHead, decisions[i]!, plans[i]!.pk);
       if (service !== '') out.push([FIELD.service, service]);
     }
     if (s.legacyReset !== undefined) {
@@ -239,11 +221,6 @@ function chargesOf<Req>(
       charges.push({ dimension: p.dimension.name, limiter: p.limiter, key: p.key, cost });
   }
   return charges.length === 0 ? undefined : charges;
-}
-
-/** Whether a store's failure policy answered without deciding: no remaining quota can be claimed. */
-function undecided(d: Decision): boolean {
-  return d.reason === 'fail-open' || d.reason === 'fail-closed';
 }
 
 /** The verdict of an admitted request with these headers and nothing to refund. */

@@ -2,13 +2,18 @@
  * One request's admission under its route's rules: enforced rules decided together (all admit or
  * none is charged), shadow rules decided and reported only, queued rules waited for in turn.
  */
-import { FloodgateError, consumeAll, consumeAllSync, type Decision, type LimitEntry } from 'floodgate';
+import { FloodgateError, decideAll, type Decision, type LimitEntry, type LimitsDecision } from 'floodgate';
 import {
   FIELD,
   PROBLEM_CONTENT_TYPE,
+  STATUS_OF,
+  endRefusal,
+  isDegraded,
+  isStoreFailure,
   problemBody,
-  retryAfterSeconds,
-  serviceItem,
+  refusalKind,
+  serviceList,
+  storeDownAnswer,
   type HeaderPair,
 } from 'floodgate/http';
 import type { IdentityRefusal } from './identity.js';
@@ -35,8 +40,12 @@ export interface Admission {
 
 /** The share of a limit below which an admitted request counts as near its limit. */
 const NEAR_LIMIT_SHARE = 0.1;
+/** The header that marks an answer a store's failure policy made. */
+const DEGRADED_HEADER = 'floodgate-degraded';
 const ZERO = Object.freeze({ cost: 0 });
 const PASS: Admission = Object.freeze({ allowed: true, status: 0, headers: [], body: undefined });
+/** The joint decision of no rule: nothing to refuse. */
+const NO_RULES: LimitsDecision = Object.freeze({ allowed: true, decisions: [] });
 
 interface Applied {
   readonly rule: CompiledRule;
@@ -56,68 +65,73 @@ export interface AdmitOptions {
 /**
  * admit returns the admission of `req` on `route`: at once, with no promise, when the route's
  * rules all run on a synchronous store (the memory store) and none queues; else a promise of it.
+ * The enforced rules are decided together by the library's `decideAll`; a rule that refuses the
+ * request for its identity (absent or invalid) answers before anything is charged or waited for.
  */
 export function admit(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Admission | Promise<Admission> {
   if (route.rules.length === 0 && route.smooth.length === 0) return PASS;
-  if (route.synchronous) return admitSync(route, req, options);
-  return admitAsync(route, req, options);
-}
-
-/** admitSync is {@link admit} on a route whose rules all decide without a promise. */
-function admitSync(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Admission {
-  if (route.shadow.length > 0) decideShadowSync(route, req, options.reporter);
-  let applied: Applied[] | IdentityRefusal;
+  const shadow = route.shadow.length === 0 ? undefined : decideShadow(route, req, options.reporter);
+  const queued = route.queue.length === 0 ? undefined : identifyQueued(route, req, options.reporter);
+  if (queued !== undefined && !Array.isArray(queued)) return after(shadow, queued);
+  const found = enforcedEntries(route, req, options.reporter);
+  if (!('entries' in found)) return after(shadow, found);
+  let joint: LimitsDecision | Promise<LimitsDecision>;
   try {
-    applied = decideEnforcedSync(route, req, options.reporter);
+    joint = found.entries.length === 0 ? NO_RULES : decideAll(found.entries);
   } catch (err) {
     if (!isStoreFailure(err)) throw err;
-    return storeFailed(route, options);
+    return after(shadow, storeFailed(route, options));
   }
-  if (!Array.isArray(applied)) return applied;
-  return settle(route, applied, options.reporter);
+  if (joint instanceof Promise || shadow !== undefined || queued !== undefined || route.smooth.length > 0)
+    return finish(route, found, joint, shadow, queued, options);
+  return settle(route, appliedOf(found, joint), options.reporter);
 }
 
-async function admitAsync(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Promise<Admission> {
-  const shadow = route.shadow.length === 0 ? undefined : decideShadow(route, req, options);
-  // Queued rules' identities are settled first: a refusal for one is answered before anything is charged or waited for.
-  const queueIdentities = route.queue.length === 0 ? undefined : identifyQueued(route, req, options.reporter);
-  if (queueIdentities !== undefined && !Array.isArray(queueIdentities)) {
-    if (shadow !== undefined) await shadow;
-    return queueIdentities;
-  }
-  let applied: Applied[] | IdentityRefusal;
+/** The answer `answer`, once the shadow rules (if any are pending) are decided and reported. */
+function after(shadow: Promise<void> | undefined, answer: Admission): Admission | Promise<Admission> {
+  return shadow === undefined ? answer : shadow.then(() => answer);
+}
+
+/** The rest of {@link admit} when some part of it is a promise: the joint decision, the shadow rules, or a queue. */
+async function finish(
+  route: CompiledRoute,
+  found: Entries,
+  joint: LimitsDecision | Promise<LimitsDecision>,
+  shadow: Promise<void> | undefined,
+  queued: readonly (string | undefined)[] | undefined,
+  options: AdmitOptions,
+): Promise<Admission> {
+  let result: LimitsDecision;
   try {
-    applied = await decideEnforced(route, req, options.reporter);
+    result = await joint;
   } catch (err) {
     if (!isStoreFailure(err)) throw err;
-    if (shadow !== undefined) await shadow;
+    await shadow;
     return storeFailed(route, options);
   }
-  if (shadow !== undefined) await shadow;
-  if (!Array.isArray(applied)) return applied;
-  const refused = applied.filter((a) => !a.decision.allowed);
-  if (refused.length > 0) return settle(route, applied, options.reporter);
+  await shadow;
+  const applied = appliedOf(found, result);
+  if (!result.allowed || (queued === undefined && route.smooth.length === 0))
+    return settle(route, applied, options.reporter);
   for (const a of applied) report(route.name, a, options.reporter, '');
-  const queued =
-    queueIdentities === undefined ? undefined : await waitInQueues(route, queueIdentities, applied, options);
-  if (queued !== undefined) return queued;
+  const waited = queued === undefined ? undefined : await waitInQueues(route, queued, applied, options);
+  if (waited !== undefined) return waited;
   // Paced last, so the turn a request waited for is when it leaves for the upstream.
   const paced = route.smooth.length === 0 ? undefined : await waitSmooth(route.name, route.smooth, options);
   if (paced !== undefined) {
     await giveBack(applied);
     return paced;
   }
-  return { allowed: true, status: 0, headers: headersOf(route, applied), body: undefined, charged: applied };
+  return admitted(route, applied);
 }
 
-/** Whether `err` is a store's failure, answered by the failure policy (anything else is a bug or bad input). */
-function isStoreFailure(err: unknown): boolean {
-  return (
-    !(err instanceof FloodgateError) ||
-    err.code === 'STORE_ERROR' ||
-    err.code === 'STORE_TIMEOUT' ||
-    err.code === 'STORE_REPLY'
-  );
+/** Each enforced rule that applied with its key and its decision from the joint `result`. */
+function appliedOf(found: Entries, result: LimitsDecision): Applied[] {
+  return found.entries.map((e, i) => ({ rule: found.rules[i]!, key: e.key, decision: result.decisions[i]! }));
+}
+
+function admitted(route: CompiledRoute, applied: readonly Applied[]): Admission {
+  return { allowed: true, status: 0, headers: headersOf(route, applied), body: undefined, charged: applied };
 }
 
 /** Reports the enforced decisions and answers: refused when any rule refused, else admitted (no queue). */
@@ -127,7 +141,7 @@ function settle(route: CompiledRoute, applied: Applied[], reporter: DecisionRepo
   // A refused request is counted against the rules that refused it only: the others were refunded.
   for (const a of refused ?? applied) report(route.name, a, reporter, '');
   if (refused !== undefined) return refuse(route, applied, refused);
-  return { allowed: true, status: 0, headers: headersOf(route, applied), body: undefined, charged: applied };
+  return admitted(route, applied);
 }
 
 /** A rule's decision: without a promise on a synchronous store (the memory store), so no await is paid for it. */
@@ -157,6 +171,12 @@ function identify(
   return shadow ? undefined : identity;
 }
 
+/** Entries are the enforced rules that apply to a request, with their entries for the joint decision. */
+interface Entries {
+  readonly entries: LimitEntry[];
+  readonly rules: CompiledRule[];
+}
+
 /**
  * The enforced rules that apply to `req` (those not skipping it), with their entries for
  * `consumeAll`; or the refusal of the first rule that refuses it for its identity.
@@ -165,7 +185,7 @@ function enforcedEntries(
   route: CompiledRoute,
   req: ProxyRequest,
   reporter: DecisionReporter,
-): { entries: LimitEntry[]; rules: CompiledRule[] } | IdentityRefusal {
+): Entries | IdentityRefusal {
   const entries: LimitEntry[] = [];
   const rules: CompiledRule[] = [];
   for (const rule of route.enforce) {
@@ -178,48 +198,6 @@ function enforcedEntries(
   return { entries, rules };
 }
 
-/**
- * decideEnforced decides the route's enforced rules together through the library's multi-limit
- * decision: admitted only if every rule admits, and a refused request is charged nowhere (no
- * neighbour ever sees a charge that is later taken back). On a refusal, the rules that would have
- * admitted are looked at again without charging, so their headers tell their real state.
- */
-async function decideEnforced(
-  route: CompiledRoute,
-  req: ProxyRequest,
-  reporter: DecisionReporter,
-): Promise<Applied[] | IdentityRefusal> {
-  const found = enforcedEntries(route, req, reporter);
-  if (!('entries' in found)) return found;
-  const { entries, rules } = found;
-  if (entries.length === 0) return [];
-  const sync = rules.every((r) => r.limiter.table.synchronous);
-  const result = sync ? consumeAllSync(entries) : await consumeAll(entries);
-  const applied: Applied[] = entries.map((e, i) => ({ rule: rules[i]!, key: e.key, decision: result.decisions[i]! }));
-  if (!result.allowed) {
-    for (const a of applied) if (a.decision.allowed) a.decision = await consume(a.rule, a.key, true);
-  }
-  return applied;
-}
-
-/** decideEnforcedSync is {@link decideEnforced} on synchronous stores, without a promise. */
-function decideEnforcedSync(
-  route: CompiledRoute,
-  req: ProxyRequest,
-  reporter: DecisionReporter,
-): Applied[] | IdentityRefusal {
-  const found = enforcedEntries(route, req, reporter);
-  if (!('entries' in found)) return found;
-  const { entries, rules } = found;
-  if (entries.length === 0) return [];
-  const result = consumeAllSync(entries);
-  const applied: Applied[] = entries.map((e, i) => ({ rule: rules[i]!, key: e.key, decision: result.decisions[i]! }));
-  if (!result.allowed) {
-    for (const a of applied) if (a.decision.allowed) a.decision = a.rule.limiter.peekSync(a.key, ZERO);
-  }
-  return applied;
-}
-
 /** Refunds what `charged` took and replaces each decision by the rule's state after the refund. */
 async function giveBack(charged: readonly Applied[]): Promise<void> {
   for (const a of charged) {
@@ -228,37 +206,31 @@ async function giveBack(charged: readonly Applied[]): Promise<void> {
   }
 }
 
-async function decideShadow(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Promise<void> {
-  for (const rule of route.shadow) {
-    const identity = identify(route, rule, req, options.reporter);
-    if (typeof identity !== 'string') continue;
-    try {
-      const key = rule.keyOf(identity);
-      report(route.name, { rule, key, decision: await consume(rule, key) }, options.reporter, 'shadow_');
-    } catch {
-      // A shadow rule never changes the answer, not even when its store fails.
-    }
-  }
-}
-
-/** decideShadowSync is the shadow rules' decisions on synchronous stores, reported only. */
-function decideShadowSync(route: CompiledRoute, req: ProxyRequest, reporter: DecisionReporter): void {
+/**
+ * decideShadow decides and reports the route's shadow rules, each on its own (a shadow rule never
+ * changes the answer, not even when its store fails): at once on synchronous stores, else a
+ * promise of their reports.
+ */
+function decideShadow(route: CompiledRoute, req: ProxyRequest, reporter: DecisionReporter): Promise<void> | undefined {
+  let pending: Promise<void>[] | undefined;
   for (const rule of route.shadow) {
     const identity = identify(route, rule, req, reporter);
     if (typeof identity !== 'string') continue;
     try {
       const key = rule.keyOf(identity);
-      report(
-        route.name,
-        { rule, key, decision: rule.limiter.consumeSync(key, rule.cost === 1 ? undefined : { cost: rule.cost }) },
-        reporter,
-        'shadow_',
-      );
+      const decision = consume(rule, key);
+      const shadowed = (d: Decision): void => report(route.name, { rule, key, decision: d }, reporter, 'shadow_');
+      if (decision instanceof Promise) (pending ??= []).push(decision.then(shadowed, ignore));
+      else shadowed(decision);
     } catch {
       // A shadow rule never changes the answer, not even when its store fails.
     }
   }
+  return pending === undefined ? undefined : Promise.all(pending).then(ignore);
 }
+
+/** ignore drops a shadow rule's store failure, and the reports' results. */
+function ignore(): void {}
 
 function report(route: string, applied: Applied, reporter: DecisionReporter, prefix: '' | 'shadow_'): void {
   const { rule, key, decision: d } = applied;
@@ -347,22 +319,17 @@ function queueRefusal(rule: CompiledRule, err: unknown): Admission {
 }
 
 function refuse(route: CompiledRoute, applied: readonly Applied[], refused: readonly Applied[]): Admission {
-  const decisions = refused.map((a) => a.decision);
-  const byLimit = decisions.some((d) => d.reason === 'limit' || d.reason === 'fallback');
-  const headers = headersOf(route, applied);
-  const retryAfter = retryAfterSeconds(decisions);
-  if (retryAfter !== undefined) headers.push([FIELD.retryAfter, String(retryAfter)]);
-  headers.push([FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]);
-  if (byLimit) return { allowed: false, status: 429, headers, body: quotaBody(refused) };
-  return {
-    allowed: false,
-    status: 503,
-    headers,
-    body: problemBody(
-      'temporary-reduced-capacity',
-      refused.map((a) => a.rule.name),
-    ),
-  };
+  const violated = refused.map((a) => a.decision);
+  const kind = refusalKind(violated);
+  const headers = endRefusal(headersOf(route, applied), violated);
+  const body =
+    kind === 'quota-exceeded'
+      ? quotaBody(refused)
+      : problemBody(
+          kind,
+          refused.map((a) => a.rule.name),
+        );
+  return { allowed: false, status: STATUS_OF[kind], headers, body };
 }
 
 /** The quota-exceeded body naming one rule, built once per rule: most refusals are one rule's. */
@@ -384,19 +351,11 @@ function quotaBody(refused: readonly Applied[]): string {
 function storeFailed(route: CompiledRoute, options: AdmitOptions): Admission {
   const open = options.onStoreError === 'fail-open';
   for (const rule of route.enforce) options.reporter.outcome(route.name, rule.name, open ? 'fail_open' : 'fail_closed');
-  const mark: HeaderPair = ['floodgate-degraded', options.onStoreError];
-  if (open) return { allowed: true, status: 0, headers: [mark], body: undefined };
-  const headers: HeaderPair[] = [mark, [FIELD.cacheControl, 'no-store'], [FIELD.contentType, PROBLEM_CONTENT_TYPE]];
-  return {
-    allowed: false,
-    status: 503,
-    headers,
-    body: problemBody(
-      'temporary-reduced-capacity',
-      route.enforce.map((r) => r.name),
-      'the rate-limit store is unavailable',
-    ),
-  };
+  return storeDownAnswer(
+    route.enforce.map((r) => r.name),
+    options.onStoreError,
+    DEGRADED_HEADER,
+  );
 }
 
 /** The draft headers of the applied rules, with the degraded mark when a store's failure policy decided. */
@@ -405,15 +364,12 @@ function headersOf(route: CompiledRoute, applied: readonly Applied[]): HeaderPai
   let service = '';
   let degraded: string | undefined;
   for (const a of applied) {
-    service += (service === '' ? '' : ', ') + serviceItem(a.rule.serviceHead, a.decision, undefined);
-    const r = a.decision.reason;
-    if (r === 'fail-open' || r === 'fail-closed' || r === 'fallback') degraded ??= r;
+    service = serviceList(service, a.rule.serviceHead, a.decision, undefined);
+    if (degraded === undefined && isDegraded(a.decision)) degraded = a.decision.reason;
   }
-  const out: HeaderPair[] = [
-    [FIELD.policy, policyOf(route, applied)],
-    [FIELD.service, service],
-  ];
-  if (degraded !== undefined) out.push(['floodgate-degraded', degraded]);
+  const out: HeaderPair[] = [[FIELD.policy, policyOf(route, applied)]];
+  if (service !== '') out.push([FIELD.service, service]);
+  if (degraded !== undefined) out.push([DEGRADED_HEADER, degraded]);
   return out;
 }
 

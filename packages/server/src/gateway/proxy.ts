@@ -4,10 +4,11 @@
  * as 502 or 504 problem details.
  */
 import { Readable } from 'node:stream';
-import { FIELD, PROBLEM_CONTENT_TYPE, type HeaderPair } from 'floodgate/http';
+import type { HeaderPair } from 'floodgate/http';
 import { Pool } from 'undici';
-import { hasBody, isGone, overHttp2, type ClientRequest, type ClientResponse } from './exchange.js';
+import { hasBody, isGone, type ClientRequest, type ClientResponse } from './exchange.js';
 import { downstreamHeaders, upstreamHeaders, type ForwardingFacts } from './forwarding.js';
+import { problem, reply } from './reply.js';
 
 /** ProxyLimits are the proxy's timeouts and sizes. */
 export interface ProxyLimits {
@@ -171,7 +172,7 @@ export class Upstreams {
     failure: UpstreamFailure,
   ): UpstreamResult {
     if (!res.headersSent && !isGone(res)) {
-      sendProblem(res, status, detail);
+      reply(res, problem(status, detail));
     } else {
       // The response had begun: the only honest signal left is to cut the connection.
       res.destroy();
@@ -208,34 +209,6 @@ export function failureOf(err: unknown, clientGone: boolean): UpstreamFailure {
     return 'timeout';
   if (CONNECT_CODES.has(code)) return 'connect';
   return code === 'UND_ERR_ABORTED' || clientGone ? 'aborted' : 'other';
-}
-
-const TITLES: Record<number, string> = {
-  400: 'Bad Request',
-  404: 'Not Found',
-  413: 'Content Too Large',
-  502: 'Bad Gateway',
-  504: 'Gateway Timeout',
-};
-
-/** sendProblem answers `status` with an RFC 9457 problem body saying `detail`. */
-export function sendProblem(
-  res: ClientResponse,
-  status: number,
-  detail: string,
-  extra: readonly HeaderPair[] = [],
-): void {
-  const body = JSON.stringify({ type: 'about:blank', title: TITLES[status] ?? 'Error', status, detail });
-  const headers: Record<string, string> = {
-    [FIELD.contentType]: PROBLEM_CONTENT_TYPE,
-    [FIELD.cacheControl]: 'no-store',
-    'content-length': String(Buffer.byteLength(body)),
-  };
-  for (const [name, value] of extra) headers[name] = value;
-  // HTTP/2 has no connection-specific fields: the stream ends, and its unread body with it.
-  if (status === 413 && !overHttp2(res)) headers.connection = 'close';
-  res.writeHead(status, headers);
-  res.end(body);
 }
 
 /** The request target on the upstream: the upstream URL's path prefix, then the client's target. */

@@ -4,7 +4,6 @@
  * then piped both ways.
  */
 import type { IncomingMessage } from 'node:http';
-import { STATUS_CODES } from 'node:http';
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ClientIpResolver, HeaderPair } from 'floodgate/http';
@@ -17,7 +16,8 @@ import { upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 import type { GuardStep } from './guards.js';
 import { Passage, enter } from './protect.js';
 import { refundFailed } from './refund.js';
-import { CLIENT_GONE, failureOf, sendProblem, type UpstreamResult, type Upstreams } from './proxy.js';
+import { CLIENT_GONE, failureOf, type UpstreamResult, type Upstreams } from './proxy.js';
+import { problem, reply, replyOnSocket } from './reply.js';
 import { ProxyRequest } from './request.js';
 import { PathRefusal, type CompiledRoute, type RouteMatch, type RouteTable } from './routes.js';
 
@@ -82,18 +82,18 @@ export function trustedPeers(trustProxy: false | number | readonly string[]): (p
 export async function serveRequest(state: TrafficState, req: ClientRequest, res: ClientResponse): Promise<void> {
   const malformed = adoptAuthority(req);
   if (malformed !== undefined) {
-    sendProblem(res, 400, malformed);
+    reply(res, problem(400, malformed));
     state.metrics.response('(none)', 400, undefined);
     return;
   }
   const match = matchOf(state.table, req);
   if (match === undefined) {
-    sendProblem(res, 404, `no route matches ${req.method ?? 'GET'} ${pathOf(req.url)}`);
+    reply(res, problem(404, `no route matches ${req.method ?? 'GET'} ${pathOf(req.url)}`));
     state.metrics.response('(none)', 404, undefined);
     return;
   }
   if (match instanceof PathRefusal) {
-    sendProblem(res, 400, match.detail);
+    reply(res, problem(400, match.detail));
     state.metrics.response(match.route?.name ?? '(none)', 400, undefined);
     return;
   }
@@ -105,7 +105,7 @@ export async function serveRequest(state: TrafficState, req: ClientRequest, res:
   const admission = pending instanceof Promise ? await pending : pending;
   if (admission === undefined) return;
   if (!admission.allowed) {
-    writeRefusal(res, admission);
+    reply(res, admission);
     state.metrics.response(route.name, admission.status, undefined);
     return;
   }
@@ -138,7 +138,7 @@ async function forwardGuarded(
   const passage = entered instanceof Promise ? await entered : entered;
   if (!(passage instanceof Passage)) {
     // A client that left while waiting for a slot gets no answer.
-    if (!isGone(res)) writeRefusal(res, passage);
+    if (!isGone(res)) reply(res, passage);
     state.metrics.response(route.name, passage.status, undefined);
     return;
   }
@@ -210,7 +210,7 @@ function admitRequest(
 /** Logs a request whose deciding failed and answers it with 500; returns undefined (no admission). */
 function decideFailed(state: TrafficState, match: RouteMatch, res: ClientResponse, err: unknown): undefined {
   state.log.error({ route: match.route.name, err }, 'deciding a request failed');
-  if (!res.headersSent) sendProblem(res, 500, 'the gateway could not decide this request');
+  if (!res.headersSent) reply(res, problem(500, 'the gateway could not decide this request'));
   return undefined;
 }
 
@@ -228,9 +228,9 @@ export async function serveUpgrade(
   socket.on('error', () => socket.destroy());
   state.track(socket);
   const match = matchOf(state.table, req);
-  if (match === undefined) return rawAnswer(socket, 404, [], JSON.stringify({ title: 'Not Found', status: 404 }));
-  if (match instanceof PathRefusal)
-    return rawAnswer(socket, 400, [], JSON.stringify({ title: 'Bad Request', status: 400, detail: match.detail }));
+  if (match === undefined)
+    return replyOnSocket(socket, problem(404, `no route matches ${req.method ?? 'GET'} ${pathOf(req.url)}`));
+  if (match instanceof PathRefusal) return replyOnSocket(socket, problem(400, match.detail));
   if (match.target !== undefined) req.url = match.target;
   const route = match.route;
   const view = new ProxyRequest(req, state.resolver, route.name, match.params);
@@ -242,7 +242,7 @@ export async function serveUpgrade(
       signal: undefined,
     });
   } catch {
-    return rawAnswer(socket, 500, [], JSON.stringify({ title: 'Internal Server Error', status: 500 }));
+    return replyOnSocket(socket, problem(500, 'the gateway could not decide this upgrade'));
   }
   let passage: Passage | undefined;
   if (admission.allowed && route.guards !== undefined) {
@@ -254,7 +254,7 @@ export async function serveUpgrade(
     else admission = entered;
   }
   state.metrics.response(route.name, admission.allowed ? 101 : admission.status, undefined);
-  if (!admission.allowed) return rawAnswer(socket, admission.status, admission.headers, admission.body ?? '');
+  if (!admission.allowed) return replyOnSocket(socket, admission);
   const started = performance.now();
   try {
     await pipeUpgrade(state, route, req, socket, {
@@ -272,12 +272,7 @@ export async function serveUpgrade(
       failure: failureOf(err, socket.destroyed),
     });
     state.log.warn({ route: route.name, error }, 'upstream upgrade failed');
-    rawAnswer(
-      socket,
-      502,
-      [],
-      JSON.stringify({ title: 'Bad Gateway', status: 502, detail: 'the upstream refused or failed the upgrade' }),
-    );
+    replyOnSocket(socket, problem(502, 'the upstream refused or failed the upgrade'));
   }
 }
 
@@ -310,26 +305,8 @@ async function pipeUpgrade(
   socket.pipe(up.socket);
 }
 
-function rawAnswer(socket: Duplex, status: number, headers: readonly HeaderPair[], body: string): void {
-  let text = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
-  const has = new Set(headers.map(([n]) => n));
-  for (const [name, value] of headers) text += `${name}: ${value}\r\n`;
-  if (!has.has('content-type')) text += 'content-type: application/problem+json\r\n';
-  text += `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
-  socket.end(text);
-}
-
 /** The admission of a route without rules. */
 const PASS_THROUGH: Admission = Object.freeze({ allowed: true, status: 0, headers: [], body: undefined });
-
-function writeRefusal(res: ClientResponse, admission: Admission): void {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of admission.headers) headers[name] = value;
-  const body = admission.body ?? '';
-  headers['content-length'] = String(Buffer.byteLength(body));
-  res.writeHead(admission.status, headers);
-  res.end(body);
-}
 
 function matchOf(table: RouteTable, req: ClientRequest): RouteMatch | PathRefusal | undefined {
   return table.find(req.headers.host, req.method ?? 'GET', req.url ?? '/');

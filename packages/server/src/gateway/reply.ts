@@ -1,0 +1,66 @@
+/**
+ * How the gateway answers a request itself (a refusal, a problem of its own), on its response or,
+ * for an upgrade, on its socket: one writer for each, so every answer carries the same fields.
+ */
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { FIELD, PROBLEM_CONTENT_TYPE, type HeaderPair } from 'floodgate/http';
+import { overHttp2, type ClientResponse } from './exchange.js';
+
+/** Answer is what the gateway answers: a status with its header fields and body. */
+export interface Answer {
+  readonly status: number;
+  readonly headers: readonly HeaderPair[];
+  readonly body: string | undefined;
+}
+
+/** RFC 9110's reason phrases where node's are older. */
+const TITLES: Readonly<Record<number, string>> = { 413: 'Content Too Large', 422: 'Unprocessable Content' };
+
+/** The fields of a problem the gateway answers on its own behalf. */
+const PROBLEM_FIELDS: readonly HeaderPair[] = Object.freeze([
+  [FIELD.contentType, PROBLEM_CONTENT_TYPE],
+  [FIELD.cacheControl, 'no-store'],
+] as const);
+
+/**
+ * problem returns the gateway's own RFC 9457 answer for `status` (`type` about:blank, the status's
+ * reason phrase as `title`) saying `detail`, with `extra` fields after the problem's own.
+ */
+export function problem(status: number, detail: string | undefined, extra: readonly HeaderPair[] = []): Answer {
+  const body = JSON.stringify({
+    type: 'about:blank',
+    title: TITLES[status] ?? STATUS_CODES[status] ?? 'Error',
+    status,
+    detail,
+  });
+  return { status, headers: extra.length === 0 ? PROBLEM_FIELDS : [...PROBLEM_FIELDS, ...extra], body };
+}
+
+/**
+ * reply writes `answer` on `res` with its length; after a 413 an HTTP/1.1 connection is closed,
+ * since the rest of the body it refused would otherwise have to be read (HTTP/2 has no
+ * connection-specific fields: the stream ends, and its unread body with it).
+ */
+export function reply(res: ClientResponse, answer: Answer): void {
+  const headers: Record<string, string> = {};
+  const fields = answer.headers;
+  for (let i = 0; i < fields.length; i++) headers[fields[i]![0]] = fields[i]![1];
+  const body = answer.body ?? '';
+  headers['content-length'] = String(Buffer.byteLength(body));
+  if (answer.status === 413 && !overHttp2(res)) headers.connection = 'close';
+  res.writeHead(answer.status, headers);
+  res.end(body);
+}
+
+/**
+ * replyOnSocket writes `answer` as an HTTP/1.1 response on the socket of an upgrade that is not
+ * let through, then closes the connection.
+ */
+export function replyOnSocket(socket: Duplex, answer: Answer): void {
+  let text = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\n`;
+  for (const [name, value] of answer.headers) text += `${name}: ${value}\r\n`;
+  const body = answer.body ?? '';
+  text += `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+  socket.end(text);
+}
