@@ -23,7 +23,7 @@ export interface QuotaServiceOptions {
   /** The time grants are given at (default the system clock); the Redis ledger uses Redis's instead. */
   readonly clock?: Clock;
   readonly timers?: Timers;
-  /** How long after a client joins or leaves a bucket the others are granted again, in ms (default 10). */
+  /** How long after a client joins or leaves a bucket the others are granted again, in ms (default 100): joins and leaves within it are one pass per bucket. */
   readonly redistributeDelayMs?: number;
 }
 
@@ -68,7 +68,7 @@ export class QuotaService {
     this.ledger = options.ledger ?? new MemoryQuotaLedger();
     this.clock = options.clock ?? systemClock;
     this.timers = options.timers ?? systemTimers;
-    this.delayMs = options.redistributeDelayMs ?? 10;
+    this.delayMs = options.redistributeDelayMs ?? 100;
     this.reload(options.domains);
   }
 
