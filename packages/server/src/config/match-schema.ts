@@ -32,8 +32,9 @@ export type AmbiguousConfig = z.output<typeof ambiguousSchema>;
 
 /** pathsSchema is the gateway-wide `paths` section. */
 export const pathsSchema = z.strictObject({
-  /** The stance on ambiguous spellings for every route that does not state its own (default reject). */
-  ambiguous: ambiguousSchema.default('reject'),
+  ambiguous: ambiguousSchema
+    .default('reject')
+    .describe('The stance on ambiguous spellings for every route that does not state its own (default reject).'),
 });
 
 /**

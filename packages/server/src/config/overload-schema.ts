@@ -18,39 +18,42 @@ const ratio = z.number().positive().max(1);
  */
 const waitLine = {
   order: z.enum(['adaptive-lifo', 'fifo']).optional(),
-  /** CoDel's parameters for `adaptive-lifo`, in ms (default interval 100, target 5). */
-  codel: z.strictObject({ intervalMs: positive.optional(), targetMs: positive.optional() }).optional(),
+  codel: z
+    .strictObject({ intervalMs: positive.optional(), targetMs: positive.optional() })
+    .optional()
+    .describe("CoDel's parameters for `adaptive-lifo`, in ms (default interval 100, target 5)."),
 };
 
 /** concurrencySchema is a static bulkhead: at most `limit` requests in flight to what it guards. */
 export const concurrencySchema = z.strictObject({
-  /** Most requests in flight at once. */
-  limit: whole.positive(),
-  /** Most requests waiting for a slot (default 0: shed at once when every slot is taken). */
-  maxQueue: whole.nonnegative().default(0),
-  /** Longest wait for a slot, in ms (default 1000). */
-  maxWaitMs: positive.default(1000),
+  limit: whole.positive().describe('Most requests in flight at once.'),
+  maxQueue: whole
+    .nonnegative()
+    .default(0)
+    .describe('Most requests waiting for a slot (default 0: shed at once when every slot is taken).'),
+  maxWaitMs: positive.default(1000).describe('Longest wait for a slot, in ms (default 1000).'),
   ...waitLine,
 });
 
 /** adaptiveSchema is a concurrency limit learned from the upstream's latency and drops (the library's `AdaptiveLimit`). */
 export const adaptiveSchema = z.strictObject({
-  /** The limit before anything is learned (default 20, within minLimit and maxLimit). */
-  initialLimit: whole.positive().optional(),
-  /** The floor (default 2). */
-  minLimit: whole.positive().optional(),
-  /** The ceiling (default 1000). */
-  maxLimit: whole.positive().optional(),
-  /** The shortest sample window, in ms (default 100). */
-  windowMs: positive.optional(),
-  /** Requests allowed to wait in the upstream's own queue at equilibrium (default √limit). */
-  queueTarget: z.number().nonnegative().optional(),
-  /** Longest time between two probes of the upstream's unloaded latency, in ms (default 10,000). */
-  probeIntervalMs: positive.optional(),
-  /** Most requests waiting for a slot (default 0: shed at once). */
-  maxQueue: whole.nonnegative().default(0),
-  /** Longest wait for a slot, in ms (default 1000). */
-  maxWaitMs: positive.default(1000),
+  initialLimit: whole
+    .positive()
+    .optional()
+    .describe('The limit before anything is learned (default 20, within minLimit and maxLimit).'),
+  minLimit: whole.positive().optional().describe('The floor (default 2).'),
+  maxLimit: whole.positive().optional().describe('The ceiling (default 1000).'),
+  windowMs: positive.optional().describe('The shortest sample window, in ms (default 100).'),
+  queueTarget: z
+    .number()
+    .nonnegative()
+    .optional()
+    .describe("Requests allowed to wait in the upstream's own queue at equilibrium (default √limit)."),
+  probeIntervalMs: positive
+    .optional()
+    .describe("Longest time between two probes of the upstream's unloaded latency, in ms (default 10,000)."),
+  maxQueue: whole.nonnegative().default(0).describe('Most requests waiting for a slot (default 0: shed at once).'),
+  maxWaitMs: positive.default(1000).describe('Longest wait for a slot, in ms (default 1000).'),
   ...waitLine,
 });
 
@@ -69,43 +72,47 @@ export const triggerSchema = z.discriminatedUnion('type', [
 /** circuitBreakerSchema stops forwarding to a failing upstream for `openMs`, then probes it. */
 export const circuitBreakerSchema = z.strictObject({
   trigger: triggerSchema,
-  /** How far back the trigger looks, in whole ms (default 10,000). */
-  windowMs: whole.positive().default(10_000),
-  /** Fewest calls in the window before a ratio or count trigger may open it (default 5). */
-  minCalls: whole.nonnegative().default(5),
-  /** How long it stays open before a probe, in ms (default 5000). */
-  openMs: positive.default(5_000),
-  /** Probes let through half-open; all must succeed to close it (default 1). */
-  halfOpenProbes: whole.positive().default(1),
+  windowMs: whole.positive().default(10_000).describe('How far back the trigger looks, in whole ms (default 10,000).'),
+  minCalls: whole
+    .nonnegative()
+    .default(5)
+    .describe('Fewest calls in the window before a ratio or count trigger may open it (default 5).'),
+  openMs: positive.default(5_000).describe('How long it stays open before a probe, in ms (default 5000).'),
+  halfOpenProbes: whole
+    .positive()
+    .default(1)
+    .describe('Probes let through half-open; all must succeed to close it (default 1).'),
 });
 
 /** prioritySchema names the priority tiers of a concurrency limit, most important first, and where a request says its tier. */
 export const prioritySchema = z.strictObject({
-  /** Tier names, most important first. */
-  tiers: z.array(name).min(1, 'name at least one tier'),
+  tiers: z.array(name).min(1, 'name at least one tier').describe('Tier names, most important first.'),
   /** The request header whose value names a tier (default x-priority). */
   header: z
     .string()
     .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a header name such as x-priority')
     .default('x-priority'),
-  /** The tier of a request without the header or with an unknown value (default the last, least important, tier). */
-  default: name.optional(),
-  /** Share of the limit held back from each tier below the top, per step down (default 0.1). */
-  reserveRatio: z.number().nonnegative().optional(),
+  default: name
+    .optional()
+    .describe(
+      'The tier of a request without the header or with an unknown value (default the last, least important, tier).',
+    ),
+  reserveRatio: z
+    .number()
+    .nonnegative()
+    .optional()
+    .describe('Share of the limit held back from each tier below the top, per step down (default 0.1).'),
 });
 
 /** shedSchema is how a request refused for overload is answered. */
 export const shedSchema = z.strictObject({
-  /** 503 (default) or 429. */
-  status: z.literal([503, 429]).default(503),
+  status: z.literal([503, 429]).default(503).describe('503 (default) or 429.'),
 });
 
 /** protectionFields are the overload sections a route and an `upstreams` entry share. */
 export const protectionFields = {
-  /** A static bulkhead; not with `adaptive`. */
-  concurrency: concurrencySchema.optional(),
-  /** A learned concurrency limit; not with `concurrency`. */
-  adaptive: adaptiveSchema.optional(),
+  concurrency: concurrencySchema.optional().describe('A static bulkhead; not with `adaptive`.'),
+  adaptive: adaptiveSchema.optional().describe('A learned concurrency limit; not with `concurrency`.'),
   circuitBreaker: circuitBreakerSchema.optional(),
   priority: prioritySchema.optional(),
   shed: shedSchema.optional(),
@@ -113,10 +120,12 @@ export const protectionFields = {
 
 /** upstreamSchema is protection shared by every route forwarding to one origin. */
 export const upstreamSchema = z.strictObject({
-  /** The origin, such as http://127.0.0.1:3000: every route whose upstream has this origin shares this protection. */
-  url: z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL such as http://127.0.0.1:3000' }),
-  /** The name metrics give it (default the origin). */
-  name: name.optional(),
+  url: z
+    .url({ protocol: /^https?$/, error: 'an http:// or https:// URL such as http://127.0.0.1:3000' })
+    .describe(
+      'The origin, such as http://127.0.0.1:3000: every route whose upstream has this origin shares this protection.',
+    ),
+  name: name.optional().describe('The name metrics give it (default the origin).'),
   ...protectionFields,
 });
 

@@ -34,21 +34,27 @@ export const policySchema = z.discriminatedUnion('algorithm', [
 ]);
 
 const secretFields = {
-  /** The HS256 secret itself (prefer `secretEnv`: a secret in a file is a secret in backups). */
-  secret: z.string().min(16, 'an HS256 secret needs at least 16 characters').optional(),
-  /** The name of the environment variable holding the HS256 secret. */
-  secretEnv: z.string().min(1).optional(),
+  secret: z
+    .string()
+    .min(16, 'an HS256 secret needs at least 16 characters')
+    .optional()
+    .describe('The HS256 secret itself (prefer `secretEnv`: a secret in a file is a secret in backups).'),
+  secretEnv: z.string().min(1).optional().describe('The name of the environment variable holding the HS256 secret.'),
 };
 
 /** What a rule does with a request whose identity is absent or invalid: answer 401, count it by client address, or not apply. */
 const identityAction = z.enum(['refuse', 'fallback', 'skip']);
 const faultFields = {
-  /** When the header, token or parameter is missing, empty or blank (default fallback: the client address). */
-  onAbsent: identityAction.default('fallback'),
+  onAbsent: identityAction
+    .default('fallback')
+    .describe('When the header, token or parameter is missing, empty or blank (default fallback: the client address).'),
 };
 const invalidField = {
-  /** When a token is refused (alg none, bad signature, expired, ...) or a parameter repeated with another value (default refuse). */
-  onInvalid: identityAction.default('refuse'),
+  onInvalid: identityAction
+    .default('refuse')
+    .describe(
+      'When a token is refused (alg none, bad signature, expired, ...) or a parameter repeated with another value (default refuse).',
+    ),
 };
 
 /** keySchema is who a request counts against, and (for identities a request can lack) what happens when it does. */
@@ -77,10 +83,11 @@ export const ruleSchema = z.strictObject({
   name,
   policy: policySchema,
   key: keySchema.default({ type: 'ip' }),
-  /** What one request costs under this rule (default 1). */
-  cost: z.number().nonnegative().default(1),
-  /** enforce (default) refuses with 429; shadow decides and reports only; queue delays instead of refusing. */
-  mode: z.enum(['enforce', 'shadow', 'queue']).default('enforce'),
+  cost: z.number().nonnegative().default(1).describe('What one request costs under this rule (default 1).'),
+  mode: z
+    .enum(['enforce', 'shadow', 'queue'])
+    .default('enforce')
+    .describe('enforce (default) refuses with 429; shadow decides and reports only; queue delays instead of refusing.'),
   queue: z.strictObject({ maxWaitMs: positive.default(1000), maxQueue: whole.nonnegative().default(100) }).optional(),
   /** Decide this rule from quota leases on the Redis store (the library's LeasedStore) instead of a round trip per request. */
   lease: z
@@ -115,21 +122,32 @@ export const routeSchema = z.strictObject({
         .array(z.string().regex(/^[A-Z]+$/, 'an HTTP method in upper case, such as GET'))
         .min(1)
         .optional(),
-      /** The path pattern, matched against the request's path in normal form (so written in normal form). */
-      path: z.string().startsWith('/', 'a path starts with /').default('/*'),
-      /** Whether `/API` and `/api` are different paths (default false, as Express by default). */
-      caseSensitive: z.boolean().default(false),
-      /** Whether `/a/` and `/a` are different paths (default false, as Express by default). */
-      strictTrailingSlash: z.boolean().default(false),
-      /** This route's stance on ambiguous spellings, over the gateway's `paths.ambiguous`. */
-      ambiguous: ambiguousSchema.optional(),
+      path: z
+        .string()
+        .startsWith('/', 'a path starts with /')
+        .default('/*')
+        .describe("The path pattern, matched against the request's path in normal form (so written in normal form)."),
+      caseSensitive: z
+        .boolean()
+        .default(false)
+        .describe('Whether `/API` and `/api` are different paths (default false, as Express by default).'),
+      strictTrailingSlash: z
+        .boolean()
+        .default(false)
+        .describe('Whether `/a/` and `/a` are different paths (default false, as Express by default).'),
+      ambiguous: ambiguousSchema
+        .optional()
+        .describe("This route's stance on ambiguous spellings, over the gateway's `paths.ambiguous`."),
     })
     .default({ path: '/*', caseSensitive: false, strictTrailingSlash: false }),
   upstream: z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL such as http://127.0.0.1:3000' }),
   rules: z.array(ruleSchema).default([]),
   ...protectionFields,
-  /** The priority tier of every request on this route (a tier name of the route's or its upstream's priority), instead of the header's. */
-  routeTier: name.optional(),
+  routeTier: name
+    .optional()
+    .describe(
+      "The priority tier of every request on this route (a tier name of the route's or its upstream's priority), instead of the header's.",
+    ),
 });
 
 /**
@@ -181,12 +199,20 @@ export const storeSchema = z.discriminatedUnion('type', [
       .min(1)
       .optional(),
     passwordEnv: z.string().min(1).optional(),
-    /** How long a decision may wait for Redis: a fixed number of ms, or adaptive (omitted: the library's adaptive default, 3 × the recent p99 between 25 and 250 ms). */
-    timeoutMs: storeTimeoutSchema.optional(),
-    /** What a Redis failure answers: the bounded local fallback (default), fail-open or fail-closed. */
-    onError: storeOnErrorSchema.default('local'),
-    /** Whether what the failure policy admitted during an outage is charged to Redis when it answers again (default true). */
-    writeBack: z.boolean().default(true),
+    timeoutMs: storeTimeoutSchema
+      .optional()
+      .describe(
+        "How long a decision may wait for Redis: a fixed number of ms, or adaptive (omitted: the library's adaptive default, 3 × the recent p99 between 25 and 250 ms).",
+      ),
+    onError: storeOnErrorSchema
+      .default('local')
+      .describe('What a Redis failure answers: the bounded local fallback (default), fail-open or fail-closed.'),
+    writeBack: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Whether what the failure policy admitted during an outage is charged to Redis when it answers again (default true).',
+      ),
     prefix: z
       .string()
       .regex(/^[^{}]*$/, 'no { or }')
@@ -202,12 +228,12 @@ const listener = z.strictObject({ host: z.string().default('127.0.0.1'), port: w
  * of Envoy descriptor files (paths relative to this config file).
  */
 export const rateLimitServiceSchema = z.strictObject({
-  /** Envoy's `envoy.service.ratelimit.v3.RateLimitService` and gRPC health checks. */
-  grpc: listener.optional(),
-  /** The JSON API: `POST /json`, `POST /v1/decide`, `GET /healthcheck`. */
-  http: listener.optional(),
-  /** Envoy descriptor config files (envoyproxy/ratelimit's format), relative to this file. */
-  descriptors: z.array(z.string().min(1)).min(1, 'name at least one Envoy descriptor file'),
+  grpc: listener.optional().describe("Envoy's `envoy.service.ratelimit.v3.RateLimitService` and gRPC health checks."),
+  http: listener.optional().describe('The JSON API: `POST /json`, `POST /v1/decide`, `GET /healthcheck`.'),
+  descriptors: z
+    .array(z.string().min(1))
+    .min(1, 'name at least one Envoy descriptor file')
+    .describe("Envoy descriptor config files (envoyproxy/ratelimit's format), relative to this file."),
   /** The headers asked of Envoy: draft (the default), off, ratelimit, x-ratelimit, or `{ limit, remaining, reset }` names. */
   responseHeaders: z
     .union([
@@ -215,10 +241,14 @@ export const rateLimitServiceSchema = z.strictObject({
       z.strictObject({ limit: z.string().min(1), remaining: z.string().min(1), reset: z.string().min(1) }),
     ])
     .optional(),
-  /** Every limit in shadow mode (envoyproxy/ratelimit's SHADOW_MODE): decided and counted, never refusing. */
-  shadowMode: z.boolean().optional(),
-  /** An OpenTelemetry span per ShouldRateLimit, sent where the process's OpenTelemetry SDK sends them. */
-  tracing: z.boolean().optional(),
+  shadowMode: z
+    .boolean()
+    .optional()
+    .describe("Every limit in shadow mode (envoyproxy/ratelimit's SHADOW_MODE): decided and counted, never refusing."),
+  tracing: z
+    .boolean()
+    .optional()
+    .describe("An OpenTelemetry span per ShouldRateLimit, sent where the process's OpenTelemetry SDK sends them."),
   /**
    * When the service's health (gRPC health, `/healthcheck`) says NOT_SERVING while the gateway's
    * store is away: `auto` (the default) only when the store's `onError` is `fail-closed`, so every
@@ -246,11 +276,18 @@ export const configSchema = z.strictObject({
     })
     .optional(),
   store: storeSchema.default({ type: 'memory' }),
-  /** How request paths are read: the stance on ambiguous spellings (`%2F`, `;` parameters, `\\`, `%00`, ...). */
-  paths: pathsSchema.default({ ambiguous: 'reject' }),
+  paths: pathsSchema
+    .default({ ambiguous: 'reject' })
+    .describe(
+      'How request paths are read: the stance on ambiguous spellings (`%2F`, `;` parameters, `\\\\`, `%00`, ...).',
+    ),
   trustProxy: z.union([z.literal(false), whole.nonnegative(), z.array(z.string().min(1))]).default(false),
-  /** The header trusted proxies write the client's address in: `x-forwarded-for` (the default) or RFC 7239 `forwarded`. */
-  forwardedHeader: z.enum(['x-forwarded-for', 'forwarded']).default('x-forwarded-for'),
+  forwardedHeader: z
+    .enum(['x-forwarded-for', 'forwarded'])
+    .default('x-forwarded-for')
+    .describe(
+      "The header trusted proxies write the client's address in: `x-forwarded-for` (the default) or RFC 7239 `forwarded`.",
+    ),
   limits: z
     .strictObject({
       maxHeaderBytes: whole.min(1024).default(16_384),
@@ -274,10 +311,16 @@ export const configSchema = z.strictObject({
    * requests in flight finish. Read at shutdown, so a reload changes it.
    */
   shutdown: z.strictObject({ drainMs: whole.nonnegative().default(5_000) }).default({ drainMs: 5_000 }),
-  /** The routes to proxy; a config needs routes, a rateLimitService, or both. */
-  routes: z.array(routeSchema).default([]),
-  /** Overload protection shared by every route forwarding to an origin (a route's own sections are checked first). */
-  upstreams: z.array(upstreamSchema).default([]),
+  routes: z
+    .array(routeSchema)
+    .default([])
+    .describe('The routes to proxy; a config needs routes, a rateLimitService, or both.'),
+  upstreams: z
+    .array(upstreamSchema)
+    .default([])
+    .describe(
+      "Overload protection shared by every route forwarding to an origin (a route's own sections are checked first).",
+    ),
   rateLimitService: rateLimitServiceSchema.optional(),
 });
 
