@@ -1,3 +1,4 @@
+import type { DistributionSpec } from '../scenario.js';
 import type { StateProbe, StateReading, StateRecorder } from '../state.js';
 
 /** LaneRun is what an engine records of one lane: per request, and for the chart key per step. */
@@ -26,3 +27,13 @@ export interface Watch {
 
 /** ZERO is the cost of a peek that reads a key's state without asking for anything. */
 export const ZERO = { cost: 0 } as const;
+
+/** QueueContext is what the queueing engines need beside the policy and the traffic. */
+export interface QueueContext {
+  readonly watch: Watch;
+  readonly distribution: DistributionSpec | undefined;
+  /** Longest wait, in ms (Infinity: always wait); for the smooth limiters. */
+  readonly maxWaitMs: number;
+  /** Seed of the round-trip jitter draws (a smooth limiter shared on the store). */
+  readonly seed: number;
+}

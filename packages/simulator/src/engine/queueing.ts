@@ -1,12 +1,12 @@
 import { LeakyGate, SmoothRateLimiter } from 'floodgate';
 import type { Arrivals } from '../arrivals.js';
 import type { DistributionSpec, PolicySpec } from '../scenario.js';
-import type { LaneRun, Watch } from './lane-run.js';
+import type { LaneRun, QueueContext } from './lane-run.js';
 import { laneRun } from './refuse.js';
 import { runSharedSmooth } from './shared-smooth.js';
+import { createSmooth, type SmoothSpec } from './smooth-limiter.js';
 
 type ShapeSpec = Extract<PolicySpec, { type: 'shaping-queue' }>;
-type SmoothSpec = Extract<PolicySpec, { type: 'smooth-bursty' | 'smooth-warming-up' }>;
 
 /**
  * runShape returns, for each arrival, the time its turn came in a `LeakyGate` (the leaky bucket
@@ -38,16 +38,6 @@ export function runShape(spec: ShapeSpec, arrivals: Arrivals, context: QueueCont
   }
   context.watch.probe.until(Infinity, waitingAt);
   return laneRun(admittedAtMs, nodes, context.watch);
-}
-
-/** QueueContext is what the queueing engines need beside the policy and the traffic. */
-export interface QueueContext {
-  readonly watch: Watch;
-  readonly distribution: DistributionSpec | undefined;
-  /** Longest wait, in ms (Infinity: always wait); for the smooth limiters. */
-  readonly maxWaitMs: number;
-  /** Seed of the round-trip jitter draws (a smooth limiter shared on the store). */
-  readonly seed: number;
 }
 
 /**
@@ -99,13 +89,4 @@ export function runSmooth(spec: SmoothSpec, arrivals: Arrivals, context: QueueCo
 /** The nodes of a lane whose policy lives in each process, and each node's share of the rate. */
 function fleetShape(distribution: DistributionSpec | undefined): { nodes: number; share: number } {
   return distribution === undefined ? { nodes: 1, share: 1 } : { nodes: distribution.nodes, share: distribution.share };
-}
-
-/** createSmooth returns a limiter at `share` of the spec's rate whose clock reads `nowMicros`, so it starts there (a fresh limiter stores nothing). */
-export function createSmooth(spec: SmoothSpec, share: number, nowMicros: number): SmoothRateLimiter {
-  const clock = { now: () => nowMicros / 1000 };
-  const rate = spec.permitsPerSecond * share;
-  return spec.type === 'smooth-bursty'
-    ? SmoothRateLimiter.bursty(rate, { maxBurstSeconds: spec.maxBurstSeconds, clock })
-    : SmoothRateLimiter.warmingUp(rate, spec.warmupMs, { coldFactor: spec.coldFactor, clock });
 }

@@ -1,12 +1,10 @@
 import type { SmoothRateLimiter } from 'floodgate';
 import type { Arrivals } from '../arrivals.js';
-import type { DistributionSpec, OutageSpec, PolicySpec } from '../scenario.js';
-import type { LaneRun } from './lane-run.js';
+import type { DistributionSpec, OutageSpec } from '../scenario.js';
+import type { LaneRun, QueueContext } from './lane-run.js';
 import { inOutage, roundTripsOf, storeOrder } from './nodes.js';
-import { createSmooth, type QueueContext } from './queueing.js';
+import { createSmooth, type SmoothSpec } from './smooth-limiter.js';
 import { laneRun } from './refuse.js';
-
-type SmoothSpec = Extract<PolicySpec, { type: 'smooth-bursty' | 'smooth-warming-up' }>;
 
 /**
  * runSharedSmooth returns, for each arrival, the time its node lets it start under one smooth
