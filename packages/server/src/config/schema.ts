@@ -80,9 +80,9 @@ export const keySchema = z.discriminatedUnion('type', [
 
 /** ruleSchema is one limit on a route. */
 export const ruleSchema = z.strictObject({
-  name,
-  policy: policySchema,
-  key: keySchema.default({ type: 'ip' }),
+  name: name.describe("The rule's name, unique in its route (in metrics, logs and headers)."),
+  policy: policySchema.describe('The limit: an algorithm and its options.'),
+  key: keySchema.default({ type: 'ip' }).describe('Who a request counts against (default: the client address).'),
   cost: z.number().nonnegative().default(1).describe('What one request costs under this rule (default 1).'),
   mode: z
     .enum(['enforce', 'shadow', 'queue'])
@@ -259,29 +259,49 @@ export const rateLimitServiceSchema = z.strictObject({
 
 /** configSchema is the whole file. */
 export const configSchema = z.strictObject({
-  listen: listenSchema.default({ host: '127.0.0.1', port: 8080 }),
+  listen: listenSchema
+    .default({ host: '127.0.0.1', port: 8080 })
+    .describe('The traffic port: where requests arrive, and whether it terminates TLS and speaks HTTP/2.'),
   admin: z
     .strictObject({
-      host: z.string().default('127.0.0.1'),
-      port: whole.min(0).max(65535).default(9090),
-      token: z.string().min(16, 'an admin token needs at least 16 characters').optional(),
-      tokenEnv: z.string().min(1).optional(),
+      host: z.string().default('127.0.0.1').describe('The address the admin port listens on.'),
+      port: whole
+        .min(0)
+        .max(65535)
+        .default(9090)
+        .describe('The admin port (health, readiness, metrics, admin API, dashboard).'),
+      token: z
+        .string()
+        .min(16, 'an admin token needs at least 16 characters')
+        .optional()
+        .describe('The bearer token of the admin API and dashboard (prefer `tokenEnv`).'),
+      tokenEnv: z.string().min(1).optional().describe('The name of the environment variable holding the admin token.'),
       /** The live dashboard at /dashboard (on when there is a token); `keys` shows keys in full, truncated or as a keyed hash. */
       dashboard: z
         .strictObject({
-          enabled: z.boolean().default(true),
-          keys: z.enum(['full', 'truncate', 'hash']).default('full'),
+          enabled: z.boolean().default(true).describe('Whether /dashboard is served (it needs a token).'),
+          keys: z
+            .enum(['full', 'truncate', 'hash'])
+            .default('full')
+            .describe('How the dashboard shows keys: in full, truncated, or as a keyed hash.'),
         })
         .optional(),
     })
     .optional(),
-  store: storeSchema.default({ type: 'memory' }),
+  store: storeSchema
+    .default({ type: 'memory' })
+    .describe("Where the limits' counts live: this process's memory, or Redis shared by every gateway."),
   paths: pathsSchema
     .default({ ambiguous: 'reject' })
     .describe(
       'How request paths are read: the stance on ambiguous spellings (`%2F`, `;` parameters, `\\\\`, `%00`, ...).',
     ),
-  trustProxy: z.union([z.literal(false), whole.nonnegative(), z.array(z.string().min(1))]).default(false),
+  trustProxy: z
+    .union([z.literal(false), whole.nonnegative(), z.array(z.string().min(1))])
+    .default(false)
+    .describe(
+      "Whose forwarding headers are believed for the client's address: false (none), a hop count, or a list of proxy addresses and CIDR ranges.",
+    ),
   forwardedHeader: z
     .enum(['x-forwarded-for', 'forwarded'])
     .default('x-forwarded-for')
@@ -290,12 +310,21 @@ export const configSchema = z.strictObject({
     ),
   limits: z
     .strictObject({
-      maxHeaderBytes: whole.min(1024).default(16_384),
-      maxBodyBytes: whole.nonnegative().default(10_485_760),
-      headersTimeoutMs: positive.default(10_000),
-      requestTimeoutMs: positive.default(30_000),
-      upstreamTimeoutMs: positive.default(30_000),
-      connectTimeoutMs: positive.default(5_000),
+      maxHeaderBytes: whole
+        .min(1024)
+        .default(16_384)
+        .describe("The most bytes a request's headers may take (431 above)."),
+      maxBodyBytes: whole.nonnegative().default(10_485_760).describe('The largest request body forwarded (413 above).'),
+      headersTimeoutMs: positive
+        .default(10_000)
+        .describe("How long a client may take to send a request's headers (408 after)."),
+      requestTimeoutMs: positive.default(30_000).describe('How long a client may take to send a whole request.'),
+      upstreamTimeoutMs: positive
+        .default(30_000)
+        .describe(
+          "How long the upstream may take to send its answer's headers, and between its body's chunks (504 after).",
+        ),
+      connectTimeoutMs: positive.default(5_000).describe('How long connecting to the upstream may take.'),
     })
     .default({
       maxHeaderBytes: 16_384,
