@@ -44,6 +44,7 @@ export function checkConfig(config: GatewayConfig, at: Locator, env: NodeJS.Proc
   });
   problems.push(...checkOverload(config, at));
   problems.push(...checkStore(config, at, env));
+  problems.push(...checkSecret(config.keys.secret, config.keys.secretEnv, ['keys'], 'secret', at, env));
   problems.push(...checkLeases(config, at));
   if (config.routes.length === 0 && config.rateLimitService === undefined) {
     problems.push(

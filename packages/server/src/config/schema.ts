@@ -109,7 +109,10 @@ export const ruleSchema = z.strictObject({
         error: 'refundOn lists 413 (body too large), 502 (upstream failed) or 504 (upstream timed out)',
       }),
     )
-    .optional(),
+    .optional()
+    .describe(
+      "The statuses the gateway answers itself (502 upstream failed, 504 timed out, 413 body too large) for which an admitted request gets this rule's cost back.",
+    ),
 });
 
 /** routeSchema is one route: what it matches, where it forwards, its rules and its overload protection. */
@@ -339,7 +342,50 @@ export const configSchema = z.strictObject({
    * connections while load balancers see `/readyz` answer 503, then the listener closes and
    * requests in flight finish. Read at shutdown, so a reload changes it.
    */
-  shutdown: z.strictObject({ drainMs: whole.nonnegative().default(5_000) }).default({ drainMs: 5_000 }),
+  shutdown: z
+    .strictObject({
+      drainMs: whole
+        .nonnegative()
+        .default(5_000)
+        .describe('How long the listener stays open and serving once unready on SIGTERM, in ms (0: closes at once).'),
+    })
+    .default({ drainMs: 5_000 })
+    .describe(
+      'What SIGTERM does: unready at once, serving for drainMs, then the listener closes and requests in flight finish.',
+    ),
+  keys: z
+    .strictObject({
+      hash: z.boolean().default(true).describe('Whether identity values are hashed in store keys (false: raw values).'),
+      secret: z
+        .string()
+        .min(16, 'a key-hashing secret needs at least 16 characters')
+        .optional()
+        .describe('The hashing secret itself (prefer secretEnv).'),
+      secretEnv: z
+        .string()
+        .min(1)
+        .optional()
+        .describe(
+          'The environment variable holding the hashing secret (16 characters or more), the same on every gateway sharing the store.',
+        ),
+    })
+    .default({ hash: true })
+    .describe(
+      'How identity values (API keys, JWT claims, query tokens) become store key names: HMAC-SHA-256 under the secret by default, so Redis and the dashboard never see them; client addresses are not hashed. A restart setting: a change renames those keys.',
+    ),
+  accessLog: z
+    .strictObject({
+      enabled: z
+        .boolean()
+        .default(true)
+        .describe('Whether lines are written (default true once the section is there).'),
+      sample: z.number().min(0).max(1).default(1).describe('The share of exchanges logged, 0 to 1.'),
+      destination: z.string().min(1).default('stdout').describe('stdout, or the path of a file to append to.'),
+    })
+    .optional()
+    .describe(
+      'The access log: one JSON line per exchange (method, path, route, rules, decision, status, upstream status, duration, store key, bytes). Off without this section; a restart setting.',
+    ),
   routes: z
     .array(routeSchema)
     .default([])

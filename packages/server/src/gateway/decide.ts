@@ -36,6 +36,10 @@ export interface Admission {
   readonly body: string | undefined;
   /** What an admitted request was charged, rule by rule (enforce and queue rules; undefined when none). */
   readonly charged?: readonly Charge[];
+  /** The rules that refused a refused request, with its keys (for the access log; undefined for an identity refusal). */
+  readonly refusedBy?: readonly Charge[];
+  /** Whether an admitted request waited in a rule's queue. */
+  readonly queued?: boolean;
 }
 
 /** The share of a limit below which an admitted request counts as near its limit. */
@@ -122,7 +126,7 @@ async function finish(
     await giveBack(applied);
     return paced;
   }
-  return admitted(route, applied);
+  return { ...admitted(route, applied), queued: queued !== undefined };
 }
 
 /** Each enforced rule that applied with its key and its decision from the joint `result`. */
@@ -293,7 +297,7 @@ async function waitInQueues(
       });
       await giveBack(applied);
       for (const w of waited) if (w.rule.cost > 0) await w.rule.limiter.refund(w.key, w.rule.cost);
-      return queueRefusal(rule, err);
+      return queueRefusal(rule, key, err);
     } finally {
       options.reporter.queueDepth(route.name, rule.name, -1);
     }
@@ -302,7 +306,7 @@ async function waitInQueues(
   return undefined;
 }
 
-function queueRefusal(rule: CompiledRule, err: unknown): Admission {
+function queueRefusal(rule: CompiledRule, key: string, err: unknown): Admission {
   const code = err instanceof FloodgateError ? err.code : 'STORE_ERROR';
   const detail =
     code === 'QUEUE_FULL'
@@ -315,7 +319,8 @@ function queueRefusal(rule: CompiledRule, err: unknown): Admission {
     [FIELD.contentType, PROBLEM_CONTENT_TYPE],
     [FIELD.retryAfter, String(Math.max(1, Math.ceil(rule.maxWaitMs / 1000)))],
   ];
-  return { allowed: false, status: 503, headers, body: problemBody('temporary-reduced-capacity', [rule.name], detail) };
+  const body = problemBody('temporary-reduced-capacity', [rule.name], detail);
+  return { allowed: false, status: 503, headers, body, refusedBy: [{ rule, key }] };
 }
 
 function refuse(route: CompiledRoute, applied: readonly Applied[], refused: readonly Applied[]): Admission {
@@ -329,7 +334,7 @@ function refuse(route: CompiledRoute, applied: readonly Applied[], refused: read
           kind,
           refused.map((a) => a.rule.name),
         );
-  return { allowed: false, status: STATUS_OF[kind], headers, body };
+  return { allowed: false, status: STATUS_OF[kind], headers, body, refusedBy: refused };
 }
 
 /** The quota-exceeded body naming one rule, built once per rule: most refusals are one rule's. */

@@ -14,6 +14,7 @@ import { compilePath, type PathPattern } from '../config/paths.js';
 import type { GatewayConfig, RouteConfig, RuleConfig } from '../config/schema.js';
 import { Guards, type GuardEvents, type GuardStep } from './guards.js';
 import { ruleIdentity, type RuleIdentity } from './identity.js';
+import { identityHider, keyHashingOf, type KeyHashing } from './key-hash.js';
 import { paceOf, type SmoothPace } from './smooth-pace.js';
 import { smoothPolicyItem, type CompiledSmoothRule } from './smooth-wait.js';
 import { describeAmbiguities, normalPathEnd, normalizeTarget } from '../config/normal-path.js';
@@ -107,6 +108,8 @@ export interface TableOptions {
   readonly fleetSmooth?: FleetSmooth;
   /** Makes the store of a rule with `lease:` (a Redis store's quota leases); the config checks refuse leases without it. */
   readonly leased?: (options: LeaseOptions) => LeasedStore;
+  /** How identity values become store keys (default: the config's `keys`); the gateway keeps the one it started with. */
+  readonly keyHashing?: KeyHashing;
 }
 
 /** RouteTable holds the compiled routes of one config and finds the route of a request. */
@@ -147,6 +150,7 @@ export class RouteTable {
       leased: options.leased,
       previousPaces: options.previous?.paces,
       paces,
+      keyHashing: options.keyHashing ?? keyHashingOf(config.keys, options.env),
     };
     const routes = config.routes.map((route) => compileRoute(route, ctx, config.paths.ambiguous));
     return new RouteTable(routes, limiters, paces, guards, rejectMaskOf(config.paths.ambiguous, undefined));
@@ -210,6 +214,7 @@ interface CompileContext {
   readonly leased: ((options: LeaseOptions) => LeasedStore) | undefined;
   readonly previousPaces: ReadonlyMap<string, SmoothPace> | undefined;
   readonly paces: Map<string, SmoothPace>;
+  readonly keyHashing: KeyHashing;
 }
 
 type CountedRuleConfig = RuleConfig & { readonly policy: CountedPolicyConfig };
@@ -266,7 +271,7 @@ function compileRule(routeName: string, rule: CountedRuleConfig, ctx: CompileCon
     maxWaitMs: rule.queue?.maxWaitMs ?? 1000,
     policyItem: policyItem({ name: rule.name, policy: limiter.policy, unit: 'requests', pk: undefined }),
     serviceHead: serviceHead(rule.name),
-    keyOf: keyMaker(dimension),
+    keyOf: keyMaker(dimension, identityHider(rule.key, ctx.keyHashing)),
     refundOn: rule.refundOn === undefined || rule.refundOn.length === 0 ? undefined : new Set(rule.refundOn),
   };
 }
@@ -288,13 +293,16 @@ function compileSmoothRule(routeName: string, rule: SmoothRuleConfig, ctx: Compi
   };
 }
 
-/** A rule's store keys, remembering recent identities so a repeat client reuses one key string. */
-function keyMaker(dimension: string): (identity: string) => string {
+/**
+ * A rule's store keys, its identities passed through `hide` first (when it hides them),
+ * remembering recent identities so a repeat client reuses one key string and one hash.
+ */
+function keyMaker(dimension: string, hide: ((identity: string) => string) | undefined): (identity: string) => string {
   const recent = new Map<string, string>();
   return (identity) => {
     let key = recent.get(identity);
     if (key === undefined) {
-      key = storeKey(dimension, identity, MAX_KEY_LENGTH);
+      key = storeKey(dimension, hide === undefined ? identity : hide(identity), MAX_KEY_LENGTH);
       if (recent.size >= 4096) recent.clear();
       recent.set(identity, key);
     }

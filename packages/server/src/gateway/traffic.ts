@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { ClientIpResolver, HeaderPair } from 'floodgate/http';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../ops/metrics.js';
+import { entryOf, type AccessLog, type Decision } from '../ops/access-log.js';
 import { admit, type Admission } from './decide.js';
 import { adoptAuthority, answered, isGone, type ClientRequest, type ClientResponse } from './exchange.js';
 import type { DecisionReporter } from '../outcomes.js';
@@ -30,6 +31,8 @@ export interface TrafficState {
   /** Where decisions are reported: the metrics, and the dashboard when it is on. */
   readonly reporter: DecisionReporter;
   readonly log: Logger;
+  /** The access log, when on (a restart setting). */
+  readonly accessLog: AccessLog | undefined;
   readonly onStoreError: 'fail-open' | 'fail-closed';
   /** isTrustedPeer tells whether a peer's forwarding headers are kept. */
   isTrustedPeer(peer: string): boolean;
@@ -46,13 +49,16 @@ export interface TrafficState {
  * {@link CLIENT_GONE} on the request) and ends the request's count.
  */
 export function requestListener(state: TrafficState): (req: ClientRequest, res: ClientResponse) => void {
+  const access = state.accessLog;
   function closed(this: ClientResponse): void {
     if (!answered(this)) this.req.emit(CLIENT_GONE);
     state.requestEnded();
+    access?.end(this, answered(this));
   }
   return (req, res) => {
     state.requestStarted();
     res.on('close', closed);
+    access?.begin(req, res);
     serveRequest(state, req, res).catch((err: unknown) => {
       // serveRequest answers every failure it knows of; anything else ends this request only.
       state.log.error({ error: (err as Error).message }, 'request failed unexpectedly');
@@ -90,11 +96,13 @@ export async function serveRequest(state: TrafficState, req: ClientRequest, res:
   if (match === undefined) {
     reply(res, problem(404, `no route matches ${req.method ?? 'GET'} ${pathOf(req.url)}`));
     state.metrics.response('(none)', 404, undefined);
+    note(state, res, undefined, 'unmatched', undefined);
     return;
   }
   if (match instanceof PathRefusal) {
     reply(res, problem(400, match.detail));
     state.metrics.response(match.route?.name ?? '(none)', 400, undefined);
+    note(state, res, match.route?.name, 'bad-path', undefined);
     return;
   }
   // The upstream is sent the normal form the request was matched and counted on.
@@ -103,19 +111,21 @@ export async function serveRequest(state: TrafficState, req: ClientRequest, res:
   const pending = admitRequest(state, match, req, res);
   // A route on the memory store is decided at once: no await (and no turn of the microtask queue) for it.
   const admission = pending instanceof Promise ? await pending : pending;
-  if (admission === undefined) return;
+  if (admission === undefined) return note(state, res, route.name, 'error', undefined);
   if (!admission.allowed) {
     reply(res, admission);
     state.metrics.response(route.name, admission.status, undefined);
+    note(state, res, route.name, 'refused', admission);
     return;
   }
+  note(state, res, route.name, admission.queued === true ? 'queued' : 'admitted', admission);
   if (route.guards !== undefined) return forwardGuarded(state, route, route.guards, req, res, admission);
   const result = await state.upstreams.forward(req, res, {
     upstream: route.upstream,
     facts: factsOf(state, req),
     extra: admission.headers,
   });
-  forwarded(state, route, result, admission);
+  forwarded(state, route, result, admission, res);
 }
 
 /**
@@ -140,9 +150,13 @@ async function forwardGuarded(
     // A client that left while waiting for a slot gets no answer.
     if (!isGone(res)) reply(res, passage);
     state.metrics.response(route.name, passage.status, undefined);
+    note(state, res, route.name, 'shed', undefined);
     return;
   }
-  if (isGone(res)) return passage.abandon();
+  if (isGone(res)) {
+    note(state, res, route.name, 'client-left', undefined);
+    return passage.abandon();
+  }
   let result: UpstreamResult;
   try {
     result = await state.upstreams.forward(req, res, {
@@ -156,12 +170,60 @@ async function forwardGuarded(
     throw err;
   }
   passage.settle(result);
-  forwarded(state, route, result, admission);
+  forwarded(state, route, result, admission, res);
 }
 
-function forwarded(state: TrafficState, route: CompiledRoute, result: UpstreamResult, admission: Admission): void {
+/** How an exchange whose forward failed ended, for the access log. */
+const FAILURE_DECISIONS: Record<NonNullable<UpstreamResult['failure']>, Decision> = {
+  timeout: 'upstream-failed',
+  connect: 'upstream-failed',
+  other: 'upstream-failed',
+  aborted: 'client-left',
+  'too-large': 'too-large',
+};
+
+/**
+ * Notes how an exchange is ending in its access entry, when it is being logged: its route, its
+ * decision, and the rules and key of its admission or refusal. An admitted exchange is then
+ * forwarding: its line waits for the upstream's outcome.
+ */
+function note(
+  state: TrafficState,
+  res: ClientResponse,
+  route: string | undefined,
+  decision: Decision,
+  admission: Admission | undefined,
+): void {
+  if (state.accessLog === undefined) return;
+  const entry = entryOf(res);
+  if (entry === undefined) return;
+  entry.route = route;
+  entry.decision = decision;
+  const charges = admission === undefined ? undefined : admission.allowed ? admission.charged : admission.refusedBy;
+  if (charges !== undefined && charges.length > 0) {
+    entry.rules = charges.map((c) => c.rule.name);
+    entry.key = charges[0]!.key;
+  }
+  entry.forwarding = decision === 'admitted' || decision === 'queued';
+  // An exchange that closed while it waited (for a decision or a slot) gets its line now.
+  if (!entry.forwarding && entry.closed) state.accessLog?.settled(res, entry);
+}
+
+function forwarded(
+  state: TrafficState,
+  route: CompiledRoute,
+  result: UpstreamResult,
+  admission: Admission,
+  res: ClientResponse,
+): void {
   state.metrics.response(route.name, result.status, result.durationMs);
   refundFailed(route, admission.charged, result, state);
+  const entry = state.accessLog === undefined ? undefined : entryOf(res);
+  if (entry !== undefined) {
+    if (result.failure === undefined) entry.upstreamStatus = result.status;
+    else entry.decision = FAILURE_DECISIONS[result.failure];
+    state.accessLog?.settled(res, entry);
+  }
   if (result.error === undefined) return;
   // A client that left is the client's doing, not the upstream's: counted as 499, logged at debug.
   if (result.failure === 'aborted') state.log.debug({ route: route.name, error: result.error }, 'client left');

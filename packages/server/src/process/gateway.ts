@@ -18,6 +18,7 @@ import { mountDashboard } from '../dashboard/mount.js';
 import { adminHandler, tokenDigest } from './admin.js';
 import { TrafficListener } from './listener.js';
 import { GatewayMetrics } from '../ops/metrics.js';
+import { AccessLog } from '../ops/access-log.js';
 import { redactConfig } from '../ops/redact.js';
 import { gatewayOnStoreError, openStore, type GatewayStore } from '../store/store.js';
 import { StoreState } from '../ratelimit/service/store-health.js';
@@ -29,6 +30,7 @@ import type { GuardEvents } from '../gateway/guards.js';
 import type { RateLimitServiceHost } from '../gateway/ratelimit-host.js';
 import { Upstreams } from '../gateway/proxy.js';
 import { RouteTable } from '../gateway/routes.js';
+import { hashesWithoutSecret, keyHashingOf, type KeyHashing } from '../gateway/key-hash.js';
 import { requestListener, serveUpgrade, trustedPeers, type TrafficState } from '../gateway/traffic.js';
 
 /** GatewayOptions configures {@link Gateway.start}. */
@@ -92,6 +94,10 @@ export class Gateway implements TrafficState {
   descriptorFiles: readonly string[];
   /** Where circuit changes go: the metrics and the board. One sink for the process, as a kept breaker keeps the sink it was built with. */
   private readonly guardEvents: GuardEvents;
+  /** The access log, when the config turns it on (fixed at start). */
+  readonly accessLog: AccessLog | undefined;
+  /** How identity values become store keys: fixed at start (a change renames every key, so it waits for a restart). */
+  private readonly keyHashing: KeyHashing;
 
   readonly log: Logger;
 
@@ -126,9 +132,16 @@ export class Gateway implements TrafficState {
         board.overload.circuitTransition(scope, to, reason);
       },
     };
+    this.keyHashing = keyHashingOf(config.keys, this.env);
+    this.accessLog = AccessLog.open(config.accessLog);
+    if (hashesWithoutSecret(config, this.keyHashing))
+      log.warn(
+        'identity values are hashed in store keys without a secret: set keys.secretEnv, or a guessable value (a user id) can be recovered from its key',
+      );
     this.table = RouteTable.build(config, {
       store: store.store,
       env: this.env,
+      keyHashing: this.keyHashing,
       events: this.guardEvents,
       ...(store.fleetSmooth === undefined ? {} : { fleetSmooth: store.fleetSmooth }),
       ...(store.leased === undefined ? {} : { leased: store.leased }),
@@ -328,7 +341,8 @@ export class Gateway implements TrafficState {
       this.log.error({ why, problems }, 'config reload rejected; the running config stays in force');
       return { applied: false, problems };
     }
-    for (const part of ['listen', 'admin', 'store', 'limits', 'trustProxy', 'forwardedHeader'] as const) {
+    const parts = ['listen', 'admin', 'store', 'limits', 'trustProxy', 'forwardedHeader', 'keys', 'accessLog'] as const;
+    for (const part of parts) {
       if (JSON.stringify(restartPart(config, part)) !== JSON.stringify(restartPart(this.config, part)))
         this.log.warn({ part }, `the "${part}" settings changed: they apply at the next restart`);
     }
@@ -342,6 +356,7 @@ export class Gateway implements TrafficState {
       {
         store: this.store.store,
         env: this.env,
+        keyHashing: this.keyHashing,
         previous,
         events: this.guardEvents,
         ...(this.store.fleetSmooth === undefined ? {} : { fleetSmooth: this.store.fleetSmooth }),
@@ -361,6 +376,8 @@ export class Gateway implements TrafficState {
       limits: this.config.limits,
       trustProxy: this.config.trustProxy,
       forwardedHeader: this.config.forwardedHeader,
+      keys: this.config.keys,
+      accessLog: this.config.accessLog,
       rateLimitService,
     };
     this.descriptorFiles = loaded.descriptorFiles;
@@ -492,6 +509,7 @@ export class Gateway implements TrafficState {
     await this.upstreams.close();
     await this.table.closeLeases();
     await this.store.close();
+    await this.accessLog?.close();
     this.board.close();
     if (this.admin !== undefined) {
       this.admin.closeAllConnections();
