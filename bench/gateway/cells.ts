@@ -30,6 +30,8 @@ export interface FloodgateSetup {
   readonly adaptive: boolean;
   /** Whether the rules are decided from quota leases on the Redis store (`lease: {}`). */
   readonly lease?: boolean;
+  /** Whether the access log is on, every exchange logged (to /dev/null: the gateway's work, not the disk's). */
+  readonly accessLog?: boolean;
 }
 
 /** CellSpec names one cell and what it runs. */
@@ -83,6 +85,13 @@ export const CELLS: readonly CellSpec[] = [
     kind: 'floodgate',
     floodgate: fg(1),
     does: 'floodgate serve, one per-IP token bucket on the memory store',
+  },
+  {
+    name: 'floodgate-log',
+    case: 'admit',
+    kind: 'floodgate',
+    floodgate: { ...fg(1), accessLog: true },
+    does: 'the same with the access log on, every exchange (a JSON line each, buffered, to /dev/null)',
   },
   {
     name: 'floodgate-3',
@@ -174,7 +183,8 @@ export function floodgateYaml(spec: CellSpec, upstreamPort: number, redisPort: n
   // The adaptive limit's floor (64) is above wrk's connections: every request takes and releases
   // a slot and feeds the estimator, none is shed.
   if (setup.adaptive) rules += '\n    adaptive: { minLimit: 64, initialLimit: 64 }';
-  return `${store}\nroutes:\n  - name: all\n    upstream: http://127.0.0.1:${upstreamPort}${rules}\n`;
+  const accessLog = setup.accessLog === true ? 'accessLog: { destination: /dev/null }\n' : '';
+  return `${accessLog}${store}\nroutes:\n  - name: all\n    upstream: http://127.0.0.1:${upstreamPort}${rules}\n`;
 }
 
 /** keysYaml returns the config of the RSS-per-key cell: every request adds a key to a shadow rule, and a closed route rule answers 429 without going upstream. */
