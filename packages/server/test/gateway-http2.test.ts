@@ -48,7 +48,7 @@ describe('HTTP/2 and HTTP/1.1 on one TLS port (a gateway process, a real upstrea
     gw = await startGateway(`
 listen:
   tls: { certFile: ${cert.certFile}, keyFile: ${cert.keyFile} }
-limits: { maxBodyBytes: 100000 }
+limits: { maxBodyBytes: 100000, maxHeaderBytes: 4096 }
 routes:
   - name: limited
     match: { path: /limited/* }
@@ -156,6 +156,20 @@ routes:
     assert.equal(metricValue(text, 'floodgate_responses_total', { route: 'api', status: '499' }), 1);
     assert.equal(metricValue(text, 'floodgate_responses_total', { route: 'api', status: '502' }), 0);
     assert.equal((await h2request(session, { ':path': '/api/after' })).status, 200);
+  });
+
+  test("HTTP/1.1's limits hold on the shared TLS port: headers over maxHeaderBytes get 431", async () => {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = tlsConnect(
+        { host: '127.0.0.1', port: gw.port, ca: [cert.cert], ALPNProtocols: ['http/1.1'] },
+        () => socket.write(`GET /api/a HTTP/1.1\r\nhost: gw\r\nx-big: ${'a'.repeat(6000)}\r\n\r\n`),
+      );
+      let text = '';
+      socket.on('data', (c: Buffer) => (text += c.toString()));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    assert.match(answer, /^HTTP\/1\.1 431 /);
   });
 
   test('upgrades: a WebSocket handshake over HTTP/1.1 on the TLS port is tunnelled; CONNECT over HTTP/2 is refused with 405', async () => {
