@@ -11,17 +11,41 @@ export const stanceSchema = z.enum(['reject', 'normalise']);
 /** Stance is `reject` or `normalise`. */
 export type Stance = z.output<typeof stanceSchema>;
 
-const perKind = Object.fromEntries(AMBIGUITIES.map((kind) => [kind, stanceSchema.optional()])) as Record<
-  Ambiguity,
-  z.ZodOptional<typeof stanceSchema>
->;
+/** Each kind of ambiguous spelling and what its normal form makes of it, for the config reference. */
+const KIND_TEXT: Record<Ambiguity, readonly [string, string]> = {
+  encodedSlash: ['`%2F`', 'a `/`'],
+  backslash: ['`\\` or `%5C`', 'a `/`'],
+  pathParameter: ['a `;` parameter such as `/login;x=1`', 'dropped'],
+  controlCharacter: ['an encoded control character such as `%00`', 'kept encoded'],
+  invalidEscape: ['a `%` not followed by two hex digits', 'the `%` encoded as `%25`'],
+  aboveRoot: ['a `..` segment climbing above `/`', 'dropped'],
+  fragment: ['a `#` in the request target', 'it and all after it dropped'],
+  invalidUtf8: ['escaped bytes that are not UTF-8, such as `%C0%AF`', 'kept encoded'],
+};
+
+const perKind = Object.fromEntries(
+  AMBIGUITIES.map((kind) => {
+    const [what, normal] = KIND_TEXT[kind];
+    return [kind, stanceSchema.optional().describe(`The stance on ${what} (normalised: ${normal}; omitted: default).`)];
+  }),
+) as Record<Ambiguity, z.ZodOptional<typeof stanceSchema>>;
 
 /**
  * ambiguousSchema is the stance on ambiguous spellings: one for every kind (`reject` or
  * `normalise`), or one per kind with a `default` for the kinds not named.
  */
 export const ambiguousSchema = z.union(
-  [stanceSchema, z.strictObject({ default: stanceSchema.optional(), ...perKind })],
+  [
+    stanceSchema,
+    z.strictObject({
+      default: stanceSchema
+        .optional()
+        .describe(
+          "The stance on every kind not named (omitted: a route's falls back to the gateway's, the gateway's to reject).",
+        ),
+      ...perKind,
+    }),
+  ],
   {
     error: `expected reject, normalise, or { default, ${AMBIGUITIES.join(', ')} } each reject or normalise`,
   },

@@ -17,9 +17,21 @@ const ratio = z.number().positive().max(1);
  * than `codel.targetMs` (CoDel's adaptive LIFO); `fifo` always serves the oldest.
  */
 const waitLine = {
-  order: z.enum(['adaptive-lifo', 'fifo']).optional(),
+  order: z
+    .enum(['adaptive-lifo', 'fifo'])
+    .optional()
+    .describe(
+      'The wait line: adaptive-lifo (default) turns newest-first once a queue stands for codel.intervalMs, shedding waiters older than codel.targetMs; fifo always serves the oldest.',
+    ),
   codel: z
-    .strictObject({ intervalMs: positive.optional(), targetMs: positive.optional() })
+    .strictObject({
+      intervalMs: positive
+        .optional()
+        .describe('How long a queue must stand before the line turns newest-first, in ms (default 100).'),
+      targetMs: positive
+        .optional()
+        .describe('The wait past which waiters are shed while the line is newest-first, in ms (default 5).'),
+    })
     .optional()
     .describe("CoDel's parameters for `adaptive-lifo`, in ms (default interval 100, target 5)."),
 };
@@ -60,18 +72,35 @@ export const adaptiveSchema = z.strictObject({
 /** triggerSchema is what opens a circuit, judged over the breaker's window. */
 export const triggerSchema = z.discriminatedUnion('type', [
   /** At least `ratio` of the calls took more than `slowCallMs`. */
-  z.strictObject({ type: z.literal('slowCallRatio'), slowCallMs: positive, ratio }),
+  z.strictObject({
+    type: z.literal('slowCallRatio'),
+    slowCallMs: positive.describe('A call taking longer than this, in ms, is slow.'),
+    ratio: ratio.describe("The share of the window's calls that, when slow, opens the circuit (above 0, at most 1)."),
+  }),
   /** At least `ratio` of the calls failed (a 5xx, a timeout, a refused connection). */
-  z.strictObject({ type: z.literal('errorRatio'), ratio }),
+  z.strictObject({
+    type: z.literal('errorRatio'),
+    ratio: ratio.describe(
+      "The share of the window's calls that, when failed (5xx, timeout, refused connection), opens the circuit.",
+    ),
+  }),
   /** At least `count` calls failed. */
-  z.strictObject({ type: z.literal('errorCount'), count: whole.positive() }),
+  z.strictObject({
+    type: z.literal('errorCount'),
+    count: whole.positive().describe('The failed calls in the window that open the circuit.'),
+  }),
   /** The last `count` calls failed, whatever the window. */
-  z.strictObject({ type: z.literal('consecutiveFailures'), count: whole.positive() }),
+  z.strictObject({
+    type: z.literal('consecutiveFailures'),
+    count: whole.positive().describe('The failed calls in a row, whatever the window, that open the circuit.'),
+  }),
 ]);
 
 /** circuitBreakerSchema stops forwarding to a failing upstream for `openMs`, then probes it. */
 export const circuitBreakerSchema = z.strictObject({
-  trigger: triggerSchema,
+  trigger: triggerSchema.describe(
+    'What opens the circuit: slowCallRatio, errorRatio, errorCount (over the window) or consecutiveFailures.',
+  ),
   windowMs: whole.positive().default(10_000).describe('How far back the trigger looks, in whole ms (default 10,000).'),
   minCalls: whole
     .nonnegative()
@@ -113,9 +142,15 @@ export const shedSchema = z.strictObject({
 export const protectionFields = {
   concurrency: concurrencySchema.optional().describe('A static bulkhead; not with `adaptive`.'),
   adaptive: adaptiveSchema.optional().describe('A learned concurrency limit; not with `concurrency`.'),
-  circuitBreaker: circuitBreakerSchema.optional(),
-  priority: prioritySchema.optional(),
-  shed: shedSchema.optional(),
+  circuitBreaker: circuitBreakerSchema
+    .optional()
+    .describe('Stops forwarding to a failing upstream for openMs, then lets probes through.'),
+  priority: prioritySchema
+    .optional()
+    .describe(
+      "Priority tiers sharing the concurrency limit, most important first, and the header naming a request's tier.",
+    ),
+  shed: shedSchema.optional().describe('How a request refused for overload is answered (default 503).'),
 };
 
 /** upstreamSchema is protection shared by every route forwarding to one origin. */

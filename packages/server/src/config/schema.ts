@@ -12,23 +12,48 @@ const positive = z.number().positive();
 const whole = z.number().int();
 const name = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'a name is 1-64 of A-Z a-z 0-9 _ . -');
 
+const windowLimit = positive.describe('The most cost admitted in one window.');
+const windowLength = positive.describe('The length of the window, in ms.');
+
 /** policySchema is one library policy, chosen by `algorithm`, with that factory's options (the smooth ones pace a queue-mode rule). */
 export const policySchema = z.discriminatedUnion('algorithm', [
-  z.strictObject({ algorithm: z.literal('tokenBucket'), capacity: positive, refillPerSecond: positive }),
-  z.strictObject({ algorithm: z.literal('leakyBucket'), capacity: positive, leakPerSecond: positive }),
-  z.strictObject({ algorithm: z.literal('fixedWindow'), limit: positive, windowMs: positive }),
-  z.strictObject({ algorithm: z.literal('slidingWindowLog'), limit: whole.positive(), windowMs: positive }),
+  z.strictObject({
+    algorithm: z.literal('tokenBucket'),
+    capacity: positive.describe('The most cost the bucket holds: the largest burst a fresh key admits at once.'),
+    refillPerSecond: positive.describe('The cost the bucket refills each second.'),
+  }),
+  z.strictObject({
+    algorithm: z.literal('leakyBucket'),
+    capacity: positive.describe('The most cost the bucket holds before it refuses.'),
+    leakPerSecond: positive.describe('The cost that drains from the bucket each second.'),
+  }),
+  z.strictObject({ algorithm: z.literal('fixedWindow'), limit: windowLimit, windowMs: windowLength }),
+  z.strictObject({
+    algorithm: z.literal('slidingWindowLog'),
+    limit: whole.positive().describe('The most cost admitted in one window.'),
+    windowMs: windowLength,
+  }),
   z.strictObject({
     algorithm: z.literal('slidingWindowCounter'),
-    limit: positive,
-    windowMs: positive,
-    subWindows: whole.positive().optional(),
+    limit: windowLimit,
+    windowMs: windowLength,
+    subWindows: whole
+      .positive()
+      .optional()
+      .describe(
+        "Sub-windows the window is cut into and summed, dividing windowMs exactly (omitted: the previous window's count, weighted by overlap).",
+      ),
   }),
   z.strictObject({
     algorithm: z.literal('gcra'),
-    rate: positive,
-    periodMs: positive,
-    maxBurst: whole.nonnegative().optional(),
+    rate: positive.describe('The cost admitted per periodMs at the steady rate.'),
+    periodMs: positive.describe('The period the rate is counted over, in ms.'),
+    maxBurst: whole
+      .nonnegative()
+      .optional()
+      .describe(
+        'Extra cost admitted at once beyond one unit: a fresh key admits maxBurst + 1 at one instant (default 0).',
+      ),
   }),
   ...smoothPolicySchemas,
 ]);
@@ -59,7 +84,14 @@ const invalidField = {
 
 /** keySchema is who a request counts against, and (for identities a request can lack) what happens when it does. */
 export const keySchema = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('ip'), ipv6PrefixBits: whole.min(1).max(128).optional() }),
+  z.strictObject({
+    type: z.literal('ip'),
+    ipv6PrefixBits: whole
+      .min(1)
+      .max(128)
+      .optional()
+      .describe('How many leading bits of an IPv6 address count as one client (default 56).'),
+  }),
   z.strictObject({
     type: z.literal('header'),
     name: z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a header name such as x-api-key'),
@@ -67,14 +99,22 @@ export const keySchema = z.discriminatedUnion('type', [
   }),
   z.strictObject({
     type: z.literal('jwt'),
-    claim: z.string().min(1),
-    header: z.string().min(1).optional(),
+    claim: z.string().min(1).describe('The claim of the verified token whose value is the identity, such as sub.'),
+    header: z.string().min(1).optional().describe('The header carrying the bearer token (default authorization).'),
     ...secretFields,
     ...faultFields,
     ...invalidField,
   }),
-  z.strictObject({ type: z.literal('query'), name: z.string().min(1), ...faultFields, ...invalidField }),
-  z.strictObject({ type: z.literal('param'), name: z.string().min(1) }),
+  z.strictObject({
+    type: z.literal('query'),
+    name: z.string().min(1).describe('The query parameter whose value is the identity.'),
+    ...faultFields,
+    ...invalidField,
+  }),
+  z.strictObject({
+    type: z.literal('param'),
+    name: z.string().min(1).describe("The route pattern's `:name` parameter whose value is the identity."),
+  }),
   z.strictObject({ type: z.literal('route') }),
 ]);
 
@@ -88,15 +128,40 @@ export const ruleSchema = z.strictObject({
     .enum(['enforce', 'shadow', 'queue'])
     .default('enforce')
     .describe('enforce (default) refuses with 429; shadow decides and reports only; queue delays instead of refusing.'),
-  queue: z.strictObject({ maxWaitMs: positive.default(1000), maxQueue: whole.nonnegative().default(100) }).optional(),
+  queue: z
+    .strictObject({
+      maxWaitMs: positive
+        .default(1000)
+        .describe('The longest a queued request waits for its turn, in ms, before a 503 (default 1000).'),
+      maxQueue: whole.nonnegative().default(100).describe('The most requests waiting per key (default 100).'),
+    })
+    .optional()
+    .describe('How a queue-mode rule waits (omitted: maxWaitMs 1000, maxQueue 100).'),
   /** Decide this rule from quota leases on the Redis store (the library's LeasedStore) instead of a round trip per request. */
   lease: z
     .strictObject({
-      leaseMs: positive.optional(),
-      maxOutstandingShare: positive.max(1).optional(),
-      maxKeys: whole.positive().optional(),
+      leaseMs: positive
+        .optional()
+        .describe(
+          'How long units leased to a gateway may be spent, in ms (default 1000): what a dead gateway holds at most.',
+        ),
+      maxOutstandingShare: positive
+        .max(1)
+        .optional()
+        .describe(
+          "The share of the policy's limit out on leases at once across all gateways (default 0.02): the worst-case over-admission.",
+        ),
+      maxKeys: whole
+        .positive()
+        .optional()
+        .describe(
+          'Most keys a gateway keeps lease state for (default 10,000); the least recently used give their units back.',
+        ),
     })
-    .optional(),
+    .optional()
+    .describe(
+      'Decide this rule from quota leases on the Redis store instead of a round trip per request (enforce or shadow mode; tokenBucket, leakyBucket, gcra or fixedWindow).',
+    ),
   /**
    * The statuses for which the gateway gives back what an admitted request spent under this rule
    * (enforce and queue modes), when it answered them itself: 502 (the upstream failed), 504 (it
@@ -105,9 +170,11 @@ export const ruleSchema = z.strictObject({
    */
   refundOn: z
     .array(
-      z.union([z.literal(413), z.literal(502), z.literal(504)], {
-        error: 'refundOn lists 413 (body too large), 502 (upstream failed) or 504 (upstream timed out)',
-      }),
+      z
+        .union([z.literal(413), z.literal(502), z.literal(504)], {
+          error: 'refundOn lists 413 (body too large), 502 (upstream failed) or 504 (upstream timed out)',
+        })
+        .describe('One such status: 413, 502 or 504.'),
     )
     .optional()
     .describe(
@@ -117,14 +184,21 @@ export const ruleSchema = z.strictObject({
 
 /** routeSchema is one route: what it matches, where it forwards, its rules and its overload protection. */
 export const routeSchema = z.strictObject({
-  name,
+  name: name.describe("The route's name, unique in the file (in metrics, logs and headers)."),
   match: z
     .strictObject({
-      host: z.string().min(1).optional(),
+      host: z
+        .string()
+        .min(1)
+        .optional()
+        .describe(
+          'The Host the request must name, without port (`*.example.com` matches any subdomain; omitted: any host).',
+        ),
       methods: z
         .array(z.string().regex(/^[A-Z]+$/, 'an HTTP method in upper case, such as GET'))
         .min(1)
-        .optional(),
+        .optional()
+        .describe('The methods matched, in upper case (omitted: every method).'),
       path: z
         .string()
         .startsWith('/', 'a path starts with /')
@@ -142,9 +216,15 @@ export const routeSchema = z.strictObject({
         .optional()
         .describe("This route's stance on ambiguous spellings, over the gateway's `paths.ambiguous`."),
     })
-    .default({ path: '/*', caseSensitive: false, strictTrailingSlash: false }),
-  upstream: z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL such as http://127.0.0.1:3000' }),
-  rules: z.array(ruleSchema).default([]),
+    .default({ path: '/*', caseSensitive: false, strictTrailingSlash: false })
+    .describe('Which requests the route takes; routes are tried in order, and the first that matches takes it.'),
+  upstream: z
+    .url({ protocol: /^https?$/, error: 'an http:// or https:// URL such as http://127.0.0.1:3000' })
+    .describe('Where matched requests are forwarded: an http:// or https:// URL.'),
+  rules: z
+    .array(ruleSchema)
+    .default([])
+    .describe("The route's rate limits, each deciding every request the route takes (default none)."),
   ...protectionFields,
   routeTier: name
     .optional()
@@ -155,12 +235,20 @@ export const routeSchema = z.strictObject({
 
 /**
  * storeTimeoutSchema is a Redis store's `timeoutMs`: a fixed number of ms, or the library's
- * adaptive timeout `{ floorMs, p99Multiple, capMs }` (each optional: 25, 5, 250).
+ * adaptive timeout `{ floorMs, p99Multiple, capMs }` (each optional: 25, 3, 250).
  */
 export const storeTimeoutSchema = z.union(
   [
     positive,
-    z.strictObject({ floorMs: positive.optional(), p99Multiple: positive.optional(), capMs: positive.optional() }),
+    z.strictObject({
+      floorMs: positive.optional().describe('The shortest the adaptive timeout gets, in ms (default 25).'),
+      p99Multiple: positive
+        .optional()
+        .describe("The timeout as a multiple of the recent p99 of Redis's answers (default 3)."),
+      capMs: positive
+        .optional()
+        .describe('The longest the adaptive timeout gets, in ms, and the timeout before any answer (default 250).'),
+    }),
   ],
   {
     error:
@@ -178,8 +266,20 @@ export const storeOnErrorSchema = z.union(
     z.enum(['local', 'fail-open', 'fail-closed']),
     z.strictObject({
       fallback: z.literal('local'),
-      nodes: whole.positive().optional(),
-      share: z.number().positive().max(1).optional(),
+      nodes: whole
+        .positive()
+        .optional()
+        .describe(
+          'How many gateways share the limits: each admits 1/nodes of a limit while Redis is away (omitted: counted from the gateways seen on Redis).',
+        ),
+      share: z
+        .number()
+        .positive()
+        .max(1)
+        .optional()
+        .describe(
+          'The share of a limit this gateway admits while Redis is away, above 0 and at most 1; not with nodes.',
+        ),
     }),
   ],
   {
@@ -190,18 +290,32 @@ export const storeOnErrorSchema = z.union(
 
 /** storeSchema is where limiter state lives: this process's memory, or Redis shared by many gateways. */
 export const storeSchema = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('memory'), maxKeys: whole.positive().optional() }),
+  z.strictObject({
+    type: z.literal('memory'),
+    maxKeys: whole
+      .positive()
+      .optional()
+      .describe(
+        'Most keys held (default 1,000,000); beyond, a new key is decided by a sketch that can only over-count.',
+      ),
+  }),
   z.strictObject({
     type: z.literal('redis'),
     url: z
       .string()
       .regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')
-      .optional(),
+      .optional()
+      .describe('One Redis server, redis:// or rediss:// (TLS); not with nodes.'),
     nodes: z
       .array(z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL'))
       .min(1)
-      .optional(),
-    passwordEnv: z.string().min(1).optional(),
+      .optional()
+      .describe('Redis Cluster nodes to start from, redis:// or rediss:// URLs; not with url.'),
+    passwordEnv: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('The name of the environment variable holding the Redis password (it must be set).'),
     timeoutMs: storeTimeoutSchema
       .optional()
       .describe(
@@ -219,11 +333,15 @@ export const storeSchema = z.discriminatedUnion('type', [
     prefix: z
       .string()
       .regex(/^[^{}]*$/, 'no { or }')
-      .optional(),
+      .optional()
+      .describe('What every key the gateway writes to Redis starts with (default `floodgate:`).'),
   }),
 ]);
 
-const listener = z.strictObject({ host: z.string().default('127.0.0.1'), port: whole.min(0).max(65535) });
+const listener = z.strictObject({
+  host: z.string().default('127.0.0.1').describe('The address to listen on (default 127.0.0.1).'),
+  port: whole.min(0).max(65535).describe('The port to listen on (0 for any free port).'),
+});
 
 /**
  * rateLimitServiceSchema is the decision service `floodgate serve` runs beside the routes: Envoy's
@@ -241,9 +359,16 @@ export const rateLimitServiceSchema = z.strictObject({
   responseHeaders: z
     .union([
       z.enum(['draft', 'off', 'ratelimit', 'x-ratelimit']),
-      z.strictObject({ limit: z.string().min(1), remaining: z.string().min(1), reset: z.string().min(1) }),
+      z.strictObject({
+        limit: z.string().min(1).describe('The name of the header carrying the limit.'),
+        remaining: z.string().min(1).describe('The name of the header carrying what remains of it.'),
+        reset: z.string().min(1).describe('The name of the header carrying the seconds until it resets.'),
+      }),
     ])
-    .optional(),
+    .optional()
+    .describe(
+      "The headers asked of Envoy: draft (the default, the IETF draft's), off, ratelimit, x-ratelimit, or your own `{ limit, remaining, reset }` names.",
+    ),
   shadowMode: z
     .boolean()
     .optional()
@@ -257,7 +382,12 @@ export const rateLimitServiceSchema = z.strictObject({
    * store is away: `auto` (the default) only when the store's `onError` is `fail-closed`, so every
    * decision would refuse; `always`; `never`.
    */
-  healthFollowsStore: z.enum(['auto', 'always', 'never']).optional(),
+  healthFollowsStore: z
+    .enum(['auto', 'always', 'never'])
+    .optional()
+    .describe(
+      'When health says NOT_SERVING while the store is away: auto (default) only under onError fail-closed, always, or never.',
+    ),
 });
 
 /** configSchema is the whole file. */
@@ -288,9 +418,11 @@ export const configSchema = z.strictObject({
             .default('full')
             .describe('How the dashboard shows keys: in full, truncated, or as a keyed hash.'),
         })
-        .optional(),
+        .optional()
+        .describe('The live dashboard at /dashboard (on when there is a token).'),
     })
-    .optional(),
+    .optional()
+    .describe('The admin port: health, readiness, metrics, the admin API and the dashboard.'),
   store: storeSchema
     .default({ type: 'memory' })
     .describe("Where the limits' counts live: this process's memory, or Redis shared by every gateway."),
@@ -336,7 +468,8 @@ export const configSchema = z.strictObject({
       requestTimeoutMs: 30_000,
       upstreamTimeoutMs: 30_000,
       connectTimeoutMs: 5_000,
-    }),
+    })
+    .describe("Bounds on a request's size and on how long each side of an exchange may take."),
   /**
    * What SIGTERM does: unready at once, then `drainMs` (default 5,000; 0: none) still serving new
    * connections while load balancers see `/readyz` answer 503, then the listener closes and
@@ -396,7 +529,11 @@ export const configSchema = z.strictObject({
     .describe(
       "Overload protection shared by every route forwarding to an origin (a route's own sections are checked first).",
     ),
-  rateLimitService: rateLimitServiceSchema.optional(),
+  rateLimitService: rateLimitServiceSchema
+    .optional()
+    .describe(
+      "The decision service beside the routes: Envoy's RateLimitService over gRPC and a JSON API over HTTP, on the gateway's store.",
+    ),
 });
 
 /** GatewayConfig is a checked config file with its defaults filled in. */

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 
 const positive = z.number().positive();
+const permitsPerSecond = positive.describe('The steady rate requests are paced at, per second.');
 
 /**
  * smoothPolicySchemas are the two smooth policies, each chosen by `algorithm` like the counted
@@ -16,14 +17,22 @@ const positive = z.number().positive();
 export const smoothPolicySchemas = [
   z.strictObject({
     algorithm: z.literal('smoothBursty'),
-    permitsPerSecond: positive,
-    maxBurstSeconds: z.number().nonnegative().optional(),
+    permitsPerSecond: permitsPerSecond,
+    maxBurstSeconds: z
+      .number()
+      .nonnegative()
+      .optional()
+      .describe('How many seconds of unused permits are stored for a burst (default 1).'),
   }),
   z.strictObject({
     algorithm: z.literal('smoothWarmingUp'),
-    permitsPerSecond: positive,
-    warmupMs: positive,
-    coldFactor: z.number().min(1).optional(),
+    permitsPerSecond: permitsPerSecond,
+    warmupMs: positive.describe('How long steady demand takes to bring a cold limiter to its rate, in ms.'),
+    coldFactor: z
+      .number()
+      .min(1)
+      .optional()
+      .describe('How many stable intervals a permit costs when fully cold (default 3).'),
   }),
 ] as const;
 
