@@ -171,6 +171,12 @@ export function excessOf(
 }
 
 const SLACK = 1e-6;
+/**
+ * How far apart two real times may be in floating point and still be the same instant: real times
+ * are sums of offsets, so a span of exactly a window can come out as 2499.999999999999 ms (seed
+ * 239130173), which a window of 2500 ms does not hold twice.
+ */
+const SAME_INSTANT_MS = 1e-6;
 
 /** Over every span [a_i, a_j] shorter than `shorterThanMs`, the most admitted beyond `allowed(span)`. */
 function worstSpan(
@@ -183,7 +189,7 @@ function worstSpan(
     let sum = 0;
     for (let j = i; j < admitted.length; j++) {
       const spanMs = admitted[j]!.realMs - admitted[i]!.realMs;
-      if (!(spanMs < shorterThanMs)) break;
+      if (!(spanMs < shorterThanMs - SAME_INSTANT_MS)) break;
       sum += admitted[j]!.cost;
       const excess = sum - allowed(spanMs) - SLACK;
       if (excess > worst.excess)

@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser } from 'playwright-core';
+import type { KeyConfig } from '../../src/config/schema.js';
+import { identityHider } from '../../src/gateway/key-hash.js';
 import { startGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { call } from '../support/http.js';
 import { startUpstream, type TestUpstream } from '../support/upstream.js';
@@ -135,12 +137,17 @@ describe(
       assert.match((await page.locator('#conn').textContent())!, /^live/);
       const over = page.locator('.card[data-route="api"][data-rule="per-client"] table.over-limit td.key').first();
       await over.waitFor({ timeout: 5_000 });
-      assert.equal(await over.textContent(), 'header:x-client:greedy-client', 'the throttled key leads the top list');
-      const refusal = page.locator('#refusals tbody tr', { hasText: 'greedy-client' }).first();
+      // Keys are hashed by default (no secret in this config: the unkeyed hash), never shown raw.
+      const hide = identityHider({ type: 'header', name: 'x-client' } as KeyConfig, { hash: true, secret: undefined })!;
+      const greedy = hide('header:x-client:greedy-client');
+      assert.match(greedy, /^header:x-client:#/);
+      assert.equal(await over.textContent(), greedy, 'the throttled key leads the top list');
+      assert.ok(!(await page.content()).includes('greedy-client'), 'the raw key is nowhere on the page');
+      const refusal = page.locator('#refusals tbody tr', { hasText: greedy }).first();
       const cells = await refusal.locator('td').allTextContents();
       assert.deepEqual(
         [cells[1], cells[2], cells[3], cells[4], cells[5], cells[7]],
-        ['api', 'per-client', 'header:x-client:greedy-client', '5', '0', 'limit'],
+        ['api', 'per-client', greedy, '5', '0', 'limit'],
         'why it was refused',
       );
       const overload = page.locator('#overload .overload-scope[data-scope="route:api"]');
