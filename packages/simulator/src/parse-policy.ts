@@ -1,4 +1,7 @@
+import { FloodgateError, leaseSettingsOf, leaseTermsOf } from 'floodgate';
 import { Fields, invalid } from './fields.js';
+import { parseLeasedFleet } from './parse-lease.js';
+import { buildAlgorithm, type LimiterPolicySpec } from './policy.js';
 import {
   LIMITER_POLICIES,
   type DistributionSpec,
@@ -24,8 +27,25 @@ export function parseLane(value: unknown, path: string): LaneSpec {
   const distribution = f.has('distribution')
     ? parseDistribution(f.raw('distribution'), f.at('distribution'), kindOf(policy.type))
     : (f.raw('distribution') as undefined);
+  if (distribution?.lease !== undefined) checkLeasable(policy, mode, f);
   f.done();
   return { name, policy, mode, maxWaitMs, distribution };
+}
+
+/** Throws unless the library can lease `policy` in `mode` (its own refusal, at the policy's type). */
+function checkLeasable(policy: PolicySpec, mode: LaneSpec['mode'], f: Fields): void {
+  if (mode === 'wait')
+    throw invalid(
+      `${f.at('distribution')}.lease`,
+      "does not apply with mode 'wait': waiting books future turns on the shared state, which a lease does not hold",
+    );
+  const algorithm = buildAlgorithm(policy as LimiterPolicySpec, f.at('policy'));
+  try {
+    leaseTermsOf(algorithm, leaseSettingsOf(undefined, 'lease'));
+  } catch (error) {
+    if (!(error instanceof FloodgateError) || error.code !== 'INVALID_OPTION') throw error;
+    throw invalid(`${f.at('policy')}.type`, `cannot be leased: ${error.message}`);
+  }
 }
 
 /** parsePolicy returns the checked policy at `path`; the library's own factories check it again when built. */
@@ -99,7 +119,15 @@ function parseDistribution(value: unknown, path: string, kind: PolicyKind): Dist
   const f = new Fields(value, path);
   const nodes = f.number('nodes', { min: 1, integer: true, max: 1000 });
   const shared = kind === 'limiter' || readShared(f, kind);
+  if (kind !== 'limiter')
+    for (const name of ['lease', 'weights', 'deaths'])
+      if (f.has(name))
+        throw invalid(
+          f.at(name),
+          'applies only to a limiter policy on a shared store (token-bucket, leaky-bucket, gcra or fixed-window leases)',
+        );
   if (!shared) return parseLocalNodes(f, nodes);
+  const leased = kind === 'limiter' ? parseLeasedFleet(f, nodes) : noLease(nodes);
   if (f.has('share'))
     throw invalid(f.at('share'), 'applies only to shaping-queue and smooth policies (an outage has its own share)');
   const roundTripMs = f.number('roundTripMs', { min: 0 }, 0);
@@ -111,7 +139,12 @@ function parseDistribution(value: unknown, path: string, kind: PolicyKind): Dist
   const skewMs = kind === 'smooth' ? new Array<number>(nodes).fill(0) : readSkew(f, nodes);
   const outage = f.has('outage') ? parseOutage(f.raw('outage'), f.at('outage'), nodes) : (f.raw('outage') as undefined);
   f.done();
-  return { nodes, roundTripMs, roundTripJitterMs, skewMs, outage, share: 1, shared: true };
+  return { nodes, roundTripMs, roundTripJitterMs, skewMs, outage, share: 1, shared: true, ...leased };
+}
+
+/** The lease fields of a fleet without leases: per-request decisions, requests handed out in turn, nobody dies. */
+function noLease(nodes: number): Pick<DistributionSpec, 'lease' | 'weights' | 'deaths'> {
+  return { lease: undefined, weights: new Array<number>(nodes).fill(1), deaths: [] };
 }
 
 /** A smooth policy's `shared` (default false: each node its own limiter); no other kind takes it. */
@@ -141,6 +174,7 @@ function parseLocalNodes(f: Fields, nodes: number): DistributionSpec {
     outage: undefined,
     share,
     shared: false,
+    ...noLease(nodes),
   };
 }
 

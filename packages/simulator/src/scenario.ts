@@ -100,6 +100,30 @@ export interface DistributionSpec {
    * clock: round trips and an outage apply, skew does not).
    */
   shared: boolean;
+  /**
+   * Quota leases, when set: each node is the library's `LeasedTable` (what a `LeasedStore` runs),
+   * taking units of the key's limit from the shared state and spending them with no round trip.
+   * Undefined: every request is decided on the store (per-request decisions).
+   */
+  lease: LeaseSpec | undefined;
+  /** Each node's weight in handing out requests (with leases; default equal: request i goes to node `i % nodes`). */
+  weights: number[];
+  /** Nodes that die (with leases): from `atMs` on, a node takes no request and nothing it sends arrives. */
+  deaths: DeathSpec[];
+}
+
+/** LeaseSpec is a lane's lease settings, as a `LeasedStore` and the gateway's `lease:` take them. */
+export interface LeaseSpec {
+  /** How long granted units may be spent, in ms (default 1000): a dead node holds its units this long. */
+  leaseMs: number;
+  /** The share of the limit that may be out on leases at once across all nodes (default 0.02): the over-admission bound. */
+  maxOutstandingShare: number;
+}
+
+/** DeathSpec is one node dying at `atMs`: its requests in flight are lost, and its units stay counted until its lease ends. */
+export interface DeathSpec {
+  node: number;
+  atMs: number;
 }
 
 /** LaneSpec is one policy run over the scenario's traffic: one series in every chart. */

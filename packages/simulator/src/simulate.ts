@@ -1,9 +1,11 @@
 import { generateArrivals, type Arrivals } from './arrivals.js';
 import { runDistributed } from './engine/distributed.js';
+import { runLeaseLane } from './engine/leased.js';
 import type { LaneRun, Watch } from './engine/lane-run.js';
 import { runShape, runSmooth } from './engine/queueing.js';
 import { runRefuse } from './engine/refuse.js';
 import { runWait } from './engine/wait.js';
+import { leaseReportOf, type LeaseReport } from './lease-report.js';
 import { scoreLane, type Score } from './oracle.js';
 import { parseScenario } from './parse-scenario.js';
 import {
@@ -35,8 +37,12 @@ export interface LaneResult {
   readonly admittedAtMs: Float64Array;
   /** Each arrival's key state right after its decision, in the reading's unit (NaN: none); kept only with `keepStates`. */
   readonly stateAfter: Float32Array | undefined;
-  /** How many gateway nodes decided: request i went to node `i % nodes`. */
+  /** How many gateway nodes decided: request i went to node `i % nodes`, unless `nodeOf` says otherwise. */
   readonly nodes: number;
+  /** The node each request went to, when not `i % nodes` (a leased fleet's weights and deaths). */
+  readonly nodeOf: Int32Array | undefined;
+  /** A leased lane's figures: each node, store operations, over-admission against the stated bound, and the per-request peer's. */
+  readonly leases: LeaseReport | undefined;
 }
 
 /** SimulateOptions are what {@link simulate} keeps beside the scores and the charts' series. */
@@ -157,6 +163,11 @@ function laneResult(
     admittedAtMs: run.admittedAtMs,
     stateAfter: run.stateAfter,
     nodes: run.nodes,
+    nodeOf: run.nodeOf,
+    leases:
+      lane.distribution?.lease === undefined
+        ? undefined
+        : leaseReportOf(lane, buildAlgorithm(lane.policy as LimiterPolicySpec, 'policy'), arrivals, run),
   };
 }
 
@@ -201,6 +212,7 @@ export async function runLane(
   if (spec.type === 'smooth-bursty' || spec.type === 'smooth-warming-up')
     return runSmooth(spec, arrivals, { watch, distribution, maxWaitMs: lane.maxWaitMs, seed });
   const algorithm = buildAlgorithm(spec, `${context.path}.policy`);
+  if (distribution?.lease !== undefined) return runLeaseLane(arrivals, { algorithm, distribution, seed }, watch);
   const outage = distribution?.outage;
   const localAlgorithm =
     outage?.onError === 'local'

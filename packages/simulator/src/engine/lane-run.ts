@@ -13,6 +13,24 @@ export interface LaneRun {
   readonly nodes: number;
   /** The chart key's state at the end of each chart step (NaN where the run never got there). */
   readonly stateAtStepEnd: Float64Array;
+  /** The node each request went to, when not `i % nodes` (a leased fleet's weights and deaths). */
+  readonly nodeOf?: Int32Array;
+  /** A leased fleet's calls to the store and deaths, when the lane leases. */
+  readonly fleet?: FleetRecord;
+  /** The same fleet deciding every request on the store, when the lane leases: its peer in the lease report. */
+  readonly perRequest?: LaneRun;
+}
+
+/** FleetRecord is what a fleet on one store records beside its admissions. */
+export interface FleetRecord {
+  /** Calls that reached the store from each node: asks, returns and per-request decisions. */
+  readonly storeOps: readonly number[];
+  /** When each node died, in ms (NaN: it lived). */
+  readonly diedAtMs: readonly number[];
+  /** Requests each node had in hand when it died, never answered (counted as refused). */
+  readonly lost: readonly number[];
+  /** Units each node held of the watched key on the store's ledger at the end of each chart step (0 once its record ended; NaN where the run never got there). */
+  readonly heldAtStepEnd: readonly Float64Array[];
 }
 
 /** Watch is what an engine records the state of: the reading, and the key whose state it samples per step. */

@@ -63,8 +63,12 @@ export function decideOrRefuse(limiter: Limiter, key: string, options: ConsumeOp
   try {
     return limiter.consumeSync(key, options);
   } catch (error) {
-    if (error instanceof FloodgateError && (error.code === 'COST_EXCEEDS_LIMIT' || error.code === 'INVALID_COST'))
-      return undefined;
+    if (isCostRefusal(error)) return undefined;
     throw error;
   }
+}
+
+/** isCostRefusal returns whether `error` is the library's refusal of a cost the policy can never admit (the simulator counts it as refused). */
+export function isCostRefusal(error: unknown): boolean {
+  return error instanceof FloodgateError && (error.code === 'COST_EXCEEDS_LIMIT' || error.code === 'INVALID_COST');
 }

@@ -1,5 +1,6 @@
 import type { LaneResult, SimulationResult } from '../simulate.js';
 import { colorOf, formatNumber } from './format.js';
+import { leaseCharts } from './lease-charts.js';
 import { spacingChart } from './spacing-chart.js';
 import { renderLineChart, type ChartSeries, type LineChartOptions } from './svg-chart.js';
 
@@ -18,7 +19,9 @@ export interface Chart {
  * against its bound; the wait percentiles of the lanes that wait (no chart when none does); and
  * the chart key's rolling-window count against each lane's nominal limit (dotted) and what the
  * policy promises (dashed: twice the limit for a fixed window); and, when a lane is a smooth
- * limiter, the spacing between its consecutive admissions against 1 / rate ({@link spacingChart}).
+ * limiter, the spacing between its consecutive admissions against 1 / rate ({@link spacingChart});
+ * and, when a lane leases, store operations per admitted request against over-admission and a
+ * leased fleet's admissions per node ({@link leaseCharts}).
  *
  * @example
  * for (const chart of renderCharts(await simulate(scenario))) writeFileSync(`${chart.id}.svg`, chart.svg);
@@ -32,6 +35,7 @@ export function renderCharts(result: SimulationResult): Chart[] {
     ...(wait === undefined ? [] : [wait]),
     windowChart(result),
     ...(spacing === undefined ? [] : [spacing]),
+    ...leaseCharts(result),
   ];
 }
 

@@ -23,8 +23,8 @@ const CHUNK_ROWS = 20_000;
 /**
  * exportDecisions yields every decision of a run as text, in chunks to be written one after the
  * other: for each lane, each request in arrival order with its lane, arrival time (ms), key, the
- * node that decided it (0-based; request i goes to node `i % nodes`), cost, `admitted` or
- * `refused`, its wait in ms (empty or null when refused), the key's state right after the
+ * node that decided it (0-based; request i goes to node `i % nodes` unless a leased fleet's
+ * weights or deaths moved it), cost, `admitted` or `refused`, its wait in ms (empty or null when refused), the key's state right after the
  * decision (empty or null when there is none to read, or when the run did not keep states: run
  * `simulate` with `keepStates`) and what that state is (`tokens left`).
  * CSV starts with a header line and quotes a field holding a comma, quote or line break. Numbers
@@ -50,7 +50,7 @@ export function* exportDecisions(result: SimulationResult, format: ExportFormat)
         name,
         formatNumber(at),
         keys[arrivals.keyIds[i]!]!,
-        String(i % lane.nodes),
+        String(lane.nodeOf === undefined ? i % lane.nodes : lane.nodeOf[i]!),
         formatNumber(arrivals.costs[i]!),
         admitted ? 'admitted' : 'refused',
         admitted ? formatNumber(admittedAtMs - at) : undefined,

@@ -51,3 +51,8 @@ export function niceTicks(max: number, count = 5): number[] {
   }
   return ticks;
 }
+
+/** clipText returns `text` cut to `length` characters, ending in an ellipsis when cut: a legend entry's room. */
+export function clipText(text: string, length: number): string {
+  return text.length > length ? `${text.slice(0, length - 1)}…` : text;
+}

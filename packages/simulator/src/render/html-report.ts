@@ -1,6 +1,7 @@
 import type { SimulationResult } from '../simulate.js';
 import { renderCharts, type Chart } from './charts.js';
 import { colorOf, escapeXml, formatNumber } from './format.js';
+import { LEASE_HEADERS, LEASE_NOTES, leaseDeathLines, leaseRows } from './lease-summary.js';
 import { SCORE_NOTES, SUMMARY_HEADERS, summaryRows } from './summary.js';
 
 const STYLE = `
@@ -34,6 +35,7 @@ export function renderHtmlReport(result: SimulationResult, charts: readonly Char
     `<p class="lead">${result.arrivals.length} requests on ${result.arrivals.keys.length} key(s) over ${formatNumber(sc.durationMs)} ms of virtual time, seed ${sc.seed}; every lane runs floodgate's own code on a manual clock.</p>`,
     summaryTable(result),
     `<ul class="notes">\n${SCORE_NOTES.map((n) => `<li>${escapeXml(n)}</li>`).join('\n')}\n</ul>`,
+    ...leaseTable(result),
     lanesList(result),
     ...chartFigures(charts),
     ...scenarioSection(sc),
@@ -86,6 +88,20 @@ function summaryTable(result: SimulationResult): string {
     return `<tr>${tds.join('')}</tr>`;
   });
   return `<table class="summary">\n<thead>${head}</thead>\n<tbody>\n${rows.join('\n')}\n</tbody>\n</table>`;
+}
+
+/** The leased lanes' table, their deaths and what the columns mean; nothing when no lane leases. */
+function leaseTable(result: SimulationResult): string[] {
+  const rows = leaseRows(result);
+  if (rows.length === 0) return [];
+  const head = `<tr>${LEASE_HEADERS.map((h) => `<th>${escapeXml(h)}</th>`).join('')}</tr>`;
+  const body = rows.map((cells) => `<tr>${cells.map((c) => `<td>${escapeXml(c)}</td>`).join('')}</tr>`);
+  const notes = [...leaseDeathLines(result), ...LEASE_NOTES].map((n) => `<li>${escapeXml(n)}</li>`);
+  return [
+    '<h2>Leases</h2>',
+    `<table class="leases">\n<thead>${head}</thead>\n<tbody>\n${body.join('\n')}\n</tbody>\n</table>`,
+    `<ul class="notes">\n${notes.join('\n')}\n</ul>`,
+  ];
 }
 
 function lanesList(result: SimulationResult): string {

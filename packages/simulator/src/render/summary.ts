@@ -1,6 +1,7 @@
 import type { TrafficSpec } from '../scenario.js';
 import type { SimulationResult } from '../simulate.js';
 import { formatNumber } from './format.js';
+import { LEASE_HEADERS, LEASE_NOTES, leaseDeathLines, leaseRows } from './lease-summary.js';
 
 /** summaryRows returns one row of text cells per lane, under {@link SUMMARY_HEADERS}. */
 export function summaryRows(result: SimulationResult): string[][] {
@@ -60,8 +61,23 @@ export function renderTextSummary(result: SimulationResult): string {
     ),
     '',
     ...SCORE_NOTES,
+    ...leaseSection(result),
   ];
   return out.join('\n') + '\n';
+}
+
+/** The lease table, its deaths and notes, after a blank line; nothing when no lane leases. */
+function leaseSection(result: SimulationResult): string[] {
+  const rows = leaseRows(result);
+  if (rows.length === 0) return [];
+  const deaths = leaseDeathLines(result);
+  return [
+    '',
+    ...textTable([[...LEASE_HEADERS], ...rows]),
+    ...(deaths.length > 0 ? ['', ...deaths] : []),
+    '',
+    ...LEASE_NOTES,
+  ];
 }
 
 /** textTable returns `rows` (the first the headers) as aligned lines: the first column to the left, the others to the right. */
@@ -94,6 +110,7 @@ export function summaryJson(result: SimulationResult): unknown {
       description: lane.description,
       promise: lane.promise,
       score: lane.score,
+      leases: lane.leases === undefined ? undefined : { ...lane.leases, heldAtStepEnd: undefined },
     })),
   });
 }

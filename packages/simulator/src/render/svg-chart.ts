@@ -1,4 +1,4 @@
-import { escapeXml, formatNumber, niceTicks } from './format.js';
+import { clipText, escapeXml, formatNumber, niceTicks } from './format.js';
 
 /** ChartLine is one line of a series: a value per time step. */
 export interface ChartLine {
@@ -166,7 +166,7 @@ function coincidences(series: readonly ChartSeries[]): string[] {
   const notes: string[] = [];
   for (let j = 1; j < series.length; j++) {
     const same = series.slice(0, j).find((earlier) => sameLines(earlier, series[j]!));
-    if (same !== undefined) notes.push(`${clip(series[j]!.name, 12)} = ${clip(same.name, 12)} (coincide)`);
+    if (same !== undefined) notes.push(`${clipText(series[j]!.name, 12)} = ${clipText(same.name, 12)} (coincide)`);
   }
   return notes;
 }
@@ -272,7 +272,7 @@ function legend(options: LineChartOptions, notes: readonly string[]): string {
   const left = PLOT.right + 20;
   const items = options.series.map(
     (s, i) =>
-      `<g class="legend-item" data-name="${escapeXml(s.name)}"><rect x="${left}" y="${PLOT.top + i * 20}" width="14" height="14" fill="${s.color}"/><text x="${left + 20}" y="${PLOT.top + i * 20 + 11}" fill="#222">${escapeXml(clip(s.name, 24))}</text></g>`,
+      `<g class="legend-item" data-name="${escapeXml(s.name)}"><rect x="${left}" y="${PLOT.top + i * 20}" width="14" height="14" fill="${s.color}"/><text x="${left + 20}" y="${PLOT.top + i * 20 + 11}" fill="#222">${escapeXml(clipText(s.name, 24))}</text></g>`,
   );
   let row = options.series.length;
   if (options.reference !== undefined) {
@@ -288,8 +288,4 @@ function legend(options: LineChartOptions, notes: readonly string[]): string {
     row++;
   }
   return `<g class="legend">\n${items.join('\n')}\n</g>`;
-}
-
-function clip(text: string, length: number): string {
-  return text.length > length ? `${text.slice(0, length - 1)}…` : text;
 }
