@@ -2,7 +2,7 @@
  * The config of the traffic listener: its address, and TLS termination with HTTP/2 beside
  * HTTP/1.1 on the same port (chosen per connection by ALPN).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** tlsSchema is the traffic listener's TLS: PEM files read relative to the config file, reloaded with it. */
 export const tlsSchema = z.strictObject({

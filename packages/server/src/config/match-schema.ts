@@ -2,7 +2,7 @@
  * The config of how paths match routes: the stance on ambiguous spellings (gateway-wide under
  * `paths`, overridable by a route's `match.ambiguous`), and its compiled form.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { AMBIGUITIES, ambiguityBit, type Ambiguity } from './normal-path.js';
 
 /** stanceSchema is what to do with one kind of ambiguous spelling: refuse it with 400, or forward its normal form. */

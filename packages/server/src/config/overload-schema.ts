@@ -4,7 +4,7 @@
  * What no schema can say (both limits at once, a minimum above a maximum, a default tier that names
  * nothing) is checked in `overload-checks.ts`.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 const positive = z.number().positive();
 const whole = z.number().int();

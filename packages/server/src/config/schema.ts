@@ -2,7 +2,7 @@
  * The gateway's config file, as a strict zod schema: an unknown key anywhere is an error, every
  * number says its unit in its name, and `floodgate schema` prints the same schema as JSON Schema.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { listenSchema } from './listen-schema.js';
 import { ambiguousSchema, pathsSchema } from './match-schema.js';
 import { protectionFields, upstreamSchema } from './overload-schema.js';

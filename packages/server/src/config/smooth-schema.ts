@@ -3,7 +3,7 @@
  * request of the rule (on Redis, of every gateway process) at an even rate instead of counting
  * them in windows.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 const positive = z.number().positive();
 const permitsPerSecond = positive.describe('The steady rate requests are paced at, per second.');

@@ -5,7 +5,7 @@
  */
 import { Readable } from 'node:stream';
 import type { HeaderPair } from 'floodgate/http';
-import { Pool } from 'undici';
+import { Pool } from '../undici-pool.js';
 import { hasBody, isGone, type ClientRequest, type ClientResponse } from './exchange.js';
 import { downstreamHeaders, upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 import { problem, reply } from './reply.js';

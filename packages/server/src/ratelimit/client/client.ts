@@ -5,7 +5,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { FloodgateError } from 'floodgate';
-import { Pool } from 'undici';
+import { Pool } from '../../undici-pool.js';
 import { loadRateLimitService } from '../protocol/proto.js';
 import { ServiceGuard, type ServiceGuardOptions } from './service-guard.js';
 import { parseServiceUrl } from './service-url.js';

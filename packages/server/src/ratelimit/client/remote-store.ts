@@ -18,7 +18,7 @@ import {
   type StoreConsumeAllResult,
   type StoreRequest,
 } from 'floodgate';
-import { Pool } from 'undici';
+import { Pool } from '../../undici-pool.js';
 import { ServiceGuard, type ServiceGuardOptions } from './service-guard.js';
 import { policySpecOf, type PolicySpec, type StoreOp } from '../protocol/policy-spec.js';
 import { parseServiceUrl } from './service-url.js';
