@@ -7,14 +7,17 @@
  *
  * Left out of the bundle, installed as dependencies: gRPC and its proto loader (loaded only with
  * a rate limit service), the OpenTelemetry API (one copy per process, shared with the
- * application's tracing SDK), ioredis (only with a Redis store), pino (its transports start worker
- * threads from their own files) and floodgate-simulator (its own package, for `floodgate simulate`
- * and `check` of scenarios). What is bundled keeps its licence: `dist/cli/THIRD-PARTY-LICENSES.txt`
- * holds the licence text of every package the bundle carries code of.
+ * application's tracing SDK), ioredis (only with a Redis store) and floodgate-simulator (its own
+ * package, for `floodgate simulate` and `check` of scenarios). pino is bundled: floodgate uses no
+ * pino transport (the one part of pino that starts worker threads from its own files), and pino's
+ * two dozen files cost more to find and load at every start than their code does to parse.
+ * prom-client is bundled with its OpenTelemetry import made lazy ({@link lazyOtelInPromClient}).
+ * What is bundled keeps its licence: `dist/cli/THIRD-PARTY-LICENSES.txt` holds the licence text of
+ * every package the bundle carries code of.
  */
 import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
-import { build, type Metafile } from 'esbuild';
+import { build, type Metafile, type Plugin } from 'esbuild';
 
 /** EXTERNAL are the packages the bundle imports at run time instead of carrying. */
 export const EXTERNAL: readonly string[] = [
@@ -22,9 +25,32 @@ export const EXTERNAL: readonly string[] = [
   '@grpc/proto-loader',
   '@opentelemetry/api',
   'ioredis',
-  'pino',
   'floodgate-simulator',
 ];
+
+/** The line of prom-client's process CPU metric that loads OpenTelemetry's API, and what replaces it. */
+const PROM_OTEL_IMPORT = "const OtelApi = require('@opentelemetry/api');";
+const PROM_OTEL_LAZY =
+  "let otelApi; const OtelApi = { get trace() { return (otelApi ??= require('@opentelemetry/api')).trace; }, get context() { return (otelApi ??= require('@opentelemetry/api')).context; } };";
+
+/**
+ * lazyOtelInPromClient: prom-client's process CPU metric loads OpenTelemetry's API when prom-client
+ * loads, for one use, exemplars (the current span's ids on the metric), which floodgate does not
+ * enable; loading it cost about 78 M instructions at every start (its fifty-odd files). This makes
+ * that import happen on first use instead. It fails the build if a new prom-client no longer has
+ * the line, rather than bundling it unchanged.
+ */
+const lazyOtelInPromClient: Plugin = {
+  name: 'lazy-otel-in-prom-client',
+  setup(build) {
+    build.onLoad({ filter: /prom-client[\\/]lib[\\/]metrics[\\/]processCpuTotal\.js$/ }, async (args) => {
+      const source = await readFile(args.path, 'utf8');
+      if (!source.includes(PROM_OTEL_IMPORT))
+        throw new Error(`${args.path}: no longer has \`${PROM_OTEL_IMPORT}\`; look again at lazyOtelInPromClient`);
+      return { contents: source.replace(PROM_OTEL_IMPORT, PROM_OTEL_LAZY), loader: 'js' };
+    });
+  },
+};
 
 /** bundleCli writes the bundle of `packageDir`'s CLI into `distDir/cli` (emptied first) and returns that folder. */
 export async function bundleCli(packageDir: string, distDir: string): Promise<string> {
@@ -41,6 +67,7 @@ export async function bundleCli(packageDir: string, distDir: string): Promise<st
     absWorkingDir: packageDir,
     conditions: ['floodgate-source'],
     external: [...EXTERNAL],
+    plugins: [lazyOtelInPromClient],
     // CommonJS packages in the bundle call require() for Node's own modules.
     banner: {
       js: "import { createRequire as __floodgateRequire } from 'node:module';\nconst require = __floodgateRequire(import.meta.url);",
