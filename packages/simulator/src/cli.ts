@@ -33,7 +33,8 @@ identical copies of that service instead. Same scenario and seed, same bytes out
 
   -s, --scenario <file>   the scenario, YAML or JSON (trace files are read relative to it)
   -o, --out <dir>         write report.html, the charts (admitted.svg, state-N.svg per lane,
-                          wait.svg when a lane waits, window.svg; for a service: concurrency.svg,
+                          wait.svg when a lane waits, window.svg; leases.svg, nodes-N.svg and
+                          held-N.svg when a lane leases; for a service: concurrency.svg,
                           goodput.svg, latency*.svg), summary.json and summary.txt
   -e, --export <file>     write every decision, one a line: CSV (.csv) or JSON lines (.jsonl):
                           lane, atMs, key, node, cost, decision, waitMs, stateAfter, state

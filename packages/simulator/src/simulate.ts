@@ -16,7 +16,7 @@ import {
   type LimiterPolicySpec,
   type PolicyPromise,
 } from './policy.js';
-import type { LaneSpec, Scenario } from './scenario.js';
+import type { DistributionSpec, LaneSpec, Scenario } from './scenario.js';
 import { seriesOf, type Series } from './series.js';
 import { StateProbe, StateRecorder, stateReadingOf, type StateReading } from './state.js';
 
@@ -231,6 +231,7 @@ function describeLane(lane: LaneSpec): string {
   const d = lane.distribution;
   const local = (lane.policy.type === 'shaping-queue' || lane.policy.type.startsWith('smooth-')) && d?.shared !== true;
   if (d !== undefined && local) parts.push(`${d.nodes} nodes, each its own at share ${round(d.share)} of the rate`);
+  else if (d?.lease !== undefined) parts.push(...describeLeases(d));
   else if (d !== undefined) {
     parts.push(
       `${d.nodes} nodes${lane.policy.type.startsWith('smooth-') ? ' sharing one limiter on the store' : ''}, round trip ${d.roundTripMs} ms${d.roundTripJitterMs > 0 ? ` + up to ${d.roundTripJitterMs} ms` : ''}, skew ${Math.min(...d.skewMs)}..${Math.max(...d.skewMs)} ms`,
@@ -242,6 +243,16 @@ function describeLane(lane: LaneSpec): string {
       );
   }
   return parts.join('; ');
+}
+
+/** A leased fleet in words: nodes and lease, round trip, weights when uneven, deaths. */
+function describeLeases(d: DistributionSpec): string[] {
+  const parts = [
+    `${d.nodes} nodes leasing for ${d.lease!.leaseMs} ms, share ${d.lease!.maxOutstandingShare} outstanding, round trip ${d.roundTripMs} ms${d.roundTripJitterMs > 0 ? ` + up to ${d.roundTripJitterMs} ms` : ''}`,
+  ];
+  if (d.weights.some((w) => w !== d.weights[0])) parts.push(`weights ${d.weights.join(':')}`);
+  for (const death of d.deaths) parts.push(`node ${death.node} dies at ${death.atMs} ms`);
+  return parts;
 }
 
 function round(value: number): number {
