@@ -5,31 +5,10 @@ import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { SmoothRateLimiter } from '../../src/core/smooth/smooth-rate-limiter.js';
 import { FakeStopwatch } from './fake-stopwatch.js';
-
-// Every test of Guava's RateLimiterTest, as operations and the event log Guava asserts. A copy
-// lives next to this file; the original sits in shared/ beside the repository.
-interface Op {
-  op: string;
-  rate?: number | string;
-  warmupMs?: number;
-  coldFactor?: number;
-  permits?: number;
-  repeat?: number;
-  ms?: number;
-  nanos?: number;
-  timeoutMicros?: number;
-  expect?: boolean;
-}
-interface Vector {
-  ops: Op[];
-  events: string[];
-  eventMicros: number[];
-}
+import { GUAVA_VECTORS, GUAVA_VECTORS_FILE, type GuavaOp } from './guava-vectors.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const copyPath = path.join(here, 'guava-vectors.json');
 const sharedPath = path.resolve(here, '../../../..', '../shared/reference/guava-vectors.json');
-const vectors = JSON.parse(readFileSync(copyPath, 'utf8')) as { tests: Record<string, Vector> };
 
 function rateOf(value: number | string | undefined): number {
   if (value === 'Infinity') return Infinity;
@@ -40,7 +19,7 @@ function rateOf(value: number | string | undefined): number {
 
 /** Runs one op; returns the limiter (created or unchanged). */
 async function step(
-  op: Op,
+  op: GuavaOp,
   limiter: SmoothRateLimiter | undefined,
   time: FakeStopwatch,
 ): Promise<SmoothRateLimiter | undefined> {
@@ -80,14 +59,17 @@ async function step(
 describe('Guava RateLimiterTest vectors', () => {
   test('the copy matches shared/reference when that is present', (t) => {
     if (!existsSync(sharedPath)) return t.skip('shared/reference not beside the clone');
-    assert.deepEqual(JSON.parse(readFileSync(copyPath, 'utf8')), JSON.parse(readFileSync(sharedPath, 'utf8')));
+    assert.deepEqual(
+      JSON.parse(readFileSync(GUAVA_VECTORS_FILE, 'utf8')),
+      JSON.parse(readFileSync(sharedPath, 'utf8')),
+    );
   });
 
   test('the file holds the known tests', () => {
-    assert.ok(Object.keys(vectors.tests).length >= 22);
+    assert.ok(Object.keys(GUAVA_VECTORS).length >= 22);
   });
 
-  for (const [name, vector] of Object.entries(vectors.tests)) {
+  for (const [name, vector] of Object.entries(GUAVA_VECTORS)) {
     test(name, async () => {
       const time = new FakeStopwatch();
       let limiter: SmoothRateLimiter | undefined;

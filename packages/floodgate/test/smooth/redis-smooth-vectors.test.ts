@@ -1,12 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import path from 'node:path';
 import { RedisStore, ioredisAdapter } from '../../src/redis.js';
 import { RedisSmoothLimiter } from '../../src/waiting/redis-smooth-limiter.js';
 import { useRedis } from '../redis/setup.js';
 import { FakeStopwatch } from './fake-stopwatch.js';
+import { GUAVA_VECTORS, hasFiniteRates, type GuavaOp } from './guava-vectors.js';
 
 // Guava's own RateLimiterTest, run against the fleet's limiter on a real Redis: the script takes
 // the fake stopwatch's time (test mode), and each acquire really waits on the ManualClock in this
@@ -14,30 +12,6 @@ import { FakeStopwatch } from './fake-stopwatch.js';
 // takes finite rates only, and its moments are exact up to 2^53 µs (Guava's long saturates later).
 
 const redis = useRedis();
-
-interface Op {
-  op: string;
-  rate?: number | string;
-  warmupMs?: number;
-  coldFactor?: number;
-  permits?: number;
-  repeat?: number;
-  ms?: number;
-  nanos?: number;
-  timeoutMicros?: number;
-  expect?: boolean;
-}
-interface Vector {
-  ops: Op[];
-  events: string[];
-  eventMicros: number[];
-}
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const vectors = JSON.parse(readFileSync(path.join(here, 'guava-vectors.json'), 'utf8')) as {
-  tests: Record<string, Vector>;
-};
-const finite = (v: Vector): boolean => v.ops.every((op) => op.rate === undefined || typeof op.rate === 'number');
 
 let names = 0;
 
@@ -55,7 +29,7 @@ async function acquire(limiter: RedisSmoothLimiter, permits: number, time: FakeS
   await time.sleep(seconds! * 1000);
 }
 
-async function step(op: Op, limiter: RedisSmoothLimiter | undefined, time: FakeStopwatch, store: RedisStore) {
+async function step(op: GuavaOp, limiter: RedisSmoothLimiter | undefined, time: FakeStopwatch, store: RedisStore) {
   const name = `vector-${names++}`;
   switch (op.op) {
     case 'create':
@@ -95,7 +69,7 @@ async function step(op: Op, limiter: RedisSmoothLimiter | undefined, time: FakeS
 }
 
 describe("Guava's RateLimiterTest on the Redis smooth limiter", () => {
-  const runnable = Object.entries(vectors.tests).filter(([, v]) => finite(v));
+  const runnable = Object.entries(GUAVA_VECTORS).filter(([, v]) => hasFiniteRates(v));
 
   test('the finite-rate tests are the ones run', () => {
     assert.equal(runnable.length, 16);

@@ -12,12 +12,12 @@
  * The time is Guava's fake stopwatch (on Redis, the store's test mode: the scripts take it too).
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { RedisStore, ioredisAdapter } from 'floodgate/redis';
 import { SmoothRateLimiter, type Clock, type Store } from 'floodgate';
 import { request } from 'undici';
 import { FakeStopwatch } from '../../../floodgate/test/smooth/fake-stopwatch.js';
+import { GUAVA_VECTORS, type GuavaOp, type GuavaVector } from '../../../floodgate/test/smooth/guava-vectors.js';
 import { useRedis } from '../../../floodgate/test/redis/setup.js';
 import {
   createRateLimitService,
@@ -28,44 +28,20 @@ import {
 } from '../../src/ratelimit/index.js';
 import { domainsOf } from './support.js';
 
-interface Op {
-  op: string;
-  rate?: number | string;
-  warmupMs?: number;
-  coldFactor?: number;
-  permits?: number;
-  repeat?: number;
-  ms?: number;
-  nanos?: number;
-  timeoutMicros?: number;
-  expect?: boolean;
-}
-interface Vector {
-  ops: Op[];
-  events: string[];
-  eventMicros: number[];
-}
-
-const VECTORS = (
-  JSON.parse(readFileSync(new URL('../../../floodgate/test/smooth/guava-vectors.json', import.meta.url), 'utf8')) as {
-    tests: Record<string, Vector>;
-  }
-).tests;
-
 /**
  * The vectors a reservation API can replay: finite rates (a config takes those only), no setRate
  * (a limit's rate is its config's), and nothing between `create` and the first acquire, since a
  * key's limiter is created by its first reservation (as the Redis limiter's is) where Guava's
  * test creates it before sleeping: testOneSecondBurst is left out for that.
  */
-const RUNNABLE = Object.entries(VECTORS).filter(
+const RUNNABLE = Object.entries(GUAVA_VECTORS).filter(
   ([, v]) =>
     v.ops.every((op) => typeof (op.rate ?? 0) === 'number' && op.op !== 'setRate') &&
     ['acquire', 'tryAcquire'].includes(v.ops[1]!.op),
 );
 
 /** configOf returns the smooth limit a vector's create step makes, as config. */
-function configOf(create: Op): string {
+function configOf(create: GuavaOp): string {
   const kind =
     create.op === 'createWarmingUp'
       ? `warmup_ms: ${create.warmupMs!}, cold_factor: ${create.coldFactor!}`
@@ -112,7 +88,7 @@ async function startServices(config: string, stores: readonly Store[], clock: Cl
 }
 
 /** replay sends a vector's steps, the n-th reservation to `ports[n % ports.length]`, sleeping each wait on `time`. */
-async function replay(vector: Vector, ports: readonly number[], time: FakeStopwatch, key: string): Promise<void> {
+async function replay(vector: GuavaVector, ports: readonly number[], time: FakeStopwatch, key: string): Promise<void> {
   let n = 0;
   const ask = async (permits: number, maxWaitMs: number | undefined): Promise<Answer> => {
     const answer = await reserve(ports[n++ % ports.length]!, { domain: 'guava', name: 'v', key, permits, maxWaitMs });
