@@ -161,6 +161,20 @@ async function runOnce(port: number, admin: Redis, run: Run, keyTag: string): Pr
   };
 }
 
+/**
+ * shareTarget returns the verdict on issue 25's fairness target for the leased runs of 8 skewed
+ * nodes in `runs`: each node's admitted share within 5% of its demand-proportional share.
+ */
+function shareTarget(
+  where: string,
+  runs: readonly { nodes: number; skewed: boolean; share: number | undefined; fairness: readonly number[] }[],
+): string {
+  const skewed = runs.filter((r) => r.nodes === 8 && r.skewed && r.share !== undefined);
+  const worst = Math.max(...skewed.flatMap((r) => r.fairness.map((f) => Math.abs(f - 1))));
+  const verdict = worst <= 0.05 ? 'met' : 'not met';
+  return `${where}, 8 skewed nodes on leases: each node's share of what was admitted within ${(worst * 100).toFixed(1)}% of its share of the demand (target 5%: ${verdict})`;
+}
+
 function line(r: Result): string {
   const mode = r.share === undefined ? 'per-request' : `lease ${r.share}`;
   const fair = r.fairness.map((f) => f.toFixed(3)).join(' ');
@@ -191,6 +205,7 @@ async function main(): Promise<void> {
       `${String(r.nodes).padStart(2)} nodes ${r.skewed ? 'skewed' : 'steady'} ${mode.padEnd(12)} admitted ${String(r.admitted).padStart(6)}  calls/admitted ${r.callsPerAdmitted.toFixed(4)}  over ${r.overPercent.toFixed(2)}% of the limit  share/fair: ${r.fairness.map((f) => f.toFixed(3)).join(' ')}`,
     );
   }
+  console.log(shareTarget('manual clock', virtual));
   console.log(
     `-- real Redis, nodes in this process (load average ${loadavg()
       .map((l) => l.toFixed(2))
@@ -210,6 +225,7 @@ async function main(): Promise<void> {
       console.log(line(r));
     }
   }
+  console.log(shareTarget('real Redis', results));
   // The picture is the manual clock's: the algorithm's round trips and over-admission, which the
   // machine's load does not move (the real runs are printed beside it).
   const lines: CurveLine[] = [1, 3, 8].map((nodes) => ({

@@ -83,6 +83,22 @@ export async function consumeAcross(items: readonly Item[]): Promise<LimitsDecis
 }
 
 /**
+ * consumeLone decides a lone entry (its cost within its limit) on an asynchronous store: one charge
+ * of its table, as {@link consumeAcross} would make it, without a promise when the table answers
+ * at once. A charge that throws rejects.
+ */
+export function consumeLone(item: Item): LimitsDecision | Promise<LimitsDecision> {
+  let answer: MaybePromise<Decision>;
+  try {
+    answer = charge(item);
+  } catch (error) {
+    return Promise.reject(error as Error);
+  }
+  if (answer instanceof Promise) return answer.then((d) => finish([item], [d], d.allowed));
+  return finish([item], [answer], answer.allowed);
+}
+
+/**
  * lookAll decides `items` by looking only, charging nothing: the answer after a store call that may
  * or may not have run (a reply that timed out or came back garbled), where charging again could
  * count the request twice.

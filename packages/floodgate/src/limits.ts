@@ -9,7 +9,15 @@ import { LIMITER_BRAND, type ConsumeOptions, type Limiter } from './limiter.js';
 import { MemoryTable } from './stores/memory-store.js';
 import { invalidKey, isKey, type Store, type SyncPolicyStore } from './stores/store.js';
 import { UndoLog } from './stores/undo-log.js';
-import { consumeAcross, lookAll, never, reportItems, type Item, type LimitsDecision } from './limits-across.js';
+import {
+  consumeAcross,
+  consumeLone,
+  lookAll,
+  never,
+  reportItems,
+  type Item,
+  type LimitsDecision,
+} from './limits-across.js';
 
 export type { LimitsDecision } from './limits-across.js';
 
@@ -152,17 +160,24 @@ export function consumeAllSync(entries: readonly LimitEntry[]): LimitsDecision {
  */
 export function consumeAll(entries: readonly LimitEntry[]): Promise<LimitsDecision> {
   try {
-    if (!Array.isArray(entries)) throw notEntries('consumeAll');
-    const items = entries.map(checkItem);
-    if (items.every((item) => item.sync !== undefined)) return Promise.resolve(consumeAllSync(entries));
-    // A lone entry is one charge of its table: batched with the tick's other decisions (one script
-    // per tick on Redis), where the store's all-or-nothing call would be a script of its own.
-    const store = items.length > 1 ? sharedStore(items) : undefined;
-    if (store !== undefined) return consumeOnStore(store, items);
-    return consumeAcross(items);
+    return Promise.resolve(decideEntries(entries));
   } catch (error) {
     return Promise.reject(error as Error);
   }
+}
+
+/** consumeAll's decision, without a promise where none is needed; it throws for bad entries. */
+function decideEntries(entries: readonly LimitEntry[]): LimitsDecision | Promise<LimitsDecision> {
+  if (!Array.isArray(entries)) throw notEntries('consumeAll');
+  const items = entries.map(checkItem);
+  if (items.every((item) => item.sync !== undefined)) return consumeAllSync(entries);
+  // A lone entry is one charge of its table: batched with the tick's other decisions (one script
+  // per tick on Redis), where the store's all-or-nothing call would be a script of its own; and
+  // answered at once when the table answers at once (a quota lease spending units it holds).
+  if (items.length === 1 && !items[0]!.never) return consumeLone(items[0]!);
+  const store = items.length > 1 ? sharedStore(items) : undefined;
+  if (store !== undefined) return consumeOnStore(store, items);
+  return consumeAcross(items);
 }
 
 interface SyncRefund {
@@ -296,7 +311,8 @@ const LOOK: ConsumeOptions = Object.freeze({ cost: 0 });
 /**
  * decideAll is the multi-limit decision for a caller that answers with every limit's state (the
  * HTTP gate's and the gateway's `RateLimit` headers): {@link consumeAllSync}, without a promise,
- * when every entry's store is synchronous, else {@link consumeAll}. In a refusal, each limit that
+ * when every entry's store is synchronous, else {@link consumeAll}'s decision (also without a
+ * promise for a lone entry whose table answers at once: a quota lease spending units it holds). In a refusal, each limit that
  * admitted on trial reports what it has standing instead of its trial decision, since the refused
  * request was charged nowhere: it is looked at again at cost 0 (on synchronous stores in the same
  * turn; on asynchronous ones in parallel, keeping the trial decision where the look fails, as the
@@ -309,7 +325,16 @@ const LOOK: ConsumeOptions = Object.freeze({ cost: 0 });
 export function decideAll(entries: readonly LimitEntry[]): LimitsDecision | Promise<LimitsDecision> {
   let sync = Array.isArray(entries);
   for (let i = 0; sync && i < entries.length; i++) sync = entries[i]?.limiter?.table?.synchronous === true;
-  if (!sync) return consumeAll(entries).then(standingAsync);
+  if (!sync) {
+    let decided: LimitsDecision | Promise<LimitsDecision>;
+    try {
+      decided = decideEntries(entries);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    if (decided instanceof Promise) return decided.then(standingAsync);
+    return decided.allowed ? decided : standingAsync(decided);
+  }
   const result = consumeAllSync(entries);
   if (result.allowed) return result;
   const decisions = result.decisions.slice();

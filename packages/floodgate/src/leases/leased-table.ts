@@ -74,6 +74,8 @@ export class LeasedTable implements PolicyStore {
   /** counts are this table's calls to the shared state. */
   readonly counts: LeaseCounts = { asks: 0, returns: 0, direct: 0 };
   private readonly keys = new Map<string, KeyLease>();
+  /** The entry last in `keys` (the most recently used), or undefined. */
+  private newest: KeyLease | undefined = undefined;
   private readonly holder: string;
   private readonly alarm: Alarm;
   /** How long before a lease ends its unspent units are given back, in ms. */
@@ -99,8 +101,12 @@ export class LeasedTable implements PolicyStore {
     return k.balance;
   }
 
-  /** consume decides `cost` on `key` from this node's lease, asking for units when it holds too few. */
-  consume(key: string, cost: number, _nowMs: number): Promise<Decision> {
+  /**
+   * consume decides `cost` on `key` from this node's lease: at once, with no promise, when this node
+   * holds enough units (the common case: no I/O to wait for); else a promise, asking for units.
+   * Bad arguments and a closed table reject.
+   */
+  consume(key: string, cost: number, _nowMs: number): Decision | Promise<Decision> {
     let k: KeyLease;
     try {
       this.o.policy.checkCost(cost);
@@ -112,7 +118,7 @@ export class LeasedTable implements PolicyStore {
     const nowMs = this.o.clock.now();
     k.demanded(cost, nowMs);
     k.prune(nowMs);
-    if (k.balance + 1e-9 >= cost) return Promise.resolve(this.spend(key, k, cost, nowMs));
+    if (k.balance + 1e-9 >= cost) return this.spend(key, k, cost, nowMs);
     return this.short(key, k, cost);
   }
 
@@ -163,9 +169,13 @@ export class LeasedTable implements PolicyStore {
   private entry(key: string): KeyLease {
     let k = this.keys.get(key);
     if (k !== undefined) {
-      // Most recently used last, so that the first entries are the ones to let go.
-      this.keys.delete(key);
-      this.keys.set(key, k);
+      // Most recently used last, so that the first entries are the ones to let go; a key used
+      // again right after itself (a hot key) is already there.
+      if (k !== this.newest) {
+        this.keys.delete(key);
+        this.keys.set(key, k);
+        this.newest = k;
+      }
       return k;
     }
     if (typeof key !== 'string' || key.length === 0)
@@ -173,6 +183,7 @@ export class LeasedTable implements PolicyStore {
     this.o.checkKey?.(key);
     k = new KeyLease();
     this.keys.set(key, k);
+    this.newest = k;
     if (this.keys.size > this.o.settings.maxKeys) this.letGo();
     return k;
   }

@@ -109,7 +109,7 @@ describe('leases on a fleet (manual clock)', () => {
     await closed;
     assert.equal(remaining(), before + held, 'close gave back every unit held');
     assert.equal(fleet.source.stateOf('k').holders.size, 0, 'and ended its record');
-    await assert.rejects(fleet.tables[0]!.consume('k', 1, Number.NaN), { code: 'LIMITER_CLOSED' });
+    await assert.rejects(async () => fleet.tables[0]!.consume('k', 1, Number.NaN), { code: 'LIMITER_CLOSED' });
 
     const idle = makeFleet(policy, 1, { leaseMs: 1000 });
     await drive(idle, 'k', [5], 100);

@@ -139,7 +139,7 @@ export async function drive(
         owed[i]! -= 1;
         const sentAtMs = fleet.clock.now();
         const node = i;
-        void fleet.tables[i]!.consume(key, 1, Number.NaN).then((decision) =>
+        void Promise.resolve(fleet.tables[i]!.consume(key, 1, Number.NaN)).then((decision) =>
           out.push({ node, sentAtMs, atMs: fleet.clock.now(), cost: 1, decision }),
         );
       }

@@ -32,10 +32,13 @@ export interface GatewayProcess {
   stop(timeoutMs?: number): Promise<number | null>;
 }
 
-/** startGateway writes `yaml` to a temp config and starts `floodgate serve` on it, resolving once it listens. */
+/**
+ * startGateway writes `yaml` to a temp config and starts `floodgate serve` on it, resolving once it
+ * listens (rejecting after `startTimeoutMs`, default 15 s).
+ */
 export async function startGateway(
   yaml: string,
-  options: { env?: NodeJS.ProcessEnv; args?: string[] } = {},
+  options: { env?: NodeJS.ProcessEnv; args?: string[]; startTimeoutMs?: number } = {},
 ): Promise<GatewayProcess> {
   const dir = await mkdtemp(join(tmpdir(), 'floodgate-gw-'));
   const configFile = join(dir, 'floodgate.yaml');
@@ -118,7 +121,7 @@ export async function startGateway(
   let listening: LogLine;
   try {
     listening = await Promise.race([
-      waitForLog('listening'),
+      waitForLog('listening', 0, options.startTimeoutMs ?? START_TIMEOUT_MS),
       exited.then((code) =>
         Promise.reject(
           new Error(`the gateway exited (${String(code)}) before listening:\n${JSON.stringify(logs)}\n${stderr}`),
