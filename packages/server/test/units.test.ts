@@ -33,6 +33,16 @@ describe('path patterns', () => {
 
 describe('forwarding headers', () => {
   const facts = { peer: '192.0.2.7', proto: 'http', trusted: false };
+  /** The names of a flat field list, in order. */
+  const names = (fields: readonly string[]): string[] => fields.filter((_, i) => i % 2 === 0);
+  /** The one value of a field in a flat field list (failing when it is absent or repeated). */
+  const value = (fields: readonly string[], name: string): string | undefined => {
+    const values = fields.filter((_, i) => i % 2 === 1 && fields[i - 1] === name);
+    assert.equal(values.length, 1, `${name} once in ${JSON.stringify(fields)}`);
+    return values[0];
+  };
+  /** undici's raw fields: names and values as bytes. */
+  const raw = (...fields: string[]): Buffer[] => fields.map((f) => Buffer.from(f, 'latin1'));
 
   it('drop hop-by-hop fields, those the Connection header names, and Host', () => {
     const out = upstreamHeaders(
@@ -48,7 +58,7 @@ describe('forwarding headers', () => {
       },
       facts,
     );
-    assert.deepEqual(Object.keys(out).sort(), [
+    assert.deepEqual(names(out).sort(), [
       'accept',
       'forwarded',
       'x-forwarded-for',
@@ -62,10 +72,15 @@ describe('forwarding headers', () => {
       { host: 'example.com', 'x-forwarded-for': '10.0.0.1', forwarded: 'for=10.0.0.1', 'x-forwarded-proto': 'https' },
       facts,
     );
-    assert.equal(out['x-forwarded-for'], '192.0.2.7');
-    assert.equal(out['x-forwarded-proto'], 'http');
-    assert.equal(out['x-forwarded-host'], 'example.com');
-    assert.equal(out.forwarded, 'for=192.0.2.7;host=example.com;proto=http');
+    assert.equal(value(out, 'x-forwarded-for'), '192.0.2.7');
+    assert.equal(value(out, 'x-forwarded-proto'), 'http');
+    assert.equal(value(out, 'x-forwarded-host'), 'example.com');
+    assert.equal(value(out, 'forwarded'), 'for=192.0.2.7;host=example.com;proto=http');
+  });
+
+  it('drop a forged X-Forwarded-Host when the request names no host', () => {
+    const out = upstreamHeaders({ 'x-forwarded-host': 'evil.example' }, facts);
+    assert.deepEqual(names(out).sort(), ['forwarded', 'x-forwarded-for', 'x-forwarded-proto']);
   });
 
   it('append to the forwarding fields of a trusted peer, quoting IPv6 in Forwarded', () => {
@@ -78,20 +93,38 @@ describe('forwarding headers', () => {
       },
       { peer: '2001:db8::1', proto: 'http', trusted: true },
     );
-    assert.equal(out['x-forwarded-for'], '10.0.0.1, 2001:db8::1');
-    assert.equal(out['x-forwarded-proto'], 'https');
-    assert.equal(out.forwarded, 'for=10.0.0.1, for="[2001:db8::1]";host="example.com:8443";proto=http');
+    assert.equal(value(out, 'x-forwarded-for'), '10.0.0.1, 2001:db8::1');
+    assert.equal(value(out, 'x-forwarded-proto'), 'https');
+    assert.equal(value(out, 'forwarded'), 'for=10.0.0.1, for="[2001:db8::1]";host="example.com:8443";proto=http');
   });
 
-  it('drop hop-by-hop fields of responses too', () => {
-    const out = downstreamHeaders({
-      connection: 'close, x-hop',
-      'x-hop': '1',
-      'transfer-encoding': 'chunked',
-      'content-type': 'text/plain',
-      'set-cookie': ['a=1', 'b=2'],
-    });
-    assert.deepEqual(out, { 'content-type': 'text/plain', 'set-cookie': ['a=1', 'b=2'] });
+  it('drop hop-by-hop fields of responses too, keeping repeated fields and names in lower case', () => {
+    const out = downstreamHeaders(
+      raw(
+        'Connection',
+        'close, x-hop',
+        'X-Hop',
+        '1',
+        'Transfer-Encoding',
+        'chunked',
+        'Content-Type',
+        'text/plain',
+        'set-cookie',
+        'a=1',
+        'set-cookie',
+        'b=2',
+      ),
+      [],
+    );
+    assert.deepEqual(out, ['content-type', 'text/plain', 'set-cookie', 'a=1', 'set-cookie', 'b=2']);
+  });
+
+  it("put the gateway's own fields in place of an upstream's of the same name, and pass values byte for byte", () => {
+    const out = downstreamHeaders(raw('RateLimit', '"up";r=1;t=1', 'X-Name', '\u00c3\u00a9'), [
+      ['ratelimit', '"gw";r=9;t=1'],
+    ]);
+    assert.deepEqual(out, ['x-name', '\u00c3\u00a9', 'ratelimit', '"gw";r=9;t=1']);
+    assert.deepEqual([...Buffer.from(out[1]!, 'latin1')], [0xc3, 0xa9], 'the UTF-8 bytes of é, as received');
   });
 
   it('trust peers by hop count or by listed addresses and ranges', () => {

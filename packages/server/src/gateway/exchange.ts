@@ -57,3 +57,12 @@ export function answered(res: ClientResponse): boolean {
 export function overHttp2(res: ClientResponse): res is Http2ServerResponse {
   return 'stream' in res;
 }
+
+/**
+ * writeHead starts the answer on `res` with `status` and `fields`, a flat list (`[name, value,
+ * name, value, ...]`): node takes it as it is, over HTTP/1.x and HTTP/2 (whose compatibility API
+ * takes the same list, though its types name only an object), with no object built per answer.
+ */
+export function writeHead(res: ClientResponse, status: number, fields: string[]): void {
+  (res as ServerResponse).writeHead(status, fields);
+}

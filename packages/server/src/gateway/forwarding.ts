@@ -4,6 +4,7 @@
  * `-Proto`, `-Host` and RFC 7239 `Forwarded`).
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { HeaderPair } from 'floodgate/http';
 
 /** The hop-by-hop fields a proxy never forwards (RFC 9110 section 7.6.1, and the obsolete ones still seen). */
 const HOP_BY_HOP = new Set([
@@ -59,49 +60,86 @@ function extraHopByHop(connection: string | string[] | undefined): ReadonlySet<s
 }
 
 /**
- * upstreamHeaders returns the request headers to send upstream: end-to-end fields only, `Host`
- * left to the client library (the upstream's own), and the forwarding fields appended (when the
- * peer is trusted) or started afresh (when it is not, so a client cannot forge them).
+ * The request fields never copied upstream: the hop-by-hop ones, `Host` (left to the client
+ * library: the upstream's own), `Expect` (answered by this hop, see Upstreams.forward) and the
+ * forwarding fields, which {@link upstreamHeaders} writes itself.
  */
-export function upstreamHeaders(
-  incoming: IncomingHttpHeaders,
-  facts: ForwardingFacts,
-): Record<string, string | string[]> {
+const NOT_COPIED = new Set([
+  ...HOP_BY_HOP,
+  'host',
+  'expect',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'forwarded',
+]);
+
+/**
+ * upstreamHeaders returns the request header fields to send upstream as a flat list (`[name,
+ * value, name, value, ...]`, the form undici takes without building an object): end-to-end fields
+ * only, `Host` left to the client library (the upstream's own), and the forwarding fields appended
+ * to (when the peer is trusted) or started afresh (when it is not, so a client cannot forge them).
+ */
+export function upstreamHeaders(incoming: IncomingHttpHeaders, facts: ForwardingFacts): string[] {
   const drop = extraHopByHop(incoming.connection);
-  const out: Record<string, string | string[]> = {};
+  const out: string[] = [];
   for (const name in incoming) {
     const value = incoming[name];
-    // `Expect: 100-continue` is answered by this hop (see Upstreams.forward), not passed on; nor
-    // are HTTP/2's pseudo-header fields (`:authority` has become `host`: see adoptAuthority).
-    if (value === undefined || name === 'host' || name === 'expect' || name.charCodeAt(0) === 58) continue;
-    if (HOP_BY_HOP.has(name) || drop.has(name)) continue;
-    out[name] = value;
+    // HTTP/2's pseudo-header fields are not passed on either (`:authority` has become `host`: see adoptAuthority).
+    if (value === undefined || NOT_COPIED.has(name) || name.charCodeAt(0) === 58) continue;
+    if (drop !== NOTHING_MORE && drop.has(name)) continue;
+    if (typeof value === 'string') out.push(name, value);
+    else for (const v of value) out.push(name, v);
   }
   const host = incoming.host;
   const priorFor = facts.trusted ? joined(incoming['x-forwarded-for']) : undefined;
-  out['x-forwarded-for'] = priorFor === undefined ? facts.peer : `${priorFor}, ${facts.peer}`;
-  out['x-forwarded-proto'] = (facts.trusted ? joined(incoming['x-forwarded-proto']) : undefined) ?? facts.proto;
+  out.push('x-forwarded-for', priorFor === undefined ? facts.peer : `${priorFor}, ${facts.peer}`);
+  out.push('x-forwarded-proto', (facts.trusted ? joined(incoming['x-forwarded-proto']) : undefined) ?? facts.proto);
   const forwardedHost = (facts.trusted ? joined(incoming['x-forwarded-host']) : undefined) ?? host;
-  if (forwardedHost !== undefined) out['x-forwarded-host'] = forwardedHost;
-  else delete out['x-forwarded-host'];
+  if (forwardedHost !== undefined) out.push('x-forwarded-host', forwardedHost);
   const element = forwardedElement(facts, host);
   const priorForwarded = facts.trusted ? joined(incoming.forwarded) : undefined;
-  out.forwarded = priorForwarded === undefined ? element : `${priorForwarded}, ${element}`;
+  out.push('forwarded', priorForwarded === undefined ? element : `${priorForwarded}, ${element}`);
   return out;
 }
 
-/** downstreamHeaders returns an upstream response's headers without its hop-by-hop fields. */
-export function downstreamHeaders(
-  headers: Record<string, string | string[] | undefined>,
-): Record<string, string | string[]> {
-  const drop = extraHopByHop(headers.connection);
-  const out: Record<string, string | string[]> = {};
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined || HOP_BY_HOP.has(name) || drop.has(name)) continue;
-    out[name] = value;
+/**
+ * downstreamHeaders returns the header fields of an upstream's answer as undici reads them (raw
+ * names and values, in pairs) as node's flat list of strings for `writeHead`: without its
+ * hop-by-hop fields, then `own`, the gateway's fields (its `RateLimit` fields), each replacing
+ * the upstream's field of that name. Values are read byte for byte (latin1), so that they go out
+ * as they came in.
+ */
+export function downstreamHeaders(raw: readonly (Buffer | string)[], own: readonly HeaderPair[]): string[] {
+  const out: string[] = [];
+  let connection: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = latin1(raw[i]!).toLowerCase();
+    const value = latin1(raw[i + 1]!);
+    if (name === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`;
+    else if (!HOP_BY_HOP.has(name) && !named(own, name)) out.push(name, value);
   }
+  const drop = extraHopByHop(connection);
+  const kept = drop === NOTHING_MORE ? out : withoutFields(out, drop);
+  for (let i = 0; i < own.length; i++) kept.push(own[i]![0], own[i]![1]);
+  return kept;
+}
+
+/** The flat field list `fields` without the fields called one of `names`. */
+function withoutFields(fields: readonly string[], names: ReadonlySet<string>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < fields.length; i += 2) if (!names.has(fields[i]!)) out.push(fields[i]!, fields[i + 1]!);
   return out;
+}
+
+/** Whether `fields` has a field called `name`. */
+function named(fields: readonly HeaderPair[], name: string): boolean {
+  for (let i = 0; i < fields.length; i++) if (fields[i]![0] === name) return true;
+  return false;
+}
+
+function latin1(value: Buffer | string): string {
+  return typeof value === 'string' ? value : value.toString('latin1');
 }
 
 /** One RFC 7239 element for this hop: `for=...;host=...;proto=...`, IPv6 quoted and bracketed. */

@@ -3,10 +3,11 @@
  * both ways (a request body is counted as it passes, never buffered), upstream failures answered
  * as 502 or 504 problem details.
  */
-import { Readable } from 'node:stream';
+import { Readable, type Writable } from 'node:stream';
 import type { HeaderPair } from 'floodgate/http';
+import type { Dispatcher } from 'undici';
 import { Pool } from '../undici-pool.js';
-import { hasBody, isGone, type ClientRequest, type ClientResponse } from './exchange.js';
+import { hasBody, isGone, writeHead, type ClientRequest, type ClientResponse } from './exchange.js';
 import { downstreamHeaders, upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 import { problem, reply } from './reply.js';
 
@@ -38,8 +39,8 @@ export interface UpstreamResult {
 export type UpstreamFailure = 'timeout' | 'connect' | 'aborted' | 'too-large' | 'other';
 
 /**
- * CLIENT_GONE is the event a request emits when its client left before its response finished:
- * undici listens for it on the request it forwards (the request is its abort signal).
+ * CLIENT_GONE is the event a request emits when its client left before its response finished
+ * (emitted by the exchange's close hook), for the waits that stop when it does.
  */
 export const CLIENT_GONE = 'abort';
 
@@ -52,9 +53,13 @@ const CONNECT_CODES: ReadonlySet<string> = new Set([
   'EAI_AGAIN',
 ]);
 
-/** BodyTooLargeError ends a request body that grew past `maxBodyBytes`. */
+/** BodyTooLargeError ends a request body that grew past `maxBytes`. */
 class BodyTooLargeError extends Error {
   override readonly name = 'BodyTooLargeError';
+
+  constructor(readonly maxBytes: number) {
+    super(`the request body passed ${maxBytes} bytes`);
+  }
 }
 
 /** Upstreams holds one undici pool per upstream origin. */
@@ -97,88 +102,168 @@ export class Upstreams {
 
   /**
    * forward sends `req` to `upstream` and streams the answer to `res` with `extra` headers added;
-   * it never rejects: failures are answered (502, 504, 413) and reported in the result. The
-   * upstream request is cut off when `req` emits {@link CLIENT_GONE} (see `requestListener`).
+   * it never rejects: failures are answered (502, 504, 413) and reported in the result. It
+   * settles once the exchange has closed (see {@link forwardClosed}) or failed; the upstream
+   * request is cut off when the client leaves first.
    */
-  async forward(
+  forward(
     req: ClientRequest,
     res: ClientResponse,
     options: { upstream: URL; facts: ForwardingFacts; extra: readonly HeaderPair[] },
   ): Promise<UpstreamResult> {
     const started = performance.now();
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > this.limits.maxBodyBytes)
-      return this.fail(
-        res,
-        413,
-        `the request body is larger than ${this.limits.maxBodyBytes} bytes`,
-        started,
-        'too-large',
-      );
+    const maxBytes = this.limits.maxBodyBytes;
+    if (Number(req.headers['content-length'] ?? 0) > maxBytes)
+      return Promise.resolve(failed(res, new BodyTooLargeError(maxBytes), started));
+    // A client that left while its request was decided (or waited) is not forwarded.
+    if (isGone(res)) return Promise.resolve(clientLeft(res, 'before it was forwarded', started));
     const withBody = hasBody(req);
     // The client waits for a 100 before it sends the body: admitted, it may send it now. A refusal
     // answered before this point never asks for the body at all (RFC 9110, section 10.1.1).
     if (withBody && expectsContinue(req)) res.writeContinue();
-    let status = 0;
-    try {
-      // undici's stream API writes the upstream's body straight into `res`: no Readable in between.
-      const request = {
-        path: pathOn(options.upstream, req.url ?? '/'),
-        method: req.method as 'GET',
-        headers: upstreamHeaders(req.headers, options.facts),
-        body: withBody ? Readable.from(countedBody(req, this.limits.maxBodyBytes), { objectMode: false }) : null,
-        // The request itself is the signal: the exchange's one close hook emits CLIENT_GONE on it.
-        signal: req,
-      };
-      await this.poolOf(options.upstream).stream(request, (reply) => {
-        status = reply.statusCode;
-        const headers = downstreamHeaders(reply.headers);
-        const extra = options.extra;
-        for (let i = 0; i < extra.length; i++) headers[extra[i]![0]] = extra[i]![1];
-        res.writeHead(status, headers);
-        return res;
+    const request: Dispatcher.DispatchOptions = {
+      path: pathOn(options.upstream, req.url ?? '/'),
+      method: req.method as Dispatcher.HttpMethod,
+      headers: upstreamHeaders(req.headers, options.facts),
+      body: withBody ? Readable.from(countedBody(req, maxBytes), { objectMode: false }) : null,
+    };
+    const pool = this.poolOf(options.upstream);
+    return new Promise((settle) => {
+      const forward = new Forward(res, options.extra, settle);
+      (res as { [FORWARD]?: Forward })[FORWARD] = forward;
+      pool.dispatch(request, forward);
+    });
+  }
+}
+
+/** Why an upstream request is cut off by the gateway (undici hands the error back to the forward, which has settled by then). */
+const CLIENT_LEFT = 'the client left before the answer ended';
+
+/** The property an exchange's running forward is kept under on its response, for the exchange's close hook. */
+const FORWARD = Symbol('floodgate.forward');
+
+/**
+ * forwardClosed tells the forward of a closed exchange, when it has one, how the exchange ended:
+ * `answered` whole, or with its client gone first, whose upstream request is then cut off. The
+ * exchange's close hook calls it; the forward settles then, unless it had failed already.
+ */
+export function forwardClosed(res: ClientResponse, answered: boolean): void {
+  (res as { [FORWARD]?: Forward })[FORWARD]?.closed(answered);
+}
+
+/**
+ * Forward is one request on its way to the upstream and back, as undici's dispatch handler: the
+ * answer's head goes out with the gateway's fields, its body is streamed into the response as it
+ * comes (undici pausing while the client reads slower). Undici's lowest API: no promise, stream,
+ * async resource or listener of its own per request, the exchange's close hook telling it when
+ * the answer went out whole or the client left. It settles once: with the upstream's status, the
+ * client's leaving, or the failure answered for the upstream.
+ */
+class Forward implements Dispatcher.DispatchHandler {
+  private readonly started = performance.now();
+  private status = 0;
+  private abortUpstream: ((err: Error) => void) | undefined = undefined;
+  private resume: (() => void) | undefined = undefined;
+  private settled = false;
+
+  constructor(
+    private readonly res: ClientResponse,
+    private readonly extra: readonly HeaderPair[],
+    private readonly settle: (result: UpstreamResult) => void,
+  ) {}
+
+  onConnect(abort: (err: Error) => void): void {
+    // The client may have left while the request waited for a connection.
+    if (this.settled) abort(new Error(CLIENT_LEFT));
+    else this.abortUpstream = abort;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    // An informational answer (100, 103) is not passed on.
+    if (statusCode < 200) return true;
+    this.status = statusCode;
+    this.resume = resume;
+    const res = this.res;
+    writeHead(res, statusCode, downstreamHeaders(rawHeaders, this.extra));
+    // HTTP/2's response has no writableNeedDrain: it takes what it is given.
+    return (res as { writableNeedDrain?: boolean }).writableNeedDrain !== true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if ((this.res as Writable).write(chunk)) return true;
+    this.res.once('drain', this.resume!);
+    return false;
+  }
+
+  onComplete(): void {
+    this.res.end();
+  }
+
+  onError(err: Error): void {
+    if (!this.settled) this.finish(failed(this.res, err, this.started));
+  }
+
+  /** closed hears that the exchange closed: `answered` whole, or not (the client left). */
+  closed(answered: boolean): void {
+    if (this.settled) return;
+    if (answered) {
+      this.finish({
+        status: this.status,
+        durationMs: performance.now() - this.started,
+        error: undefined,
+        failure: undefined,
       });
-      return { status, durationMs: performance.now() - started, error: undefined, failure: undefined };
-    } catch (err) {
-      return this.failed(res, err, started);
+      return;
     }
+    this.finish(
+      clientLeft(
+        this.res,
+        this.status === 0 ? 'before the upstream answered' : 'while the answer was sent',
+        this.started,
+      ),
+    );
+    this.abortUpstream?.(new Error(CLIENT_LEFT));
   }
 
-  private failed(res: ClientResponse, err: unknown, started: number): UpstreamResult {
-    const code = (err as { code?: string }).code ?? '';
-    const cause = (err as { cause?: unknown }).cause;
-    if (err instanceof BodyTooLargeError || cause instanceof BodyTooLargeError)
-      return this.fail(
-        res,
-        413,
-        `the request body is larger than ${this.limits.maxBodyBytes} bytes`,
-        started,
-        'too-large',
-      );
-    const failure = failureOf(err, isGone(res));
-    if (failure === 'aborted') return clientLeft(res, err, started);
-    const timeout = failure === 'timeout';
-    const detail = timeout
-      ? `the upstream did not answer within its timeout (${code})`
-      : `the upstream failed: ${code || (err as Error).message}`;
-    return this.fail(res, timeout ? 504 : 502, detail, started, failure);
+  private finish(result: UpstreamResult): void {
+    this.settled = true;
+    this.settle(result);
   }
+}
 
-  private fail(
-    res: ClientResponse,
-    status: number,
-    detail: string,
-    started: number,
-    failure: UpstreamFailure,
-  ): UpstreamResult {
-    if (!res.headersSent && !isGone(res)) {
-      reply(res, problem(status, detail));
-    } else {
-      // The response had begun: the only honest signal left is to cut the connection.
-      res.destroy();
-    }
-    return { status, durationMs: performance.now() - started, error: detail, failure };
+/** The result of a forward that failed with `err`: answered with a problem (413, 502 or 504) while nothing was sent, else cut off. */
+function failed(res: ClientResponse, err: unknown, started: number): UpstreamResult {
+  const cause = (err as { cause?: unknown }).cause;
+  const tooLarge = err instanceof BodyTooLargeError ? err : cause instanceof BodyTooLargeError ? cause : undefined;
+  if (tooLarge !== undefined)
+    return fail(res, {
+      status: 413,
+      detail: `the request body is larger than ${tooLarge.maxBytes} bytes`,
+      started,
+      failure: 'too-large',
+    });
+  const failure = failureOf(err, isGone(res));
+  if (failure === 'aborted') return clientLeft(res, (err as { code?: string }).code ?? 'aborted', started);
+  const code = (err as { code?: string }).code ?? '';
+  const timeout = failure === 'timeout';
+  const detail = timeout
+    ? `the upstream did not answer within its timeout (${code})`
+    : `the upstream failed: ${code || (err as Error).message}`;
+  return fail(res, { status: timeout ? 504 : 502, detail, started, failure });
+}
+
+/** The result of a failure the gateway answers for: its problem sent while nothing was, else the connection cut. */
+function fail(
+  res: ClientResponse,
+  o: { status: number; detail: string; started: number; failure: UpstreamFailure },
+): UpstreamResult {
+  if (!res.headersSent && !isGone(res)) {
+    reply(res, problem(o.status, o.detail));
+  } else {
+    // The response had begun: the only honest signal left is to cut the connection.
+    res.destroy();
   }
+  return { status: o.status, durationMs: performance.now() - o.started, error: o.detail, failure: o.failure };
 }
 
 /**
@@ -188,11 +273,10 @@ export class Upstreams {
  */
 export const CLIENT_CLOSED = 499;
 
-/** The result of a forward whose client left first: its connection is ended, nothing is answered. */
-function clientLeft(res: ClientResponse, err: unknown, started: number): UpstreamResult {
+/** The result of a forward whose client left first (`note` says when, or undici's code): its connection is ended, nothing is answered. */
+function clientLeft(res: ClientResponse, note: string, started: number): UpstreamResult {
   if (!isGone(res)) res.destroy();
-  const code = (err as { code?: string }).code;
-  const error = `the client left before the answer ended${code === undefined ? '' : ` (${code})`}`;
+  const error = `${CLIENT_LEFT} (${note})`;
   return { status: CLIENT_CLOSED, durationMs: performance.now() - started, error, failure: 'aborted' };
 }
 
@@ -222,7 +306,7 @@ async function* countedBody(req: ClientRequest, maxBytes: number): AsyncGenerato
   let total = 0;
   for await (const chunk of req) {
     total += (chunk as Buffer).length;
-    if (total > maxBytes) throw new BodyTooLargeError(`the request body passed ${maxBytes} bytes`);
+    if (total > maxBytes) throw new BodyTooLargeError(maxBytes);
     yield chunk as Buffer;
   }
 }

@@ -5,7 +5,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { FIELD, PROBLEM_CONTENT_TYPE, type HeaderPair } from 'floodgate/http';
-import { overHttp2, type ClientResponse } from './exchange.js';
+import { overHttp2, writeHead, type ClientResponse } from './exchange.js';
 
 /** Answer is what the gateway answers: a status with its header fields and body. */
 export interface Answer {
@@ -43,14 +43,27 @@ export function problem(status: number, detail: string | undefined, extra: reado
  * connection-specific fields: the stream ends, and its unread body with it).
  */
 export function reply(res: ClientResponse, answer: Answer): void {
-  const headers: Record<string, string> = {};
-  const fields = answer.headers;
-  for (let i = 0; i < fields.length; i++) headers[fields[i]![0]] = fields[i]![1];
+  const fields: string[] = [];
+  const pairs = answer.headers;
+  for (let i = 0; i < pairs.length; i++) fields.push(pairs[i]![0], pairs[i]![1]);
   const body = answer.body ?? '';
-  headers['content-length'] = String(Buffer.byteLength(body));
-  if (answer.status === 413 && !overHttp2(res)) headers.connection = 'close';
-  res.writeHead(answer.status, headers);
+  fields.push('content-length', byteLengthText(body));
+  if (answer.status === 413 && !overHttp2(res)) fields.push('connection', 'close');
+  writeHead(res, answer.status, fields);
   res.end(body);
+}
+
+/** The last body measured and its length, as text: a refusal's body is one string per rule, answered again and again. */
+let lastBody = '';
+let lastLength = '0';
+
+/** The byte length of `body` in UTF-8, as text. */
+function byteLengthText(body: string): string {
+  if (body !== lastBody) {
+    lastLength = String(Buffer.byteLength(body));
+    lastBody = body;
+  }
+  return lastLength;
 }
 
 /**

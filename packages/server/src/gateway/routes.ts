@@ -188,10 +188,14 @@ export class RouteTable {
 
   /** match returns the first route matching the request's host, method and path (in normal form), or undefined. */
   match(host: string | undefined, method: string, path: string): RouteMatch | undefined {
-    const bareHost = host === undefined ? undefined : hostWithoutPort(host);
+    // The bare host is found when a route asks for it: most tables match on paths alone.
+    let bareHost: string | undefined | null = null;
     for (const route of this.routes) {
       if (route.methods !== undefined && !route.methods.has(method)) continue;
-      if (route.host !== undefined && !hostMatches(route.host, bareHost)) continue;
+      if (route.host !== undefined) {
+        if (bareHost === null) bareHost = host === undefined ? undefined : hostWithoutPort(host);
+        if (!hostMatches(route.host, bareHost)) continue;
+      }
       const params = route.path.match(path);
       if (params !== undefined) return { route, params };
     }

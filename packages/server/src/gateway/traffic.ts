@@ -4,7 +4,7 @@
  * then piped both ways.
  */
 import type { IncomingMessage } from 'node:http';
-import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import { BlockList, isIPv4, isIPv6, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { ClientIpResolver, HeaderPair } from 'floodgate/http';
 import type { Logger } from 'pino';
@@ -17,7 +17,7 @@ import { upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 import type { GuardStep } from './guards.js';
 import { Passage, enter } from './protect.js';
 import { refundFailed } from './refund.js';
-import { CLIENT_GONE, failureOf, type UpstreamResult, type Upstreams } from './proxy.js';
+import { CLIENT_GONE, failureOf, forwardClosed, type UpstreamResult, type Upstreams } from './proxy.js';
 import { problem, reply, replyOnSocket } from './reply.js';
 import { ProxyRequest } from './request.js';
 import { PathRefusal, type CompiledRoute, type RouteMatch, type RouteTable } from './routes.js';
@@ -45,26 +45,35 @@ export interface TrafficState {
 
 /**
  * requestListener returns the traffic server's `request` listener. Each exchange has one close
- * hook, made once here: it tells a forward still running that the client left (by emitting
- * {@link CLIENT_GONE} on the request) and ends the request's count.
+ * hook, made once here: it settles the exchange's forward (answered, or cut off when the client
+ * left first), tells a wait that the client left (by emitting {@link CLIENT_GONE} on the
+ * request), ends the request's count and its access line.
  */
 export function requestListener(state: TrafficState): (req: ClientRequest, res: ClientResponse) => void {
   const access = state.accessLog;
   function closed(this: ClientResponse): void {
-    if (!answered(this)) this.req.emit(CLIENT_GONE);
+    const whole = answered(this);
+    if (!whole) this.req.emit(CLIENT_GONE);
+    forwardClosed(this, whole);
     state.requestEnded();
-    access?.end(this, answered(this));
+    access?.end(this, whole);
   }
   return (req, res) => {
     state.requestStarted();
     res.on('close', closed);
     access?.begin(req, res);
-    serveRequest(state, req, res).catch((err: unknown) => {
-      // serveRequest answers every failure it knows of; anything else ends this request only.
-      state.log.error({ error: (err as Error).message }, 'request failed unexpectedly');
-      res.destroy();
-    });
+    try {
+      serveRequest(state, req, res);
+    } catch (err) {
+      failedUnexpectedly(state, res, err);
+    }
   };
+}
+
+/** Ends a request that failed in a way {@link serveRequest} does not answer: logged, and its connection cut (this request only). */
+function failedUnexpectedly(state: TrafficState, res: ClientResponse, err: unknown): void {
+  state.log.error({ error: (err as Error).message }, 'request failed unexpectedly');
+  res.destroy();
 }
 
 /** trustedPeers returns the check of a `trustProxy` setting: any peer for a hop count, listed ones for a list. */
@@ -84,8 +93,12 @@ export function trustedPeers(trustProxy: false | number | readonly string[]): (p
   };
 }
 
-/** serveRequest answers one request on the traffic port; it never rejects. */
-export async function serveRequest(state: TrafficState, req: ClientRequest, res: ClientResponse): Promise<void> {
+/**
+ * serveRequest answers one request on the traffic port. A request decided at once (a route on
+ * the memory store) and refused is answered before it returns, with no promise made for it; the
+ * rest goes on in promises that never reject. It throws only what it does not know to answer.
+ */
+export function serveRequest(state: TrafficState, req: ClientRequest, res: ClientResponse): void {
   const malformed = adoptAuthority(req);
   if (malformed !== undefined) {
     reply(res, problem(400, malformed));
@@ -107,10 +120,20 @@ export async function serveRequest(state: TrafficState, req: ClientRequest, res:
   }
   // The upstream is sent the normal form the request was matched and counted on.
   if (match.target !== undefined) req.url = match.target;
-  const route = match.route;
-  const pending = admitRequest(state, match, req, res);
+  const admission = admitRequest(state, match, req, res);
   // A route on the memory store is decided at once: no await (and no turn of the microtask queue) for it.
-  const admission = pending instanceof Promise ? await pending : pending;
+  if (admission instanceof Promise) void admittedLater(state, match.route, req, res, admission);
+  else proceed(state, match.route, req, res, admission);
+}
+
+/** The rest of {@link serveRequest} once a request's admission is decided: its refusal answered, or its forward. */
+function proceed(
+  state: TrafficState,
+  route: CompiledRoute,
+  req: ClientRequest,
+  res: ClientResponse,
+  admission: Admission | undefined,
+): void {
   if (admission === undefined) return note(state, res, route.name, 'error', undefined);
   if (!admission.allowed) {
     reply(res, admission);
@@ -119,13 +142,46 @@ export async function serveRequest(state: TrafficState, req: ClientRequest, res:
     return;
   }
   note(state, res, route.name, admission.queued === true ? 'queued' : 'admitted', admission);
-  if (route.guards !== undefined) return forwardGuarded(state, route, route.guards, req, res, admission);
-  const result = await state.upstreams.forward(req, res, {
-    upstream: route.upstream,
-    facts: factsOf(state, req),
-    extra: admission.headers,
-  });
-  forwarded(state, route, result, admission, res);
+  if (route.guards === undefined) void forward(state, route, req, res, admission);
+  else
+    forwardGuarded(state, route, route.guards, req, res, admission).catch((err: unknown) =>
+      failedUnexpectedly(state, res, err),
+    );
+}
+
+/** {@link proceed} once an admission decided in a promise (a store on the network, a queue) is known. */
+async function admittedLater(
+  state: TrafficState,
+  route: CompiledRoute,
+  req: ClientRequest,
+  res: ClientResponse,
+  pending: Promise<Admission | undefined>,
+): Promise<void> {
+  try {
+    proceed(state, route, req, res, await pending);
+  } catch (err) {
+    failedUnexpectedly(state, res, err);
+  }
+}
+
+/** Forwards an admitted request to its route's upstream, and counts, refunds and logs how that ended. */
+async function forward(
+  state: TrafficState,
+  route: CompiledRoute,
+  req: ClientRequest,
+  res: ClientResponse,
+  admission: Admission,
+): Promise<void> {
+  try {
+    const result = await state.upstreams.forward(req, res, {
+      upstream: route.upstream,
+      facts: factsOf(state, req),
+      extra: admission.headers,
+    });
+    forwarded(state, route, result, admission, res);
+  } catch (err) {
+    failedUnexpectedly(state, res, err);
+  }
 }
 
 /**
@@ -374,13 +430,22 @@ function matchOf(table: RouteTable, req: ClientRequest): RouteMatch | PathRefusa
   return table.find(req.headers.host, req.method ?? 'GET', req.url ?? '/');
 }
 
+/** The property a connection's forwarding facts are kept under on its socket (HTTP/1.x). */
+const FACTS = Symbol('floodgate.facts');
+
+/** The forwarding facts of the hop `req` came on: found once per HTTP/1.x connection (an HTTP/2 request's socket is a view per stream). */
 function factsOf(state: TrafficState, req: ClientRequest): ForwardingFacts {
-  const peer = req.socket.remoteAddress ?? 'unknown';
-  return {
-    peer,
-    proto: (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http',
-    trusted: state.isTrustedPeer(peer),
-  };
+  if ('stream' in req) return hopFacts(state, req.socket);
+  const socket = req.socket as Socket & { [FACTS]?: ForwardingFacts };
+  return (socket[FACTS] ??= hopFacts(state, socket));
+}
+
+function hopFacts(
+  state: TrafficState,
+  socket: { remoteAddress?: string | undefined; encrypted?: boolean },
+): ForwardingFacts {
+  const peer = socket.remoteAddress ?? 'unknown';
+  return { peer, proto: socket.encrypted === true ? 'https' : 'http', trusted: state.isTrustedPeer(peer) };
 }
 
 function pathOf(url: string | undefined): string {
