@@ -11,7 +11,9 @@
  * processes' own event-loop delays on a shared machine (their p99 is printed beside it). Nothing is
  * pinned: on a shared machine a pinned process gets only what its core has left. Prints figures; nothing is asserted.
  *
- *   node --conditions=floodgate-source --import tsx bench/rlqs.ts [--seconds 20] [--memory-only]
+ *   node --conditions=floodgate-source --import tsx bench/rlqs.ts [--seconds 20] [--memory-only | --redis-only] [--cpu-prof-dir DIR]
+ *
+ * `--cpu-prof-dir` writes the server's V8 CPU profile there (node's --cpu-prof) when it stops.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -23,7 +25,14 @@ import { startRedisServer } from '../packages/floodgate/test/support/redis-serve
 import { cpuTicks, TICK_US } from './gateway/measure.js';
 import { table } from './support/format.js';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string' }, 'memory-only': { type: 'boolean' } } });
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string' },
+    'memory-only': { type: 'boolean' },
+    'redis-only': { type: 'boolean' },
+    'cpu-prof-dir': { type: 'string' },
+  },
+});
 const SECONDS = Number(values.seconds ?? 20);
 const SETTLE_SECONDS = 3;
 const PROCESSES = 4;
@@ -82,9 +91,10 @@ function runClients(port: number): Clients {
 async function startServer(
   configPath: string,
   redisPort: number | undefined,
-): Promise<{ pid: number; port: number; stop: () => void }> {
+): Promise<{ pid: number; port: number; stop: () => Promise<void> }> {
   const main = join(import.meta.dirname, '../packages/server/src/cli/ratelimit-main.ts');
   const args = [
+    ...(values['cpu-prof-dir'] === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', values['cpu-prof-dir']]),
     '--conditions=floodgate-source',
     '--import',
     'tsx',
@@ -101,7 +111,15 @@ async function startServer(
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const line = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve));
   const { grpcPort } = JSON.parse(line) as { grpcPort: number };
-  return { pid: child.pid!, port: grpcPort, stop: () => child.kill('SIGTERM') };
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    pid: child.pid!,
+    port: grpcPort,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
 }
 
 function quantile(sorted: readonly number[], q: number): number {
@@ -123,7 +141,7 @@ async function measure(name: string, configPath: string, redisPort: number | und
     return row(name, cpuSeconds, results);
   } finally {
     clients.kill();
-    server.stop();
+    await server.stop();
   }
 }
 
@@ -150,7 +168,8 @@ const dir = mkdtempSync(join(tmpdir(), 'rlqs-bench-'));
 const configPath = join(dir, 'rlqs.yaml');
 writeFileSync(configPath, CONFIG);
 const load = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-const rows = [await measure('memory ledger', configPath, undefined)];
+const rows: string[][] = [];
+if (values['redis-only'] !== true) rows.push(await measure('memory ledger', configPath, undefined));
 if (values['memory-only'] !== true) {
   const redis = await startRedisServer();
   try {

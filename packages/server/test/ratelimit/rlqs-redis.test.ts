@@ -29,11 +29,12 @@ describe('RLQS on a real Redis', () => {
     await redis.stop();
   });
 
-  it('grant what the memory ledger grants, step for step (Lua against TypeScript, random sequences)', async () => {
+  it('grant what the memory ledger grants, step for step (Lua against TypeScript, random sequences, reports batched)', async () => {
     const step = fc.record({
       client: fc.integer({ min: 0, max: 4 }),
-      op: fc.constantFrom('grant', 'grant', 'regrant', 'release'),
+      op: fc.constantFrom('grant', 'grant', 'grant', 'regrant', 'release'),
       demand: fc.integer({ min: 0, max: 2000 }),
+      bucket: fc.constantFrom('b', 'b', 'c'),
     });
     await fc.assert(
       fc.asyncProperty(
@@ -42,17 +43,32 @@ describe('RLQS on a real Redis', () => {
         async (steps, limit) => {
           const memory = new MemoryQuotaLedger();
           const onRedis = ledger();
-          const entry = (demand: number | undefined) => ({ bucketKey: 'b', limit, demand, ttlSeconds: 600 });
+          const entry = (demand: number | undefined, bucketKey = 'b') => ({
+            bucketKey,
+            limit,
+            demand,
+            ttlSeconds: 600,
+          });
+          // Consecutive grants are asked in one tick, so the Redis ledger sends them as one script call.
+          let batch: Array<{ id: string; entries: ReturnType<typeof entry>[] }> = [];
+          const flush = async (): Promise<void> => {
+            const onRedisGrants = await Promise.all(batch.map((g) => onRedis.grant(g.id, g.entries)));
+            const inMemory: number[][] = [];
+            for (const g of batch) inMemory.push(await memory.grant(g.id, g.entries, 0));
+            assert.deepEqual(onRedisGrants, inMemory);
+            batch = [];
+          };
           for (const s of steps) {
             const id = `c${s.client}`;
+            if (s.op === 'grant') {
+              const entries = s.bucket === 'b' ? [entry(s.demand)] : [entry(s.demand, 'c'), entry(s.demand / 2)];
+              batch.push({ id, entries });
+              continue;
+            }
+            await flush();
             if (s.op === 'release') {
-              await memory.release(id, ['b'], 0);
-              await onRedis.release(id, ['b']);
-            } else if (s.op === 'grant') {
-              assert.deepEqual(
-                await onRedis.grant(id, [entry(s.demand)]),
-                await memory.grant(id, [entry(s.demand)], 0),
-              );
+              await memory.release(id, ['b', 'c'], 0);
+              await onRedis.release(id, ['b', 'c']);
             } else {
               const ids = ['c0', 'c1', 'c2', 'c3', 'c4'];
               assert.deepEqual(
@@ -61,10 +77,32 @@ describe('RLQS on a real Redis', () => {
               );
             }
           }
+          await flush();
         },
       ),
       { numRuns: 60 },
     );
+  });
+
+  it('send the reports asked in one tick as one script call, at most maxReportsPerCall each', async () => {
+    const calls: number[] = [];
+    const adapter = ioredisAdapter(client);
+    const counting = {
+      ...adapter,
+      evalsha: (sha1: string, keys: readonly string[], args: readonly string[]) => {
+        calls.push(args.length - 1);
+        return adapter.evalsha(sha1, keys, args);
+      },
+    };
+    const l = new RedisQuotaLedger({ adapter: counting, prefix: `t${prefixes++}:`, maxReportsPerCall: 4 });
+    const e = { bucketKey: 'x', limit: 100, demand: 10, ttlSeconds: 60 };
+    const grants = await Promise.all(Array.from({ length: 10 }, (_, i) => l.grant(`c${i}`, [e])));
+    assert.deepEqual(calls, [4, 4, 2]);
+    // In order: the first takes the free 100 less nothing, each next what is left of its target.
+    const memory = new MemoryQuotaLedger();
+    const expected: number[][] = [];
+    for (let i = 0; i < 10; i++) expected.push(await memory.grant(`c${i}`, [e], 0));
+    assert.deepEqual(grants, expected);
   });
 
   it('expire a grant on Redis after its TTL and leave no key once every client has gone', async () => {

@@ -249,7 +249,8 @@ describe('RLQS streams, with a grpc-js client built from Envoy protos', () => {
     // Field 2 (bucket_quota_usages, a message) sent as a varint, then a truncated length.
     call.write(Buffer.from([0x10, 0x05, 0x12, 0x7f, 0x01]));
     const s = await status;
-    assert.notEqual(s.code, grpc.status.OK);
+    assert.equal(s.code, grpc.status.INVALID_ARGUMENT);
+    assert.match(s.details, /not a RateLimitQuotaUsageReports message: bucket_quota_usages has wire type 0, not 2/);
     raw.close();
     assert.ok(Ctor !== undefined);
     const ok = client();

@@ -165,7 +165,7 @@ export class RlqsClient {
 /** ChildClient is a data plane in a child process ({@link CHILD}): the grants it printed, and a way to kill it. */
 export interface ChildClient {
   readonly grants: number[];
-  /** firstGrant resolves once the child printed a grant. */
+  /** firstGrant resolves once the child printed a grant, or rejects after 20 s without one. */
   firstGrant(): Promise<void>;
   kill(): Promise<void>;
 }
@@ -190,7 +190,16 @@ export function startChildClient(port: number, domain = 'edge'): ChildClient {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
     grants,
-    firstGrant: () => (grants.length > 0 ? Promise.resolve() : new Promise<void>((resolve) => (wake = resolve))),
+    firstGrant: () =>
+      grants.length > 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve, reject) => {
+            const timer = setTimeout(() => reject(new Error('the child printed no grant in 20 s')), 20_000);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          }),
     kill: async () => {
       child.kill('SIGKILL');
       await exited;

@@ -1,8 +1,7 @@
 /**
- * The `BucketAction`s the server answers (proto field names, as @grpc/proto-loader writes them):
- * a quota assignment built from a rule and a client's grant, a blanket rule, or an abandon action.
+ * The `BucketAction`s the server answers (proto field names): a quota assignment built from a
+ * rule and a client's grant, a blanket rule, or an abandon action; `wire.ts` writes them.
  */
-import type { BucketId } from './buckets.js';
 import type { QuotaRule } from './spec.js';
 
 /** Duration is a google.protobuf.Duration as the proto loader writes it. */
@@ -23,16 +22,15 @@ export type RateLimitStrategy =
       };
     };
 
-/** BucketAction is one entry of `RateLimitQuotaResponse.bucket_action`. */
+/** BucketAction is one entry of `RateLimitQuotaResponse.bucket_action` without its `bucket_id` (the writer adds the client's own). */
 export type BucketAction =
   | {
-      readonly bucket_id: { readonly bucket: BucketId };
       readonly quota_assignment_action: {
         readonly assignment_time_to_live: Duration;
         readonly rate_limit_strategy: RateLimitStrategy;
       };
     }
-  | { readonly bucket_id: { readonly bucket: BucketId }; readonly abandon_action: Record<string, never> };
+  | { readonly abandon_action: Record<string, never> };
 
 /**
  * strategyOf returns the strategy that hands a client `granted` requests per period of `rule`:
@@ -57,10 +55,9 @@ export function strategyOf(rule: QuotaRule, granted: number): RateLimitStrategy 
   };
 }
 
-/** assignmentOf returns the quota assignment of `granted` requests per period of `rule` for `bucket`, held for the rule's TTL. */
-export function assignmentOf(bucket: BucketId, rule: QuotaRule, granted: number): BucketAction {
+/** assignmentOf returns the quota assignment of `granted` requests per period of `rule`, held for the rule's TTL. */
+export function assignmentOf(rule: QuotaRule, granted: number): BucketAction {
   return {
-    bucket_id: { bucket },
     quota_assignment_action: {
       assignment_time_to_live: { seconds: rule.assignmentTtlSeconds },
       rate_limit_strategy: strategyOf(rule, granted),
@@ -68,10 +65,9 @@ export function assignmentOf(bucket: BucketId, rule: QuotaRule, granted: number)
   };
 }
 
-/** blanketOf returns an ALLOW_ALL or DENY_ALL assignment for `bucket`, held for `ttlSeconds`. */
-export function blanketOf(bucket: BucketId, rule: 'ALLOW_ALL' | 'DENY_ALL', ttlSeconds: number): BucketAction {
+/** blanketOf returns an ALLOW_ALL or DENY_ALL assignment, held for `ttlSeconds`. */
+export function blanketOf(rule: 'ALLOW_ALL' | 'DENY_ALL', ttlSeconds: number): BucketAction {
   return {
-    bucket_id: { bucket },
     quota_assignment_action: {
       assignment_time_to_live: { seconds: ttlSeconds },
       rate_limit_strategy: { blanket_rule: rule },
@@ -79,7 +75,5 @@ export function blanketOf(bucket: BucketId, rule: 'ALLOW_ALL' | 'DENY_ALL', ttlS
   };
 }
 
-/** abandonOf returns the abandon action for `bucket`: the client forgets it and stops reporting it. */
-export function abandonOf(bucket: BucketId): BucketAction {
-  return { bucket_id: { bucket }, abandon_action: {} };
-}
+/** ABANDON is the abandon action: the client forgets the bucket and stops reporting it. */
+export const ABANDON: BucketAction = Object.freeze({ abandon_action: Object.freeze({}) });

@@ -1,7 +1,9 @@
 /**
- * The Redis ledger: every service replica on one Redis shares each bucket's budget. One script
- * call per report, per redistribution and per release (see `redis-script.ts`); the script applies
- * the same rules as `fair-share.ts` on Redis's clock.
+ * The Redis ledger: every service replica on one Redis shares each bucket's budget. Reports are
+ * granted in batches: those that arrive while no grant call is out (or in the same tick) go in one
+ * script call, so a busy replica makes a call per round trip rather than one per report. One call
+ * per redistribution and per release (see `redis-script.ts`); the script applies the same rules as
+ * `fair-share.ts` on Redis's clock.
  */
 import type { RedisAdapter } from 'floodgate/redis';
 import type { LedgerEntry, QuotaLedger } from './ledger.js';
@@ -13,12 +15,23 @@ export interface RedisQuotaLedgerOptions {
   readonly adapter: RedisAdapter;
   /** Prepended to every key (default `floodgate:`), then `rlqs:`. */
   readonly prefix?: string;
+  /** The most reports one script call grants (default 64); a longer queue goes out as several calls at once. */
+  readonly maxReportsPerCall?: number;
+}
+
+/** A report waiting for its grants. */
+interface PendingGrant {
+  readonly client: string;
+  readonly entries: readonly LedgerEntry[];
+  resolve(grants: number[]): void;
+  reject(error: unknown): void;
 }
 
 /**
  * RedisQuotaLedger is a {@link QuotaLedger} kept in Redis, so that several replicas of the service
  * grant from one budget per bucket. Its times are Redis's: the `nowMs` arguments are not used.
- * A failed call rejects; the stream that asked ends with an error and its client reconnects.
+ * A failed call rejects every report of its batch; the streams that asked end with an error and
+ * their clients reconnect.
  *
  * @example
  * const ledger = new RedisQuotaLedger({ adapter: ioredisAdapter(new Redis({ port: 6380 })) });
@@ -27,21 +40,32 @@ export interface RedisQuotaLedgerOptions {
 export class RedisQuotaLedger implements QuotaLedger {
   private readonly adapter: RedisAdapter;
   private readonly prefix: string;
+  private readonly maxReportsPerCall: number;
+  private queue: PendingGrant[] = [];
+  private grantCallsOut = 0;
+  private flushQueued = false;
+  private readonly flushNow = (): void => {
+    this.flushQueued = false;
+    this.flush();
+  };
 
   /** Creates the ledger; it sends nothing until asked. */
   constructor(options: RedisQuotaLedgerOptions) {
     this.adapter = options.adapter;
     this.prefix = `${options.prefix ?? 'floodgate:'}rlqs:`;
+    this.maxReportsPerCall = options.maxReportsPerCall ?? 64;
   }
 
-  /** grant: see {@link QuotaLedger.grant}. */
-  async grant(client: string, entries: readonly LedgerEntry[]): Promise<number[]> {
-    if (entries.length === 0) return [];
-    const args = ['grant', client];
-    for (const e of entries)
-      args.push(String(e.limit), e.demand === undefined ? '' : String(e.demand), String(e.ttlSeconds * 1000));
-    const reply = await this.run(this.keysOf(entries.map((e) => e.bucketKey)), args);
-    return reply.map((g) => Math.max(0, g));
+  /** grant: see {@link QuotaLedger.grant}. Reports granted in one call are granted in the order they were asked. */
+  grant(client: string, entries: readonly LedgerEntry[]): Promise<number[]> {
+    if (entries.length === 0) return Promise.resolve([]);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ client, entries, resolve, reject });
+      if (this.grantCallsOut === 0 && !this.flushQueued) {
+        this.flushQueued = true;
+        setImmediate(this.flushNow);
+      }
+    });
   }
 
   /** regrant: see {@link QuotaLedger.regrant}. */
@@ -56,6 +80,53 @@ export class RedisQuotaLedger implements QuotaLedger {
   async release(client: string, bucketKeys: readonly string[]): Promise<void> {
     if (bucketKeys.length === 0) return;
     await this.run(this.keysOf(bucketKeys), ['release', client]);
+  }
+
+  /** flush sends what waits, in calls of at most `maxReportsPerCall` reports; what arrives meanwhile waits for them. */
+  private flush(): void {
+    if (this.grantCallsOut > 0 || this.queue.length === 0) return;
+    const queue = this.queue;
+    this.queue = [];
+    for (let from = 0; from < queue.length; from += this.maxReportsPerCall)
+      this.send(queue.slice(from, from + this.maxReportsPerCall));
+  }
+
+  private send(batch: readonly PendingGrant[]): void {
+    const index = new Map<string, number>();
+    const keys: string[] = [];
+    const args = ['grant'];
+    let entries = 0;
+    for (const p of batch) {
+      let arg = p.client;
+      for (const e of p.entries) {
+        let k = index.get(e.bucketKey);
+        if (k === undefined) {
+          k = index.size + 1;
+          index.set(e.bucketKey, k);
+          keys.push(`${this.prefix}${e.bucketKey}`, `${this.prefix}${e.bucketKey}:expiry`);
+        }
+        arg += ` ${k} ${e.limit} ${e.demand ?? '-'} ${e.ttlSeconds * 1000}`;
+      }
+      args.push(arg);
+      entries += p.entries.length;
+    }
+    this.grantCallsOut++;
+    this.run(keys, args)
+      .then((reply) => {
+        if (reply.length !== entries)
+          throw new Error(`the RLQS ledger script answered ${reply.length} grants for ${entries} buckets`);
+        let at = 0;
+        for (const p of batch) {
+          p.resolve(reply.slice(at, at + p.entries.length).map((g) => Math.max(0, g)));
+          at += p.entries.length;
+        }
+      })
+      .catch((error: unknown) => {
+        for (const p of batch) p.reject(error);
+      })
+      .finally(() => {
+        if (--this.grantCallsOut === 0) this.flush();
+      });
   }
 
   private keysOf(bucketKeys: readonly string[]): string[] {

@@ -1,7 +1,7 @@
 /**
  * The Lua twin of `fair-share.ts` and the memory ledger, for the Redis ledger: one script call per
- * report (every bucket of it), per redistribution (every client of this replica in one bucket), or
- * per release. Time is Redis's (`TIME`), so replicas agree on when grants expire.
+ * batch of reports (every bucket of each), per redistribution (every client of this replica in one
+ * bucket), or per release. Time is Redis's (`TIME`), so replicas agree on when grants expire.
  *
  * Per bucket, a hash (`n` clients, `D` demand summed, `G` grants summed, `d:<client>` and
  * `g:<client>` each client's) and a sorted set of clients by when their grant expires; both expire
@@ -79,13 +79,18 @@ end
 local op = ARGV[1]
 local out = {}
 if op == 'grant' then
-  -- ARGV: 'grant', client, then limit, demand, ttlMs per bucket; KEYS: hash, set per bucket.
-  local c = ARGV[2]
-  for i = 1, #KEYS / 2 do
-    local h, z = KEYS[2 * i - 1], KEYS[2 * i]
-    sweep(h, z)
-    local a = 3 + (i - 1) * 3
-    out[i] = grantOne(h, z, c, tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]))
+  -- KEYS: hash, set per bucket. ARGV: 'grant', then one report per argument: its client, then per
+  -- bucket its index in KEYS (1 for the first pair), limit, demand ('-' for none) and ttlMs, all
+  -- space-separated. Each bucket is swept once; the reports are granted in order.
+  for i = 1, #KEYS / 2 do sweep(KEYS[2 * i - 1], KEYS[2 * i]) end
+  for r = 2, #ARGV do
+    local next = string.gmatch(ARGV[r], '%S+')
+    local c = next()
+    for k in next do
+      local limit, demand, ttlMs = tonumber(next()), next(), tonumber(next())
+      k = tonumber(k)
+      out[#out + 1] = grantOne(KEYS[2 * k - 1], KEYS[2 * k], c, limit, tonumber(demand), ttlMs)
+    end
   end
 elseif op == 'regrant' then
   -- ARGV: 'regrant', limit, ttlMs, clients...; KEYS: one bucket's hash and set.

@@ -1,9 +1,10 @@
 /**
- * Reading a `RateLimitQuotaUsageReports` message as the proto loader decodes it (field names as in
- * the proto, 64-bit numbers as strings), refusing what no data plane should send with a
- * {@link QuotaStreamError} that names the field.
+ * Reading a `RateLimitQuotaUsageReports` message from its bytes, refusing what no data plane
+ * should send with a {@link QuotaStreamError} that names the field (and bytes that are not the
+ * message with one that says where they stop being it).
  */
 import type { BucketId } from './buckets.js';
+import { TOO_BIG, WIRE, WireReader } from './wire.js';
 
 /** QuotaStreamErrorCode is why a stream is ended: a bad report, or a client over a cap. */
 export type QuotaStreamErrorCode = 'INVALID_REPORT' | 'TOO_MANY_BUCKETS';
@@ -22,7 +23,10 @@ export class QuotaStreamError extends Error {
 
 /** BucketUsage is one bucket's usage in a report. */
 export interface BucketUsage {
-  readonly bucket: BucketId;
+  /** The bucket's `BucketId` as the client encoded it (read by {@link readBucketId}); answers carry it back unchanged. */
+  readonly bucketIdBytes: Uint8Array;
+  /** Where the usage is in the report (`bucket_quota_usages[index]`), for errors about its bucket id. */
+  readonly index: number;
   readonly allowed: number;
   readonly denied: number;
   readonly elapsedMs: number;
@@ -38,61 +42,127 @@ function bad(message: string): QuotaStreamError {
   return new QuotaStreamError('INVALID_REPORT', message);
 }
 
-function count(value: unknown, path: string): number {
-  const n = typeof value === 'string' ? Number(value) : typeof value === 'number' ? value : NaN;
-  if (!Number.isSafeInteger(n) || n < 0)
+function notAReport(what: string): QuotaStreamError {
+  return bad(`the bytes are not a RateLimitQuotaUsageReports message: ${what}`);
+}
+
+/** usagePath returns where usage `index` of a report is, for error messages. */
+export function usagePath(index: number): string {
+  return `bucket_quota_usages[${index}]`;
+}
+
+function count(r: WireReader, index: number, name: string): number {
+  if (!r.is(WIRE.VARINT)) throw r.wrongWire(WIRE.VARINT, `${usagePath(index)}.${name}`);
+  const n = r.varint();
+  if (n === TOO_BIG)
     throw bad(
-      `${path} must be a whole number from 0 to 2^53-1, got ${JSON.stringify(value)} (a negative count sent as uint64 reads as above 2^63)`,
+      `${usagePath(index)}.${name} must be a whole number from 0 to 2^53-1, got 2^53 or more (a negative count sent as uint64 reads as above 2^63)`,
     );
   return n;
 }
 
-function elapsedMsOf(value: unknown, path: string): number {
-  if (value === null || value === undefined) return 0;
-  const d = value as { seconds?: unknown; nanos?: unknown };
-  const seconds = Number(d.seconds ?? 0);
-  const nanos = Number(d.nanos ?? 0);
-  if (!Number.isSafeInteger(seconds) || seconds < 0 || !Number.isInteger(nanos) || nanos < 0 || nanos > 999_999_999)
-    throw bad(`${path} must be a non-negative duration, got ${JSON.stringify(value)}`);
+/** elapsedMsOf reads a `google.protobuf.Duration`; int64 seconds and int32 nanos below 0 arrive as 10-byte varints, read as {@link TOO_BIG}. */
+function elapsedMsOf(r: WireReader, index: number): number {
+  if (!r.is(WIRE.LENGTH)) throw r.wrongWire(WIRE.LENGTH, `${usagePath(index)}.time_elapsed`);
+  const outer = r.enter();
+  let seconds = 0;
+  let nanos = 0;
+  while (r.more) {
+    const field = r.field();
+    if (field !== 1 && field !== 2) r.skip();
+    else if (!r.is(WIRE.VARINT)) throw r.wrongWire(WIRE.VARINT, `${usagePath(index)}.time_elapsed`);
+    else if (field === 1) seconds = r.varint();
+    else nanos = r.varint();
+  }
+  r.leave(outer);
+  if (seconds === TOO_BIG || nanos === TOO_BIG || nanos > 999_999_999)
+    throw bad(
+      `${usagePath(index)}.time_elapsed must be a non-negative duration, got seconds ${seconds === TOO_BIG ? '< 0' : seconds}, nanos ${nanos === TOO_BIG ? '< 0' : nanos}`,
+    );
   return seconds * 1000 + nanos / 1e6;
 }
 
-function bucketOf(value: unknown, path: string): BucketId {
-  const bucket = (value as { bucket?: unknown } | null)?.bucket;
-  if (bucket === null || typeof bucket !== 'object')
-    throw bad(`${path}.bucket is required: a BucketId with at least one key`);
-  const entries = Object.entries(bucket as Record<string, unknown>);
-  if (entries.length === 0) throw bad(`${path}.bucket must have at least one key (Envoy's BucketId needs min_pairs 1)`);
-  for (const [k, v] of entries)
-    if (k === '' || typeof v !== 'string' || v === '')
-      throw bad(
-        `${path}.bucket keys and values must be non-empty strings, got ${JSON.stringify(k)}: ${JSON.stringify(v)}`,
-      );
-  return bucket as BucketId;
+/** entryOf reads one `map<string, string>` entry (key 1, value 2) into `bucket`, and returns whether its key is new. */
+function entryOf(r: WireReader, path: string, bucket: Record<string, string>): boolean {
+  const outer = r.enter();
+  let key = '';
+  let value = '';
+  while (r.more) {
+    const field = r.field();
+    if (field !== 1 && field !== 2) r.skip();
+    else if (!r.is(WIRE.LENGTH)) throw r.wrongWire(WIRE.LENGTH, `${path} ${field === 1 ? 'key' : 'value'}`);
+    else if (field === 1) key = r.text();
+    else value = r.text();
+  }
+  r.leave(outer);
+  if (key === '' || value === '')
+    throw bad(
+      `${path} keys and values must be non-empty strings, got ${JSON.stringify(key)}: ${JSON.stringify(value)}`,
+    );
+  const fresh = !Object.hasOwn(bucket, key);
+  bucket[key] = value;
+  return fresh;
 }
 
 /**
- * parseUsageReport returns the checked report, or throws a {@link QuotaStreamError}
- * (`INVALID_REPORT`) naming the first bad field: a bucket without keys, a count that is not a whole
- * number from 0 to 2^53-1, a negative `time_elapsed`.
+ * readBucketId returns the `BucketId` of `usage` (read from its `bucketIdBytes`), or throws a
+ * {@link QuotaStreamError} (`INVALID_REPORT`) for an id without keys or with an empty key or value.
  */
-export function parseUsageReport(message: unknown): UsageReport {
-  if (message === null || typeof message !== 'object')
-    throw bad('the report must be a RateLimitQuotaUsageReports message');
-  const m = message as { domain?: unknown; bucket_quota_usages?: unknown };
-  const domain = m.domain ?? '';
-  if (typeof domain !== 'string') throw bad(`domain must be a string, got ${JSON.stringify(domain)}`);
-  const list = m.bucket_quota_usages ?? [];
-  if (!Array.isArray(list)) throw bad('bucket_quota_usages must be a list');
-  const usages = list.map((u: unknown, i): BucketUsage => {
-    const path = `bucket_quota_usages[${i}]`;
-    const usage = (u ?? {}) as Record<string, unknown>;
-    return {
-      bucket: bucketOf(usage.bucket_id, `${path}.bucket_id`),
-      allowed: count(usage.num_requests_allowed ?? 0, `${path}.num_requests_allowed`),
-      denied: count(usage.num_requests_denied ?? 0, `${path}.num_requests_denied`),
-      elapsedMs: elapsedMsOf(usage.time_elapsed, `${path}.time_elapsed`),
-    };
-  });
+export function readBucketId(usage: BucketUsage): BucketId {
+  const bytes = usage.bucketIdBytes;
+  const r = new WireReader(bytes, 0, bytes.length, notAReport);
+  const path = `${usagePath(usage.index)}.bucket_id.bucket`;
+  const bucket: Record<string, string> = Object.create(null) as Record<string, string>;
+  let keys = 0;
+  while (r.more) {
+    if (r.field() !== 1) r.skip();
+    else if (!r.is(WIRE.LENGTH)) throw r.wrongWire(WIRE.LENGTH, path);
+    else if (entryOf(r, path, bucket)) keys++;
+  }
+  if (keys === 0) throw bad(`${path} must have at least one key (Envoy's BucketId needs min_pairs 1)`);
+  return bucket;
+}
+
+function usageOf(r: WireReader, index: number): BucketUsage {
+  if (!r.is(WIRE.LENGTH)) throw r.wrongWire(WIRE.LENGTH, 'bucket_quota_usages');
+  const outer = r.enter();
+  let bucketIdBytes: Uint8Array | undefined;
+  let allowed = 0;
+  let denied = 0;
+  let elapsedMs = 0;
+  while (r.more) {
+    const field = r.field();
+    if (field === 1) {
+      if (!r.is(WIRE.LENGTH)) throw r.wrongWire(WIRE.LENGTH, `${usagePath(index)}.bucket_id`);
+      bucketIdBytes = r.slice();
+    } else if (field === 2) elapsedMs = elapsedMsOf(r, index);
+    else if (field === 3) allowed = count(r, index, 'num_requests_allowed');
+    else if (field === 4) denied = count(r, index, 'num_requests_denied');
+    else r.skip();
+  }
+  r.leave(outer);
+  if (bucketIdBytes === undefined)
+    throw bad(`${usagePath(index)}.bucket_id.bucket is required: a BucketId with at least one key`);
+  return { bucketIdBytes, index, allowed, denied, elapsedMs };
+}
+
+/**
+ * parseUsageReport returns the report encoded in `bytes`, checked, or throws a
+ * {@link QuotaStreamError} (`INVALID_REPORT`) naming the first bad field: a usage without a bucket id, a
+ * count that is not a whole number from 0 to 2^53-1, a negative `time_elapsed`, or bytes that are
+ * not the message (a truncated field, a field of the wrong wire type). Bucket ids are read apart
+ * ({@link readBucketId}), once per stream and id.
+ */
+export function parseUsageReport(bytes: Uint8Array): UsageReport {
+  const r = new WireReader(bytes, 0, bytes.length, notAReport);
+  let domain = '';
+  const usages: BucketUsage[] = [];
+  while (r.more) {
+    const field = r.field();
+    if (field === 2) usages.push(usageOf(r, usages.length));
+    else if (field !== 1) r.skip();
+    else if (!r.is(WIRE.LENGTH)) throw r.wrongWire(WIRE.LENGTH, 'domain');
+    else domain = r.text();
+  }
   return { domain, usages };
 }

@@ -7,13 +7,14 @@
 import { randomBytes } from 'node:crypto';
 import { systemClock, systemTimers, type Clock, type TimerHandle, type Timers } from 'floodgate';
 import type { DomainSpec } from '../service/config.js';
-import { abandonOf, assignmentOf, blanketOf, type BucketAction } from './actions.js';
+import { ABANDON, assignmentOf, blanketOf, type BucketAction } from './actions.js';
 import { bucketKeyOf, ruleOf, type BucketId } from './buckets.js';
 import { demandOf, idleTooLong } from './fair-share.js';
 import { MemoryQuotaLedger, type LedgerEntry, type QuotaLedger } from './ledger.js';
-import { parseUsageReport, QuotaStreamError, type BucketUsage } from './report.js';
-import { QuotaSession, type TrackedBucket, type Writable } from './session.js';
+import { parseUsageReport, QuotaStreamError, readBucketId, type BucketUsage } from './report.js';
+import { QuotaSession, type EncodedAction, type TrackedBucket, type Writable } from './session.js';
 import type { QuotaSpec } from './spec.js';
+import { encodeBucketAction } from './wire.js';
 
 /** QuotaServiceOptions configures a {@link QuotaService}. */
 export interface QuotaServiceOptions {
@@ -27,9 +28,9 @@ export interface QuotaServiceOptions {
   readonly redistributeDelayMs?: number;
 }
 
-/** QuotaStream is the part of a gRPC duplex stream the service reads and writes. */
+/** QuotaStream is the part of a gRPC duplex stream the service reads and writes: reports arrive, and responses leave, as bytes. */
 export interface QuotaStream extends Writable {
-  on(event: 'data', listener: (message: unknown) => void): unknown;
+  on(event: 'data', listener: (message: Buffer) => void): unknown;
   on(event: 'end' | 'cancelled' | 'close' | 'error', listener: (error?: unknown) => void): unknown;
   end(): void;
   emit(event: 'error', status: { code: number; details: string }): boolean;
@@ -97,9 +98,7 @@ export class QuotaService {
 
   /** handle serves one `StreamRateLimitQuotas` call until it ends. */
   handle(call: QuotaStream): void {
-    const session: QuotaSession = new QuotaSession(`${this.prefix}:${this.nextId++}`, call, (a): string =>
-      bucketKeyOf(session.domain ?? '', a.bucket_id.bucket),
-    );
+    const session = new QuotaSession(`${this.prefix}:${this.nextId++}`, call);
     this.sessions.add(session);
     let queue = Promise.resolve();
     let queued = 0;
@@ -152,96 +151,103 @@ export class QuotaService {
     return spec;
   }
 
-  private async report(session: QuotaSession, message: unknown): Promise<void> {
+  private async report(session: QuotaSession, message: Buffer): Promise<void> {
     const report = parseUsageReport(message);
     const spec = this.specOf(session, report.domain);
     if (report.usages.length > spec.maxBucketsPerStream) throw tooMany(report.usages.length, spec);
+    // Every bucket id is read (and checked) before anything of the report is kept.
+    const known = report.usages.map((u) => this.knownBucket(session, u));
+    const ids = report.usages.map((u, i) => (known[i] === undefined ? readBucketId(u) : undefined));
     const nowMs = this.clock.now();
-    const actions: Array<BucketAction | undefined> = [];
+    const actions: Array<EncodedAction | undefined> = [];
     const granted: Array<{ at: number; tracked: TrackedBucket; entry: LedgerEntry }> = [];
     const changed: string[] = [];
-    for (const usage of report.usages) {
-      const key = bucketKeyOf(session.domain!, usage.bucket);
-      const tracked = this.track(session, spec, key, usage.bucket, nowMs, changed);
+    report.usages.forEach((usage, i) => {
+      const key = known[i]?.key ?? bucketKeyOf(session.domain!, ids[i]!);
+      const tracked = known[i] ?? this.track(session, spec, { key, bucket: ids[i]!, usage, nowMs }, changed);
       if (tracked === undefined) {
-        actions.push(unknownAction(spec, usage.bucket));
-        continue;
-      }
-      if (this.abandoned(session, key, tracked, usage, nowMs)) {
-        actions.push(abandonOf(usage.bucket));
+        actions.push({ key, bytes: encodeBucketAction(usage.bucketIdBytes, unknownAction(spec)) });
+      } else if (this.abandoned(session, tracked, usage, nowMs)) {
+        actions.push({ key, bytes: encodeBucketAction(tracked.bucketIdBytes, ABANDON) });
         changed.push(key);
-        continue;
+      } else {
+        const requests = usage.allowed + usage.denied;
+        tracked.demand = demandOf(tracked.demand, { requests, elapsedMs: usage.elapsedMs }, tracked.rule.periodSeconds);
+        granted.push({ at: actions.length, tracked, entry: entryOf(tracked, tracked.demand) });
+        actions.push(undefined);
       }
-      tracked.demand = demandOf(
-        tracked.demand,
-        { requests: usage.allowed + usage.denied, elapsedMs: usage.elapsedMs },
-        tracked.rule.periodSeconds,
-      );
-      granted.push({ at: actions.length, tracked, entry: entryOf(key, tracked, tracked.demand) });
-      actions.push(undefined);
-    }
+    });
     const grants = await this.ledger.grant(
       session.id,
       granted.map((g) => g.entry),
       nowMs,
     );
-    granted.forEach((g, i) => {
-      g.tracked.lastGranted = grants[i]!;
-      actions[g.at] = assignmentOf(g.tracked.bucket, g.tracked.rule, grants[i]!);
-    });
-    session.send(actions as BucketAction[]);
+    granted.forEach((g, i) => (actions[g.at] = answerOf(g.tracked, grants[i]!)));
+    session.send(actions as EncodedAction[]);
     for (const key of changed) this.scheduleRedistribute(key);
+  }
+
+  /** knownBucket returns the bucket of `session` whose id the client encoded as `usage`'s, matched in the current config, or undefined. */
+  private knownBucket(session: QuotaSession, usage: BucketUsage): TrackedBucket | undefined {
+    const tracked = session.bucketOfIdBytes(usage.bucketIdBytes);
+    return tracked?.generation === this.generation ? tracked : undefined;
   }
 
   /** track returns the session's bucket `key` (matching it to a rule on first sight or after a reload), or undefined for an unknown bucket. */
   private track(
     session: QuotaSession,
     spec: QuotaSpec,
-    key: string,
-    bucket: BucketId,
-    nowMs: number,
+    seen: { readonly key: string; readonly bucket: BucketId; readonly usage: BucketUsage; readonly nowMs: number },
     changed: string[],
   ): TrackedBucket | undefined {
+    const { key, usage } = seen;
     const known = session.buckets.get(key);
-    if (known !== undefined && known.generation === this.generation) return known;
-    const rule = ruleOf(spec, bucket);
+    const rule = ruleOf(spec, seen.bucket);
     if (rule === undefined) {
       if (known !== undefined) this.forget(session, key, changed);
       return undefined;
     }
     if (known !== undefined) {
-      known.rule = rule;
-      known.generation = this.generation;
+      if (known.generation !== this.generation) {
+        known.rule = rule;
+        known.generation = this.generation;
+        known.answer = undefined;
+      }
+      session.keepIdBytes(usage.bucketIdBytes, known);
       return known;
     }
     if (session.buckets.size >= spec.maxBucketsPerStream) throw tooMany(session.buckets.size + 1, spec);
     const tracked: TrackedBucket = {
-      bucket,
+      key,
+      bucket: seen.bucket,
+      bucketIdBytes: usage.bucketIdBytes.slice(),
       rule,
       generation: this.generation,
       demand: undefined,
-      lastActiveMs: nowMs,
+      lastActiveMs: seen.nowMs,
       lastGranted: undefined,
+      answer: undefined,
     };
     session.buckets.set(key, tracked);
+    session.keepIdBytes(usage.bucketIdBytes, tracked);
     this.membersOf(key).add(session);
     changed.push(key);
     return tracked;
   }
 
-  private abandoned(session: QuotaSession, key: string, t: TrackedBucket, usage: BucketUsage, nowMs: number): boolean {
+  private abandoned(session: QuotaSession, t: TrackedBucket, usage: BucketUsage, nowMs: number): boolean {
     if (usage.allowed + usage.denied > 0) {
       t.lastActiveMs = nowMs;
       return false;
     }
     if (!idleTooLong(t.lastActiveMs, nowMs, t.rule.abandonAfterSeconds)) return false;
-    this.forget(session, key, []);
-    void this.ledger.release(session.id, [key], nowMs).catch(() => undefined);
+    this.forget(session, t.key, []);
+    void this.ledger.release(session.id, [t.key], nowMs).catch(() => undefined);
     return true;
   }
 
   private forget(session: QuotaSession, key: string, changed: string[]): void {
-    session.buckets.delete(key);
+    session.drop(key);
     this.members.get(key)?.delete(session);
     if (this.members.get(key)?.size === 0) this.members.delete(key);
     changed.push(key);
@@ -285,26 +291,34 @@ export class QuotaService {
     const nowMs = this.clock.now();
     const grants = await this.ledger.regrant(
       sessions.map((s) => s.id),
-      entryOf(key, first, undefined),
+      entryOf(first, undefined),
       nowMs,
     );
     sessions.forEach((s, i) => {
       const tracked = s.buckets.get(key);
       const grant = grants[i];
       if (tracked === undefined || grant === undefined || grant === tracked.lastGranted || s.closed) return;
-      tracked.lastGranted = grant;
-      s.send([assignmentOf(tracked.bucket, tracked.rule, grant)]);
+      s.send([answerOf(tracked, grant)]);
     });
   }
 }
 
-function entryOf(bucketKey: string, t: TrackedBucket, demand: number | undefined): LedgerEntry {
-  return { bucketKey, limit: t.rule.limit, demand, ttlSeconds: t.rule.assignmentTtlSeconds };
+function entryOf(t: TrackedBucket, demand: number | undefined): LedgerEntry {
+  return { bucketKey: t.key, limit: t.rule.limit, demand, ttlSeconds: t.rule.assignmentTtlSeconds };
 }
 
-function unknownAction(spec: QuotaSpec, bucket: BucketId): BucketAction {
-  if (spec.unknownBucket === 'abandon') return abandonOf(bucket);
-  return blanketOf(bucket, spec.unknownBucket === 'allow' ? 'ALLOW_ALL' : 'DENY_ALL', spec.unknownBucketTtlSeconds);
+/** answerOf returns `t`'s assignment of `granted`, encoded once per grant (and rule) and sent again while the grant holds. */
+function answerOf(t: TrackedBucket, granted: number): EncodedAction {
+  if (t.answer === undefined || t.lastGranted !== granted) {
+    t.answer = { key: t.key, bytes: encodeBucketAction(t.bucketIdBytes, assignmentOf(t.rule, granted)) };
+    t.lastGranted = granted;
+  }
+  return t.answer;
+}
+
+function unknownAction(spec: QuotaSpec): BucketAction {
+  if (spec.unknownBucket === 'abandon') return ABANDON;
+  return blanketOf(spec.unknownBucket === 'allow' ? 'ALLOW_ALL' : 'DENY_ALL', spec.unknownBucketTtlSeconds);
 }
 
 function tooMany(count: number, spec: QuotaSpec): QuotaStreamError {
