@@ -92,7 +92,11 @@ describe('the memory ledger on a manual clock', () => {
           } else {
             const ids = [...held.keys()];
             const gs = await ledger.regrant(ids, entry(undefined, limit, 5), nowMs);
-            ids.forEach((c, i) => gs[i] !== undefined && held.set(c, { granted: gs[i]!, untilMs: nowMs + 5000 }));
+            // The service pushes a grant (with a fresh TTL) only when it changed.
+            ids.forEach((c, i) => {
+              if (gs[i] !== undefined && gs[i] !== held.get(c)!.granted)
+                held.set(c, { granted: gs[i]!, untilMs: nowMs + 5000 });
+            });
           }
           // What clients may still be using: grants not yet expired on their side.
           let live = 0;

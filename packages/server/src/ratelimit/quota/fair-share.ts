@@ -66,6 +66,22 @@ export function grantOf(target: number, granted: number, totals: BucketTotals, l
   return Math.max(0, Math.min(Math.floor(target + 1e-9), free));
 }
 
+/** MEANINGFUL_CHANGE is how much of a client's grant a redistribution must move it by to change it (a tenth). */
+export const MEANINGFUL_CHANGE = 0.1;
+
+/**
+ * changesMeaningfully returns true when a redistribution should move a client's grant from
+ * `granted` to `next` (and push it): from or to 0 (a client denied, or one that must give all
+ * back), or by at least a tenth of `granted`. Smaller moves wait for the client's next report,
+ * which grants it anew; so a join or leave among many clients pushes to none of them, and a storm
+ * of joins pushes to a client only as its share shrinks by tenths.
+ */
+export function changesMeaningfully(granted: number, next: number): boolean {
+  if (next === granted) return false;
+  if (granted === 0 || next === 0) return true;
+  return Math.abs(next - granted) >= granted * MEANINGFUL_CHANGE;
+}
+
 /** expiresAtMs returns when a grant given at `nowMs` for `ttlSeconds` stops counting as outstanding. */
 export function expiresAtMs(nowMs: number, ttlSeconds: number): number {
   return nowMs + ttlSeconds * 1000;

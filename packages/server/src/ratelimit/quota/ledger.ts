@@ -3,7 +3,7 @@
  * memory ledger is here; the Redis ledger (`redis-ledger.ts`) keeps the same in Redis, so that
  * service replicas share one budget. Both apply `fair-share.ts`.
  */
-import { expiresAtMs, grantOf, targetOf } from './fair-share.js';
+import { changesMeaningfully, expiresAtMs, grantOf, targetOf } from './fair-share.js';
 
 /** LedgerEntry is one bucket of one report: its key, its budget, and the client's demand (undefined: keep the last one). */
 export interface LedgerEntry {
@@ -28,7 +28,9 @@ export interface QuotaLedger {
   /**
    * regrant grants again, on their last demand, every one of `clients` that holds a share of
    * `entry.bucketKey`: those whose share shrinks first, so that what they free reaches the others.
-   * Returns each client's grant, or undefined for a client the bucket no longer knows.
+   * A grant changes only when it {@link changesMeaningfully} (its TTL is then renewed too);
+   * otherwise it stays as it is. Returns each client's grant, or undefined for a client the
+   * bucket no longer knows.
    */
   regrant(clients: readonly string[], entry: LedgerEntry, nowMs: number): Promise<Array<number | undefined>>;
   /** release drops `client` from each bucket: its share goes back to the others. */
@@ -70,11 +72,11 @@ export class MemoryQuotaLedger implements QuotaLedger {
     if (book === undefined) return Promise.resolve(clients.map(() => undefined));
     this.sweep(book, nowMs);
     const order = clients
-      .map((c, i) => ({ c, i, h: book.holders.get(c) }))
+      .map((c, i) => ({ i, h: book.holders.get(c) }))
       .filter((x) => x.h !== undefined)
       .sort((a, b) => this.growth(book, a.h!, entry.limit) - this.growth(book, b.h!, entry.limit));
     const out: Array<number | undefined> = clients.map(() => undefined);
-    for (const { c, i } of order) out[i] = this.grantOne(c, { ...entry, demand: undefined }, nowMs);
+    for (const { i, h } of order) out[i] = this.regrantOne(book, h!, entry, nowMs);
     return Promise.resolve(out);
   }
 
@@ -119,8 +121,20 @@ export class MemoryQuotaLedger implements QuotaLedger {
       book.demand += e.demand - h.demand;
       h.demand = e.demand;
     }
+    return this.settle(book, h, this.nextGrant(book, h, e.limit), e, nowMs);
+  }
+
+  private regrantOne(book: BucketBook, h: Holder, e: LedgerEntry, nowMs: number): number {
+    const next = this.nextGrant(book, h, e.limit);
+    return changesMeaningfully(h.granted, next) ? this.settle(book, h, next, e, nowMs) : h.granted;
+  }
+
+  private nextGrant(book: BucketBook, h: Holder, limit: number): number {
     const totals = { clients: book.holders.size, demand: book.demand, granted: book.granted };
-    const granted = grantOf(targetOf(h.demand, totals, e.limit), h.granted, totals, e.limit);
+    return grantOf(targetOf(h.demand, totals, limit), h.granted, totals, limit);
+  }
+
+  private settle(book: BucketBook, h: Holder, granted: number, e: LedgerEntry, nowMs: number): number {
     book.granted += granted - h.granted;
     h.granted = granted;
     h.expiresAtMs = expiresAtMs(nowMs, e.ttlSeconds);

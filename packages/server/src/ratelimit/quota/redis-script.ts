@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 
 const LUA = `
 local FLOOR_SHARE = 0.1
+local MEANINGFUL_CHANGE = 0.1
 local SWEEP_MAX = 64
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -45,6 +46,20 @@ local function totals(h)
   return tonumber(v[1] or '0'), tonumber(v[2] or '0'), tonumber(v[3] or '0')
 end
 
+local function meaningful(old, new)
+  if new == old then return false end
+  if old == 0 or new == 0 then return true end
+  return math.abs(new - old) >= old * MEANINGFUL_CHANGE
+end
+
+local function grantOf(d, gOld, n, D, G, limit)
+  local free = limit - (G - gOld)
+  local g = math.floor(target(d, n, D, limit) + 1e-9)
+  if g > free then g = free end
+  if g < 0 then g = 0 end
+  return g
+end
+
 -- grantOne returns the client's grant, or -1 when demand is nil and the bucket does not know it.
 local function grantOne(h, z, c, limit, demand, ttlMs)
   local dOld = redis.call('HGET', h, 'd:' .. c)
@@ -64,16 +79,23 @@ local function grantOne(h, z, c, limit, demand, ttlMs)
     d = demand
   end
   local n, D, G = totals(h)
-  local free = limit - (G - gOld)
-  local g = math.floor(target(d, n, D, limit) + 1e-9)
-  if g > free then g = free end
-  if g < 0 then g = 0 end
+  local g = grantOf(d, gOld, n, D, G, limit)
   redis.call('HINCRBY', h, 'G', g - gOld)
   redis.call('HSET', h, 'g:' .. c, g)
   redis.call('ZADD', z, now + ttlMs, c)
   redis.call('PEXPIRE', h, ttlMs * 2)
   redis.call('PEXPIRE', z, ttlMs * 2)
   return g
+end
+
+-- regrantOne returns the client's grant, changed only when the change is meaningful (-1: unknown client).
+local function regrantOne(h, z, c, limit, ttlMs)
+  local d = redis.call('HGET', h, 'd:' .. c)
+  if not d then return -1 end
+  local gOld = tonumber(redis.call('HGET', h, 'g:' .. c) or '0')
+  local n, D, G = totals(h)
+  if not meaningful(gOld, grantOf(tonumber(d), gOld, n, D, G, limit)) then return gOld end
+  return grantOne(h, z, c, limit, nil, ttlMs)
 end
 
 local op = ARGV[1]
@@ -109,7 +131,7 @@ elseif op == 'regrant' then
     end
   end
   table.sort(order, function(a, b) return a[3] < b[3] end)
-  for _, o in ipairs(order) do out[o[1]] = grantOne(h, z, o[2], limit, nil, ttlMs) end
+  for _, o in ipairs(order) do out[o[1]] = regrantOne(h, z, o[2], limit, ttlMs) end
 else
   -- ARGV: 'release', client; KEYS: hash, set per bucket.
   for i = 1, #KEYS / 2 do
