@@ -8,7 +8,8 @@
  * Measured over the window after the streams have joined: the server's CPU-seconds (from /proc,
  * user + system) per second of the window, as a percentage of one core, and per report; the delay
  * from a report's write to its answer at the client (p50, p99, max), which includes the client
- * processes' own event-loop delays on a shared machine (their p99 is printed beside it). Nothing is
+ * processes' own event-loop delays on a shared machine (their p99 is printed beside it); on Redis,
+ * redis-server's CPU-seconds in the window too (not in the server's figures). Nothing is
  * pinned: on a shared machine a pinned process gets only what its core has left. Prints figures; nothing is asserted.
  *
  *   node --conditions=floodgate-source --import tsx bench/rlqs.ts [--seconds 20] [--memory-only | --redis-only] [--cpu-prof-dir DIR]
@@ -16,7 +17,7 @@
  * `--cpu-prof-dir` writes the server's V8 CPU profile there (node's --cpu-prof) when it stops.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -126,26 +127,48 @@ function quantile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 }
 
+/** redisPidOf returns the pid of the redis-server on `port` (it names itself `redis-server 127.0.0.1:port`), or undefined. */
+function redisPidOf(port: number): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').startsWith(`redis-server 127.0.0.1:${port}`))
+        return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
 async function measure(name: string, configPath: string, redisPort: number | undefined): Promise<string[]> {
   const server = await startServer(configPath, redisPort);
   const clients = runClients(server.port);
+  const redisPid = redisPort === undefined ? undefined : redisPidOf(redisPort);
   try {
     await clients.ready;
     // A few seconds for the joins' redistributions to settle before the window opens.
     await new Promise((resolve) => setTimeout(resolve, SETTLE_SECONDS * 1000));
     clients.go();
     const before = cpuTicks(server.pid);
+    const redisBefore = redisPid === undefined ? 0 : cpuTicks(redisPid);
     await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
     const cpuSeconds = ((cpuTicks(server.pid) - before) * TICK_US) / 1e6;
+    const redisSeconds = redisPid === undefined ? undefined : ((cpuTicks(redisPid) - redisBefore) * TICK_US) / 1e6;
     const results = await clients.results;
-    return row(name, cpuSeconds, results);
+    return row(name, { cpuSeconds, redisSeconds }, results);
   } finally {
     clients.kill();
     await server.stop();
   }
 }
 
-function row(name: string, cpuSeconds: number, results: readonly ClientResult[]): string[] {
+function row(
+  name: string,
+  cpu: { readonly cpuSeconds: number; readonly redisSeconds: number | undefined },
+  results: readonly ClientResult[],
+): string[] {
+  const { cpuSeconds, redisSeconds } = cpu;
   const delays = results.flatMap((r) => r.delays).sort((a, b) => a - b);
   const answers = results.reduce((s, r) => s + r.answers, 0);
   return [
@@ -153,6 +176,7 @@ function row(name: string, cpuSeconds: number, results: readonly ClientResult[])
     `${((100 * cpuSeconds) / SECONDS).toFixed(1)}%`,
     cpuSeconds.toFixed(2),
     ((cpuSeconds * 1e6) / Math.max(1, answers)).toFixed(0),
+    redisSeconds === undefined ? '-' : redisSeconds.toFixed(2),
     String(answers),
     String(delays.length),
     quantile(delays, 0.5).toFixed(1),
@@ -188,6 +212,7 @@ process.stdout.write(
       'server CPU (1 core)',
       'CPU-s',
       'CPU-µs/report',
+      'redis-server CPU-s',
       'reports answered',
       'delays measured',
       'p50 ms',
@@ -198,6 +223,6 @@ process.stdout.write(
       'client loop lag p99 ms',
     ],
     rows,
-    new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]),
+    new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]),
   ) + '\n',
 );

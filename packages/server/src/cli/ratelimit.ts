@@ -23,6 +23,7 @@ import { servingWhen, StoreState } from '../ratelimit/service/store-health.js';
 import { watchFiles } from './watch-files.js';
 import { QuotaService } from '../ratelimit/quota/service.js';
 import { RedisQuotaLedger } from '../ratelimit/quota/redis-ledger.js';
+import { registerQuotaMetrics } from '../ratelimit/quota/metrics.js';
 import type { RedisAdapter } from 'floodgate/redis';
 
 export type { RatelimitFlags } from './ratelimit-flags.js';
@@ -135,6 +136,7 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   // On Redis, every replica grants from one budget per quota bucket.
   const ledger = redis === undefined ? undefined : new RedisQuotaLedger({ adapter: redis.adapter });
   const quota = new QuotaService({ domains, ...(ledger === undefined ? {} : { ledger }) });
+  registerQuotaMetrics(metrics.registry, quota);
   const listening = await listen(flags, service, metrics, quota);
   io.stdout.write(`${JSON.stringify({ ready: true, ...listening.ports })}\n`);
   const reloadNow = (): void => reload(service, flags, { stderr: io.stderr, metrics, quota });

@@ -15,6 +15,7 @@ import { DescriptorLabels, outcomeLabel } from '../ratelimit/service/metric-labe
 import { servingWhen } from '../ratelimit/service/store-health.js';
 import { QuotaService } from '../ratelimit/quota/service.js';
 import { RedisQuotaLedger } from '../ratelimit/quota/redis-ledger.js';
+import { registerQuotaMetrics } from '../ratelimit/quota/metrics.js';
 import type { RedisAdapter } from 'floodgate/redis';
 
 /** RateLimitServiceHostOptions configures {@link RateLimitServiceHost.start}. */
@@ -65,6 +66,7 @@ export class RateLimitServiceHost {
         ? {}
         : { ledger: new RedisQuotaLedger({ adapter: redis.adapter, prefix: redis.prefix }) }),
     });
+    registerQuotaMetrics(metrics.registry, quota);
     const grpcHost = section.grpc?.host;
     const httpHost = section.http?.host;
     // One host serves both listeners; start them apart when they differ.

@@ -11,6 +11,7 @@ import { ABANDON, assignmentOf, blanketOf, type BucketAction } from './actions.j
 import { bucketKeyOf, ruleOf, type BucketId } from './buckets.js';
 import { demandOf, idleTooLong } from './fair-share.js';
 import { MemoryQuotaLedger, type LedgerEntry, type QuotaLedger } from './ledger.js';
+import { newQuotaCounts, type QuotaCounts } from './metrics.js';
 import { parseUsageReport, QuotaStreamError, readBucketId, type BucketUsage } from './report.js';
 import { QuotaSession, type EncodedAction, type TrackedBucket, type Writable } from './session.js';
 import type { QuotaSpec } from './spec.js';
@@ -63,6 +64,8 @@ export class QuotaService {
   private readonly prefix = randomBytes(6).toString('hex');
   private nextId = 0;
   private readonly sessions = new Set<QuotaSession>();
+  /** counts are the service's running totals, which `metrics.ts` hands to Prometheus. */
+  readonly counts: QuotaCounts = newQuotaCounts();
 
   /** Creates the service over `options.domains` (those with a `quota:` section). */
   constructor(options: QuotaServiceOptions) {
@@ -125,6 +128,7 @@ export class QuotaService {
   private fail(session: QuotaSession, call: QuotaStream, error: unknown): void {
     if (session.closed) return;
     this.leave(session);
+    this.counts.streamErrors[error instanceof QuotaStreamError ? error.code : 'INTERNAL']++;
     const status =
       error instanceof QuotaStreamError
         ? { code: STATUS[error.code], details: `${error.code}: ${error.message}` }
@@ -152,6 +156,7 @@ export class QuotaService {
   }
 
   private async report(session: QuotaSession, message: Buffer): Promise<void> {
+    this.counts.reports++;
     const report = parseUsageReport(message);
     const spec = this.specOf(session, report.domain);
     if (report.usages.length > spec.maxBucketsPerStream) throw tooMany(report.usages.length, spec);
@@ -177,14 +182,25 @@ export class QuotaService {
         actions.push(undefined);
       }
     });
-    const grants = await this.ledger.grant(
-      session.id,
+    const grants = await this.grant(
+      session,
       granted.map((g) => g.entry),
       nowMs,
     );
     granted.forEach((g, i) => (actions[g.at] = answerOf(g.tracked, grants[i]!)));
     session.send(actions as EncodedAction[]);
+    this.counts.answered += actions.length;
     for (const key of changed) this.scheduleRedistribute(key);
+  }
+
+  /** grant asks the ledger for `session`'s grants of `entries`, counting a failure. */
+  private async grant(session: QuotaSession, entries: readonly LedgerEntry[], nowMs: number): Promise<number[]> {
+    try {
+      return await this.ledger.grant(session.id, entries, nowMs);
+    } catch (error) {
+      this.counts.ledgerErrors.grant++;
+      throw error;
+    }
   }
 
   /** knownBucket returns the bucket of `session` whose id the client encoded as `usage`'s, matched in the current config, or undefined. */
@@ -242,7 +258,7 @@ export class QuotaService {
     }
     if (!idleTooLong(t.lastActiveMs, nowMs, t.rule.abandonAfterSeconds)) return false;
     this.forget(session, t.key, []);
-    void this.ledger.release(session.id, [t.key], nowMs).catch(() => undefined);
+    void this.ledger.release(session.id, [t.key], nowMs).catch(() => this.counts.ledgerErrors.release++);
     return true;
   }
 
@@ -271,14 +287,14 @@ export class QuotaService {
     void this.ledger
       .release(session.id, keys, this.clock.now())
       .then(() => keys.forEach((k) => this.scheduleRedistribute(k)))
-      .catch(() => undefined);
+      .catch(() => this.counts.ledgerErrors.release++);
   }
 
   private scheduleRedistribute(key: string): void {
     if (this.redistributing.has(key) || !this.members.has(key)) return;
     const timer = this.timers.setTimer(() => {
       this.redistributing.delete(key);
-      void this.redistribute(key).catch(() => undefined);
+      void this.redistribute(key).catch(() => this.counts.ledgerErrors.regrant++);
     }, this.delayMs);
     this.redistributing.set(key, timer);
   }
@@ -299,6 +315,7 @@ export class QuotaService {
       const grant = grants[i];
       if (tracked === undefined || grant === undefined || grant === tracked.lastGranted || s.closed) return;
       s.send([answerOf(tracked, grant)]);
+      this.counts.pushed++;
     });
   }
 }
