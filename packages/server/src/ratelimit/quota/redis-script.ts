@@ -88,13 +88,10 @@ local function grantOne(h, z, c, limit, demand, ttlMs)
   return g
 end
 
--- regrantOne returns the client's grant, changed only when the change is meaningful (-1: unknown client).
-local function regrantOne(h, z, c, limit, ttlMs)
-  local d = redis.call('HGET', h, 'd:' .. c)
-  if not d then return -1 end
-  local gOld = tonumber(redis.call('HGET', h, 'g:' .. c) or '0')
+-- regrantOne returns the grant of client c (demand d, grant gOld), changed only when the change is meaningful.
+local function regrantOne(h, z, c, d, gOld, limit, ttlMs)
   local n, D, G = totals(h)
-  if not meaningful(gOld, grantOf(tonumber(d), gOld, n, D, G, limit)) then return gOld end
+  if not meaningful(gOld, grantOf(d, gOld, n, D, G, limit)) then return gOld end
   return grantOne(h, z, c, limit, nil, ttlMs)
 end
 
@@ -123,15 +120,15 @@ elseif op == 'regrant' then
   local order = {}
   for i = 4, #ARGV do
     local c = ARGV[i]
-    local d = redis.call('HGET', h, 'd:' .. c)
+    local held = redis.call('HMGET', h, 'd:' .. c, 'g:' .. c)
     out[i - 3] = -1
-    if d then
-      local g = tonumber(redis.call('HGET', h, 'g:' .. c) or '0')
-      order[#order + 1] = { i - 3, c, target(tonumber(d), n, D, limit) - g }
+    if held[1] then
+      local d, g = tonumber(held[1]), tonumber(held[2] or '0')
+      order[#order + 1] = { i - 3, c, target(d, n, D, limit) - g, d, g }
     end
   end
   table.sort(order, function(a, b) return a[3] < b[3] end)
-  for _, o in ipairs(order) do out[o[1]] = regrantOne(h, z, o[2], limit, ttlMs) end
+  for _, o in ipairs(order) do out[o[1]] = regrantOne(h, z, o[2], o[4], o[5], limit, ttlMs) end
 else
   -- ARGV: 'release', client; KEYS: hash, set per bucket.
   for i = 1, #KEYS / 2 do

@@ -61,6 +61,8 @@ export class QuotaService {
   private readonly delayMs: number;
   private readonly members = new Map<string, Set<QuotaSession>>();
   private readonly redistributing = new Map<string, TimerHandle>();
+  /** The buckets with a pass out, each with whether another was asked for meanwhile. */
+  private readonly passesOut = new Map<string, boolean>();
   private readonly prefix = randomBytes(6).toString('hex');
   private nextId = 0;
   private readonly sessions = new Set<QuotaSession>();
@@ -290,11 +292,27 @@ export class QuotaService {
       .catch(() => this.counts.ledgerErrors.release++);
   }
 
+  /**
+   * scheduleRedistribute runs a pass over bucket `key` after `redistributeDelayMs`, one at a time
+   * per bucket: a join or leave while a pass is out (a slow Redis) asks for one more after it,
+   * so passes never pile up behind each other.
+   */
   private scheduleRedistribute(key: string): void {
+    if (this.passesOut.has(key)) {
+      this.passesOut.set(key, true);
+      return;
+    }
     if (this.redistributing.has(key) || !this.members.has(key)) return;
     const timer = this.timers.setTimer(() => {
       this.redistributing.delete(key);
-      void this.redistribute(key).catch(() => this.counts.ledgerErrors.regrant++);
+      this.passesOut.set(key, false);
+      void this.redistribute(key)
+        .catch(() => this.counts.ledgerErrors.regrant++)
+        .finally(() => {
+          const again = this.passesOut.get(key) === true;
+          this.passesOut.delete(key);
+          if (again) this.scheduleRedistribute(key);
+        });
     }, this.delayMs);
     this.redistributing.set(key, timer);
   }
