@@ -1,7 +1,8 @@
 /**
  * One process of data planes for bench/rlqs.ts: `streams` RLQS streams spread over `channels`
  * grpc-js channels, each reporting the same `buckets` buckets once a second (the streams' phases
- * spread evenly over the second). Once every stream has had its first answer it prints `ready`;
+ * spread evenly over the second). Once every stream has had its first answer and no push (a
+ * redistribution after the joins) has arrived for 2 s, it prints `ready`;
  * on a `go` line on stdin it measures, for each report sent in the next `seconds`, the delay until
  * its answer (the response carrying one action per bucket), and then prints them as one JSON line.
  *
@@ -29,6 +30,7 @@ let endAt = Infinity;
 let answered = 0;
 const delays: number[] = [];
 let pushes = 0;
+let lastPushAt = 0;
 let answers = 0;
 let failures = 0;
 
@@ -42,6 +44,7 @@ function openStream(i: number): void {
   call.on('data', (response) => {
     if (response.bucket_action.length !== buckets) {
       pushes++;
+      lastPushAt = performance.now();
       return;
     }
     // The server answers a stream's reports in order, and while the client is slow to read it
@@ -52,7 +55,7 @@ function openStream(i: number): void {
     sentAt.length = 0;
     if (!first) {
       first = true;
-      if (++answered === streams) process.stdout.write('ready\n');
+      if (++answered === streams) readyOnceQuiet();
     }
     const now = performance.now();
     if (now >= goAt && now < endAt) answers += covered;
@@ -78,6 +81,15 @@ function openStream(i: number): void {
     },
     (1000 * i) / streams,
   );
+}
+
+/** readyOnceQuiet prints `ready` once no push has arrived for 2 s: the joins' redistributions are over. */
+function readyOnceQuiet(): void {
+  const timer = setInterval(() => {
+    if (performance.now() - lastPushAt < 2000) return;
+    clearInterval(timer);
+    process.stdout.write('ready\n');
+  }, 200);
 }
 
 for (let i = 0; i < streams; i++) openStream(i);

@@ -5,7 +5,8 @@
  * channels per process (so 40 HTTP/2 connections carry the 1,000 streams; Envoys would each open
  * one). Every stream reports the same 10 buckets, so each bucket is shared by 1,000 clients.
  *
- * Measured over the window after the streams have joined: the server's CPU-seconds (from /proc,
+ * Measured over the window after the streams have joined and the pushes their joins caused have
+ * stopped (no push for 2 s in any client process), so the window holds the steady state: the server's CPU-seconds (from /proc,
  * user + system) per second of the window, as a percentage of one core, and per report; the delay
  * from a report's write to its answer at the client (p50, p99, max), which includes the client
  * processes' own event-loop delays on a shared machine (their p99 is printed beside it); on Redis,
@@ -59,7 +60,7 @@ interface ClientResult {
 }
 
 interface Clients {
-  /** ready resolves once every stream of every process has had its first answer. */
+  /** ready resolves once every stream of every process has had its first answer and the joins' pushes have stopped. */
   readonly ready: Promise<void>;
   go(): void;
   readonly results: Promise<ClientResult[]>;
@@ -203,7 +204,7 @@ if (values['memory-only'] !== true) {
   }
 }
 process.stdout.write(
-  `RLQS: ${PROCESSES * STREAMS_PER_PROCESS} streams x ${BUCKETS} buckets, one report per stream per second, ${SECONDS} s measured once every stream had its first answer and ${SETTLE_SECONDS} s more; ${PROCESSES} client processes x ${CHANNELS_PER_PROCESS} channels; load average ${load()}\n`,
+  `RLQS: ${PROCESSES * STREAMS_PER_PROCESS} streams x ${BUCKETS} buckets, one report per stream per second, ${SECONDS} s measured once every stream had its first answer, no push had come for 2 s, and ${SETTLE_SECONDS} s more; ${PROCESSES} client processes x ${CHANNELS_PER_PROCESS} channels; load average ${load()}\n`,
 );
 process.stdout.write(
   table(

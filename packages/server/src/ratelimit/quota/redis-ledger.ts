@@ -1,9 +1,10 @@
 /**
  * The Redis ledger: every service replica on one Redis shares each bucket's budget. Reports are
- * granted in batches: those that arrive while no grant call is out (or in the same tick) go in one
- * script call, so a busy replica makes a call per round trip rather than one per report. One call
- * per redistribution and per release (see `redis-script.ts`); the script applies the same rules as
- * `fair-share.ts` on Redis's clock.
+ * granted in batches, as the library's RedisStore batches decisions: the reports of one tick of
+ * the event loop go in one script call (sent without waiting for the calls already out), so a busy
+ * replica makes a call per tick rather than one per report. One call per redistribution and per
+ * release (see `redis-script.ts`); the script applies the same rules as `fair-share.ts` on Redis's
+ * clock.
  */
 import type { RedisAdapter } from 'floodgate/redis';
 import type { LedgerEntry, QuotaLedger } from './ledger.js';
@@ -15,7 +16,7 @@ export interface RedisQuotaLedgerOptions {
   readonly adapter: RedisAdapter;
   /** Prepended to every key (default `floodgate:`), then `rlqs:`. */
   readonly prefix?: string;
-  /** The most reports one script call grants (default 64); a longer queue goes out as several calls at once. */
+  /** The most reports one script call grants (default 64); a tick with more sends several calls at once. */
   readonly maxReportsPerCall?: number;
 }
 
@@ -42,12 +43,7 @@ export class RedisQuotaLedger implements QuotaLedger {
   private readonly prefix: string;
   private readonly maxReportsPerCall: number;
   private queue: PendingGrant[] = [];
-  private grantCallsOut = 0;
-  private flushQueued = false;
-  private readonly flushNow = (): void => {
-    this.flushQueued = false;
-    this.flush();
-  };
+  private readonly flushNow = (): void => this.flush();
 
   /** Creates the ledger; it sends nothing until asked. */
   constructor(options: RedisQuotaLedgerOptions) {
@@ -60,11 +56,8 @@ export class RedisQuotaLedger implements QuotaLedger {
   grant(client: string, entries: readonly LedgerEntry[]): Promise<number[]> {
     if (entries.length === 0) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
+      if (this.queue.length === 0) setImmediate(this.flushNow);
       this.queue.push({ client, entries, resolve, reject });
-      if (this.grantCallsOut === 0 && !this.flushQueued) {
-        this.flushQueued = true;
-        setImmediate(this.flushNow);
-      }
     });
   }
 
@@ -82,9 +75,8 @@ export class RedisQuotaLedger implements QuotaLedger {
     await this.run(this.keysOf(bucketKeys), ['release', client]);
   }
 
-  /** flush sends what waits, in calls of at most `maxReportsPerCall` reports; what arrives meanwhile waits for them. */
+  /** flush sends the tick's reports, in calls of at most `maxReportsPerCall` reports. */
   private flush(): void {
-    if (this.grantCallsOut > 0 || this.queue.length === 0) return;
     const queue = this.queue;
     this.queue = [];
     for (let from = 0; from < queue.length; from += this.maxReportsPerCall)
@@ -110,7 +102,6 @@ export class RedisQuotaLedger implements QuotaLedger {
       args.push(arg);
       entries += p.entries.length;
     }
-    this.grantCallsOut++;
     this.run(keys, args)
       .then((reply) => {
         if (reply.length !== entries)
@@ -123,9 +114,6 @@ export class RedisQuotaLedger implements QuotaLedger {
       })
       .catch((error: unknown) => {
         for (const p of batch) p.reject(error);
-      })
-      .finally(() => {
-        if (--this.grantCallsOut === 0) this.flush();
       });
   }
 
