@@ -6,6 +6,7 @@
  * left out, except a oneof member, which proto3 always writes. A test decodes the writer's output,
  * and encodes the reader's input, with the .proto files.
  */
+import { Cursor, lengthSize, uintSize } from '../service/wire.js';
 import type { BucketAction, Duration, RateLimitStrategy } from './actions.js';
 
 /** WIRE names protobuf's wire types. */
@@ -116,39 +117,12 @@ export class WireReader {
   }
 }
 
-function varintSize(value: number): number {
-  let n = 1;
-  for (let v = value; v > 0x7f; v = Math.floor(v / 128)) n++;
-  return n;
-}
-
-/** Cursor writes protobuf parts into a buffer of the right size; every field number here is below 16, so each tag is one byte. */
-class Cursor {
-  at = 0;
-  constructor(readonly buffer: Buffer) {}
-
-  varint(value: number): void {
-    let v = value;
-    while (v > 0x7f) {
-      this.buffer[this.at++] = (v % 128) | 0x80;
-      v = Math.floor(v / 128);
-    }
-    this.buffer[this.at++] = v;
-  }
-
-  uint(field: number, value: number): void {
-    if (value !== 0) this.always(field, value);
-  }
-
+/** ActionCursor is the service's {@link Cursor} with what actions need besides: a oneof member at 0, and bytes kept encoded. */
+class ActionCursor extends Cursor {
   /** always writes a varint field even at 0, as proto3 writes a oneof member. */
   always(field: number, value: number): void {
     this.buffer[this.at++] = field << 3;
     this.varint(value);
-  }
-
-  open(field: number, length: number): void {
-    this.buffer[this.at++] = (field << 3) | WIRE.LENGTH;
-    this.varint(length);
   }
 
   bytes(field: number, value: Uint8Array): void {
@@ -158,19 +132,11 @@ class Cursor {
   }
 }
 
-function uintSize(value: number): number {
-  return value === 0 ? 0 : 1 + varintSize(value);
-}
-
-function lengthSize(length: number): number {
-  return 1 + varintSize(length) + length;
-}
-
 function durationSize(d: Duration): number {
   return uintSize(d.seconds) + uintSize(d.nanos ?? 0);
 }
 
-function writeDuration(c: Cursor, field: number, d: Duration): void {
+function writeDuration(c: ActionCursor, field: number, d: Duration): void {
   c.open(field, durationSize(d));
   c.uint(1, d.seconds);
   c.uint(2, d.nanos ?? 0);
@@ -196,7 +162,7 @@ function strategySize(s: RateLimitStrategy, sizes: { member: number }): number {
   return 'blanket_rule' in s ? 2 : lengthSize(sizes.member);
 }
 
-function writeStrategy(c: Cursor, s: RateLimitStrategy, sizes: { member: number; fill: number }): void {
+function writeStrategy(c: ActionCursor, s: RateLimitStrategy, sizes: { member: number; fill: number }): void {
   if ('blanket_rule' in s) return c.always(1, s.blanket_rule === 'DENY_ALL' ? 1 : 0);
   if ('requests_per_time_unit' in s) {
     c.open(2, sizes.member);
@@ -218,7 +184,7 @@ function writeStrategy(c: Cursor, s: RateLimitStrategy, sizes: { member: number;
 export function encodeBucketAction(bucketId: Uint8Array, action: BucketAction): Buffer {
   const idSize = lengthSize(bucketId.length);
   if ('abandon_action' in action) {
-    const c = new Cursor(Buffer.allocUnsafe(idSize + 2));
+    const c = new ActionCursor(Buffer.allocUnsafe(idSize + 2));
     c.bytes(1, bucketId);
     c.open(3, 0);
     return c.buffer;
@@ -228,7 +194,7 @@ export function encodeBucketAction(bucketId: Uint8Array, action: BucketAction): 
   const ttlSize = durationSize(q.assignment_time_to_live);
   const strategyBody = strategySize(q.rate_limit_strategy, sizes);
   const assignment = lengthSize(ttlSize) + lengthSize(strategyBody);
-  const c = new Cursor(Buffer.allocUnsafe(idSize + lengthSize(assignment)));
+  const c = new ActionCursor(Buffer.allocUnsafe(idSize + lengthSize(assignment)));
   c.bytes(1, bucketId);
   c.open(2, assignment);
   writeDuration(c, 2, q.assignment_time_to_live);
@@ -241,7 +207,7 @@ export function encodeBucketAction(bucketId: Uint8Array, action: BucketAction): 
 export function encodeResponse(actions: readonly Uint8Array[]): Buffer {
   let size = 0;
   for (const a of actions) size += lengthSize(a.length);
-  const c = new Cursor(Buffer.allocUnsafe(size));
+  const c = new ActionCursor(Buffer.allocUnsafe(size));
   for (const a of actions) c.bytes(1, a);
   return c.buffer;
 }

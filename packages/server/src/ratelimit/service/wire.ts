@@ -12,18 +12,20 @@ const CODE = { OK: 1, OVER_LIMIT: 2 } as const;
 /** The longest duration written, for a wait that never ends: uint32's maximum in seconds. */
 const FOREVER_MS = 4_294_967_295_000;
 
-function varintSize(value: number): number {
+/** varintSize returns how many bytes `value` takes as a varint. */
+export function varintSize(value: number): number {
   let n = 1;
   for (let v = value; v > 0x7f; v = Math.floor(v / 128)) n++;
   return n;
 }
 
-/** Every field number here is below 16, so each tag is one byte. */
-function uintSize(value: number): number {
+/** uintSize returns the bytes of a varint field holding `value` (0: none, proto3 leaves it out); every field number here is below 16, so each tag is one byte. */
+export function uintSize(value: number): number {
   return value === 0 ? 0 : 1 + varintSize(value);
 }
 
-function lengthSize(length: number): number {
+/** lengthSize returns the bytes of a length-delimited field of `length` bytes. */
+export function lengthSize(length: number): number {
   return 1 + varintSize(length) + length;
 }
 
@@ -59,8 +61,8 @@ function layoutOf(s: DescriptorStatus): StatusLayout {
   return { status: s, limitSize, nameBytes, seconds, nanos, durationSize, size };
 }
 
-/** Cursor writes protobuf parts into a buffer of the right size. */
-class Cursor {
+/** Cursor writes protobuf parts into a buffer of the right size (field numbers below 16). */
+export class Cursor {
   at = 0;
   constructor(readonly buffer: Buffer) {}
 
