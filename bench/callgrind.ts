@@ -21,6 +21,11 @@ export interface CallgrindWindows {
   /** Counted windows, and requests in each. */
   readonly windows: number;
   readonly requests: number;
+  /**
+   * Requests in flight at once, each on its own keep-alive connection (default 1: one at a time).
+   * More than one lets a server batch what arrives together (the Redis store's one script per tick).
+   */
+  readonly inFlight?: number;
 }
 
 /** CallgrindSubject is one server to count: its command, how it reports its port, what it answers. */
@@ -35,25 +40,43 @@ export interface CallgrindSubject {
   readonly status: number;
 }
 
-/** Sends `count` GET requests one after another over one keep-alive connection, each expected to answer `status` (any, when undefined). */
-export async function sendSequential(
+/**
+ * sendRequests sends `count` GET requests over `inFlight` keep-alive connections (one: one request
+ * after another), each connection sending its next as soon as its last is answered, each answer
+ * expected to be `status` (any, when undefined).
+ */
+export async function sendRequests(
   port: number,
   path: string,
   status: number | undefined,
-  count: number,
+  options: { count: number; inFlight: number },
 ): Promise<void> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  try {
-    for (let i = 0; i < count; i++) {
-      await new Promise<void>((resolve, reject) => {
-        get({ host: '127.0.0.1', port, path, agent }, (res) => {
-          if (status !== undefined && res.statusCode !== status)
-            reject(new Error(`${path}: status ${res.statusCode} from port ${port}, not ${status}`));
-          res.resume();
-          res.on('end', resolve);
-        }).on('error', reject);
+  // First in, first out: every connection is kept busy, none left idle long enough (under
+  // callgrind, seconds) for the server to close it as another request is written on it.
+  const agent = new Agent({ keepAlive: true, maxSockets: options.inFlight, scheduling: 'fifo' });
+  let left = options.count;
+  const one = (): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      const req = get({ host: '127.0.0.1', port, path, agent }, (res) => {
+        if (status !== undefined && res.statusCode !== status)
+          reject(new Error(`${path}: status ${res.statusCode} from port ${port}, not ${status}`));
+        res.resume();
+        res.on('end', resolve);
       });
+      // A server stalled past its keep-alive timeout (a GC under valgrind takes seconds) closes a
+      // connection with the next request unread: sent again on a new one, as HTTP allows for a GET.
+      req.on('error', (error: NodeJS.ErrnoException) =>
+        req.reusedSocket && error.code === 'ECONNRESET' ? one().then(resolve, reject) : reject(error),
+      );
+    });
+  const lane = async (): Promise<void> => {
+    while (left > 0) {
+      left--;
+      await one();
     }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(options.inFlight, options.count) }, lane));
   } finally {
     agent.destroy();
   }
@@ -82,8 +105,10 @@ export async function countInstructions(subject: CallgrindSubject, o: CallgrindW
       child.on('exit', (code) => reject(new Error(`${subject.name}: the server exited with ${code} before listening`)));
     });
     const pid = child.pid!;
-    const send = (count: number): Promise<void> => sendSequential(port, subject.path, subject.status, count);
-    await sendSequential(port, subject.path, undefined, 1);
+    const inFlight = o.inFlight ?? 1;
+    const send = (count: number): Promise<void> =>
+      sendRequests(port, subject.path, subject.status, { count, inFlight });
+    await sendRequests(port, subject.path, undefined, { count: 1, inFlight: 1 });
     await send(o.warmup);
     await control(pid, '--instr=on');
     await send(o.settle);

@@ -9,17 +9,25 @@
  * Only the proxy's user-space instructions count, not the kernel's socket work: the ratio is what
  * the proxy's own code costs. Nothing is asserted.
  *
+ * The Redis cells (`floodgate-redis`, `floodgate-redis-3`, `floodgate-redis-429`) each talk to a
+ * redis-server of their own that the run starts, outside the counted process; each is printed beside its twin on the
+ * memory store, with the script calls (EVALSHA and EVAL, Redis's round trips) per request over the
+ * whole run. With `--in-flight N` each cell gets N requests at once over N connections, so that
+ * what arrives together is decided together (the Redis store sends one script per tick): one at a
+ * time, every decision on Redis is a script of its own.
+ *
  *   node --conditions=floodgate-source --import tsx bench/gateway-instructions.ts [--requests 2000]
- *        [--windows 3] [--warmup 6000] [--settle 4000] [--parallel 2] [--only name,name]
+ *        [--windows 3] [--warmup 6000] [--settle 4000] [--parallel 2] [--in-flight 1] [--only name,name]
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { countInstructions, inParallel, type CallgrindSubject } from './callgrind.js';
-import { BUCKET, CELLS, floodgateYaml, type CellSpec } from './gateway/cells.js';
-import { portOf, startProcess } from './gateway/processes.js';
+import { BUCKET, CELLS, REDIS_TWINS, floodgateYaml, type CellSpec } from './gateway/cells.js';
+import { commandStats } from './gateway/measure.js';
+import { portOf, startProcess, startRedis, type RedisServer } from './gateway/processes.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PEERS = join(ROOT, 'bench', 'gateway', 'peers.ts');
@@ -28,12 +36,22 @@ const SOURCE = ['--conditions=floodgate-source', '--import', 'tsx'];
 /** The cells counted by default: those on the memory store that a single connection exercises the same way. */
 const DEFAULT = ['undici-bare', 'undici', 'floodgate-none', 'floodgate', 'floodgate-3', 'undici-429', 'floodgate-429'];
 
-async function subjectOf(spec: CellSpec, dir: string, upstreamPort: number): Promise<CallgrindSubject> {
+/** The gateway's client timeouts, lifted for a process that runs tens of times slower than usual. */
+const SLOW_LIMITS = 'limits: { headersTimeoutMs: 600000, requestTimeoutMs: 600000 }\n';
+
+async function subjectOf(
+  spec: CellSpec,
+  dir: string,
+  upstreamPort: number,
+  redisPort: number | undefined,
+): Promise<CallgrindSubject> {
   const status = spec.case === 'admit' ? 200 : 429;
   const base = { name: spec.name, portOf, path: '/bench', status };
   if (spec.kind === 'floodgate') {
     const file = join(dir, `${spec.name}.yaml`);
-    await writeFile(file, floodgateYaml(spec, upstreamPort, undefined));
+    // Under callgrind a request waits tens of times longer than it would: the client-side
+    // timeouts are lifted, so that a slow turn is counted instead of answered 408.
+    await writeFile(file, `${floodgateYaml(spec, upstreamPort, redisPort)}${SLOW_LIMITS}`);
     const args = ['serve', '--config', file, '--port', '0', '--no-watch'];
     return { ...base, command: [process.execPath, '--predictable', ...SOURCE, MAIN, ...args] };
   }
@@ -52,6 +70,7 @@ async function main(): Promise<void> {
       warmup: { type: 'string', default: '6000' },
       settle: { type: 'string', default: '4000' },
       parallel: { type: 'string', default: '2' },
+      'in-flight': { type: 'string', default: '1' },
       only: { type: 'string' },
     },
   });
@@ -62,7 +81,9 @@ async function main(): Promise<void> {
     windows: Number(values.windows),
     warmup: Number(values.warmup),
     settle: Number(values.settle),
+    inFlight: Number(values['in-flight']),
   };
+  const sent = 1 + o.warmup + o.settle + o.windows * o.requests;
   const dir = await mkdtemp(join(tmpdir(), 'floodgate-bench-gwi-'));
   const upstream = await startProcess('upstream', undefined, process.execPath, [
     ...SOURCE,
@@ -71,11 +92,19 @@ async function main(): Promise<void> {
     'upstream',
   ]);
   const results = new Map<string, number>();
+  /** Script calls (Redis round trips) per request of each Redis cell, over its whole run. */
+  const scripts = new Map<string, number>();
   try {
     await inParallel(specs, Number(values.parallel), async (spec) => {
-      const windows = await countInstructions(await subjectOf(spec, dir, upstream.port), o);
-      results.set(spec.name, Math.min(...windows));
-      console.error(`${spec.name.padEnd(16)} ${windows.map((w) => Math.round(w)).join(' ')} instructions/request`);
+      const redis = spec.floodgate?.redis === true ? await redisFor(spec, dir) : undefined;
+      try {
+        const windows = await countInstructions(await subjectOf(spec, dir, upstream.port, redis?.port), o);
+        results.set(spec.name, Math.min(...windows));
+        if (redis !== undefined) scripts.set(spec.name, scriptCalls(redis.port) / sent);
+        console.error(`${spec.name.padEnd(16)} ${windows.map((w) => Math.round(w)).join(' ')} instructions/request`);
+      } finally {
+        redis?.child.kill('SIGTERM');
+      }
     });
   } finally {
     upstream.child.kill('SIGTERM');
@@ -89,6 +118,40 @@ async function main(): Promise<void> {
     console.log([spec.name, Math.round(it), ratio, spec.does].join('\t'));
   }
   console.log('\n"÷ its peer": to the undici peer with the same headers (admitted) or its 429 (refused).');
+  printRedis(results, scripts, o.inFlight);
+}
+
+/** A redis-server of the cell's own (its directory under `dir`), outside the counted process. */
+async function redisFor(spec: CellSpec, dir: string): Promise<RedisServer> {
+  const own = join(dir, `${spec.name}-redis`);
+  await mkdir(own);
+  const redis = await startRedis(own, undefined);
+  if (redis === undefined) throw new Error(`${spec.name} needs redis-server (apt-get install -y redis-server)`);
+  return redis;
+}
+
+/** The script calls (EVALSHA and EVAL) the redis-server on `port` has run. */
+function scriptCalls(port: number): number {
+  const calls = commandStats(port);
+  return (calls.get('evalsha') ?? 0) + (calls.get('eval') ?? 0);
+}
+
+/** Prints each Redis cell counted beside its memory-store twin, with its script calls per request. */
+function printRedis(
+  results: ReadonlyMap<string, number>,
+  scripts: ReadonlyMap<string, number>,
+  inFlight: number,
+): void {
+  const present = REDIS_TWINS.filter(([r]) => results.has(r));
+  if (present.length === 0) return;
+  console.log(`\nRedis (${inFlight} in flight): the gateway on Redis ÷ the same rules on the memory store`);
+  console.log(['cell', 'instructions/req', '÷ memory twin', 'scripts/request (whole run)'].join('\t'));
+  for (const [redis, memory] of present) {
+    const it = results.get(redis)!;
+    const twin = results.get(memory);
+    const ratio = twin === undefined ? '-' : (it / twin).toFixed(3);
+    console.log([redis, Math.round(it), ratio, scripts.get(redis)?.toFixed(3) ?? '-'].join('\t'));
+  }
 }
 
 await main();

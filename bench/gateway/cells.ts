@@ -156,6 +156,13 @@ export const CELLS: readonly CellSpec[] = [
   { name: 'floodgate-redis-429', case: 'refuse', kind: 'floodgate', floodgate: fg(1, true), does: 'the same on Redis' },
 ];
 
+/** REDIS_TWINS pairs each Redis cell with the same rules on the memory store: [Redis cell, memory cell]. */
+export const REDIS_TWINS: ReadonlyArray<readonly [string, string]> = [
+  ['floodgate-redis', 'floodgate'],
+  ['floodgate-redis-3', 'floodgate-3'],
+  ['floodgate-redis-429', 'floodgate-429'],
+];
+
 /** floodgateYaml returns the config of a floodgate cell: one route to the upstream with the cell's rules. */
 export function floodgateYaml(spec: CellSpec, upstreamPort: number, redisPort: number | undefined): string {
   const setup = spec.floodgate!;

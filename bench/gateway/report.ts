@@ -3,7 +3,7 @@
  * peers, each ratio the median of the rounds' own ratios (a round of a cell against the same
  * round of the reference) with the lowest and highest round.
  */
-import type { Case, CellSpec } from './cells.js';
+import { REDIS_TWINS, type Case, type CellSpec } from './cells.js';
 import { median, type Round } from './measure.js';
 
 /** Results are each cell's rounds, by cell name. */
@@ -67,12 +67,7 @@ export function printCase(results: Results, specs: readonly CellSpec[], which: C
 
 /** printRedis prints the Redis cells beside their memory-store twins, with Redis's CPU and commands per request. */
 export function printRedis(results: Results): void {
-  const pairs: [string, string][] = [
-    ['floodgate-redis', 'floodgate'],
-    ['floodgate-redis-3', 'floodgate-3'],
-    ['floodgate-redis-429', 'floodgate-429'],
-  ];
-  const present = pairs.filter(([r]) => results.has(r));
+  const present = REDIS_TWINS.filter(([r]) => results.has(r));
   if (present.length === 0) return;
   console.log(
     '\n(c) Redis (one redis-server started by the run, on the load CPU): the gateway on Redis ÷ the same rules on the memory store',
