@@ -67,14 +67,14 @@ function leaseCurveSvg(points: readonly CurvePoint[], title: string): string {
     axes({ lo, hi, yTicks, x, y }),
   ];
   for (const group of byNodes(points)) parts.push(curveLine(group, x, y));
-  for (const point of points) parts.push(pointGroup(point, x, y));
-  parts.push(boundLabels(points, y));
+  for (const point of points) parts.push(pointGroup(point, x, y, yTop));
+  parts.push(boundLabels(points, y, yTop));
   parts.push(legend(points), '</svg>');
   return parts.join('\n') + '\n';
 }
 
 function heightOf(points: readonly CurvePoint[]): number {
-  return Math.max(HEIGHT, PLOT.top + (points.length + 4) * 20 + 16);
+  return Math.max(HEIGHT, PLOT.top + (points.length + 5) * 20 + 16);
 }
 
 function axes(o: {
@@ -134,15 +134,19 @@ function curveLine(group: readonly CurvePoint[], x: (v: number) => number, y: (v
   return `<path class="curve" data-nodes="${group[0]!.nodes}" d="${d}" fill="none" stroke="#888888" stroke-width="1.5"/>`;
 }
 
-function pointGroup(point: CurvePoint, x: (v: number) => number, y: (v: number) => number): string {
+function pointGroup(point: CurvePoint, x: (v: number) => number, y: (v: number) => number, yTop: number): string {
   const r = point.lane.leases!;
   const color = colorOf(point.index);
   const px = c(x(r.storeOpsPerAdmitted));
   const py = c(y(r.overPercent));
-  const bound = c(y((r.boundUnits / point.lane.promise.limit) * 100));
+  const boundPercent = (r.boundUnits / point.lane.promise.limit) * 100;
+  const bound = c(y(boundPercent));
   return [
     `<g class="series" data-name="${escapeXml(point.lane.name)}">`,
-    `<line class="bound" x1="${PLOT.left}" x2="${PLOT.right}" y1="${bound}" y2="${bound}" stroke="${color}" stroke-width="1.5" stroke-dasharray="8 4" opacity="0.8"/>`,
+    // A bound above the scale has no line, only its figure at the top edge (boundLabels).
+    boundPercent <= yTop
+      ? `<line class="bound" x1="${PLOT.left}" x2="${PLOT.right}" y1="${bound}" y2="${bound}" stroke="${color}" stroke-width="1.5" stroke-dasharray="8 4" opacity="0.8"/>`
+      : '',
     `<circle class="per-request" cx="${c(x(r.perRequest.storeOpsPerAdmitted))}" cy="${c(y(r.perRequest.overPercent))}" r="5" fill="#ffffff" stroke="${color}" stroke-width="2"/>`,
     `<circle class="leased" cx="${px}" cy="${py}" r="5" fill="${color}"/>`,
     `<text x="${c(x(r.storeOpsPerAdmitted) + 7)}" y="${c(y(r.overPercent) - 7)}" fill="${color}" font-size="11">${point.nodes} × ${formatNumber(r.maxOutstandingShare)}</text>`,
@@ -151,15 +155,16 @@ function pointGroup(point: CurvePoint, x: (v: number) => number, y: (v: number) 
 }
 
 /** Each stated bound's figure at the right end of its line (at the top edge when above the scale), once per figure. */
-function boundLabels(points: readonly CurvePoint[], y: (v: number) => number): string {
+function boundLabels(points: readonly CurvePoint[], y: (v: number) => number, yTop: number): string {
   const seen = new Set<string>();
   const labels: string[] = [];
+  let above = 0;
   for (const { lane, index } of points) {
-    const text = `bound ${formatNumber((lane.leases!.boundUnits / lane.promise.limit) * 100, 2)}%`;
+    const percent = (lane.leases!.boundUnits / lane.promise.limit) * 100;
+    const text = `bound ${formatNumber(percent, 2)}%${percent > yTop ? ' ↑' : ''}`;
     if (seen.has(text)) continue;
-    const row = seen.size;
     seen.add(text);
-    const ly = Math.max(y((lane.leases!.boundUnits / lane.promise.limit) * 100) - 4, PLOT.top + 10 + 13 * row);
+    const ly = percent > yTop ? PLOT.top + 10 + 13 * above++ : y(percent) - 4;
     labels.push(
       `<text class="bound-label" x="${PLOT.right - 4}" y="${c(ly)}" text-anchor="end" fill="${colorOf(index)}" stroke="#ffffff" stroke-width="3" paint-order="stroke">${text}</text>`,
     );
@@ -176,7 +181,8 @@ function legend(points: readonly CurvePoint[]): string {
   const notes = [
     'filled: leases (nodes × share)',
     'hollow: per-request, same fleet',
-    'dashed: stated bound',
+    'dashed: stated bound (↑: above',
+    '   the scale, figure at the top)',
     'grey line: same number of nodes',
   ];
   notes.forEach((note, j) =>
