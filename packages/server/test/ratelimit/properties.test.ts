@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
+import { describe, it } from 'node:test';
 import { RedisStore, ioredisAdapter } from 'floodgate/redis';
-import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
+import { useRedis } from '../../../floodgate/test/redis/setup.js';
 import fc from 'fast-check';
 import { ManualClock, MemoryStore, type Store } from 'floodgate';
 import { createRateLimitService, DecisionError, parseDecisionRequest } from '../../src/ratelimit/index.js';
@@ -108,17 +107,8 @@ async function allOrNothing(makeStore: () => Store, numRuns: number): Promise<vo
 }
 
 describe("properties: every verdict and every counter is the all-or-nothing model's (a refused request is charged nowhere)", () => {
-  let redis: RedisServers;
-  let client: Redis;
+  const redis = useRedis();
   let run = 0;
-  before(async () => {
-    redis = await startRedisServer();
-    client = new Redis({ host: '127.0.0.1', port: redis.ports[0]! });
-  });
-  after(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
 
   it('on the memory store', () => allOrNothing(() => new MemoryStore(), 100));
   it('on an asynchronous store without consumeAll', () => allOrNothing(() => new PromiseStore(), 100));
@@ -127,7 +117,7 @@ describe("properties: every verdict and every counter is the all-or-nothing mode
       () =>
         new RedisStore({
           timeoutMs: DECIDES,
-          adapter: ioredisAdapter(client),
+          adapter: ioredisAdapter(redis().client),
           prefix: `prop${run++}:`,
           onError: 'throw',
         }),

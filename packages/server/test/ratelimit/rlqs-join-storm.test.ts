@@ -2,8 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from 'floodgate';
 import { ioredisAdapter } from 'floodgate/redis';
-import { Redis } from 'ioredis';
-import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
+import { useRedis } from '../../../floodgate/test/redis/setup.js';
 import { MemoryQuotaLedger, type QuotaLedger } from '../../src/ratelimit/quota/ledger.js';
 import { RedisQuotaLedger } from '../../src/ratelimit/quota/redis-ledger.js';
 import { domainsOf } from './support.js';
@@ -115,15 +114,6 @@ function joinStorm(ledgerOf: () => QuotaLedger): void {
 describe('RLQS join storms, with grpc-js clients (memory ledger)', () => joinStorm(() => new MemoryQuotaLedger()));
 
 describe('RLQS join storms, with grpc-js clients (Redis ledger)', () => {
-  let redis: RedisServers;
-  let client: Redis;
-  before(async () => {
-    redis = await startRedisServer();
-    client = new Redis({ host: '127.0.0.1', port: redis.ports[0]! });
-  });
-  after(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
-  joinStorm(() => new RedisQuotaLedger({ adapter: ioredisAdapter(client) }));
+  const redis = useRedis();
+  joinStorm(() => new RedisQuotaLedger({ adapter: ioredisAdapter(redis().client) }));
 });

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { Redis } from 'ioredis';
 import { ioredisAdapter } from 'floodgate/redis';
-import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
+import { useRedis } from '../../../floodgate/test/redis/setup.js';
 import { bucketKeyOf } from '../../src/ratelimit/quota/buckets.js';
 import { MemoryQuotaLedger } from '../../src/ratelimit/quota/ledger.js';
 import { RedisQuotaLedger } from '../../src/ratelimit/quota/redis-ledger.js';
@@ -14,20 +13,10 @@ import { grantOf, RlqsClient } from './rlqs-support.js';
 const API = { name: 'api' };
 
 describe('RLQS on a real Redis', () => {
-  let redis: RedisServers;
-  let client: Redis;
+  const redis = useRedis();
   let prefixes = 0;
   const ledger = (): RedisQuotaLedger =>
-    new RedisQuotaLedger({ adapter: ioredisAdapter(client), prefix: `t${prefixes++}:` });
-
-  before(async () => {
-    redis = await startRedisServer();
-    client = new Redis({ host: '127.0.0.1', port: redis.ports[0]! });
-  });
-  after(async () => {
-    client.disconnect();
-    await redis.stop();
-  });
+    new RedisQuotaLedger({ adapter: ioredisAdapter(redis().client), prefix: `t${prefixes++}:` });
 
   it('grant what the memory ledger grants, step for step (Lua against TypeScript, random sequences, reports batched)', async () => {
     const step = fc.record({
@@ -86,7 +75,7 @@ describe('RLQS on a real Redis', () => {
 
   it('send the reports asked in one tick as one script call, at most maxReportsPerCall each', async () => {
     const calls: number[] = [];
-    const adapter = ioredisAdapter(client);
+    const adapter = ioredisAdapter(redis().client);
     const counting = {
       ...adapter,
       evalsha: (sha1: string, keys: readonly string[], args: readonly string[]) => {
@@ -113,15 +102,15 @@ describe('RLQS on a real Redis', () => {
     await new Promise((resolve) => setTimeout(resolve, 1100)); // Redis's clock, not ours: the TTL must pass for real
     assert.deepEqual(await l.grant('b', [e]), [10]);
     await l.release('b', ['x']);
-    assert.deepEqual(await client.keys(`t${prefixes - 1}:*`), []);
+    assert.deepEqual(await redis().client.keys(`t${prefixes - 1}:*`), []);
   });
 
   describe('two floodgate ratelimit replicas sharing one budget', () => {
     const replicas: ServiceProcess[] = [];
     const clients: RlqsClient[] = [];
     before(async () => {
-      await client.flushall();
-      const args = ['--config', fixturePath('rlqs-shared.yaml'), '--redis', `127.0.0.1:${redis.ports[0]!}`];
+      await redis().client.flushall();
+      const args = ['--config', fixturePath('rlqs-shared.yaml'), '--redis', `127.0.0.1:${redis().servers.ports[0]!}`];
       replicas.push(...(await Promise.all([startServiceProcess(args), startServiceProcess(args)])));
     });
     after(async () => {
@@ -148,7 +137,7 @@ describe('RLQS on a real Redis', () => {
       b.close();
       // Replica 2 releases b's share in Redis once it sees the stream end.
       const key = `floodgate:rlqs:${bucketKeyOf('edge', API)}`;
-      for (let waited = 0; (await client.hget(key, 'n')) !== '1'; waited += 20) {
+      for (let waited = 0; (await redis().client.hget(key, 'n')) !== '1'; waited += 20) {
         assert.ok(waited < 5000, 'replica 2 did not release the departed client');
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
