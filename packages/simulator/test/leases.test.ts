@@ -46,26 +46,32 @@ function admittedByNode(arrivals: Arrivals, lane: LaneResult, fromMs: number, to
   return counts;
 }
 
+/**
+ * policiesWithin returns random leasable policies of the fields' values drawn from `r`: as
+ * `buckets`, a token and a leaky bucket (capacity from `size`, refill or leak from `perSecond`) and
+ * GCRA (`gcraRate` per 1000 ms, `maxBurst`); as `fixedWindow`, a limit from `size` per `windowMs`.
+ */
+function policiesWithin(r: Record<'size' | 'perSecond' | 'gcraRate' | 'maxBurst' | 'windowMs', fc.Arbitrary<number>>) {
+  return {
+    buckets: [
+      fc.record({ type: fc.constant('token-bucket'), capacity: r.size, refillPerSecond: r.perSecond }),
+      fc.record({ type: fc.constant('leaky-bucket'), capacity: r.size, leakPerSecond: r.perSecond }),
+      fc.record({ type: fc.constant('gcra'), rate: r.gcraRate, periodMs: fc.constant(1000), maxBurst: r.maxBurst }),
+    ],
+    fixedWindow: fc.record({ type: fc.constant('fixed-window'), limit: r.size, windowMs: r.windowMs }),
+  };
+}
+
 // Whole ms and whole half round trips keep the two engines' sums of times exact; GCRA's
 // intervals (1000 / rate) are whole ms too.
-const shiftFree = fc.oneof(
-  fc.record({
-    type: fc.constant('token-bucket'),
-    capacity: fc.integer({ min: 1, max: 30 }),
-    refillPerSecond: fc.integer({ min: 1, max: 300 }),
-  }),
-  fc.record({
-    type: fc.constant('leaky-bucket'),
-    capacity: fc.integer({ min: 1, max: 30 }),
-    leakPerSecond: fc.integer({ min: 1, max: 300 }),
-  }),
-  fc.record({
-    type: fc.constant('gcra'),
-    rate: fc.constantFrom(1, 2, 4, 5, 8, 10, 20, 25, 40, 50, 100, 125, 200),
-    periodMs: fc.constant(1000),
-    maxBurst: fc.integer({ min: 0, max: 20 }),
-  }),
-);
+const small = policiesWithin({
+  size: fc.integer({ min: 1, max: 30 }),
+  perSecond: fc.integer({ min: 1, max: 300 }),
+  gcraRate: fc.constantFrom(1, 2, 4, 5, 8, 10, 20, 25, 40, 50, 100, 125, 200),
+  maxBurst: fc.integer({ min: 0, max: 20 }),
+  windowMs: fc.integer({ min: 10, max: 700 }),
+});
+const shiftFree = fc.oneof(...small.buckets);
 const traceRows = fc
   .array(
     fc.record({
@@ -79,14 +85,9 @@ const traceRows = fc
 
 describe('leases off: the lease engine decides as the per-request distributed mode', () => {
   it('equals runDistributed on random fleets (buckets and GCRA, any whole round trip; fixed windows with none)', async () => {
-    const fixed = fc.record({
-      type: fc.constant('fixed-window'),
-      limit: fc.integer({ min: 1, max: 30 }),
-      windowMs: fc.integer({ min: 10, max: 700 }),
-    });
     const fleets = fc.oneof(
       fc.record({ policy: shiftFree, halfTripMs: fc.integer({ min: 0, max: 4 }) }),
-      fc.record({ policy: fixed, halfTripMs: fc.constant(0) }),
+      fc.record({ policy: small.fixedWindow, halfTripMs: fc.constant(0) }),
     );
     await fc.assert(
       fc.asyncProperty(fleets, fc.integer({ min: 1, max: 4 }), traceRows, async (fleet, nodes, rows) => {
@@ -122,29 +123,14 @@ describe('leases off: the lease engine decides as the per-request distributed mo
 
 describe('leases: over-admission never above the stated bound', () => {
   it('holds on random fleets, policies, shares, lease lengths, weights and deaths', async () => {
-    const policy = fc.oneof(
-      fc.record({
-        type: fc.constant('token-bucket'),
-        capacity: fc.integer({ min: 50, max: 2000 }),
-        refillPerSecond: fc.integer({ min: 100, max: 3000 }),
-      }),
-      fc.record({
-        type: fc.constant('leaky-bucket'),
-        capacity: fc.integer({ min: 50, max: 2000 }),
-        leakPerSecond: fc.integer({ min: 100, max: 3000 }),
-      }),
-      fc.record({
-        type: fc.constant('gcra'),
-        rate: fc.integer({ min: 100, max: 3000 }),
-        periodMs: fc.constant(1000),
-        maxBurst: fc.integer({ min: 49, max: 1999 }),
-      }),
-      fc.record({
-        type: fc.constant('fixed-window'),
-        limit: fc.integer({ min: 50, max: 2000 }),
-        windowMs: fc.integer({ min: 200, max: 1500 }),
-      }),
-    );
+    const large = policiesWithin({
+      size: fc.integer({ min: 50, max: 2000 }),
+      perSecond: fc.integer({ min: 100, max: 3000 }),
+      gcraRate: fc.integer({ min: 100, max: 3000 }),
+      maxBurst: fc.integer({ min: 49, max: 1999 }),
+      windowMs: fc.integer({ min: 200, max: 1500 }),
+    });
+    const policy = fc.oneof(...large.buckets, large.fixedWindow);
     const fleet = fc.integer({ min: 1, max: 5 }).chain((nodes) =>
       fc.record({
         nodes: fc.constant(nodes),
