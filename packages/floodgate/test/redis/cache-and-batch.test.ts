@@ -185,50 +185,23 @@ describe('decisions of one tick share one batch script', () => {
 
   test('the batch script names each policy once; a bad policy number fails its decision only', async () => {
     await get().client.script('LOAD', BATCH_SCRIPT.source);
-    const reply = (await get().client.evalsha(
-      BATCH_SCRIPT.sha1,
-      3,
-      'bp:a',
-      'bp:b',
-      'bp:c',
-      '1',
-      'fixed-window',
-      '2',
-      '60000',
-      '0',
-      '1',
-      'consume',
-      '5000',
-      '1',
-      '7',
-      'consume',
-      '5000',
-      '1',
-      '1',
-      'peek',
-      '5000',
-      '2',
-    )) as unknown[];
-    assert.deepEqual(reply.slice(0, 4), [1, 1, 0, 55000]);
-    assert.equal(reply[4], 'E');
-    assert.match(String(reply[5]), /bad policy number 7/);
-    assert.deepEqual(reply.slice(8), [1, 0, 0, 55000]);
-    await assert.rejects(
-      get().client.evalsha(
-        BATCH_SCRIPT.sha1,
-        1,
-        'bp:a',
-        '1',
-        'fixed-window',
-        '2',
-        '60000',
-        '0',
-        '1',
-        'consume',
-        '5000',
-      ),
-      /batch arguments/,
-    );
+    const policy = '1,fixed-window,2,60000,0,';
+    const decisions = '1,consume,5000,1,7,consume,5000,1,1,peek,5000,2,';
+    const reply = await get().client.evalsha(BATCH_SCRIPT.sha1, 3, 'bp:a', 'bp:b', 'bp:c', policy + decisions);
+    assert.equal(typeof reply, 'string', 'one string for the whole batch');
+    const fields = String(reply).split(',');
+    assert.deepEqual(fields.slice(0, 4), ['1', '1', '0', '55000']);
+    assert.equal(fields[4], 'E');
+    assert.match(fields[5]!, /bad policy number 7/);
+    assert.deepEqual(fields.slice(6, 8), ['', '']);
+    assert.deepEqual(fields.slice(8), ['1', '0', '0', '55000', ''], 'each field ends with the separator');
+    for (const args of [
+      [policy + '1,consume,5000,'], // a decision short of a field
+      [policy + '1,consume,5000,1'], // the last field not ended
+      [policy, '1,consume,5000,1,'], // two arguments
+    ]) {
+      await assert.rejects(get().client.evalsha(BATCH_SCRIPT.sha1, 1, 'bp:a', ...args), /batch arguments/);
+    }
   });
 
   test('a corrupt state fails its own decision only', async () => {
@@ -245,5 +218,23 @@ describe('decisions of one tick share one batch script', () => {
       ['fulfilled', 'rejected', 'fulfilled'],
     );
     assert.match(String((results[1] as PromiseRejectedResult).reason), /holds 11 bytes/);
+  });
+
+  test('a key holding the separator and the escape is decided in a batch, and named whole in its error', async () => {
+    const s = store('batch4', counting().adapter, { onError: 'throw' });
+    const t = s.bind(tokenBucket({ capacity: 3, refillPerSecond: 1 }));
+    const odd = 'a,b%2C,%25;c';
+    await get().client.set(t.entryOf(`bad${odd}`).redisKey, 'not doubles');
+    const results = await Promise.allSettled([
+      t.consume(odd, 1, 0),
+      t.consume(`bad${odd}`, 1, 0),
+      t.consume(odd, 2, 0),
+    ]);
+    assert.deepEqual(
+      results.map((r) => (r.status === 'fulfilled' ? r.value.remaining : 'rejected')),
+      [2, 'rejected', 0],
+    );
+    const reason = String((results[1] as PromiseRejectedResult).reason);
+    assert.ok(reason.includes(`state of ${t.entryOf(`bad${odd}`).redisKey} holds 11 bytes`), reason);
   });
 });

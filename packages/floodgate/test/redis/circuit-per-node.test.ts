@@ -7,6 +7,7 @@ import { createCluster } from 'redis';
 import { FloodgateError, Limiter, ManualClock, tokenBucket, type Decision } from '../../src/index.js';
 import { NodeCircuits } from '../../src/stores/redis/node-circuits.js';
 import {
+  BATCH_SCRIPT,
   RedisStore,
   hashSlotOf,
   ioredisAdapter,
@@ -48,12 +49,14 @@ function fakeCluster(
 ): FakeCluster {
   const modes = new Map<string, Mode>();
   const calls = new Map<string, number>();
-  const answer = (_script: string, keys: readonly string[]): Promise<unknown> => {
+  const answer = (script: string, keys: readonly string[]): Promise<unknown> => {
     const node = serving(hashSlotOf(keys[0]!));
     calls.set(node, (calls.get(node) ?? 0) + 1);
     const mode = modes.get(node) ?? 'ok';
     if (mode === 'hang') return new Promise(() => {});
     if (mode === 'fail') return Promise.reject(new Error(`connect ECONNREFUSED ${node}`));
+    if (script === BATCH_SCRIPT.sha1 || script === BATCH_SCRIPT.source)
+      return Promise.resolve('1,999,0,0,'.repeat(keys.length));
     return Promise.resolve(keys.flatMap(() => ['1', '999', '0', '0']));
   };
   const adapter: RedisAdapter = { cluster: options.cluster ?? true, evalsha: answer, eval: answer };

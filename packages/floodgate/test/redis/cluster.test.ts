@@ -43,7 +43,7 @@ function chargeCounting(
 ): { adapter: RedisAdapter; charges: () => number } {
   let charges = 0;
   const isCharge = (sha1: string, args: readonly string[]): boolean =>
-    sha1 === CONSUME_ALL_SCRIPT.sha1 || (sha1 === BATCH_SCRIPT.sha1 && args.some((a) => /^all\d+$/.test(a)));
+    sha1 === CONSUME_ALL_SCRIPT.sha1 || (sha1 === BATCH_SCRIPT.sha1 && args.some((a) => /(^|,)all\d+,/.test(a)));
   const evalsha: RedisAdapter['evalsha'] = async (sha1, keys, args) => {
     if (isCharge(sha1, args)) {
       charges++;

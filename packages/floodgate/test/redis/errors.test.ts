@@ -62,6 +62,64 @@ describe('replies that break the promise are typed errors', () => {
   });
 });
 
+describe('batch replies that break the promise are typed errors', () => {
+  /** Two decisions of one tick (one batch script), answered `reply`. */
+  async function batchOf(reply: string | unknown[]): Promise<Array<PromiseSettledResult<unknown>>> {
+    const answer = async (): Promise<unknown> => reply;
+    const store = new RedisStore({ timeoutMs: DECIDES, adapter: fake(answer), prefix: 'p:', onError: 'throw' });
+    const table = store.bind(policy);
+    return Promise.allSettled([table.consume('a', 1, 0), table.consume('b', 1, 0)]);
+  }
+
+  const whole: Array<[string, string | unknown[]]> = [
+    ['fields as an array (one reply per field)', [1, 2, 0, 10, 1, 2, 0, 10]],
+    ['a field short', '1,2,0,10,1,2,0,'],
+    ['a field too many', '1,2,0,10,1,2,0,10,5,'],
+    ['the last field not ended by the separator', '1,2,0,10,1,2,0,10'],
+    ['nothing', ''],
+  ];
+  for (const [name, reply] of whole) {
+    test(`${name}: every decision of the batch rejects`, async () => {
+      for (const result of await batchOf(reply)) {
+        assert.equal(result.status, 'rejected');
+        rejectsWith(
+          'STORE_REPLY',
+          /the batch script answered .* where a string of 4 fields per decision for 2/,
+        )((result as PromiseRejectedResult).reason);
+      }
+    });
+  }
+
+  const one: Array<[string, string]> = [
+    ['a bad flag', 'yes,2,0,10,'],
+    ['a fraction where whole ms were promised', '1,2,0,10.5,'],
+    ['a negative remaining', '0,-1,5,10,'],
+    ['a leading zero', '1,02,0,10,'],
+    ['an empty field', '1,,0,10,'],
+    ['Infinity where a count was promised', '1,Infinity,0,10,'],
+  ];
+  for (const [name, fields] of one) {
+    test(`${name}: that decision alone rejects, naming its key and fields`, async () => {
+      const [first, second] = await batchOf(`${fields}1,2,0,Infinity,`);
+      assert.equal(first!.status, 'rejected');
+      const reason = (first as PromiseRejectedResult).reason as Error;
+      rejectsWith('STORE_REPLY', /the batch script \(consume on p:token-bucket:\S+:{a}\) answered \[/)(reason);
+      assert.ok(reason.message.includes(JSON.stringify(fields.slice(0, -1).split(','))), reason.message);
+      assert.equal(second!.status, 'fulfilled');
+      assert.equal((second as PromiseFulfilledResult<{ resetMs: number }>).value.resetMs, Infinity);
+    });
+  }
+
+  test("a decision's script error keeps its message whole, separators and escapes included", async () => {
+    const [first, second] = await batchOf('E,state of p:x%2Cy%25 holds 3 bytes%252C,,,1,2,0,10,');
+    rejectsWith(
+      'STORE_ERROR',
+      /the batch script failed for p:token-bucket:\S+:{a}: state of p:x,y% holds 3 bytes%2C$/,
+    )((first as PromiseRejectedResult).reason);
+    assert.equal(second!.status, 'fulfilled');
+  });
+});
+
 describe('failures reject with Errors, never hang', () => {
   test('a client error becomes STORE_ERROR, with the cause kept', async () => {
     const cause = new Error('ECONNREFUSED 127.0.0.1:1');

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ManualClock, fixedWindow, type Clock, type Observer } from '../../src/index.js';
 import {
+  BATCH_SCRIPT,
   CONSUME_ALL_SCRIPT,
   RedisStore,
   hashSlotOf,
@@ -33,9 +34,10 @@ function timedAdapter(
   return { adapter, set: (m) => void (mode = m), calls: () => calls };
 }
 
-/** replyTo returns what the script would: 1 for refund and reset, all-admitted for consumeAll, else admitted decisions. */
+/** replyTo returns what the script would: 1 for refund and reset, all-admitted for consumeAll and batches, else an admitted decision. */
 function replyTo(script: string, keys: readonly string[], args: readonly string[]): unknown {
   if (args[1] === 'refund' || args[1] === 'reset') return 1;
+  if (script === BATCH_SCRIPT.sha1 || script === BATCH_SCRIPT.source) return '1,3,0,0,'.repeat(keys.length);
   const decisions = keys.flatMap(() => ['1', '3', '0', '0']);
   return script === CONSUME_ALL_SCRIPT.sha1 || script === CONSUME_ALL_SCRIPT.source ? ['1', ...decisions] : decisions;
 }

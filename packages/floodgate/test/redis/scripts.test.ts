@@ -41,7 +41,7 @@ describe('scripts', () => {
     'sliding-window-log': 'b2e9d53b116f32545155230e769d9e6947f7a232',
     gcra: 'a6fdcadc66d9b7d0fb0e5038e132fe362a87a1df',
     'consume-all': '6636cb892f9c92225cb7e856dd19c300d69c1283',
-    batch: '337401da0fcb8a9b942d75666dbd04ad21f0cc1e',
+    batch: '3920db616076602022fae0094b4c18c235b151bd',
   };
 
   test('each script has its pinned SHA1, and Redis computes the same', async () => {

@@ -1,8 +1,11 @@
 import type { Decision } from '../../core/decision.js';
 import { FloodgateError } from '../../core/errors.js';
+import { BatchReply } from './batch-reply.js';
 import { hashSlotOf } from './key-layout.js';
-import { hintFor, parseDecisionAt, replyError, textOf, type ScriptRunner } from './runner.js';
-import { BATCH_SCRIPT } from './scripts/index.js';
+import { hintFor, replyError, type ScriptRunner } from './runner.js';
+import type { ScriptReceiver } from './script-call.js';
+import { BATCH_POLICY_ARGS, BATCH_SEPARATOR } from './scripts/drivers.js';
+import { BATCH_SCRIPT, type LuaPolicy } from './scripts/index.js';
 
 /** DecisionOp is what a lone decision does: charge when admitted, or only look. */
 export type DecisionOp = 'consume' | 'peek';
@@ -15,8 +18,8 @@ export type BatchOp = DecisionOp | 'all';
  * A table makes one and reuses it for every decision, so a batch names each policy once.
  */
 export interface BatchPolicy {
-  /** The batch script's four policy slots: algorithm and three params ('0' where unused). */
-  readonly batchArgs: readonly string[];
+  /** The policy's fields in the batch script's argument: algorithm and three params ('0' where unused), each ended by the separator (see {@link batchFieldsOf}). */
+  readonly batchFields: string;
   /** The policy's limit, for the decisions read from the reply. */
   readonly limit: number;
   /** sendAlone sends one decision as its own script and answers it: a tick with a single decision needs no batch. */
@@ -123,45 +126,72 @@ export class Batcher {
   private send(requests: readonly BatchRequest[], units: readonly number[]): void {
     if (units.length === 1 && requests.length === 1 && requests[0]!.op !== 'all')
       return requests[0]!.policy.sendAlone(requests[0]!);
-    const { keys, args } = batchArgsOf(requests, units);
-    this.options.runner
-      .run(BATCH_SCRIPT, keys, args, 'batch', (reply) => settleLate(requests, reply))
-      .then(
-        (reply) => settle(requests, reply),
-        (error: unknown) => {
-          for (const request of requests) request.failed(error);
-        },
-      );
+    const { keys, fields } = batchArgsOf(requests, units);
+    this.options.runner.send(BATCH_SCRIPT, keys, [fields], new Batch(requests), 'batch');
   }
 }
 
-/** batchArgsOf returns the batch script's keys and arguments: each policy once, then 4 slots per decision. */
-function batchArgsOf(requests: readonly BatchRequest[], units: readonly number[]): { keys: string[]; args: string[] } {
+/** Batch is one batch script's decisions, hearing how it ended: one object per script, no closures. */
+class Batch implements ScriptReceiver {
+  constructor(private readonly requests: readonly BatchRequest[]) {}
+
+  /** answered hands each decision its own answer, or its own error. */
+  answered(reply: unknown): void {
+    settle(this.requests, reply);
+  }
+
+  /** failed hands every decision what stopped the script. */
+  failed(error: unknown): void {
+    for (const request of this.requests) request.failed(error);
+  }
+
+  /** late hands each decision that came after its deadline the decision Redis made for it. */
+  late(reply: unknown): void {
+    settleLate(this.requests, reply);
+  }
+}
+
+/**
+ * batchFieldsOf returns `policy`'s fields as the batch script's argument holds them: its algorithm
+ * and three params ('0' where unused), each ended by the separator. A table builds it once.
+ */
+export function batchFieldsOf(policy: LuaPolicy): string {
+  const fields = [policy.registered, ...policy.params.map(String)];
+  while (fields.length < BATCH_POLICY_ARGS) fields.push('0');
+  return fields
+    .slice(0, BATCH_POLICY_ARGS)
+    .map((field) => field + BATCH_SEPARATOR)
+    .join('');
+}
+
+/**
+ * batchArgsOf returns the batch script's keys and its one argument: the number of policies, each
+ * policy once, then 4 fields per decision, every field ended by the separator.
+ */
+function batchArgsOf(requests: readonly BatchRequest[], units: readonly number[]): { keys: string[]; fields: string } {
   const policies: BatchPolicy[] = [];
   const keys = new Array<string>(requests.length);
-  const tail = new Array<string>(4 * requests.length);
-  let last: BatchPolicy | undefined;
+  let decisions = '';
   let number = '';
-  for (let i = 0; i < requests.length; i++) {
-    const request = requests[i]!;
-    if (request.policy !== last) {
-      last = request.policy;
-      let at = policies.indexOf(last);
-      if (at < 0) at = policies.push(last) - 1;
-      number = String(at + 1);
+  let last: BatchPolicy | undefined;
+  for (let u = 0, at = 0; u < units.length; at += units[u]!, u++) {
+    for (let i = at; i < at + units[u]!; i++) {
+      const request = requests[i]!;
+      if (request.policy !== last) {
+        last = request.policy;
+        let found = policies.indexOf(last);
+        if (found < 0) found = policies.push(last) - 1;
+        number = String(found + 1) + BATCH_SEPARATOR;
+      }
+      keys[i] = request.redisKey;
+      // A group's first member says how many follow it (`allN`); the others say `and`.
+      const op = request.op !== 'all' ? request.op : i === at ? `all${units[u]}` : 'and';
+      decisions += number + op + BATCH_SEPARATOR + request.time + BATCH_SEPARATOR + request.cost + BATCH_SEPARATOR;
     }
-    keys[i] = request.redisKey;
-    tail[4 * i] = number;
-    tail[4 * i + 1] = request.op === 'all' ? 'and' : request.op;
-    tail[4 * i + 2] = request.time;
-    tail[4 * i + 3] = String(request.cost);
   }
-  // A group's first member says how many follow it: `allN`.
-  for (let u = 0, at = 0; u < units.length; at += units[u]!, u++)
-    if (requests[at]!.op === 'all') tail[4 * at + 1] = `all${units[u]}`;
-  const args = [String(policies.length)];
-  for (const policy of policies) args.push(...policy.batchArgs);
-  return { keys, args: args.concat(tail) };
+  let fields = policies.length + BATCH_SEPARATOR;
+  for (const policy of policies) fields += policy.batchFields;
+  return { keys, fields: fields + decisions };
 }
 
 /** Returns `requests` grouped by hash slot (a group's by its first member's), in order within each slot. */
@@ -184,39 +214,43 @@ function slotsOf(
 
 /** Hands each decision its own answer, or its own error. */
 function settle(requests: readonly BatchRequest[], reply: unknown): void {
-  if (!Array.isArray(reply) || reply.length !== 4 * requests.length) {
-    const error = replyError('the batch script', `4 fields per decision for ${requests.length} decisions`, reply);
+  const answers = BatchReply.of(reply, requests.length);
+  if (answers === undefined) {
+    const error = replyError(
+      'the batch script',
+      `a string of 4 fields per decision for ${requests.length} decisions`,
+      reply,
+    );
     for (const request of requests) request.failed(error);
     return;
   }
-  for (let i = 0; i < requests.length; i++) {
-    const request = requests[i]!;
-    const decision = parseDecisionAt(reply, 4 * i, request.policy.limit);
+  for (const request of requests) {
+    const decision = answers.next(request.policy.limit);
     if (decision !== undefined) request.answered(decision);
-    else request.failed(batchError(request, reply, 4 * i));
+    else request.failed(batchError(request, answers.fields()));
   }
 }
 
 /** Hands each decision that came after its deadline the decision Redis made for it. */
 function settleLate(requests: readonly BatchRequest[], reply: unknown): void {
-  if (!Array.isArray(reply) || reply.length !== 4 * requests.length) return;
-  for (let i = 0; i < requests.length; i++) {
-    const request = requests[i]!;
-    const decision = parseDecisionAt(reply, 4 * i, request.policy.limit);
+  const answers = BatchReply.of(reply, requests.length);
+  if (answers === undefined) return;
+  for (const request of requests) {
+    const decision = answers.next(request.policy.limit);
     if (decision !== undefined) request.late?.(decision);
   }
 }
 
-/** The error of one decision of a batch: its script failure ('E', message), or a reply not kept to the promise. */
-function batchError(request: BatchRequest, reply: readonly unknown[], offset: number): FloodgateError {
-  if (textOf(reply[offset]) !== 'E') {
+/** The error of one decision of a batch: its script failure (`E`, message), or fields not kept to the promise. */
+function batchError(request: BatchRequest, fields: readonly string[]): FloodgateError {
+  if (fields[0] !== 'E') {
     return replyError(
       `the batch script (${request.op} on ${request.redisKey})`,
       '[allowed, remaining, retryAfterMs, resetMs]',
-      reply.slice(offset, offset + 4),
+      fields,
     );
   }
-  const cause = new Error(textOf(reply[offset + 1]) ?? 'unknown error');
+  const cause = new Error(fields[1] || 'unknown error');
   const error = new FloodgateError(
     'STORE_ERROR',
     `RedisStore: the batch script failed for ${request.redisKey}: ${cause.message}${hintFor(cause.message)}`,

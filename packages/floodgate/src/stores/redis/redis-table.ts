@@ -4,7 +4,7 @@ import type { Decision } from '../../core/decision.js';
 import { FloodgateError, describeValue } from '../../core/errors.js';
 import type { Observer } from '../../core/events.js';
 import type { PolicyStore } from '../store.js';
-import type { DecisionOp, BatchPolicy, BatchRequest, Batcher } from './batcher.js';
+import { batchFieldsOf, type DecisionOp, type BatchPolicy, type BatchRequest, type Batcher } from './batcher.js';
 import type { ConsumeAllEntry } from './consume-all.js';
 import { FailurePolicy, type OnError } from './failure-policy.js';
 import { policyIdOf, redisKeyOf } from './key-layout.js';
@@ -84,7 +84,7 @@ export class RedisTable implements PolicyStore {
     this.policyId = policyIdOf(algorithm);
     this.paramArgs = this.lua.params.map(String);
     this.batchPolicy = {
-      batchArgs: [this.lua.registered, ...[...this.paramArgs, '0', '0', '0'].slice(0, 3)],
+      batchFields: batchFieldsOf(this.lua),
       limit: algorithm.limit,
       sendAlone: (request) => this.sendAlone(request),
     };

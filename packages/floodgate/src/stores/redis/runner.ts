@@ -5,7 +5,8 @@ import { notify, type Observer } from '../../core/events.js';
 import { systemTimers, type Timers } from '../../core/timers.js';
 import type { RedisAdapter } from './adapter.js';
 import type { Circuit, CircuitRouter } from './circuit.js';
-import { DeadlineQueue, watch } from '../deadline-queue.js';
+import { DeadlineQueue } from '../deadline-queue.js';
+import { ScriptCall, messageOf, type CallHost, type ScriptReceiver } from './script-call.js';
 import type { StoreTimeout } from '../../core/store-timeout.js';
 import type { LuaScript } from './scripts/index.js';
 
@@ -52,6 +53,8 @@ export class ScriptRunner {
   private late = 0;
   /** When a call was last cut off, on the runner's clock. */
   private lastCutMs = -Infinity;
+  /** What the runner's calls report to. */
+  private readonly host: CallHost;
 
   /**
    * Creates a runner over `adapter` whose calls time out after `timeout`, each sent while the
@@ -68,6 +71,7 @@ export class ScriptRunner {
     this.timers = seams.timers ?? systemTimers;
     this.observer = typeof seams.observer?.storeCall === 'function' ? seams.observer : undefined;
     this.inFlight = new DeadlineQueue(this.clock, this.timers);
+    this.host = this.hostOf();
   }
 
   /**
@@ -105,56 +109,74 @@ export class ScriptRunner {
     operation: string = script.name,
     late?: Late,
   ): Promise<unknown> {
+    return new Promise((answered, failed) => this.send(script, keys, args, { answered, failed, late }, operation));
+  }
+
+  /**
+   * send runs `script` as {@link run} does, telling `receiver` how it ended instead of settling a
+   * promise: the batch script's way, which keeps one object per call. While the circuit guarding
+   * `keys` is open, `receiver.failed` is called at once and nothing is sent.
+   */
+  send(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    receiver: ScriptReceiver,
+    operation: string = script.name,
+  ): void {
     const circuit = this.circuits.circuitOf(keys);
     const admission = circuit.admit();
-    if (admission === 'refuse') return Promise.reject(openError(script, circuit));
-    const probe = admission === 'probe';
-    const timeoutMs = this.timeout.ms;
-    let cut = false;
-    const timeoutError = (): Error => {
-      cut = true;
-      this.late++;
-      this.lastCutMs = this.clock.now();
-      return timedOut();
-    };
-    const timedOut = (): Error =>
-      new FloodgateError(
-        'STORE_TIMEOUT',
-        `RedisStore: the ${script.name} script got no answer from ${circuit.name} within ${this.timeout.describe()} (RedisStore.timeoutMs), or ${circuit.name} failed meanwhile; the operation may still have run`,
-        'timeoutMs',
-      );
+    if (admission === 'refuse') return receiver.failed(openError(script, circuit));
     const startedMs = this.clock.now();
-    const call = this.evaluate(script, keys, args);
-    const settledLate = (): void => {
-      if (cut && --this.late === 0) this.hear(this.clock.now());
-    };
-    const watched = watch(this.inFlight, this.clock, call, timeoutMs, timeoutError, late, circuit);
-    // After watch's own reactions: a late answer is taken off what is owed before anyone hears of it.
-    call.then(settledLate, settledLate);
-    return watched.then(
-      (reply) => {
+    const deadlineMs = startedMs + this.timeout.ms;
+    const call = new ScriptCall(
+      this.host,
+      { script, keys, args, target: circuit, probe: admission === 'probe', operation, startedMs, deadlineMs },
+      receiver,
+    );
+    this.inFlight.add(call);
+    call.start();
+  }
+
+  /** Returns what the runner's calls report to. */
+  private hostOf(): CallHost {
+    return {
+      adapter: this.adapter,
+      settle: (call) => this.inFlight.settle(call),
+      answered: (call) => {
         const answeredMs = this.clock.now();
-        const durationMs = answeredMs - startedMs;
+        const durationMs = answeredMs - call.spec.startedMs;
         this.timeout.record(durationMs);
         this.hear(answeredMs);
-        circuit.succeeded(probe);
+        call.target.succeeded(call.spec.probe);
         if (this.observer !== undefined)
-          notify(this.observer, 'storeCall', { store: 'redis', operation, durationMs, ok: true });
-        return reply;
+          notify(this.observer, 'storeCall', { store: 'redis', operation: call.spec.operation, durationMs, ok: true });
       },
-      (error: unknown) => {
-        if (isUnhealthy(error)) this.failed(circuit, probe);
-        else circuit.succeeded(probe);
+      failed: (call, error) => {
+        if (isUnhealthy(error)) this.failed(call.target, call.spec.probe);
+        else call.target.succeeded(call.spec.probe);
         if (this.observer !== undefined)
           notify(this.observer, 'storeCall', {
             store: 'redis',
-            operation,
-            durationMs: this.clock.now() - startedMs,
+            operation: call.spec.operation,
+            durationMs: this.clock.now() - call.spec.startedMs,
             ok: false,
           });
-        throw error;
       },
-    );
+      errorOf: (call, cause) => storeError(call.spec.script, cause),
+      cut: (call) => {
+        this.late++;
+        this.lastCutMs = this.clock.now();
+        return new FloodgateError(
+          'STORE_TIMEOUT',
+          `RedisStore: the ${call.spec.script.name} script got no answer from ${call.target.name} within ${this.timeout.describe()} (RedisStore.timeoutMs), or ${call.target.name} failed meanwhile; the operation may still have run`,
+          'timeoutMs',
+        );
+      },
+      settledLate: () => {
+        if (--this.late === 0) this.hear(this.clock.now());
+      },
+    };
   }
 
   private hear(nowMs: number): void {
@@ -166,19 +188,6 @@ export class ScriptRunner {
     const wasClosed = circuit.state === 'closed';
     circuit.failed(probe);
     if (wasClosed && circuit.state !== 'closed') this.inFlight.abandon(circuit);
-  }
-
-  private async evaluate(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-    try {
-      return await this.adapter.evalsha(script.sha1, keys, args);
-    } catch (error) {
-      if (!messageOf(error).startsWith('NOSCRIPT')) throw storeError(script, error);
-    }
-    try {
-      return await this.adapter.eval(script.source, keys, args);
-    } catch (error) {
-      throw storeError(script, error);
-    }
   }
 }
 
@@ -200,11 +209,6 @@ function openError(script: LuaScript, circuit: Circuit): FloodgateError {
 function isUnhealthy(error: unknown): boolean {
   if (!(error instanceof FloodgateError) || error.code === 'STORE_TIMEOUT') return true;
   return !ANSWERED.test(messageOf(error.cause));
-}
-
-function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message;
-  return typeof error === 'string' ? error : `a non-Error value (${typeof error})`;
 }
 
 /** What an OOM reply means for limits, appended to its message. */

@@ -96,11 +96,25 @@ for _, st in ipairs(order) do commit(st, now) end
 return out
 `;
 
-/** BATCH_POLICY_ARGS is how many ARGV slots each policy of {@link BATCH_LUA} takes. */
+/** BATCH_POLICY_ARGS is how many fields each policy of {@link BATCH_LUA} takes. */
 export const BATCH_POLICY_ARGS = 4;
 
-/** BATCH_ARGS is how many ARGV slots each decision of {@link BATCH_LUA} takes. */
+/** BATCH_ARGS is how many fields each decision of {@link BATCH_LUA} takes, and how many each answers. */
 export const BATCH_ARGS = 4;
+
+/**
+ * BATCH_SEPARATOR ends every field of the batch script's one argument and of its one reply. No
+ * field the store sends can hold it (numbers as `String` prints them, op and algorithm names); in
+ * the reply, an error message (which may name a key holding anything) has it escaped.
+ */
+export const BATCH_SEPARATOR = ',';
+
+/** BATCH_ESCAPES is how an error message in the batch reply writes the separator and the escape character itself. */
+export const BATCH_ESCAPES: Readonly<Record<string, string>> = { '%': '%25', [BATCH_SEPARATOR]: '%2C' };
+
+const LUA_ESCAPES = Object.entries(BATCH_ESCAPES)
+  .map(([from, to]) => `[${JSON.stringify(from)}] = ${JSON.stringify(to)}`)
+  .join(', ');
 
 /**
  * BATCH_LUA is the driver of the batch script: several independent decisions (consume or peek),
@@ -113,20 +127,28 @@ export const BATCH_ARGS = 4;
  * working copy of its key's state, at the group's first member's time, and the states are written
  * only when every member admits. A group fails or succeeds as a whole.
  *
- * KEYS[i]: decision i's state key. ARGV: [1] the number of policies P; then per policy 4 slots:
- * algorithm and three params ('0' when unused); then per decision 4 slots: its policy's number
- * (1..P), op (consume | peek | allN | and), test time or '' (the server's TIME, read once per
- * batch), cost. Policies are sent once per batch, not once per decision, and each is built once.
- * Reply: per decision `allowed 1|0, remaining, retryAfterMs, resetMs` (integers, or strings as
- * `fmt` prints them when not whole), or `'E', message, '', ''`; a group's members answer as
- * consume-all's do (the group was admitted when every member says allowed).
+ * KEYS[i]: decision i's state key. ARGV[1]: one string of fields, each ended by
+ * {@link BATCH_SEPARATOR} (one argument, not one per field, is what keeps a client's work per
+ * batch small): the number of policies P; then per policy 4 fields: algorithm and three params
+ * ('0' when unused); then per decision 4 fields: its policy's number (1..P), op (consume | peek |
+ * allN | and), test time or '' (the server's TIME, read once per batch), cost. Policies are sent
+ * once per batch, not once per decision, and each is built once.
+ * Reply: one string of 4 fields per decision, each ended by the separator: `allowed 1|0,
+ * remaining, retryAfterMs, resetMs` as `fmt` prints them, or `E`, the message with
+ * {@link BATCH_ESCAPES} applied, and two empty fields; a group's members answer as consume-all's
+ * do (the group was admitted when every member says allowed).
  */
 export const BATCH_LUA = String.raw`
 local made, out, server_now = {}, {}, nil
-local policy_count = tonumber(ARGV[1]) or -1
+local SEP = '${BATCH_SEPARATOR}'
+local ESCAPES = { ${LUA_ESCAPES} }
+if #ARGV ~= 1 then fail('batch arguments: ' .. #ARGV .. ' where one string of fields was expected') end
+local args = {}
+for field in string.gmatch(ARGV[1], '([^' .. SEP .. ']*)' .. SEP) do args[#args + 1] = field end
+local policy_count = tonumber(args[1]) or -1
 local first = 2 + ${BATCH_POLICY_ARGS} * policy_count
-if policy_count < 0 or #ARGV ~= first - 1 + ${BATCH_ARGS} * #KEYS then
-  fail('batch arguments: ' .. #ARGV .. ' for ' .. #KEYS .. ' keys and ' .. tostring(ARGV[1]) .. ' policies')
+if policy_count < 0 or #args ~= first - 1 + ${BATCH_ARGS} * #KEYS then
+  fail('batch arguments: ' .. #args .. ' fields for ' .. #KEYS .. ' keys and ' .. tostring(args[1]) .. ' policies')
 end
 local function policy_of(text)
   local j = tonumber(text)
@@ -134,9 +156,9 @@ local function policy_of(text)
   if A ~= nil then return A end
   if j == nil or j < 1 or j > policy_count or j ~= floor(j) then fail('bad policy number ' .. tostring(text)) end
   local base = 2 + ${BATCH_POLICY_ARGS} * (j - 1)
-  local make = ALGORITHMS[ARGV[base]]
-  if make == nil then fail('unknown algorithm ' .. tostring(ARGV[base])) end
-  A = make({ num(ARGV[base + 1]), num(ARGV[base + 2]), num(ARGV[base + 3]) })
+  local make = ALGORITHMS[args[base]]
+  if make == nil then fail('unknown algorithm ' .. tostring(args[base])) end
+  A = make({ num(args[base + 1]), num(args[base + 2]), num(args[base + 3]) })
   made[j] = A
   return A
 end
@@ -145,51 +167,57 @@ local function time_of(text)
   if server_now == nil then server_now = now_ms('') end
   return server_now
 end
-local function run_one(i, base, n)
-  local A = policy_of(ARGV[base])
-  local now = time_of(ARGV[base + 2])
-  local op, cost = ARGV[base + 1], num(ARGV[base + 3])
+-- answer is decision d's four fields as the reply holds them.
+local function answer(d)
+  local flag = '0' .. SEP
+  if d.allowed then flag = '1' .. SEP end
+  return flag .. fmt(d.remaining) .. SEP .. fmt(d.retry_ms) .. SEP .. fmt(d.reset_ms) .. SEP
+end
+local function run_one(i, base)
+  local A = policy_of(args[base])
+  local now = time_of(args[base + 2])
+  local op, cost = args[base + 1], num(args[base + 3])
   local st = open_state(KEYS[i], A, now)
   if op == 'consume' then
     local d = A.consume(st.cells, now, cost)
     if d.allowed then commit(st, now) end
-    push_reply(out, n, d)
+    out[i] = answer(d)
   elseif op == 'peek' then
-    push_reply(out, n, A.peek(st.cells, now, cost))
+    out[i] = answer(A.peek(st.cells, now, cost))
   else
     fail('unknown batch operation ' .. tostring(op))
   end
 end
 local function run_group(i, count)
-  local now = time_of(ARGV[first + ${BATCH_ARGS} * (i - 1) + 2])
+  local now = time_of(args[first + ${BATCH_ARGS} * (i - 1) + 2])
   local states, order, decisions, all = {}, {}, {}, true
   for k = 1, count do
     local base = first + ${BATCH_ARGS} * (i + k - 2)
-    if k > 1 and ARGV[base + 1] ~= 'and' then fail('group member ' .. k .. ' of ' .. count .. ' is not "and"') end
+    if k > 1 and args[base + 1] ~= 'and' then fail('group member ' .. k .. ' of ' .. count .. ' is not "and"') end
     local key = KEYS[i + k - 1]
     local st = states[key]
     if st == nil then
-      st = open_state(key, policy_of(ARGV[base]), now)
+      st = open_state(key, policy_of(args[base]), now)
       states[key] = st
       order[#order + 1] = st
     end
-    local d = st.A.consume(st.cells, now, num(ARGV[base + 3]))
+    local d = st.A.consume(st.cells, now, num(args[base + 3]))
     if not d.allowed then all = false end
     decisions[k] = d
   end
   if all then
     for _, st in ipairs(order) do commit(st, now) end
   end
-  for k = 1, count do push_reply(out, 4 * (i + k - 2), decisions[k]) end
+  for k = 1, count do out[i + k - 1] = answer(decisions[k]) end
 end
 local i = 1
 while i <= #KEYS do
   local base = first + ${BATCH_ARGS} * (i - 1)
-  local count = tonumber(string.match(ARGV[base + 1], '^all(%d+)$') or '')
+  local count = tonumber(string.match(args[base + 1], '^all(%d+)$') or '')
   local ok, r
   if count == nil then
     count = 1
-    ok, r = pcall(run_one, i, base, 4 * (i - 1))
+    ok, r = pcall(run_one, i, base)
   elseif count < 1 or i + count - 1 > #KEYS then
     count, ok, r = 1, false, 'group of ' .. tostring(count) .. ' from decision ' .. i .. ' passes the end'
   else
@@ -198,12 +226,11 @@ while i <= #KEYS do
   if not ok then
     local message = r
     if type(r) == 'table' then message = r.err or r.message end
-    for k = i, i + count - 1 do
-      local n = 4 * (k - 1)
-      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 'E', tostring(message), '', ''
-    end
+    local escaped = (string.gsub(tostring(message), '[%%' .. SEP .. ']', ESCAPES))
+    local failed = 'E' .. SEP .. escaped .. SEP .. SEP .. SEP
+    for k = i, i + count - 1 do out[k] = failed end
   end
   i = i + count
 end
-return out
+return table.concat(out)
 `;
