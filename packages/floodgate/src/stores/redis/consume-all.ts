@@ -61,14 +61,19 @@ interface Item {
  * server is not a cluster); across slots, a look at every limit first, then one script per slot
  * and a refund of the slots that admitted when another refused or failed.
  */
-export async function consumeAll(
+export function consumeAll(
   requests: readonly ConsumeAllRequest[],
   context: ConsumeAllContext,
 ): Promise<ConsumeAllResult> {
-  const items = itemsOf(requests, context);
-  if (items.length === 0) return { allowed: true, decisions: [] };
-  const groups = context.cluster ? groupBySlot(items) : [items];
-  if (groups.length === 1) return runGroup(items, context);
+  let items: Item[];
+  try {
+    items = itemsOf(requests, context);
+  } catch (error) {
+    return Promise.reject(error as Error);
+  }
+  if (items.length === 0) return Promise.resolve({ allowed: true, decisions: [] });
+  const groups = context.cluster ? groupBySlot(items) : undefined;
+  if (groups === undefined || groups.length === 1) return runGroup(items, context);
   return acrossSlots(items, groups, context);
 }
 
@@ -135,8 +140,13 @@ function groupBySlot(items: readonly Item[]): Item[][] {
   return [...bySlot.values()];
 }
 
-async function runGroup(group: readonly Item[], context: ConsumeAllContext): Promise<ConsumeAllResult> {
+/** Runs one slot's requests all or nothing: in the tick's batch script, or as a script of its own. */
+function runGroup(group: readonly Item[], context: ConsumeAllContext): Promise<ConsumeAllResult> {
   if (context.batcher !== undefined) return new BatchedGroup(group, context.time, context.batcher).promise;
+  return runScript(group, context);
+}
+
+async function runScript(group: readonly Item[], context: ConsumeAllContext): Promise<ConsumeAllResult> {
   const keys = group.map((item) => item.entry.redisKey);
   const args = [context.time];
   for (const { entry, cost } of group) {
@@ -204,7 +214,9 @@ class BatchedGroup {
       this.resolve = resolve;
       this.reject = reject;
     });
-    batcher.submitGroup(group.map((item, i) => new GroupMember(this, i, item, time)));
+    const members = new Array<GroupMember>(group.length);
+    for (let i = 0; i < group.length; i++) members[i] = new GroupMember(this, i, group[i]!, time);
+    batcher.submitGroup(members);
   }
 
   /** answered records member `i`'s decision; the last answer settles the group. */

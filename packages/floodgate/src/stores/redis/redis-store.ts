@@ -9,7 +9,7 @@ import type { RedisAdapter } from './adapter.js';
 import { Batcher } from './batcher.js';
 import { Circuit, type CircuitRouter, type CircuitState } from './circuit.js';
 import { NodeCircuits } from './node-circuits.js';
-import { consumeAll, type ConsumeAllRequest, type ConsumeAllResult } from './consume-all.js';
+import { consumeAll, type ConsumeAllContext, type ConsumeAllRequest, type ConsumeAllResult } from './consume-all.js';
 import { checkRedisMemory, routingKeys, type RedisMemoryReport } from './memory-check.js';
 import { checkOnError, DEFAULT_ON_ERROR, type OnError } from './failure-policy.js';
 import { FleetCensus } from './fleet-census.js';
@@ -164,6 +164,8 @@ export class RedisStore implements Store {
   private readonly adapter: RedisAdapter;
   private readonly onError: OnError;
   private readonly timers: Timers;
+  /** What `consumeAll` takes on Redis's own clock (the time argument ''), built once. */
+  private readonly liveContext: ConsumeAllContext;
 
   /** Creates a store over `options.adapter`; it sends nothing to Redis until first used. */
   constructor(options: RedisStoreOptions) {
@@ -178,6 +180,13 @@ export class RedisStore implements Store {
     this.timers = checkTimers(o.timers);
     this.context = contextOf(o, adapter, { testTime, clock: this.clock });
     this.tableOf = tablesOf(this.context, onError);
+    this.liveContext = {
+      runner: this.context.runner,
+      batcher: this.context.batcher,
+      cluster: this.cluster,
+      time: '',
+      entryOf: (policy, key) => this.bind(policy).entryOf(key),
+    };
   }
 
   /** shares returns what a limiter built on this store outside its tables shares with it (see {@link StoreShares}). */
@@ -276,13 +285,7 @@ export class RedisStore implements Store {
         );
       time = String(testMs);
     }
-    return consumeAll(requests, {
-      runner: this.context.runner,
-      batcher: this.context.batcher,
-      cluster: this.cluster,
-      time,
-      entryOf: (policy, key) => this.bind(policy).entryOf(key),
-    });
+    return consumeAll(requests, time === '' ? this.liveContext : { ...this.liveContext, time });
   }
 }
 
