@@ -332,8 +332,9 @@ export function decideAll(entries: readonly LimitEntry[]): LimitsDecision | Prom
     } catch (error) {
       return Promise.reject(error as Error);
     }
-    if (decided instanceof Promise) return decided.then(standingAsync);
-    return decided.allowed ? decided : standingAsync(decided);
+    if (decided instanceof Promise)
+      return decided.then((result) => (result.allowed ? result : standingOf(entries, result)));
+    return decided.allowed ? decided : standingOf(entries, decided);
   }
   const result = consumeAllSync(entries);
   if (result.allowed) return result;
@@ -341,12 +342,15 @@ export function decideAll(entries: readonly LimitEntry[]): LimitsDecision | Prom
   for (let i = 0; i < decisions.length; i++)
     if (decisions[i]!.allowed) decisions[i] = entries[i]!.limiter.peekSync(entries[i]!.key, LOOK);
   return { allowed: false, decisions };
+}
 
-  async function standingAsync(result: LimitsDecision): Promise<LimitsDecision> {
-    if (result.allowed) return result;
-    const decisions = await Promise.all(
-      result.decisions.map((d, i) => (d.allowed ? entries[i]!.limiter.peek(entries[i]!.key, LOOK).catch(() => d) : d)),
-    );
-    return { allowed: false, decisions };
-  }
+/**
+ * standingOf returns refusal `result` with each limit that admitted on trial looked at again at cost
+ * 0 (in parallel), keeping the trial decision where the look fails.
+ */
+async function standingOf(entries: readonly LimitEntry[], result: LimitsDecision): Promise<LimitsDecision> {
+  const decisions = await Promise.all(
+    result.decisions.map((d, i) => (d.allowed ? entries[i]!.limiter.peek(entries[i]!.key, LOOK).catch(() => d) : d)),
+  );
+  return { allowed: false, decisions };
 }
