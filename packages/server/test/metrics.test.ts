@@ -51,6 +51,32 @@ describe('GatewayMetrics counts', () => {
     assert.equal(await valueOf(metrics, 'floodgate_responses_total', { route: 'api', status: '200' }), 2);
     assert.equal(await valueOf(metrics, 'floodgate_responses_total', { route: 'api', status: '429' }), 1);
   });
+
+  it('counts each label set on its own when requests alternate between them (the last one found is kept)', async () => {
+    const metrics = new GatewayMetrics();
+    const steps: [string, number][] = [
+      ['api', 200],
+      ['api', 200],
+      ['web', 200],
+      ['api', 200],
+      ['api', 429],
+      ['web', 200],
+      ['api', 200],
+    ];
+    for (const [route, status] of steps) metrics.response(route, status, undefined);
+    assert.equal(await valueOf(metrics, 'floodgate_responses_total', { route: 'api', status: '200' }), 4);
+    assert.equal(await valueOf(metrics, 'floodgate_responses_total', { route: 'api', status: '429' }), 1);
+    assert.equal(await valueOf(metrics, 'floodgate_responses_total', { route: 'web', status: '200' }), 2);
+    metrics.outcome('api', 'per-ip', 'admitted');
+    metrics.outcome('api', 'per-ip', 'near_limit');
+    metrics.outcome('api', 'per-user', 'near_limit');
+    metrics.outcome('api', 'per-ip', 'near_limit');
+    const decisions = (outcome: string, rule = 'per-ip'): Promise<number | undefined> =>
+      valueOf(metrics, 'floodgate_decisions_total', { route: 'api', rule, outcome });
+    assert.equal(await decisions('admitted'), 1);
+    assert.equal(await decisions('near_limit'), 2);
+    assert.equal(await decisions('near_limit', 'per-user'), 1);
+  });
 });
 
 describe('GatewayMetrics overload', () => {
