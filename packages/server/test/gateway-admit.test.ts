@@ -36,6 +36,13 @@ routes:
       - name: per-client
         policy: { algorithm: fixedWindow, limit: 20, windowMs: 60000 }
         key: { type: ip }
+  - name: lone
+    match: { path: /lone/* }
+    upstream: http://127.0.0.1:1
+    rules:
+      - name: per-client
+        policy: { algorithm: tokenBucket, capacity: 1, refillPerSecond: 0.001 }
+        key: { type: ip }
   - name: waits
     upstream: http://127.0.0.1:1
     rules:
@@ -124,8 +131,52 @@ describe('gateway admission on the memory store', () => {
     assert.match(ipOnly.headers.find(([n]) => n === 'ratelimit')![1], /^"per-client";r=18;t=\d+$/);
   });
 
-  it('leaves a route with a queued rule to the asynchronous path', async () => {
+  it("answers a lone rule's refusals of one client with its fields, reporting each, and another client's with its own key", () => {
     const route = tableOf().routes[2]!;
+    const { reporter, seen } = recorder();
+    const options = { reporter, onStoreError: 'fail-open' as const, signal: undefined };
+    const decide = (peer: string): Admission => admit(route, requestOn(route, peer), options) as Admission;
+    const first = decide('10.0.0.1');
+    assert.equal(first.allowed, true);
+    assert.deepEqual(
+      first.charged?.map((c) => c.key),
+      [route.enforce[0]!.keyOf('ip:10.0.0.1')],
+    );
+    const refusals = [decide('10.0.0.1'), decide('10.0.0.1')];
+    for (const refusal of refusals) {
+      assert.equal(refusal.status, 429);
+      // A token in 1000 s: the wait rounds up to 1000 s for the whole of this test (under a second).
+      assert.deepEqual(refusal.headers, [
+        ['ratelimit-policy', '"per-client";q=1;w=1000'],
+        ['ratelimit', '"per-client";r=0;t=1000'],
+        ['retry-after', '1000'],
+        ['cache-control', 'no-store'],
+        ['content-type', 'application/problem+json'],
+      ]);
+      assert.match(refusal.body!, /"violated-policies":\["per-client"\]/);
+      assert.deepEqual(
+        refusal.refusedBy?.map((c) => c.key),
+        [route.enforce[0]!.keyOf('ip:10.0.0.1')],
+      );
+    }
+    assert.equal(decide('10.0.0.2').allowed, true);
+    const other = decide('10.0.0.2');
+    assert.equal(other.status, 429);
+    assert.deepEqual(
+      other.refusedBy?.map((c) => c.key),
+      [route.enforce[0]!.keyOf('ip:10.0.0.2')],
+    );
+    assert.deepEqual(seen, [
+      'per-client:near_limit',
+      'per-client:limited',
+      'per-client:limited',
+      'per-client:near_limit',
+      'per-client:limited',
+    ]);
+  });
+
+  it('leaves a route with a queued rule to the asynchronous path', async () => {
+    const route = tableOf().routes[3]!;
     assert.equal(route.synchronous, false);
     const { reporter, seen } = recorder();
     const answer = admit(route, requestOn(route, '10.0.0.1'), {

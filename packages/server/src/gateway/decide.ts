@@ -74,6 +74,8 @@ export interface AdmitOptions {
  */
 export function admit(route: CompiledRoute, req: ProxyRequest, options: AdmitOptions): Admission | Promise<Admission> {
   if (route.rules.length === 0 && route.smooth.length === 0) return PASS;
+  if (route.rules.length === 1 && route.enforce.length === 1 && route.smooth.length === 0)
+    return admitLone(route, route.enforce[0]!, req, options);
   const shadow = route.shadow.length === 0 ? undefined : decideShadow(route, req, options.reporter);
   const queued = route.queue.length === 0 ? undefined : identifyQueued(route, req, options.reporter);
   if (queued !== undefined && !Array.isArray(queued)) return after(shadow, queued);
@@ -89,6 +91,68 @@ export function admit(route: CompiledRoute, req: ProxyRequest, options: AdmitOpt
   if (joint instanceof Promise || shadow !== undefined || queued !== undefined || route.smooth.length > 0)
     return finish(route, found, joint, shadow, queued, options);
   return settle(route, appliedOf(found, joint), options.reporter);
+}
+
+/**
+ * The admission of `req` on a route whose one rule is `rule`, enforced (most routes): {@link admit}'s
+ * answer, without the lists it keeps of several rules' entries, decisions and refusals.
+ */
+function admitLone(
+  route: CompiledRoute,
+  rule: CompiledRule,
+  req: ProxyRequest,
+  options: AdmitOptions,
+): Admission | Promise<Admission> {
+  const identity = identify(route, rule, req, options.reporter);
+  if (identity === undefined) return admitted(route, []);
+  if (typeof identity !== 'string') return identity;
+  const key = rule.keyOf(identity);
+  const entries: LimitEntry[] = [{ limiter: rule.limiter, key, cost: rule.cost }];
+  let joint: LimitsDecision | Promise<LimitsDecision>;
+  try {
+    joint = decideAll(entries);
+  } catch (err) {
+    if (!isStoreFailure(err)) throw err;
+    return storeFailed(route, options);
+  }
+  if (joint instanceof Promise) return finish(route, { entries, rules: [rule] }, joint, undefined, undefined, options);
+  const applied: Applied = { rule, key, decision: joint.decisions[0]! };
+  report(route.name, applied, options.reporter, '');
+  return joint.allowed ? admitted(route, [applied]) : refuseLone(route, applied);
+}
+
+/** A lone rule's last refusal: answered again while its key is refused with the same fields and body. */
+interface LastRefusal {
+  readonly key: string;
+  readonly decision: Decision;
+  readonly admission: Admission;
+}
+
+/** Each lone rule's last refusal (see {@link refuseLone}). */
+const LAST_REFUSALS = new WeakMap<CompiledRule, LastRefusal>();
+
+/**
+ * The refusal of `applied` by the lone rule of `route`: the rule's last refusal when it was of the
+ * same key and its fields and body would come out the same (a refused client that asks again
+ * within the second, the usual refusal), else made anew. Its fields depend on the decision's
+ * reason, remaining and wait in whole seconds only; the route's policy is fixed.
+ */
+function refuseLone(route: CompiledRoute, applied: Applied): Admission {
+  const last = LAST_REFUSALS.get(applied.rule);
+  if (last !== undefined && last.key === applied.key && sameRefusal(last.decision, applied.decision))
+    return last.admission;
+  const admission = refuse(route, [applied], [applied]);
+  LAST_REFUSALS.set(applied.rule, { key: applied.key, decision: applied.decision, admission });
+  return admission;
+}
+
+/** Whether refusals by `a` and `b` have the same fields and body: the same reason, remaining and whole seconds to wait. */
+function sameRefusal(a: Decision, b: Decision): boolean {
+  return (
+    a.reason === b.reason &&
+    a.remaining === b.remaining &&
+    Math.ceil(a.retryAfterMs / 1000) === Math.ceil(b.retryAfterMs / 1000)
+  );
 }
 
 /** The answer `answer`, once the shadow rules (if any are pending) are decided and reported. */
@@ -324,7 +388,7 @@ function queueRefusal(rule: CompiledRule, key: string, err: unknown): Admission 
 }
 
 function refuse(route: CompiledRoute, applied: readonly Applied[], refused: readonly Applied[]): Admission {
-  const violated = refused.map((a) => a.decision);
+  const violated = refused.length === 1 ? [refused[0]!.decision] : refused.map((a) => a.decision);
   const kind = refusalKind(violated);
   const headers = endRefusal(headersOf(route, applied), violated);
   const body =
@@ -372,19 +436,19 @@ function headersOf(route: CompiledRoute, applied: readonly Applied[]): HeaderPai
     service = serviceList(service, a.rule.serviceHead, a.decision, undefined);
     if (degraded === undefined && isDegraded(a.decision)) degraded = a.decision.reason;
   }
-  const out: HeaderPair[] = [[FIELD.policy, policyOf(route, applied)]];
-  if (service !== '') out.push([FIELD.service, service]);
+  const policy = policyOf(route, applied);
+  const out: HeaderPair[] = service === '' ? [policy] : [policy, [FIELD.service, service]];
   if (degraded !== undefined) out.push([DEGRADED_HEADER, degraded]);
   return out;
 }
 
-/** The `RateLimit-Policy` value of the applied rules: the route's own, made once, when they are its enforced rules. */
-function policyOf(route: CompiledRoute, applied: readonly Applied[]): string {
+/** The `RateLimit-Policy` field of the applied rules: the route's own, made once, when they are its enforced rules. */
+function policyOf(route: CompiledRoute, applied: readonly Applied[]): HeaderPair {
   const enforce = route.enforce;
   let same = applied.length === enforce.length;
   for (let i = 0; same && i < applied.length; i++) same = applied[i]!.rule === enforce[i];
-  if (same) return route.enforcePolicy;
+  if (same) return route.enforcePolicyField;
   let policy = '';
   for (const a of applied) policy += (policy === '' ? '' : ', ') + a.rule.policyItem;
-  return policy;
+  return [FIELD.policy, policy];
 }

@@ -43,14 +43,31 @@ export function problem(status: number, detail: string | undefined, extra: reado
  * connection-specific fields: the stream ends, and its unread body with it).
  */
 export function reply(res: ClientResponse, answer: Answer): void {
+  const body = answer.body ?? '';
+  writeHead(res, answer.status, answer === lastAnswer ? lastFields : fieldsOf(res, answer, body));
+  res.end(body);
+}
+
+/**
+ * The last answer written and its fields (node only reads them): a refusal answered again (see
+ * decide.ts) is written from the same list. A 413's fields depend on the response: never kept.
+ */
+let lastAnswer: Answer | undefined;
+let lastFields: string[] = [];
+
+/** The fields of `answer` on `res` as node's flat list, its body's length included. */
+function fieldsOf(res: ClientResponse, answer: Answer, body: string): string[] {
   const fields: string[] = [];
   const pairs = answer.headers;
   for (let i = 0; i < pairs.length; i++) fields.push(pairs[i]![0], pairs[i]![1]);
-  const body = answer.body ?? '';
   fields.push('content-length', byteLengthText(body));
-  if (answer.status === 413 && !overHttp2(res)) fields.push('connection', 'close');
-  writeHead(res, answer.status, fields);
-  res.end(body);
+  if (answer.status === 413) {
+    if (!overHttp2(res)) fields.push('connection', 'close');
+  } else {
+    lastAnswer = answer;
+    lastFields = fields;
+  }
+  return fields;
 }
 
 /** The last body measured and its length, as text: a refusal's body is one string per rule, answered again and again. */

@@ -1,9 +1,13 @@
 /** The gateway's view of one request: what identities read, over node's HTTP/1.x or HTTP/2 request. */
+import type { IncomingHttpHeaders } from 'node:http';
 import { RequestView, type ClientIpResolver } from 'floodgate/http';
 import type { ClientRequest } from './exchange.js';
 
 /** ProxyRequest is one request as the gateway's rules see it: method, path, route, parameters and headers. */
 export class ProxyRequest extends RequestView<ClientRequest> {
+  /** The request's headers, read once: node's `headers` is a getter, which looks its object up on each read. */
+  private readonly headers: IncomingHttpHeaders;
+
   constructor(
     raw: ClientRequest,
     resolver: ClientIpResolver,
@@ -13,6 +17,7 @@ export class ProxyRequest extends RequestView<ClientRequest> {
     readonly params: Readonly<Record<string, string>>,
   ) {
     super(raw, resolver);
+    this.headers = raw.headers;
   }
 
   /** The path without the query string (found when asked: most rules never read it). */
@@ -38,8 +43,21 @@ export class ProxyRequest extends RequestView<ClientRequest> {
   }
 
   header(name: string): string | undefined {
-    const value = this.raw.headers[name];
+    const value = this.headers[name];
     return Array.isArray(value) ? value.join(', ') : value;
+  }
+
+  /**
+   * hasHeader tells whether the request carries the named header. The client address's resolver
+   * asks on every request whether the forwarding headers are there (to warn, once, that they are
+   * ignored): those two are read by constant names, which a request's headers object answers from
+   * its shape, where a name held in a variable is looked up in a shared cache, on every request.
+   */
+  override hasHeader(name: string): boolean {
+    const headers = this.headers;
+    if (name === 'x-forwarded-for') return headers['x-forwarded-for'] !== undefined;
+    if (name === 'forwarded') return headers.forwarded !== undefined;
+    return headers[name] !== undefined;
   }
 
   protected remoteAddress(): string | undefined {

@@ -5,7 +5,7 @@
  */
 import { LeasedTable, Limiter, type Store } from 'floodgate';
 import type { LeasedStore, LeaseOptions } from 'floodgate/redis';
-import { policyItem, serviceHead, storeKey } from 'floodgate/http';
+import { FIELD, policyItem, serviceHead, storeKey, type HeaderPair } from 'floodgate/http';
 import { policyOf, type CountedPolicyConfig } from '../config/policy.js';
 import { isSmoothPolicy, type SmoothPolicyConfig } from '../config/smooth-schema.js';
 import type { FleetSmooth } from '../store/store.js';
@@ -56,8 +56,8 @@ export interface CompiledRoute {
   readonly rules: readonly CompiledRule[];
   /** The smooth rules, which pace requests (each waits its turn), in config order. */
   readonly smooth: readonly CompiledSmoothRule[];
-  /** The `RateLimit-Policy` value of the enforced rules, for a request every one of them applies to. */
-  readonly enforcePolicy: string;
+  /** The `RateLimit-Policy` field of the enforced rules, for a request every one of them applies to. */
+  readonly enforcePolicyField: HeaderPair;
   /** Whether every rule decides without a promise (a synchronous store) and none queues or paces: admitted with no await. */
   readonly synchronous: boolean;
   /** Whether a request may wait (a queue or smooth rule): it then needs the signal of its client leaving. */
@@ -242,7 +242,8 @@ function compileRoute(route: RouteConfig, ctx: CompileContext, ambiguous: Ambigu
     path: compilePath(route.match.path, route.match),
     upstream: new URL(route.upstream),
     enforce,
-    enforcePolicy: enforce.map((r) => r.policyItem).join(', '),
+    // Not frozen: a frozen array's elements are read by a slower path where it meets the unfrozen fields of one answer.
+    enforcePolicyField: [FIELD.policy, enforce.map((r) => r.policyItem).join(', ')],
     shadow: rules.filter((r) => r.mode === 'shadow'),
     queue,
     rules,
