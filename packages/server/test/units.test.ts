@@ -98,6 +98,17 @@ describe('forwarding headers', () => {
     assert.equal(value(out, 'forwarded'), 'for=10.0.0.1, for="[2001:db8::1]";host="example.com:8443";proto=http');
   });
 
+  it("name each request's own host in Forwarded, one connection's requests naming several hosts", () => {
+    const hop = { peer: '192.0.2.8', proto: 'https', trusted: false };
+    for (const host of ['a.example', 'a.example', 'b.example', undefined, 'a.example', 'bad host'])
+      assert.equal(
+        value(upstreamHeaders(host === undefined ? {} : { host }, hop), 'forwarded'),
+        host === undefined || host === 'bad host'
+          ? 'for=192.0.2.8;proto=https'
+          : `for=192.0.2.8;host=${host};proto=https`,
+      );
+  });
+
   it('drop hop-by-hop fields of responses too, keeping repeated fields and names in lower case', () => {
     const out = downstreamHeaders(
       raw(

@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { HeaderPair } from 'floodgate/http';
+import { tree } from 'undici/lib/core/tree.js';
 
 /** The hop-by-hop fields a proxy never forwards (RFC 9110 section 7.6.1, and the obsolete ones still seen). */
 const HOP_BY_HOP = new Set([
@@ -27,6 +28,11 @@ export interface ForwardingFacts {
   readonly proto: string;
   /** Whether the peer is a trusted proxy whose forwarding fields are kept and appended to. */
   readonly trusted: boolean;
+  /**
+   * The `Forwarded` element {@link upstreamHeaders} made last for this hop, with the `Host` it
+   * names: a connection's requests nearly always name one host, so its element is made once.
+   */
+  element?: { readonly host: string | undefined; readonly value: string } | undefined;
 }
 
 /** connectionNames returns the field names a `Connection` header lists, in lower case: hop-by-hop fields of that message. */
@@ -97,7 +103,9 @@ export function upstreamHeaders(incoming: IncomingHttpHeaders, facts: Forwarding
   out.push('x-forwarded-proto', (facts.trusted ? joined(incoming['x-forwarded-proto']) : undefined) ?? facts.proto);
   const forwardedHost = (facts.trusted ? joined(incoming['x-forwarded-host']) : undefined) ?? host;
   if (forwardedHost !== undefined) out.push('x-forwarded-host', forwardedHost);
-  const element = forwardedElement(facts, host);
+  const last = facts.element;
+  let element = last !== undefined && last.host === host ? last.value : undefined;
+  if (element === undefined) facts.element = { host, value: (element = forwardedElement(facts, host)) };
   const priorForwarded = facts.trusted ? joined(incoming.forwarded) : undefined;
   out.push('forwarded', priorForwarded === undefined ? element : `${priorForwarded}, ${element}`);
   return out;
@@ -114,7 +122,7 @@ export function downstreamHeaders(raw: readonly (Buffer | string)[], own: readon
   const out: string[] = [];
   let connection: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = latin1(raw[i]!).toLowerCase();
+    const name = nameOf(raw[i]!);
     const value = latin1(raw[i + 1]!);
     if (name === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`;
     else if (!HOP_BY_HOP.has(name) && !named(own, name)) out.push(name, value);
@@ -136,6 +144,15 @@ function withoutFields(fields: readonly string[], names: ReadonlySet<string>): s
 function named(fields: readonly HeaderPair[], name: string): boolean {
   for (let i = 0; i < fields.length; i++) if (fields[i]![0] === name) return true;
   return false;
+}
+
+/**
+ * The lower-case name of a field as undici reads it: a well-known name (nearly every field of an
+ * answer) is found in undici's own table, with no string made from the bytes and folded per field.
+ * The table's path is undici's, not a public API, as for the Pool (see undici-pool.ts).
+ */
+function nameOf(raw: Buffer | string): string {
+  return (typeof raw === 'string' ? undefined : tree.lookup(raw)) ?? latin1(raw).toLowerCase();
 }
 
 function latin1(value: Buffer | string): string {

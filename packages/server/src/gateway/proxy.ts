@@ -65,11 +65,18 @@ class BodyTooLargeError extends Error {
 /** Upstreams holds one undici pool per upstream origin. */
 export class Upstreams {
   private readonly pools = new Map<string, Pool>();
+  /**
+   * The pools by upstream URL (a route's, made once per config): a URL's `origin` is a new string
+   * at each read, which the map of origins would then hash on every request.
+   */
+  private byUpstream = new WeakMap<URL, Pool>();
 
   constructor(private readonly limits: ProxyLimits) {}
 
   /** poolOf returns the keep-alive pool of an upstream origin, made on first use. */
   poolOf(upstream: URL): Pool {
+    const known = this.byUpstream.get(upstream);
+    if (known !== undefined) return known;
     let pool = this.pools.get(upstream.origin);
     if (pool === undefined) {
       pool = new Pool(upstream.origin, {
@@ -82,11 +89,13 @@ export class Upstreams {
       });
       this.pools.set(upstream.origin, pool);
     }
+    this.byUpstream.set(upstream, pool);
     return pool;
   }
 
   /** retain closes the pools of origins no longer in `origins`. */
   retain(origins: ReadonlySet<string>): void {
+    this.byUpstream = new WeakMap();
     for (const [origin, pool] of this.pools) {
       if (origins.has(origin)) continue;
       this.pools.delete(origin);
@@ -98,6 +107,7 @@ export class Upstreams {
   async close(): Promise<void> {
     await Promise.allSettled([...this.pools.values()].map((p) => p.destroy()));
     this.pools.clear();
+    this.byUpstream = new WeakMap();
   }
 
   /**
