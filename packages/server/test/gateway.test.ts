@@ -290,6 +290,45 @@ describe('floodgate serve, end to end (a gateway process, a real upstream and cl
     assert.equal(huge.status, 431);
   });
 
+  it('lets a client still sending a body it refused read the 413 before the connection closes', async () => {
+    // A client that writes its whole body before it reads (curl, most HTTP/1.1 clients) is still
+    // sending when the 413 comes. Closing at once would answer its next bytes with a reset, which
+    // can discard the 413 before the client reads it; the gateway reads on until the client closes.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const answer = await new Promise<string>((resolve, reject) => {
+        let got = '';
+        let sending = true;
+        const chunk = Buffer.alloc(64 * 1024, 99);
+        const socket = connect(gw.port, '127.0.0.1', () => {
+          socket.write('POST /upload/x HTTP/1.1\r\nhost: gw\r\ncontent-length: 8388608\r\n\r\n');
+          const more = (): void => {
+            while (sending && socket.write(chunk));
+            if (sending) socket.once('drain', more);
+          };
+          more();
+        });
+        const timer = setTimeout(() => reject(new Error(`no answer, no close; got: ${got}`)), 8_000);
+        socket.on('data', (c: Buffer) => {
+          got += c.toString('latin1');
+          if (/\r\n\r\n/.test(got)) {
+            sending = false;
+            socket.end();
+          }
+        });
+        socket.on('error', (err) => {
+          clearTimeout(timer);
+          resolve(`${got}\n(error: ${(err as NodeJS.ErrnoException).code ?? err.message})`);
+        });
+        socket.on('close', () => {
+          clearTimeout(timer);
+          resolve(got);
+        });
+      });
+      assert.match(answer, /^HTTP\/1\.1 413 /, `attempt ${attempt}: ${answer.slice(0, 300)}`);
+      assert.match(answer, /connection: close/i);
+    }
+  });
+
   it('closes on a client that stalls in the middle of its headers (slowloris) with 408', async () => {
     const answer = await new Promise<string>((resolve, reject) => {
       const socket = connect(gw.port, '127.0.0.1', () =>

@@ -3,6 +3,7 @@
  * for an upgrade, on its socket: one writer for each, so every answer carries the same fields.
  */
 import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { FIELD, PROBLEM_CONTENT_TYPE, type HeaderPair } from 'floodgate/http';
 import { overHttp2, writeHead, type ClientResponse } from './exchange.js';
@@ -39,13 +40,37 @@ export function problem(status: number, detail: string | undefined, extra: reado
 
 /**
  * reply writes `answer` on `res` with its length; after a 413 an HTTP/1.1 connection is closed,
- * since the rest of the body it refused would otherwise have to be read (HTTP/2 has no
+ * since the rest of the body it refused would otherwise have to be read, and closed lingering
+ * (see {@link lingerOnClose}) so that a client still sending it reads the 413 (HTTP/2 has no
  * connection-specific fields: the stream ends, and its unread body with it).
  */
 export function reply(res: ClientResponse, answer: Answer): void {
   const body = answer.body ?? '';
   writeHead(res, answer.status, answer === lastAnswer ? lastFields : fieldsOf(res, answer, body));
+  if (answer.status === 413 && !overHttp2(res) && res.socket !== null) lingerOnClose(res.socket);
   res.end(body);
+}
+
+/** How long a connection closed after a 413 goes on reading what its client still sends (nginx's lingering_time is 30 s). */
+export const LINGER_MS = 5_000;
+
+/**
+ * lingerOnClose makes node's close of `socket` after the response (`destroySoon`, for a response
+ * that says `Connection: close`) a lingering close, as nginx's: the gateway's side is ended, then
+ * what the client still sends is read and dropped until it closes its side, or for {@link
+ * LINGER_MS}. Closed at once, the client's next bytes would be answered with a reset, which
+ * discards the answer it has not read yet: a client that writes its whole body before reading
+ * (most HTTP/1.1 clients) would see a broken connection instead of the 413.
+ */
+function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = function lingering(this: Socket): void {
+    if (this.writable) this.end();
+    const timer = setTimeout(() => this.destroy(), LINGER_MS);
+    timer.unref();
+    this.once('end', () => this.destroy());
+    this.once('close', () => clearTimeout(timer));
+    this.resume();
+  };
 }
 
 /**
