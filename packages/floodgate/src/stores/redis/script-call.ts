@@ -82,10 +82,16 @@ export class ScriptCall implements Deadline {
 
   /** start sends the script by SHA1. */
   start(): void {
+    this.send(true);
+  }
+
+  /** send sends the script, by SHA1 (EVALSHA) or whole (EVAL), its answer to onReply or onError. */
+  private send(bySha1: boolean): void {
     let sent: Promise<unknown>;
     try {
       const { script, keys, args } = this.spec;
-      sent = this.host.adapter.evalsha(script.sha1, keys, args);
+      const adapter = this.host.adapter;
+      sent = bySha1 ? adapter.evalsha(script.sha1, keys, args) : adapter.eval(script.source, keys, args);
     } catch (error) {
       sent = Promise.reject(error);
     }
@@ -114,14 +120,7 @@ export class ScriptCall implements Deadline {
   private readonly onError = (error: unknown): void => {
     if (!this.evaluated && messageOf(error).startsWith('NOSCRIPT')) {
       this.evaluated = true;
-      let sent: Promise<unknown>;
-      try {
-        const { script, keys, args } = this.spec;
-        sent = this.host.adapter.eval(script.source, keys, args);
-      } catch (thrown) {
-        sent = Promise.reject(thrown);
-      }
-      sent.then(this.onReply, this.onError);
+      this.send(false);
       return;
     }
     if (this.host.settle(this)) {
