@@ -139,12 +139,24 @@ export class Upstreams {
     };
     const pool = this.poolOf(options.upstream);
     return new Promise((settle) => {
-      const forward = new Forward(res, options.extra, settle);
+      const again = withBody || !IDEMPOTENT.has(request.method) ? undefined : pool;
+      const forward = new Forward(res, options.extra, settle, request, again);
       (res as { [FORWARD]?: Forward })[FORWARD] = forward;
       pool.dispatch(request, forward);
     });
   }
 }
+
+/** The methods RFC 9110 (section 9.2.2) lets a proxy send again after a connection failed: sent twice, they mean what once does. */
+const IDEMPOTENT: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+
+/**
+ * The errors of a connection the upstream closed or reset under a request (undici's `other side
+ * closed`, a reset, a write to a closed socket): most often a kept-alive connection the upstream
+ * closed as the request arrived. Not a refused connection or a timeout, which a second try on the
+ * same upstream would only repeat.
+ */
+const CONNECTION_LOST: ReadonlySet<string> = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
 
 /** Why an upstream request is cut off by the gateway (undici hands the error back to the forward, which has settled by then). */
 const CLIENT_LEFT = 'the client left before the answer ended';
@@ -176,10 +188,18 @@ class Forward implements Dispatcher.DispatchHandler {
   private resume: (() => void) | undefined = undefined;
   private settled = false;
 
+  /**
+   * @param request - the request as dispatched.
+   * @param again - the pool to send it once more, for an idempotent request without a body
+   *   (undefined for the others): when the connection is lost before any answer came, it is sent
+   *   again, once, as nginx's `proxy_next_upstream error` does.
+   */
   constructor(
     private readonly res: ClientResponse,
     private readonly extra: readonly HeaderPair[],
     private readonly settle: (result: UpstreamResult) => void,
+    private readonly request: Dispatcher.DispatchOptions,
+    private again: Pool | undefined,
   ) {}
 
   onConnect(abort: (err: Error) => void): void {
@@ -210,7 +230,15 @@ class Forward implements Dispatcher.DispatchHandler {
   }
 
   onError(err: Error): void {
-    if (!this.settled) this.finish(failed(this.res, err, this.started));
+    if (this.settled) return;
+    const again = this.again;
+    if (again !== undefined && this.status === 0 && CONNECTION_LOST.has((err as { code?: string }).code ?? '')) {
+      this.again = undefined;
+      this.abortUpstream = undefined;
+      again.dispatch(this.request, this);
+      return;
+    }
+    this.finish(failed(this.res, err, this.started));
   }
 
   /** closed hears that the exchange closed: `answered` whole, or not (the client left). */
