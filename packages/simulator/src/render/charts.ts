@@ -2,14 +2,9 @@ import type { LaneResult, SimulationResult } from '../simulate.js';
 import { colorOf, formatNumber } from './format.js';
 import { leaseCharts } from './lease-charts.js';
 import { spacingChart } from './spacing-chart.js';
-import { renderLineChart, type ChartSeries, type LineChartOptions } from './svg-chart.js';
+import { renderLineChart, type Chart, type ChartSeries, type LineChartOptions } from './svg-chart.js';
 
-/** Chart is one rendered chart: a file-name-safe id, its title and its SVG document. */
-export interface Chart {
-  readonly id: string;
-  readonly title: string;
-  readonly svg: string;
-}
+export type { Chart } from './svg-chart.js';
 
 /**
  * renderCharts returns the charts of a run, one series per lane in each: admitted (solid),

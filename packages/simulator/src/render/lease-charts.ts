@@ -1,8 +1,7 @@
 import type { LeaseReport } from '../lease-report.js';
 import type { LaneResult, SimulationResult } from '../simulate.js';
-import type { Chart } from './charts.js';
 import { clipText, colorOf, escapeXml, formatNumber, niceTicks } from './format.js';
-import { renderLineChart, type ChartSeries } from './svg-chart.js';
+import { renderLineChart, type Chart, type ChartSeries } from './svg-chart.js';
 
 const WIDTH = 940;
 const HEIGHT = 380;

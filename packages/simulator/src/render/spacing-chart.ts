@@ -1,7 +1,6 @@
 import type { SimulationResult } from '../simulate.js';
-import type { Chart } from './charts.js';
 import { colorOf, formatNumber } from './format.js';
-import { renderLineChart, type ChartSeries } from './svg-chart.js';
+import { renderLineChart, type Chart, type ChartSeries } from './svg-chart.js';
 
 /** Each step's gaps are those of the last this many intervals (or the step, if longer). */
 const WINDOW_INTERVALS = 5;

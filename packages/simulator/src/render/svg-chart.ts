@@ -1,5 +1,12 @@
 import { clipText, escapeXml, formatNumber, niceTicks } from './format.js';
 
+/** Chart is one rendered chart: a file-name-safe id, its title and its SVG document. */
+export interface Chart {
+  readonly id: string;
+  readonly title: string;
+  readonly svg: string;
+}
+
 /** ChartLine is one line of a series: a value per time step. */
 export interface ChartLine {
   /** Class of the path, e.g. `admitted` or `refused`. */

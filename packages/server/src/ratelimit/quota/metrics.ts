@@ -5,7 +5,6 @@
  * streams ended with an error) handed over at each scrape, so a report costs no metric call.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { QuotaService } from './service.js';
 
 /** QuotaCounts are the service's running totals since it started; {@link registerQuotaMetrics} reads them. */
 export interface QuotaCounts {
@@ -59,6 +58,13 @@ function addTotalCounter(registry: Registry, spec: TotalCounter): void {
   });
 }
 
+/** QuotaStatsSource is what the metrics read of the quota service: its running totals and, at each scrape, its open state. */
+export interface QuotaStatsSource {
+  readonly counts: QuotaCounts;
+  /** The open streams, the buckets they report (once per stream) and the actions waiting for their client. */
+  stats(): { streams: number; buckets: number; pending: number };
+}
+
 /**
  * registerQuotaMetrics adds the metrics of `quota` to `registry`:
  * - `floodgate_rlqs_streams`, `floodgate_rlqs_buckets`, `floodgate_rlqs_pending_actions` (gauges);
@@ -71,7 +77,7 @@ function addTotalCounter(registry: Registry, spec: TotalCounter): void {
  * const metrics = new RateLimitMetrics();
  * registerQuotaMetrics(metrics.registry, quota);
  */
-export function registerQuotaMetrics(registry: Registry, quota: QuotaService): void {
+export function registerQuotaMetrics(registry: Registry, quota: QuotaStatsSource): void {
   const gauge = (name: string, help: string, read: () => number): void => {
     const g: Gauge = new Gauge({ name, help, registers: [registry], collect: (): void => g.set(read()) });
   };

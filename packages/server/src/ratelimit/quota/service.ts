@@ -11,7 +11,7 @@ import { ABANDON, assignmentOf, blanketOf, type BucketAction } from './actions.j
 import { bucketKeyOf, ruleOf, type BucketId } from './buckets.js';
 import { demandOf, idleTooLong } from './fair-share.js';
 import { MemoryQuotaLedger, type LedgerEntry, type QuotaLedger } from './ledger.js';
-import { newQuotaCounts, type QuotaCounts } from './metrics.js';
+import { newQuotaCounts, type QuotaCounts, type QuotaStatsSource } from './metrics.js';
 import { parseUsageReport, QuotaStreamError, readBucketId, type BucketUsage } from './report.js';
 import { QuotaSession, type EncodedAction, type TrackedBucket, type Writable } from './session.js';
 import type { QuotaSpec } from './spec.js';
@@ -52,7 +52,7 @@ const MAX_QUEUED_REPORTS = 4;
  * const quota = new QuotaService({ domains });
  * server.addService(rateLimitQuotaServiceDefinition(), quotaHandlers(quota));
  */
-export class QuotaService {
+export class QuotaService implements QuotaStatsSource {
   private specs = new Map<string, QuotaSpec>();
   private generation = 0;
   private readonly ledger: QuotaLedger;
