@@ -94,8 +94,9 @@ export function normalPathEnd(target: string): number {
   if (n === 0 || target.charCodeAt(0) !== SLASH) return -1;
   let segmentStart = 1;
   let utf8 = UTF8_START;
-  for (let i = 1; i <= n; i++) {
-    const c = i === n ? QUESTION : target.charCodeAt(i);
+  let i = 1;
+  for (; i < n; i++) {
+    const c = target.charCodeAt(i);
     if (c === PERCENT) {
       const byte = keptEscape(target, i);
       utf8 = byte < 0 ? -1 : nextUtf8(utf8, byte);
@@ -105,15 +106,16 @@ export function normalPathEnd(target: string): number {
     }
     // A character's escaped bytes come one after another.
     if (utf8 !== UTF8_START) return -1;
-    if (c === SLASH || c === QUESTION) {
-      // An empty segment ("//") or a dot segment is not normal; a final empty segment is a trailing slash.
-      if (c === SLASH && i === segmentStart) return -1;
-      if (isDotSegment(target, segmentStart, i)) return -1;
-      if (c === QUESTION) return target.indexOf('#', i) < 0 ? i : -1;
+    if (c === SLASH) {
+      // An empty segment ("//") or a dot segment is not normal.
+      if (i === segmentStart || isDotSegment(target, segmentStart, i)) return -1;
       segmentStart = i + 1;
-    } else if (c >= 128 || RAW_OK[c] === 0) return -1;
+    } else if (c === QUESTION) break;
+    else if (c >= 128 || RAW_OK[c] === 0) return -1;
   }
-  return -1;
+  // The last segment, ended by the query or the target's end: a final empty segment is a trailing slash.
+  if (utf8 !== UTF8_START || isDotSegment(target, segmentStart, i)) return -1;
+  return i === n || target.indexOf('#', i) < 0 ? i : -1;
 }
 
 /** isNormalPath returns whether `path` (with no query) is in normal form with no ambiguity. */

@@ -8,9 +8,15 @@
 /** PathPattern is a compiled pattern; `match` returns its parameters, or undefined when the path does not match. */
 export interface PathPattern {
   readonly source: string;
-  /** match returns the parameters of a path in normal form (see `normal-path.ts`), or undefined. */
-  match(path: string): Record<string, string> | undefined;
+  /**
+   * match returns the parameters of a path in normal form (see `normal-path.ts`), or undefined;
+   * {@link NO_PARAMS} itself for a pattern without parameters.
+   */
+  match(path: string): Readonly<Record<string, string>> | undefined;
 }
+
+/** NO_PARAMS is what a pattern without `:name` segments matches with: one object, never one per request. */
+export const NO_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
 
 /**
  * MatchOptions says which spellings of a path are one resource, as the upstream's router sees
@@ -52,7 +58,7 @@ function literalMatch(base: string, strict: boolean, same: Same): PathPattern['m
   return (path) =>
     (path.length === base.length || (slashToo && path.length === base.length + 1 && path.endsWith('/'))) &&
     same(path, base, base.length)
-      ? {}
+      ? NO_PARAMS
       : undefined;
 }
 
@@ -62,7 +68,7 @@ function prefixMatch(prefix: string, same: Same): PathPattern['match'] {
     path.length >= prefix.length &&
     same(path, prefix, prefix.length) &&
     (path.length === prefix.length || path.charCodeAt(prefix.length) === 0x2f)
-      ? {}
+      ? NO_PARAMS
       : undefined;
 }
 

@@ -95,7 +95,9 @@ export function admit(route: CompiledRoute, req: ProxyRequest, options: AdmitOpt
 
 /**
  * The admission of `req` on a route whose one rule is `rule`, enforced (most routes): {@link admit}'s
- * answer, without the lists it keeps of several rules' entries, decisions and refusals.
+ * answer, without the lists it keeps of several rules' entries, decisions and refusals. On a
+ * synchronous store the rule's limiter decides, as `decideAll` would for one entry, without the
+ * entry and the joint decision made for it.
  */
 function admitLone(
   route: CompiledRoute,
@@ -107,18 +109,34 @@ function admitLone(
   if (identity === undefined) return admitted(route, []);
   if (typeof identity !== 'string') return identity;
   const key = rule.keyOf(identity);
-  const entries: LimitEntry[] = [{ limiter: rule.limiter, key, cost: rule.cost }];
-  let joint: LimitsDecision | Promise<LimitsDecision>;
+  let decision: Decision;
   try {
-    joint = decideAll(entries);
+    if (decidesAtOnce(rule))
+      decision = rule.limiter.consumeSync(key, rule.cost === 1 ? undefined : { cost: rule.cost });
+    else {
+      const entries: LimitEntry[] = [{ limiter: rule.limiter, key, cost: rule.cost }];
+      const joint = decideAll(entries);
+      if (joint instanceof Promise)
+        return finish(route, { entries, rules: [rule] }, joint, undefined, undefined, options);
+      decision = joint.decisions[0]!;
+    }
   } catch (err) {
     if (!isStoreFailure(err)) throw err;
     return storeFailed(route, options);
   }
-  if (joint instanceof Promise) return finish(route, { entries, rules: [rule] }, joint, undefined, undefined, options);
-  const applied: Applied = { rule, key, decision: joint.decisions[0]! };
+  const applied: Applied = { rule, key, decision };
   report(route.name, applied, options.reporter, '');
-  return joint.allowed ? admitted(route, [applied]) : refuseLone(route, applied);
+  return decision.allowed ? admitted(route, [applied]) : refuseLone(route, applied);
+}
+
+/**
+ * Whether a lone rule's limiter decides it at once as `decideAll` would: on a synchronous store,
+ * at a cost its policy can admit (`decideAll` answers a higher cost with a refusal where the
+ * limiter throws; the config refuses such a cost).
+ */
+function decidesAtOnce(rule: CompiledRule): boolean {
+  const limiter = rule.limiter;
+  return limiter.table.synchronous && rule.cost <= limiter.policy.limit;
 }
 
 /** A lone rule's last refusal: answered again while its key is refused with the same fields and body. */

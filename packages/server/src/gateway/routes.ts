@@ -10,7 +10,7 @@ import { policyOf, type CountedPolicyConfig } from '../config/policy.js';
 import { isSmoothPolicy, type SmoothPolicyConfig } from '../config/smooth-schema.js';
 import type { FleetSmooth } from '../store/store.js';
 import { rejectMaskOf, type AmbiguousConfig } from '../config/match-schema.js';
-import { compilePath, type PathPattern } from '../config/paths.js';
+import { NO_PARAMS, compilePath, type PathPattern } from '../config/paths.js';
 import type { GatewayConfig, RouteConfig, RuleConfig } from '../config/schema.js';
 import { Guards, type GuardEvents, type GuardStep } from './guards.js';
 import { ruleIdentity, type RuleIdentity } from './identity.js';
@@ -73,7 +73,7 @@ export interface CompiledRoute {
 /** RouteMatch is a route with the path parameters of one request. */
 export interface RouteMatch {
   readonly route: CompiledRoute;
-  readonly params: Record<string, string>;
+  readonly params: Readonly<Record<string, string>>;
   /**
    * The request target in normal form (path and query), to forward instead of the one received;
    * undefined when the received one was already normal.
@@ -116,6 +116,8 @@ export interface TableOptions {
 export class RouteTable {
   /** The limiters by rule signature, handed to the next table on reload. */
   readonly limiters: ReadonlyMap<string, Limiter>;
+  /** Each route's match of a path without parameters, by the route's index: made once, not per request. */
+  private readonly bare: readonly RouteMatch[];
 
   private constructor(
     readonly routes: readonly CompiledRoute[],
@@ -128,6 +130,7 @@ export class RouteTable {
     private readonly rejectAmbiguities: number,
   ) {
     this.limiters = limiters;
+    this.bare = routes.map((route) => ({ route, params: NO_PARAMS }));
   }
 
   /**
@@ -190,13 +193,16 @@ export class RouteTable {
   match(host: string | undefined, method: string, path: string): RouteMatch | undefined {
     // The bare host is found when a route asks for it: most tables match on paths alone.
     let bareHost: string | undefined | null = null;
-    for (const route of this.routes) {
+    const routes = this.routes;
+    for (let i = 0; i < routes.length; i++) {
+      const route = routes[i]!;
       if (route.methods !== undefined && !route.methods.has(method)) continue;
       if (route.host !== undefined) {
         if (bareHost === null) bareHost = host === undefined ? undefined : hostWithoutPort(host);
         if (!hostMatches(route.host, bareHost)) continue;
       }
       const params = route.path.match(path);
+      if (params === NO_PARAMS) return this.bare[i];
       if (params !== undefined) return { route, params };
     }
     return undefined;

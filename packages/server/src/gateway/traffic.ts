@@ -10,7 +10,7 @@ import type { ClientIpResolver, HeaderPair } from 'floodgate/http';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../ops/metrics.js';
 import { entryOf, type AccessLog, type Decision } from '../ops/access-log.js';
-import { admit, type Admission } from './decide.js';
+import { admit, type Admission, type AdmitOptions } from './decide.js';
 import { adoptAuthority, answered, isGone, type ClientRequest, type ClientResponse } from './exchange.js';
 import type { DecisionReporter } from '../outcomes.js';
 import { upstreamHeaders, type ForwardingFacts } from './forwarding.js';
@@ -315,15 +315,28 @@ function admitRequest(
 ): Admission | undefined | Promise<Admission | undefined> {
   if (match.route.rules.length === 0 && match.route.smooth.length === 0) return PASS_THROUGH;
   const view = new ProxyRequest(req, state.resolver, match.route.name, match.params);
-  const signal = match.route.waits ? goneSignal(req) : undefined;
+  const options = match.route.waits ? { ...unwaitingOptions(state), signal: goneSignal(req) } : unwaitingOptions(state);
   try {
-    const admission = admit(match.route, view, { reporter: state.reporter, onStoreError: state.onStoreError, signal });
+    const admission = admit(match.route, view, options);
     return admission instanceof Promise
       ? admission.catch((err: unknown) => decideFailed(state, match, res, err))
       : admission;
   } catch (err) {
     return decideFailed(state, match, res, err);
   }
+}
+
+/** The options of the last admission that waits for nothing (see {@link unwaitingOptions}). */
+let unwaiting: AdmitOptions | undefined;
+
+/**
+ * The options of an admission that waits for nothing (most): one object while the gateway's
+ * reporter and store failure policy stay the ones it was made with, not one per request.
+ */
+function unwaitingOptions(state: TrafficState): AdmitOptions {
+  const last = unwaiting;
+  if (last !== undefined && last.reporter === state.reporter && last.onStoreError === state.onStoreError) return last;
+  return (unwaiting = { reporter: state.reporter, onStoreError: state.onStoreError, signal: undefined });
 }
 
 /** Logs a request whose deciding failed and answers it with 500; returns undefined (no admission). */
