@@ -1,5 +1,6 @@
 /** Reading the batch script's one-string reply (see `BATCH_LUA`). */
 import type { Decision } from '../../core/decision.js';
+import { scriptDecision } from './runner.js';
 import { BATCH_ARGS, BATCH_ESCAPES, BATCH_SEPARATOR } from './scripts/drivers.js';
 
 const SEPARATOR = BATCH_SEPARATOR.charCodeAt(0);
@@ -54,10 +55,8 @@ export class BatchReply {
       const remaining = this.whole(false);
       const retryAfterMs = remaining === undefined ? undefined : this.whole(true);
       const resetMs = retryAfterMs === undefined ? undefined : this.whole(true);
-      if (remaining !== undefined && retryAfterMs !== undefined && resetMs !== undefined) {
-        const allowed = flag === ONE;
-        decision = { allowed, limit, remaining, retryAfterMs, resetMs, reason: allowed ? 'ok' : 'limit' };
-      }
+      if (remaining !== undefined && retryAfterMs !== undefined && resetMs !== undefined)
+        decision = scriptDecision(flag === ONE, limit, remaining, retryAfterMs, resetMs);
     }
     if (decision === undefined) this.at = this.end(start);
     return decision;

@@ -286,6 +286,16 @@ export function parseDecisionAt(reply: readonly unknown[], offset: number, limit
   ) {
     return undefined;
   }
-  const allowed = allowedAt === 1;
+  return scriptDecision(allowedAt === 1, limit, remaining, retryAfterMs, resetMs);
+}
+
+/** scriptDecision returns the decision a script answered with these fields: `ok` when admitted, else refused by the `limit`. */
+export function scriptDecision(
+  allowed: boolean,
+  limit: number,
+  remaining: number,
+  retryAfterMs: number,
+  resetMs: number,
+): Decision {
   return { allowed, limit, remaining, retryAfterMs, resetMs, reason: allowed ? 'ok' : 'limit' };
 }
