@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { Cluster, Redis } from 'ioredis';
 import { tokenBucket } from '../../src/index.js';
-import { RedisStore, ioredisAdapter } from '../../src/stores/redis/index.js';
+import { RedisStore, disconnectIoredis, ioredisAdapter } from '../../src/stores/redis/index.js';
 import { Load } from '../redis/fault-load.js';
 
 /** WorkerArgs is the worker's one argument, in JSON. */
@@ -92,4 +92,4 @@ const unsettled = await load.stop(5000).then(
   (e: unknown) => (e instanceof Error ? e.message : String(e)),
 );
 report({ done: true, ...(unsettled === undefined ? {} : { unsettled }) });
-client.disconnect();
+await disconnectIoredis(client);

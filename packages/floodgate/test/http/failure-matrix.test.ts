@@ -19,7 +19,7 @@ import {
   type Store,
   type StoreErrorEvent,
 } from '../../src/index.js';
-import { ioredisAdapter, RedisStore, type OnError } from '../../src/redis.js';
+import { disconnectIoredis, ioredisAdapter, RedisStore, type OnError } from '../../src/redis.js';
 import { startRedisCluster, startRedisServer, type RedisServers } from '../support/redis-server.js';
 import { failingCustomStore, type FailingKind } from './failure-stores.js';
 import { adapters, type Running } from './servers.js';
@@ -41,7 +41,7 @@ type Answer = 'ok' | 'fail-open' | 'fail-closed' | 'fallback' | 'local-whole' | 
 /** A store for one adapter in one case, and how to let go of its client. */
 interface Opened {
   store: Store;
-  close(): void;
+  close(): Promise<void> | void;
 }
 
 interface Backend {
@@ -149,14 +149,14 @@ const backends: Record<string, Backend> = {
     name: 'cluster',
     open: async (onError, prefix, observer) => {
       const client = await clusterClient();
-      return { store: redisStore(client, onError, prefix, observer, true), close: () => client.disconnect() };
+      return { store: redisStore(client, onError, prefix, observer, true), close: () => disconnectIoredis(client) };
     },
   },
   'redis cluster hung (SIGSTOP every node)': {
     name: 'cluster hung',
     open: async (onError, prefix, observer) => {
       const client = await clusterClient();
-      return { store: redisStore(client, onError, prefix, observer), close: () => client.disconnect() };
+      return { store: redisStore(client, onError, prefix, observer), close: () => disconnectIoredis(client) };
     },
     breakIt: () => cluster.ports.forEach((_, i) => cluster.signal(i, 'SIGSTOP')),
     mend: () => cluster.ports.forEach((_, i) => cluster.signal(i, 'SIGCONT')),
@@ -214,7 +214,7 @@ async function runAdapter(
   c: Case,
   adapter: string,
   index: number,
-): Promise<{ seen: () => Promise<Seen>; start: () => Promise<Running>; close: () => void }> {
+): Promise<{ seen: () => Promise<Seen>; start: () => Promise<Running>; close: () => Promise<void> | void }> {
   const logs: string[] = [];
   const gateEvents: StoreErrorEvent[] = [];
   const storeEvents: StoreErrorEvent[] = [];
@@ -387,7 +387,7 @@ describe('failure matrix: five adapters x stores x failure policies', () => {
         seen = await Promise.all(runs.map((r) => r.seen()));
       } finally {
         c.backend.mend?.();
-        for (const r of runs) r.close();
+        await Promise.all(runs.map((r) => r.close()));
         await Promise.all(servers.map((s) => s.close()));
       }
       for (const s of seen) check(c, s);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Cluster } from 'ioredis';
 import { describe, test } from 'node:test';
 import { Limiter, fixedWindow, tokenBucket } from '../../src/index.js';
-import { LeasedStore, RedisStore, ioredisAdapter } from '../../src/redis.js';
+import { LeasedStore, RedisStore, disconnectIoredis, ioredisAdapter } from '../../src/redis.js';
 import { beforeStop, useRedisCluster } from '../redis/setup.js';
 
 const get = useRedisCluster();
@@ -14,7 +14,7 @@ describe('leases on a real Redis Cluster', () => {
     const stores = Array.from({ length: 3 }, () => {
       const client = new Cluster(servers.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port })));
       client.on('error', () => undefined);
-      beforeStop(() => client.disconnect());
+      beforeStop(() => disconnectIoredis(client));
       const redis = new RedisStore({ adapter: ioredisAdapter(client), prefix: 'cl:', timeoutMs: 5000 });
       return { redis, store: new LeasedStore({ store: redis, maxOutstandingShare: 0.05 }) };
     });
@@ -41,7 +41,7 @@ describe('leases on a real Redis Cluster', () => {
     const { servers } = get();
     const policy = fixedWindow({ limit: 300, windowMs: 3_600_000 });
     const client = new Cluster(servers.ports.slice(0, 3).map((port) => ({ host: '127.0.0.1', port })));
-    beforeStop(() => client.disconnect());
+    beforeStop(() => disconnectIoredis(client));
     const redis = new RedisStore({ adapter: ioredisAdapter(client), prefix: 'clfw:', timeoutMs: 5000 });
     const stores = [new LeasedStore({ store: redis }), new LeasedStore({ store: redis })];
     let admitted = 0;

@@ -9,6 +9,7 @@ import { NodeCircuits } from '../../src/stores/redis/node-circuits.js';
 import {
   BATCH_SCRIPT,
   RedisStore,
+  disconnectIoredis,
   hashSlotOf,
   ioredisAdapter,
   nodeRedisAdapter,
@@ -432,7 +433,7 @@ describe('a circuit per master on a real Redis Cluster', () => {
 
   after(async () => {
     for (const cleanup of cleanups.splice(0)) await cleanup();
-    io.disconnect();
+    await disconnectIoredis(io);
     await servers.stop();
   });
 

@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { performance } from 'node:perf_hooks';
 import { Cluster } from 'ioredis';
 import { tokenBucket } from '../../src/index.js';
-import { RedisStore, ioredisAdapter } from '../../src/stores/redis/index.js';
+import { RedisStore, disconnectIoredis, ioredisAdapter } from '../../src/stores/redis/index.js';
 import { startRedisCluster, type RedisServers } from '../support/redis-server.js';
 import { Load, sleep } from './fault-load.js';
 
@@ -32,7 +32,7 @@ before(async () => {
 
 after(async () => {
   process.off('unhandledRejection', onUnhandled);
-  client.disconnect();
+  await disconnectIoredis(client);
   await servers.stop();
 });
 

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { RedisStore, ioredisAdapter } from '../../src/stores/redis/index.js';
+import { RedisStore, disconnectIoredis, ioredisAdapter } from '../../src/stores/redis/index.js';
 import { startRedisCluster, startRedisServer, type RedisServers } from '../support/redis-server.js';
 import { ALL_OR_NOTHING_LIMIT, EXACT_LIMIT, allOrNothing, exactPolicies } from './worker-policies.js';
 import { Cluster, Redis } from 'ioredis';
@@ -52,7 +52,7 @@ async function check(servers: RedisServers, cluster: boolean): Promise<void> {
     const store = new RedisStore({ timeoutMs: DECIDES, adapter: ioredisAdapter(client), prefix });
     assert.equal((await store.bind(allOrNothing[0]!).peek('shared-all', 0, 0)).remaining, 60);
   } finally {
-    client.disconnect();
+    await disconnectIoredis(client);
   }
 }
 

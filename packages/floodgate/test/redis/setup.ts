@@ -1,5 +1,6 @@
 import { Redis, Cluster } from 'ioredis';
 import { after, before } from 'node:test';
+import { disconnectIoredis } from '../../src/stores/redis/index.js';
 import { startRedisCluster, startRedisServer, type RedisServers } from '../support/redis-server.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
@@ -50,7 +51,7 @@ export function useRedisCluster(): () => Servers & { client: Cluster } {
   });
   after(async () => {
     await runCleanups();
-    state?.client.disconnect();
+    if (state !== undefined) await disconnectIoredis(state.client);
     await state?.servers.stop();
   });
   return () => {

@@ -1,7 +1,7 @@
 // A worker process for processes.test.ts: hammers shared keys through its own client, in real time
 // (Redis's TIME), and prints how much each policy admitted, as JSON on stdout.
 import { Cluster, Redis } from 'ioredis';
-import { RedisStore, ioredisAdapter } from '../../src/stores/redis/index.js';
+import { RedisStore, disconnectIoredis, ioredisAdapter } from '../../src/stores/redis/index.js';
 import { exactPolicies, allOrNothing } from './worker-policies.js';
 
 interface WorkerArgs {
@@ -36,4 +36,4 @@ for (const [name, policy] of Object.entries(exactPolicies)) {
 const requests = allOrNothing.map((policy) => ({ policy, key: 'shared-all' }));
 admitted.allOrNothing = await hammer(async () => (await store.consumeAll(requests)).allowed);
 process.stdout.write(JSON.stringify(admitted));
-client.disconnect();
+await disconnectIoredis(client);

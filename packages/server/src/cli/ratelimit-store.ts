@@ -102,14 +102,14 @@ export async function redisStore(options: {
   readonly failure: RedisFailure;
   readonly observer: Observer;
   readonly access?: RedisAccess;
-}): Promise<{ store: Store; close: () => void; connected: boolean; adapter: RedisAdapter }> {
+}): Promise<{ store: Store; close: () => Promise<void>; connected: boolean; adapter: RedisAdapter }> {
   const { address, cluster, failure } = options;
   const nodes = cluster
     ? address.split(',').map((a) => addressOf(a, '--redis-cluster'))
     : [addressOf(address, '--redis')];
   const signIn = clientOptionsOf(nodes[0]!, options.access ?? {});
   const { Redis, Cluster } = await import('ioredis');
-  const { RedisStore, ioredisAdapter } = await import('floodgate/redis');
+  const { RedisStore, disconnectIoredis, ioredisAdapter } = await import('floodgate/redis');
   const client = cluster
     ? new Cluster(
         nodes.map((n) => ({ host: n.host, port: n.port })),
@@ -127,7 +127,7 @@ export async function redisStore(options: {
     observer: options.observer,
     ...(failure.timeoutMs === undefined ? {} : { timeoutMs: failure.timeoutMs }),
   });
-  return { store, close: () => client.disconnect(), connected, adapter };
+  return { store, close: () => disconnectIoredis(client), connected, adapter };
 }
 
 /** CONNECT_WAIT_MS is how long the service waits for Redis at start before it listens anyway (its failure policy answering meanwhile). */

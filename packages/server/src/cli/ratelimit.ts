@@ -150,7 +150,7 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   stopWatching();
   await listening.close();
   quota.close();
-  redis?.close();
+  await redis?.close();
   return 0;
 }
 

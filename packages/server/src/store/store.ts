@@ -98,7 +98,8 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
     return { store, kind: 'memory', ping: async () => {}, close: async () => {}, memoryRisks: async () => [] };
   }
   const { Redis, Cluster } = await import('ioredis');
-  const { LeasedStore, RedisStore, RedisSmoothLimiter, ioredisAdapter } = await import('floodgate/redis');
+  const { LeasedStore, RedisStore, RedisSmoothLimiter, disconnectIoredis, ioredisAdapter } =
+    await import('floodgate/redis');
   const password = config.passwordEnv === undefined ? undefined : env[config.passwordEnv];
   const common = { ...FAIL_FAST_CLIENT, ...(password === undefined ? {} : { password }) };
   const client =
@@ -132,9 +133,7 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
       remove: async (ids) => void (ids.length === 0 ? 0 : await client.hdel(registryKey, ...ids)),
     },
     ping: (timeoutMs) => withTimeout(like.ping(), timeoutMs),
-    close: async () => {
-      like.disconnect();
-    },
+    close: () => disconnectIoredis(client),
     memoryRisks: async () =>
       (await store.checkMemory())
         .filter((r) => r.risk === 'evicts-limit-state' || r.risk === 'unknown')

@@ -70,6 +70,50 @@ export function ioredisAdapter(client: IoredisClient): RedisAdapter {
 }
 
 /**
+ * IoredisClosable is the part of an ioredis `Redis` or `Cluster` that {@link disconnectIoredis}
+ * uses: `disconnect`, and on a `Cluster` (`isCluster`) `refreshSlotsCache`.
+ */
+export interface IoredisClosable {
+  readonly isCluster?: boolean;
+  disconnect(): void;
+  refreshSlotsCache?(callback: (error?: Error | null) => void): void;
+}
+
+/**
+ * disconnectIoredis disconnects an ioredis client so that it holds nothing open: once it resolves,
+ * the client keeps no socket and no timer, and a process with nothing else to do exits.
+ *
+ * A `Redis` is simply disconnected. A `Cluster` needs more: ioredis (up to 6.0.0 at least) re-arms
+ * its `slotsRefreshInterval` timer when a slot refresh that was in flight at `disconnect()` ends,
+ * and that timer then re-arms itself forever on the empty node list, so the process never exits.
+ * A refresh is in flight for a moment every few seconds, and for up to `slotsRefreshTimeout` while
+ * a node is down or hung, exactly when a process is most often stopped. disconnectIoredis waits
+ * for such a refresh to end, then disconnects again, which clears the re-armed timer.
+ *
+ * @example
+ * import { Cluster } from 'ioredis';
+ * import { disconnectIoredis } from 'floodgate/redis';
+ * const client = new Cluster([{ host: '127.0.0.1', port: 7000 }]);
+ * // ... on shutdown:
+ * await disconnectIoredis(client);
+ */
+export async function disconnectIoredis(client: IoredisClosable): Promise<void> {
+  client.disconnect();
+  if (client.isCluster !== true || client.refreshSlotsCache === undefined) return;
+  let answered = false;
+  const ended = new Promise<void>((resolve) => {
+    client.refreshSlotsCache!(() => {
+      answered = true;
+      resolve();
+    });
+  });
+  // No refresh in flight: this one found no node and answered at once, and nothing was re-armed.
+  if (answered) return;
+  await ended; // ioredis ends a refresh within its slotsRefreshTimeout
+  client.disconnect();
+}
+
+/**
  * The ioredis statuses of a connection that was lost: a call made now would wait in ioredis's
  * offline queue until the client reconnects (by default after a back-off of up to 2 s), holding its
  * caller to the store's timeout for nothing. Failed at once, such calls count against the circuit,

@@ -12,9 +12,11 @@
  * @packageDocumentation
  */
 export {
+  disconnectIoredis,
   ioredisAdapter,
   nodeRedisAdapter,
   type IoredisClient,
+  type IoredisClosable,
   type NodeRedisAdapterOptions,
   type NodeRedisClient,
   type NodeRedisEvalOptions,
