@@ -64,13 +64,11 @@ export {
   FRESH_SMOOTH_STATE,
   releaseAt as releaseSmoothAt,
   setRateAt as setSmoothRateAt,
-  storageOf as smoothStorageOf,
   tryReserveAt as tryReserveSmoothAt,
-  type SmoothModel,
   type SmoothReservation,
-  type SmoothState,
 } from './core/smooth/smooth-state.js';
-export type { PermitStorage } from './core/smooth/permit-storage.js';
+export { storageOf as smoothStorageOf, type SmoothModel } from './core/smooth/smooth-model.js';
+export type { PermitStorage, SmoothState } from './core/smooth/permit-storage.js';
 export { systemTimers, type TimerHandle, type Timers } from './core/timers.js';
 export type { AcquireOptions } from './waiting/acquire-queue.js';
 export { ShapingQueue, type ShapingQueueOptions, type SubmitOptions } from './waiting/shaping-queue.js';

@@ -3,7 +3,7 @@ import type { Observer } from '../core/events.js';
 import { FloodgateError, describeValue } from '../core/errors.js';
 import { longFromDouble } from '../core/smooth/java-long.js';
 import { checkColdFactor, checkMaxBurstSeconds, checkWarmupMs } from '../core/smooth/smooth-arguments.js';
-import type { SmoothModel } from '../core/smooth/smooth-state.js';
+import type { SmoothModel } from '../core/smooth/smooth-model.js';
 import type { Timers } from '../core/timers.js';
 import { requireObject } from '../core/validate.js';
 import { checkOnError, type OnError } from '../stores/redis/failure-policy.js';

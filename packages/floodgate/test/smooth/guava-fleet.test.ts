@@ -6,7 +6,8 @@ import { guavaMissing, startGuava, type Guava } from './guava/guava.js';
 import { LineProcess } from './guava/line-process.js';
 import { createLine, randomScript, runOnFleet, runOnGuava, type FleetModel } from './guava/fleet-script.js';
 import type { Reservation } from './guava/fleet-worker.js';
-import { FRESH_SMOOTH_STATE, reserveAt, setRateAt, storageOf } from '../../src/core/smooth/smooth-state.js';
+import { storageOf } from '../../src/core/smooth/smooth-model.js';
+import { FRESH_SMOOTH_STATE, reserveAt, setRateAt } from '../../src/core/smooth/smooth-state.js';
 
 // The fleet's smooth limiter against real Guava (Debian's libguava-java, driven by
 // guava/FloodgateGuavaDriver.java, compiled here against the jar).

@@ -2,16 +2,15 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { longFromDouble } from '../../src/core/smooth/java-long.js';
+import type { SmoothState } from '../../src/core/smooth/permit-storage.js';
+import { storageOf, type SmoothModel } from '../../src/core/smooth/smooth-model.js';
 import {
   FRESH_SMOOTH_STATE,
   releaseAt,
   reserveAt,
   setRateAt,
-  storageOf,
   tryReserveAt,
-  type SmoothModel,
   type SmoothReservation,
-  type SmoothState,
 } from '../../src/core/smooth/smooth-state.js';
 import { SMOOTH_SCRIPT } from '../../src/stores/redis/scripts/smooth.js';
 import { useRedis } from '../redis/setup.js';

@@ -1,15 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import {
-  FRESH_SMOOTH_STATE,
-  releaseAt,
-  reserveAt,
-  setRateAt,
-  storageOf,
-  type SmoothModel,
-  type SmoothState,
-} from '../../src/core/smooth/smooth-state.js';
+import type { SmoothState } from '../../src/core/smooth/permit-storage.js';
+import { storageOf, type SmoothModel } from '../../src/core/smooth/smooth-model.js';
+import { FRESH_SMOOTH_STATE, releaseAt, reserveAt, setRateAt } from '../../src/core/smooth/smooth-state.js';
 
 // releaseAt's promise: a reservation released while it is the latest and not yet due leaves the
 // state exactly as it was before the reservation (so the limiter goes on as if it never was made);

@@ -1,4 +1,14 @@
-import type { SmoothState } from './smooth-state.js';
+/**
+ * SmoothState is everything a smooth limiter remembers, Guava's four fields: the permits stored by
+ * idle time, the most that may be stored at the current rate, the stable interval (1e6 / rate),
+ * and the next-free moment as a Java long of µs (the moment the next request may start).
+ */
+export interface SmoothState {
+  readonly storedPermits: number;
+  readonly maxPermits: number;
+  readonly stableIntervalMicros: number;
+  readonly nextFreeMicros: bigint;
+}
 
 /**
  * PermitStorage is the part of a smooth limiter that differs between Guava's two models: how many

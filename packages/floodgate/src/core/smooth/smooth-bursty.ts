@@ -1,5 +1,4 @@
-import type { PermitStorage } from './permit-storage.js';
-import type { SmoothState } from './smooth-state.js';
+import type { PermitStorage, SmoothState } from './permit-storage.js';
 
 /**
  * burstyStorage returns Guava's SmoothBursty model: idle time stores permits at the stable rate,

@@ -1,7 +1,7 @@
 import { systemClock, type Clock } from '../clock.js';
 import { requireObject } from '../validate.js';
 import { longFromDouble } from './java-long.js';
-import type { PermitStorage } from './permit-storage.js';
+import type { PermitStorage, SmoothState } from './permit-storage.js';
 import {
   checkClock,
   checkColdFactor,
@@ -13,15 +13,8 @@ import {
   nowMicrosFrom,
   timeoutMicrosFrom,
 } from './smooth-arguments.js';
-import {
-  FRESH_SMOOTH_STATE,
-  reserveAt,
-  setRateAt,
-  storageOf,
-  tryReserveAt,
-  type SmoothModel,
-  type SmoothState,
-} from './smooth-state.js';
+import { storageOf, type SmoothModel } from './smooth-model.js';
+import { FRESH_SMOOTH_STATE, reserveAt, setRateAt, tryReserveAt } from './smooth-state.js';
 import { timerSleep, type SleepMs } from './sleep.js';
 
 /** SmoothLimiterOptions holds the options both kinds of {@link SmoothRateLimiter} take. */

@@ -1,28 +1,5 @@
 import { longFromDouble, saturatedAdd, wrappingAdd, wrappingSubtract } from './java-long.js';
-import type { PermitStorage } from './permit-storage.js';
-import { burstyStorage } from './smooth-bursty.js';
-import { warmingUpStorage } from './smooth-warming-up.js';
-
-/**
- * SmoothModel names one of Guava's two smooth limiters with its fixed parameters: bursty with
- * `maxBurstSeconds` of storable permits, or warming up over `warmupMicros` (a whole number of µs)
- * with a cold factor. The rate is not part of it: it lives in the {@link SmoothState}.
- */
-export type SmoothModel =
-  | { readonly kind: 'bursty'; readonly maxBurstSeconds: number }
-  | { readonly kind: 'warmingUp'; readonly warmupMicros: number; readonly coldFactor: number };
-
-/**
- * SmoothState is everything a smooth limiter remembers, Guava's four fields: the permits stored by
- * idle time, the most that may be stored at the current rate, the stable interval (1e6 / rate),
- * and the next-free moment as a Java long of µs (the moment the next request may start).
- */
-export interface SmoothState {
-  readonly storedPermits: number;
-  readonly maxPermits: number;
-  readonly stableIntervalMicros: number;
-  readonly nextFreeMicros: bigint;
-}
+import type { PermitStorage, SmoothState } from './permit-storage.js';
 
 /** FRESH_SMOOTH_STATE is a limiter before its first rate: what Guava's constructor leaves, all zeros. */
 export const FRESH_SMOOTH_STATE: SmoothState = Object.freeze({
@@ -42,13 +19,6 @@ export interface SmoothReservation {
   readonly startMicros: bigint;
   /** How long the caller waits from `now`, in whole µs, at least 0. */
   readonly waitMicros: bigint;
-}
-
-/** storageOf returns the arithmetic of `model`'s stored permits. */
-export function storageOf(model: SmoothModel): PermitStorage {
-  return model.kind === 'bursty'
-    ? burstyStorage(model.maxBurstSeconds)
-    : warmingUpStorage(model.warmupMicros, model.coldFactor);
 }
 
 const MICROS_PER_SECOND = 1e6;

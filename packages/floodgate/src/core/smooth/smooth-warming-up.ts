@@ -1,6 +1,5 @@
 import { longFromDouble, wrappingAdd } from './java-long.js';
-import type { PermitStorage } from './permit-storage.js';
-import type { SmoothState } from './smooth-state.js';
+import type { PermitStorage, SmoothState } from './permit-storage.js';
 
 /** WarmupShape is where a warming-up limiter's interval line starts rising, and how steeply. */
 interface WarmupShape {
