@@ -16,11 +16,8 @@ export {
   mergeDescriptorConfigs,
   parseDescriptorConfig,
   type ConfigError,
-  type DecisionAlgorithm,
   type DescriptorConfig,
-  type DescriptorSpec,
   type DomainSpec,
-  type RateLimitSpec,
 } from './service/config.js';
 export {
   createRateLimitService,
@@ -86,7 +83,12 @@ export {
 export { DescriptorLabels, MAX_DESCRIPTOR_LABELS, outcomeLabel } from './service/metric-labels.js';
 export { RateLimitMetrics } from './service/metrics.js';
 export { counterKey, globMatches, type DescriptorEntry, type Match, type Rule } from './service/rules.js';
-export { compositeKey } from './service/config-descriptors.js';
+export {
+  compositeKey,
+  type DecisionAlgorithm,
+  type DescriptorSpec,
+  type RateLimitSpec,
+} from './service/config-descriptors.js';
 export { UNIT_MS, UNITS, type RateLimitUnit } from './service/units.js';
 export { addHealthService, HEALTH_SERVICES, loadHealthService, ServiceHealth } from './service/health.js';
 export {

@@ -1,12 +1,57 @@
 /**
  * Reading a domain's descriptor tree and its `rate_limit` blocks, with what envoyproxy/ratelimit
  * checks (a duplicate `key_value` at one level, an unknown unit, a unit on an unlimited limit, a
- * `replaces` naming nothing or its own limit) and what floodgate adds (`algorithm`, `cost`).
+ * `replaces` naming nothing or its own limit) and what floodgate adds (`algorithm`, `cost`). The
+ * specs it reads them into are declared here, below the domain reader (config.ts) and the rules.
  */
 import { isScalar, isSeq, type Node } from 'yaml';
-import type { DecisionAlgorithm, DescriptorSpec, RateLimitSpec } from './config.js';
 import { join, type Reader } from './config-reader.js';
 import { UNITS, unitOf, type RateLimitUnit } from './units.js';
+
+/** DecisionAlgorithm names the policy a limit is counted with; Envoy's own is `fixed-window`. */
+export type DecisionAlgorithm = 'fixed-window' | 'sliding-window' | 'gcra' | 'token-bucket';
+
+/** RateLimitSpec is one `rate_limit` block. */
+export interface RateLimitSpec {
+  /** The unit; undefined only for an unlimited block that gives none. */
+  readonly unit: RateLimitUnit | undefined;
+  /** Requests admitted per unit (0 refuses every request); undefined only when unlimited. */
+  readonly requestsPerUnit: number | undefined;
+  /** True: never limited, and never counted. */
+  readonly unlimited: boolean;
+  /** The limit's name, which `replaces` of another limit may name. */
+  readonly name: string | undefined;
+  /** Names of the limits this one replaces when both apply to one request. */
+  readonly replaces: readonly string[];
+  /** floodgate's extension: how the limit is counted (default `fixed-window`, Envoy's). */
+  readonly algorithm: DecisionAlgorithm;
+  /** floodgate's extension: what one hit charges (a positive number, default 1); `hits_addend: n` charges `n * cost`. */
+  readonly cost: number;
+}
+
+/** DescriptorSpec is one node of a domain's descriptor tree. */
+export interface DescriptorSpec {
+  readonly key: string;
+  /**
+   * The value to match; undefined (or `""`, as in Envoy's service) matches any value, each its own
+   * counter; a `*` anywhere matches any run of characters (`foo*`, `*bar`, `a*b*c`).
+   */
+  readonly value: string | undefined;
+  readonly rateLimit: RateLimitSpec | undefined;
+  /** Decide and count, but always answer OK. */
+  readonly shadowMode: boolean;
+  /** Name metrics by the request's own values, at every level (Envoy's `detailed_metric`). */
+  readonly detailedMetric: boolean;
+  /** Name this level in metrics by the request's own value (Envoy's `value_to_metric`). */
+  readonly valueToMetric: boolean;
+  /** Every value this wildcard matches shares one counter (Envoy's `share_threshold`). */
+  readonly shareThreshold: boolean;
+  /** Envoy's `quota_mode`: decided and counted, but a limit over quota answers OK. */
+  readonly quotaMode: boolean;
+  readonly descriptors: readonly DescriptorSpec[];
+  /** Where the node starts, as `file:line:column`, for messages. */
+  readonly at: string;
+}
 
 const DESCRIPTOR_KEYS = [
   'key',

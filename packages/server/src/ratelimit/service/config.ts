@@ -8,58 +8,12 @@
  */
 import { LineCounter, parseAllDocuments, type Node } from 'yaml';
 import { Reader, type ConfigError } from './config-reader.js';
-import { compositeKey, readDescriptors } from './config-descriptors.js';
-import type { RateLimitUnit } from './units.js';
+import { compositeKey, readDescriptors, type DescriptorSpec } from './config-descriptors.js';
 import { readQuota } from '../quota/config.js';
 import type { QuotaSpec } from '../quota/spec.js';
 import { readSmoothLimits, type SmoothLimitSpec } from './smooth-config.js';
 
 export type { ConfigError } from './config-reader.js';
-
-/** DecisionAlgorithm names the policy a limit is counted with; Envoy's own is `fixed-window`. */
-export type DecisionAlgorithm = 'fixed-window' | 'sliding-window' | 'gcra' | 'token-bucket';
-
-/** RateLimitSpec is one `rate_limit` block. */
-export interface RateLimitSpec {
-  /** The unit; undefined only for an unlimited block that gives none. */
-  readonly unit: RateLimitUnit | undefined;
-  /** Requests admitted per unit (0 refuses every request); undefined only when unlimited. */
-  readonly requestsPerUnit: number | undefined;
-  /** True: never limited, and never counted. */
-  readonly unlimited: boolean;
-  /** The limit's name, which `replaces` of another limit may name. */
-  readonly name: string | undefined;
-  /** Names of the limits this one replaces when both apply to one request. */
-  readonly replaces: readonly string[];
-  /** floodgate's extension: how the limit is counted (default `fixed-window`, Envoy's). */
-  readonly algorithm: DecisionAlgorithm;
-  /** floodgate's extension: what one hit charges (a positive number, default 1); `hits_addend: n` charges `n * cost`. */
-  readonly cost: number;
-}
-
-/** DescriptorSpec is one node of a domain's descriptor tree. */
-export interface DescriptorSpec {
-  readonly key: string;
-  /**
-   * The value to match; undefined (or `""`, as in Envoy's service) matches any value, each its own
-   * counter; a `*` anywhere matches any run of characters (`foo*`, `*bar`, `a*b*c`).
-   */
-  readonly value: string | undefined;
-  readonly rateLimit: RateLimitSpec | undefined;
-  /** Decide and count, but always answer OK. */
-  readonly shadowMode: boolean;
-  /** Name metrics by the request's own values, at every level (Envoy's `detailed_metric`). */
-  readonly detailedMetric: boolean;
-  /** Name this level in metrics by the request's own value (Envoy's `value_to_metric`). */
-  readonly valueToMetric: boolean;
-  /** Every value this wildcard matches shares one counter (Envoy's `share_threshold`). */
-  readonly shareThreshold: boolean;
-  /** Envoy's `quota_mode`: decided and counted, but a limit over quota answers OK. */
-  readonly quotaMode: boolean;
-  readonly descriptors: readonly DescriptorSpec[];
-  /** Where the node starts, as `file:line:column`, for messages. */
-  readonly at: string;
-}
 
 /** DomainSpec is one domain's config. */
 export interface DomainSpec {

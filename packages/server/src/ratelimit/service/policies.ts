@@ -3,7 +3,7 @@
  * shared, and the rules of requests' own limit overrides, bounded.
  */
 import { fixedWindow, gcra, slidingWindowCounter, tokenBucket, type Algorithm } from 'floodgate';
-import type { DecisionAlgorithm } from './config.js';
+import type { DecisionAlgorithm } from './config-descriptors.js';
 import type { Rule } from './rules.js';
 import { UNIT_MS, type RateLimitUnit } from './units.js';
 

@@ -5,7 +5,8 @@
  * and the floodgate policy each rule is counted with.
  */
 import type { Algorithm } from 'floodgate';
-import type { DescriptorSpec, DomainSpec } from './config.js';
+import type { DomainSpec } from './config.js';
+import type { DescriptorSpec } from './config-descriptors.js';
 import type { Policies } from './policies.js';
 import type { RateLimitUnit } from './units.js';
 
