@@ -82,7 +82,8 @@ export {
 } from './service/outcome.js';
 export { DescriptorLabels, MAX_DESCRIPTOR_LABELS, outcomeLabel } from './service/metric-labels.js';
 export { RateLimitMetrics } from './service/metrics.js';
-export { counterKey, globMatches, type DescriptorEntry, type Match, type Rule } from './service/rules.js';
+export { counterKey, globMatches, type DescriptorEntry, type Match } from './service/rules.js';
+export type { Rule } from './service/rule.js';
 export {
   compositeKey,
   type DecisionAlgorithm,

@@ -4,7 +4,7 @@
  * policy's decision, where shadow and quota mode answer OK to a limit that is over.
  */
 import type { Decision } from 'floodgate';
-import type { Rule } from './rules.js';
+import type { Rule } from './rule.js';
 import type { DescriptorStatus } from './status.js';
 import { UNIT_MS } from './units.js';
 

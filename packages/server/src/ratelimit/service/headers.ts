@@ -7,7 +7,7 @@
  */
 import { FIELD, policyItem, retryAfterSeconds, serviceHead, serviceItem } from 'floodgate/http';
 import type { Decision } from 'floodgate';
-import type { Rule } from './rules.js';
+import type { Rule } from './rule.js';
 import type { DescriptorStatus } from './status.js';
 import { UNIT_MS } from './units.js';
 

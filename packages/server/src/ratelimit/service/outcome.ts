@@ -4,7 +4,7 @@
  * descriptor named by its configured path, never by the request's value unless the config asks.
  */
 import type { Decision } from 'floodgate';
-import type { Rule } from './rules.js';
+import type { Rule } from './rule.js';
 
 /**
  * ServiceOutcome is one descriptor's outcome: `admitted`, `limited` (refused), `shadow_limited` /

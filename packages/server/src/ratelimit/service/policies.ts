@@ -4,7 +4,7 @@
  */
 import { fixedWindow, gcra, slidingWindowCounter, tokenBucket, type Algorithm } from 'floodgate';
 import type { DecisionAlgorithm } from './config-descriptors.js';
-import type { Rule } from './rules.js';
+import type { Rule } from './rule.js';
 import { UNIT_MS, type RateLimitUnit } from './units.js';
 
 /** MAX_SHARED is how many distinct policies (and override rules) are kept for reuse; past it, each is made anew. */

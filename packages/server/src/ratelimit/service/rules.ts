@@ -4,29 +4,10 @@
  * order, then the key alone; a rule applies only at the level of the descriptor's last entry),
  * and the floodgate policy each rule is counted with.
  */
-import type { Algorithm } from 'floodgate';
 import type { DomainSpec } from './config.js';
 import type { DescriptorSpec } from './config-descriptors.js';
 import type { Policies } from './policies.js';
-import type { RateLimitUnit } from './units.js';
-
-/** Rule is one configured (or requested) limit, ready to decide with. */
-export interface Rule {
-  /** Requests per unit; 0 refuses every request. */
-  readonly requestsPerUnit: number;
-  /** Undefined only for an unlimited rule given no unit. */
-  readonly unit: RateLimitUnit | undefined;
-  readonly unlimited: boolean;
-  readonly name: string | undefined;
-  readonly replaces: readonly string[];
-  readonly shadowMode: boolean;
-  /** Envoy's `quota_mode`: decided and counted like shadow mode, a limit over quota answers OK. */
-  readonly quotaMode: boolean;
-  /** What one hit charges (`rate_limit.cost`, default 1). */
-  readonly cost: number;
-  /** The policy counting it; undefined when unlimited or when `requestsPerUnit` is 0. */
-  readonly policy: Algorithm | undefined;
-}
+import type { Rule } from './rule.js';
 
 /** Match is a rule found for one descriptor, with the metric name of the path that found it. */
 export interface Match {

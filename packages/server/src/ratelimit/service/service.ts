@@ -23,7 +23,8 @@ import { ServiceHealth } from './health.js';
 import { limitedStatus, noLimitStatus, unlimitedStatus } from './answer.js';
 import { nearLimitOf, outcomeOf, type DescriptorOutcome } from './outcome.js';
 import { MAX_SHARED, Policies } from './policies.js';
-import { DomainRules, counterKey, type Match, type Rule } from './rules.js';
+import type { Rule } from './rule.js';
+import { DomainRules, counterKey, type Match } from './rules.js';
 import { Reservations } from './reserve.js';
 
 export type { DescriptorStatus } from './status.js';

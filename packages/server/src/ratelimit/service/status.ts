@@ -3,7 +3,7 @@
  * (headers, gRPC, JSON) that read it.
  */
 import type { Decision } from 'floodgate';
-import type { Rule } from './rules.js';
+import type { Rule } from './rule.js';
 
 /** DescriptorStatus is the answer for one descriptor of a request, in request order. */
 export interface DescriptorStatus {
