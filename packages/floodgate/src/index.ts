@@ -35,6 +35,7 @@ export {
 } from './core/algorithms/token-bucket.js';
 export { Limiter, type ConsumeOptions, type LimiterOptions } from './limiter.js';
 export { consumeAll, consumeAllSync, decideAll, type LimitEntry, type LimitsDecision } from './limits.js';
+export { decideOne } from './limits-one.js';
 export { FAIL_CLOSED_RETRY_MS, type FailurePolicy } from './stores/guarded-table.js';
 export {
   ADAPTIVE_TIMEOUT_DEFAULTS,

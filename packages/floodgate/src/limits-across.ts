@@ -83,19 +83,26 @@ export async function consumeAcross(items: readonly Item[]): Promise<LimitsDecis
 }
 
 /**
- * consumeLone decides a lone entry (its cost within its limit) on an asynchronous store: one charge
- * of its table, as {@link consumeAcross} would make it, without a promise when the table answers
- * at once. A charge that throws rejects.
+ * consumeLone decides a lone entry on an asynchronous store: one charge of its table, as
+ * {@link consumeAcross} would make it; or, for a cost above its limit, one look refused by
+ * {@link never}, charging nothing. It answers without a promise when the table answers at once (a
+ * quota lease spending units it holds), and reports the decision as a charge. A table that throws
+ * rejects.
  */
-export function consumeLone(item: Item): LimitsDecision | Promise<LimitsDecision> {
+export function consumeLone(item: Item): Decision | Promise<Decision> {
   let answer: MaybePromise<Decision>;
   try {
-    answer = charge(item);
+    answer = item.never ? look(item) : charge(item);
   } catch (error) {
     return Promise.reject(error as Error);
   }
-  if (answer instanceof Promise) return answer.then((d) => finish([item], [d], d.allowed));
-  return finish([item], [answer], answer.allowed);
+  if (answer instanceof Promise) return answer.then((d) => reportLone(item, d));
+  return reportLone(item, answer);
+}
+
+function reportLone(item: Item, decision: Decision): Decision {
+  if (item.limiter.hasDecisionObserver) item.limiter.report('consume', item.key, item.cost, decision, NaN);
+  return decision;
 }
 
 /**

@@ -5,7 +5,7 @@
 import type { Clock } from './core/clock.js';
 import type { Decision } from './core/decision.js';
 import { FloodgateError, describeValue } from './core/errors.js';
-import { LIMITER_BRAND, type ConsumeOptions, type Limiter } from './limiter.js';
+import { closedError, isLimiter, type ConsumeOptions, type Limiter } from './limiter.js';
 import { MemoryTable } from './stores/memory-store.js';
 import { invalidKey, isKey, type Store, type SyncPolicyStore } from './stores/store.js';
 import { UndoLog } from './stores/undo-log.js';
@@ -18,6 +18,7 @@ import {
   type Item,
   type LimitsDecision,
 } from './limits-across.js';
+import { decideLimit, itemOf, refusedOverLimit } from './limits-one.js';
 
 export type { LimitsDecision } from './limits-across.js';
 
@@ -79,8 +80,9 @@ const STEP = new Step();
  * `retryAfterMs: Infinity` (no wait can cure it) instead of throwing.
  *
  * It throws `INVALID_OPTION` for an entry that is not `{ limiter, key, cost? }`, `INVALID_KEY`,
- * `INVALID_COST`, and `STORE_NOT_SYNC` when an entry's store answers with promises (use
- * {@link consumeAll}); nothing stays charged when it throws.
+ * `INVALID_COST`, `STORE_NOT_SYNC` when an entry's store answers with promises (use
+ * {@link consumeAll}), and `LIMITER_CLOSED` for a closed limiter; nothing stays charged when it
+ * throws.
  *
  * @example
  * const perIp = new Limiter({ policy: tokenBucket({ capacity: 100, refillPerSecond: 10 }), name: 'ip' });
@@ -171,10 +173,11 @@ function decideEntries(entries: readonly LimitEntry[]): LimitsDecision | Promise
   if (!Array.isArray(entries)) throw notEntries('consumeAll');
   const items = entries.map(checkItem);
   if (items.every((item) => item.sync !== undefined)) return consumeAllSync(entries);
-  // A lone entry is one charge of its table: batched with the tick's other decisions (one script
-  // per tick on Redis), where the store's all-or-nothing call would be a script of its own; and
-  // answered at once when the table answers at once (a quota lease spending units it holds).
-  if (items.length === 1 && !items[0]!.never) return consumeLone(items[0]!);
+  // A lone entry is one charge of its table (one look, for a cost above its limit): batched with
+  // the tick's other decisions (one script per tick on Redis), where the store's all-or-nothing
+  // call would be a script of its own; and answered at once when the table answers at once (a
+  // quota lease spending units it holds).
+  if (items.length === 1) return soleOf(consumeLone(items[0]!));
   const store = items.length > 1 ? sharedStore(items) : undefined;
   if (store !== undefined) return consumeOnStore(store, items);
   return consumeAcross(items);
@@ -189,15 +192,6 @@ interface SyncRefund {
 
 function notEntries(where: string): FloodgateError {
   return new FloodgateError('INVALID_OPTION', `${where} takes an array of { limiter, key, cost? }`, 'entries');
-}
-
-/**
- * isLimiter tells a {@link Limiter} by a brand field its constructor sets: as exact as
- * `instanceof` for our purpose (a clear error for a wrong argument), and measured about 10% of a
- * two-limit decision cheaper, since `instanceof` on an imported class is not folded here.
- */
-function isLimiter(value: unknown): value is Limiter {
-  return typeof value === 'object' && value !== null && (value as { [LIMITER_BRAND]?: true })[LIMITER_BRAND] === true;
 }
 
 /** Throws unless `entry` is `{ limiter, key, cost? }` with a Limiter and a key; small, so that it inlines. */
@@ -228,8 +222,7 @@ function chargeSync(entry: LimitEntry | undefined, i: number, undoable: boolean)
     if (decision.allowed && cost > 0) STEP.refunds.push({ table, key, cost, nowMs });
     return decision;
   } catch (error) {
-    if (error instanceof FloodgateError && error.code === 'COST_EXCEEDS_LIMIT') return never(table.peek(key, 0, nowMs));
-    throw error;
+    return refusedOverLimit(error, table, key, nowMs);
   }
 }
 
@@ -246,9 +239,11 @@ function lookSync(entry: LimitEntry | undefined, i: number): Decision {
 function syncTableOf(limiter: Limiter, i: number): SyncPolicyStore {
   const table = limiter.syncTableOrUndefined();
   if (table === undefined) {
+    // A synchronous table that is gone: the limiter was closed.
+    if (limiter.table.synchronous) throw closedError();
     throw new FloodgateError(
       'STORE_NOT_SYNC',
-      `consumeAllSync: entry ${i}'s limiter (${limiter.name}) has an asynchronous store or was closed: use consumeAll`,
+      `consumeAllSync: entry ${i}'s limiter (${limiter.name}) has an asynchronous store: use consumeAll`,
       `entries[${i}]`,
     );
   }
@@ -267,16 +262,7 @@ function reportAll(entries: readonly LimitEntry[], decisions: readonly Decision[
 
 function checkItem(entry: LimitEntry | undefined, i: number): Item {
   checkEntry(entry, i, 'consumeAll');
-  const { limiter, key } = entry!;
-  const cost = entry!.cost ?? 1;
-  let isNever = false;
-  try {
-    limiter.policy.checkCost(cost);
-  } catch (error) {
-    if (!(error instanceof FloodgateError && error.code === 'COST_EXCEEDS_LIMIT')) throw error;
-    isNever = true;
-  }
-  return { limiter, key, cost, sync: limiter.syncTableOrUndefined(), never: isNever };
+  return itemOf(entry!.limiter, entry!.key, entry!.cost ?? 1);
 }
 
 /** The one store every entry shares, when it decides several requests itself and no entry is refused by its cost. */
@@ -311,18 +297,23 @@ const LOOK: ConsumeOptions = Object.freeze({ cost: 0 });
 /**
  * decideAll is the multi-limit decision for a caller that answers with every limit's state (the
  * HTTP gate's and the gateway's `RateLimit` headers): {@link consumeAllSync}, without a promise,
- * when every entry's store is synchronous, else {@link consumeAll}'s decision (also without a
- * promise for a lone entry whose table answers at once: a quota lease spending units it holds). In a refusal, each limit that
- * admitted on trial reports what it has standing instead of its trial decision, since the refused
- * request was charged nowhere: it is looked at again at cost 0 (on synchronous stores in the same
- * turn; on asynchronous ones in parallel, keeping the trial decision where the look fails, as the
- * answer is still the refusal). It throws, or rejects, as the call it makes does.
+ * when every entry's store is synchronous, else {@link consumeAll}'s decision. A lone entry is
+ * `decideOne`'s decision (without a promise on a synchronous store, and for a table that
+ * answers at once: a quota lease spending units it holds). In a refusal, each limit that admitted
+ * on trial reports what it has standing instead of its trial decision, since the refused request
+ * was charged nowhere: it is looked at again at cost 0 (on synchronous stores in the same turn; on
+ * asynchronous ones in parallel, keeping the trial decision where the look fails, as the answer is
+ * still the refusal). It throws, or rejects, as the call it makes does.
  *
  * @example
  * const result = decideAll([{ limiter: perIp, key: ip }, { limiter: perUser, key: userId }]);
  * const { allowed, decisions } = result instanceof Promise ? await result : result;
  */
 export function decideAll(entries: readonly LimitEntry[]): LimitsDecision | Promise<LimitsDecision> {
+  const lone = Array.isArray(entries) && entries.length === 1 ? entries[0] : undefined;
+  // A lone entry that is no object is left to the general path, whose error describes it.
+  if (typeof lone === 'object' && lone !== null)
+    return soleOf(decideLimit(lone.limiter, lone.key, lone.cost ?? 1, 'decideAll: entry 0'));
   let sync = Array.isArray(entries);
   for (let i = 0; sync && i < entries.length; i++) sync = entries[i]?.limiter?.table?.synchronous === true;
   if (!sync) {
@@ -342,6 +333,15 @@ export function decideAll(entries: readonly LimitEntry[]): LimitsDecision | Prom
   for (let i = 0; i < decisions.length; i++)
     if (decisions[i]!.allowed) decisions[i] = entries[i]!.limiter.peekSync(entries[i]!.key, LOOK);
   return { allowed: false, decisions };
+}
+
+/** soleOf returns the decision over a lone entry whose decision is `decided`. */
+function soleOf(decided: Decision | Promise<Decision>): LimitsDecision | Promise<LimitsDecision> {
+  return decided instanceof Promise ? decided.then(sole) : sole(decided);
+}
+
+function sole(decision: Decision): LimitsDecision {
+  return { allowed: decision.allowed, decisions: [decision] };
 }
 
 /**
