@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
-import { MemoryStore } from 'floodgate';
+import { FloodgateError, MemoryStore, type Algorithm, type PolicyStore, type Store } from 'floodgate';
 import { ClientIpResolver } from 'floodgate/http';
 import { parseConfig } from '../src/config/load.js';
 import { admit, type Admission } from '../src/gateway/decide.js';
@@ -52,8 +52,27 @@ routes:
         key: { type: route }
 `;
 
-function tableOf(): RouteTable {
-  return RouteTable.build(parseConfig(YAML, 'test.yaml', {}), { store: new MemoryStore(), env: {} });
+function tableOf(store: Store = new MemoryStore()): RouteTable {
+  return RouteTable.build(parseConfig(YAML, 'test.yaml', {}), { store, env: {} });
+}
+
+/** A store that answers a microtask later, over a memory store; or rejects every call as a backend that is down. */
+function laterStore(down = false): Store {
+  const inner = new MemoryStore();
+  return {
+    bind(algorithm: Algorithm): PolicyStore {
+      const table = inner.bind(algorithm);
+      const later = <T>(run: () => T): Promise<T> =>
+        down ? Promise.reject(new FloodgateError('STORE_ERROR', 'down')) : Promise.resolve().then(run);
+      return {
+        synchronous: false,
+        consume: (k, c, t) => later(() => table.consume(k, c, t)),
+        peek: (k, c, t) => later(() => table.peek(k, c, t)),
+        refund: (k, c, t) => later(() => table.refund(k, c, t)),
+        reset: (k) => later(() => table.reset(k)),
+      };
+    },
+  };
 }
 
 function requestOn(route: CompiledRoute, peer: string, headers: Record<string, string> = {}): ProxyRequest {
@@ -173,6 +192,52 @@ describe('gateway admission on the memory store', () => {
       'per-client:near_limit',
       'per-client:limited',
     ]);
+  });
+
+  it("answers a lone rule on an asynchronous store with a promise of the memory store's answers", async () => {
+    const later = tableOf(laterStore()).routes[2]!;
+    const memory = tableOf().routes[2]!;
+    const run = (route: CompiledRoute) => {
+      const { reporter, seen } = recorder();
+      const options = { reporter, onStoreError: 'fail-open' as const, signal: undefined };
+      return { seen, decide: (peer: string) => admit(route, requestOn(route, peer), options) };
+    };
+    const a = run(later);
+    const b = run(memory);
+    for (const peer of ['10.0.0.1', '10.0.0.1', '10.0.0.1', '10.0.0.2']) {
+      const answer = a.decide(peer);
+      assert.ok(answer instanceof Promise, 'an asynchronous store answers with a promise');
+      const got = await answer;
+      const want = b.decide(peer) as Admission;
+      assert.deepEqual([got.allowed, got.status, got.body], [want.allowed, want.status, want.body]);
+      // The wait before a token comes back is counted from each table's own clock reading.
+      const fields = (x: Admission) => x.headers.map(([n, v]) => [n, v.replace(/t=\d+/, 't=_')]);
+      assert.deepEqual(fields(got), fields(want));
+      assert.deepEqual(
+        (got.charged ?? got.refusedBy)?.map((c) => c.key),
+        (want.charged ?? want.refusedBy)?.map((c) => c.key),
+      );
+    }
+    assert.deepEqual(a.seen, b.seen);
+    assert.deepEqual(a.seen, [
+      'per-client:near_limit',
+      'per-client:limited',
+      'per-client:limited',
+      'per-client:near_limit',
+    ]);
+  });
+
+  it("answers a lone rule whose store is down by the limiter's failure policy, marked degraded", async () => {
+    const route = tableOf(laterStore(true)).routes[2]!;
+    const { reporter, seen } = recorder();
+    const answer = await admit(route, requestOn(route, '10.0.0.1'), {
+      reporter,
+      onStoreError: 'fail-closed',
+      signal: undefined,
+    });
+    assert.equal(answer.allowed, true);
+    assert.ok(answer.headers.some(([n, v]) => n === 'floodgate-degraded' && v === 'fail-open'));
+    assert.deepEqual(seen, ['per-client:fail_open']);
   });
 
   it('leaves a route with a queued rule to the asynchronous path', async () => {

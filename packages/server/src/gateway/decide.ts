@@ -2,7 +2,7 @@
  * One request's admission under its route's rules: enforced rules decided together (all admit or
  * none is charged), shadow rules decided and reported only, queued rules waited for in turn.
  */
-import { FloodgateError, decideAll, type Decision, type LimitEntry, type LimitsDecision } from 'floodgate';
+import { FloodgateError, decideAll, decideOne, type Decision, type LimitEntry, type LimitsDecision } from 'floodgate';
 import {
   FIELD,
   PROBLEM_CONTENT_TYPE,
@@ -95,9 +95,8 @@ export function admit(route: CompiledRoute, req: ProxyRequest, options: AdmitOpt
 
 /**
  * The admission of `req` on a route whose one rule is `rule`, enforced (most routes): {@link admit}'s
- * answer, without the lists it keeps of several rules' entries, decisions and refusals. On a
- * synchronous store the rule's limiter decides, as `decideAll` would for one entry, without the
- * entry and the joint decision made for it.
+ * answer, without the lists it keeps of several rules' entries, decisions and refusals. The rule's
+ * limit is decided by the library's `decideOne`, as `decideAll` decides a lone entry.
  */
 function admitLone(
   route: CompiledRoute,
@@ -109,34 +108,39 @@ function admitLone(
   if (identity === undefined) return admitted(route, []);
   if (typeof identity !== 'string') return identity;
   const key = rule.keyOf(identity);
-  let decision: Decision;
+  let decision: Decision | Promise<Decision>;
   try {
-    if (decidesAtOnce(rule))
-      decision = rule.limiter.consumeSync(key, rule.cost === 1 ? undefined : { cost: rule.cost });
-    else {
-      const entries: LimitEntry[] = [{ limiter: rule.limiter, key, cost: rule.cost }];
-      const joint = decideAll(entries);
-      if (joint instanceof Promise)
-        return finish(route, { entries, rules: [rule] }, joint, undefined, undefined, options);
-      decision = joint.decisions[0]!;
-    }
+    decision = decideOne(rule.limiter, key, rule.cost);
   } catch (err) {
     if (!isStoreFailure(err)) throw err;
     return storeFailed(route, options);
   }
-  const applied: Applied = { rule, key, decision };
-  report(route.name, applied, options.reporter, '');
-  return decision.allowed ? admitted(route, [applied]) : refuseLone(route, applied);
+  if (decision instanceof Promise) return finishLone(route, rule, key, decision, options);
+  return answerLone(route, { rule, key, decision }, options.reporter);
 }
 
-/**
- * Whether a lone rule's limiter decides it at once as `decideAll` would: on a synchronous store,
- * at a cost its policy can admit (`decideAll` answers a higher cost with a refusal where the
- * limiter throws; the config refuses such a cost).
- */
-function decidesAtOnce(rule: CompiledRule): boolean {
-  const limiter = rule.limiter;
-  return limiter.table.synchronous && rule.cost <= limiter.policy.limit;
+/** The rest of {@link admitLone} on an asynchronous store: its answer once the rule's decision comes. */
+async function finishLone(
+  route: CompiledRoute,
+  rule: CompiledRule,
+  key: string,
+  pending: Promise<Decision>,
+  options: AdmitOptions,
+): Promise<Admission> {
+  let decision: Decision;
+  try {
+    decision = await pending;
+  } catch (err) {
+    if (!isStoreFailure(err)) throw err;
+    return storeFailed(route, options);
+  }
+  return answerLone(route, { rule, key, decision }, options.reporter);
+}
+
+/** Reports the lone rule's decision `applied` and answers: admitted, or its refusal. */
+function answerLone(route: CompiledRoute, applied: Applied, reporter: DecisionReporter): Admission {
+  report(route.name, applied, reporter, '');
+  return applied.decision.allowed ? admitted(route, [applied]) : refuseLone(route, applied);
 }
 
 /** A lone rule's last refusal: answered again while its key is refused with the same fields and body. */
