@@ -5,6 +5,7 @@ import { ioredisAdapter } from 'floodgate/redis';
 import { useRedis } from '../../../floodgate/test/redis/setup.js';
 import { bucketKeyOf } from '../../src/ratelimit/quota/buckets.js';
 import { MemoryQuotaLedger } from '../../src/ratelimit/quota/ledger.js';
+import { bucketKeysOf } from '../../src/ratelimit/quota/redis-calls.js';
 import { RedisQuotaLedger } from '../../src/ratelimit/quota/redis-ledger.js';
 import { startServiceProcess, type ServiceProcess } from './processes.js';
 import { fixturePath } from './support.js';
@@ -136,7 +137,7 @@ describe('RLQS on a real Redis', () => {
       assert.deepEqual([grantOf(a.latestOf(API)), grantOf(b.latestOf(API))], [150, 150]);
       b.close();
       // Replica 2 releases b's share in Redis once it sees the stream end.
-      const key = `floodgate:rlqs:${bucketKeyOf('edge', API)}`;
+      const [key] = bucketKeysOf('floodgate:rlqs:', bucketKeyOf('edge', API));
       for (let waited = 0; (await redis().client.hget(key, 'n')) !== '1'; waited += 20) {
         assert.ok(waited < 5000, 'replica 2 did not release the departed client');
         await new Promise((resolve) => setTimeout(resolve, 20));
