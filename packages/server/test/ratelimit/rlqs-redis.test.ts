@@ -1,151 +1,20 @@
-import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import fc from 'fast-check';
+import { describe } from 'node:test';
 import { ioredisAdapter } from 'floodgate/redis';
 import { useRedis } from '../../../floodgate/test/redis/setup.js';
-import { bucketKeyOf } from '../../src/ratelimit/quota/buckets.js';
-import { MemoryQuotaLedger } from '../../src/ratelimit/quota/ledger.js';
-import { bucketKeysOf } from '../../src/ratelimit/quota/redis-calls.js';
-import { RedisQuotaLedger } from '../../src/ratelimit/quota/redis-ledger.js';
-import { startServiceProcess, type ServiceProcess } from './processes.js';
-import { fixturePath } from './support.js';
-import { grantOf, RlqsClient } from './rlqs-support.js';
-
-const API = { name: 'api' };
+import { redisLedgerChecks, twoServiceReplicas, type LedgerRedis } from './rlqs-redis-checks.js';
 
 describe('RLQS on a real Redis', () => {
   const redis = useRedis();
-  let prefixes = 0;
-  const ledger = (): RedisQuotaLedger =>
-    new RedisQuotaLedger({ adapter: ioredisAdapter(redis().client), prefix: `t${prefixes++}:` });
-
-  it('grant what the memory ledger grants, step for step (Lua against TypeScript, random sequences, reports batched)', async () => {
-    const step = fc.record({
-      client: fc.integer({ min: 0, max: 4 }),
-      op: fc.constantFrom('grant', 'grant', 'grant', 'regrant', 'release'),
-      demand: fc.integer({ min: 0, max: 2000 }),
-      bucket: fc.constantFrom('b', 'b', 'c'),
-    });
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(step, { minLength: 1, maxLength: 40 }),
-        fc.integer({ min: 0, max: 900 }),
-        async (steps, limit) => {
-          const memory = new MemoryQuotaLedger();
-          const onRedis = ledger();
-          const entry = (demand: number | undefined, bucketKey = 'b') => ({
-            bucketKey,
-            limit,
-            demand,
-            ttlSeconds: 600,
-          });
-          // Consecutive grants are asked in one tick, so the Redis ledger sends them as one script call.
-          let batch: Array<{ id: string; entries: ReturnType<typeof entry>[] }> = [];
-          const flush = async (): Promise<void> => {
-            const onRedisGrants = await Promise.all(batch.map((g) => onRedis.grant(g.id, g.entries)));
-            const inMemory: number[][] = [];
-            for (const g of batch) inMemory.push(await memory.grant(g.id, g.entries, 0));
-            assert.deepEqual(onRedisGrants, inMemory);
-            batch = [];
-          };
-          for (const s of steps) {
-            const id = `c${s.client}`;
-            if (s.op === 'grant') {
-              const entries = s.bucket === 'b' ? [entry(s.demand)] : [entry(s.demand, 'c'), entry(s.demand / 2)];
-              batch.push({ id, entries });
-              continue;
-            }
-            await flush();
-            if (s.op === 'release') {
-              await memory.release(id, ['b', 'c'], 0);
-              await onRedis.release(id, ['b', 'c']);
-            } else {
-              const ids = ['c0', 'c1', 'c2', 'c3', 'c4'];
-              assert.deepEqual(
-                await onRedis.regrant(ids, entry(undefined)),
-                await memory.regrant(ids, entry(undefined), 0),
-              );
-            }
-          }
-          await flush();
-        },
-      ),
-      { numRuns: 60 },
-    );
-  });
-
-  it('send the reports asked in one tick as one script call, at most maxReportsPerCall each', async () => {
-    const calls: number[] = [];
-    const adapter = ioredisAdapter(redis().client);
-    const counting = {
-      ...adapter,
-      evalsha: (sha1: string, keys: readonly string[], args: readonly string[]) => {
-        calls.push(args.length - 1);
-        return adapter.evalsha(sha1, keys, args);
-      },
+  const onRedis = (): LedgerRedis => {
+    const { client, servers } = redis();
+    return {
+      adapter: ioredisAdapter(client),
+      keys: (pattern) => client.keys(pattern),
+      hget: (key, field) => client.hget(key, field),
+      flushall: () => client.flushall(),
+      flags: ['--redis', `127.0.0.1:${servers.ports[0]!}`],
     };
-    const l = new RedisQuotaLedger({ adapter: counting, prefix: `t${prefixes++}:`, maxReportsPerCall: 4 });
-    const e = { bucketKey: 'x', limit: 100, demand: 10, ttlSeconds: 60 };
-    const grants = await Promise.all(Array.from({ length: 10 }, (_, i) => l.grant(`c${i}`, [e])));
-    assert.deepEqual(calls, [4, 4, 2]);
-    // In order: the first takes the free 100 less nothing, each next what is left of its target.
-    const memory = new MemoryQuotaLedger();
-    const expected: number[][] = [];
-    for (let i = 0; i < 10; i++) expected.push(await memory.grant(`c${i}`, [e], 0));
-    assert.deepEqual(grants, expected);
-  });
-
-  it('expire a grant on Redis after its TTL and leave no key once every client has gone', async () => {
-    const l = ledger();
-    const e = { bucketKey: 'x', limit: 10, demand: 5, ttlSeconds: 1 };
-    assert.deepEqual(await l.grant('a', [e]), [10]);
-    assert.deepEqual(await l.grant('b', [e]), [0]);
-    await new Promise((resolve) => setTimeout(resolve, 1100)); // Redis's clock, not ours: the TTL must pass for real
-    assert.deepEqual(await l.grant('b', [e]), [10]);
-    await l.release('b', ['x']);
-    assert.deepEqual(await redis().client.keys(`t${prefixes - 1}:*`), []);
-  });
-
-  describe('two floodgate ratelimit replicas sharing one budget', () => {
-    const replicas: ServiceProcess[] = [];
-    const clients: RlqsClient[] = [];
-    before(async () => {
-      await redis().client.flushall();
-      const args = ['--config', fixturePath('rlqs-shared.yaml'), '--redis', `127.0.0.1:${redis().servers.ports[0]!}`];
-      replicas.push(...(await Promise.all([startServiceProcess(args), startServiceProcess(args)])));
-    });
-    after(async () => {
-      for (const c of clients) c.close();
-      await Promise.all(replicas.map((r) => r.stop()));
-    });
-
-    it('split 300 between clients on different replicas, and give a departed client share to the other at its next report', async () => {
-      const a = new RlqsClient(replicas[0]!.grpcPort);
-      const b = new RlqsClient(replicas[1]!.grpcPort);
-      clients.push(a, b);
-      const rounds = async (n: number): Promise<void> => {
-        for (let i = 0; i < n; i++) {
-          const before = [a.received.length, b.received.length];
-          a.report('edge', [API], 200);
-          b.report('edge', [API], 200);
-          await a.until(() => a.received.length > before[0]! && b.received.length > before[1]!, 'a round answered');
-          const sum = (grantOf(a.latestOf(API)) ?? 0) + (grantOf(b.latestOf(API)) ?? 0);
-          assert.ok(sum <= 300, `grants ${sum} over the shared 300`);
-        }
-      };
-      await rounds(3);
-      assert.deepEqual([grantOf(a.latestOf(API)), grantOf(b.latestOf(API))], [150, 150]);
-      b.close();
-      // Replica 2 releases b's share in Redis once it sees the stream end.
-      const [key] = bucketKeysOf('floodgate:rlqs:', bucketKeyOf('edge', API));
-      for (let waited = 0; (await redis().client.hget(key, 'n')) !== '1'; waited += 20) {
-        assert.ok(waited < 5000, 'replica 2 did not release the departed client');
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      const before = a.received.length;
-      a.report('edge', [API], 200);
-      await a.until(() => a.received.length > before, 'an answer');
-      assert.equal(grantOf(a.latestOf(API)), 300);
-    });
-  });
+  };
+  redisLedgerChecks(onRedis);
+  twoServiceReplicas(onRedis);
 });
