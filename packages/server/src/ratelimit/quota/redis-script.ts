@@ -1,9 +1,10 @@
 /**
  * The Lua twin of `fair-share.ts` and the memory ledger, for the Redis ledger: one script call per
- * batch of reports (every bucket of each), per redistribution (every client of this replica in one
- * bucket), or per release. Time is Redis's (`TIME`), so replicas agree on when grants expire.
+ * batch of reports (every bucket of each; on a cluster, those of one hash slot), per
+ * redistribution (every client of this replica in one bucket), or per release (per slot on a
+ * cluster). Time is Redis's (`TIME`), so replicas agree on when grants expire.
  *
- * Per bucket, a hash (`n` clients, `D` demand summed, `G` grants summed, `d:<client>` and
+ * Per bucket (keys in `redis-calls.ts`), a hash (`n` clients, `D` demand summed, `G` grants summed, `d:<client>` and
  * `g:<client>` each client's) and a sorted set of clients by when their grant expires; both expire
  * two TTLs after the last touch, so an abandoned bucket leaves nothing behind.
  */
