@@ -100,7 +100,13 @@ describe('hono adapter: completed is truthful (issue 14)', () => {
     let entered: () => void = () => {};
     hono.get('/slow', async (c) => {
       entered();
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Answers once node has seen the client go (bounded), not after a fixed delay that a loaded
+      // machine may outlast before it reads the close: then the answer is written first and counts.
+      const signal = c.req.raw.signal;
+      await new Promise<void>((resolve) => {
+        const bound = setTimeout(resolve, 5000);
+        signal.addEventListener('abort', () => (clearTimeout(bound), resolve()), { once: true });
+      });
       return c.text('late');
     });
     hono.get('/fast', (c) => c.text('fast'));
