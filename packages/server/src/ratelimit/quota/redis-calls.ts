@@ -8,15 +8,15 @@ import type { LedgerEntry } from './ledger.js';
 
 /**
  * bucketKeysOf returns bucket `bucketKey`'s two Redis keys under `prefix` (which ends with
- * `rlqs:`): its hash, `${prefix}{${bucketKey}}`, and its sorted set of expiries, the same with
- * `:expiry` after it. The bucket key is their hash tag (Redis hashes from the first `{` to the
- * next `}`), so both hash to one slot whatever the bucket key holds: they agree up to that `}`.
- * The tag would be empty, and the keys apart, only for a domain that starts with `}` (a bucket
- * key starts with its domain, which is never empty). A prefix holding a `{...}` of its own becomes
- * the tag instead, putting every bucket in that one slot.
+ * `rlqs:`): its hash, `${prefix}{b:${bucketKey}}`, and its sorted set of expiries, the same with
+ * `:expiry` after it. `b:` and the bucket key are their hash tag (Redis hashes from the first `{`
+ * to the next `}`), so both hash to one slot whatever the bucket key holds: they agree up to that
+ * `}`. The `b:` keeps the tag from being empty (and the two keys apart) when a domain starts with
+ * `}`. A prefix holding a `{...}` of its own becomes the tag instead, putting every bucket in that
+ * one slot.
  */
 export function bucketKeysOf(prefix: string, bucketKey: string): [hash: string, expiry: string] {
-  const hash = `${prefix}{${bucketKey}}`;
+  const hash = `${prefix}{b:${bucketKey}}`;
   return [hash, `${hash}:expiry`];
 }
 

@@ -20,7 +20,7 @@ export interface RedisQuotaLedgerOptions {
    * batch's are split by slot (see {@link RedisQuotaLedger}).
    */
   readonly adapter: RedisAdapter;
-  /** Prepended to every key (default `floodgate:`), then `rlqs:` and the bucket key as hash tag (`rlqs:{...}`). */
+  /** Prepended to every key (default `floodgate:`), then `rlqs:` and the bucket key as hash tag (`rlqs:{b:...}`). */
   readonly prefix?: string;
   /** The most reports one batch, and so one script call, grants (default 64); a tick with more sends several batches at once. */
   readonly maxReportsPerCall?: number;
