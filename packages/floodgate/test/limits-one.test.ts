@@ -4,12 +4,10 @@ import {
   FloodgateError,
   Limiter,
   ManualClock,
-  MemoryStore,
   decideAll,
   decideOne,
   fixedWindow,
   tokenBucket,
-  type Algorithm,
   type Decision,
   type DecisionEvent,
   type LimiterOptions,
@@ -17,24 +15,7 @@ import {
   type PolicyStore,
   type Store,
 } from '../src/index.js';
-
-/** An asynchronous store over a memory store: each answer comes a microtask later. */
-function laterStore(): Store {
-  const inner = new MemoryStore();
-  return {
-    bind(algorithm: Algorithm): PolicyStore {
-      const table = inner.bind(algorithm);
-      const later = <T>(run: () => T): Promise<T> => Promise.resolve().then(run);
-      return {
-        synchronous: false,
-        consume: (k, c, t) => later(() => table.consume(k, c, t)),
-        peek: (k, c, t) => later(() => table.peek(k, c, t)),
-        refund: (k, c, t) => later(() => table.refund(k, c, t)),
-        reset: (k) => later(() => table.reset(k)),
-      };
-    },
-  };
-}
+import { laterStore } from './support/later-store.js';
 
 /** A store whose every call fails as a backend does, at once (`synchronous`) or by rejecting. */
 function downStore(synchronous: boolean): Store {

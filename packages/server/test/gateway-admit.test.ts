@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
-import { FloodgateError, MemoryStore, type Algorithm, type PolicyStore, type Store } from 'floodgate';
+import { MemoryStore, type Store } from 'floodgate';
 import { ClientIpResolver } from 'floodgate/http';
 import { parseConfig } from '../src/config/load.js';
 import { admit, type Admission } from '../src/gateway/decide.js';
 import type { DecisionReporter, RuleOutcome } from '../src/outcomes.js';
 import { ProxyRequest } from '../src/gateway/request.js';
 import { RouteTable, type CompiledRoute } from '../src/gateway/routes.js';
+import { laterStore } from '../../floodgate/test/support/later-store.js';
 
 const YAML = `
 store: { type: memory }
@@ -54,25 +55,6 @@ routes:
 
 function tableOf(store: Store = new MemoryStore()): RouteTable {
   return RouteTable.build(parseConfig(YAML, 'test.yaml', {}), { store, env: {} });
-}
-
-/** A store that answers a microtask later, over a memory store; or rejects every call as a backend that is down. */
-function laterStore(down = false): Store {
-  const inner = new MemoryStore();
-  return {
-    bind(algorithm: Algorithm): PolicyStore {
-      const table = inner.bind(algorithm);
-      const later = <T>(run: () => T): Promise<T> =>
-        down ? Promise.reject(new FloodgateError('STORE_ERROR', 'down')) : Promise.resolve().then(run);
-      return {
-        synchronous: false,
-        consume: (k, c, t) => later(() => table.consume(k, c, t)),
-        peek: (k, c, t) => later(() => table.peek(k, c, t)),
-        refund: (k, c, t) => later(() => table.refund(k, c, t)),
-        reset: (k) => later(() => table.reset(k)),
-      };
-    },
-  };
 }
 
 function requestOn(route: CompiledRoute, peer: string, headers: Record<string, string> = {}): ProxyRequest {
