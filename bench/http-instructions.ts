@@ -6,7 +6,8 @@
  * headers off, a no-op middleware, the framework's own rate-limit peer, and `fixed`: a middleware
  * that sets the two draft headers to constants, the least any limiter that writes them can cost;
  * `counting`: floodgate with `remaining` counting down on every request, and `floor`: the same two
- * headers with the same changing values and no limiter) runs under callgrind with instrumentation off. One keep-alive connection sends `--warmup`
+ * headers with the same changing values and no limiter; `refused`: floodgate refusing every request
+ * after the first with a 429, the refused path) runs under callgrind with instrumentation off. One keep-alive connection sends `--warmup`
  * requests so that V8 has compiled what it will; then instrumentation goes on, `--settle` more
  * requests pass uncounted, and `--windows` windows of `--requests` requests each are counted
  * (counters zeroed before and dumped after each window, requests sent one at a time). It prints
@@ -28,7 +29,7 @@
  *   node --conditions=floodgate-source --import tsx bench/http-instructions.ts [--requests 2000] [--windows 3]
  *        [--warmup 6000] [--settle 8000] [--parallel 2] [--subjects bare,counting,floor] [filter...]
  *
- * About 1.5 minutes per server; two run at once by default, so about 20 minutes for all 26.
+ * About 1.5 minutes per server; two run at once by default, so about 25 minutes for all 31.
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -38,11 +39,11 @@ const HTTP_BENCH = fileURLToPath(new URL('./http.ts', import.meta.url));
 const CHILD_FLAGS = ['--predictable', '--conditions=floodgate-source', '--import', 'tsx'];
 /** Each framework's subjects, in the order printed; `peer` only where the framework has one. */
 const CELLS: Record<string, readonly string[]> = {
-  node: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'counting', 'floor'],
-  express: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'peer', 'counting', 'floor'],
-  fastify: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'peer', 'counting', 'floor'],
-  koa: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'counting', 'floor'],
-  hono: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'counting', 'floor'],
+  node: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'counting', 'floor', 'refused'],
+  express: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'peer', 'counting', 'floor', 'refused'],
+  fastify: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'peer', 'counting', 'floor', 'refused'],
+  koa: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'counting', 'floor', 'refused'],
+  hono: ['bare', 'floodgate', 'quiet', 'noop', 'fixed', 'counting', 'floor', 'refused'],
 };
 
 /** Measures one cell (`framework:subject`): instructions per request in each window. */
@@ -56,7 +57,7 @@ function measure(cell: string, o: CallgrindWindows): Promise<number[]> {
         return line === undefined ? undefined : (JSON.parse(line) as { port: number }).port;
       },
       path: '/',
-      status: 200,
+      status: cell.endsWith(':refused') ? 429 : 200,
     },
     o,
   );

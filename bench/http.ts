@@ -35,7 +35,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 type Framework = 'node' | 'express' | 'fastify' | 'koa' | 'hono';
-type Subject = 'bare' | 'floodgate' | 'peer' | 'noop' | 'quiet' | 'fixed' | 'counting' | 'floor';
+type Subject = 'bare' | 'floodgate' | 'peer' | 'noop' | 'quiet' | 'fixed' | 'counting' | 'floor' | 'refused';
 
 const FRAMEWORKS: readonly Framework[] = ['node', 'express', 'fastify', 'koa', 'hono'];
 const PEERS: Partial<Record<Framework, string>> = { express: 'express-rate-limit', fastify: '@fastify/rate-limit' };
@@ -61,14 +61,32 @@ async function countingLimiter() {
   return new Limiter({ policy: fixedWindow({ limit: COUNTING_LIMIT, windowMs: COUNTING_WINDOW_MS }) });
 }
 
-/** Whether `subject` runs floodgate: with its default headers, `quiet` with the draft headers off, `counting` counting down. */
+/**
+ * The `refused` subject's limiter: one request an hour, so every request after the first is
+ * refused (a 429), for bench/http-instructions.ts's count of the refused path.
+ */
+async function refusingLimiter() {
+  const { Limiter, fixedWindow } = await import('floodgate');
+  return new Limiter({ policy: fixedWindow({ limit: 1, windowMs: COUNTING_WINDOW_MS }) });
+}
+
+/**
+ * Whether `subject` runs floodgate: with its default headers, `quiet` with the draft headers off,
+ * `counting` counting down, `refused` refusing every request after the first.
+ */
 const isFloodgate = (subject: Subject): boolean =>
-  subject === 'floodgate' || subject === 'quiet' || subject === 'counting';
+  subject === 'floodgate' || subject === 'quiet' || subject === 'counting' || subject === 'refused';
+
+/** The limiter of floodgate's `subject`. */
+function limiterOf(subject: Subject) {
+  if (subject === 'counting') return countingLimiter();
+  return subject === 'refused' ? refusingLimiter() : floodgateLimiter();
+}
 
 /** floodgate's options for `subject`: `quiet` turns the draft headers off, to show what writing them costs. */
 async function floodgateOptions(subject: Subject) {
   return {
-    limiter: subject === 'counting' ? await countingLimiter() : await floodgateLimiter(),
+    limiter: await limiterOf(subject),
     draftHeaders: subject !== 'quiet',
   };
 }
