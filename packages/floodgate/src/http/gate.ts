@@ -3,8 +3,8 @@
  * decided together.
  */
 import type { Decision } from '../core/decision.js';
-import type { ConsumeOptions } from '../limiter.js';
 import { decideAll, type LimitEntry, type LimitsDecision } from '../limits.js';
+import { decideOne } from '../limits-one.js';
 import { ClientIpResolver } from './client-ip.js';
 import { FailureReport, isStoreFailure } from './failure-report.js';
 import { inRange, parseIp } from './ip.js';
@@ -13,8 +13,6 @@ import { checkOptions, type HttpLimitOptions, type Settings } from './options.js
 import type { HttpRequest, Outcome } from './request.js';
 import { chosenLimiter, costOf, identityOf, skipOf } from './user-functions.js';
 import { PASS, VerdictWriter, type Plan, type Verdict } from './verdict.js';
-
-const ZERO_COST: ConsumeOptions = Object.freeze({ cost: 0 });
 
 /**
  * HttpGate decides requests for the adapters. The dimensions that apply to a request are decided
@@ -137,33 +135,31 @@ export class HttpGate<Req = unknown> {
     return { dimension, limiter, key, pk };
   }
 
-  /** checkOne is the common single-dimension check: the limiter's own decision, without arrays. */
+  /**
+   * checkOne is the common single-dimension check: the limit decided by the limiter layer's
+   * {@link decideOne}, without arrays (and without a promise on a synchronous store).
+   */
   private checkOne(req: HttpRequest<Req>, cost: number): Verdict | Promise<Verdict> {
     const p = this.planOf(0, req);
     if (p === undefined) return PASS;
-    if (!p.limiter.table.synchronous) return this.decideOneAsync(p, cost);
-    if (cost > p.limiter.policy.limit) return this.decide([p], cost);
-    let d: Decision;
+    let d: Decision | Promise<Decision>;
     try {
-      d = p.limiter.consumeSync(p.key, cost === 1 ? undefined : { cost });
+      d = decideOne(p.limiter, p.key, cost);
     } catch (err) {
       return this.failed(err, [p]);
     }
-    if (d.reason !== 'ok' || this.report.down) this.report.decided(p.dimension.name, d);
-    return d.allowed ? this.writer.admitOne(p, d, cost) : this.writer.refuse([p], [d]);
+    if (!(d instanceof Promise)) return this.answerOne(p, d, cost);
+    return d.then(
+      (decision) => this.answerOne(p, decision, cost),
+      (err: unknown) => this.failed(err, [p]),
+    );
   }
 
-  private async decideOneAsync(p: Plan<Req>, cost: number): Promise<Verdict> {
-    let d: Decision;
-    try {
-      d =
-        cost > p.limiter.policy.limit
-          ? never(await p.limiter.peek(p.key, ZERO_COST))
-          : await p.limiter.consume(p.key, cost === 1 ? undefined : { cost });
-    } catch (err) {
-      return this.failed(err, [p]);
-    }
-    return this.answer([p], [d], cost);
+  /** answerOne is {@link answer} for the lone plan `p`, whose decision is `d`. */
+  private answerOne(p: Plan<Req>, d: Decision, cost: number): Verdict {
+    // An admission by the limit tells the failure report nothing unless an outage is open.
+    if (d.reason !== 'ok' || this.report.down) this.report.decided(p.dimension.name, d);
+    return d.allowed ? this.writer.admitOne(p, d, cost) : this.writer.refuse([p], [d]);
   }
 
   /**
@@ -218,9 +214,4 @@ export class HttpGate<Req = unknown> {
 /** The limiter layer's entries for `plans` at `cost`: a plan is already an entry of cost 1. */
 function entriesOf<Req>(plans: readonly Plan<Req>[], cost: number): readonly LimitEntry[] {
   return cost === 1 ? plans : plans.map((p) => ({ limiter: p.limiter, key: p.key, cost }));
-}
-
-/** A refusal that no wait can cure: the cost is above the policy's limit. */
-function never(state: Decision): Decision {
-  return { ...state, allowed: false, retryAfterMs: Infinity, reason: 'limit' };
 }

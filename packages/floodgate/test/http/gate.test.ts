@@ -12,6 +12,7 @@ import {
   slidingWindowLog,
   tokenBucket,
   type Algorithm,
+  type DecisionEvent,
   type Store,
 } from '../../src/index.js';
 import { asyncStore, failingStore, FakeView, memoryLogger, type FakeRequest } from './support.js';
@@ -162,6 +163,30 @@ describe('cost, skip and allow lists', () => {
       "a bad cost is the application's fault",
     );
     assert.equal(await remaining(l, 'default/ip:127.0.0.1'), 2);
+  });
+
+  it('refuses a cost above the limit alike on the memory store and an asynchronous one, reported as a charge', async () => {
+    const answers = [];
+    for (const store of [undefined, asyncStore()]) {
+      const events: DecisionEvent[] = [];
+      const l = new Limiter({
+        policy: fixedWindow({ limit: 5, windowMs: 1000 }),
+        clock: new ManualClock(),
+        observer: { decision: (e) => void events.push(e) },
+        ...(store ? { store } : {}),
+      });
+      const gate = new HttpGate<FakeRequest>({ limiter: l, cost: (req) => Number(req.header('x-cost') ?? 1) });
+      assert.equal((await run(gate, { headers: { 'x-cost': '3' } })).allowed, true);
+      const huge = await run(gate, { headers: { 'x-cost': '6' } });
+      answers.push({ status: huge.statusCode, headers: huge.headers, events: events.map((e) => ({ ...e, atMs: 0 })) });
+      assert.equal(await remaining(l, 'default/ip:127.0.0.1'), 2, 'nothing charged');
+    }
+    assert.deepEqual(answers[1], answers[0]);
+    assert.equal(answers[0]!.status, 429);
+    const refusal = answers[0]!.events[1]!;
+    assert.equal(refusal.operation, 'consume');
+    assert.equal(refusal.cost, 6);
+    assert.equal(refusal.decision.retryAfterMs, Infinity);
   });
 
   it('passes skipped and allow-listed requests untouched', async () => {
