@@ -1,0 +1,231 @@
+import type { Algorithm } from '../core/algorithm.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import { FloodgateError } from '../core/errors.js';
+import { systemTimers, type TimerHandle, type Timers } from '../core/timers.js';
+import { askLease, dropExpired, returnLease, type LeaseHolder, type LeaseTerms } from '../leases/lease-ledger.js';
+import {
+  MARK,
+  decisionToWire,
+  isRequest,
+  numberOf,
+  policyFromIdentity,
+  wire,
+  type ClusterChannel,
+  type ClusterReply,
+  type ClusterRequest,
+} from './protocol.js';
+
+/** ClusterStoreHostOptions configures a {@link ClusterStoreHost}. */
+export interface ClusterStoreHostOptions {
+  /** The clock every decision is made on (default the system clock): the workers' limits share it. */
+  readonly clock?: Clock;
+  /** Where the sweep timer is set (default the system's). */
+  readonly timers?: Timers;
+  /** How often keys back at rest, with no lease out, are forgotten, in ms (default 10,000). */
+  readonly sweepMs?: number;
+}
+
+/** A key's shared state: the policy's cells and its lease ledger. */
+interface KeyState {
+  readonly cells: Float64Array;
+  readonly holders: Map<string, LeaseHolder>;
+}
+
+/** One policy's keys. */
+interface PolicyKeys {
+  readonly policy: Algorithm;
+  readonly keys: Map<string, KeyState>;
+}
+
+/**
+ * ClusterStoreHost keeps the limits of every process on one host in one place: the primary of
+ * node's cluster, the process that made a set of worker threads, or a small process of its own
+ * that PM2 or systemd runs beside the app. Workers reach it through a {@link ClusterStore}, which
+ * decides most requests from quota leases taken here, so that a limit of 100 is 100 for the host
+ * and not 100 per process.
+ *
+ * Every call is applied at once, in the order it arrives, on this process's clock: per-request
+ * decisions with the policy's own rule, lease asks and returns with the lease ledger's
+ * (`askLease`, `returnLease`), exactly as the Redis scripts apply them on Redis. Keys back at rest
+ * with no lease out are forgotten every `sweepMs`.
+ *
+ * @example
+ * import cluster from 'node:cluster';
+ * import { ClusterStoreHost, serveClusterWorkers } from 'floodgate/cluster';
+ * if (cluster.isPrimary) {
+ *   serveClusterWorkers(new ClusterStoreHost(), cluster);
+ *   for (let i = 0; i < 2; i++) cluster.fork();
+ * }
+ */
+export class ClusterStoreHost {
+  private readonly policies = new Map<string, PolicyKeys>();
+  private readonly clock: Clock;
+  private readonly timers: Timers;
+  private readonly sweepMs: number;
+  private sweepTimer: TimerHandle | undefined;
+  /** calls counts every request answered, for benchmarks and tests. */
+  calls = 0;
+
+  constructor(options: ClusterStoreHostOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+    this.timers = options.timers ?? systemTimers;
+    this.sweepMs = options.sweepMs ?? 10_000;
+    if (!(this.sweepMs > 0))
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `ClusterStoreHost.sweepMs must be above 0, got ${String(options.sweepMs)}`,
+        'sweepMs',
+      );
+  }
+
+  /** keys returns how many keys the host holds state for now. */
+  get keys(): number {
+    let n = 0;
+    for (const p of this.policies.values()) n += p.keys.size;
+    return n;
+  }
+
+  /**
+   * attach answers every floodgate request that arrives on `channel` (anything else on it is left
+   * alone) and returns a function that stops.
+   */
+  attach(channel: ClusterChannel): () => void {
+    return channel.onMessage((message) => {
+      if (isRequest(message)) channel.send(this.answer(message));
+    });
+  }
+
+  /** answer applies one request and returns its reply; a request it cannot apply is answered with a typed error. */
+  answer(request: ClusterRequest): ClusterReply {
+    this.calls++;
+    try {
+      return { m: MARK, id: request.id, value: this.apply(request) };
+    } catch (err) {
+      const e = err instanceof FloodgateError ? err : new FloodgateError('STORE_ERROR', String(err), 'store');
+      return { m: MARK, id: request.id, error: { code: e.code, message: e.message } };
+    }
+  }
+
+  /** close stops the sweep timer; the host keeps answering until its channels are let go. */
+  close(): void {
+    if (this.sweepTimer !== undefined) this.timers.clearTimer(this.sweepTimer);
+    this.sweepTimer = undefined;
+  }
+
+  private apply(r: ClusterRequest): unknown {
+    if (typeof r.key !== 'string' || r.key.length === 0 || !Array.isArray(r.args))
+      throw new FloodgateError('INVALID_KEY', 'a cluster store request needs a non-empty key and its args', 'key');
+    const { policy, keys } = this.policyOf(r.policy);
+    const nowMs = this.clock.now();
+    if (r.op === 'reset') return void keys.delete(r.key);
+    const state = this.stateOf(policy, keys, r.key, nowMs);
+    const n = r.args.map(numberOf);
+    const cost = n[0]!;
+    switch (r.op) {
+      case 'consume':
+      case 'peek':
+        policy.checkCost(cost);
+        return decisionToWire(policy[r.op](state.cells, 0, nowMs, cost));
+      case 'refund':
+        policy.checkCost(cost);
+        return void policy.refund(state.cells, 0, nowMs, cost);
+      case 'reserve':
+        policy.checkCost(cost);
+        if (policy.reserve === undefined)
+          throw new FloodgateError('INVALID_OPTION', `${policy.name} cannot book future turns`, 'policy');
+        return wire(policy.reserve(state.cells, 0, nowMs, cost, n[1]!));
+      case 'ask':
+        return askOf(policy, state, r, n, nowMs);
+      case 'return':
+        return returnLease(
+          policy,
+          state.cells,
+          0,
+          state.holders,
+          { holder: holderOf(r), units: n[0]!, expiresAtMs: n[1]!, held: n[2]!, leaving: n[3] === 1 },
+          nowMs,
+        );
+      default:
+        throw new FloodgateError('STORE_ERROR', `unknown cluster store operation ${JSON.stringify(r.op)}`, 'store');
+    }
+  }
+
+  private policyOf(identity: string): PolicyKeys {
+    let p = this.policies.get(identity);
+    if (p === undefined) {
+      if (typeof identity !== 'string') throw policyFromIdentity(String(identity));
+      p = { policy: policyFromIdentity(identity), keys: new Map() };
+      this.policies.set(identity, p);
+      this.armSweep();
+    }
+    return p;
+  }
+
+  /** The key's state now: made fresh when new, or when at rest (as Redis's expiry would). */
+  private stateOf(policy: Algorithm, keys: Map<string, KeyState>, key: string, nowMs: number): KeyState {
+    let state = keys.get(key);
+    if (state === undefined) {
+      state = { cells: new Float64Array(policy.width), holders: new Map() };
+      policy.init(state.cells, 0, nowMs);
+      keys.set(key, state);
+    } else if (state.holders.size === 0 && policy.restAtMs(state.cells, 0) <= nowMs) {
+      policy.init(state.cells, 0, nowMs);
+    }
+    return state;
+  }
+
+  private armSweep(): void {
+    if (this.sweepTimer !== undefined) return;
+    this.sweepTimer = this.timers.setTimer(() => {
+      this.sweepTimer = undefined;
+      this.sweep();
+      if (this.keys > 0) this.armSweep();
+    }, this.sweepMs);
+    (this.sweepTimer as { unref?: () => void }).unref?.();
+  }
+
+  /** sweep forgets every key at rest with no lease out: it would answer as a fresh key. */
+  sweep(): void {
+    const nowMs = this.clock.now();
+    for (const { policy, keys } of this.policies.values()) {
+      for (const [key, state] of keys) {
+        dropExpired(state.holders, nowMs);
+        if (state.holders.size === 0 && policy.restAtMs(state.cells, 0) <= nowMs) keys.delete(key);
+      }
+    }
+  }
+}
+
+/** The ask's answer as the Redis lease script returns it: nine numbers. */
+function askOf(policy: Algorithm, state: KeyState, r: ClusterRequest, n: readonly number[], nowMs: number): unknown {
+  const terms: LeaseTerms = { maxOutstanding: n[4]!, leaseMs: n[5]!, ratePerMs: n[6]!, windowMs: n[7]! };
+  if (!(terms.maxOutstanding >= 1 && terms.leaseMs >= 1 && terms.ratePerMs > 0 && terms.windowMs >= 0))
+    throw new FloodgateError('STORE_ERROR', `a lease ask's terms are out of range: ${JSON.stringify(r.args)}`, 'store');
+  if (n[3]! > 0) policy.checkCost(n[3]!);
+  const a = askLease(
+    policy,
+    state.cells,
+    0,
+    state.holders,
+    { holder: holderOf(r), demand: n[0]!, held: n[1]!, wanted: n[2]!, spend: n[3]! },
+    nowMs,
+    terms,
+  );
+  return [
+    a.spent ? 1 : 0,
+    a.remaining,
+    a.retryAfterMs,
+    a.resetMs,
+    a.granted,
+    a.durationMs,
+    a.expiresAtMs,
+    a.nextAskInMs,
+    a.holders,
+  ].map(wire);
+}
+
+function holderOf(r: ClusterRequest): string {
+  if (typeof r.holder !== 'string' || r.holder.length === 0)
+    throw new FloodgateError('STORE_ERROR', 'a lease call needs its holder', 'store');
+  return r.holder;
+}
