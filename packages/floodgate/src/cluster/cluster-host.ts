@@ -2,7 +2,14 @@ import type { Algorithm } from '../core/algorithm.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { FloodgateError } from '../core/errors.js';
 import { systemTimers, type TimerHandle, type Timers } from '../core/timers.js';
-import { askLease, dropExpired, returnLease, type LeaseHolder, type LeaseTerms } from '../leases/lease-ledger.js';
+import {
+  askLease,
+  dropExpired,
+  returnLease,
+  type LeaseAnswer,
+  type LeaseHolder,
+  type LeaseTerms,
+} from '../leases/lease-ledger.js';
 import {
   MARK,
   decisionToWire,
@@ -202,7 +209,7 @@ function askOf(policy: Algorithm, state: KeyState, r: ClusterRequest, n: readonl
   if (!(terms.maxOutstanding >= 1 && terms.leaseMs >= 1 && terms.ratePerMs > 0 && terms.windowMs >= 0))
     throw new FloodgateError('STORE_ERROR', `a lease ask's terms are out of range: ${JSON.stringify(r.args)}`, 'store');
   if (n[3]! > 0) policy.checkCost(n[3]!);
-  const a = askLease(
+  let a = askLease(
     policy,
     state.cells,
     0,
@@ -211,6 +218,8 @@ function askOf(policy: Algorithm, state: KeyState, r: ClusterRequest, n: readonl
     nowMs,
     terms,
   );
+  if (n[3]! > 0 && !a.spent) a = { ...a, ...spendOnItsOwn(policy, state.cells, n[3]!, nowMs) };
+  a = { ...a, nextAskInMs: nextAskOf(policy, state.cells, nowMs) };
   return [
     a.spent ? 1 : 0,
     a.remaining,
@@ -222,6 +231,39 @@ function askOf(policy: Algorithm, state: KeyState, r: ClusterRequest, n: readonl
     a.nextAskInMs,
     a.holders,
   ].map(wire);
+}
+
+/**
+ * spendOnItsOwn decides a request the ledger held back as a per-request decision would. The ledger
+ * refuses a holder whose fair-share credit is used up while the key is contended, so that one node
+ * of a fleet cannot take the others' share; the workers of one host serve one app, and the host's
+ * limit is what counts. So a request is refused here only when the policy refuses it, and then
+ * says when the policy would admit it.
+ */
+function spendOnItsOwn(
+  policy: Algorithm,
+  cells: Float64Array,
+  cost: number,
+  nowMs: number,
+): Pick<LeaseAnswer, 'spent' | 'remaining' | 'retryAfterMs' | 'resetMs'> {
+  const d = policy.consume(cells, 0, nowMs, cost);
+  return {
+    spent: d.allowed,
+    remaining: d.remaining,
+    retryAfterMs: d.retryAfterMs,
+    resetMs: d.resetMs,
+  };
+}
+
+/**
+ * nextAskOf is when a worker short of units should ask again: at once while the policy has a unit
+ * left (its request is then decided exactly), else when the policy admits one again. The ledger's
+ * own answer spaces a contended holder's asks by its fair-share credit, which would refuse requests
+ * the host's limit still has room for.
+ */
+function nextAskOf(policy: Algorithm, cells: Float64Array, nowMs: number): number {
+  const next = policy.peek(cells, 0, nowMs, Math.min(1, policy.limit));
+  return next.allowed ? 0 : next.retryAfterMs;
 }
 
 function holderOf(r: ClusterRequest): string {

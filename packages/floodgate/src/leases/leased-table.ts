@@ -29,6 +29,13 @@ export interface LeasedTableOptions {
   readonly timers: Timers;
   /** This node's id in the ledgers (default a random UUID). */
   readonly holder?: string;
+  /**
+   * Whether a request the units held cannot pay for goes to the per-request table whenever the
+   * shared state may still admit it, contended or not (default false: refused here while the key is
+   * contended, as this node's fair share says). For the workers of one host, where only the host's
+   * total counts.
+   */
+  readonly tailPerRequest?: boolean;
   /** Throws a typed error for a key the shared store does not accept (checked once per key held). */
   readonly checkKey?: (key: string) => void;
 }
@@ -237,7 +244,10 @@ export class LeasedTable implements PolicyStore {
       // share of maxOutstanding is then below its demand over a round trip. While the key is
       // contended or refusing, it is refused here, as this node's share says. Never a second ask.
       const nowMs = this.o.clock.now();
-      if (nowMs >= k.quietUntilMs && k.sharedRemaining >= CONTENDED_MULTIPLE * this.o.terms.maxOutstanding)
+      if (
+        nowMs >= k.quietUntilMs &&
+        (this.o.tailPerRequest === true || k.sharedRemaining >= CONTENDED_MULTIPLE * this.o.terms.maxOutstanding)
+      )
         return this.directly(key, cost);
       return this.refusedHere(k, this.o.clock.now());
     }

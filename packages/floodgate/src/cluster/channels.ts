@@ -1,0 +1,164 @@
+/**
+ * The links a {@link ClusterStore} and its {@link ClusterStoreHost} talk over: node's IPC channel
+ * (a cluster worker and its primary), a worker thread's MessagePort, and a Unix socket (processes
+ * that a manager such as PM2 starts, with the host as a process of its own).
+ */
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { FloodgateError } from '../core/errors.js';
+import type { ClusterStoreHost } from './cluster-host.js';
+import { isRequest, type ClusterChannel } from './protocol.js';
+
+/** The parts of a process (or a cluster worker, or a forked child) an IPC channel needs. */
+interface IpcEnd {
+  send?(message: unknown): unknown;
+  on(event: 'message', listener: (message: unknown) => void): unknown;
+  off(event: 'message', listener: (message: unknown) => void): unknown;
+}
+
+/**
+ * processChannel is the IPC channel of `end` (default this process, to its parent): what a worker
+ * of node's cluster module, or a child forked with an IPC channel, uses.
+ *
+ * @throws FloodgateError `INVALID_OPTION` when the process has no IPC channel (it was not forked).
+ */
+export function processChannel(end: IpcEnd = process as unknown as IpcEnd): ClusterChannel {
+  if (typeof end.send !== 'function')
+    throw new FloodgateError(
+      'INVALID_OPTION',
+      'ClusterStore: this process has no IPC channel to a host (it is not a cluster worker or a forked child); pass channel: portChannel(parentPort) in a worker thread, or socketChannel(path) for a host on a Unix socket',
+      'ClusterStore.channel',
+    );
+  return {
+    send: (message) => void end.send!(message),
+    onMessage(listener) {
+      end.on('message', listener);
+      return () => void end.off('message', listener);
+    },
+  };
+}
+
+/** The parts of a MessagePort (or a Worker) a channel needs. */
+interface PortEnd {
+  postMessage(message: unknown): void;
+  on(event: 'message', listener: (message: unknown) => void): unknown;
+  off(event: 'message', listener: (message: unknown) => void): unknown;
+}
+
+/**
+ * portChannel is a channel over a worker thread's port: `parentPort` in the worker, the `Worker`
+ * object in the thread that made it (for {@link ClusterStoreHost.attach}).
+ */
+export function portChannel(port: PortEnd): ClusterChannel {
+  return {
+    send: (message) => port.postMessage(message),
+    onMessage(listener) {
+      port.on('message', listener);
+      return () => void port.off('message', listener);
+    },
+  };
+}
+
+/** The parts of node's cluster module the host needs. */
+interface ClusterModule {
+  on(event: 'message', listener: (worker: { send(message: unknown): unknown }, message: unknown) => void): unknown;
+  off(event: 'message', listener: (worker: { send(message: unknown): unknown }, message: unknown) => void): unknown;
+}
+
+/**
+ * serveClusterWorkers makes `host` answer every worker of node's `cluster` module, those running
+ * and those forked later, and returns a function that stops. Call it in the primary.
+ */
+export function serveClusterWorkers(host: ClusterStoreHost, cluster: ClusterModule): () => void {
+  const listener = (worker: { send(message: unknown): unknown }, message: unknown): void => {
+    if (isRequest(message)) worker.send(host.answer(message));
+  };
+  cluster.on('message', listener);
+  return () => void cluster.off('message', listener);
+}
+
+/**
+ * Lines reads newline-delimited JSON from a socket; a line that is not JSON is passed on as a
+ * string, for the receiver to ignore.
+ */
+function onLines(socket: Socket, listener: (message: unknown) => void): () => void {
+  let buffered = '';
+  const onData = (chunk: string): void => {
+    buffered += chunk;
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      let message: unknown = line;
+      try {
+        message = JSON.parse(line);
+      } catch {
+        // not ours: the receiver ignores a string
+      }
+      listener(message);
+    }
+  };
+  socket.setEncoding('utf8');
+  socket.on('data', onData);
+  return () => void socket.off('data', onData);
+}
+
+/**
+ * listenClusterHost serves `host` on the Unix socket (or Windows pipe) at `path`, one line of JSON a
+ * message; it resolves to the listening server. A stale socket file must be removed first.
+ */
+export function listenClusterHost(host: ClusterStoreHost, path: string): Promise<Server> {
+  const server = createServer((socket) => {
+    onLines(socket, (message) => {
+      if (isRequest(message) && socket.writable) socket.write(`${JSON.stringify(host.answer(message))}\n`);
+    });
+    socket.on('error', () => socket.destroy());
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(path, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
+}
+
+/**
+ * socketChannel connects to a host served by {@link listenClusterHost} at `path`, and connects
+ * again, every `retryMs` (default 100), whenever the connection is lost. A call sent while there is
+ * no connection fails (the store's `onError` answers it).
+ */
+export function socketChannel(path: string, retryMs = 100): ClusterChannel {
+  const listeners = new Set<(message: unknown) => void>();
+  let socket: Socket | undefined;
+  let connected = false;
+  let closed = false;
+  const connect = (): void => {
+    const s = createConnection(path);
+    socket = s;
+    s.on('connect', () => (connected = true));
+    onLines(s, (message) => {
+      for (const l of listeners) l(message);
+    });
+    s.on('error', () => s.destroy());
+    s.on('close', () => {
+      connected = false;
+      if (!closed) setTimeout(connect, retryMs).unref();
+    });
+    s.unref();
+  };
+  connect();
+  return {
+    send(message) {
+      if (!connected || socket === undefined) throw new Error(`not connected to ${path}`);
+      socket.write(`${JSON.stringify(message)}\n`);
+    },
+    onMessage(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+    close() {
+      closed = true;
+      socket?.destroy();
+    },
+  };
+}
