@@ -29,6 +29,10 @@ const EXPECTED: Record<string, RegExp[]> = {
     /alice\/right: 429 blocked by user-ip \(retry-after: 60\)/,
     /bob\/right: 200 welcome/,
   ],
+  'cluster.ts': [
+    /2 workers, 40000 decisions: 1000 admitted of a limit of 1000/,
+    /messages to the primary: \d+ \(0\.0\d\d a decision\)/,
+  ],
   'overload.ts': [/t=1000 ms {2}limit=\d+ {2}baseline=2\d\.\d ms/, /goodput (9\d|100)% of capacity/],
   'waiting.ts': [
     /caller 1 admitted/,
