@@ -2,7 +2,16 @@ import type { Clock } from '../core/clock.js';
 import { FloodgateError } from '../core/errors.js';
 import type { Timers } from '../core/timers.js';
 import { DeadlineQueue, type Deadline } from '../stores/deadline-queue.js';
-import { MARK, errorOf, isReply, type ClusterChannel, type ClusterOp, type ClusterReply } from './protocol.js';
+import {
+  MARK,
+  errorOf,
+  isNotice,
+  isReply,
+  type ClusterChannel,
+  type ClusterNotice,
+  type ClusterOp,
+  type ClusterReply,
+} from './protocol.js';
 
 /** A call waiting for its reply. */
 interface Pending extends Deadline {
@@ -29,10 +38,12 @@ export class ChannelCaller {
     private readonly clock: Clock,
     timers: Timers,
     private readonly timeoutMs: number,
+    onNotice: (notice: ClusterNotice) => void,
   ) {
     this.deadlines = new DeadlineQueue(clock, timers);
     this.stop = channel.onMessage((message) => {
       if (isReply(message)) this.settle(message);
+      else if (isNotice(message)) onNotice(message);
     });
   }
 

@@ -60,6 +60,7 @@ export function portChannel(port: PortEnd): ClusterChannel {
 
 /** The parts of node's cluster module the host needs. */
 interface ClusterModule {
+  readonly workers?: Record<string, { send(message: unknown): unknown; isConnected(): boolean } | undefined>;
   on(event: 'message', listener: (worker: { send(message: unknown): unknown }, message: unknown) => void): unknown;
   off(event: 'message', listener: (worker: { send(message: unknown): unknown }, message: unknown) => void): unknown;
 }
@@ -73,7 +74,13 @@ export function serveClusterWorkers(host: ClusterStoreHost, cluster: ClusterModu
     if (isRequest(message)) worker.send(host.answer(message));
   };
   cluster.on('message', listener);
-  return () => void cluster.off('message', listener);
+  const stopNotices = host.onNotice((notice) => {
+    for (const worker of Object.values(cluster.workers ?? {})) if (worker?.isConnected()) worker.send(notice);
+  });
+  return () => {
+    cluster.off('message', listener);
+    stopNotices();
+  };
 }
 
 /**

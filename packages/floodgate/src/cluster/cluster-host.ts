@@ -18,6 +18,7 @@ import {
   policyFromIdentity,
   wire,
   type ClusterChannel,
+  type ClusterNotice,
   type ClusterReply,
   type ClusterRequest,
 } from './protocol.js';
@@ -70,6 +71,8 @@ export class ClusterStoreHost {
   private readonly timers: Timers;
   private readonly sweepMs: number;
   private sweepTimer: TimerHandle | undefined;
+  /** Where notices go: every channel attached, and every worker of a cluster served. */
+  private readonly listeners = new Set<(notice: ClusterNotice) => void>();
   /** calls counts every request answered, for benchmarks and tests. */
   calls = 0;
 
@@ -97,16 +100,35 @@ export class ClusterStoreHost {
    * alone) and returns a function that stops.
    */
   attach(channel: ClusterChannel): () => void {
-    return channel.onMessage((message) => {
+    const stop = channel.onMessage((message) => {
       if (isRequest(message)) channel.send(this.answer(message));
     });
+    const stopNotices = this.onNotice((notice) => channel.send(notice));
+    return () => {
+      stop();
+      stopNotices();
+    };
+  }
+
+  /**
+   * onNotice hears what every worker must be told after a call: a key reset, or units refunded (so
+   * that a worker refusing the key locally asks again). Returns a function that stops.
+   */
+  onNotice(listener: (notice: ClusterNotice) => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
   }
 
   /** answer applies one request and returns its reply; a request it cannot apply is answered with a typed error. */
   answer(request: ClusterRequest): ClusterReply {
     this.calls++;
     try {
-      return { m: MARK, id: request.id, value: this.apply(request) };
+      const reply: ClusterReply = { m: MARK, id: request.id, value: this.apply(request) };
+      if (request.op === 'reset' || request.op === 'refund') {
+        const notice: ClusterNotice = { m: MARK, notice: request.op, policy: request.policy, key: request.key };
+        for (const l of this.listeners) l(notice);
+      }
+      return reply;
     } catch (err) {
       const e = err instanceof FloodgateError ? err : new FloodgateError('STORE_ERROR', String(err), 'store');
       return { m: MARK, id: request.id, error: { code: e.code, message: e.message } };

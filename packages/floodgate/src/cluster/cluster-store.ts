@@ -13,7 +13,7 @@ import { policyIdentity } from '../stores/memory-store.js';
 import type { PolicyStore, Store } from '../stores/store.js';
 import { ChannelCaller } from './channel-caller.js';
 import { processChannel } from './channels.js';
-import { badReply, decisionFromWire, numberOf, wire, type ClusterChannel } from './protocol.js';
+import { badReply, decisionFromWire, numberOf, wire, type ClusterChannel, type ClusterNotice } from './protocol.js';
 
 /** ClusterStoreOptions configures a {@link ClusterStore}. */
 export interface ClusterStoreOptions extends LeaseOptions {
@@ -77,6 +77,8 @@ export class ClusterStore implements Store {
   private readonly clock: Clock;
   private readonly timers: Timers;
   private readonly tables = new Map<Algorithm, { table: PolicyStore & { close?(): Promise<void> }; binds: number }>();
+  /** The leased tables by policy identity, for the host's notices. */
+  private readonly leased = new Map<string, LeasedTable>();
 
   constructor(options: ClusterStoreOptions = {}) {
     this.settings = leaseSettingsOf(
@@ -99,7 +101,9 @@ export class ClusterStore implements Store {
       );
     this.clock = options.clock ?? systemClock;
     this.timers = options.timers ?? systemTimers;
-    this.caller = new ChannelCaller(options.channel ?? processChannel(), this.clock, this.timers, timeoutMs);
+    this.caller = new ChannelCaller(options.channel ?? processChannel(), this.clock, this.timers, timeoutMs, (n) =>
+      this.heard(n),
+    );
   }
 
   /** counts are the messages this store has sent to the host. */
@@ -126,13 +130,27 @@ export class ClusterStore implements Store {
     const entry = this.tables.get(algorithm);
     if (entry === undefined || --entry.binds > 0) return;
     this.tables.delete(algorithm);
+    this.leased.delete(policyIdentity(algorithm));
     void entry.table.close?.();
+  }
+
+  /**
+   * heard takes a host's notice: another worker reset a key (what this worker holds of it is
+   * forgotten, as that worker's was) or refunded it (this worker asks again rather than refusing it
+   * locally until the time the host gave before).
+   */
+  private heard(notice: ClusterNotice): void {
+    const table = this.leased.get(notice.policy);
+    if (table === undefined) return;
+    if (notice.notice === 'reset') table.forget(notice.key);
+    else table.wake(notice.key);
   }
 
   /** close gives back every leased unit, then lets the channel go; later calls fail with `LIMITER_CLOSED`. */
   async close(): Promise<void> {
     const tables = [...this.tables.values()];
     this.tables.clear();
+    this.leased.clear();
     await Promise.allSettled(tables.map(({ table }) => table.close?.()));
     this.caller.close();
   }
@@ -150,7 +168,7 @@ export class ClusterStore implements Store {
     });
     const terms = termsOf(algorithm, this.settings);
     if (terms === undefined) return Object.assign(direct, { decidesFailures: true as const });
-    return new LeasedTable({
+    const leased = new LeasedTable({
       policy: algorithm,
       source: new HostLeaseSource(this.caller, identity, terms),
       direct,
@@ -160,6 +178,10 @@ export class ClusterStore implements Store {
       timers: this.timers,
       tailPerRequest: true,
     });
+    this.leased.set(identity, leased);
+    // Queue-mode callers book future turns on the host's own state (a lease holds no future).
+    if (direct.reserve !== undefined) return Object.assign(leased, { reserve: direct.reserve.bind(direct) });
+    return leased;
   }
 }
 

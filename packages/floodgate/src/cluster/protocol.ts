@@ -46,10 +46,28 @@ export interface ClusterReply {
  * thread's MessagePort, or a socket. `onMessage` returns a function that stops listening.
  */
 export interface ClusterChannel {
-  send(message: ClusterRequest | ClusterReply): void;
+  send(message: ClusterRequest | ClusterReply | ClusterNotice): void;
   onMessage(listener: (message: unknown) => void): () => void;
   /** close lets the channel go (the process may then exit); optional. */
   close?(): void;
+}
+
+/**
+ * ClusterNotice is what the host tells every worker unasked: a key was reset (each worker forgets
+ * what it holds of it) or given units back (each worker that refuses it locally asks again).
+ */
+export interface ClusterNotice {
+  readonly m: typeof MARK;
+  readonly notice: 'reset' | 'refund';
+  readonly policy: string;
+  readonly key: string;
+}
+
+/** isNotice tells a host's notice apart from anything else on a channel. */
+export function isNotice(message: unknown): message is ClusterNotice {
+  return (
+    typeof message === 'object' && message !== null && (message as ClusterNotice).m === MARK && 'notice' in message
+  );
 }
 
 /** isRequest tells a floodgate request apart from anything else on a channel. */
@@ -59,7 +77,13 @@ export function isRequest(message: unknown): message is ClusterRequest {
 
 /** isReply tells a floodgate reply apart from anything else on a channel. */
 export function isReply(message: unknown): message is ClusterReply {
-  return typeof message === 'object' && message !== null && (message as ClusterReply).m === MARK && !('op' in message);
+  return (
+    typeof message === 'object' &&
+    message !== null &&
+    (message as ClusterReply).m === MARK &&
+    'id' in message &&
+    !('op' in message)
+  );
 }
 
 /** wire returns `n` as JSON carries it: a finite number as is, anything else as its string. */

@@ -152,6 +152,17 @@ export class LeasedTable implements PolicyStore {
     await this.o.direct.refund(key, cost, nowMs);
   }
 
+  /** forget drops this node's lease on `key` (its units count as spent), as after a reset made elsewhere. */
+  forget(key: string): void {
+    this.keys.delete(key);
+  }
+
+  /** wake ends a local refusal of `key` (the shared state was given units back): its next request asks. */
+  wake(key: string): void {
+    const k = this.keys.get(key);
+    if (k !== undefined) k.quietUntilMs = -Infinity;
+  }
+
   /** reset forgets this node's lease on `key` (its units are spent) and the shared state of the key. */
   async reset(key: string): Promise<void> {
     this.keys.delete(key);

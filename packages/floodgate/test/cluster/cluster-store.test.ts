@@ -151,13 +151,30 @@ describe('ClusterStore: one limit for several workers', () => {
     await stores[1]!.close();
   });
 
-  test('reset and refund reach the shared state', async () => {
+  test('a reset made by one worker reaches the shared state and every worker', async () => {
     const { clock, stores } = fleet(2);
     const policy = fixedWindow({ limit: 3, windowMs: 60_000 });
     const [a, b] = stores.map((store) => new Limiter({ policy, store, clock, timers: clock }));
     for (let i = 0; i < 3; i++) assert.equal((await a!.consume('r')).allowed, true);
     assert.equal((await b!.consume('r')).allowed, false);
-    await b!.reset('r');
+    // b now refuses `r` locally until the window ends; a reset made by a reaches it through the host.
+    assert.equal((await b!.consume('r')).allowed, false);
+    await a!.reset('r');
+    await settle();
+    assert.equal((await b!.consume('r')).allowed, true);
+    for (const s of stores) await s.close();
+  });
+
+  test('a refund made by one worker wakes the others that refuse the key locally', async () => {
+    const { clock, stores } = fleet(3);
+    const policy = fixedWindow({ limit: 3, windowMs: 60_000 });
+    const [a, b, c] = stores.map((store) => new Limiter({ policy, store, clock, timers: clock }));
+    for (let i = 0; i < 3; i++) assert.equal((await a!.consume('r')).allowed, true);
+    assert.equal((await b!.consume('r')).allowed, false);
+    assert.equal((await b!.consume('r')).allowed, false, 'refused locally now');
+    // c holds no lease of `r`: its refund goes to the host, which tells every worker.
+    await c!.refund('r', 1);
+    await settle();
     assert.equal((await b!.consume('r')).allowed, true);
     for (const s of stores) await s.close();
   });

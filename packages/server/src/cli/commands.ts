@@ -1,11 +1,22 @@
 /** The work of each `floodgate` subcommand, apart from argument parsing. */
+import cluster from 'node:cluster';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
-import { loadConfig } from '../config/load.js';
+import { AggregatorRegistry } from 'prom-client';
+import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { ConfigError, formatProblem } from '../config/problems.js';
 import { jsonSchema } from '../config/schema.js';
 import { startDemoUpstream } from '../demo/upstream.js';
 import { Gateway } from '../process/gateway.js';
+import { runPrimary } from '../process/primary.js';
+import {
+  PrimaryLink,
+  WORKER_MARK,
+  isWorkerMessage,
+  workerCount,
+  type FromWorker,
+  type ToWorker,
+} from '../process/workers.js';
 import { LOG_REDACT_PATHS } from '../ops/redact.js';
 import { checkFile } from './check.js';
 import { watchFiles } from './watch-files.js';
@@ -34,16 +45,34 @@ export interface ServeFlags {
   watch: boolean;
   drainTimeoutMs: number;
   drainMs?: number;
+  /** Overrides the config's `workers`: a number, or `auto` for one a core. */
+  workers?: number | 'auto';
 }
 
 /** runServe runs the gateway until SIGTERM or SIGINT, and returns the exit code. */
 export async function runServe(flags: ServeFlags): Promise<number> {
+  // A worker's and the primary's IPC keep the process alive: each exits with its code.
+  if (cluster.isWorker && process.env['FLOODGATE_WORKER_INDEX'] !== undefined) process.exit(await runWorker(flags));
   const log = pino({ name: 'floodgate', redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' } });
   const file = resolve(flags.config);
   if (flags.demoUpstream === true) {
     const ok = await startDemo(file, log);
     if (!ok) return 1;
   }
+  const loaded = await loadConfig(file).catch(() => undefined);
+  const workers = loaded === undefined ? 1 : workerCount(flags.workers ?? loaded.config.workers);
+  if (loaded !== undefined && workers > 1)
+    process.exit(
+      await runPrimary({
+        file,
+        log,
+        loaded,
+        workers,
+        watch: flags.watch,
+        ...(flags.adminPort === undefined ? {} : { adminPort: flags.adminPort }),
+        reread: () => loadConfig(file).catch((): LoadedConfig | undefined => undefined),
+      }),
+    );
   let gateway: Gateway;
   try {
     gateway = await Gateway.start({
@@ -81,6 +110,62 @@ export async function runServe(flags: ServeFlags): Promise<number> {
     process.on('SIGINT', stop);
   });
   process.exit(0);
+}
+
+/**
+ * runWorker runs one of the workers a primary forked: the gateway on the primary's shared store,
+ * reloading and shutting down when the primary says (or on its own SIGTERM), and returns the exit
+ * code.
+ */
+async function runWorker(flags: ServeFlags): Promise<number> {
+  const index = Number(process.env['FLOODGATE_WORKER_INDEX']);
+  const count = Number(process.env['FLOODGATE_WORKERS']);
+  const log = pino({
+    name: 'floodgate',
+    base: { pid: process.pid, worker: index },
+    redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' },
+  });
+  const link = new PrimaryLink((message: FromWorker) => void process.send?.(message));
+  let gateway: Gateway;
+  try {
+    gateway = await Gateway.start({
+      file: resolve(flags.config),
+      log,
+      ...(flags.port === undefined ? {} : { port: flags.port }),
+      drainTimeoutMs: flags.drainTimeoutMs,
+      ...(flags.drainMs === undefined ? {} : { drainMs: flags.drainMs }),
+      worker: { role: { index, count }, link },
+    });
+  } catch (err) {
+    log.fatal({ error: (err as Error).message }, 'worker could not start');
+    return 1;
+  }
+  // The primary's /metrics asks every worker for its figures (prom-client's cluster aggregation):
+  // making an AggregatorRegistry is what makes this worker answer.
+  new AggregatorRegistry();
+  AggregatorRegistry.setRegistries([gateway.metrics.registry]);
+  await new Promise<void>((resolveStop) => {
+    // The primary's message and a signal to the whole group (Ctrl-C, systemd's control group) come
+    // together: the first starts the drain, and only the primary's `cut` (its second signal) ends it early.
+    const stop = (): void => void gateway.shutdown().then(resolveStop);
+    process.on('message', (message: unknown) => {
+      if (!isWorkerMessage<ToWorker>(message) || link.answered(message)) return;
+      if (message.kind === 'reload')
+        void gateway
+          .reload(message.why)
+          .then((result) =>
+            process.send?.({ w: WORKER_MARK, kind: 'reloaded', id: message.id, result } satisfies FromWorker),
+          );
+      else if (message.kind === 'shutdown') stop();
+      else if (message.kind === 'cut') gateway.cutShutdown();
+    });
+    // Ctrl-C reaches every process of the terminal's group: the primary leads the shutdown, and a
+    // worker signalled on its own drains and exits (the primary then starts another).
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+    process.on('SIGHUP', () => {});
+  });
+  return 0;
 }
 
 /** The curl line a newcomer can run against the first route, to watch the headers count down to a 429. */

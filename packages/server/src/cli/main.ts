@@ -32,6 +32,11 @@ program
   )
   .option('--demo-upstream', "also start a small demo service at the first route's upstream address")
   .option('--no-watch', 'do not reload when the config file changes (SIGHUP still reloads)')
+  .option(
+    '--workers <n>',
+    "worker processes serving the port, instead of the config's workers: a number, or auto for one a core",
+    parseWorkers,
+  )
   .option('--drain-timeout-ms <ms>', 'longest wait for requests in flight on shutdown', (v) => Number(v), 10_000)
   .option(
     '--drain-ms <ms>',
@@ -183,6 +188,14 @@ function parsePort(value: string): number {
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`a port is a whole number from 0 to 65535, got "${value}"`);
   return port;
+}
+
+function parseWorkers(value: string): number | 'auto' {
+  if (value === 'auto') return value;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 256)
+    throw new Error(`workers is a whole number from 1 to 256, or auto, got "${value}"`);
+  return n;
 }
 
 function parseMs(value: string): number {

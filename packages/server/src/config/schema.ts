@@ -471,6 +471,17 @@ export const configSchema = z.strictObject({
     })
     .describe("Bounds on a request's size and on how long each side of an exchange may take."),
   /**
+   * How many processes serve the traffic port: 1 (the default) runs the gateway in this process;
+   * more, or `auto` (one a core), runs a primary that forks that many workers sharing the one
+   * listener, with one limit for the host (see docs/workers.md). Read at start.
+   */
+  workers: z
+    .union([whole.min(1).max(256), z.literal('auto')])
+    .default(1)
+    .describe(
+      "How many worker processes serve the traffic port, sharing one listener and, on the memory store, one limit for the host (leases from the primary): a number from 1 to 256, or 'auto' for one a core. Read at start; see docs/workers.md.",
+    ),
+  /**
    * What SIGTERM does: unready at once, then `drainMs` (default 5,000; 0: none) still serving new
    * connections while load balancers see `/readyz` answer 503, then the listener closes and
    * requests in flight finish. Read at shutdown, so a reload changes it.

@@ -86,6 +86,8 @@ export class GatewayMetrics implements DecisionReporter {
     name: 'floodgate_ready',
     help: '1 when the gateway is ready to serve.',
     registers: [this.registry],
+    // Summed over workers by the primary's /metrics: ready when every worker is.
+    aggregator: 'min',
   });
   /** The overload protection's metrics: concurrency limits, sheds and circuits. */
   readonly overload = new OverloadMetrics(this.registry);

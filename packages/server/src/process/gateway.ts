@@ -32,6 +32,7 @@ import { Upstreams } from '../gateway/proxy.js';
 import { RouteTable } from '../gateway/routes.js';
 import { hashesWithoutSecret, keyHashingOf, type KeyHashing } from '../gateway/key-hash.js';
 import { requestListener, serveUpgrade, trustedPeers, type TrafficState } from '../gateway/traffic.js';
+import { shareOverload, type PrimaryLink, type WorkerRole } from './workers.js';
 
 /** GatewayOptions configures {@link Gateway.start}. */
 export interface GatewayOptions {
@@ -47,6 +48,12 @@ export interface GatewayOptions {
   readonly drainTimeoutMs?: number;
   /** Overrides the config's `shutdown.drainMs`: how long the listener stays open once unready, in ms. */
   readonly drainMs?: number;
+  /**
+   * Set when this gateway is one of the workers of `floodgate serve --workers`: the memory store is
+   * the primary's (through `floodgate/cluster`), concurrency limits are divided among the workers,
+   * the admin port is the primary's (this worker's own is private), and reloads reach every worker.
+   */
+  readonly worker?: { readonly role: WorkerRole; readonly link: PrimaryLink };
 }
 
 /** ReloadResult says whether a reload was applied and, when not, why. */
@@ -176,7 +183,9 @@ export class Gateway implements TrafficState {
   /** start loads the config, opens the store, listens on both ports and resolves once listening. */
   static async start(options: GatewayOptions): Promise<Gateway> {
     const env = options.env ?? process.env;
-    const { config, domains, descriptorFiles, tls } = await loadConfig(options.file, env);
+    const loaded = await loadConfig(options.file, env);
+    const { domains, descriptorFiles, tls } = loaded;
+    const config = shareOverload(loaded.config, options.worker?.role.count ?? 1);
     const metrics = new GatewayMetrics();
     const board = new Board({ clock: new LoopClock() });
     const made: { gateway?: Gateway } = {};
@@ -191,6 +200,7 @@ export class Gateway implements TrafficState {
     });
     const store = await openStore(config.store, {
       env,
+      shared: options.worker !== undefined,
       observer: combineObservers(metrics.observer, board.observer, storeState.observer),
       onBackendError: (err) => storeLog.connectionError(err),
     });
@@ -268,7 +278,11 @@ export class Gateway implements TrafficState {
         activeConfig,
         isReady: () => this.ready,
         ports: () => ({ port: this.port, adminPort: this.adminPort }),
-        ...(this.store.registry === undefined ? {} : { registry: this.store.registry }),
+        ...(this.store.registry === undefined
+          ? this.options.worker === undefined
+            ? {}
+            : { registry: this.options.worker.link.registry }
+          : { registry: this.store.registry }),
       });
       if (dashboard !== undefined) this.reporter = dashboard.reporter;
       this.admin = createServer(
@@ -278,11 +292,14 @@ export class Gateway implements TrafficState {
           isReady: () => this.ready,
           rule: (route, rule) => this.table.rule(route, rule),
           activeConfig,
-          reload: () => this.reload('admin API'),
+          reload: () => this.options.worker?.link.reloadAll('admin API') ?? this.reload('admin API'),
           dashboard: dashboard?.endpoints,
         }),
       );
-      await listenOn(this.admin, this.options.adminPort ?? c.admin?.port ?? 9090, c.admin?.host ?? '127.0.0.1');
+      // A worker's admin port is its own (exclusive, not shared through the cluster): the primary
+      // serves the host's, and sends it what a worker answers.
+      if (this.options.worker !== undefined) await listenOn(this.admin, 0, '127.0.0.1', true);
+      else await listenOn(this.admin, this.options.adminPort ?? c.admin?.port ?? 9090, c.admin?.host ?? '127.0.0.1');
       if (dashboard !== undefined) dashboardUrl = `http://${c.admin?.host ?? '127.0.0.1'}:${this.adminPort}/dashboard`;
     }
     const service =
@@ -300,8 +317,13 @@ export class Gateway implements TrafficState {
         ...service,
         ...(dashboardUrl === undefined ? {} : { dashboard: dashboardUrl }),
       },
-      'listening',
+      this.options.worker === undefined ? 'listening' : 'worker listening',
     );
+    this.options.worker?.link.tell({
+      kind: 'listening',
+      port: this.port,
+      ...(this.adminPort === undefined ? {} : { adminPort: this.adminPort }),
+    });
   }
 
   /** Ready once the store answers a ping; retried every 200 ms until then. */
@@ -311,7 +333,8 @@ export class Gateway implements TrafficState {
         await this.store.ping(1_000);
         this.ready = true;
         this.metrics.setReady(true);
-        this.log.info('ready');
+        this.log.info(this.options.worker === undefined ? 'ready' : 'worker ready');
+        this.options.worker?.link.tell({ kind: 'ready' });
         const risks = await this.store.memoryRisks();
         for (const risk of risks) this.log.warn({ risk }, 'store memory: a throttled key could be evicted');
         if (this.store.kind === 'redis') this.log.info({ risks: risks.length }, 'store memory checked');
@@ -334,7 +357,7 @@ export class Gateway implements TrafficState {
     let loaded: Awaited<ReturnType<typeof loadConfig>>;
     try {
       loaded = await loadConfig(this.options.file, this.env);
-      config = loaded.config;
+      config = shareOverload(loaded.config, this.options.worker?.role.count ?? 1);
     } catch (err) {
       const problems = err instanceof ConfigError ? err.problems.map(formatProblem) : [(err as Error).message];
       this.metrics.reload(false);
@@ -489,6 +512,7 @@ export class Gateway implements TrafficState {
     this.draining = true;
     this.ready = false;
     this.metrics.setReady(false);
+    this.options.worker?.link.tell({ kind: 'unready' });
     const drainMs = this.options.drainMs ?? this.config.shutdown.drainMs;
     if (drainMs > 0) {
       this.log.info({ drainMs }, 'shutting down: unready, still serving until the drain period ends');
@@ -535,10 +559,10 @@ async function waitOrCut(ms: number, early: Promise<void>): Promise<boolean> {
   return settled;
 }
 
-function listenOn(server: Server, port: number, host: string): Promise<void> {
+function listenOn(server: Server, port: number, host: string, exclusive = false): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen({ port, host, exclusive }, () => {
       server.off('error', reject);
       resolve();
     });

@@ -78,6 +78,11 @@ export const FAIL_FAST_CLUSTER = Object.freeze({ clusterRetryStrategy: (): numbe
 /** StoreSeams are what {@link openStore} needs besides the config. */
 export interface StoreSeams {
   readonly env: NodeJS.ProcessEnv;
+  /**
+   * Whether this process is one of `floodgate serve`'s workers: the memory store is then the
+   * primary's, reached through `floodgate/cluster`, so that each limit is one limit for the host.
+   */
+  readonly shared?: boolean;
   /** Hears every Redis round trip, failure and circuit change (for metrics). */
   readonly observer: Observer;
   /** Hears connection errors of the Redis client. */
@@ -93,6 +98,11 @@ export interface StoreSeams {
  */
 export async function openStore(config: StoreConfig, seams: StoreSeams): Promise<GatewayStore> {
   const { env, observer, onBackendError } = seams;
+  if (config.type === 'memory' && seams.shared === true) {
+    const { ClusterStore } = await import('floodgate/cluster');
+    const store = new ClusterStore();
+    return { store, kind: 'memory', ping: async () => {}, close: () => store.close(), memoryRisks: async () => [] };
+  }
   if (config.type === 'memory') {
     const store = new MemoryStore(config.maxKeys === undefined ? {} : { maxKeys: config.maxKeys });
     return { store, kind: 'memory', ping: async () => {}, close: async () => {}, memoryRisks: async () => [] };

@@ -1,0 +1,156 @@
+/**
+ * `floodgate serve` with workers, on real processes: one listener served by two worker processes,
+ * one limit for the host on the memory store, the host's metrics, reloads reaching every worker,
+ * the admin API, a worker killed with SIGKILL and replaced, and SIGTERM draining them all.
+ */
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { after, before, describe, test } from 'node:test';
+import { startGateway, type GatewayProcess } from './support/gateway-process.js';
+import { metricValue } from './support/http.js';
+import { startUpstream, type TestUpstream } from './support/upstream.js';
+
+const TOKEN = 'workers-test-admin-token-0123456789';
+
+function config(upstream: string, limit = 100, extraRoute = ''): string {
+  return `listen: { host: 127.0.0.1, port: 8080 }
+admin: { host: 127.0.0.1, port: 9090, tokenEnv: FG_WORKERS_TOKEN }
+store: { type: memory }
+workers: 2
+routes:${extraRoute}
+  - name: api
+    upstream: ${upstream}
+    rules:
+      - name: whole
+        policy: { algorithm: fixedWindow, limit: ${limit}, windowMs: 3600000 }
+        key: { type: route }
+`;
+}
+
+/** One GET on a fresh connection; the status, or 0 when the connection failed (a killed worker's). */
+function get(url: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request(url, { agent: false, headers: { connection: 'close' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', () => resolve(0));
+    req.end();
+  });
+}
+
+/** `total` GETs, `concurrency` at a time, each on a fresh connection; `between` runs after each batch. */
+async function burst(url: string, total: number, concurrency: number, between?: (batch: number) => Promise<void>) {
+  const statuses: number[] = [];
+  for (let b = 0; b * concurrency < total; b++) {
+    statuses.push(
+      ...(await Promise.all(Array.from({ length: Math.min(concurrency, total - b * concurrency) }, () => get(url)))),
+    );
+    await between?.(b);
+  }
+  return {
+    ok: statuses.filter((s) => s === 200).length,
+    limited: statuses.filter((s) => s === 429).length,
+    failed: statuses.filter((s) => s === 0).length,
+  };
+}
+
+async function admin(gw: GatewayProcess, path: string, method = 'GET'): Promise<{ status: number; body: string }> {
+  const res = await fetch(gw.adminUrl(path), { method, headers: { authorization: `Bearer ${TOKEN}` } });
+  return { status: res.status, body: await res.text() };
+}
+
+const env = { FG_WORKERS_TOKEN: TOKEN };
+
+describe('floodgate serve with 2 workers', { timeout: 300_000 }, () => {
+  let upstream: TestUpstream;
+  before(async () => {
+    upstream = await startUpstream();
+  });
+  after(() => upstream.close());
+
+  test('one limit for the host: 400 requests over 50 fresh connections admit exactly 100, every run', async () => {
+    for (let run = 0; run < 3; run++) {
+      const gw = await startGateway(config(upstream.origin), { env });
+      try {
+        const workers = gw.logs.filter((l) => l.msg === 'worker listening');
+        assert.equal(new Set(workers.map((l) => l.pid)).size, 2, 'two worker processes');
+        const r = await burst(gw.url('/x'), 400, 50);
+        assert.deepEqual(r, { ok: 100, limited: 300, failed: 0 });
+        // The host's metrics: every worker's decisions, summed by the primary.
+        const metrics = await (await fetch(gw.adminUrl('/metrics'))).text();
+        const decided = (outcome: string) =>
+          metricValue(metrics, 'floodgate_decisions_total', { route: 'api', rule: 'whole', outcome });
+        assert.equal(decided('admitted') + decided('near_limit'), 100, metrics);
+        assert.equal(decided('limited'), 300);
+        assert.equal(metricValue(metrics, 'floodgate_workers'), 2);
+        assert.equal(metricValue(metrics, 'floodgate_ready'), 1);
+      } finally {
+        assert.equal(await gw.stop(), 0);
+      }
+    }
+  });
+
+  test('a worker SIGKILLed mid-run is replaced and logged; the limit holds (never over, short at most the unit it held)', async () => {
+    const gw = await startGateway(config(upstream.origin), { env });
+    try {
+      const first = gw.logs.filter((l) => l.msg === 'worker listening').map((l) => l.pid as number);
+      let seenAfterKill = 0;
+      const r = await burst(gw.url('/x'), 400, 25, async (batch) => {
+        if (batch !== 1) return;
+        process.kill(first[0]!, 'SIGKILL');
+        seenAfterKill = gw.logs.length;
+        await gw.waitForLog('worker exited; starting another', seenAfterKill - 1);
+        await gw.waitForLog('worker ready', seenAfterKill - 1);
+      });
+      const exited = gw.logs.find((l) => l.msg === 'worker exited; starting another');
+      assert.equal(exited?.pid, first[0]);
+      assert.equal(exited?.signal, 'SIGKILL');
+      assert.ok(r.ok <= 100 && r.ok >= 99, JSON.stringify(r));
+      const replacement = gw.logs.slice(seenAfterKill).find((l) => l.msg === 'worker listening');
+      assert.ok(replacement !== undefined && !first.includes(replacement.pid as number), 'a new worker process');
+      const metrics = await (await fetch(gw.adminUrl('/metrics'))).text();
+      assert.equal(metricValue(metrics, 'floodgate_worker_restarts_total'), 1);
+    } finally {
+      assert.equal(await gw.stop(), 0);
+    }
+  });
+
+  test('SIGHUP and a file change reload every worker, keeping counts; the admin API reaches the shared limit', async () => {
+    const gw = await startGateway(config(upstream.origin, 10), { env });
+    try {
+      assert.deepEqual(await burst(gw.url('/x'), 20, 10), { ok: 10, limited: 10, failed: 0 });
+      // A new route on every worker: 20 fresh connections spread over both, none answered 404.
+      const newRoute = `\n  - name: fresh\n    match: { path: /fresh }\n    upstream: ${upstream.origin}`;
+      const from = gw.logs.length;
+      await gw.writeConfig(config(upstream.origin, 10, newRoute));
+      gw.child.kill('SIGHUP');
+      await gw.waitForLog('config reloaded', from);
+      await new Promise((r) => setTimeout(r, 500));
+      const reloaded = gw.logs.slice(from).filter((l) => l.msg === 'config reloaded');
+      assert.ok(reloaded.length >= 2, 'each worker reloaded');
+      assert.deepEqual(await burst(gw.url('/fresh'), 20, 10), { ok: 20, limited: 0, failed: 0 });
+      // The unchanged rule kept its count across the reload, on every worker.
+      assert.deepEqual(await burst(gw.url('/x'), 10, 10), { ok: 0, limited: 10, failed: 0 });
+      // A reset through the host's admin port: the shared state is fresh for every worker.
+      const reset = await admin(gw, '/admin/keys/reset?route=api&rule=whole&identity=route:api', 'POST');
+      assert.equal(reset.status, 200, reset.body);
+      assert.deepEqual(await burst(gw.url('/x'), 20, 10), { ok: 10, limited: 10, failed: 0 });
+      // The admin API's reload reaches every worker too.
+      const viaAdmin = await admin(gw, '/admin/reload', 'POST');
+      assert.equal(viaAdmin.status, 200, viaAdmin.body);
+    } finally {
+      assert.equal(await gw.stop(), 0);
+    }
+  });
+
+  test('SIGTERM drains every worker and the primary exits 0', async () => {
+    const gw = await startGateway(config(upstream.origin), { env, args: ['--drain-ms', '300'] });
+    const workers = gw.logs.filter((l) => l.msg === 'worker listening').map((l) => l.pid);
+    const code = await gw.stop();
+    assert.equal(code, 0);
+    const stopped = gw.logs.filter((l) => l.msg === 'stopped').map((l) => l.pid);
+    for (const pid of workers) assert.ok(stopped.includes(pid), `worker ${String(pid)} stopped`);
+    for (const pid of workers) assert.throws(() => process.kill(pid as number, 0), 'the worker process is gone');
+  });
+});
