@@ -126,7 +126,31 @@ async function runWorker(flags: ServeFlags): Promise<number> {
     redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' },
   });
   const link = new PrimaryLink((message: FromWorker) => void process.send?.(message));
-  let gateway: Gateway;
+  // Listen before starting: the primary's shutdown, or a signal to the whole group (Ctrl-C, systemd's
+  // control group), may come while the gateway starts, and must not be lost or kill it half-made.
+  let gateway: Gateway | undefined;
+  let stopAsked = false;
+  let stopped: (() => void) | undefined;
+  const stop = (): void => {
+    stopAsked = true;
+    if (gateway !== undefined) void gateway.shutdown().then(() => stopped?.());
+  };
+  process.on('message', (message: unknown) => {
+    if (!isWorkerMessage<ToWorker>(message) || link.answered(message)) return;
+    if (message.kind === 'reload') {
+      // A worker still starting reads the config as it is now: nothing to reload yet.
+      const done = gateway?.reload(message.why) ?? Promise.resolve({ applied: true, problems: [] });
+      void done.then((result) =>
+        process.send?.({ w: WORKER_MARK, kind: 'reloaded', id: message.id, result } satisfies FromWorker),
+      );
+    } else if (message.kind === 'shutdown') stop();
+    else if (message.kind === 'cut') gateway?.cutShutdown();
+  });
+  // The primary's message and a signal to the group come together: the first starts the drain, and
+  // only the primary's `cut` (its second signal) ends it early. SIGHUP is the primary's to spread.
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('SIGHUP', () => {});
   try {
     gateway = await Gateway.start({
       file: resolve(flags.config),
@@ -145,25 +169,8 @@ async function runWorker(flags: ServeFlags): Promise<number> {
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([gateway.metrics.registry]);
   await new Promise<void>((resolveStop) => {
-    // The primary's message and a signal to the whole group (Ctrl-C, systemd's control group) come
-    // together: the first starts the drain, and only the primary's `cut` (its second signal) ends it early.
-    const stop = (): void => void gateway.shutdown().then(resolveStop);
-    process.on('message', (message: unknown) => {
-      if (!isWorkerMessage<ToWorker>(message) || link.answered(message)) return;
-      if (message.kind === 'reload')
-        void gateway
-          .reload(message.why)
-          .then((result) =>
-            process.send?.({ w: WORKER_MARK, kind: 'reloaded', id: message.id, result } satisfies FromWorker),
-          );
-      else if (message.kind === 'shutdown') stop();
-      else if (message.kind === 'cut') gateway.cutShutdown();
-    });
-    // Ctrl-C reaches every process of the terminal's group: the primary leads the shutdown, and a
-    // worker signalled on its own drains and exits (the primary then starts another).
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-    process.on('SIGHUP', () => {});
+    stopped = resolveStop;
+    if (stopAsked) stop();
   });
   return 0;
 }

@@ -54,6 +54,18 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   let started = false;
   let restarts = 0;
   let files: readonly string[] = filesOf(loaded);
+  // Signals are heard from the start: one that came before a handler would end the primary at once,
+  // leaving its workers behind. The first asks for the shutdown; a second cuts the drains short.
+  let signalled = 0;
+  let stopAsked!: () => void;
+  const stopSignal = new Promise<void>((resolve) => (stopAsked = resolve));
+  const onSignal = (): void => {
+    if (++signalled === 1) return stopAsked();
+    for (const w of members.keys()) w.send({ w: WORKER_MARK, kind: 'cut' } satisfies ToWorker);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGHUP', () => void (started ? reloadAll('SIGHUP') : undefined));
 
   const fork = (): void => {
     const index = nextIndex++;
@@ -182,22 +194,12 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
         () => void reloadAll('file changed'),
       )
     : () => {};
-  process.on('SIGHUP', () => void reloadAll('SIGHUP'));
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      if (stopping) {
-        for (const w of members.keys()) w.send({ w: WORKER_MARK, kind: 'cut' } satisfies ToWorker);
-        return;
-      }
-      stopping = true;
-      stopWatching();
-      log.info({ workers: members.size }, 'shutting down every worker');
-      for (const w of members.keys()) w.send({ w: WORKER_MARK, kind: 'shutdown' } satisfies ToWorker);
-      void exited.then(resolve);
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  });
+  await stopSignal;
+  stopping = true;
+  stopWatching();
+  log.info({ workers: members.size }, 'shutting down every worker');
+  for (const w of members.keys()) w.send({ w: WORKER_MARK, kind: 'shutdown' } satisfies ToWorker);
+  if (members.size > 0) await exited;
   stopServing();
   host?.close();
   if (admin !== undefined) {
