@@ -148,7 +148,11 @@ describe('floodgate serve with 2 workers', { timeout: 300_000 }, () => {
     const gw = await startGateway(config(upstream.origin), { env, args: ['--drain-ms', '300'] });
     const workers = gw.logs.filter((l) => l.msg === 'worker listening').map((l) => l.pid);
     const code = await gw.stop();
-    assert.equal(code, 0, `exit ${String(code)} (${String(gw.child.signalCode)}); logs:\n${gw.logs.map((l) => JSON.stringify(l)).join('\n')}`);
+    assert.equal(
+      code,
+      0,
+      `exit ${String(code)} (${String(gw.child.signalCode)}); logs:\n${gw.logs.map((l) => JSON.stringify(l)).join('\n')}`,
+    );
     const stopped = gw.logs.filter((l) => l.msg === 'stopped').map((l) => l.pid);
     for (const pid of workers) assert.ok(stopped.includes(pid), `worker ${String(pid)} stopped`);
     for (const pid of workers) assert.throws(() => process.kill(pid as number, 0), 'the worker process is gone');
