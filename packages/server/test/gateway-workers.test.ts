@@ -6,6 +6,10 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { floodgate } from './support/cli.js';
 import { startGateway, type GatewayProcess } from './support/gateway-process.js';
 import { metricValue } from './support/http.js';
 import { startUpstream, type TestUpstream } from './support/upstream.js';
@@ -156,5 +160,36 @@ describe('floodgate serve with 2 workers', { timeout: 300_000 }, () => {
     const stopped = gw.logs.filter((l) => l.msg === 'stopped').map((l) => l.pid);
     for (const pid of workers) assert.ok(stopped.includes(pid), `worker ${String(pid)} stopped`);
     for (const pid of workers) assert.throws(() => process.kill(pid as number, 0), 'the worker process is gone');
+  });
+
+  test('a smooth policy on the memory store with workers: check and serve refuse it, with the fix', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'floodgate-workers-'));
+    try {
+      const smooth = (workers: number) => `store: { type: memory }
+workers: ${workers}
+routes:
+  - name: paced
+    upstream: ${upstream.origin}
+    rules:
+      - name: even
+        mode: queue
+        policy: { algorithm: smoothBursty, permitsPerSecond: 10 }
+        key: { type: route }
+        queue: { maxWaitMs: 1000 }
+`;
+      const file = join(dir, 'smooth.yaml');
+      await writeFile(file, smooth(2));
+      const check = await floodgate('check', file);
+      assert.equal(check.code, 1);
+      assert.match(check.stdout + check.stderr, /every worker would pace at the full rate/);
+      assert.match(check.stdout + check.stderr, /use a Redis store .* or workers: 1/);
+      await writeFile(file, smooth(1));
+      assert.equal((await floodgate('check', file)).code, 0);
+      const serve = await floodgate('serve', '--config', file, '--workers', '2', '--port', '0', '--admin-port', '0');
+      assert.equal(serve.code, 1);
+      assert.match(serve.stdout, /cannot run with --workers 2/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

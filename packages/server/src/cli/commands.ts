@@ -1,10 +1,12 @@
 /** The work of each `floodgate` subcommand, apart from argument parsing. */
 import cluster from 'node:cluster';
+import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
 import { AggregatorRegistry } from 'prom-client';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
-import { ConfigError, formatProblem } from '../config/problems.js';
+import { ConfigError, Locator, formatProblem } from '../config/problems.js';
+import { workerProblems } from '../config/worker-checks.js';
 import { jsonSchema } from '../config/schema.js';
 import { startDemoUpstream } from '../demo/upstream.js';
 import { Gateway } from '../process/gateway.js';
@@ -61,6 +63,18 @@ export async function runServe(flags: ServeFlags): Promise<number> {
   }
   const loaded = await loadConfig(file).catch(() => undefined);
   const workers = loaded === undefined ? 1 : workerCount(flags.workers ?? loaded.config.workers);
+  if (loaded !== undefined && flags.workers !== undefined && workers > 1) {
+    // The config was checked for its own workers setting; --workers is checked here.
+    const at = Locator.ofText(file, await readFile(file, 'utf8'));
+    const problems = workerProblems(loaded.config, flags.workers, at);
+    if (problems.length > 0) {
+      log.fatal(
+        { problems: problems.map(formatProblem) },
+        `the config cannot run with --workers ${flags.workers}; not starting`,
+      );
+      return 1;
+    }
+  }
   if (loaded !== undefined && workers > 1)
     process.exit(
       await runPrimary({

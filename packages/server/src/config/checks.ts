@@ -13,6 +13,7 @@ import { isSmoothPolicy } from './smooth-schema.js';
 import type { ConfigPath, ConfigProblem, Locator } from './problems.js';
 import type { GatewayConfig, RouteConfig, RuleConfig } from './schema.js';
 import { paramNamesOf, patternCovers } from './paths.js';
+import { workerProblems } from './worker-checks.js';
 
 /** checkConfig returns every problem of a schema-valid config (none: an empty list). */
 export function checkConfig(config: GatewayConfig, at: Locator, env: NodeJS.ProcessEnv): ConfigProblem[] {
@@ -46,6 +47,7 @@ export function checkConfig(config: GatewayConfig, at: Locator, env: NodeJS.Proc
   problems.push(...checkStore(config, at, env));
   problems.push(...checkSecret(config.keys.secret, config.keys.secretEnv, ['keys'], 'secret', at, env));
   problems.push(...checkLeases(config, at));
+  problems.push(...workerProblems(config, config.workers, at));
   if (config.routes.length === 0 && config.rateLimitService === undefined) {
     problems.push(
       at.problem(
