@@ -192,4 +192,32 @@ routes:
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  test('a concurrency limit is divided among the workers: the host never sends the upstream more than it', async () => {
+    const gw = await startGateway(
+      `store: { type: memory }
+workers: 2
+routes:
+  - name: held
+    upstream: ${upstream.origin}
+    concurrency: { limit: 4 }
+`,
+    );
+    try {
+      const before = upstream.received.length;
+      // 12 at once on fresh connections: each worker lets 2 through (4 / 2) and sheds the rest.
+      const answers = Array.from({ length: 12 }, (_, i) => get(gw.url(`/hold/${i}`)));
+      await new Promise((r) => setTimeout(r, 1_000));
+      const reached = upstream.received.length - before;
+      const metrics = await (await fetch(gw.adminUrl('/metrics'))).text();
+      upstream.release();
+      const statuses = await Promise.all(answers);
+      assert.ok(reached >= 2 && reached <= 4, `${reached} reached the upstream at once`);
+      assert.equal(statuses.filter((s) => s === 200).length, reached);
+      assert.equal(statuses.filter((s) => s === 503).length, 12 - reached);
+      assert.equal(metricValue(metrics, 'floodgate_concurrency_limit', { scope: 'route:held' }), 4, metrics);
+    } finally {
+      assert.equal(await gw.stop(), 0);
+    }
+  });
 });
