@@ -13,4 +13,9 @@ export default tseslint.config(
       'no-constant-condition': ['error', { checkLoops: false }],
     },
   },
+  // CommonJS files (PM2's ecosystem file must be one): node's module globals.
+  {
+    files: ['**/*.cjs'],
+    languageOptions: { globals: { module: 'writable', require: 'readonly', __dirname: 'readonly' } },
+  },
 );
