@@ -29,7 +29,10 @@
  * trust on a busy machine) and VmRSS. Figures are medians over the runs; each subject's ratio to
  * the undici peer in the same environment is the median of the runs' ratios. Nothing is asserted.
  *
- *   node --conditions=floodgate-source --import tsx bench/startup.ts [--runs 5] [--installed DIR]
+ *   node --conditions=floodgate-source --import tsx bench/startup.ts [--runs 5] [--installed DIR] [--workers 2]
+ *
+ * With `--workers N`, the installed command also runs with `--workers N` (a primary and N workers
+ * of node's cluster module): its first 200 needs every worker listening, and its RSS is the tree's.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -111,7 +114,13 @@ interface Subject {
 }
 
 /** floodgate returns a subject running `command` as `floodgate serve` with one route and one rule. */
-function floodgate(name: string, command: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Subject {
+function floodgate(
+  name: string,
+  command: readonly string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+  extra: readonly string[] = [],
+): Subject {
   return {
     name,
     env,
@@ -124,7 +133,7 @@ function floodgate(name: string, command: readonly string[], cwd: string, env: N
         configFile,
         `listen: { host: 127.0.0.1, port: ${port} }\nadmin: { host: 127.0.0.1, port: ${adminPort} }\nstore: { type: memory }\nroutes:\n  - name: api\n    match: { path: /api/* }\n    upstream: http://127.0.0.1:${upstreamPort}\n    rules:\n      - name: per-client\n        policy: { algorithm: tokenBucket, capacity: 1000, refillPerSecond: 1000 }\n`,
       );
-      return [...command, 'serve', '--config', configFile, '--no-watch'];
+      return [...command, 'serve', '--config', configFile, '--no-watch', ...extra];
     },
   };
 }
@@ -209,7 +218,9 @@ function withoutExtraCas(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(3)} s`;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, installed: { type: 'string' } } });
+  const { values } = parseArgs({
+    options: { runs: { type: 'string', default: '5' }, installed: { type: 'string' }, workers: { type: 'string' } },
+  });
   const runs = Number(values.runs);
   const upstream = createServer((_req, res) => res.end('ok'));
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
@@ -225,6 +236,14 @@ async function main(): Promise<void> {
   const subjects: Subject[] = envs.flatMap(([suffix, env]) => [
     peer(`undici peer${suffix}`, peerFile, env),
     floodgate(`installed${suffix}`, installedBin, appDir, env),
+    ...(values.workers === undefined
+      ? []
+      : [
+          floodgate(`installed, ${values.workers} workers${suffix}`, installedBin, appDir, env, [
+            '--workers',
+            values.workers,
+          ]),
+        ]),
   ]);
   if (existsSync(join(SERVER_DIR, 'dist')))
     console.log('dev: skipped (packages/server/dist exists, so the bin would run it)');
