@@ -120,7 +120,7 @@ describe('floodgate serve with 2 workers', { timeout: 300_000 }, () => {
     }
   });
 
-  test('SIGHUP and a file change reload every worker, keeping counts; the admin API reaches the shared limit', async () => {
+  test('SIGHUP reloads every worker, keeping counts; the admin API reaches the shared limit; one dashboard lists every worker', async () => {
     const gw = await startGateway(config(upstream.origin, 10), { env });
     try {
       assert.deepEqual(await burst(gw.url('/x'), 20, 10), { ok: 10, limited: 10, failed: 0 });
@@ -140,6 +140,13 @@ describe('floodgate serve with 2 workers', { timeout: 300_000 }, () => {
       const reset = await admin(gw, '/admin/keys/reset?route=api&rule=whole&identity=route:api', 'POST');
       assert.equal(reset.status, 200, reset.body);
       assert.deepEqual(await burst(gw.url('/x'), 20, 10), { ok: 10, limited: 10, failed: 0 });
+      // One dashboard for the host: whichever worker serves it lists every worker, a row each.
+      let page = '';
+      for (let i = 0; i < 50 && !page.includes('Gateway processes on this store (2)'); i++) {
+        await new Promise((r) => setTimeout(r, 200));
+        page = (await admin(gw, '/dashboard')).body;
+      }
+      assert.match(page, /Gateway processes on this store \(2\)/);
       // The admin API's reload reaches every worker too.
       const viaAdmin = await admin(gw, '/admin/reload', 'POST');
       assert.equal(viaAdmin.status, 200, viaAdmin.body);
