@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { floodgate } from './support/cli.js';
 import { startGateway, type GatewayProcess } from './support/gateway-process.js';
 import { metricValue } from './support/http.js';
@@ -225,6 +226,24 @@ routes:
       assert.equal(metricValue(metrics, 'floodgate_concurrency_limit', { scope: 'route:held' }), 4, metrics);
     } finally {
       assert.equal(await gw.stop(), 0);
+    }
+  });
+
+  test('the quota service (RLQS) on the memory store with workers: serve refuses it, with the fix', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'floodgate-workers-rlqs-'));
+    try {
+      const descriptors = fileURLToPath(new URL('./ratelimit/fixtures/rlqs-shared.yaml', import.meta.url));
+      const file = join(dir, 'rlqs.yaml');
+      await writeFile(
+        file,
+        `store: { type: memory }\nworkers: 2\nrateLimitService: { grpc: { port: 0 }, descriptors: [${descriptors}] }\n`,
+      );
+      const serve = await floodgate('serve', '--config', file, '--admin-port', '0');
+      assert.equal(serve.code, 1);
+      assert.match(serve.stdout, /keeps its ledger in each process on the memory store/);
+      assert.match(serve.stdout, /use a Redis store/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

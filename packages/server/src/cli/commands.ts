@@ -75,6 +75,16 @@ export async function runServe(flags: ServeFlags): Promise<number> {
       return 1;
     }
   }
+  if (loaded !== undefined && workers > 1 && loaded.config.store.type === 'memory') {
+    const quota = loaded.domains.filter((d) => d.quota !== undefined).map((d) => d.domain);
+    if (quota.length > 0) {
+      log.fatal(
+        { domains: quota, hint: 'use a Redis store (its ledger is shared by every process), or workers: 1' },
+        'the rate limit quota service (RLQS) keeps its ledger in each process on the memory store: with workers, each would grant the whole quota; not starting',
+      );
+      return 1;
+    }
+  }
   if (loaded !== undefined && workers > 1)
     process.exit(
       await runPrimary({
