@@ -4,42 +4,13 @@
  * log line per exchange from whichever worker served it.
  */
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { connect as tlsConnect } from 'node:tls';
 import { startGateway, type GatewayProcess } from './support/gateway-process.js';
 import { CertDir, h2request, h2session, httpsGet, opensslMissing, type TestCert } from './support/tls.js';
 import { startUpstream, type TestUpstream } from './support/upstream.js';
+import { upgrade } from './support/upgrade.js';
 
 const skip = opensslMissing();
-
-/** An upgrade request on a fresh connection (TLS when `ca` is given); resolves with the response head and the socket. */
-function upgrade(port: number, ca?: string): Promise<{ head: string; socket: Socket }> {
-  return new Promise((resolve, reject) => {
-    const hello = (): void =>
-      void socket.write(
-        'GET /ws HTTP/1.1\r\nhost: gw\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n',
-      );
-    const socket: Socket =
-      ca === undefined
-        ? connect(port, '127.0.0.1', hello)
-        : tlsConnect(
-            { port, host: '127.0.0.1', ca: [ca], servername: 'localhost', ALPNProtocols: ['http/1.1'] },
-            hello,
-          );
-    let text = '';
-    const timer = setTimeout(() => reject(new Error(`no upgrade answer: ${text}`)), 5_000);
-    socket.on('data', function onData(chunk: Buffer) {
-      text += chunk.toString('latin1');
-      const end = text.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      clearTimeout(timer);
-      socket.off('data', onData);
-      resolve({ head: text.slice(0, end), socket });
-    });
-    socket.on('error', reject);
-  });
-}
 
 describe('floodgate serve with 2 workers: TLS, HTTP/2, WebSockets, the access log', { skip, timeout: 120_000 }, () => {
   let certs: CertDir;

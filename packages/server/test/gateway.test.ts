@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { signHs256 } from '../src/gateway/jwt.js';
 import { startGateway, type GatewayProcess } from './support/gateway-process.js';
 import { call, metricValue } from './support/http.js';
+import { upgrade } from './support/upgrade.js';
 import { startUpstream, type TestUpstream } from './support/upstream.js';
 import { closedPort } from './support/ports.js';
 
@@ -89,28 +90,6 @@ function rawHead(port: number, text: string): Promise<string> {
       clearTimeout(timer);
       socket.destroy();
       resolve(got.slice(0, end));
-    });
-    socket.on('error', reject);
-  });
-}
-
-/** Sends a raw upgrade request and resolves with the response head (and the socket, open when upgraded). */
-function upgrade(port: number): Promise<{ head: string; socket: import('node:net').Socket }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => {
-      socket.write(
-        'GET /ws HTTP/1.1\r\nhost: gw\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n',
-      );
-    });
-    let text = '';
-    const timer = setTimeout(() => reject(new Error(`no upgrade answer: ${text}`)), 5_000);
-    socket.on('data', function onData(chunk: Buffer) {
-      text += chunk.toString('latin1');
-      const end = text.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      clearTimeout(timer);
-      socket.off('data', onData);
-      resolve({ head: text.slice(0, end), socket });
     });
     socket.on('error', reject);
   });

@@ -12,6 +12,7 @@ import {
   type Algorithm,
 } from '../../src/index.js';
 import { ClusterStore, ClusterStoreHost } from '../../src/cluster.js';
+import { seeded } from '../waiting/support.js';
 import { channelPair } from './pair.js';
 
 /** A host and `n` worker stores on one manual clock, each worker joined to the host by its own channel. */
@@ -31,18 +32,6 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
 }
 
-/** A small seeded generator (mulberry32), so that a failing interleaving can be kept as a fixed case. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * Runs `rounds` rounds in which each worker sends a random number of requests at once (all in flight
  * together, as a busy worker's would be) on `key`, with the clock moving `stepMs` between rounds;
@@ -54,7 +43,7 @@ async function drive(
   clock: ManualClock,
   o: { seed: number; rounds: number; stepMs: number; key?: string },
 ): Promise<number[]> {
-  const rand = random(o.seed);
+  const rand = seeded(o.seed);
   const limiters = stores.map((store) => new Limiter({ policy, store, clock, timers: clock }));
   const perRound: number[] = [];
   for (let r = 0; r < o.rounds; r++) {
