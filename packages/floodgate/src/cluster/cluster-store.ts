@@ -8,6 +8,7 @@ import { LeasedTable } from '../leases/leased-table.js';
 import type { LeaseAnswer, LeaseAsk, LeaseReturn, LeaseTerms } from '../leases/lease-ledger.js';
 import { leaseSettingsOf, leaseTermsOf, type LeaseOptions, type LeaseSettings } from '../leases/lease-options.js';
 import type { LeaseSource } from '../leases/lease-source.js';
+import { Bindings } from '../stores/bindings.js';
 import { GuardedTable, type FailurePolicy } from '../stores/guarded-table.js';
 import { policyIdentity } from '../stores/memory-store.js';
 import type { PolicyStore, Store } from '../stores/store.js';
@@ -76,7 +77,7 @@ export class ClusterStore implements Store {
   private readonly onError: FailurePolicy;
   private readonly clock: Clock;
   private readonly timers: Timers;
-  private readonly tables = new Map<Algorithm, { table: PolicyStore & { close?(): Promise<void> }; binds: number }>();
+  private readonly tables = new Bindings<PolicyStore & { close?(): Promise<void> }>();
   /** The leased tables by policy identity, for the host's notices. */
   private readonly leased = new Map<string, LeasedTable>();
 
@@ -116,22 +117,15 @@ export class ClusterStore implements Store {
    * (see the class), else decided per request by the host.
    */
   bind(algorithm: Algorithm): PolicyStore {
-    let entry = this.tables.get(algorithm);
-    if (entry === undefined) {
-      entry = { table: this.tableOf(algorithm), binds: 0 };
-      this.tables.set(algorithm, entry);
-    }
-    entry.binds++;
-    return entry.table;
+    return this.tables.bind(algorithm, () => this.tableOf(algorithm));
   }
 
   /** release undoes one bind; the last one gives that table's leased units back. */
   release(algorithm: Algorithm): void {
-    const entry = this.tables.get(algorithm);
-    if (entry === undefined || --entry.binds > 0) return;
-    this.tables.delete(algorithm);
+    const table = this.tables.release(algorithm);
+    if (table === undefined) return;
     this.leased.delete(policyIdentity(algorithm));
-    void entry.table.close?.();
+    void table.close?.();
   }
 
   /**
@@ -148,10 +142,8 @@ export class ClusterStore implements Store {
 
   /** close gives back every leased unit, then lets the channel go; later calls fail with `LIMITER_CLOSED`. */
   async close(): Promise<void> {
-    const tables = [...this.tables.values()];
-    this.tables.clear();
     this.leased.clear();
-    await Promise.allSettled(tables.map(({ table }) => table.close?.()));
+    await Promise.allSettled(this.tables.drain().map((table) => table.close?.()));
     this.caller.close();
   }
 

@@ -2,6 +2,7 @@ import type { Algorithm } from '../core/algorithm.js';
 import { FloodgateError } from '../core/errors.js';
 import type { RedisStore } from '../stores/redis/redis-store.js';
 import type { Store } from '../stores/store.js';
+import { Bindings } from '../stores/bindings.js';
 import { LeasedTable } from './leased-table.js';
 import { leaseSettingsOf, leaseTermsOf, type LeaseOptions, type LeaseSettings } from './lease-options.js';
 import { RedisLeaseSource } from './redis-lease-source.js';
@@ -36,7 +37,7 @@ export interface LeasedStoreOptions extends LeaseOptions {
  * process.on('SIGTERM', () => void store.close()); // gives every unspent unit back
  */
 export class LeasedStore implements Store {
-  private readonly tables = new Map<Algorithm, { table: LeasedTable; binds: number }>();
+  private readonly tables = new Bindings<LeasedTable>();
   private readonly settings: LeaseSettings;
   private readonly redis: RedisStore;
 
@@ -54,12 +55,11 @@ export class LeasedStore implements Store {
 
   /** bind returns the leased table of `algorithm`, made on first use; it throws `INVALID_OPTION` for a policy leases cannot run. */
   bind(algorithm: Algorithm): LeasedTable {
-    let entry = this.tables.get(algorithm);
-    if (entry === undefined) {
+    return this.tables.bind(algorithm, () => {
       const terms = leaseTermsOf(algorithm, this.settings);
       const shares = this.redis.shares();
       const direct = this.redis.bind(algorithm);
-      const table = new LeasedTable({
+      return new LeasedTable({
         policy: algorithm,
         source: new RedisLeaseSource(shares, algorithm, terms),
         direct,
@@ -69,25 +69,16 @@ export class LeasedStore implements Store {
         timers: shares.timers,
         checkKey: (key) => void direct.entryOf(key),
       });
-      entry = { table, binds: 0 };
-      this.tables.set(algorithm, entry);
-    }
-    entry.binds++;
-    return entry.table;
+    });
   }
 
   /** release undoes one bind; the last one gives the table's units back (a closed limiter's). */
   release(algorithm: Algorithm): void {
-    const entry = this.tables.get(algorithm);
-    if (entry === undefined || --entry.binds > 0) return;
-    this.tables.delete(algorithm);
-    void entry.table.close();
+    void this.tables.release(algorithm)?.close();
   }
 
   /** close gives back every unit of every table and resolves once Redis has answered (or failed); for shutdown. */
   async close(): Promise<void> {
-    const tables = [...this.tables.values()];
-    this.tables.clear();
-    await Promise.all(tables.map(({ table }) => table.close()));
+    await Promise.all(this.tables.drain().map((table) => table.close()));
   }
 }
