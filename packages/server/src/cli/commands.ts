@@ -21,7 +21,7 @@ import {
 } from '../process/workers.js';
 import { LOG_REDACT_PATHS } from '../ops/redact.js';
 import { checkFile } from './check.js';
-import { watchFiles } from './watch-files.js';
+import { watchFiles } from '../process/watch-files.js';
 
 /**
  * runCheck checks `file` as the kind of file it is (gateway config, Envoy descriptor file,

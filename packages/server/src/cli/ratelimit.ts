@@ -20,7 +20,7 @@ import { createRateLimitService, type RateLimitService } from '../ratelimit/serv
 import { grpcTlsOf, headersOf, healthPolicyOf, redisAccessOf, type RatelimitFlags } from './ratelimit-flags.js';
 import { CONNECT_WAIT_MS, failureOf, redisStore, UsageError } from './ratelimit-store.js';
 import { servingWhen, StoreState } from '../ratelimit/service/store-health.js';
-import { watchFiles } from './watch-files.js';
+import { watchFiles } from '../process/watch-files.js';
 import { QuotaService } from '../ratelimit/quota/service.js';
 import { RedisQuotaLedger } from '../ratelimit/quota/redis-ledger.js';
 import { registerQuotaMetrics } from '../ratelimit/quota/metrics.js';

@@ -13,7 +13,7 @@ import { ClusterStoreHost, serveClusterWorkers } from 'floodgate/cluster';
 import type { Logger } from 'pino';
 import { AggregatorRegistry } from 'prom-client';
 import type { LoadedConfig } from '../config/load.js';
-import { watchFiles } from '../cli/watch-files.js';
+import { watchFiles } from './watch-files.js';
 import type { ReloadResult } from './gateway.js';
 import { WORKER_MARK, isWorkerMessage, type FromWorker, type ToWorker } from './workers.js';
 
