@@ -32,7 +32,9 @@ import { Upstreams } from '../gateway/proxy.js';
 import { RouteTable } from '../gateway/routes.js';
 import { hashesWithoutSecret, keyHashingOf, type KeyHashing } from '../gateway/key-hash.js';
 import { requestListener, serveUpgrade, trustedPeers, type TrafficState } from '../gateway/traffic.js';
-import { shareOverload, type PrimaryLink, type WorkerRole } from './workers.js';
+import { shareOverload, type PrimaryLink, type ReloadResult, type WorkerRole } from './workers.js';
+
+export type { ReloadResult } from './workers.js';
 
 /** GatewayOptions configures {@link Gateway.start}. */
 export interface GatewayOptions {
@@ -54,12 +56,6 @@ export interface GatewayOptions {
    * the admin port is the primary's (this worker's own is private), and reloads reach every worker.
    */
   readonly worker?: { readonly role: WorkerRole; readonly link: PrimaryLink };
-}
-
-/** ReloadResult says whether a reload was applied and, when not, why. */
-export interface ReloadResult {
-  readonly applied: boolean;
-  readonly problems: readonly string[];
 }
 
 /**

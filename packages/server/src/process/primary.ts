@@ -14,8 +14,7 @@ import type { Logger } from 'pino';
 import { AggregatorRegistry } from 'prom-client';
 import type { LoadedConfig } from '../config/load.js';
 import { watchFiles } from './watch-files.js';
-import type { ReloadResult } from './gateway.js';
-import { WORKER_MARK, isWorkerMessage, type FromWorker, type ToWorker } from './workers.js';
+import { WORKER_MARK, isWorkerMessage, type FromWorker, type ReloadResult, type ToWorker } from './workers.js';
 
 /** PrimaryOptions configures {@link runPrimary}. */
 export interface PrimaryOptions {

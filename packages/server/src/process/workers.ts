@@ -5,7 +5,12 @@
  */
 import { availableParallelism } from 'node:os';
 import type { ProcessRegistry } from '../dashboard/fleet.js';
-import type { ReloadResult } from './gateway.js';
+
+/** ReloadResult says whether a reload was applied and, when not, why. */
+export interface ReloadResult {
+  readonly applied: boolean;
+  readonly problems: readonly string[];
+}
 
 /** The tag of every message below, so that the cluster store's messages on the same channel pass by. */
 export const WORKER_MARK = 'floodgate-worker/1';
