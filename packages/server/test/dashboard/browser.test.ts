@@ -166,7 +166,15 @@ describe(
       );
       assert.equal(await overload.locator('.circuit-state').textContent(), 'closed');
       await page.screenshot({ path: SCREENSHOT, fullPage: true });
-      await page.locator('#overload').screenshot({ path: OVERLOAD_SCREENSHOT });
+      // The page redraws its sections live: a section replaced mid-screenshot is taken again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await page.locator('#overload').screenshot({ path: OVERLOAD_SCREENSHOT });
+          break;
+        } catch (err) {
+          if (attempt >= 5 || !/not attached to the DOM/.test((err as Error).message)) throw err;
+        }
+      }
       console.log(`dashboard screenshots: ${SCREENSHOT}, ${OVERLOAD_SCREENSHOT}`);
       assert.ok(existsSync(SCREENSHOT) && existsSync(OVERLOAD_SCREENSHOT));
       await context.close();
