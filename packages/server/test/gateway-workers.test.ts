@@ -10,6 +10,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startRedisServer } from '../../floodgate/test/support/redis-server.js';
 import { floodgate } from './support/cli.js';
 import { startGateway, type GatewayProcess } from './support/gateway-process.js';
 import { metricValue } from './support/http.js';
@@ -244,6 +245,39 @@ routes:
       assert.match(serve.stdout, /use a Redis store/);
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('on a Redis store, every worker decides on Redis: exact per request, and exact with leases under a fixed window', async () => {
+    const redis = await startRedisServer();
+    try {
+      const yaml = (
+        lease: string,
+      ) => `store: { type: redis, url: "redis://127.0.0.1:${redis.ports[0]}", timeoutMs: 5000 }
+workers: 2
+routes:
+  - name: api
+    upstream: ${upstream.origin}
+    rules:
+      - name: whole
+        policy: { algorithm: fixedWindow, limit: 100, windowMs: 3600000 }
+        key: { type: route }${lease}
+`;
+      for (const lease of ['', '\n        lease: {}']) {
+        const gw = await startGateway(
+          yaml(lease).replace('fixedWindow', lease === '' ? 'fixedWindow' : 'fixedWindow'),
+          { env },
+        );
+        try {
+          const r = await burst(gw.url('/x'), 400, 50);
+          // A fixed window is exact with leases too (a lease ends with its window).
+          assert.deepEqual(r, { ok: 100, limited: 300, failed: 0 }, `lease: ${lease === '' ? 'none' : 'on'}`);
+        } finally {
+          assert.equal(await gw.stop(), 0);
+        }
+      }
+    } finally {
+      await redis.stop();
     }
   });
 });
