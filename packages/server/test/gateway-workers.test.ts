@@ -248,30 +248,40 @@ routes:
     }
   });
 
-  test('on a Redis store, every worker decides on Redis: exact per request, and exact with leases under a fixed window', async () => {
+  test('on a Redis store, every worker decides on Redis: exact per request, and never over with leases', async () => {
     const redis = await startRedisServer();
     try {
-      const yaml = (
-        lease: string,
-      ) => `store: { type: redis, url: "redis://127.0.0.1:${redis.ports[0]}", timeoutMs: 5000 }
-workers: 2
-routes:
-  - name: api
-    upstream: ${upstream.origin}
-    rules:
-      - name: whole
-        policy: { algorithm: fixedWindow, limit: 100, windowMs: 3600000 }
-        key: { type: route }${lease}
-`;
-      for (const lease of ['', '\n        lease: {}']) {
-        const gw = await startGateway(
-          yaml(lease).replace('fixedWindow', lease === '' ? 'fixedWindow' : 'fixedWindow'),
-          { env },
-        );
+      const yaml = (prefix: string, lease: string): string =>
+        [
+          `store: { type: redis, url: "redis://127.0.0.1:${redis.ports[0]}", prefix: "${prefix}", timeoutMs: 5000 }`,
+          'workers: 2',
+          'routes:',
+          '  - name: api',
+          `    upstream: ${upstream.origin}`,
+          '    rules:',
+          '      - name: whole',
+          '        policy: { algorithm: fixedWindow, limit: 100, windowMs: 3600000 }',
+          '        key: { type: route }',
+          lease,
+          '',
+        ].join('\n');
+      for (const [prefix, lease] of [
+        ['plain:', ''],
+        ['leased:', '        lease: {}'],
+      ] as const) {
+        const gw = await startGateway(yaml(prefix, lease), { env });
         try {
+          // Until every worker's Redis answers, the local fallback decides (see docs/gateway-store.md):
+          // the primary says ready once all of them have answered.
+          await gw.waitForLog('ready');
           const r = await burst(gw.url('/x'), 400, 50);
-          // A fixed window is exact with leases too (a lease ends with its window).
-          assert.deepEqual(r, { ok: 100, limited: 300, failed: 0 }, `lease: ${lease === '' ? 'none' : 'on'}`);
+          if (lease === '') assert.deepEqual(r, { ok: 100, limited: 300, failed: 0 }, prefix);
+          else {
+            // Redis leases never admit above a fixed window's limit (a lease ends with its window);
+            // under contention the ledger's fair-share credit may refuse a few of its last units
+            // (docs/leases.md), as with separate gateway processes.
+            assert.ok(r.ok <= 100 && r.ok >= 90 && r.failed === 0, JSON.stringify(r));
+          }
         } finally {
           assert.equal(await gw.stop(), 0);
         }
