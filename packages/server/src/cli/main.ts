@@ -108,6 +108,11 @@ program
     '--grpc-tls-client-ca <file>',
     'require gRPC clients to present a certificate this PEM CA signed (mutual TLS)',
   )
+  .option(
+    '--key-secret-env <name>',
+    'the environment variable holding the secret (16 characters or more) that descriptor values are hashed under before they name a counter or a metric label',
+  )
+  .option('--raw-values', 'keep descriptor values raw in store keys and metric labels (by default they are hashed)')
   .option('--no-watch', 'do not reload when a descriptor file changes (SIGHUP still reloads)')
   .option('--check', 'only read the descriptor files, print their domains (or every error) and stop')
   .addHelpText(
@@ -135,6 +140,8 @@ program
       grpcTlsCert?: string;
       grpcTlsKey?: string;
       grpcTlsClientCa?: string;
+      keySecretEnv?: string;
+      rawValues?: boolean;
       watch: boolean;
       check?: boolean;
     }) => {

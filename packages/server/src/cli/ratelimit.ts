@@ -17,7 +17,15 @@ import {
 import { RateLimitMetrics } from '../ratelimit/service/metrics.js';
 import { startRateLimitServers } from '../ratelimit/service/servers.js';
 import { createRateLimitService, type RateLimitService } from '../ratelimit/service/service.js';
-import { grpcTlsOf, headersOf, healthPolicyOf, redisAccessOf, type RatelimitFlags } from './ratelimit-flags.js';
+import {
+  grpcTlsOf,
+  headersOf,
+  healthPolicyOf,
+  keyHashingOfFlags,
+  redisAccessOf,
+  type RatelimitFlags,
+} from './ratelimit-flags.js';
+import { valueHasher } from '../gateway/key-hash.js';
 import { CONNECT_WAIT_MS, failureOf, redisStore, UsageError } from './ratelimit-store.js';
 import { servingWhen, StoreState } from '../ratelimit/service/store-health.js';
 import { watchFiles } from './watch-files.js';
@@ -163,6 +171,7 @@ async function buildService(
 ): Promise<{ service: RateLimitService; redis: { close: () => void; adapter: RedisAdapter } | undefined }> {
   const failure = failureOf(flags);
   const policy = healthPolicyOf(flags.healthFollowsStore);
+  const hashing = keyHashingOfFlags(flags, process.env);
   const made: { service?: RateLimitService } = {};
   const state = new StoreState((up) => {
     metrics.store(up);
@@ -183,9 +192,15 @@ async function buildService(
     stderr.write(
       `Redis at ${address!} did not answer within ${CONNECT_WAIT_MS} ms; serving anyway, --on-store-error ${failure.onError} answering until it does\n`,
     );
+  if (hashing.hash && hashing.secret === undefined)
+    stderr.write(
+      'descriptor values are hashed in store keys without a secret: pass --key-secret-env NAME, or a guessable value (a user id) can be recovered from its key\n',
+    );
+  const hideValue = valueHasher(hashing);
   made.service = createRateLimitService({
     domains,
     store: redis?.store,
+    ...(hideValue === undefined ? {} : { hideValue }),
     onOutcome: (o) => metrics.outcome(o),
     onRequest: (answer) => metrics.request(answer),
     shadowMode: flags.shadowMode === true,

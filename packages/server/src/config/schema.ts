@@ -488,7 +488,12 @@ export const configSchema = z.strictObject({
     ),
   keys: z
     .strictObject({
-      hash: z.boolean().default(true).describe('Whether identity values are hashed in store keys (false: raw values).'),
+      hash: z
+        .boolean()
+        .default(true)
+        .describe(
+          "Whether identity values and the decision service's descriptor values are hashed in store keys (false: raw values).",
+        ),
       secret: z
         .string()
         .min(16, 'a key-hashing secret needs at least 16 characters')
@@ -504,7 +509,7 @@ export const configSchema = z.strictObject({
     })
     .default({ hash: true })
     .describe(
-      'How identity values (API keys, JWT claims, query tokens) become store key names: HMAC-SHA-256 under the secret by default, so Redis and the dashboard never see them; client addresses are not hashed. A restart setting: a change renames those keys.',
+      "How identity values (API keys, JWT claims, query tokens, and the decision service's descriptor values) become store key names: HMAC-SHA-256 under the secret by default, so Redis, metrics and the dashboard never see them; the routes' client addresses are not hashed. A restart setting: a change renames those keys.",
     ),
   accessLog: z
     .strictObject({

@@ -30,7 +30,7 @@ import type { GuardEvents } from '../gateway/guards.js';
 import type { RateLimitServiceHost } from '../gateway/ratelimit-host.js';
 import { Upstreams } from '../gateway/proxy.js';
 import { RouteTable } from '../gateway/routes.js';
-import { hashesWithoutSecret, keyHashingOf, type KeyHashing } from '../gateway/key-hash.js';
+import { hashesWithoutSecret, keyHashingOf, valueHasher, type KeyHashing } from '../gateway/key-hash.js';
 import { requestListener, serveUpgrade, trustedPeers, type TrafficState } from '../gateway/traffic.js';
 
 /** GatewayOptions configures {@link Gateway.start}. */
@@ -243,6 +243,7 @@ export class Gateway implements TrafficState {
         redis: this.store.redis,
         metrics: this.metrics,
         log: this.log,
+        hideValue: valueHasher(this.keyHashing),
       });
       if (!this.storeUp) this.service.storeChanged(false, this.onStoreError === 'fail-closed');
     }
