@@ -101,6 +101,12 @@ export const keySchema = z.discriminatedUnion('type', [
     type: z.literal('jwt'),
     claim: z.string().min(1).describe('The claim of the verified token whose value is the identity, such as sub.'),
     header: z.string().min(1).optional().describe('The header carrying the bearer token (default authorization).'),
+    verify: z
+      .literal(false)
+      .optional()
+      .describe(
+        'false reads the claim without verifying the token, only safe behind a proxy that verifies every token and strips the header otherwise; without it, secret or secretEnv is required.',
+      ),
     ...secretFields,
     ...faultFields,
     ...invalidField,

@@ -201,6 +201,7 @@ async function forwardGuarded(
   const entered = enter(steps, req.headers, {
     reporter: state.metrics.overload,
     signal: waits(steps) ? goneSignal(req) : undefined,
+    peerTrusted: state.isTrustedPeer(req.socket.remoteAddress ?? ''),
   });
   const passage = entered instanceof Promise ? await entered : entered;
   if (!(passage instanceof Passage)) {
@@ -381,6 +382,7 @@ export async function serveUpgrade(
     const entered = await enter(route.guards, req.headers, {
       reporter: state.metrics.overload,
       signal: waits(route.guards) ? closeSignal(socket) : undefined,
+      peerTrusted: state.isTrustedPeer((socket as { remoteAddress?: string }).remoteAddress ?? ''),
     });
     if (entered instanceof Passage) passage = entered;
     else admission = entered;

@@ -9,7 +9,7 @@ import { combineObservers } from 'floodgate';
 import { ClientIpResolver } from 'floodgate/http';
 import type { Logger } from 'pino';
 import { loadConfig } from '../config/load.js';
-import { ConfigError, formatProblem } from '../config/problems.js';
+import { ConfigError, formatProblem, type ConfigProblem } from '../config/problems.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { TlsMaterial } from '../config/tls-files.js';
 import { Board } from '../dashboard/board.js';
@@ -176,7 +176,8 @@ export class Gateway implements TrafficState {
   /** start loads the config, opens the store, listens on both ports and resolves once listening. */
   static async start(options: GatewayOptions): Promise<Gateway> {
     const env = options.env ?? process.env;
-    const { config, domains, descriptorFiles, tls } = await loadConfig(options.file, env);
+    const { config, domains, descriptorFiles, tls, warnings } = await loadConfig(options.file, env);
+    logWarnings(options.log, warnings);
     const metrics = new GatewayMetrics();
     const board = new Board({ clock: new LoopClock() });
     const made: { gateway?: Gateway } = {};
@@ -347,6 +348,7 @@ export class Gateway implements TrafficState {
       if (JSON.stringify(restartPart(config, part)) !== JSON.stringify(restartPart(this.config, part)))
         this.log.warn({ part }, `the "${part}" settings changed: they apply at the next restart`);
     }
+    logWarnings(this.log, loaded.warnings);
     this.reloadTls(loaded.tls);
     const rateLimitService = this.reloadService(config, loaded.domains);
     if (rateLimitService === this.config.rateLimitService)
@@ -556,4 +558,10 @@ function onErrorName(config: GatewayConfig['store']): string {
 /** A config part as compared for "applies at the next restart": the listener's TLS files are reloaded in place, so they are left out. */
 function restartPart(config: GatewayConfig, part: keyof GatewayConfig): unknown {
   return part === 'listen' ? { ...config.listen, tls: config.listen.tls !== undefined } : config[part];
+}
+
+/** logWarnings logs each config warning (see config/warnings.ts) as one warn line with its place and fix. */
+function logWarnings(log: Logger, warnings: readonly ConfigProblem[]): void {
+  for (const w of warnings)
+    log.warn({ file: w.file, line: w.line, path: w.path, fix: w.hint }, `config warning: ${w.message}`);
 }
