@@ -463,7 +463,7 @@ export const configSchema = z.strictObject({
       upstreamTimeoutMs: positive
         .default(30_000)
         .describe(
-          "How long the upstream may take to send its answer's headers, and between its body's chunks (504 after).",
+          "How long the upstream may take to send its answer's headers (504 after, to the millisecond), and between its body's chunks (to about half a second: the answer has begun, so the connection is cut).",
         ),
       connectTimeoutMs: positive.default(5_000).describe('How long connecting to the upstream may take.'),
     })

@@ -1,0 +1,106 @@
+/**
+ * One timeout shared by many requests, kept to the millisecond with one timer. undici's own
+ * headers timeout runs on its coarse timers (a tick every 499 ms), so an `upstreamTimeoutMs` of
+ * 200 fired after about a second. Every request of a gateway waits the same `timeoutMs`, so their
+ * deadlines come in the order they are set: a first-in, first-out line with one native timer for
+ * the earliest is exact, costs O(1) a request, and holds no timer per request.
+ */
+
+/** Deadline is one request's place in {@link Deadlines}; `cancel` takes it out (a no-op once expired). */
+export interface Deadline {
+  cancel(): void;
+}
+
+interface Entry extends Deadline {
+  readonly atMs: number;
+  onExpire: (() => void) | undefined;
+}
+
+/** DeadlinesOptions configures {@link Deadlines}; the clock and timer are the system's unless given (tests). */
+export interface DeadlinesOptions {
+  /** How long after {@link Deadlines.start} a deadline expires, in ms. */
+  readonly timeoutMs: number;
+  readonly now?: () => number;
+  readonly setTimer?: (fn: () => void, ms: number) => unknown;
+  readonly clearTimer?: (timer: unknown) => void;
+}
+
+/**
+ * Deadlines calls each started deadline's `onExpire` `timeoutMs` after its start unless it was
+ * cancelled first.
+ *
+ * @example
+ * const deadlines = new Deadlines({ timeoutMs: 200 });
+ * const deadline = deadlines.start(() => abort(new Error('timed out')));
+ * deadline.cancel(); // the answer came in time
+ */
+export class Deadlines {
+  private line: Entry[] = [];
+  private head = 0;
+  private timer: unknown = undefined;
+  private readonly timeoutMs: number;
+  private readonly now: () => number;
+  private readonly setTimer: (fn: () => void, ms: number) => unknown;
+  private readonly clearTimer: (timer: unknown) => void;
+
+  constructor(options: DeadlinesOptions) {
+    this.timeoutMs = options.timeoutMs;
+    this.now = options.now ?? (() => performance.now());
+    this.setTimer =
+      options.setTimer ??
+      ((fn, ms) => {
+        const t = setTimeout(fn, ms);
+        t.unref();
+        return t;
+      });
+    this.clearTimer = options.clearTimer ?? ((t) => clearTimeout(t as NodeJS.Timeout));
+  }
+
+  /** start returns a deadline that calls `onExpire` once `timeoutMs` from now, unless cancelled. */
+  start(onExpire: () => void): Deadline {
+    const entry: Entry = {
+      atMs: this.now() + this.timeoutMs,
+      onExpire,
+      cancel() {
+        entry.onExpire = undefined;
+      },
+    };
+    this.line.push(entry);
+    if (this.timer === undefined) this.arm(this.timeoutMs);
+    return entry;
+  }
+
+  /** close stops the timer; deadlines not yet expired never will. */
+  close(): void {
+    if (this.timer !== undefined) this.clearTimer(this.timer);
+    this.timer = undefined;
+    this.line = [];
+    this.head = 0;
+  }
+
+  private arm(ms: number): void {
+    this.timer = this.setTimer(() => this.expire(), Math.max(0, ms));
+  }
+
+  private expire(): void {
+    this.timer = undefined;
+    const nowMs = this.now();
+    while (this.head < this.line.length) {
+      const entry = this.line[this.head]!;
+      if (entry.onExpire !== undefined && entry.atMs > nowMs) break;
+      this.head++;
+      const onExpire = entry.onExpire;
+      entry.onExpire = undefined;
+      onExpire?.();
+    }
+    // Drop the passed entries now and then, not at each expiry: the line is copied once it is half spent.
+    if (this.head === this.line.length) {
+      this.line = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.line.length) {
+      this.line = this.line.slice(this.head);
+      this.head = 0;
+    }
+    if (this.head < this.line.length) this.arm(this.line[this.head]!.atMs - nowMs);
+  }
+}
