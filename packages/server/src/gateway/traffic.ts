@@ -21,6 +21,7 @@ import { CLIENT_GONE, failureOf, forwardClosed, type UpstreamResult, type Upstre
 import { problem, reply, replyOnSocket } from './reply.js';
 import { ProxyRequest } from './request.js';
 import { PathRefusal, type CompiledRoute, type RouteMatch, type RouteTable } from './routes.js';
+import type { UpstreamLog } from '../ops/upstream-log.js';
 
 /** TrafficState is what the handlers read of the running gateway; `table` changes on reload. */
 export interface TrafficState {
@@ -31,6 +32,8 @@ export interface TrafficState {
   /** Where decisions are reported: the metrics, and the dashboard when it is on. */
   readonly reporter: DecisionReporter;
   readonly log: Logger;
+  /** Upstream outages in the log: a line when one begins, a count now and then, a line when it ends. */
+  readonly upstreamLog: UpstreamLog;
   /** The access log, when on (a restart setting). */
   readonly accessLog: AccessLog | undefined;
   readonly onStoreError: 'fail-open' | 'fail-closed';
@@ -282,10 +285,12 @@ function forwarded(
     else entry.decision = FAILURE_DECISIONS[result.failure];
     state.accessLog?.settled(res, entry);
   }
-  if (result.error === undefined) return;
+  if (result.error === undefined) return state.upstreamLog.answered(route.upstream);
   // A client that left is the client's doing, not the upstream's: counted as 499, logged at debug.
   if (result.failure === 'aborted') state.log.debug({ route: route.name, error: result.error }, 'client left');
-  else state.log.warn({ route: route.name, status: result.status, error: result.error }, 'upstream failed');
+  else if (result.failure === 'too-large')
+    state.log.debug({ route: route.name, error: result.error }, 'body too large');
+  else state.upstreamLog.failed(route.upstream, { route: route.name, status: result.status, error: result.error });
 }
 
 function waits(steps: readonly GuardStep[]): boolean {

@@ -9,6 +9,7 @@ import { combineObservers } from 'floodgate';
 import { ClientIpResolver } from 'floodgate/http';
 import type { Logger } from 'pino';
 import { loadConfig } from '../config/load.js';
+import { UpstreamLog } from '../ops/upstream-log.js';
 import { ConfigError, formatProblem, type ConfigProblem } from '../config/problems.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { TlsMaterial } from '../config/tls-files.js';
@@ -96,6 +97,7 @@ export class Gateway implements TrafficState {
   private readonly guardEvents: GuardEvents;
   /** The access log, when the config turns it on (fixed at start). */
   readonly accessLog: AccessLog | undefined;
+  readonly upstreamLog: UpstreamLog;
   /** How identity values become store keys: fixed at start (a change renames every key, so it waits for a restart). */
   private readonly keyHashing: KeyHashing;
 
@@ -134,6 +136,7 @@ export class Gateway implements TrafficState {
     };
     this.keyHashing = keyHashingOf(config.keys, this.env);
     this.accessLog = AccessLog.open(config.accessLog);
+    this.upstreamLog = new UpstreamLog({ log, now: () => performance.now() });
     if (hashesWithoutSecret(config, this.keyHashing))
       log.warn(
         'identity values are hashed in store keys without a secret: set keys.secretEnv, or a guessable value (a user id) can be recovered from its key',
