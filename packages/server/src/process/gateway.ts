@@ -271,7 +271,7 @@ export class Gateway implements TrafficState {
         storeKind: this.store.kind,
         table: () => this.table,
         activeConfig,
-        isReady: () => this.ready,
+        isReady: () => this.serving,
         ports: () => ({ port: this.port, adminPort: this.adminPort }),
         ...(this.store.registry === undefined ? {} : { registry: this.store.registry }),
       });
@@ -280,7 +280,7 @@ export class Gateway implements TrafficState {
         adminHandler({
           metrics: this.metrics,
           tokenDigest: digest,
-          isReady: () => this.ready,
+          isReady: () => this.serving,
           rule: (route, rule) => this.table.rule(route, rule),
           activeConfig,
           reload: () => this.reload('admin API'),
@@ -307,6 +307,15 @@ export class Gateway implements TrafficState {
       },
       'listening',
     );
+  }
+
+  /**
+   * serving tells whether `/readyz` answers 200: ready (the store answered a ping, no drain begun),
+   * and not refusing every request: under `onError: fail-closed` a store away answers each request
+   * 503, so the gateway is unready until it is back, as a Kubernetes readiness probe expects.
+   */
+  private get serving(): boolean {
+    return this.ready && (this.storeUp || this.onStoreError !== 'fail-closed');
   }
 
   /** Ready once the store answers a ping; retried every 200 ms until then. */
@@ -453,6 +462,7 @@ export class Gateway implements TrafficState {
   /** storeChanged hears the store go away or come back: the rate limit service's health follows it as configured. */
   private storeChanged(up: boolean): void {
     this.storeUp = up;
+    if (this.ready) this.metrics.setReady(this.serving);
     this.service?.storeChanged(up, this.onStoreError === 'fail-closed');
   }
 
