@@ -8,6 +8,13 @@ import { Command } from 'commander';
 import { PACKAGE_ROOT } from '../package-root.js';
 import { runCheck, runSchema, runServe, type ServeFlags } from './commands.js';
 
+// A reader that stopped reading (`floodgate --help | head`) is not an error: exit quietly, as a
+// Unix filter does on SIGPIPE, instead of an unhandled EPIPE's stack trace.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
 /** The server package's version, from its package.json. */
 const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
   version: string;
