@@ -15,7 +15,7 @@ import { adoptAuthority, answered, isGone, type ClientRequest, type ClientRespon
 import type { DecisionReporter } from '../outcomes.js';
 import { upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 import type { GuardStep } from './guards.js';
-import { Passage, enter } from './protect.js';
+import { Passage, enter, type ShedReporter } from './protect.js';
 import { refundFailed } from './refund.js';
 import { CLIENT_GONE, failureOf, forwardClosed, type UpstreamResult, type Upstreams } from './proxy.js';
 import { problem, reply, replyOnSocket } from './reply.js';
@@ -32,6 +32,8 @@ export interface TrafficState {
   /** Where decisions are reported: the metrics, and the dashboard when it is on. */
   readonly reporter: DecisionReporter;
   readonly log: Logger;
+  /** Where overload sheds are told: the metrics, and the dashboard's recent refusals. */
+  readonly sheds: ShedReporter;
   /** Upstream outages in the log: a line when one begins, a count now and then, a line when it ends. */
   readonly upstreamLog: UpstreamLog;
   /** The access log, when on (a restart setting). */
@@ -202,7 +204,7 @@ async function forwardGuarded(
   admission: Admission,
 ): Promise<void> {
   const entered = enter(steps, req.headers, {
-    reporter: state.metrics.overload,
+    reporter: state.sheds,
     signal: waits(steps) ? goneSignal(req) : undefined,
     peerTrusted: state.isTrustedPeer(req.socket.remoteAddress ?? ''),
   });
@@ -385,7 +387,7 @@ export async function serveUpgrade(
   let passage: Passage | undefined;
   if (admission.allowed && route.guards !== undefined) {
     const entered = await enter(route.guards, req.headers, {
-      reporter: state.metrics.overload,
+      reporter: state.sheds,
       signal: waits(route.guards) ? closeSignal(socket) : undefined,
       peerTrusted: state.isTrustedPeer((socket as { remoteAddress?: string }).remoteAddress ?? ''),
     });

@@ -28,6 +28,7 @@ import { Thinned } from '../ops/thinned.js';
 import type { DomainSpec } from '../ratelimit/service/config.js';
 import type { DecisionReporter } from '../outcomes.js';
 import type { GuardEvents } from '../gateway/guards.js';
+import type { ShedReporter } from '../gateway/protect.js';
 import type { RateLimitServiceHost } from '../gateway/ratelimit-host.js';
 import { Upstreams } from '../gateway/proxy.js';
 import { RouteTable } from '../gateway/routes.js';
@@ -98,6 +99,7 @@ export class Gateway implements TrafficState {
   /** The access log, when the config turns it on (fixed at start). */
   readonly accessLog: AccessLog | undefined;
   readonly upstreamLog: UpstreamLog;
+  readonly sheds: ShedReporter;
   /** How identity values become store keys: fixed at start (a change renames every key, so it waits for a restart). */
   private readonly keyHashing: KeyHashing;
 
@@ -128,6 +130,12 @@ export class Gateway implements TrafficState {
     this.isTrustedPeer = trustedPeers(config.trustProxy);
     this.onStoreError = gatewayOnStoreError(config.store);
     metrics.overload.guards = () => this.table.guards.all;
+    this.sheds = {
+      shed(scope, tier, reason) {
+        metrics.overload.shed(scope, tier, reason);
+        board.shed(scope, tier, reason);
+      },
+    };
     this.guardEvents = {
       circuitTransition(scope, to, reason) {
         metrics.overload.circuitTransition(scope, to);
