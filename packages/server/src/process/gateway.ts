@@ -10,6 +10,7 @@ import { ClientIpResolver } from 'floodgate/http';
 import type { Logger } from 'pino';
 import { loadConfig } from '../config/load.js';
 import { UpstreamLog } from '../ops/upstream-log.js';
+import { KeyTableWatch } from '../ops/key-table-watch.js';
 import { ConfigError, formatProblem, type ConfigProblem } from '../config/problems.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { TlsMaterial } from '../config/tls-files.js';
@@ -100,6 +101,8 @@ export class Gateway implements TrafficState {
   readonly accessLog: AccessLog | undefined;
   readonly upstreamLog: UpstreamLog;
   readonly sheds: ShedReporter;
+  /** The memory store's key table at its bound, polled every 5 s (and at each scrape); none on Redis. */
+  private readonly keyTableTimer: NodeJS.Timeout | undefined;
   /** How identity values become store keys: fixed at start (a change renames every key, so it waits for a restart). */
   private readonly keyHashing: KeyHashing;
 
@@ -145,6 +148,18 @@ export class Gateway implements TrafficState {
     this.keyHashing = keyHashingOf(config.keys, this.env);
     this.accessLog = AccessLog.open(config.accessLog);
     this.upstreamLog = new UpstreamLog({ log, now: () => performance.now() });
+    const overflow = store.overflow;
+    if (overflow !== undefined) {
+      const watch = new KeyTableWatch({
+        read: overflow.counts,
+        log,
+        registry: metrics.registry,
+        maxKeys: overflow.maxKeys,
+        now: () => performance.now(),
+      });
+      this.keyTableTimer = setInterval(() => watch.poll(), 5_000);
+      this.keyTableTimer.unref();
+    }
     if (hashesWithoutSecret(config, this.keyHashing))
       log.warn(
         'identity values are hashed in store keys without a secret: set keys.secretEnv, or a guessable value (a user id) can be recovered from its key',
@@ -534,6 +549,7 @@ export class Gateway implements TrafficState {
     await this.table.closeLeases();
     await this.store.close();
     await this.accessLog?.close();
+    clearInterval(this.keyTableTimer);
     this.board.close();
     if (this.admin !== undefined) {
       this.admin.closeAllConnections();
