@@ -170,3 +170,34 @@ describe('trust settings that are easy to miss', () => {
     );
   });
 });
+
+describe('a catch-all route beside a host route to the same application', () => {
+  it('is warned of by floodgate check, with the fix', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'floodgate-catch-all-'));
+    try {
+      const file = join(dir, 'hosts.yaml');
+      await writeFile(
+        file,
+        `routes:
+  - name: strict
+    match: { host: api.example.test }
+    upstream: http://127.0.0.1:3000
+    rules:
+      - name: per-ip
+        policy: { algorithm: fixedWindow, limit: 5, windowMs: 60000 }
+  - name: everything-else
+    upstream: http://127.0.0.1:3000/
+`,
+      );
+      const checked = await floodgate('check', file);
+      assert.equal(checked.code, 0, checked.stderr);
+      assert.match(
+        checked.stdout,
+        /warning: \S+ routes\[1\]\.match: the route "everything-else" matches any Host and forwards to http:\/\/127\.0\.0\.1:3000, as the route "strict" does for host api\.example\.test/,
+      );
+      assert.match(checked.stdout, /fix: give "everything-else" a match\.host too/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

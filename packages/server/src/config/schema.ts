@@ -454,7 +454,9 @@ export const configSchema = z.strictObject({
       maxHeaderBytes: whole
         .min(1024)
         .default(16_384)
-        .describe("The most bytes a request's headers may take (431 above)."),
+        .describe(
+          "The most bytes a request's head may take (431 above), counted as node's parser counts them: the target, and each header's name and value; not the separators and line ends (4 bytes a field), nor HTTP/2's 32 bytes a field.",
+        ),
       maxBodyBytes: whole.nonnegative().default(10_485_760).describe('The largest request body forwarded (413 above).'),
       headersTimeoutMs: positive
         .default(10_000)

@@ -40,6 +40,7 @@ export function configWarnings(config: GatewayConfig, raw: unknown, at: Locator)
     });
     warnings.push(...sectionWarnings(route, child(child(raw, 'routes'), i), path, config, at));
   });
+  warnings.push(...catchAllWarnings(config, at));
   config.upstreams.forEach((upstream, i) =>
     warnings.push(...sectionWarnings(upstream, child(child(raw, 'upstreams'), i), ['upstreams', i], config, at)),
   );
@@ -89,5 +90,28 @@ function sectionWarnings(
         'list your edge proxies under trustProxy, or set headerFrom: anyone',
       ),
     );
+  return warnings;
+}
+
+/**
+ * catchAllWarnings warns of a route matching any host that forwards to the origin of a route
+ * scoped to one host: a request naming another Host reaches the same application through it,
+ * counted by its rules instead of the host route's (most applications ignore Host).
+ */
+function catchAllWarnings(config: GatewayConfig, at: Locator): ConfigProblem[] {
+  const warnings: ConfigProblem[] = [];
+  config.routes.forEach((route, i) => {
+    if (route.match.host !== undefined) return;
+    const origin = new URL(route.upstream).origin;
+    const scoped = config.routes.find((r) => r.match.host !== undefined && new URL(r.upstream).origin === origin);
+    if (scoped === undefined) return;
+    warnings.push(
+      at.problem(
+        ['routes', i, 'match'],
+        `the route "${route.name}" matches any Host and forwards to ${origin}, as the route "${scoped.name}" does for host ${scoped.match.host!}: a request naming another Host reaches the same application through "${route.name}", counted by its rules instead`,
+        `give "${route.name}" a match.host too, or have the application (or a last route answering 404) refuse hosts it does not serve`,
+      ),
+    );
+  });
   return warnings;
 }
