@@ -4,7 +4,9 @@
  * - a target in absolute form is served as its origin form, its authority the Host (RFC 9112
  *   section 3.2.2: a server must accept it, and ignore the Host field then);
  * - a key header sent in two field lines with different values is refused 400, as a repeated
- *   query parameter is: node joins them (`k1, rN`), and each join would be a fresh key.
+ *   query parameter is: node joins them (`k1, rN`), and each join would be a fresh key;
+ * - a trusted proxy's X-Forwarded-For that names no address puts the request on `ip:unknown`,
+ *   never on the proxy's own address (which a client could then borrow), and says so once.
  */
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
@@ -29,6 +31,50 @@ function rawRequest(port: number, lines: readonly string[]): Promise<{ status: n
     socket.on('error', reject);
   });
 }
+
+describe('an X-Forwarded-For from a trusted proxy that names no address', () => {
+  let upstream: TestUpstream;
+  let gw: GatewayProcess;
+
+  before(async () => {
+    upstream = await startUpstream();
+    gw = await startGateway(`
+trustProxy: ["127.0.0.1"]
+routes:
+  - name: api
+    upstream: ${upstream.origin}
+    rules:
+      - name: per-ip
+        policy: { algorithm: fixedWindow, limit: 2, windowMs: 60000 }
+`);
+    await gw.waitForLog('ready');
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  it('counts it on ip:unknown (not the proxy address), and warns once naming the fix', async () => {
+    const statuses = [];
+    for (const xff of ['garbage-1', 'unknown', 'garbage-2', '198.51.100.7', '198.51.100.7'])
+      statuses.push(
+        (await rawRequest(gw.port, ['GET /x HTTP/1.1', 'Host: a', `X-Forwarded-For: ${xff}`, 'Connection: close']))
+          .status,
+      );
+    assert.deepEqual(
+      statuses,
+      [200, 200, 429, 200, 200],
+      'the unparsed share one key of their own; a client has its own',
+    );
+    const proxy = await rawRequest(gw.port, ['GET /x HTTP/1.1', 'Host: a', 'Connection: close']);
+    assert.equal(proxy.status, 200, "the proxy's own address was never charged for them");
+    const warned = gw.logs.filter((l) =>
+      String(l.msg).includes("a trusted proxy's x-forwarded-for names no client address"),
+    );
+    assert.equal(warned.length, 1);
+    assert.match(String(warned[0]!.msg), /\$proxy_add_x_forwarded_for/);
+  });
+});
 
 describe('request targets and identities at their edges', () => {
   let upstream: TestUpstream;
