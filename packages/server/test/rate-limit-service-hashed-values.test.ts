@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { startRedisServer, type RedisServers } from '../../floodgate/test/support/redis-server.js';
-import { GrpcRls, postJson, rl } from './ratelimit/support.js';
+import { fixturePath, GrpcRls, postJson, rl } from './ratelimit/support.js';
+import { RlqsClient } from './ratelimit/rlqs-support.js';
 import { startServiceProcess, type ServiceProcess } from './ratelimit/processes.js';
 import { startGateway, type GatewayProcess } from './support/gateway-process.js';
 import { call } from './support/http.js';
@@ -188,5 +189,47 @@ describe('descriptor values hashed by floodgate ratelimit behind the nginx examp
     assert.ok(!metrics.includes(API_KEY), 'no raw API key in /metrics');
     assert.ok(!service.stderr().includes(API_KEY), 'no raw API key in the log');
     assert.ok(!service.stderr().includes('without a secret'), 'no warning: a secret is set');
+  });
+});
+
+describe("RLQS bucket values hashed in floodgate ratelimit's Redis keys", () => {
+  let redis: RedisServers;
+  let client: Redis;
+  let service: ServiceProcess;
+  let rlqs: RlqsClient | undefined;
+
+  before(async () => {
+    redis = await startRedisServer();
+    client = new Redis({ host: '127.0.0.1', port: redis.ports[0]!, lazyConnect: true });
+    await client.connect();
+    process.env.FG_TEST_RLQS_SECRET = 'one-deployment-secret-for-rlqs';
+    service = await startServiceProcess([
+      '--config',
+      fixturePath('rlqs-shared.yaml'),
+      '--redis',
+      `127.0.0.1:${redis.ports[0]!}`,
+      '--key-secret-env',
+      'FG_TEST_RLQS_SECRET',
+    ]);
+  });
+  after(async () => {
+    rlqs?.close();
+    await service?.stop();
+    client?.disconnect();
+    await redis?.stop();
+    delete process.env.FG_TEST_RLQS_SECRET;
+  });
+
+  it('grants the bucket, and no Redis key names its API key', async () => {
+    rlqs = new RlqsClient(service.grpcPort);
+    const bucket = { name: 'api', api_key: API_KEY };
+    rlqs.report('edge', [bucket], 10);
+    await rlqs.until(() => rlqs!.latestOf(bucket) !== undefined, 'an answer for the bucket');
+    const keys = await client.keys('*');
+    assert.ok(
+      keys.some((k) => k.includes('rlqs:{b:')),
+      `the bucket is kept on Redis: ${keys.join(', ')}`,
+    );
+    for (const k of keys) assert.ok(!k.includes(API_KEY), `a raw API key names a Redis key: ${JSON.stringify(k)}`);
   });
 });

@@ -140,10 +140,10 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   }
   const metrics = new RateLimitMetrics();
   metrics.configLoad(true);
-  const { service, redis } = await buildService(flags, domains, metrics, io.stderr);
+  const { service, redis, hideValue } = await buildService(flags, domains, metrics, io.stderr);
   // On Redis, every replica grants from one budget per quota bucket.
   const ledger = redis === undefined ? undefined : new RedisQuotaLedger({ adapter: redis.adapter });
-  const quota = new QuotaService({ domains, ...(ledger === undefined ? {} : { ledger }) });
+  const quota = new QuotaService({ domains, hideValue, ...(ledger === undefined ? {} : { ledger }) });
   registerQuotaMetrics(metrics.registry, quota);
   const listening = await listen(flags, service, metrics, quota);
   io.stdout.write(`${JSON.stringify({ ready: true, ...listening.ports })}\n`);
@@ -168,7 +168,11 @@ async function buildService(
   domains: readonly DomainSpec[],
   metrics: RateLimitMetrics,
   stderr: NodeJS.WritableStream,
-): Promise<{ service: RateLimitService; redis: { close: () => void; adapter: RedisAdapter } | undefined }> {
+): Promise<{
+  service: RateLimitService;
+  redis: { close: () => void; adapter: RedisAdapter } | undefined;
+  hideValue: ((value: string) => string) | undefined;
+}> {
   const failure = failureOf(flags);
   const policy = healthPolicyOf(flags.healthFollowsStore);
   const hashing = keyHashingOfFlags(flags, process.env);
@@ -206,7 +210,7 @@ async function buildService(
     shadowMode: flags.shadowMode === true,
     responseHeaders: headersOf(flags.responseHeaders),
   });
-  return { service: made.service, redis };
+  return { service: made.service, redis, hideValue };
 }
 
 /** listen starts the gRPC, JSON and metrics listeners the flags ask for (gRPC on 8081 and JSON on 8080 when neither port is given). */

@@ -65,6 +65,7 @@ export class RateLimitServiceHost {
     const redis = options.redis;
     const quota = new QuotaService({
       domains: options.domains,
+      hideValue: options.hideValue,
       ...(redis === undefined
         ? {}
         : { ledger: new RedisQuotaLedger({ adapter: redis.adapter, prefix: redis.prefix }) }),
