@@ -140,12 +140,16 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   }
   const metrics = new RateLimitMetrics();
   metrics.configLoad(true);
-  const { service, redis, hideValue } = await buildService(flags, domains, metrics, io.stderr);
+  const { service, redis, hideValue, unkeyed } = await buildService(flags, domains, metrics, io.stderr);
   // On Redis, every replica grants from one budget per quota bucket.
   const ledger = redis === undefined ? undefined : new RedisQuotaLedger({ adapter: redis.adapter });
   const quota = new QuotaService({ domains, hideValue, ...(ledger === undefined ? {} : { ledger }) });
   registerQuotaMetrics(metrics.registry, quota);
   const listening = await listen(flags, service, metrics, quota);
+  if (unkeyed)
+    io.stderr.write(
+      'descriptor values are hashed in store keys without a secret: pass --key-secret-env NAME, or a guessable value (a user id) can be recovered from its key\n',
+    );
   io.stdout.write(`${JSON.stringify({ ready: true, ...listening.ports })}\n`);
   const reloadNow = (): void => reload(service, flags, { stderr: io.stderr, metrics, quota });
   const paths = flags.config.map((p) => resolve(p));
@@ -172,6 +176,8 @@ async function buildService(
   service: RateLimitService;
   redis: { close: () => void; adapter: RedisAdapter } | undefined;
   hideValue: ((value: string) => string) | undefined;
+  /** Whether values are hashed without a secret (worth a warning once the service runs). */
+  unkeyed: boolean;
 }> {
   const failure = failureOf(flags);
   const policy = healthPolicyOf(flags.healthFollowsStore);
@@ -196,10 +202,6 @@ async function buildService(
     stderr.write(
       `Redis at ${address!} did not answer within ${CONNECT_WAIT_MS} ms; serving anyway, --on-store-error ${failure.onError} answering until it does\n`,
     );
-  if (hashing.hash && hashing.secret === undefined)
-    stderr.write(
-      'descriptor values are hashed in store keys without a secret: pass --key-secret-env NAME, or a guessable value (a user id) can be recovered from its key\n',
-    );
   const hideValue = valueHasher(hashing);
   made.service = createRateLimitService({
     domains,
@@ -210,7 +212,7 @@ async function buildService(
     shadowMode: flags.shadowMode === true,
     responseHeaders: headersOf(flags.responseHeaders),
   });
-  return { service: made.service, redis, hideValue };
+  return { service: made.service, redis, hideValue, unkeyed: hashing.hash && hashing.secret === undefined };
 }
 
 /** listen starts the gRPC, JSON and metrics listeners the flags ask for (gRPC on 8081 and JSON on 8080 when neither port is given). */
