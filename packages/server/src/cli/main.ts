@@ -101,7 +101,7 @@ program
   )
   .option(
     '--health-follows-store <when>',
-    'health checks answer NOT_SERVING while Redis is away: auto (only with --on-store-error throw), always, never',
+    'health checks answer NOT_SERVING while Redis is away: auto (only with --on-store-error throw or fail-closed), always, never',
     'auto',
   )
   .option('--shadow-mode', 'every limit in shadow mode: decided and counted, never refusing')

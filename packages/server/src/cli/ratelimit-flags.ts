@@ -34,7 +34,7 @@ export interface RatelimitFlags {
   readonly storeTimeoutMs?: string | number | undefined;
   /** `draft` (default), `off`, `ratelimit` (Envoy's RateLimit-Limit/-Remaining/-Reset), `x-ratelimit`, or three names `L,R,T`. */
   readonly responseHeaders?: string | undefined;
-  /** `auto` (default: NOT_SERVING while Redis is away and failures are thrown), `always` or `never`. */
+  /** `auto` (default: NOT_SERVING while Redis is away and decisions fail or are refused: throw, fail-closed), `always` or `never`. */
   readonly healthFollowsStore?: string | undefined;
   /** Every limit in shadow mode (Envoy's `SHADOW_MODE`). */
   readonly shadowMode?: boolean | undefined;

@@ -185,7 +185,8 @@ async function buildService(
   const made: { service?: RateLimitService } = {};
   const state = new StoreState((up) => {
     metrics.store(up);
-    made.service?.health.set(servingWhen(up, policy, failure.onError === 'throw'));
+    // A store away fails every decision under throw, and refuses every one under fail-closed.
+    made.service?.health.set(servingWhen(up, policy, failure.onError === 'throw' || failure.onError === 'fail-closed'));
   });
   const address = flags.redisCluster ?? flags.redis;
   const redis =
