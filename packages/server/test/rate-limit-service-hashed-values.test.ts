@@ -134,6 +134,23 @@ describe('descriptor values hashed in the decision service of floodgate serve', 
   });
 });
 
+describe('the decision service of floodgate serve without a key secret', () => {
+  it('warns at start that its values are hashed without one', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'floodgate-unkeyed-'));
+    const file = join(dir, 'ratelimit.yaml');
+    await writeFile(file, DESCRIPTORS);
+    const gw = await startGateway(`rateLimitService:\n  http: { port: 0 }\n  descriptors: [${JSON.stringify(file)}]\n`);
+    try {
+      await gw.waitForLog(
+        'identity values are hashed in store keys without a secret: set keys.secretEnv, or a guessable value (a user id) can be recovered from its key',
+      );
+    } finally {
+      await gw.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('descriptor values hashed by floodgate ratelimit behind the nginx example', { skip: NGINX_MISSING }, () => {
   let redis: RedisServers;
   let client: Redis;
