@@ -201,3 +201,31 @@ describe('a catch-all route beside a host route to the same application', () => 
     }
   });
 });
+
+describe('identity values hashed without a secret', () => {
+  it('is warned of by floodgate check, with the fix, and not once a secret is named', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'floodgate-unkeyed-'));
+    try {
+      const rules = `routes:
+  - name: api
+    upstream: http://127.0.0.1:3000
+    rules:
+      - name: per-key
+        policy: { algorithm: fixedWindow, limit: 5, windowMs: 60000 }
+        key: { type: header, name: x-api-key }
+`;
+      const unkeyed = join(dir, 'unkeyed.yaml');
+      await writeFile(unkeyed, rules);
+      const checked = await floodgate('check', unkeyed);
+      assert.equal(checked.code, 0, checked.stderr);
+      assert.match(checked.stdout, /warning: \S+ keys: identity values .* are hashed in store keys without a secret/);
+      assert.match(checked.stdout, /fix: set keys\.secretEnv/);
+      const keyed = join(dir, 'keyed.yaml');
+      await writeFile(keyed, `keys: { secretEnv: FLOODGATE_KEYS_SECRET }\n${rules}`);
+      const named = await floodgate('check', keyed);
+      assert.doesNotMatch(named.stdout + named.stderr, /without a secret/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -142,7 +142,7 @@ describe('the decision service of floodgate serve without a key secret', () => {
     const gw = await startGateway(`rateLimitService:\n  http: { port: 0 }\n  descriptors: [${JSON.stringify(file)}]\n`);
     try {
       await gw.waitForLog(
-        'identity values are hashed in store keys without a secret: set keys.secretEnv, or a guessable value (a user id) can be recovered from its key',
+        'config warning: identity values (API keys, JWT claims, query tokens, descriptor values) are hashed in store keys without a secret: a guessable value (a user id) can be recovered from its key by hashing candidates',
       );
     } finally {
       await gw.stop();

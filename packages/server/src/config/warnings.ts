@@ -41,6 +41,23 @@ export function configWarnings(config: GatewayConfig, raw: unknown, at: Locator)
     warnings.push(...sectionWarnings(route, child(child(raw, 'routes'), i), path, config, at));
   });
   warnings.push(...catchAllWarnings(config, at));
+  const keys = config.keys;
+  const secretKeyed = config.routes.some((r) =>
+    r.rules.some((rule) => rule.key.type === 'header' || rule.key.type === 'jwt' || rule.key.type === 'query'),
+  );
+  if (
+    keys.hash &&
+    keys.secret === undefined &&
+    keys.secretEnv === undefined &&
+    (secretKeyed || config.rateLimitService !== undefined)
+  )
+    warnings.push(
+      at.problem(
+        ['keys'],
+        'identity values (API keys, JWT claims, query tokens, descriptor values) are hashed in store keys without a secret: a guessable value (a user id) can be recovered from its key by hashing candidates',
+        'set keys.secretEnv to a variable holding 16 characters or more, the same on every gateway sharing the store',
+      ),
+    );
   config.upstreams.forEach((upstream, i) =>
     warnings.push(...sectionWarnings(upstream, child(child(raw, 'upstreams'), i), ['upstreams', i], config, at)),
   );

@@ -75,12 +75,3 @@ function secretKind(key: KeyConfig): string | undefined {
       return undefined;
   }
 }
-
-/** hashesWithoutSecret tells whether `config` hashes some rule's identities (or the decision service's values) with no secret set (worth a warning: a guessable value can then be recovered). */
-export function hashesWithoutSecret(config: GatewayConfig, hashing: KeyHashing): boolean {
-  if (!hashing.hash || hashing.secret !== undefined) return false;
-  return (
-    config.rateLimitService !== undefined ||
-    config.routes.some((r) => r.rules.some((rule) => secretKind(rule.key) !== undefined))
-  );
-}

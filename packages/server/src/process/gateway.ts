@@ -33,7 +33,7 @@ import type { ShedReporter } from '../gateway/protect.js';
 import type { RateLimitServiceHost } from '../gateway/ratelimit-host.js';
 import { Upstreams } from '../gateway/proxy.js';
 import { RouteTable } from '../gateway/routes.js';
-import { hashesWithoutSecret, keyHashingOf, valueHasher, type KeyHashing } from '../gateway/key-hash.js';
+import { keyHashingOf, valueHasher, type KeyHashing } from '../gateway/key-hash.js';
 import { requestListener, serveUpgrade, trustedPeers, type TrafficState } from '../gateway/traffic.js';
 
 /** GatewayOptions configures {@link Gateway.start}. */
@@ -160,10 +160,6 @@ export class Gateway implements TrafficState {
       this.keyTableTimer = setInterval(() => watch.poll(), 5_000);
       this.keyTableTimer.unref();
     }
-    if (hashesWithoutSecret(config, this.keyHashing))
-      log.warn(
-        'identity values are hashed in store keys without a secret: set keys.secretEnv, or a guessable value (a user id) can be recovered from its key',
-      );
     this.table = RouteTable.build(config, {
       store: store.store,
       env: this.env,
