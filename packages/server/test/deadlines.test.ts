@@ -34,7 +34,7 @@ test('each deadline expires at its start plus the timeout; a cancelled one never
     clearTimer: (t) => clock.armed.splice(clock.armed.indexOf(t as never), 1),
   });
   const fired: Array<[string, number]> = [];
-  const at = (name: string) => () => fired.push([name, clock.nowMs]);
+  const at = (name: string) => ({ expire: () => void fired.push([name, clock.nowMs]) });
   deadlines.start(at('a'));
   clock.run(30);
   const b = deadlines.start(at('b'));

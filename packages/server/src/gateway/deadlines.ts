@@ -6,14 +6,23 @@
  * the earliest is exact, costs O(1) a request, and holds no timer per request.
  */
 
-/** Deadline is one request's place in {@link Deadlines}; `cancel` takes it out (a no-op once expired). */
-export interface Deadline {
-  cancel(): void;
+/** Expiring is what a deadline calls when it expires (a request's forward: no closure made per request). */
+export interface Expiring {
+  expire(): void;
 }
 
-interface Entry extends Deadline {
-  readonly atMs: number;
-  onExpire: (() => void) | undefined;
+/** Deadline is one request's place in {@link Deadlines}; `cancel` takes it out (a no-op once expired). */
+export class Deadline {
+  constructor(
+    readonly atMs: number,
+    /** What expires; undefined once cancelled or expired. */
+    public target: Expiring | undefined,
+  ) {}
+
+  /** cancel takes the deadline out: it will not expire. */
+  cancel(): void {
+    this.target = undefined;
+  }
 }
 
 /** DeadlinesOptions configures {@link Deadlines}; the clock and timer are the system's unless given (tests). */
@@ -26,16 +35,16 @@ export interface DeadlinesOptions {
 }
 
 /**
- * Deadlines calls each started deadline's `onExpire` `timeoutMs` after its start unless it was
+ * Deadlines calls each started deadline's `expire` `timeoutMs` after its start unless it was
  * cancelled first.
  *
  * @example
  * const deadlines = new Deadlines({ timeoutMs: 200 });
- * const deadline = deadlines.start(() => abort(new Error('timed out')));
+ * const deadline = deadlines.start({ expire: () => abort(new Error('timed out')) });
  * deadline.cancel(); // the answer came in time
  */
 export class Deadlines {
-  private line: Entry[] = [];
+  private line: Deadline[] = [];
   private head = 0;
   private timer: unknown = undefined;
   private readonly timeoutMs: number;
@@ -56,15 +65,9 @@ export class Deadlines {
     this.clearTimer = options.clearTimer ?? ((t) => clearTimeout(t as NodeJS.Timeout));
   }
 
-  /** start returns a deadline that calls `onExpire` once `timeoutMs` from now, unless cancelled. */
-  start(onExpire: () => void): Deadline {
-    const entry: Entry = {
-      atMs: this.now() + this.timeoutMs,
-      onExpire,
-      cancel() {
-        entry.onExpire = undefined;
-      },
-    };
+  /** start returns a deadline that calls `target.expire()` once, `timeoutMs` from now, unless cancelled. */
+  start(target: Expiring): Deadline {
+    const entry = new Deadline(this.now() + this.timeoutMs, target);
     this.line.push(entry);
     if (this.timer === undefined) this.arm(this.timeoutMs);
     return entry;
@@ -87,11 +90,11 @@ export class Deadlines {
     const nowMs = this.now();
     while (this.head < this.line.length) {
       const entry = this.line[this.head]!;
-      if (entry.onExpire !== undefined && entry.atMs > nowMs) break;
+      if (entry.target !== undefined && entry.atMs > nowMs) break;
       this.head++;
-      const onExpire = entry.onExpire;
-      entry.onExpire = undefined;
-      onExpire?.();
+      const target = entry.target;
+      entry.target = undefined;
+      target?.expire();
     }
     // Drop the passed entries now and then, not at each expiry: the line is copied once it is half spent.
     if (this.head === this.line.length) {

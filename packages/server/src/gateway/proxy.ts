@@ -7,7 +7,7 @@ import { Readable, type Writable } from 'node:stream';
 import type { HeaderPair } from 'floodgate/http';
 import type { Dispatcher } from 'undici';
 import { Pool } from '../undici-pool.js';
-import { Deadlines, type Deadline } from './deadlines.js';
+import { Deadlines, type Deadline, type Expiring } from './deadlines.js';
 import { hasBody, isGone, writeHead, type ClientRequest, type ClientResponse } from './exchange.js';
 import { downstreamHeaders, upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 import { problem, reply } from './reply.js';
@@ -197,7 +197,7 @@ export function forwardClosed(res: ClientResponse, answered: boolean): void {
  * the answer went out whole or the client left. It settles once: with the upstream's status, the
  * client's leaving, or the failure answered for the upstream.
  */
-class Forward implements Dispatcher.DispatchHandler {
+class Forward implements Dispatcher.DispatchHandler, Expiring {
   private readonly started = performance.now();
   private status = 0;
   private abortUpstream: ((err: Error) => void) | undefined = undefined;
@@ -226,7 +226,12 @@ class Forward implements Dispatcher.DispatchHandler {
     this.abortUpstream = abort;
     // From here, as undici's headers timeout: the request runs on a connection (sent again: afresh).
     this.deadline?.cancel();
-    this.deadline = this.deadlines.start(() => abort(new UpstreamTimeoutError()));
+    this.deadline = this.deadlines.start(this);
+  }
+
+  /** expire cuts the request off: its upstream sent no answer within `upstreamTimeoutMs` (answered 504). */
+  expire(): void {
+    this.abortUpstream?.(new UpstreamTimeoutError());
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
