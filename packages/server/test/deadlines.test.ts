@@ -54,3 +54,23 @@ test('each deadline expires at its start plus the timeout; a cancelled one never
   clock.run(5000);
   assert.deepEqual(fired.length, 2, 'closed: nothing more expires');
 });
+
+test('answered deadlines are let go at the next start: the line holds about the requests in flight', () => {
+  let nowMs = 0;
+  const deadlines = new Deadlines({
+    timeoutMs: 30_000,
+    now: () => nowMs,
+    setTimer: () => 1,
+    clearTimer: () => undefined,
+  });
+  const held = deadlines.start({ expire: () => undefined });
+  for (let i = 0; i < 10_000; i++) {
+    nowMs++;
+    deadlines.start({ expire: () => undefined }).cancel();
+  }
+  const line = deadlines as unknown as { line: unknown[]; head: number };
+  assert.equal(line.line.length - line.head, 10_001, 'behind a live head, answered ones wait their turn');
+  held.cancel();
+  deadlines.start({ expire: () => undefined });
+  assert.equal(line.line.length - line.head, 1, 'once the head is answered, all answered before the new one go');
+});

@@ -68,6 +68,7 @@ export class Deadlines {
   /** start returns a deadline that calls `target.expire()` once, `timeoutMs` from now, unless cancelled. */
   start(target: Expiring): Deadline {
     const entry = new Deadline(this.now() + this.timeoutMs, target);
+    this.dropAnswered();
     this.line.push(entry);
     if (this.timer === undefined) this.arm(this.timeoutMs);
     return entry;
@@ -79,6 +80,23 @@ export class Deadlines {
     this.timer = undefined;
     this.line = [];
     this.head = 0;
+  }
+
+  /**
+   * dropAnswered lets go of the cancelled deadlines at the head of the line: most requests are
+   * answered in about the order they were sent, so the line holds roughly the requests in flight,
+   * not every request of the last `timeoutMs`.
+   */
+  private dropAnswered(): void {
+    const line = this.line;
+    while (this.head < line.length && line[this.head]!.target === undefined) this.head++;
+    if (this.head === line.length) {
+      if (line.length > 0) this.line = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > line.length) {
+      this.line = line.slice(this.head);
+      this.head = 0;
+    }
   }
 
   private arm(ms: number): void {
@@ -96,14 +114,7 @@ export class Deadlines {
       entry.target = undefined;
       target?.expire();
     }
-    // Drop the passed entries now and then, not at each expiry: the line is copied once it is half spent.
-    if (this.head === this.line.length) {
-      this.line = [];
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.line.length) {
-      this.line = this.line.slice(this.head);
-      this.head = 0;
-    }
+    this.dropAnswered();
     if (this.head < this.line.length) this.arm(this.line[this.head]!.atMs - nowMs);
   }
 }
