@@ -146,3 +146,16 @@ describe('MemoryStore overflow tier: several limits at once', () => {
     assert.equal(over.decisions[0]!.reason, 'limit');
   });
 });
+
+describe('MemoryStore.overflowCounts', () => {
+  it('counts the requests of new keys a full table could not hold, and those refused', () => {
+    const store = new MemoryStore({ maxKeys: 2 });
+    const table = store.bind(fixedWindow({ limit: 1, windowMs: 60_000 }));
+    assert.deepEqual(store.overflowCounts(), { decided: 0, refused: 0 });
+    const allowed = ['a', 'b', 'c', 'd', 'c'].map((key) => table.consume(key, 1, 0).allowed);
+    const counts = store.overflowCounts();
+    assert.equal(counts.decided, 3, 'c, d and c again: past the two keys held');
+    assert.equal(counts.refused, allowed.slice(2).filter((a) => !a).length);
+    assert.ok(counts.refused >= 1, 'c twice in one window: refused at least once');
+  });
+});

@@ -30,7 +30,7 @@ routes:${[
   rule('jwt-refuse', '{ type: jwt, claim: sub, secretEnv: FG_ID_SECRET, onAbsent: refuse }'),
   rule('jwt-fallback', '{ type: jwt, claim: sub, secretEnv: FG_ID_SECRET, onInvalid: fallback }'),
   rule('jwt-skip', '{ type: jwt, claim: sub, secretEnv: FG_ID_SECRET, onAbsent: skip, onInvalid: skip }'),
-  rule('jwt-unverified', '{ type: jwt, claim: sub, header: x-user-token }'),
+  rule('jwt-unverified', '{ type: jwt, claim: sub, header: x-user-token, verify: false }'),
   rule('query-default', '{ type: query, name: tenant }'),
   rule('query-refuse', '{ type: query, name: tenant, onAbsent: refuse }'),
   rule('param', '{ type: param, name: id }').replace('/param/*', '/param/:id'),

@@ -63,6 +63,7 @@ export class ClientIpResolver {
   private readonly chains = new BoundedCache<string>(CHAIN_CACHE_SIZE, MAX_CHAIN_LENGTH);
   private warned = false;
   private warnedUnknown = false;
+  private warnedUnparsed = false;
 
   constructor(
     options: TrustProxyOptions,
@@ -147,7 +148,22 @@ export class ClientIpResolver {
       if (this.ranges === undefined ? i >= this.hops : !this.trusted(client)) break;
       client = nodes[i]!;
     }
+    if (client === 'unknown' && !this.warnedUnparsed) this.warnUnparsed(value);
     return client;
+  }
+
+  /**
+   * A trusted proxy wrote an element that names no address (`unknown`, or one that does not
+   * parse): every such request shares the key `ip:unknown`. Not the proxy's own address, as nginx's
+   * realip module would take: a proxy that passes a client's header on would then let any client
+   * borrow the proxy's key (and its allow-listing) by sending garbage. Said once, as it is most
+   * likely the proxy's configuration.
+   */
+  private warnUnparsed(value: string): void {
+    this.warnedUnparsed = true;
+    this.logger.warn(
+      `floodgate: a trusted proxy's ${this.header} names no client address (${JSON.stringify(value.slice(0, 200))}): such requests share the key "ip:unknown", never the proxy's own; make the proxy write each client's address (nginx: $proxy_add_x_forwarded_for). (Logged once.)`,
+    );
   }
 
   private trusted(address: string): boolean {

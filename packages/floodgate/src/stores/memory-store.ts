@@ -98,6 +98,22 @@ export class MemoryStore implements Store {
   }
 
   /**
+   * overflowCounts returns, over every bound table since it was made, the requests of new keys a
+   * full table could not hold (`decided`: by the overflow tier, which can only over-count, or
+   * refused `store-full`) and how many of them were refused: a table at its `maxKeys` bound is
+   * deciding in silence otherwise, its refusals reported as an ordinary `limit`.
+   */
+  overflowCounts(): { decided: number; refused: number } {
+    let decided = 0;
+    let refused = 0;
+    for (const { table } of this.tables.values()) {
+      decided += table.overflowDecided;
+      refused += table.overflowRefused;
+    }
+    return { decided, refused };
+  }
+
+  /**
    * bind returns the synchronous table for `algorithm`, creating it on first use. An equal policy
    * (same name and parameters, see {@link policyIdentity}) gets the same table, so a limiter
    * rebuilt from an unchanged config keeps every key's state. Each bind counts until
@@ -183,6 +199,10 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   private forgottenRestMs = -Infinity;
   /** The overflow tier, made the first time the table is full (undefined: not yet; null: none for this policy). */
   private overflow: OverflowSketch | null | undefined = undefined;
+  /** overflowDecided counts the requests of new keys the full table could not hold (decided by the overflow tier, or refused `store-full`). */
+  overflowDecided = 0;
+  /** overflowRefused counts those of them refused. */
+  overflowRefused = 0;
 
   constructor(
     private readonly algorithm: Algorithm,
@@ -345,7 +365,11 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   /** A new key the full table cannot hold: decided by the overflow tier, or `store-full` for a policy without one. */
   private overflowConsume(key: string, cost: number, nowMs: number): Decision {
     const tier = this.overflowTier();
-    return tier === null ? storeFull(this.algorithm.limit, this.soonestRestMs - nowMs) : tier.consume(key, cost, nowMs);
+    const decision =
+      tier === null ? storeFull(this.algorithm.limit, this.soonestRestMs - nowMs) : tier.consume(key, cost, nowMs);
+    this.overflowDecided++;
+    if (!decision.allowed) this.overflowRefused++;
+    return decision;
   }
 
   /** The overflow tier, made the first time the table is full; null when off or unknown to the policy. */

@@ -18,8 +18,8 @@ export interface CheckIo {
   readonly stderr: NodeJS.WritableStream;
 }
 
-/** A kind's check: the summary line of a valid file, or every problem found, one per line. */
-type Checked = { summary: string } | { problems: string[] };
+/** A kind's check: the summary line of a valid file (and its warnings, one per line), or every problem found, one per line. */
+type Checked = { summary: string; warnings?: readonly string[] } | { problems: string[] };
 
 /**
  * checkFile checks `file` as the kind of file it is and returns the exit code: 0 valid, 1 invalid
@@ -45,6 +45,7 @@ function report(file: string, kind: FileKind, checked: Checked, io: CheckIo): nu
   const head = `${file}: ${what}, read by ${readBy.replace('<file>', file)}`;
   if ('summary' in checked) {
     io.stdout.write(`${head}: valid (${checked.summary})\n`);
+    for (const w of checked.warnings ?? []) io.stdout.write(`warning: ${w}\n`);
     return 0;
   }
   const n = checked.problems.length;
@@ -67,17 +68,24 @@ function gatewayKeys(): string[] {
 
 async function checkGatewayConfig(file: string): Promise<Checked> {
   try {
-    const { config, domains } = await loadConfig(file);
+    const { config, domains, warnings } = await loadConfig(file);
     const rules = config.routes.reduce((n, r) => n + r.rules.length, 0);
     const service =
       config.rateLimitService === undefined
         ? ''
         : `, a rate limit service for ${domains.length} domain${domains.length === 1 ? '' : 's'}: ${domains.map((d) => d.domain).join(', ')}`;
-    return { summary: `${config.routes.length} routes, ${rules} rules, ${config.store.type} store${service}` };
+    return {
+      summary: `${count(config.routes.length, 'route')}, ${count(rules, 'rule')}, ${config.store.type} store${service}`,
+      warnings: warnings.map(formatProblem),
+    };
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     return { problems: err.problems.map(formatProblem) };
   }
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 async function checkDescriptors(file: string): Promise<Checked> {

@@ -9,7 +9,7 @@ import { ConfigError, Locator, formatProblem } from '../config/problems.js';
 import { workerProblems } from '../config/worker-checks.js';
 import { jsonSchema } from '../config/schema.js';
 import { startDemoUpstream } from '../demo/upstream.js';
-import { Gateway } from '../process/gateway.js';
+import { Gateway, logWarnings } from '../process/gateway.js';
 import { runPrimary } from '../process/primary.js';
 import {
   PrimaryLink,
@@ -85,6 +85,8 @@ export async function runServe(flags: ServeFlags): Promise<number> {
       return 1;
     }
   }
+  // With workers, the primary logs the config's warnings once for the host (the workers do not).
+  if (loaded !== undefined && workers > 1) logWarnings(log, loaded.warnings);
   if (loaded !== undefined && workers > 1)
     process.exit(
       await runPrimary({

@@ -8,6 +8,13 @@ import { Command } from 'commander';
 import { PACKAGE_ROOT } from '../package-root.js';
 import { runCheck, runSchema, runServe, type ServeFlags } from './commands.js';
 
+// A reader that stopped reading (`floodgate --help | head`) is not an error: exit quietly, as a
+// Unix filter does on SIGPIPE, instead of an unhandled EPIPE's stack trace.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
 /** The server package's version, from its package.json. */
 const { version } = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
   version: string;
@@ -99,7 +106,7 @@ program
   )
   .option(
     '--health-follows-store <when>',
-    'health checks answer NOT_SERVING while Redis is away: auto (only with --on-store-error throw), always, never',
+    'health checks answer NOT_SERVING while Redis is away: auto (only with --on-store-error throw or fail-closed), always, never',
     'auto',
   )
   .option('--shadow-mode', 'every limit in shadow mode: decided and counted, never refusing')
@@ -113,6 +120,11 @@ program
     '--grpc-tls-client-ca <file>',
     'require gRPC clients to present a certificate this PEM CA signed (mutual TLS)',
   )
+  .option(
+    '--key-secret-env <name>',
+    'the environment variable holding the secret (16 characters or more) that descriptor values are hashed under before they name a counter or a metric label',
+  )
+  .option('--raw-values', 'keep descriptor values raw in store keys and metric labels (by default they are hashed)')
   .option('--no-watch', 'do not reload when a descriptor file changes (SIGHUP still reloads)')
   .option('--check', 'only read the descriptor files, print their domains (or every error) and stop')
   .addHelpText(
@@ -140,6 +152,8 @@ program
       grpcTlsCert?: string;
       grpcTlsKey?: string;
       grpcTlsClientCa?: string;
+      keySecretEnv?: string;
+      rawValues?: boolean;
       watch: boolean;
       check?: boolean;
     }) => {

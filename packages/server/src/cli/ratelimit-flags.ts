@@ -34,7 +34,7 @@ export interface RatelimitFlags {
   readonly storeTimeoutMs?: string | number | undefined;
   /** `draft` (default), `off`, `ratelimit` (Envoy's RateLimit-Limit/-Remaining/-Reset), `x-ratelimit`, or three names `L,R,T`. */
   readonly responseHeaders?: string | undefined;
-  /** `auto` (default: NOT_SERVING while Redis is away and failures are thrown), `always` or `never`. */
+  /** `auto` (default: NOT_SERVING while Redis is away and decisions fail or are refused: throw, fail-closed), `always` or `never`. */
   readonly healthFollowsStore?: string | undefined;
   /** Every limit in shadow mode (Envoy's `SHADOW_MODE`). */
   readonly shadowMode?: boolean | undefined;
@@ -49,6 +49,10 @@ export interface RatelimitFlags {
   readonly mergeDomains?: boolean | undefined;
   /** A `ShouldRateLimit` OpenTelemetry span per request (envoyproxy/ratelimit's `TRACING_ENABLED`), sent by the SDK the process registers. */
   readonly tracing?: boolean | undefined;
+  /** The environment variable holding the secret descriptor values are hashed under (16 characters or more). */
+  readonly keySecretEnv?: string | undefined;
+  /** Keep descriptor values raw in store keys and metric labels (by default they are hashed). */
+  readonly rawValues?: boolean | undefined;
   /** Only read the configs, print their domains, and stop. */
   readonly check?: boolean | undefined;
 }
@@ -102,4 +106,29 @@ export function grpcTlsOf(flags: RatelimitFlags): GrpcTls | undefined {
     keyPem: pemOf(key, '--grpc-tls-key'),
     ...(ca === undefined ? {} : { clientCaPem: pemOf(ca, '--grpc-tls-client-ca') }),
   };
+}
+
+/** MIN_KEY_SECRET_LENGTH is the shortest secret `--key-secret-env` may name, as the gateway's `keys.secret`. */
+const MIN_KEY_SECRET_LENGTH = 16;
+
+/**
+ * keyHashingOfFlags returns how descriptor values are hashed: raw with `--raw-values`, else under
+ * the secret `--key-secret-env` names (a {@link UsageError} when it is unset or under 16
+ * characters), else under no secret (stable, but a guessable value can be recovered).
+ */
+export function keyHashingOfFlags(
+  flags: Pick<RatelimitFlags, 'keySecretEnv' | 'rawValues'>,
+  env: NodeJS.ProcessEnv,
+): { hash: boolean; secret: string | undefined } {
+  if (flags.rawValues === true) {
+    if (flags.keySecretEnv !== undefined) throw new UsageError('--raw-values and --key-secret-env exclude each other');
+    return { hash: false, secret: undefined };
+  }
+  if (flags.keySecretEnv === undefined) return { hash: true, secret: undefined };
+  const secret = env[flags.keySecretEnv];
+  if (secret === undefined || secret.length < MIN_KEY_SECRET_LENGTH)
+    throw new UsageError(
+      `--key-secret-env ${flags.keySecretEnv}: the variable must hold a secret of ${MIN_KEY_SECRET_LENGTH} characters or more (${secret === undefined ? 'it is unset' : `it has ${secret.length}`})`,
+    );
+  return { hash: true, secret };
 }

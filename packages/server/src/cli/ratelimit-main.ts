@@ -9,7 +9,7 @@
  *     [--on-store-error local|fail-open|fail-closed|throw] [--store-timeout-ms 50] [--metrics-port 9102]
  *     [--response-headers draft|off|ratelimit|x-ratelimit|L,R,T] [--health-follows-store auto|always|never]
  *     [--shadow-mode] [--merge-domains] [--tracing] [--no-watch] [--grpc-tls-cert cert.pem --grpc-tls-key key.pem [--grpc-tls-client-ca ca.pem]]
- *     [--check]
+ *     [--key-secret-env NAME | --raw-values] [--check]
  */
 import { parseArgs } from 'node:util';
 import { runRatelimit } from './ratelimit.js';
@@ -46,6 +46,8 @@ const { values } = parseArgs({
     'grpc-tls-cert': { type: 'string' },
     'grpc-tls-key': { type: 'string' },
     'grpc-tls-client-ca': { type: 'string' },
+    'key-secret-env': { type: 'string' },
+    'raw-values': { type: 'boolean' },
     check: { type: 'boolean' },
   },
 });
@@ -71,6 +73,8 @@ const code = await runRatelimit(
     grpcTlsCert: values['grpc-tls-cert'],
     grpcTlsKey: values['grpc-tls-key'],
     grpcTlsClientCa: values['grpc-tls-client-ca'],
+    keySecretEnv: values['key-secret-env'],
+    rawValues: values['raw-values'],
     check: values.check,
   },
   { stdout: process.stdout, stderr: process.stderr, signals: process },

@@ -17,7 +17,15 @@ import {
 import { RateLimitMetrics } from '../ratelimit/service/metrics.js';
 import { startRateLimitServers } from '../ratelimit/service/servers.js';
 import { createRateLimitService, type RateLimitService } from '../ratelimit/service/service.js';
-import { grpcTlsOf, headersOf, healthPolicyOf, redisAccessOf, type RatelimitFlags } from './ratelimit-flags.js';
+import {
+  grpcTlsOf,
+  headersOf,
+  healthPolicyOf,
+  keyHashingOfFlags,
+  redisAccessOf,
+  type RatelimitFlags,
+} from './ratelimit-flags.js';
+import { valueHasher } from '../gateway/key-hash.js';
 import { CONNECT_WAIT_MS, failureOf, redisStore, UsageError } from './ratelimit-store.js';
 import { servingWhen, StoreState } from '../ratelimit/service/store-health.js';
 import { watchFiles } from '../process/watch-files.js';
@@ -132,12 +140,16 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   }
   const metrics = new RateLimitMetrics();
   metrics.configLoad(true);
-  const { service, redis } = await buildService(flags, domains, metrics, io.stderr);
+  const { service, redis, hideValue, unkeyed } = await buildService(flags, domains, metrics, io.stderr);
   // On Redis, every replica grants from one budget per quota bucket.
   const ledger = redis === undefined ? undefined : new RedisQuotaLedger({ adapter: redis.adapter });
-  const quota = new QuotaService({ domains, ...(ledger === undefined ? {} : { ledger }) });
+  const quota = new QuotaService({ domains, hideValue, ...(ledger === undefined ? {} : { ledger }) });
   registerQuotaMetrics(metrics.registry, quota);
   const listening = await listen(flags, service, metrics, quota);
+  if (unkeyed)
+    io.stderr.write(
+      'descriptor values are hashed in store keys without a secret: pass --key-secret-env NAME, or a guessable value (a user id) can be recovered from its key\n',
+    );
   io.stdout.write(`${JSON.stringify({ ready: true, ...listening.ports })}\n`);
   const reloadNow = (): void => reload(service, flags, { stderr: io.stderr, metrics, quota });
   const paths = flags.config.map((p) => resolve(p));
@@ -160,13 +172,21 @@ async function buildService(
   domains: readonly DomainSpec[],
   metrics: RateLimitMetrics,
   stderr: NodeJS.WritableStream,
-): Promise<{ service: RateLimitService; redis: { close: () => void; adapter: RedisAdapter } | undefined }> {
+): Promise<{
+  service: RateLimitService;
+  redis: { close: () => void; adapter: RedisAdapter } | undefined;
+  hideValue: ((value: string) => string) | undefined;
+  /** Whether values are hashed without a secret (worth a warning once the service runs). */
+  unkeyed: boolean;
+}> {
   const failure = failureOf(flags);
   const policy = healthPolicyOf(flags.healthFollowsStore);
+  const hashing = keyHashingOfFlags(flags, process.env);
   const made: { service?: RateLimitService } = {};
   const state = new StoreState((up) => {
     metrics.store(up);
-    made.service?.health.set(servingWhen(up, policy, failure.onError === 'throw'));
+    // A store away fails every decision under throw, and refuses every one under fail-closed.
+    made.service?.health.set(servingWhen(up, policy, failure.onError === 'throw' || failure.onError === 'fail-closed'));
   });
   const address = flags.redisCluster ?? flags.redis;
   const redis =
@@ -183,15 +203,17 @@ async function buildService(
     stderr.write(
       `Redis at ${address!} did not answer within ${CONNECT_WAIT_MS} ms; serving anyway, --on-store-error ${failure.onError} answering until it does\n`,
     );
+  const hideValue = valueHasher(hashing);
   made.service = createRateLimitService({
     domains,
     store: redis?.store,
+    ...(hideValue === undefined ? {} : { hideValue }),
     onOutcome: (o) => metrics.outcome(o),
     onRequest: (answer) => metrics.request(answer),
     shadowMode: flags.shadowMode === true,
     responseHeaders: headersOf(flags.responseHeaders),
   });
-  return { service: made.service, redis };
+  return { service: made.service, redis, hideValue, unkeyed: hashing.hash && hashing.secret === undefined };
 }
 
 /** listen starts the gRPC, JSON and metrics listeners the flags ask for (gRPC on 8081 and JSON on 8080 when neither port is given). */

@@ -133,9 +133,40 @@ function checkRules(route: RouteConfig, path: ConfigPath, at: Locator, env: Node
         ),
       );
     }
-    if (key.type === 'jwt') problems.push(...checkSecret(key.secret, key.secretEnv, [...rp, 'key'], 'secret', at, env));
+    if (key.type === 'jwt') problems.push(...checkJwt(key, [...rp, 'key'], at, env));
   });
   return problems;
+}
+
+/**
+ * checkJwt refuses a JWT key that would read its claim unverified without saying so: with no
+ * secret anyone can mint `sub=<victim>` and spend that client's budget. Like Envoy's jwt_authn and
+ * nginx's auth_jwt, which verify always, a key verifies unless the config says `verify: false`.
+ */
+function checkJwt(
+  key: Extract<RuleConfig['key'], { type: 'jwt' }>,
+  path: ConfigPath,
+  at: Locator,
+  env: NodeJS.ProcessEnv,
+): ConfigProblem[] {
+  const unverified = key.secret === undefined && key.secretEnv === undefined;
+  if (key.verify === false && !unverified)
+    return [
+      at.problem(
+        [...path, 'verify'],
+        'verify: false is given with a secret: the token would be verified and not at once',
+        'remove verify: false to verify tokens with the secret, or remove the secret',
+      ),
+    ];
+  if (unverified && key.verify !== false)
+    return [
+      at.problem(
+        path,
+        "a jwt key without secret or secretEnv would read the token's claim unverified: anyone could mint a token for another subject and spend that client's budget",
+        'set secretEnv to the variable holding the HS256 secret, or verify: false when a proxy in front verifies every token and strips the header otherwise',
+      ),
+    ];
+  return checkSecret(key.secret, key.secretEnv, path, 'secret', at, env);
 }
 
 function checkPolicy(rule: RuleConfig, rp: ConfigPath, at: Locator): ConfigProblem[] {

@@ -3,7 +3,7 @@
  * by the checks no schema can express, every problem reported at once with its line and a fix.
  */
 import { readFile } from 'node:fs/promises';
-import { LineCounter, parseDocument } from 'yaml';
+import { LineCounter, parse as parseYaml, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import type { DomainSpec } from '../ratelimit/service/config.js';
 import { checkConfig } from './checks.js';
@@ -11,6 +11,7 @@ import { loadDescriptorFiles } from './descriptors.js';
 import { ConfigError, Locator, type ConfigProblem } from './problems.js';
 import { configSchema, type GatewayConfig } from './schema.js';
 import { loadTlsFiles, type TlsMaterial } from './tls-files.js';
+import { configWarnings } from './warnings.js';
 
 /** LoadedConfig is a checked config and where it came from. */
 export interface LoadedConfig {
@@ -22,6 +23,8 @@ export interface LoadedConfig {
   readonly descriptorFiles: readonly string[];
   /** The listener's certificate and key, read from `listen.tls`'s files; undefined without TLS. */
   readonly tls: TlsMaterial | undefined;
+  /** Settings that are valid but risky or idle, each with its fix (see warnings.ts). */
+  readonly warnings: readonly ConfigProblem[];
 }
 
 /**
@@ -50,7 +53,15 @@ export async function loadConfig(file: string, env: NodeJS.ProcessEnv = process.
     ...('problems' in tls ? tls.problems : []),
   ];
   if ('problems' in descriptors || 'problems' in tls) throw new ConfigError('CONFIG_INVALID', problems);
-  return { file, config, domains: descriptors.domains, descriptorFiles: descriptors.files, tls: tls.material };
+  const warnings = configWarnings(config, parseYaml(text) as unknown, Locator.ofText(file, text));
+  return {
+    file,
+    config,
+    domains: descriptors.domains,
+    descriptorFiles: descriptors.files,
+    tls: tls.material,
+    warnings,
+  };
 }
 
 /**

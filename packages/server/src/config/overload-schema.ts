@@ -121,6 +121,12 @@ export const prioritySchema = z.strictObject({
     .string()
     .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a header name such as x-priority')
     .default('x-priority'),
+  headerFrom: z
+    .enum(['trusted-proxies', 'anyone'])
+    .optional()
+    .describe(
+      "Whose header is believed: trusted-proxies (only from trustProxy peers, as Envoy believes its x-envoy-* headers only from internal addresses; others get the default tier) or anyone (an edge in front sets or strips it). Unset, anyone's, with a warning: any client can claim the top tier.",
+    ),
   default: name
     .optional()
     .describe(
@@ -130,7 +136,7 @@ export const prioritySchema = z.strictObject({
     .number()
     .nonnegative()
     .optional()
-    .describe('Share of the limit held back from each tier below the top, per step down (default 0.1).'),
+    .describe('Share of the limit held back from each tier below the top, per step down (default 0.15).'),
 });
 
 /** shedSchema is how a request refused for overload is answered. */

@@ -101,6 +101,12 @@ export const keySchema = z.discriminatedUnion('type', [
     type: z.literal('jwt'),
     claim: z.string().min(1).describe('The claim of the verified token whose value is the identity, such as sub.'),
     header: z.string().min(1).optional().describe('The header carrying the bearer token (default authorization).'),
+    verify: z
+      .literal(false)
+      .optional()
+      .describe(
+        'false reads the claim without verifying the token, only safe behind a proxy that verifies every token and strips the header otherwise; without it, secret or secretEnv is required.',
+      ),
     ...secretFields,
     ...faultFields,
     ...invalidField,
@@ -448,7 +454,9 @@ export const configSchema = z.strictObject({
       maxHeaderBytes: whole
         .min(1024)
         .default(16_384)
-        .describe("The most bytes a request's headers may take (431 above)."),
+        .describe(
+          "The most bytes a request's head may take (431 above), counted as node's parser counts them: the target, and each header's name and value; not the separators and line ends (4 bytes a field), nor HTTP/2's 32 bytes a field.",
+        ),
       maxBodyBytes: whole.nonnegative().default(10_485_760).describe('The largest request body forwarded (413 above).'),
       headersTimeoutMs: positive
         .default(10_000)
@@ -457,7 +465,7 @@ export const configSchema = z.strictObject({
       upstreamTimeoutMs: positive
         .default(30_000)
         .describe(
-          "How long the upstream may take to send its answer's headers, and between its body's chunks (504 after).",
+          "How long the upstream may take to send its answer's headers (504 after, to the millisecond), and between its body's chunks (to about half a second: the answer has begun, so the connection is cut).",
         ),
       connectTimeoutMs: positive.default(5_000).describe('How long connecting to the upstream may take.'),
     })
@@ -499,7 +507,12 @@ export const configSchema = z.strictObject({
     ),
   keys: z
     .strictObject({
-      hash: z.boolean().default(true).describe('Whether identity values are hashed in store keys (false: raw values).'),
+      hash: z
+        .boolean()
+        .default(true)
+        .describe(
+          "Whether identity values and the decision service's descriptor values are hashed in store keys (false: raw values).",
+        ),
       secret: z
         .string()
         .min(16, 'a key-hashing secret needs at least 16 characters')
@@ -515,7 +528,7 @@ export const configSchema = z.strictObject({
     })
     .default({ hash: true })
     .describe(
-      'How identity values (API keys, JWT claims, query tokens) become store key names: HMAC-SHA-256 under the secret by default, so Redis and the dashboard never see them; client addresses are not hashed. A restart setting: a change renames those keys.',
+      "How identity values (API keys, JWT claims, query tokens, and the decision service's descriptor values) become store key names: HMAC-SHA-256 under the secret by default, so Redis, metrics and the dashboard never see them; the routes' client addresses are not hashed. A restart setting: a change renames those keys.",
     ),
   accessLog: z
     .strictObject({

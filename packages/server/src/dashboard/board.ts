@@ -155,6 +155,24 @@ export class Board {
     });
   }
 
+  /**
+   * shed records a request the overload protection of `scope` (`route:api`, `upstream:demo`)
+   * refused, among the recent refusals: under the scope, rule `overload`, keyed by its tier (a
+   * shed request is refused by no rule, and counted before any key was read).
+   */
+  shed(scope: string, tier: string, reason: string): void {
+    this.refused.record({
+      route: scope,
+      rule: 'overload',
+      key: `tier:${tier}`,
+      limit: 0,
+      remaining: 0,
+      retryAfterMs: 0,
+      reason,
+      atMs: this.clock.now(),
+    });
+  }
+
   /** rates returns a rule's rates now (per second over the last `windowSeconds` whole seconds, or those since the start); zeros for a rule not seen yet. */
   rates(route: string, rule: string, windowSeconds = 10): RateView {
     const series = this.boardOf(route, rule).series;

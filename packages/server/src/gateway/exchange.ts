@@ -19,7 +19,7 @@ export type ClientResponse = ServerResponse | Http2ServerResponse;
  * `host` and `:authority` disagree (malformed, answered 400), or undefined.
  */
 export function adoptAuthority(req: ClientRequest): string | undefined {
-  if (req.httpVersionMajor !== 2) return undefined;
+  if (req.httpVersionMajor !== 2) return adoptAbsoluteForm(req);
   const headers = req.headers as Record<string, string | string[] | undefined>;
   const authority = headers[':authority'];
   if (typeof authority !== 'string') return undefined;
@@ -27,6 +27,31 @@ export function adoptAuthority(req: ClientRequest): string | undefined {
   if (host === undefined) headers.host = authority;
   else if (host !== authority)
     return `the Host field (${String(host)}) names another authority than :authority (${authority})`;
+  return undefined;
+}
+
+/** The absolute form of an HTTP/1.x request target: scheme, authority, then the path and query, if any. */
+const ABSOLUTE_FORM = /^https?:\/\/([^/?#]*)([^#]*)/i;
+
+/**
+ * adoptAbsoluteForm reads an HTTP/1.x request in absolute form (`GET http://api.example/v1 HTTP/1.1`),
+ * which a server must accept (RFC 9112 section 3.2.2): the target's authority replaces the Host
+ * field, which the server must then ignore, and the path and query become the target, so routes,
+ * identities and the upstream see the origin form. An authority that is empty or carries user
+ * information (`user@host`, which a sender must not send) is a malformed request.
+ */
+function adoptAbsoluteForm(req: ClientRequest): string | undefined {
+  const url = req.url;
+  // The origin form, nearly every request: one character looked at.
+  if (url === undefined || url.charCodeAt(0) === 47) return undefined;
+  const absolute = ABSOLUTE_FORM.exec(url);
+  if (absolute === null) return undefined;
+  const authority = absolute[1]!;
+  if (authority === '' || authority.includes('@'))
+    return `the request target's authority (${JSON.stringify(authority.slice(0, 100))}) is empty or carries user information`;
+  const rest = absolute[2]!;
+  (req.headers as Record<string, string | string[] | undefined>).host = authority;
+  req.url = rest === '' ? '/' : rest.startsWith('/') ? rest : `/${rest}`;
   return undefined;
 }
 

@@ -24,6 +24,8 @@ export interface Guard {
   readonly tiers: readonly string[];
   /** The header naming a request's tier, or undefined without a priority section. */
   readonly header: string | undefined;
+  /** Whether the header counts only from a trusted proxy (`headerFrom: trusted-proxies`). */
+  readonly headerFromTrustedOnly: boolean;
   /** The tier of a request whose header names none. */
   readonly defaultTier: number;
   /** tierOf returns the tier a header value names, or the default. */
@@ -114,6 +116,7 @@ function compileGuard(scope: string, section: ProtectionConfig | UpstreamConfig,
     waits: (section.concurrency?.maxQueue ?? section.adaptive?.maxQueue ?? 0) > 0,
     tiers,
     header: priority?.header,
+    headerFromTrustedOnly: priority?.headerFrom === 'trusted-proxies',
     defaultTier,
     tierOf: (value) => (typeof value === 'string' ? (index.get(value) ?? defaultTier) : defaultTier),
     acquireOptions: tiers.map((_, tier) => Object.freeze({ tier })),

@@ -11,7 +11,7 @@ import type { ProxyRequest } from './request.js';
 /**
  * IdentityFault is why a request has no identity under a key: `absent` (the header, token or
  * parameter is missing, empty or blank) or `invalid` (a JWT the gateway does not accept, or a
- * query parameter given twice with different values), with the reason.
+ * query parameter or key header given twice with different values), with the reason.
  */
 export interface IdentityFault {
   readonly fault: 'absent' | 'invalid';
@@ -59,7 +59,15 @@ export function identityOf(key: KeyConfig, env: NodeJS.ProcessEnv, now: () => nu
     }
     case 'header': {
       const header = byHeader(key.name);
-      return (req) => header(req) ?? ABSENT;
+      const name = key.name.toLowerCase();
+      return (req) => {
+        const found = header(req);
+        if (found === undefined) return ABSENT;
+        // Joined lines always hold a comma: only then are the lines looked at. Two different keys
+        // are refused as a repeated query parameter is (RFC 9110 section 5.3: a field that is not
+        // a list is sent once), where counting their join would make each join a fresh key.
+        return found.includes(',') && req.repeatsHeader(name) ? REPEATED : found;
+      };
     }
     case 'jwt':
       return jwtIdentity(

@@ -46,6 +46,22 @@ export function identityHider(key: KeyConfig, hashing: KeyHashing): ((identity: 
       : identity;
 }
 
+/**
+ * valueHasher returns what the decision service's descriptor values become before they name a
+ * store key or a metric label: `#<digest>` under the same keyed hash as the gateway's identities,
+ * or undefined when hashing is off (`keys: { hash: false }`). The service cannot tell an API key
+ * from an address by its descriptor key (`api_key`, `generic_key` are the config's own names), so
+ * every value the config does not spell out is hashed.
+ *
+ * @example
+ * valueHasher({ hash: true, secret })?.('secret-key-8564'); // '#…'
+ */
+export function valueHasher(hashing: KeyHashing): ((value: string) => string) | undefined {
+  if (!hashing.hash) return undefined;
+  const hmacKey = hashing.secret ?? UNKEYED;
+  return (value) => `#${createHmac('sha256', hmacKey).update(value).digest('base64url').slice(0, DIGEST_CHARS)}`;
+}
+
 /** The identity prefix of a key whose values are credentials or user ids; undefined for the others. */
 function secretKind(key: KeyConfig): string | undefined {
   switch (key.type) {
@@ -58,10 +74,4 @@ function secretKind(key: KeyConfig): string | undefined {
     default:
       return undefined;
   }
-}
-
-/** hashesWithoutSecret tells whether `config` hashes some rule's identities with no secret set (worth a warning: a guessable value can then be recovered). */
-export function hashesWithoutSecret(config: GatewayConfig, hashing: KeyHashing): boolean {
-  if (!hashing.hash || hashing.secret !== undefined) return false;
-  return config.routes.some((r) => r.rules.some((rule) => secretKind(rule.key) !== undefined));
 }

@@ -19,6 +19,8 @@ export interface EnterOptions {
   readonly reporter: ShedReporter;
   /** Fires when the client goes away, to stop waiting for a slot; needed only when a guard waits. */
   readonly signal: AbortSignal | undefined;
+  /** Whether the connection's peer is a trusted proxy (`trustProxy`), whose priority header a `headerFrom: trusted-proxies` guard believes. */
+  readonly peerTrusted?: boolean;
 }
 
 /** An error that came back slower than this many times the upstream's baseline latency is taken as overload. */
@@ -81,7 +83,8 @@ export function enter(
     const breaker = step.guard.breaker;
     if (breaker === undefined) continue;
     const retryInMs = breaker.retryInMs();
-    if (retryInMs > 0) return refuse(step.guard, tierOf(step, headers), 'circuit-open', retryInMs, options.reporter);
+    if (retryInMs > 0)
+      return refuse(step.guard, tierOf(step, headers, options), 'circuit-open', retryInMs, options.reporter);
   }
   return acquireFrom(steps, 0, new Passage(), headers, options);
 }
@@ -98,7 +101,7 @@ function acquireFrom(
     const { guard } = step;
     const limiter = guard.limiter;
     if (limiter === undefined) continue;
-    const tier = tierOf(step, headers);
+    const tier = tierOf(step, headers, options);
     const signal = guard.waits ? options.signal : undefined;
     const admission = limiter.acquire(signal === undefined ? guard.acquireOptions[tier] : { tier, signal });
     if (admission instanceof Promise) {
@@ -126,7 +129,7 @@ function callCircuits(
     if (breaker === undefined) continue;
     const call = breaker.tryAcquire();
     if (call === undefined)
-      return shed(passage, step.guard, tierOf(step, headers), 'circuit-open', breaker.retryInMs(), options);
+      return shed(passage, step.guard, tierOf(step, headers, options), 'circuit-open', breaker.retryInMs(), options);
     passage.call(call);
   }
   return passage;
@@ -156,10 +159,12 @@ function refuse(
   return { allowed: false, status, headers: refusalHeaders(retryAfterMs), body: guard.bodies[reason] };
 }
 
-function tierOf(step: GuardStep, headers: IncomingHttpHeaders): number {
+function tierOf(step: GuardStep, headers: IncomingHttpHeaders, options: EnterOptions): number {
   if (step.fixedTier !== undefined) return step.fixedTier;
   const { guard } = step;
-  return guard.header === undefined ? guard.defaultTier : guard.tierOf(headers[guard.header]);
+  if (guard.header === undefined || (guard.headerFromTrustedOnly && options.peerTrusted !== true))
+    return guard.defaultTier;
+  return guard.tierOf(headers[guard.header]);
 }
 
 /**

@@ -7,6 +7,7 @@ import { Readable, type Writable } from 'node:stream';
 import type { HeaderPair } from 'floodgate/http';
 import type { Dispatcher } from 'undici';
 import { Pool } from '../undici-pool.js';
+import { Deadlines, type Deadline, type Expiring } from './deadlines.js';
 import { hasBody, isGone, writeHead, type ClientRequest, type ClientResponse } from './exchange.js';
 import { downstreamHeaders, upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 import { problem, reply } from './reply.js';
@@ -53,6 +54,16 @@ const CONNECT_CODES: ReadonlySet<string> = new Set([
   'EAI_AGAIN',
 ]);
 
+/** UpstreamTimeoutError cuts off a request whose upstream sent no answer within `upstreamTimeoutMs` (undici's code for it). */
+class UpstreamTimeoutError extends Error {
+  override readonly name = 'UpstreamTimeoutError';
+  readonly code = 'UND_ERR_HEADERS_TIMEOUT';
+
+  constructor() {
+    super('the upstream sent no answer within upstreamTimeoutMs');
+  }
+}
+
 /** BodyTooLargeError ends a request body that grew past `maxBytes`. */
 class BodyTooLargeError extends Error {
   override readonly name = 'BodyTooLargeError';
@@ -70,8 +81,12 @@ export class Upstreams {
    * at each read, which the map of origins would then hash on every request.
    */
   private byUpstream = new WeakMap<URL, Pool>();
+  /** The upstream's time to answer, to the millisecond (undici's own headers timeout ticks every 499 ms and stays as a backstop). */
+  private readonly deadlines: Deadlines;
 
-  constructor(private readonly limits: ProxyLimits) {}
+  constructor(private readonly limits: ProxyLimits) {
+    this.deadlines = new Deadlines({ timeoutMs: limits.upstreamTimeoutMs });
+  }
 
   /** poolOf returns the keep-alive pool of an upstream origin, made on first use. */
   poolOf(upstream: URL): Pool {
@@ -106,6 +121,7 @@ export class Upstreams {
   /** close ends every pool and its connections (upgraded sockets included): call it once requests have drained. */
   async close(): Promise<void> {
     await Promise.allSettled([...this.pools.values()].map((p) => p.destroy()));
+    this.deadlines.close();
     this.pools.clear();
     this.byUpstream = new WeakMap();
   }
@@ -140,7 +156,7 @@ export class Upstreams {
     const pool = this.poolOf(options.upstream);
     return new Promise((settle) => {
       const again = withBody || !IDEMPOTENT.has(request.method) ? undefined : pool;
-      const forward = new Forward(res, options.extra, settle, request, again);
+      const forward = new Forward(res, options.extra, settle, request, again, this.deadlines);
       (res as { [FORWARD]?: Forward })[FORWARD] = forward;
       pool.dispatch(request, forward);
     });
@@ -181,12 +197,13 @@ export function forwardClosed(res: ClientResponse, answered: boolean): void {
  * the answer went out whole or the client left. It settles once: with the upstream's status, the
  * client's leaving, or the failure answered for the upstream.
  */
-class Forward implements Dispatcher.DispatchHandler {
+class Forward implements Dispatcher.DispatchHandler, Expiring {
   private readonly started = performance.now();
   private status = 0;
   private abortUpstream: ((err: Error) => void) | undefined = undefined;
   private resume: (() => void) | undefined = undefined;
   private settled = false;
+  private deadline: Deadline | undefined = undefined;
 
   /**
    * @param request - the request as dispatched.
@@ -200,17 +217,27 @@ class Forward implements Dispatcher.DispatchHandler {
     private readonly settle: (result: UpstreamResult) => void,
     private readonly request: Dispatcher.DispatchOptions,
     private again: Pool | undefined,
+    private readonly deadlines: Deadlines,
   ) {}
 
   onConnect(abort: (err: Error) => void): void {
     // The client may have left while the request waited for a connection.
-    if (this.settled) abort(new Error(CLIENT_LEFT));
-    else this.abortUpstream = abort;
+    if (this.settled) return abort(new Error(CLIENT_LEFT));
+    this.abortUpstream = abort;
+    // From here, as undici's headers timeout: the request runs on a connection (sent again: afresh).
+    this.deadline?.cancel();
+    this.deadline = this.deadlines.start(this);
+  }
+
+  /** expire cuts the request off: its upstream sent no answer within `upstreamTimeoutMs` (answered 504). */
+  expire(): void {
+    this.abortUpstream?.(new UpstreamTimeoutError());
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     // An informational answer (100, 103) is not passed on.
     if (statusCode < 200) return true;
+    this.deadline?.cancel();
     this.status = statusCode;
     this.resume = resume;
     const res = this.res;
@@ -264,6 +291,7 @@ class Forward implements Dispatcher.DispatchHandler {
   }
 
   private finish(result: UpstreamResult): void {
+    this.deadline?.cancel();
     this.settled = true;
     this.settle(result);
   }

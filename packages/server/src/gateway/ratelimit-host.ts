@@ -28,6 +28,8 @@ export interface RateLimitServiceHostOptions {
   readonly redis?: { readonly adapter: RedisAdapter; readonly prefix: string | undefined } | undefined;
   readonly metrics: GatewayMetrics;
   readonly log: Logger;
+  /** What descriptor values become before they name a counter or a label (the `keys` section's hash); raw when undefined. */
+  readonly hideValue?: ((value: string) => string) | undefined;
 }
 
 /**
@@ -58,10 +60,12 @@ export class RateLimitServiceHost {
       onOutcome: (o) => metrics.serviceDecision(o.domain, labels.labelOf(o), outcomeLabel(o)),
       shadowMode: section.shadowMode === true,
       responseHeaders: headersOfSection(section),
+      ...(options.hideValue === undefined ? {} : { hideValue: options.hideValue }),
     });
     const redis = options.redis;
     const quota = new QuotaService({
       domains: options.domains,
+      hideValue: options.hideValue,
       ...(redis === undefined
         ? {}
         : { ledger: new RedisQuotaLedger({ adapter: redis.adapter, prefix: redis.prefix }) }),

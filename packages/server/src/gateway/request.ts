@@ -60,6 +60,23 @@ export class ProxyRequest extends RequestView<ClientRequest> {
     return headers[name] !== undefined;
   }
 
+  /**
+   * repeatsHeader tells whether the request sends `name` (lower-case) in more than one field line
+   * with different values: node joins them with `, ` into one value, which would then be counted
+   * as a key of its own while the upstream may read either line.
+   */
+  repeatsHeader(name: string): boolean {
+    const raw = this.raw.rawHeaders;
+    let first: string | undefined;
+    for (let i = 0; i < raw.length; i += 2) {
+      if (raw[i]!.toLowerCase() !== name) continue;
+      const value = raw[i + 1]!.trim();
+      if (first === undefined) first = value;
+      else if (value !== first) return true;
+    }
+    return false;
+  }
+
   protected remoteAddress(): string | undefined {
     return this.raw.socket.remoteAddress;
   }

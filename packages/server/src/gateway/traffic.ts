@@ -15,12 +15,13 @@ import { adoptAuthority, answered, isGone, type ClientRequest, type ClientRespon
 import type { DecisionReporter } from '../outcomes.js';
 import { upstreamHeaders, type ForwardingFacts } from './forwarding.js';
 import type { GuardStep } from './guards.js';
-import { Passage, enter } from './protect.js';
+import { Passage, enter, type ShedReporter } from './protect.js';
 import { refundFailed } from './refund.js';
 import { CLIENT_GONE, failureOf, forwardClosed, type UpstreamResult, type Upstreams } from './proxy.js';
 import { problem, reply, replyOnSocket } from './reply.js';
 import { ProxyRequest } from './request.js';
 import { PathRefusal, type CompiledRoute, type RouteMatch, type RouteTable } from './routes.js';
+import type { UpstreamLog } from '../ops/upstream-log.js';
 
 /** TrafficState is what the handlers read of the running gateway; `table` changes on reload. */
 export interface TrafficState {
@@ -31,6 +32,10 @@ export interface TrafficState {
   /** Where decisions are reported: the metrics, and the dashboard when it is on. */
   readonly reporter: DecisionReporter;
   readonly log: Logger;
+  /** Where overload sheds are told: the metrics, and the dashboard's recent refusals. */
+  readonly sheds: ShedReporter;
+  /** Upstream outages in the log: a line when one begins, a count now and then, a line when it ends. */
+  readonly upstreamLog: UpstreamLog;
   /** The access log, when on (a restart setting). */
   readonly accessLog: AccessLog | undefined;
   readonly onStoreError: 'fail-open' | 'fail-closed';
@@ -199,8 +204,9 @@ async function forwardGuarded(
   admission: Admission,
 ): Promise<void> {
   const entered = enter(steps, req.headers, {
-    reporter: state.metrics.overload,
+    reporter: state.sheds,
     signal: waits(steps) ? goneSignal(req) : undefined,
+    peerTrusted: state.isTrustedPeer(req.socket.remoteAddress ?? ''),
   });
   const passage = entered instanceof Promise ? await entered : entered;
   if (!(passage instanceof Passage)) {
@@ -281,10 +287,12 @@ function forwarded(
     else entry.decision = FAILURE_DECISIONS[result.failure];
     state.accessLog?.settled(res, entry);
   }
-  if (result.error === undefined) return;
+  if (result.error === undefined) return state.upstreamLog.answered(route.upstream);
   // A client that left is the client's doing, not the upstream's: counted as 499, logged at debug.
   if (result.failure === 'aborted') state.log.debug({ route: route.name, error: result.error }, 'client left');
-  else state.log.warn({ route: route.name, status: result.status, error: result.error }, 'upstream failed');
+  else if (result.failure === 'too-large')
+    state.log.debug({ route: route.name, error: result.error }, 'body too large');
+  else state.upstreamLog.failed(route.upstream, { route: route.name, status: result.status, error: result.error });
 }
 
 function waits(steps: readonly GuardStep[]): boolean {
@@ -379,8 +387,9 @@ export async function serveUpgrade(
   let passage: Passage | undefined;
   if (admission.allowed && route.guards !== undefined) {
     const entered = await enter(route.guards, req.headers, {
-      reporter: state.metrics.overload,
+      reporter: state.sheds,
       signal: waits(route.guards) ? closeSignal(socket) : undefined,
+      peerTrusted: state.isTrustedPeer((socket as { remoteAddress?: string }).remoteAddress ?? ''),
     });
     if (entered instanceof Passage) passage = entered;
     else admission = entered;

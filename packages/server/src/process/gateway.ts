@@ -9,7 +9,9 @@ import { combineObservers } from 'floodgate';
 import { ClientIpResolver } from 'floodgate/http';
 import type { Logger } from 'pino';
 import { loadConfig } from '../config/load.js';
-import { ConfigError, formatProblem } from '../config/problems.js';
+import { UpstreamLog } from '../ops/upstream-log.js';
+import { KeyTableWatch } from '../ops/key-table-watch.js';
+import { ConfigError, formatProblem, type ConfigProblem } from '../config/problems.js';
 import type { GatewayConfig } from '../config/schema.js';
 import type { TlsMaterial } from '../config/tls-files.js';
 import { Board } from '../dashboard/board.js';
@@ -27,10 +29,11 @@ import { Thinned } from '../ops/thinned.js';
 import type { DomainSpec } from '../ratelimit/service/config.js';
 import type { DecisionReporter } from '../outcomes.js';
 import type { GuardEvents } from '../gateway/guards.js';
+import type { ShedReporter } from '../gateway/protect.js';
 import type { RateLimitServiceHost } from '../gateway/ratelimit-host.js';
 import { Upstreams } from '../gateway/proxy.js';
 import { RouteTable } from '../gateway/routes.js';
-import { hashesWithoutSecret, keyHashingOf, type KeyHashing } from '../gateway/key-hash.js';
+import { keyHashingOf, valueHasher, type KeyHashing } from '../gateway/key-hash.js';
 import { requestListener, serveUpgrade, trustedPeers, type TrafficState } from '../gateway/traffic.js';
 import { shareOverload, type PrimaryLink, type ReloadResult, type WorkerRole } from './workers.js';
 
@@ -99,6 +102,10 @@ export class Gateway implements TrafficState {
   private readonly guardEvents: GuardEvents;
   /** The access log, when the config turns it on (fixed at start). */
   readonly accessLog: AccessLog | undefined;
+  readonly upstreamLog: UpstreamLog;
+  readonly sheds: ShedReporter;
+  /** The memory store's key table at its bound, polled every 5 s (and at each scrape); none on Redis. */
+  private readonly keyTableTimer: NodeJS.Timeout | undefined;
   /** How identity values become store keys: fixed at start (a change renames every key, so it waits for a restart). */
   private readonly keyHashing: KeyHashing;
 
@@ -129,6 +136,12 @@ export class Gateway implements TrafficState {
     this.isTrustedPeer = trustedPeers(config.trustProxy);
     this.onStoreError = gatewayOnStoreError(config.store);
     metrics.overload.guards = () => this.table.guards.all;
+    this.sheds = {
+      shed(scope, tier, reason) {
+        metrics.overload.shed(scope, tier, reason);
+        board.shed(scope, tier, reason);
+      },
+    };
     this.guardEvents = {
       circuitTransition(scope, to, reason) {
         metrics.overload.circuitTransition(scope, to);
@@ -137,10 +150,19 @@ export class Gateway implements TrafficState {
     };
     this.keyHashing = keyHashingOf(config.keys, this.env);
     this.accessLog = AccessLog.open(config.accessLog);
-    if (hashesWithoutSecret(config, this.keyHashing))
-      log.warn(
-        'identity values are hashed in store keys without a secret: set keys.secretEnv, or a guessable value (a user id) can be recovered from its key',
-      );
+    this.upstreamLog = new UpstreamLog({ log, now: () => performance.now() });
+    const overflow = store.overflow;
+    if (overflow !== undefined) {
+      const watch = new KeyTableWatch({
+        read: overflow.counts,
+        log,
+        registry: metrics.registry,
+        maxKeys: overflow.maxKeys,
+        now: () => performance.now(),
+      });
+      this.keyTableTimer = setInterval(() => watch.poll(), 5_000);
+      this.keyTableTimer.unref();
+    }
     this.table = RouteTable.build(config, {
       store: store.store,
       env: this.env,
@@ -182,6 +204,8 @@ export class Gateway implements TrafficState {
     const loaded = await loadConfig(options.file, env);
     const { domains, descriptorFiles, tls } = loaded;
     const config = shareOverload(loaded.config, options.worker?.role.count ?? 1);
+    // With workers, the primary logs the config's warnings once for the host.
+    if (options.worker === undefined) logWarnings(options.log, loaded.warnings);
     const metrics = new GatewayMetrics();
     const board = new Board({ clock: new LoopClock() });
     const made: { gateway?: Gateway } = {};
@@ -249,6 +273,7 @@ export class Gateway implements TrafficState {
         redis: this.store.redis,
         metrics: this.metrics,
         log: this.log,
+        hideValue: valueHasher(this.keyHashing),
       });
       if (!this.storeUp) this.service.storeChanged(false, this.onStoreError === 'fail-closed');
     }
@@ -272,7 +297,7 @@ export class Gateway implements TrafficState {
         storeKind: this.store.kind,
         table: () => this.table,
         activeConfig,
-        isReady: () => this.ready,
+        isReady: () => this.serving,
         ports: () => ({ port: this.port, adminPort: this.adminPort }),
         ...(this.store.registry === undefined
           ? this.options.worker === undefined
@@ -285,7 +310,7 @@ export class Gateway implements TrafficState {
         adminHandler({
           metrics: this.metrics,
           tokenDigest: digest,
-          isReady: () => this.ready,
+          isReady: () => this.serving,
           rule: (route, rule) => this.table.rule(route, rule),
           activeConfig,
           reload: () => this.options.worker?.link.reloadAll('admin API') ?? this.reload('admin API'),
@@ -320,6 +345,15 @@ export class Gateway implements TrafficState {
       port: this.port,
       ...(this.adminPort === undefined ? {} : { adminPort: this.adminPort }),
     });
+  }
+
+  /**
+   * serving tells whether `/readyz` answers 200: ready (the store answered a ping, no drain begun),
+   * and not refusing every request: under `onError: fail-closed` a store away answers each request
+   * 503, so the gateway is unready until it is back, as a Kubernetes readiness probe expects.
+   */
+  private get serving(): boolean {
+    return this.ready && (this.storeUp || this.onStoreError !== 'fail-closed');
   }
 
   /** Ready once the store answers a ping; retried every 200 ms until then. */
@@ -365,6 +399,7 @@ export class Gateway implements TrafficState {
       if (JSON.stringify(restartPart(config, part)) !== JSON.stringify(restartPart(this.config, part)))
         this.log.warn({ part }, `the "${part}" settings changed: they apply at the next restart`);
     }
+    logWarnings(this.log, loaded.warnings);
     this.reloadTls(loaded.tls);
     const rateLimitService = this.reloadService(config, loaded.domains);
     if (rateLimitService === this.config.rateLimitService)
@@ -466,6 +501,7 @@ export class Gateway implements TrafficState {
   /** storeChanged hears the store go away or come back: the rate limit service's health follows it as configured. */
   private storeChanged(up: boolean): void {
     this.storeUp = up;
+    if (this.ready) this.metrics.setReady(this.serving);
     this.service?.storeChanged(up, this.onStoreError === 'fail-closed');
   }
 
@@ -530,6 +566,7 @@ export class Gateway implements TrafficState {
     await this.table.closeLeases();
     await this.store.close();
     await this.accessLog?.close();
+    clearInterval(this.keyTableTimer);
     this.board.close();
     if (this.admin !== undefined) {
       this.admin.closeAllConnections();
@@ -575,4 +612,10 @@ function onErrorName(config: GatewayConfig['store']): string {
 /** A config part as compared for "applies at the next restart": the listener's TLS files are reloaded in place, so they are left out. */
 function restartPart(config: GatewayConfig, part: keyof GatewayConfig): unknown {
   return part === 'listen' ? { ...config.listen, tls: config.listen.tls !== undefined } : config[part];
+}
+
+/** logWarnings logs each config warning (see config/warnings.ts) as one warn line with its place and fix. */
+export function logWarnings(log: Logger, warnings: readonly ConfigProblem[]): void {
+  for (const w of warnings)
+    log.warn({ file: w.file, line: w.line, path: w.path, fix: w.hint }, `config warning: ${w.message}`);
 }

@@ -27,6 +27,8 @@ export interface GatewayStore {
    * and always for memory.
    */
   memoryRisks(): Promise<readonly string[]>;
+  /** The memory store's counts of new keys its full table could not hold, and its `maxKeys`; undefined for Redis. */
+  readonly overflow?: { readonly maxKeys: number; counts(): { decided: number; refused: number } };
   /** The Redis store's smooth limiters, shared by every gateway on it; undefined for memory (smooth rules pace in this process). */
   readonly fleetSmooth?: FleetSmooth;
   /** The Redis client (through the library's adapter) and key prefix, for what else keeps state there (the RLQS ledger); undefined for memory. */
@@ -105,7 +107,14 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
   }
   if (config.type === 'memory') {
     const store = new MemoryStore(config.maxKeys === undefined ? {} : { maxKeys: config.maxKeys });
-    return { store, kind: 'memory', ping: async () => {}, close: async () => {}, memoryRisks: async () => [] };
+    return {
+      store,
+      kind: 'memory',
+      ping: async () => {},
+      close: async () => {},
+      memoryRisks: async () => [],
+      overflow: { maxKeys: config.maxKeys ?? 1_000_000, counts: () => store.overflowCounts() },
+    };
   }
   const { Redis, Cluster } = await import('ioredis');
   const { LeasedStore, RedisStore, RedisSmoothLimiter, disconnectIoredis, ioredisAdapter } =

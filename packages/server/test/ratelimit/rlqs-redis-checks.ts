@@ -174,7 +174,8 @@ export function twoServiceReplicas(redis: () => LedgerRedis): void {
     const clients: RlqsClient[] = [];
     before(async () => {
       await redis().flushall();
-      const args = ['--config', fixturePath('rlqs-shared.yaml'), ...redis().flags];
+      // Raw bucket values, so that the test names the bucket's Redis key (hashing is tested in rate-limit-service-hashed-values.test.ts).
+      const args = ['--config', fixturePath('rlqs-shared.yaml'), '--raw-values', ...redis().flags];
       replicas.push(...(await Promise.all([startServiceProcess(args), startServiceProcess(args)])));
     });
     after(async () => {

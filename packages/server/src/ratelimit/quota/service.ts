@@ -27,6 +27,8 @@ export interface QuotaServiceOptions {
   readonly timers?: Timers;
   /** How long after a client joins or leaves a bucket the others are granted again, in ms (default 100): joins and leaves within it are one pass per bucket. */
   readonly redistributeDelayMs?: number;
+  /** What each value of a bucket id becomes before it names the bucket's key (in the ledger, on Redis): the decision service's hash (default: kept as it is). */
+  readonly hideValue?: ((value: string) => string) | undefined;
 }
 
 /** QuotaStream is the part of a gRPC duplex stream the service reads and writes: reports arrive, and responses leave, as bytes. */
@@ -59,6 +61,7 @@ export class QuotaService implements QuotaStatsSource {
   private readonly clock: Clock;
   private readonly timers: Timers;
   private readonly delayMs: number;
+  private readonly hideValue: ((value: string) => string) | undefined;
   private readonly members = new Map<string, Set<QuotaSession>>();
   private readonly redistributing = new Map<string, TimerHandle>();
   /** The buckets with a pass out, each with whether another was asked for meanwhile. */
@@ -75,6 +78,7 @@ export class QuotaService implements QuotaStatsSource {
     this.clock = options.clock ?? systemClock;
     this.timers = options.timers ?? systemTimers;
     this.delayMs = options.redistributeDelayMs ?? 100;
+    this.hideValue = options.hideValue;
     this.reload(options.domains);
   }
 
@@ -170,7 +174,7 @@ export class QuotaService implements QuotaStatsSource {
     const granted: Array<{ at: number; tracked: TrackedBucket; entry: LedgerEntry }> = [];
     const changed: string[] = [];
     report.usages.forEach((usage, i) => {
-      const key = known[i]?.key ?? bucketKeyOf(session.domain!, ids[i]!);
+      const key = known[i]?.key ?? bucketKeyOf(session.domain!, this.hidden(ids[i]!));
       const tracked = known[i] ?? this.track(session, spec, { key, bucket: ids[i]!, usage, nowMs }, changed);
       if (tracked === undefined) {
         actions.push({ key, bytes: encodeBucketAction(usage.bucketIdBytes, unknownAction(spec)) });
@@ -193,6 +197,15 @@ export class QuotaService implements QuotaStatsSource {
     session.send(actions as EncodedAction[]);
     this.counts.answered += actions.length;
     for (const key of changed) this.scheduleRedistribute(key);
+  }
+
+  /** hidden returns `bucket` with each value passed through {@link QuotaServiceOptions.hideValue}, for its key; the rules match the values as sent. */
+  private hidden(bucket: BucketId): BucketId {
+    const hide = this.hideValue;
+    if (hide === undefined) return bucket;
+    const out: Record<string, string> = {};
+    for (const k of Object.keys(bucket)) out[k] = hide(bucket[k]!);
+    return out;
   }
 
   /** grant asks the ledger for `session`'s grants of `entries`, counting a failure. */

@@ -120,7 +120,7 @@ async function handleDecision(
 ): Promise<void> {
   const path = (req.url ?? '/').split('?')[0]!;
   if (path === '/json') {
-    const request = parseDecisionRequest(body);
+    const request = parseDecisionRequest(body, { strict: {} });
     const result = tracing
       ? await traced(
           request,
@@ -139,7 +139,7 @@ async function handleDecision(
       `mode is ${JSON.stringify(mode)}; expected consume, peek or refund`,
       'mode',
     );
-  const request = parseDecisionRequest(body);
+  const request = parseDecisionRequest(body, { strict: { alsoAllowed: ['mode'] } });
   if (mode === 'refund') {
     await service.refund(request);
     send(res, 200, { refunded: true });

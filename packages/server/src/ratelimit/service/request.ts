@@ -62,16 +62,46 @@ function invalid(path: string, message: string): DecisionError {
   return new DecisionError('INVALID_REQUEST', `${path} ${message}`, path);
 }
 
+/** ParseOptions says how {@link parseDecisionRequest} reads a request. */
+export interface ParseOptions {
+  /**
+   * Refuse a field the request message does not define (a JSON body: Go's envoyproxy/ratelimit
+   * reads `/json` with protojson, which refuses them too), allowing `alsoAllowed` at the top
+   * level; a misspelt `hits_adend` would otherwise be ignored in silence. A decoded gRPC message
+   * has no unknown fields, so it is read leniently (the default).
+   */
+  readonly strict?: { readonly alsoAllowed?: readonly string[] };
+}
+
+const FIELDS = Object.freeze({
+  request: ['domain', 'descriptors', 'hits_addend', 'hitsAddend'],
+  descriptor: ['entries', 'limit', 'hits_addend', 'hitsAddend'],
+  entry: ['key', 'value'],
+  limit: ['requests_per_unit', 'requestsPerUnit', 'unit'],
+});
+
+function refuseUnknown(raw: Raw, known: readonly string[], path: string, strict: boolean): void {
+  if (!strict) return;
+  for (const name of Object.keys(raw))
+    if (!known.includes(name)) {
+      const at = path === '' ? name : `${path}.${name}`;
+      throw invalid(at, `is not a field of the request; expected ${known.join(', ')}`);
+    }
+}
+
 /**
  * parseDecisionRequest returns the checked form of `raw` (a decoded `RateLimitRequest` or its
  * JSON), or throws {@link DecisionError} `INVALID_REQUEST` naming the first bad field: a missing
  * domain, no descriptors, an entry with no key, a unit that does not exist, a `hits_addend` that
- * is not a whole number within uint32's range, or more than {@link REQUEST_LIMITS} allows.
+ * is not a whole number within uint32's range, more than {@link REQUEST_LIMITS} allows, or (with
+ * `options.strict`) a field the message does not define.
  */
-export function parseDecisionRequest(raw: unknown): DecisionRequest {
+export function parseDecisionRequest(raw: unknown, options: ParseOptions = {}): DecisionRequest {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw invalid('request', 'must be an object with domain and descriptors');
   const r = raw as Raw;
+  const strict = options.strict !== undefined;
+  refuseUnknown(r, [...FIELDS.request, ...(options.strict?.alsoAllowed ?? [])], '', strict);
   const domain = text(r.domain, 'domain', false);
   const list = r.descriptors;
   if (!Array.isArray(list) || list.length === 0)
@@ -84,7 +114,7 @@ export function parseDecisionRequest(raw: unknown): DecisionRequest {
   const hits = hitsOf(field(r, 'hits_addend', 'hitsAddend'), 'hits_addend');
   return {
     domain,
-    descriptors: list.map((d, i) => descriptorOf(d, `descriptors[${i}]`)),
+    descriptors: list.map((d, i) => descriptorOf(d, `descriptors[${i}]`, strict)),
     hitsAddend: hits === undefined || hits === 0 ? 1 : hits,
   };
 }
@@ -97,10 +127,11 @@ function text(value: unknown, path: string, emptyOk: boolean): string {
   return value;
 }
 
-function descriptorOf(raw: unknown, path: string): RequestDescriptor {
+function descriptorOf(raw: unknown, path: string, strict: boolean): RequestDescriptor {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw invalid(path, 'must be an object with entries');
   const d = raw as Raw;
+  refuseUnknown(d, FIELDS.descriptor, path, strict);
   const list = d.entries;
   if (!Array.isArray(list) || list.length === 0)
     throw invalid(`${path}.entries`, 'must be a non-empty list of { key, value }');
@@ -110,9 +141,10 @@ function descriptorOf(raw: unknown, path: string): RequestDescriptor {
     const at = `${path}.entries[${i}]`;
     if (typeof e !== 'object' || e === null) throw invalid(at, 'must be an object with key and value');
     const entry = e as Raw;
+    refuseUnknown(entry, FIELDS.entry, at, strict);
     return { key: text(entry.key, `${at}.key`, false), value: text(entry.value ?? '', `${at}.value`, true) };
   });
-  const limit = d.limit === undefined || d.limit === null ? undefined : limitOf(d.limit, `${path}.limit`);
+  const limit = d.limit === undefined || d.limit === null ? undefined : limitOf(d.limit, `${path}.limit`, strict);
   const hitsAddend = hitsOf(unwrap(field(d, 'hits_addend', 'hitsAddend')), `${path}.hits_addend`);
   return { entries, limit, hitsAddend };
 }
@@ -133,9 +165,10 @@ function hitsOf(value: unknown, path: string): number | undefined {
   return n;
 }
 
-function limitOf(raw: unknown, path: string): RequestDescriptor['limit'] {
+function limitOf(raw: unknown, path: string, strict: boolean): RequestDescriptor['limit'] {
   if (typeof raw !== 'object' || raw === null) throw invalid(path, 'must be an object with requests_per_unit and unit');
   const l = raw as Raw;
+  refuseUnknown(l, FIELDS.limit, path, strict);
   const rpu = field(l, 'requests_per_unit', 'requestsPerUnit') ?? 0;
   if (typeof rpu !== 'number' || !Number.isInteger(rpu) || rpu < 0 || rpu > REQUEST_LIMITS.maxHitsAddend) {
     throw invalid(`${path}.requests_per_unit`, 'must be a whole number from 0 to 4294967295');

@@ -91,6 +91,8 @@ export class Reservations {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    /** What a reservation's key becomes before it names a store key (the service's `hideValue`). */
+    private readonly hideKey?: (key: string) => string,
   ) {}
 
   /** reload serves the smooth limits of `domains` from now on. */
@@ -123,7 +125,9 @@ export class Reservations {
     this.book ??= smoothBookFor(this.store, this.clock);
     let waitMs: number | false;
     try {
-      waitMs = await (await this.book).reserve(limit.spec, limit.id, request.key, request.permits, request.maxWaitMs);
+      waitMs = await (
+        await this.book
+      ).reserve(limit.spec, limit.id, this.hideKey?.(request.key) ?? request.key, request.permits, request.maxWaitMs);
     } catch (error) {
       if (error instanceof FloodgateError && error.code === 'INVALID_KEY') throw invalid('key', error.message);
       throw error;

@@ -18,9 +18,20 @@ export interface Match {
    * (`value_to_metric` for a level, `detailed_metric` for all).
    */
   readonly metricKey: string;
-  /** The entries the counter is kept under: the request's, with a `share_threshold` wildcard's pattern for its value. */
+  /**
+   * The entries the counter is kept under: the request's, with a `share_threshold` wildcard's
+   * pattern for its value, and each value the config does not spell out passed through the
+   * domain's {@link ValueHider} (so a credential never names a store key).
+   */
   readonly counterEntries: readonly DescriptorEntry[];
 }
+
+/**
+ * ValueHider returns what a request's descriptor value becomes before it names a store key or a
+ * metric label (a keyed hash, as the gateway hashes identities); values the config spells out
+ * (`value: /api/login`) are not passed through it, being no secret.
+ */
+export type ValueHider = (value: string) => string;
 
 interface TreeNode {
   readonly spec: DescriptorSpec;
@@ -28,6 +39,8 @@ interface TreeNode {
   readonly children: Level;
   /** `key`, or `key_value` as configured: the node's name in metrics. */
   readonly composite: string;
+  /** Whether the node matches one value that the config spells out (no wildcard): that value is no secret. */
+  readonly literal: boolean;
 }
 
 interface Level {
@@ -50,6 +63,7 @@ export class DomainRules {
   constructor(
     readonly domain: DomainSpec,
     policies: Policies,
+    private readonly hide?: ValueHider,
   ) {
     this.root = compileLevel(domain.descriptors, policies);
   }
@@ -78,10 +92,12 @@ export class DomainRules {
     let counterEntries: DescriptorEntry[] | undefined;
     found.forEach((node, i) => {
       const entry = entries[i]!;
-      metricKey += `.${detailed || node.spec.valueToMetric ? `${entry.key}_${entry.value}` : node.composite}`;
-      if (node.spec.shareThreshold && node.spec.value?.includes('*') === true) {
+      const value = this.hide === undefined || node.literal ? entry.value : this.hide(entry.value);
+      metricKey += `.${detailed || node.spec.valueToMetric ? `${entry.key}_${value}` : node.composite}`;
+      const shared = node.spec.shareThreshold && node.spec.value?.includes('*') === true;
+      if (shared || value !== entry.value) {
         counterEntries ??= [...entries];
-        counterEntries[i] = { key: entry.key, value: node.spec.value };
+        counterEntries[i] = { key: entry.key, value: shared ? node.spec.value! : value };
       }
     });
     return { rule, metricKey, counterEntries: counterEntries ?? entries };
@@ -125,6 +141,7 @@ function compileLevel(specs: readonly DescriptorSpec[], policies: Policies): Lev
     const node: TreeNode = {
       spec,
       composite,
+      literal: spec.value !== undefined && !spec.value.includes('*'),
       rule: ruleOf(spec, policies),
       children: compileLevel(spec.descriptors, policies),
     };

@@ -24,7 +24,7 @@ import { limitedStatus, noLimitStatus, unlimitedStatus } from './answer.js';
 import { nearLimitOf, outcomeOf, type DescriptorOutcome } from './outcome.js';
 import { MAX_SHARED, Policies } from './policies.js';
 import type { Rule } from './rule.js';
-import { DomainRules, counterKey, type Match } from './rules.js';
+import { DomainRules, counterKey, type Match, type ValueHider } from './rules.js';
 import { Reservations } from './reserve.js';
 
 export type { DescriptorStatus } from './status.js';
@@ -57,6 +57,12 @@ export interface RateLimitServiceOptions {
   shadowMode?: boolean;
   /** The response headers asked of Envoy (default the IETF draft's `RateLimit-Policy` and `RateLimit`). */
   responseHeaders?: ResponseHeaders;
+  /**
+   * What each descriptor value the config does not spell out becomes before it names a counter or
+   * a metric label, and what a reservation's key becomes (default: kept as it is). `floodgate serve`
+   * and `floodgate ratelimit` pass a keyed hash, so a client's API key never reaches the store.
+   */
+  hideValue?: ValueHider;
 }
 
 /** DecideMode says whether a request is charged (`consume`) or only asked about (`peek`). */
@@ -93,6 +99,7 @@ export class RateLimitService {
   private readonly onRequest: ((answer: 'OK' | 'OVER_LIMIT' | 'unavailable') => void) | undefined;
   private readonly headers: ResponseHeaders;
   private readonly synchronous: boolean;
+  private readonly hideValue: ValueHider | undefined;
 
   constructor(options: RateLimitServiceOptions) {
     if (typeof options !== 'object' || options === null)
@@ -115,7 +122,8 @@ export class RateLimitService {
     this.onRequest = options.onRequest;
     this.shadowAll = options.shadowMode === true;
     this.headers = options.responseHeaders ?? DRAFT_HEADERS;
-    this.reservations = new Reservations(this.store, this.clock);
+    this.hideValue = options.hideValue;
+    this.reservations = new Reservations(this.store, this.clock, this.hideValue);
     this.reload(options.domains);
     // Probe once whether the store answers synchronously (the memory store does).
     this.synchronous = this.store.bind(this.policies.policyOf('fixed-window', 1, 'second')).synchronous;
@@ -148,7 +156,7 @@ export class RateLimitService {
           `domain ${JSON.stringify(d.domain)} is given twice`,
           `domains[${i}]`,
         );
-      next.set(d.domain, new DomainRules(d, this.policies));
+      next.set(d.domain, new DomainRules(d, this.policies, this.hideValue));
     }
     this.rules = next;
     this.reservations.reload(domains);
@@ -261,7 +269,7 @@ export class RateLimitService {
         domain: request.domain,
         match,
         rule,
-        key: counterKey(request.domain, match?.counterEntries ?? d.entries),
+        key: counterKey(request.domain, match?.counterEntries ?? this.hidden(d.entries)),
         cost: mode === 'peek' ? 0 : costOf(d, request) * (rule?.cost ?? 1),
       };
     });
@@ -269,6 +277,11 @@ export class RateLimitService {
     for (const p of plans) if (p.rule !== undefined) for (const name of p.rule.replaces) replaced.add(name);
     if (replaced.size === 0) return plans;
     return plans.map((p) => (p.rule?.name !== undefined && replaced.has(p.rule.name) ? { ...p, rule: undefined } : p));
+  }
+
+  private hidden(entries: RequestDescriptor['entries']): RequestDescriptor['entries'] {
+    const hide = this.hideValue;
+    return hide === undefined ? entries : entries.map((e) => ({ key: e.key, value: hide(e.value) }));
   }
 
   private answer(plans: readonly Plan[], charges: readonly Charge[], outcome: Outcome): DecisionResult {
