@@ -36,7 +36,12 @@ export interface ServeFlags {
   drainMs?: number;
 }
 
-/** runServe runs the gateway until SIGTERM or SIGINT, and returns the exit code. */
+/**
+ * runServe runs the gateway until SIGTERM or SIGINT, and returns the exit code. SIGTERM (what a
+ * process manager sends) drains: unready, still serving for `shutdown.drainMs`, then closing.
+ * SIGINT (Ctrl-C at a terminal, where no load balancer is watching `/readyz`) skips the drain
+ * period and closes at once; requests in flight still finish. A second signal cuts either short.
+ */
 export async function runServe(flags: ServeFlags): Promise<number> {
   const log = pino({ name: 'floodgate', redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' } });
   const file = resolve(flags.config);
@@ -70,15 +75,16 @@ export async function runServe(flags: ServeFlags): Promise<number> {
   process.on('SIGHUP', () => void gateway.reload('SIGHUP'));
   await new Promise<void>((resolveStop) => {
     let stopping = false;
-    const stop = (): void => {
+    const stop = (signal: 'SIGTERM' | 'SIGINT'): void => {
       // A second signal cuts the drain under way short: the operator wants the process gone now.
       if (stopping) return gateway.cutShutdown();
       stopping = true;
       stopWatching();
-      void gateway.shutdown().then(resolveStop);
+      if (signal === 'SIGINT') log.info('SIGINT: closing without the drain period (SIGTERM drains)');
+      void gateway.shutdown(signal === 'SIGINT' ? { drainMs: 0 } : {}).then(resolveStop);
     };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
   });
   process.exit(0);
 }
