@@ -65,7 +65,6 @@ export async function runServe(flags: ServeFlags): Promise<number> {
     else log.fatal({ error: (err as Error).message }, 'could not start');
     return 1;
   }
-  if (flags.demoUpstream === true) process.stderr.write(tryLine(gateway) + (await dashboardLine(file, gateway)) + '\n');
   const stopWatching = flags.watch
     ? watchFiles(
         () => [file, ...gateway.descriptorFiles, ...gateway.tlsFiles],
@@ -73,7 +72,7 @@ export async function runServe(flags: ServeFlags): Promise<number> {
       )
     : () => {};
   process.on('SIGHUP', () => void gateway.reload('SIGHUP'));
-  await new Promise<void>((resolveStop) => {
+  const stopped = new Promise<void>((resolveStop) => {
     let stopping = false;
     const stop = (signal: 'SIGTERM' | 'SIGINT'): void => {
       // A second signal cuts the drain under way short: the operator wants the process gone now.
@@ -86,6 +85,9 @@ export async function runServe(flags: ServeFlags): Promise<number> {
     process.on('SIGTERM', () => stop('SIGTERM'));
     process.on('SIGINT', () => stop('SIGINT'));
   });
+  // The try-it text comes once the signals are handled: a Ctrl-C right after it stops as documented.
+  if (flags.demoUpstream === true) process.stderr.write(tryLine(gateway) + (await dashboardLine(file, gateway)) + '\n');
+  await stopped;
   process.exit(0);
 }
 
