@@ -1,4 +1,4 @@
-// Runs every randomised test of the workspace many times over, in one run (docs/testing.md): the
+// Runs every randomised test of the workspace many times over, in one run (docs/development.md, "Sweeping the randomised tests"): the
 // seeded tests (those that call seedsFrom) over --seeds fresh seeds each, besides the seeds they keep
 // as fixed cases, and every other test that scales with FLOODGATE_SWEEP (fast-check properties and
 // their case counts, trials on real timers) at --scale times their usual count. A failure names

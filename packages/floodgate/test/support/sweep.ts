@@ -1,6 +1,6 @@
 /**
  * How many random cases the randomised tests run. One knob, FLOODGATE_SWEEP (a whole number, 1
- * when unset), scales them all for a sweep (docs/testing.md): each fast-check property runs its
+ * when unset), scales them all for a sweep (docs/development.md, "Sweeping the randomised tests"): each fast-check property runs its
  * usual number of cases times FLOODGATE_SWEEP, and each seeded test (test/time/) runs that many
  * fresh seeds.
  */

@@ -41,7 +41,7 @@ export class Random {
 /**
  * seedsFrom returns the seeds a seeded test runs. FLOODGATE_TIME_SEED (one seed, or several split by
  * commas) reproduces a run: those seeds alone. Otherwise `known` (seeds that once found a failure,
- * kept as fixed cases) and then fresh ones: one, or FLOODGATE_SWEEP of them (docs/testing.md).
+ * kept as fixed cases) and then fresh ones: one, or FLOODGATE_SWEEP of them (docs/development.md, "Sweeping the randomised tests").
  */
 export function seedsFrom(known: readonly number[] = [], env: NodeJS.ProcessEnv = process.env): number[] {
   const given = env.FLOODGATE_TIME_SEED;
