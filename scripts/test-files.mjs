@@ -1,6 +1,6 @@
 // Prints the workspace's test files for `npm test` (all of them) or `npm run test:fast` (`--fast`):
-// those that start no process, server, Redis or browser and wait on no real time, so that they run
-// in about a minute. A file is slow when its text does any of what SLOW names.
+// those that start no process, server, Redis or browser and wait on no real time (about half of
+// the files). A file is slow when its text does any of what SLOW names.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 

@@ -45,6 +45,7 @@ export {
 } from './core/store-timeout.js';
 export { DeadlineQueue, watch, type Deadline } from './stores/deadline-queue.js';
 export { MemoryStore, MemoryTable, policyIdentity, type MemoryStoreOptions } from './stores/memory-store.js';
+export type { RestorableTable, UndoLog } from './stores/undo-log.js';
 export type {
   MaybePromise,
   PolicyStore,
@@ -114,6 +115,7 @@ export {
   type CircuitBreakerState,
   type CircuitBreakerTrigger,
 } from './core/circuit/circuit-breaker.js';
+export type { CircuitBreakerTriggerType } from './core/circuit/circuit-breaker-events.js';
 export {
   askLease,
   returnLease,

@@ -68,7 +68,7 @@ export class Limiter {
   private readonly watcher: Observer | undefined;
   /** hasDecisionObserver is whether decisions are reported (the observer has a `decision` hook). */
   readonly hasDecisionObserver: boolean;
-  /** The brand {@link LIMITER_BRAND}: always true. */
+  /** The brand `LIMITER_BRAND`, which marks every limiter: always true. */
   readonly [LIMITER_BRAND] = true;
   /** clock is the clock this limiter reads (`LimiterOptions.clock`). */
   readonly clock: Clock;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { Limiter, ManualClock, MemoryStore, fixedWindow, slidingWindowLog, type Algorithm } from '../src/index.js';
+import { runs } from './support/sweep.js';
 
 const limit = 10;
 const windowMs = 1000;
@@ -74,7 +75,7 @@ describe('a burst across a window boundary', () => {
         assert.equal(byFixed[0], times[0]);
         assert.equal(byLog[0], times[0]);
       }),
-      { numRuns: 200 },
+      { numRuns: runs(200) },
     );
   });
 });

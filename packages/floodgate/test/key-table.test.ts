@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { KeyTable } from '../src/stores/key-table.js';
+import { runs } from './support/sweep.js';
 
 const keyArb = fc.oneof(
   fc.string({ maxLength: 24 }),
@@ -39,7 +40,7 @@ describe('KeyTable', () => {
           }
         },
       ),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 

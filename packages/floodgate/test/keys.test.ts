@@ -13,6 +13,7 @@ import {
   type PolicyStore,
   type Store,
 } from '../src/index.js';
+import { runs } from './support/sweep.js';
 
 const isInvalidKey = (e: unknown): boolean => e instanceof FloodgateError && e.code === 'INVALID_KEY';
 
@@ -170,7 +171,7 @@ describe('keys are checked before anything else', () => {
           for (const k of ['a', 'b', 'z']) assert.deepEqual(limiters[0]!.peekSync(k), limiters[1]!.peekSync(k));
         }
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 });

@@ -20,6 +20,7 @@ import {
   type Store,
   type StoreRequest,
 } from '../src/index.js';
+import { runs, sweepCount } from './support/sweep.js';
 
 /** An asynchronous store over a memory store; each answer comes after `delayMs()` ms of real time (0: next microtask). */
 function delayedStore(delayMs: () => number = () => 0): Store & { calls: string[] } {
@@ -117,7 +118,7 @@ describe('consumeAllSync: several limits on synchronous stores, one step', () =>
           }
         },
       ),
-      { numRuns: 100 },
+      { numRuns: runs(100) },
     );
   });
 
@@ -210,7 +211,7 @@ describe('consumeAll: several limits on any stores', () => {
     // limiters have no deadline (timeoutMs Infinity): on a loaded machine a timer can fire past
     // the adaptive deadline's 25 ms, and a timed-out look is answered by fail-open, which is not
     // what this test is about.
-    for (let trial = 0; trial < 10; trial++) {
+    for (let trial = 0; trial < 10 * sweepCount(); trial++) {
       const jitter = (): number => Math.floor(Math.random() * 4);
       const clock = new ManualClock(0);
       const ip = new Limiter({

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { MemoryStore } from '../src/index.js';
 import { build, costArb, policyArb, policyKinds } from './support/policies.js';
 import { PureStore } from './support/pure-store.js';
+import { runs } from './support/sweep.js';
 
 /**
  * The memory store answers a repeated refusal at the same instant from its last refusal. These
@@ -42,7 +43,7 @@ describe('repeated refusals at one instant answer exactly as the pure core', () 
             }
           },
         ),
-        { numRuns: 150 },
+        { numRuns: runs(150) },
       );
     });
   }

@@ -16,6 +16,7 @@ import {
   tokenBucket,
   type Algorithm,
 } from '../src/index.js';
+import { runs } from './support/sweep.js';
 
 describe('MemoryStore overflow tier: open to newcomers under an identity flood', () => {
   it('decides new keys past maxKeys by the sketch: the throttled key stays throttled, newcomers pass', () => {
@@ -83,7 +84,7 @@ describe('MemoryStore overflow tier: open to newcomers under an identity flood',
           }
           assert.ok(table.size <= maxKeys);
         }),
-        { numRuns: 300 },
+        { numRuns: runs(300) },
       );
     });
   }

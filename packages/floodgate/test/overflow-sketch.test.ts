@@ -12,6 +12,7 @@ import {
   type Algorithm,
 } from '../src/index.js';
 import { OverflowSketch } from '../src/stores/overflow-sketch.js';
+import { runs } from './support/sweep.js';
 
 const policies: Record<string, () => Algorithm> = {
   'fixed window': () => fixedWindow({ limit: 5, windowMs: 1000 }),
@@ -58,7 +59,7 @@ describe('overflow sketch: never admits a key beyond its limit', () => {
             }
           },
         ),
-        { numRuns: 300 },
+        { numRuns: runs(300) },
       );
     });
   }
@@ -178,7 +179,7 @@ describe('overflow sketch: bookings (reserve) for the buckets and GCRA', () => {
             }
           }
         }),
-        { numRuns: 300 },
+        { numRuns: runs(300) },
       );
     });
   }

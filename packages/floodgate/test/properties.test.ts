@@ -16,8 +16,9 @@ import {
   type PolicySpec,
 } from './support/policies.js';
 import { PureStore } from './support/pure-store.js';
+import { runs } from './support/sweep.js';
 
-const numRuns = 200;
+const numRuns = runs(200);
 
 interface Scenario {
   readonly spec: PolicySpec;

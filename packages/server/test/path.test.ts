@@ -16,6 +16,7 @@ import {
   normalPathEnd,
   normalizeTarget,
 } from '../src/config/normal-path.js';
+import { runs } from '../../floodgate/test/support/sweep.js';
 
 /** Each row: a target as received, its normal path and query, and the ambiguities found. */
 const TABLE: readonly (readonly [target: string, path: string, query: string | undefined, found: string])[] = [
@@ -147,7 +148,7 @@ describe('path normal form, properties', () => {
         assert.equal(twice.path, once.path);
         assert.equal(twice.ambiguities, kept(once.path));
       }),
-      { numRuns: 3000 },
+      { numRuns: runs(3000) },
     );
   });
 
@@ -163,7 +164,7 @@ describe('path normal form, properties', () => {
           assert.equal(n.path, t.slice(0, normalPathEnd(t)));
         }
       }),
-      { numRuns: 3000 },
+      { numRuns: runs(3000) },
     );
   });
 
@@ -176,7 +177,7 @@ describe('path normal form, properties', () => {
         for (const s of segments) assert.ok(s !== '' && s !== '.' && s !== '..', `${t} -> ${path}`);
         assert.ok(!/[\\;#?%](?![0-9A-F]{2})/.test(path), `${t} -> ${path}`);
       }),
-      { numRuns: 3000 },
+      { numRuns: runs(3000) },
     );
   });
 
@@ -199,7 +200,7 @@ describe('path normal form, properties', () => {
           assert.equal(normalizeTarget(encoded)!.path, normalizeTarget(plain)!.path);
         },
       ),
-      { numRuns: 2000 },
+      { numRuns: runs(2000) },
     );
   });
 });
@@ -276,7 +277,7 @@ describe('UTF-8 in escapes', () => {
         const path = '/' + seq.map((b) => '%' + b.toString(16).toUpperCase().padStart(2, '0')).join('');
         assert.equal(escapesAreUtf8(path), isUtf8(Buffer.from(seq)), path);
       }),
-      { numRuns: 20_000 },
+      { numRuns: runs(20_000) },
     );
   });
 });

@@ -1,10 +1,11 @@
 // floodgate serve --demo-upstream (what npm start runs): the try-it text says where the dashboard is,
-// or how to turn it on, and the demo upstream answers through the gateway.
+// or how to turn it on, the demo upstream answers through the gateway, and Ctrl-C stops it at once.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { FLOODGATE_BIN } from './support/cli.js';
 import { call } from './support/http.js';
@@ -12,17 +13,42 @@ import { closedPort } from './support/ports.js';
 
 const TOKEN = 'demo-dashboard-token-0123456789';
 
+const EXAMPLE = resolve(fileURLToPath(import.meta.url), '../../../../examples/gateway/floodgate.yaml');
+
+/** A demo process: its try-it text, a stop (SIGTERM) and when it exited, with its exit code. */
+interface Demo {
+  readonly text: string;
+  readonly child: ReturnType<typeof spawn>;
+  readonly exited: Promise<number | null>;
+  stop(): Promise<void>;
+}
+
 /** Runs serve --demo-upstream on `config` until its try-it text is out; resolves with that text and a stop. */
-async function demo(config: (upstreamPort: number) => string): Promise<{ text: string; stop: () => Promise<void> }> {
+async function demo(config: (upstreamPort: number) => string): Promise<Demo> {
   const dir = await mkdtemp(join(tmpdir(), 'floodgate-demo-'));
   const file = join(dir, 'floodgate.yaml');
   await writeFile(file, config(await closedPort()));
+  const run = await serveDemo(file, ['--port', '0', '--admin-port', '0']);
+  return {
+    ...run,
+    stop: async () => {
+      await run.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts `floodgate serve --config file --demo-upstream ...args` and waits for its try-it text. */
+async function serveDemo(file: string, args: readonly string[]): Promise<Demo> {
   const child = spawn(
     process.execPath,
-    [FLOODGATE_BIN, 'serve', '--config', file, '--demo-upstream', '--port', '0', '--admin-port', '0', '--no-watch'],
-    { env: { ...process.env, FG_DEMO_TOKEN: TOKEN }, stdio: ['ignore', 'ignore', 'pipe'] },
+    [FLOODGATE_BIN, 'serve', '--config', file, '--demo-upstream', ...args, '--no-watch'],
+    {
+      env: { ...process.env, FG_DEMO_TOKEN: TOKEN },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
   );
-  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   let text = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no dashboard line within 20 s:\n${text}`)), 20_000);
@@ -35,11 +61,10 @@ async function demo(config: (upstreamPort: number) => string): Promise<{ text: s
     });
   });
   const stop = async (): Promise<void> => {
-    child.kill('SIGTERM');
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     await exited;
-    await rm(dir, { recursive: true, force: true });
   };
-  return { text, stop };
+  return { text, child, exited, stop };
 }
 
 const routes = (port: number): string =>
@@ -69,6 +94,39 @@ describe('floodgate serve --demo-upstream', () => {
       assert.match(run.text, /^Dashboard: off until the config has an admin token \(admin\.tokenEnv: VARIABLE/m);
     } finally {
       await run.stop();
+    }
+  });
+
+  it('stops at once on Ctrl-C (SIGINT), skipping the 5 s drain, and its ports are free for a restart', async () => {
+    // npm start's own config, on free ports: the gateway's, the admin's and the demo upstream's.
+    const [port, adminPort, upstreamPort] = [await closedPort(), await closedPort(), await closedPort()];
+    const example = await readFile(EXAMPLE, 'utf8');
+    assert.match(example, /port: 8080\b/);
+    const dir = await mkdtemp(join(tmpdir(), 'floodgate-demo-'));
+    const file = join(dir, 'floodgate.yaml');
+    await writeFile(
+      file,
+      example
+        .replace(/port: 8080\b/, `port: ${port}`)
+        .replace(/port: 9090\b/, `port: ${adminPort}`)
+        .replaceAll('127.0.0.1:8081', `127.0.0.1:${upstreamPort}`),
+    );
+    try {
+      for (const round of ['first run', 'restart at once']) {
+        const run = await serveDemo(file, []);
+        try {
+          assert.match(run.text, new RegExp(`curl -i http://127\\.0\\.0\\.1:${port}/`), round);
+          const fromMs = performance.now();
+          run.child.kill('SIGINT');
+          assert.equal(await run.exited, 0, `${round}: exits 0`);
+          const tookMs = performance.now() - fromMs;
+          assert.ok(tookMs < 2_500, `${round}: exited ${tookMs.toFixed(0)} ms after SIGINT, not after the 5 s drain`);
+        } finally {
+          await run.stop();
+        }
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -22,6 +22,7 @@ import {
   type Watch,
 } from '../src/index.js';
 import type { LimiterPolicySpec } from '../src/policy.js';
+import { runs } from '../../floodgate/test/support/sweep.js';
 
 function watchOf(lane: LaneSpec, arrivals: Arrivals): Watch {
   const reading = stateReadingOf(lane.policy);
@@ -116,7 +117,7 @@ describe('leases off: the lease engine decides as the per-request distributed mo
           'one store call per request the policy can admit at all',
         );
       }),
-      { numRuns: 60 },
+      { numRuns: runs(60) },
     );
   });
 });
@@ -175,7 +176,7 @@ describe('leases: over-admission never above the stated bound', () => {
         );
         assert.ok(r.perRequest.overAdmitted <= 1e-6, `per-request decisions are exact: ${r.perRequest.overAdmitted}`);
       }),
-      { numRuns: 25 },
+      { numRuns: runs(25) },
     );
   });
 });

@@ -45,7 +45,9 @@ const MAX_CHAIN_LENGTH = 512;
  * (name in lower case), and optionally whether it is there at all, where that is cheaper to learn.
  */
 export interface HeaderSource {
+  /** header returns the value of the header `name` (lower case), undefined when it is absent. */
   header(name: string): string | undefined;
+  /** hasHeader returns whether the header `name` (lower case) is there at all, without reading it. */
   hasHeader?(name: string): boolean;
 }
 

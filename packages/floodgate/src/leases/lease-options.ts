@@ -7,7 +7,7 @@ import { requireObject } from '../core/validate.js';
 import type { LeaseTerms } from './lease-ledger.js';
 
 /**
- * LeaseOptions configures quota leases for the policies of a {@link LeasedStore}.
+ * LeaseOptions configures quota leases for the policies of a {@link redis!LeasedStore}.
  *
  * The bound: with `maxOutstandingShare` s, at most `max(1, floor(s × limit))` units of a key are
  * out on leases at once, across every node. Under a token bucket, leaky bucket or GCRA, that is

@@ -96,7 +96,10 @@ export class MemoryLeaseSource implements LeaseSource {
     };
   }
 
-  /** stateOf returns `key`'s shared state now (a state at rest reads as fresh, as in Redis); for tests to inspect. */
+  /**
+   * stateOf returns `key`'s shared state now (a state at rest reads as fresh, as in Redis).
+   * @internal For tests to inspect: left out of the API reference.
+   */
   stateOf(key: string): KeyState {
     const nowMs = this.clock.now();
     let state = this.keys.get(key);

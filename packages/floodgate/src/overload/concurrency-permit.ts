@@ -36,7 +36,10 @@ export class ConcurrencyPermit implements Disposable {
   readonly allowed = true as const;
   private done = false;
 
-  /** Made by a ConcurrencyLimiter, never by hand. */
+  /**
+   * Creates a permit on behalf of its limiter.
+   * @internal Made by a ConcurrencyLimiter, never by hand: left out of the API reference.
+   */
   constructor(
     private readonly giveBack: ReleasePermit,
     /** The call's priority tier. */

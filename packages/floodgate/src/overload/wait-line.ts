@@ -20,7 +20,7 @@ export interface Waiter {
   detach: (() => void) | undefined;
 }
 
-/** CoDel configures the standing-queue mode of a {@link WaitLine}. */
+/** CoDel configures the standing-queue mode of a wait line (a `ConcurrencyLimiter`'s `maxQueue` waiters). */
 export interface CoDel {
   /** A line that has not been empty for this long is a standing queue, in ms. */
   readonly intervalMs: number;

@@ -41,7 +41,7 @@ const SWEEP_WHEN_FULL = 64;
  * window) is forgotten, which changes no decision.
  *
  * At the `maxKeys` bound, a new key first looks for a key at rest to replace; if none is found,
- * no key is evicted and the new key is decided by the overflow tier ({@link OverflowSketch}, made
+ * no key is evicted and the new key is decided by the overflow tier (an `OverflowSketch`, made
  * the first time the table is full: 4 rows of `maxKeys` 8-byte cells, 32 bytes per key of
  * capacity, twice that for the sliding windows), a count-min sketch of the policy's state that can
  * only over-count: no key is ever admitted beyond its limit, and an honest newcomer is refused

@@ -36,7 +36,10 @@ export class RedisPermit implements Disposable, AsyncDisposable {
   private current: RedisPermitState = 'held';
   private releasing: Promise<boolean> | undefined = undefined;
 
-  /** Made by RedisSemaphore: `id` is the holder's id in Redis. */
+  /**
+   * Creates the permit held under `id`, the holder's id in Redis.
+   * @internal Made by RedisSemaphore, never by hand: left out of the API reference.
+   */
   constructor(
     private readonly link: PermitLink,
     /** The holder id this permit is kept under in Redis (a random UUID). */

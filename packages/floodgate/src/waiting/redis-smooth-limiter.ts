@@ -43,7 +43,7 @@ export interface RedisSmoothAcquireOptions extends RedisSmoothWaitOptions {
  * later (the next caller waits for it), idle time stores permits (free in a
  * {@link RedisSmoothLimiter.bursty | bursty} limiter, at a falling cost in a
  * {@link RedisSmoothLimiter.warmingUp | warming-up} one), and `setRate` keeps the state as Guava's
- * does. The script restates the rules of the in-process {@link SmoothRateLimiter}, and tests check
+ * does. The script restates the rules of the in-process {@link index!SmoothRateLimiter}, and tests check
  * the waits against real Guava to the microsecond.
  *
  * Waiting happens here: a caller sleeps on this process's clock until its reservation is due

@@ -7,6 +7,7 @@ import { FIELD, serviceHead, serviceItem } from '../../src/http/headers.js';
 import { HttpGate } from '../../src/http/index.js';
 import { Limiter, ManualClock, tokenBucket } from '../../src/index.js';
 import { FakeView, memoryLogger } from './support.js';
+import { runs } from '../support/sweep.js';
 
 const HEAD = serviceHead('api');
 
@@ -34,6 +35,7 @@ describe('AdmitMemo', () => {
           assert.equal(memo.valueOf(d).item, serviceItem(HEAD, d, undefined));
         }
       }),
+      { numRuns: runs(100) },
     );
   });
 

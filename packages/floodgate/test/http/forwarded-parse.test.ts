@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import { ClientIpResolver, type TrustProxyOptions } from '../../src/http/index.js';
 import { forwardedNodes, xForwardedForNodes } from '../../src/http/forwarded.js';
 import { FakeView, memoryLogger } from './support.js';
+import { runs } from '../support/sweep.js';
 
 const PROXY = '10.0.0.1';
 
@@ -138,7 +139,7 @@ describe('a client-controlled prefix never changes the element chosen (propertie
           );
         },
       ),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     );
   });
 
@@ -156,7 +157,7 @@ describe('a client-controlled prefix never changes the element chosen (propertie
         assert.notEqual(alone, 'unknown');
         assert.equal(clientIp({ trustProxy: trusted.length }, { 'x-forwarded-for': `${prefix}, ${suffix}` }), alone);
       }),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     );
   });
 
@@ -168,7 +169,7 @@ describe('a client-controlled prefix never changes the element chosen (propertie
         const got = clientIp({ trustProxy: ['10.0.0.0/8'] }, { 'x-forwarded-for': `${prefix}, ${chain.join(', ')}` });
         if (expected !== undefined) assert.equal(got, expected);
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 });

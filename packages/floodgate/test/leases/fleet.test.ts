@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { fixedWindow, gcra, tokenBucket } from '../../src/index.js';
 import { START_MS, drive, makeFleet, overBucket, perWindow, settle } from './fleet.js';
+import { runs } from '../support/sweep.js';
 
 // Leasing nodes on one shared key, on a manual clock with a 1 ms one-way delay to the shared state.
 
@@ -162,7 +163,7 @@ describe('leases on a fleet: the bound on random fleets (fast-check)', () => {
           assert.ok(over <= fleet.terms.maxOutstanding, `over by ${over}, bound ${fleet.terms.maxOutstanding}`);
         },
       ),
-      { numRuns: 12 },
+      { numRuns: runs(12) },
     );
   });
 });

@@ -17,6 +17,7 @@ import {
   type LeaseHolder,
   type LeaseTerms,
 } from '../../src/index.js';
+import { runs } from '../support/sweep.js';
 
 /** A key's shared state: the policy's cells and its ledger, as the lease script keeps them. */
 function key(policy: Algorithm, nowMs: number): { cells: Float64Array; holders: Map<string, LeaseHolder> } {
@@ -401,7 +402,7 @@ describe('askLease: invariants on random asks (fast-check)', () => {
             }
           },
         ),
-        { numRuns: 150 },
+        { numRuns: runs(150) },
       );
     });
   }

@@ -19,6 +19,7 @@ import {
 } from '../../src/index.js';
 import { LeasedStore, RedisLeaseSource, RedisStore, ioredisAdapter } from '../../src/redis.js';
 import { beforeStop, useRedis } from '../redis/setup.js';
+import { runs } from '../support/sweep.js';
 
 const get = useRedis();
 
@@ -72,7 +73,7 @@ describe('the lease script against the pure ledger (unsafeTestTime, random asks)
             expiresAtMs = expected.expiresAtMs;
           }
         }),
-        { numRuns: 40 },
+        { numRuns: runs(40) },
       );
     });
   }

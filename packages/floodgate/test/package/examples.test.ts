@@ -17,6 +17,8 @@ const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const EXPECTED: Record<string, RegExp[]> = {
   'quickstart.ts': [/#3 allowed=true/, /#4 allowed=false/, /one second later alice: allowed=true/],
   'express.ts': [/#3 200/, /#4 429 .*retry-after: \d+/],
+  // The README's first quick start: five admitted, the sixth of the burst refused.
+  'quickstart/express.ts': [/#1 200 ratelimit: "default";r=4/, /#5 200 ratelimit: "default";r=0/, /#6 429/],
   'fastify.ts': [/#2 200/, /#3 429/, /health is exempt/, /#3 200 ratelimit: -/, /#1 200 ratelimit: "search"/, /#2 429/],
   'koa.ts': [/#2 200/, /#3 429/, /"beta" has its own budget/, /#1 200/],
   'hono.ts': [/#2 200/, /#1 429/],

@@ -1,7 +1,9 @@
 /**
  * Every ```ts block of the package README and of docs/*.md is type-checked against the source (one program, the
  * workspace's compiler options) and then run as its own module, the Redis ones against a
- * test-started redis-server. A snippet that no longer compiles or throws fails here.
+ * test-started redis-server. A snippet that no longer compiles or throws fails here. A block fenced
+ * ```ts fragment is a piece of a program whose names are defined around it in prose (docs/library.md
+ * has such pieces): the regex below leaves it out, neither checked nor run.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';

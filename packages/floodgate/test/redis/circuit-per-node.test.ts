@@ -18,6 +18,7 @@ import {
   type RedisTable,
 } from '../../src/stores/redis/index.js';
 import { startRedisCluster, type RedisServers } from '../support/redis-server.js';
+import { runs } from '../support/sweep.js';
 
 // Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
 // (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
@@ -391,7 +392,7 @@ describe('hashSlotOf', () => {
     });
     fc.assert(
       fc.property(text, (key) => hashSlotOf(key) === referenceSlot(key)),
-      { numRuns: 5000 },
+      { numRuns: runs(5000) },
     );
   });
 });

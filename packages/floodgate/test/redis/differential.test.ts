@@ -5,6 +5,7 @@ import type { Algorithm, Decision } from '../../src/index.js';
 import { RedisStore, ioredisAdapter, type RedisTable } from '../../src/stores/redis/index.js';
 import { build, costArb, policyArb, policyKinds, startArb, stepArb, type PolicySpec } from '../support/policies.js';
 import { useRedis } from './setup.js';
+import { runs } from '../support/sweep.js';
 
 // Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
 // (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
@@ -147,7 +148,7 @@ describe('differential: Lua scripts against the pure core', () => {
             assert.deepEqual(await redisCells(spec, redisKey, algorithm.width), expected, `${where}: state`);
           }
         }),
-        { numRuns: 150 },
+        { numRuns: runs(150) },
       );
     });
   }

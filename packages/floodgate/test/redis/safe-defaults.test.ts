@@ -5,7 +5,7 @@ import { Limiter, gcra, type Decision } from '../../src/index.js';
 import { RedisStore, ioredisAdapter } from '../../src/stores/redis/index.js';
 import { startRedisServer, type RedisServers } from '../support/redis-server.js';
 
-// The README's Redis snippet, as pasted (every store option at its default), with
+// The Redis snippet of docs/library.md (once the README's), as pasted (every store option at its default), with
 // a real ioredis client started before its server accepts connections: no call rejects, no
 // rejection goes unhandled, and Redis decides once it is up.
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { ManualClock } from '../../src/core/clock.js';
 import { SmoothRateLimiter } from '../../src/core/smooth/smooth-rate-limiter.js';
+import { runs } from '../support/sweep.js';
 
 // A reference model of Guava's RateLimiter arithmetic, written straight from REFERENCE.md and
 // sharing no code with the implementation. Java longs are bigints; doubles are numbers.
@@ -169,7 +170,7 @@ describe('SmoothRateLimiter against a reference model of Guava', () => {
           }
         },
       ),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     );
   });
 
@@ -222,7 +223,7 @@ describe('SmoothRateLimiter against a reference model of Guava', () => {
           assert.equal(sleptMs.length, 0, 'sleep is called once per granted acquire');
         }
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 

@@ -14,6 +14,7 @@ import {
 } from '../../src/core/smooth/smooth-state.js';
 import { SMOOTH_SCRIPT } from '../../src/stores/redis/scripts/smooth.js';
 import { useRedis } from '../redis/setup.js';
+import { runs } from '../support/sweep.js';
 
 // The smooth script restates the rules of src/core/smooth/smooth-state.ts in Lua. This test runs
 // both on the same random operations, at the same test times, and compares every wait, start and
@@ -144,7 +145,7 @@ describe('the smooth script against the pure rules', () => {
           if (reservation !== undefined) booked.push({ version: cells.version, pure: reservation });
         }
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 });

@@ -4,6 +4,7 @@ import fc from 'fast-check';
 import type { SmoothState } from '../../src/core/smooth/permit-storage.js';
 import { storageOf, type SmoothModel } from '../../src/core/smooth/smooth-model.js';
 import { FRESH_SMOOTH_STATE, releaseAt, reserveAt, setRateAt } from '../../src/core/smooth/smooth-state.js';
+import { runs } from '../support/sweep.js';
 
 // releaseAt's promise: a reservation released while it is the latest and not yet due leaves the
 // state exactly as it was before the reservation (so the limiter goes on as if it never was made);
@@ -48,7 +49,7 @@ describe('releaseAt', () => {
           if (released !== undefined) assert.equal(releaseAt(released, reservation, at), undefined, 'released once');
         },
       ),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     );
   });
 });

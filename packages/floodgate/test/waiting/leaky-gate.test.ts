@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { LeakyGate, ManualClock, type GateTicket } from '../../src/index.js';
+import { runs } from '../support/sweep.js';
 
 const go = (waitMs: number): GateTicket => ({ rejected: false, waitMs });
 const refused = (retryAfterMs: number): GateTicket => ({ rejected: true, retryAfterMs });
@@ -95,6 +96,7 @@ describe('LeakyGate: the leaky bucket as a queue for callers that wait themselve
           }
         },
       ),
+      { numRuns: runs(100) },
     );
   });
 });

@@ -4,6 +4,7 @@ import { describe, test } from 'node:test';
 import fc from 'fast-check';
 import { FloodgateError, ManualClock, Permit, Semaphore, type SemaphoreOptions } from '../../src/index.js';
 import { flush, runAll, runUntil, track } from './support.js';
+import { runs } from '../support/sweep.js';
 
 function setup(options: Omit<SemaphoreOptions, 'clock'>) {
   const clock = new ManualClock(0);
@@ -221,7 +222,7 @@ describe('Semaphore: concurrency limits', () => {
           );
         },
       ),
-      { numRuns: 60 },
+      { numRuns: runs(60) },
     );
   });
 });

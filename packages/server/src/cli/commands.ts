@@ -51,7 +51,12 @@ export interface ServeFlags {
   workers?: number | 'auto';
 }
 
-/** runServe runs the gateway until SIGTERM or SIGINT, and returns the exit code. */
+/**
+ * runServe runs the gateway until SIGTERM or SIGINT, and returns the exit code. SIGTERM (what a
+ * process manager sends) drains: unready, still serving for `shutdown.drainMs`, then closing.
+ * SIGINT (Ctrl-C at a terminal, where no load balancer is watching `/readyz`) skips the drain
+ * period and closes at once; requests in flight still finish. A second signal cuts either short.
+ */
 export async function runServe(flags: ServeFlags): Promise<number> {
   // A worker's and the primary's IPC keep the process alive: each exits with its code.
   if (cluster.isWorker && process.env['FLOODGATE_WORKER_INDEX'] !== undefined) process.exit(await runWorker(flags));
@@ -115,7 +120,6 @@ export async function runServe(flags: ServeFlags): Promise<number> {
     else log.fatal({ error: (err as Error).message }, 'could not start');
     return 1;
   }
-  if (flags.demoUpstream === true) process.stderr.write(tryLine(gateway) + (await dashboardLine(file, gateway)) + '\n');
   const stopWatching = flags.watch
     ? watchFiles(
         () => [file, ...gateway.descriptorFiles, ...gateway.tlsFiles],
@@ -123,18 +127,22 @@ export async function runServe(flags: ServeFlags): Promise<number> {
       )
     : () => {};
   process.on('SIGHUP', () => void gateway.reload('SIGHUP'));
-  await new Promise<void>((resolveStop) => {
+  const stopped = new Promise<void>((resolveStop) => {
     let stopping = false;
-    const stop = (): void => {
+    const stop = (signal: 'SIGTERM' | 'SIGINT'): void => {
       // A second signal cuts the drain under way short: the operator wants the process gone now.
       if (stopping) return gateway.cutShutdown();
       stopping = true;
       stopWatching();
-      void gateway.shutdown().then(resolveStop);
+      if (signal === 'SIGINT') log.info('SIGINT: closing without the drain period (SIGTERM drains)');
+      void gateway.shutdown(signal === 'SIGINT' ? { drainMs: 0 } : {}).then(resolveStop);
     };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
   });
+  // The try-it text comes once the signals are handled: a Ctrl-C right after it stops as documented.
+  if (flags.demoUpstream === true) process.stderr.write(tryLine(gateway) + (await dashboardLine(file, gateway)) + '\n');
+  await stopped;
   process.exit(0);
 }
 

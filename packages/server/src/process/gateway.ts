@@ -527,9 +527,11 @@ export class Gateway implements TrafficState {
    * that load balancers see `/readyz` fail before connections are refused, then stops accepting
    * connections, waits for requests in flight (up to `drainTimeoutMs`), and closes every
    * connection, pool and store connection. {@link Gateway.cutShutdown} ends both waits early.
+   * `drainMs`, when given, is the drain period of this shutdown instead of the option's or the
+   * config's (0: none; what Ctrl-C asks for). A shutdown already under way keeps its own.
    */
-  shutdown(): Promise<void> {
-    this.stopping ??= this.drainAndClose();
+  shutdown(options: { readonly drainMs?: number } = {}): Promise<void> {
+    this.stopping ??= this.drainAndClose(options.drainMs ?? this.options.drainMs ?? this.config.shutdown.drainMs);
     return this.stopping;
   }
 
@@ -540,12 +542,11 @@ export class Gateway implements TrafficState {
     this.cut.resolve();
   }
 
-  private async drainAndClose(): Promise<void> {
+  private async drainAndClose(drainMs: number): Promise<void> {
     this.draining = true;
     this.ready = false;
     this.metrics.setReady(false);
     this.options.worker?.link.tell({ kind: 'unready' });
-    const drainMs = this.options.drainMs ?? this.config.shutdown.drainMs;
     if (drainMs > 0) {
       this.log.info({ drainMs }, 'shutting down: unready, still serving until the drain period ends');
       await waitOrCut(drainMs, this.cut.promise);

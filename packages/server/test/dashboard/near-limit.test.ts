@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { NearLimit } from '../../src/dashboard/near-limit.js';
+import { runs } from '../../../floodgate/test/support/sweep.js';
 
 describe('NearLimit: the keys nearest their limit lately, bounded', () => {
   it('ranks by the share used at the latest decision, and follows a key back down', () => {
@@ -76,6 +77,7 @@ describe('NearLimit: the keys nearest their limit lately, bounded', () => {
           for (const k of top) assert.equal(k.usedShare, latest.get(k.key), 'a held key shows its latest decision');
         },
       ),
+      { numRuns: runs(100) },
     );
   });
 });

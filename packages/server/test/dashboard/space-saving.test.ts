@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { SpaceSaving, tieRank } from '../../src/dashboard/space-saving.js';
+import { runs } from '../../../floodgate/test/support/sweep.js';
 
 /** A tolerance for float sums of decayed weights. */
 function close(a: number, b: number): boolean {
@@ -71,7 +72,7 @@ describe('SpaceSaving: the heavy hitters of a decayed stream, bounded', () => {
             for (let i = 1; i < top.length; i++) assert.ok(top[i - 1]!.count >= top[i]!.count, 'largest first');
           },
         ),
-        { numRuns: 300 },
+        { numRuns: runs(300) },
       );
     });
   }

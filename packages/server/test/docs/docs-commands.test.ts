@@ -46,6 +46,14 @@ const EXPECTED_OUTPUT = new Map<string, RegExp>([
     "for i in 1 2 3; do curl -s -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:8080/slow & done; wait",
     /^503\n200\n200\n$/,
   ],
+  // The README's quick starts: each gateway answers through its demo upstream with the draft's
+  // headers, and the rate limit service answers Envoy's JSON request.
+  ['curl -i http://127.0.0.1:8084/hello', /^HTTP\/1\.1 200 [^\n]*\r?\n(?:[^\n]*\n)*?RateLimit: /i],
+  [
+    `curl -s -X POST http://127.0.0.1:8090/json -d '{"domain":"rl","descriptors":[{"entries":[{"key":"foo","value":"x"}]}]}'`,
+    /^\{"overallCode":"OK","statuses":\[\{"code":"OK"/,
+  ],
+  ["curl -i -H 'x-priority: batch' http://127.0.0.1:8086/report", /^HTTP\/1\.1 200 /],
 ]);
 
 /** One command to account for: a part of a shown command chain, at its first place in the docs. */
@@ -80,6 +88,12 @@ const servers = toRun.filter((u) => isServer(u.text));
 const clients = toRun.filter((u) => isClient(u.text));
 const plain = toRun.filter((u) => !isServer(u.text) && !isClient(u.text));
 
+/** configNamed returns the text of the config file a command names with `--config`, or '' (none, or not a file here). */
+function configNamed(text: string): string {
+  const file = /--config[ =](\S+)/.exec(text)?.[1];
+  return file !== undefined && existsSync(join(REPO_ROOT, file)) ? readFileSync(join(REPO_ROOT, file), 'utf8') : '';
+}
+
 /** markdownIn returns the Markdown files of a folder of the repository, by name. */
 function markdownIn(folder: string): string[] {
   return readdirSync(join(REPO_ROOT, folder))
@@ -99,7 +113,7 @@ describe('the commands the docs show', { timeout: 360_000 }, () => {
   // One redis-server per loopback port a command names, up while the commands run.
   const stopRedis: Array<() => Promise<void>> = [];
   before(async () => {
-    const ports = new Set(toRun.flatMap((u) => redisPortsNamed(u.text)));
+    const ports = new Set(toRun.flatMap((u) => [...redisPortsNamed(u.text), ...redisPortsNamed(configNamed(u.text))]));
     for (const port of ports) stopRedis.push(await startRedisOn(port));
   });
   after(async () => {

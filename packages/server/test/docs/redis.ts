@@ -1,6 +1,7 @@
 /**
- * The Redis a docs command names (`--redis 127.0.0.1:6380`, `redis://127.0.0.1:6380`): a
- * redis-server this test starts on that loopback port, never 6379, and stops by pid.
+ * The Redis a docs command names (`--redis 127.0.0.1:6380`, `redis://127.0.0.1:6380`), itself or in
+ * the config file it names: a redis-server this test starts on that loopback port, never 6379, and
+ * stops by pid.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -7,6 +7,7 @@ import { ManualClock, MemoryStore, type Store } from 'floodgate';
 import { createRateLimitService, DecisionError, parseDecisionRequest } from '../../src/ratelimit/index.js';
 import { domainsOf, START_MS } from './support.js';
 import { PromiseStore } from './support.js';
+import { runs } from '../../../floodgate/test/support/sweep.js';
 
 // Redis decides every request in these tests, however loaded the machine: a fixed, generous timeout
 // (the adaptive default would cut a call off at 3x the recent p99, and a fallback would decide it).
@@ -102,7 +103,7 @@ async function allOrNothing(makeStore: () => Store, numRuns: number): Promise<vo
         }
       }
     }),
-    { numRuns },
+    { numRuns: runs(numRuns) },
   );
 }
 
@@ -166,7 +167,7 @@ describe('properties of request parsing', () => {
         const result = await service.shouldRateLimit(request);
         assert.equal(result.statuses.length, request.descriptors.length);
       }),
-      { numRuns: 500 },
+      { numRuns: runs(500) },
     );
   });
 });

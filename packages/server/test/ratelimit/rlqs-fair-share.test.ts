@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { demandOf, expiresAtMs, grantOf, idleTooLong, targetOf } from '../../src/ratelimit/quota/fair-share.js';
 import { MemoryQuotaLedger, type LedgerEntry } from '../../src/ratelimit/quota/ledger.js';
+import { runs } from '../../../floodgate/test/support/sweep.js';
 
 const entry = (demand: number | undefined, limit = 300, ttlSeconds = 10): LedgerEntry => ({
   bucketKey: 'b',
@@ -104,6 +105,7 @@ describe('the memory ledger on a manual clock', () => {
           assert.ok(live <= limit, `outstanding ${live} over ${limit} at ${nowMs}`);
         }
       }),
+      { numRuns: runs(100) },
     );
   });
 });

@@ -14,6 +14,7 @@ import { RedisQuotaLedger } from '../../src/ratelimit/quota/redis-ledger.js';
 import { startServiceProcess, type ServiceProcess } from './processes.js';
 import { fixturePath } from './support.js';
 import { grantOf, RlqsClient } from './rlqs-support.js';
+import { runs } from '../../../floodgate/test/support/sweep.js';
 
 /** LedgerRedis is the Redis (single or cluster) the checks run on, valid from the first test on. */
 export interface LedgerRedis {
@@ -87,7 +88,7 @@ export function redisLedgerChecks(redis: () => LedgerRedis): void {
           await flush();
         },
       ),
-      { numRuns: 60 },
+      { numRuns: runs(60) },
     );
   });
 

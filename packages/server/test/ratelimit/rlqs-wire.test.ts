@@ -6,6 +6,7 @@ import { loadRateLimitQuotaService } from '../../src/ratelimit/quota/proto.js';
 import { parseUsageReport, QuotaStreamError, readBucketId } from '../../src/ratelimit/quota/report.js';
 import type { QuotaRule } from '../../src/ratelimit/quota/spec.js';
 import { encodeBucketAction, encodeResponse } from '../../src/ratelimit/quota/wire.js';
+import { runs } from '../../../floodgate/test/support/sweep.js';
 
 // The proto library's own encoder and decoder, from Envoy's .proto files, as the reference.
 const method = loadRateLimitQuotaService().service.StreamRateLimitQuotas!;
@@ -63,7 +64,7 @@ describe('RLQS on the wire, against the proto library', () => {
           assert.deepEqual({ ...echoedId.bucket }, { ...u.bucket });
         });
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 

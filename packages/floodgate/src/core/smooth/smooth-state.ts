@@ -85,7 +85,7 @@ export function reserveAt(
 }
 
 /**
- * tryReserveAt reserves as {@link reserveAt} when the wait would be at most `timeoutMicros` (a
+ * tryReserveAt reserves as `reserveAt` (a reservation that always succeeds) when the wait would be at most `timeoutMicros` (a
  * Java long, at least 0), and returns undefined, changing nothing, otherwise. Like Guava it judges
  * by the next-free moment as it stands, before bringing the state up to now.
  */

@@ -49,7 +49,7 @@ declare global {
  * `req.ip`. When the app trusts none, floodgate's `trustProxy` decides. When both are given they
  * must agree (same hop count or same list), else every request fails with an `INVALID_OPTION`
  * error naming both (passed to `next(err)`, logged once). Mounted on a route (`app.get('/a/:id', limit, handler)`)
- * {@link byRoute} sees the route pattern; mounted with `app.use` it sees the path.
+ * {@link http!byRoute} sees the route pattern; mounted with `app.use` it sees the path.
  *
  * Upgrade requests (WebSocket) go to the server's `upgrade` listener, never through Express:
  * `server.on('upgrade', limit.upgrade(listener))` limits them with the same gate, with `raw`

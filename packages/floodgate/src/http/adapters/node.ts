@@ -7,7 +7,7 @@ import { NodeRequestView, checkHandler, runConnectStyle, type ConnectHandler, ty
 import { guardUpgrades, type UpgradeGuard } from './upgrade.js';
 
 export { floodgateUpgrade, type UpgradeGuard, type UpgradeListener } from './upgrade.js';
-export type { ConnectHandler, WithRateLimit } from './node-request.js';
+export type { ConnectHandler, NodeNext, WithRateLimit } from './node-request.js';
 
 export {
   eventLoopPressure,

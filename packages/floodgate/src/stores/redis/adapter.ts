@@ -43,7 +43,9 @@ export interface IoredisClient {
    * master first (empty until the cluster is connected). Read only when `isCluster` is true.
    */
   readonly slots?: ReadonlyArray<readonly string[] | undefined>;
+  /** evalsha runs the cached script `sha1` on `numKeys` keys, then arguments, as ioredis takes them. */
   evalsha(sha1: string, numKeys: number, keysAndArgs: string[]): Promise<unknown>;
+  /** eval runs `script` on `numKeys` keys, then arguments, as ioredis takes them. */
   eval(script: string, numKeys: number, keysAndArgs: string[]): Promise<unknown>;
 }
 
@@ -75,7 +77,9 @@ export function ioredisAdapter(client: IoredisClient): RedisAdapter {
  */
 export interface IoredisClosable {
   readonly isCluster?: boolean;
+  /** disconnect closes the client's connections at once, without waiting for replies. */
   disconnect(): void;
+  /** refreshSlotsCache (a `Cluster` only) reloads the slot map, calling back once it is done or failed. */
   refreshSlotsCache?(callback: (error?: Error | null) => void): void;
 }
 
@@ -143,7 +147,9 @@ export interface NodeRedisClient {
   readonly slots?: ReadonlyArray<{ readonly master: { readonly address: string } } | undefined>;
   /** A cluster's masters (node-redis's `RedisCluster.masters`); a single client has none. Its presence tells a cluster. */
   readonly masters?: readonly unknown[];
+  /** evalSha runs the cached script `sha1` with its keys and arguments, as node-redis takes them. */
   evalSha(sha1: string, options: NodeRedisEvalOptions): Promise<unknown>;
+  /** eval runs `script` with its keys and arguments, as node-redis takes them. */
   eval(script: string, options: NodeRedisEvalOptions): Promise<unknown>;
 }
 

@@ -12,11 +12,16 @@ export interface ConsumeAllEntry {
   readonly redisKey: string;
   readonly lua: LuaPolicy;
   readonly algorithm: Algorithm;
-  /** The table's policy as the batch script takes it. */
+  /**
+   * The table's policy as the batch script takes it.
+   * @internal Plumbing between the store's parts, not for users: left out of the API reference.
+   */
   readonly batchPolicy: BatchPolicy;
   /** The table the request belongs to: across slots, its peek looks first and its refund undoes a charge. */
   readonly table: {
+    /** peek answers what consuming `cost` on `key` would at `nowMs`, charging nothing. */
     peek(key: string, cost: number, nowMs: number): Promise<Decision>;
+    /** refund gives `cost` back to `key` at `nowMs`, undoing a charge of this request. */
     refund(key: string, cost: number, nowMs: number): Promise<void>;
   };
 }

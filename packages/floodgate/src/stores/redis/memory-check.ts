@@ -19,7 +19,7 @@ import type { ScriptRunner } from './runner.js';
  */
 export type RedisEvictionRisk = 'unbounded' | 'refuses-writes' | 'evicts-limit-state' | 'unknown';
 
-/** RedisMemoryReport is what {@link checkRedisMemory} found on one Redis (one master of a cluster). */
+/** RedisMemoryReport is what {@link redis!RedisStore.checkMemory} found on one Redis (one master of a cluster). */
 export interface RedisMemoryReport {
   /** The master (`host:port`) on a cluster, as the adapter names it; undefined for a single Redis. */
   readonly node: string | undefined;

@@ -101,6 +101,10 @@ export interface RedisStoreOptions {
  * timeout, observer), its key prefix, time, failure policy and census.
  */
 export interface StoreShares {
+  /**
+   * The runner of the store's scripts: connection health, circuits, deadlines.
+   * @internal Plumbing between the store's parts, not for users: left out of the API reference.
+   */
   readonly runner: ScriptRunner;
   readonly prefix: string;
   readonly testTime: boolean;
@@ -111,6 +115,7 @@ export interface StoreShares {
   readonly observer: Observer | undefined;
   /** How many processes share the store now (its census); call `censusNeeded` first for a live count. */
   readonly nodes: () => number;
+  /** censusNeeded asks for a fresh count of the processes sharing the store, for `nodes` to read. */
   readonly censusNeeded: () => void;
 }
 

@@ -61,7 +61,10 @@ export class RedisTable implements PolicyStore {
   private readonly batchPolicy: BatchPolicy;
   private readonly cache: OverLimitCache | undefined;
   private readonly failure: FailurePolicy;
-  /** What the failure policy admitted while Redis was away, owed to Redis; undefined when nothing is written back. */
+  /**
+   * What the failure policy admitted while Redis was away, owed to Redis; undefined when nothing is written back.
+   * @internal Plumbing between the store's parts, not for users: left out of the API reference.
+   */
   readonly writeBack: WriteBack | undefined;
   /** Where this table's pending decisions report Redis's answers. */
   private readonly owner: DecisionOwner = {
@@ -72,7 +75,10 @@ export class RedisTable implements PolicyStore {
     },
   };
 
-  /** Creates the table; prefer {@link RedisStore.bind}. */
+  /**
+   * Creates the table from the store's shared parts.
+   * @internal Made by {@link RedisStore.bind}, which is what users call: left out of the API reference.
+   */
   constructor(
     readonly algorithm: Algorithm,
     private readonly context: TableContext,

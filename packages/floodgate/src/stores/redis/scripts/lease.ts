@@ -171,7 +171,7 @@ return {
 /** The rules leases run on: the policies whose units come back exactly through `refund`. */
 const LEASE_RULES: readonly LuaRule[] = [TOKEN_BUCKET_RULE, FIXED_WINDOW_RULE, GCRA_RULE];
 
-/** LEASE_SCRIPTS are the lease scripts by Lua module: preamble, the policy's rule, {@link LEASE_LUA}. */
+/** LEASE_SCRIPTS are the lease scripts by Lua module: preamble, the policy's rule, and the lease operations (`LEASE_LUA`). */
 export const LEASE_SCRIPTS: Readonly<Partial<Record<LuaModule, LuaScript>>> = Object.fromEntries(
   LEASE_RULES.map((rule) => {
     const source = PREAMBLE_LUA + rule.source + LEASE_LUA;

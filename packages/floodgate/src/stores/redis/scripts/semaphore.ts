@@ -86,7 +86,7 @@ end
 error({ err = 'FLOODGATE unknown semaphore operation: ' .. tostring(op) })
 `;
 
-/** SEMAPHORE_SCRIPT is {@link SEMAPHORE_LUA} with the SHA1 that EVALSHA names it by. */
+/** SEMAPHORE_SCRIPT is the script behind {@link redis!RedisSemaphore} (`SEMAPHORE_LUA`) with the SHA1 that EVALSHA names it by. */
 export const SEMAPHORE_SCRIPT: LuaScript = {
   name: 'semaphore',
   source: SEMAPHORE_LUA,

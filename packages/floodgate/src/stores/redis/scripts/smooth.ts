@@ -204,7 +204,7 @@ end
 return out
 `;
 
-/** SMOOTH_SCRIPT is {@link SMOOTH_LUA} with the SHA1 that EVALSHA names it by. */
+/** SMOOTH_SCRIPT is the script behind {@link redis!RedisSmoothLimiter} (`SMOOTH_LUA`) with the SHA1 that EVALSHA names it by. */
 export const SMOOTH_SCRIPT: LuaScript = {
   name: 'smooth',
   source: SMOOTH_LUA,
