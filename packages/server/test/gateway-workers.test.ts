@@ -171,6 +171,16 @@ describe('floodgate serve with 2 workers', { timeout: 300_000 }, () => {
     for (const pid of workers) assert.throws(() => process.kill(pid as number, 0), 'the worker process is gone');
   });
 
+  test('Ctrl-C (SIGINT) to the primary closes every worker without the drain period, exit 0', async () => {
+    const gw = await startGateway(`${config(upstream.origin)}shutdown: { drainMs: 5000 }\n`, { env });
+    const started = performance.now();
+    gw.child.kill('SIGINT');
+    const code = await gw.stop();
+    assert.equal(code, 0);
+    const tookMs = performance.now() - started;
+    assert.ok(tookMs < 4_000, `stopped in ${tookMs.toFixed(0)} ms, not after the 5 s drain`);
+  });
+
   test('a smooth policy on the memory store with workers: check and serve refuse it, with the fix', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'floodgate-workers-'));
     try {

@@ -163,11 +163,14 @@ async function runWorker(flags: ServeFlags): Promise<number> {
   // Listen before starting: the primary's shutdown, or a signal to the whole group (Ctrl-C, systemd's
   // control group), may come while the gateway starts, and must not be lost or kill it half-made.
   let gateway: Gateway | undefined;
-  let stopAsked = false;
+  // Set once a stop is asked: whether it skips the drain period (Ctrl-C), as one process does.
+  let stopNow: boolean | undefined;
   let stopped: (() => void) | undefined;
-  const stop = (): void => {
-    stopAsked = true;
-    if (gateway !== undefined) void gateway.shutdown().then(() => stopped?.());
+  const stop = (now: boolean): void => {
+    // The primary's message and a signal to the whole group come together: the first decides.
+    if (stopNow !== undefined) return;
+    stopNow = now;
+    if (gateway !== undefined) void gateway.shutdown(now ? { drainMs: 0 } : {}).then(() => stopped?.());
   };
   process.on('message', (message: unknown) => {
     if (!isWorkerMessage<ToWorker>(message) || link.answered(message)) return;
@@ -177,13 +180,12 @@ async function runWorker(flags: ServeFlags): Promise<number> {
       void done.then((result) =>
         process.send?.({ w: WORKER_MARK, kind: 'reloaded', id: message.id, result } satisfies FromWorker),
       );
-    } else if (message.kind === 'shutdown') stop();
+    } else if (message.kind === 'shutdown') stop(message.now);
     else if (message.kind === 'cut') gateway?.cutShutdown();
   });
-  // The primary's message and a signal to the group come together: the first starts the drain, and
-  // only the primary's `cut` (its second signal) ends it early. SIGHUP is the primary's to spread.
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  // Only the primary's `cut` (its second signal) ends a drain early. SIGHUP is the primary's to spread.
+  process.on('SIGTERM', () => stop(false));
+  process.on('SIGINT', () => stop(true));
   process.on('SIGHUP', () => {});
   try {
     gateway = await Gateway.start({
@@ -204,7 +206,7 @@ async function runWorker(flags: ServeFlags): Promise<number> {
   AggregatorRegistry.setRegistries([gateway.metrics.registry]);
   await new Promise<void>((resolveStop) => {
     stopped = resolveStop;
-    if (stopAsked) stop();
+    if (stopNow !== undefined) void gateway!.shutdown(stopNow ? { drainMs: 0 } : {}).then(resolveStop);
   });
   return 0;
 }

@@ -56,10 +56,10 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   // Signals are heard from the start: one that came before a handler would end the primary at once,
   // leaving its workers behind. The first asks for the shutdown; a second cuts the drains short.
   let signalled = 0;
-  let stopAsked!: () => void;
-  const stopSignal = new Promise<void>((resolve) => (stopAsked = resolve));
-  const onSignal = (): void => {
-    if (++signalled === 1) return stopAsked();
+  let stopAsked!: (signal: NodeJS.Signals) => void;
+  const stopSignal = new Promise<NodeJS.Signals>((resolve) => (stopAsked = resolve));
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (++signalled === 1) return stopAsked(signal);
     for (const w of members.keys()) w.send({ w: WORKER_MARK, kind: 'cut' } satisfies ToWorker);
   };
   process.on('SIGTERM', onSignal);
@@ -193,11 +193,13 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
         () => void reloadAll('file changed'),
       )
     : () => {};
-  await stopSignal;
+  // SIGTERM drains each worker (shutdown.drainMs); Ctrl-C (SIGINT) closes at once, as one process does.
+  const signal = await stopSignal;
   stopping = true;
   stopWatching();
-  log.info({ workers: members.size }, 'shutting down every worker');
-  for (const w of members.keys()) w.send({ w: WORKER_MARK, kind: 'shutdown' } satisfies ToWorker);
+  log.info({ workers: members.size, signal }, 'shutting down every worker');
+  const now = signal === 'SIGINT';
+  for (const w of members.keys()) w.send({ w: WORKER_MARK, kind: 'shutdown', now } satisfies ToWorker);
   if (members.size > 0) await exited;
   stopServing();
   host?.close();

@@ -38,7 +38,8 @@ export type ToWorker =
       readonly id: number;
       readonly result: ReloadResult;
     }
-  | { readonly w: typeof WORKER_MARK; readonly kind: 'shutdown' | 'cut' }
+  | { readonly w: typeof WORKER_MARK; readonly kind: 'shutdown'; readonly now: boolean }
+  | { readonly w: typeof WORKER_MARK; readonly kind: 'cut' }
   | { readonly w: typeof WORKER_MARK; readonly kind: 'registry-done'; readonly id: number; readonly value: unknown };
 
 /** isWorkerMessage tells the messages above apart from anything else on the channel. */
