@@ -16,6 +16,6 @@ export default tseslint.config(
   // CommonJS files (PM2's ecosystem file must be one): node's module globals.
   {
     files: ['**/*.cjs'],
-    languageOptions: { globals: { module: 'writable', require: 'readonly', __dirname: 'readonly' } },
+    languageOptions: { globals: { module: 'writable', __dirname: 'readonly' } },
   },
 );
