@@ -15,5 +15,9 @@ export {
   processChannel,
   serveClusterWorkers,
   socketChannel,
+  type ClusterModule,
+  type ClusterWorker,
+  type IpcEnd,
+  type PortEnd,
 } from './cluster/channels.js';
-export type { ClusterChannel, ClusterReply, ClusterRequest } from './cluster/protocol.js';
+export type { ClusterChannel, ClusterNotice, ClusterOp, ClusterReply, ClusterRequest } from './cluster/protocol.js';

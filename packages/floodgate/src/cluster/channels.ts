@@ -8,10 +8,13 @@ import { FloodgateError } from '../core/errors.js';
 import type { ClusterStoreHost } from './cluster-host.js';
 import { isRequest, type ClusterChannel } from './protocol.js';
 
-/** The parts of a process (or a cluster worker, or a forked child) an IPC channel needs. */
-interface IpcEnd {
+/** IpcEnd is what {@link processChannel} needs of a process (this one, a cluster worker, a forked child). */
+export interface IpcEnd {
+  /** send writes a message to the other end of the IPC channel; absent without one. */
   send?(message: unknown): unknown;
+  /** on adds a listener for the channel's messages. */
   on(event: 'message', listener: (message: unknown) => void): unknown;
+  /** off removes a listener added with `on`. */
   off(event: 'message', listener: (message: unknown) => void): unknown;
 }
 
@@ -37,10 +40,13 @@ export function processChannel(end: IpcEnd = process as unknown as IpcEnd): Clus
   };
 }
 
-/** The parts of a MessagePort (or a Worker) a channel needs. */
-interface PortEnd {
+/** PortEnd is what {@link portChannel} needs of a MessagePort or a Worker. */
+export interface PortEnd {
+  /** postMessage sends a message to the other thread. */
   postMessage(message: unknown): void;
+  /** on adds a listener for the other thread's messages. */
   on(event: 'message', listener: (message: unknown) => void): unknown;
+  /** off removes a listener added with `on`. */
   off(event: 'message', listener: (message: unknown) => void): unknown;
 }
 
@@ -58,11 +64,22 @@ export function portChannel(port: PortEnd): ClusterChannel {
   };
 }
 
-/** The parts of node's cluster module the host needs. */
-interface ClusterModule {
-  readonly workers?: Record<string, { send(message: unknown): unknown; isConnected(): boolean } | undefined>;
-  on(event: 'message', listener: (worker: { send(message: unknown): unknown }, message: unknown) => void): unknown;
-  off(event: 'message', listener: (worker: { send(message: unknown): unknown }, message: unknown) => void): unknown;
+/** ClusterModule is what {@link serveClusterWorkers} needs of node's `cluster` module. */
+export interface ClusterModule {
+  /** The live workers, by id (the host tells each of a reset or a refund). */
+  readonly workers?: Record<string, ClusterWorker | undefined>;
+  /** on adds a listener for every worker's messages. */
+  on(event: 'message', listener: (worker: ClusterWorker, message: unknown) => void): unknown;
+  /** off removes a listener added with `on`. */
+  off(event: 'message', listener: (worker: ClusterWorker, message: unknown) => void): unknown;
+}
+
+/** ClusterWorker is what the host needs of one worker of node's `cluster` module. */
+export interface ClusterWorker {
+  /** send writes a message to the worker. */
+  send(message: unknown): unknown;
+  /** isConnected says whether the worker's IPC channel is still open. */
+  isConnected(): boolean;
 }
 
 /**
@@ -70,7 +87,7 @@ interface ClusterModule {
  * and those forked later, and returns a function that stops. Call it in the primary.
  */
 export function serveClusterWorkers(host: ClusterStoreHost, cluster: ClusterModule): () => void {
-  const listener = (worker: { send(message: unknown): unknown }, message: unknown): void => {
+  const listener = (worker: ClusterWorker, message: unknown): void => {
     if (isRequest(message)) worker.send(host.answer(message));
   };
   cluster.on('message', listener);

@@ -46,7 +46,9 @@ export interface ClusterReply {
  * thread's MessagePort, or a socket. `onMessage` returns a function that stops listening.
  */
 export interface ClusterChannel {
+  /** send delivers one message to the other end. */
   send(message: ClusterRequest | ClusterReply | ClusterNotice): void;
+  /** onMessage hears every message that arrives (floodgate's and any other) until the returned function is called. */
   onMessage(listener: (message: unknown) => void): () => void;
   /** close lets the channel go (the process may then exit); optional. */
   close?(): void;
