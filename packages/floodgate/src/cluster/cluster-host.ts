@@ -1,7 +1,6 @@
 import type { Algorithm } from '../core/algorithm.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { FloodgateError } from '../core/errors.js';
-import { systemTimers, type TimerHandle, type Timers } from '../core/timers.js';
 import {
   askLease,
   dropExpired,
@@ -27,9 +26,10 @@ import {
 export interface ClusterStoreHostOptions {
   /** The clock every decision is made on (default the system clock): the workers' limits share it. */
   readonly clock?: Clock;
-  /** Where the sweep timer is set (default the system's). */
-  readonly timers?: Timers;
-  /** How often keys back at rest, with no lease out, are forgotten, in ms (default 10,000). */
+  /**
+   * How often keys back at rest, with no lease out, are forgotten, in ms (default 10,000): at the
+   * first call after that long, so that the host holds no timer (and never keeps a process alive).
+   */
   readonly sweepMs?: number;
 }
 
@@ -68,9 +68,8 @@ interface PolicyKeys {
 export class ClusterStoreHost {
   private readonly policies = new Map<string, PolicyKeys>();
   private readonly clock: Clock;
-  private readonly timers: Timers;
   private readonly sweepMs: number;
-  private sweepTimer: TimerHandle | undefined;
+  private sweptAtMs = -Infinity;
   /** Where notices go: every channel attached, and every worker of a cluster served. */
   private readonly listeners = new Set<(notice: ClusterNotice) => void>();
   /** calls counts every request answered, for benchmarks and tests. */
@@ -78,7 +77,6 @@ export class ClusterStoreHost {
 
   constructor(options: ClusterStoreHostOptions = {}) {
     this.clock = options.clock ?? systemClock;
-    this.timers = options.timers ?? systemTimers;
     this.sweepMs = options.sweepMs ?? 10_000;
     if (!(this.sweepMs > 0))
       throw new FloodgateError(
@@ -135,10 +133,9 @@ export class ClusterStoreHost {
     }
   }
 
-  /** close stops the sweep timer; the host keeps answering until its channels are let go. */
+  /** close forgets every key; the host keeps answering (afresh) until its channels are let go. */
   close(): void {
-    if (this.sweepTimer !== undefined) this.timers.clearTimer(this.sweepTimer);
-    this.sweepTimer = undefined;
+    this.policies.clear();
   }
 
   private apply(r: ClusterRequest): unknown {
@@ -146,7 +143,11 @@ export class ClusterStoreHost {
       throw new FloodgateError('INVALID_KEY', 'a cluster store request needs a non-empty key and its args', 'key');
     const { policy, keys } = this.policyOf(r.policy);
     const nowMs = this.clock.now();
+    if (nowMs - this.sweptAtMs >= this.sweepMs) this.sweep();
     if (r.op === 'reset') return void keys.delete(r.key);
+    // A return to a key the host no longer holds gives nothing back: its lease has ended (and its
+    // state was at rest). Made afresh, the key would only be kept until the next sweep.
+    if (r.op === 'return' && !keys.has(r.key)) return 0;
     const state = this.stateOf(policy, keys, r.key, nowMs);
     const n = r.args.map(numberOf);
     const cost = n[0]!;
@@ -185,7 +186,6 @@ export class ClusterStoreHost {
       if (typeof identity !== 'string') throw policyFromIdentity(String(identity));
       p = { policy: policyFromIdentity(identity), keys: new Map() };
       this.policies.set(identity, p);
-      this.armSweep();
     }
     return p;
   }
@@ -203,19 +203,10 @@ export class ClusterStoreHost {
     return state;
   }
 
-  private armSweep(): void {
-    if (this.sweepTimer !== undefined) return;
-    this.sweepTimer = this.timers.setTimer(() => {
-      this.sweepTimer = undefined;
-      this.sweep();
-      if (this.keys > 0) this.armSweep();
-    }, this.sweepMs);
-    (this.sweepTimer as { unref?: () => void }).unref?.();
-  }
-
   /** sweep forgets every key at rest with no lease out: it would answer as a fresh key. */
   sweep(): void {
     const nowMs = this.clock.now();
+    this.sweptAtMs = nowMs;
     for (const { policy, keys } of this.policies.values()) {
       for (const [key, state] of keys) {
         dropExpired(state.holders, nowMs);

@@ -18,7 +18,7 @@ import { channelPair } from './pair.js';
 /** A host and `n` worker stores on one manual clock, each worker joined to the host by its own channel. */
 function fleet(n: number, options: { maxOutstandingShare?: number } = {}) {
   const clock = new ManualClock(1_000_000);
-  const host = new ClusterStoreHost({ clock, timers: clock });
+  const host = new ClusterStoreHost({ clock });
   const stores = Array.from({ length: n }, () => {
     const [worker, primary] = channelPair();
     host.attach(primary);
@@ -234,11 +234,15 @@ describe('ClusterStore: one limit for several workers', () => {
       timers: clock,
     });
     for (let i = 0; i < 50; i++) await limiter.consume(`k${i}`);
-    await stores[0]!.close();
     assert.equal(host.keys, 50);
-    clock.advance(2_000);
-    host.sweep();
-    assert.equal(host.keys, 0);
-    host.close();
+    // No timer: the first call once sweepMs (10 s) has passed forgets what is at rest.
+    clock.advance(5_000);
+    await limiter.consume('late');
+    assert.equal(host.keys, 51, 'not yet: 10 s have not passed since the last sweep');
+    clock.advance(5_000);
+    await limiter.consume('later');
+    assert.equal(host.keys, 1, 'only the key just used');
+    await stores[0]!.close();
+    assert.equal(clock.timerCount(), 0, 'the host holds no timer');
   });
 });
