@@ -31,6 +31,13 @@ export interface ClusterStoreHostOptions {
    * first call after that long, so that the host holds no timer (and never keeps a process alive).
    */
   readonly sweepMs?: number;
+  /**
+   * Most keys the host holds, over every policy (default 1,000,000). At the bound it forgets what is
+   * at rest; if still full, a request for a new key is refused with the reason `store-full` (and
+   * counted in {@link ClusterStoreHost.full}) rather than tracked, as the memory store's table does
+   * without its overflow tier.
+   */
+  readonly maxKeys?: number;
 }
 
 /** A key's shared state: the policy's cells and its lease ledger. */
@@ -70,6 +77,10 @@ export class ClusterStoreHost {
   private readonly clock: Clock;
   private readonly sweepMs: number;
   private sweptAtMs = -Infinity;
+  private readonly maxKeys: number;
+  private held = 0;
+  /** full counts the requests for a new key refused because the host held `maxKeys` keys. */
+  full = 0;
   /** Where notices go: every channel attached, and every worker of a cluster served. */
   private readonly listeners = new Set<(notice: ClusterNotice) => void>();
   /** calls counts every request answered, for benchmarks and tests. */
@@ -78,6 +89,13 @@ export class ClusterStoreHost {
   constructor(options: ClusterStoreHostOptions = {}) {
     this.clock = options.clock ?? systemClock;
     this.sweepMs = options.sweepMs ?? 10_000;
+    this.maxKeys = options.maxKeys ?? 1_000_000;
+    if (!Number.isSafeInteger(this.maxKeys) || this.maxKeys < 1)
+      throw new FloodgateError(
+        'INVALID_OPTION',
+        `ClusterStoreHost.maxKeys must be a whole number of at least 1, got ${String(options.maxKeys)}`,
+        'maxKeys',
+      );
     if (!(this.sweepMs > 0))
       throw new FloodgateError(
         'INVALID_OPTION',
@@ -88,9 +106,7 @@ export class ClusterStoreHost {
 
   /** keys returns how many keys the host holds state for now. */
   get keys(): number {
-    let n = 0;
-    for (const p of this.policies.values()) n += p.keys.size;
-    return n;
+    return this.held;
   }
 
   /**
@@ -136,6 +152,31 @@ export class ClusterStoreHost {
   /** close forgets every key; the host keeps answering (afresh) until its channels are let go. */
   close(): void {
     this.policies.clear();
+    this.held = 0;
+  }
+
+  /**
+   * The answer to a request for a new key while the host is full: a peek answers as for a fresh key;
+   * a consume, reserve or lease ask is refused (`store-full`, retry in a second); a refund or return
+   * has nothing to give back to.
+   */
+  private refusedFull(policy: Algorithm, r: ClusterRequest, nowMs: number): unknown {
+    if (r.op === 'refund') return undefined;
+    if (r.op === 'return') return 0;
+    const fresh = new Float64Array(policy.width);
+    policy.init(fresh, 0, nowMs);
+    if (r.op === 'peek') return decisionToWire(policy.peek(fresh, 0, nowMs, numberOf(r.args[0])));
+    this.full++;
+    if (r.op === 'reserve') return -1;
+    if (r.op === 'ask') return [0, 0, FULL_RETRY_MS, 0, 0, 0, nowMs, FULL_RETRY_MS, 0];
+    return decisionToWire({
+      allowed: false,
+      limit: policy.limit,
+      remaining: 0,
+      retryAfterMs: FULL_RETRY_MS,
+      resetMs: 0,
+      reason: 'store-full',
+    });
   }
 
   private apply(r: ClusterRequest): unknown {
@@ -144,13 +185,17 @@ export class ClusterStoreHost {
     const { policy, keys } = this.policyOf(r.policy);
     const nowMs = this.clock.now();
     if (nowMs - this.sweptAtMs >= this.sweepMs) this.sweep();
-    if (r.op === 'reset') return void keys.delete(r.key);
+    if (r.op === 'reset') return void (keys.delete(r.key) && this.held--);
     // A return to a key the host no longer holds gives nothing back: its lease has ended (and its
     // state was at rest). Made afresh, the key would only be kept until the next sweep.
     if (r.op === 'return' && !keys.has(r.key)) return 0;
-    const state = this.stateOf(policy, keys, r.key, nowMs);
     const n = r.args.map(numberOf);
     const cost = n[0]!;
+    if (!keys.has(r.key) && this.held >= this.maxKeys) {
+      this.sweep();
+      if (this.held >= this.maxKeys) return this.refusedFull(policy, r, nowMs);
+    }
+    const state = this.stateOf(policy, keys, r.key, nowMs);
     switch (r.op) {
       case 'consume':
       case 'peek':
@@ -197,6 +242,7 @@ export class ClusterStoreHost {
       state = { cells: new Float64Array(policy.width), holders: new Map() };
       policy.init(state.cells, 0, nowMs);
       keys.set(key, state);
+      this.held++;
     } else if (state.holders.size === 0 && policy.restAtMs(state.cells, 0) <= nowMs) {
       policy.init(state.cells, 0, nowMs);
     }
@@ -210,11 +256,17 @@ export class ClusterStoreHost {
     for (const { policy, keys } of this.policies.values()) {
       for (const [key, state] of keys) {
         dropExpired(state.holders, nowMs);
-        if (state.holders.size === 0 && policy.restAtMs(state.cells, 0) <= nowMs) keys.delete(key);
+        if (state.holders.size === 0 && policy.restAtMs(state.cells, 0) <= nowMs) {
+          keys.delete(key);
+          this.held--;
+        }
       }
     }
   }
 }
+
+/** How long a request refused for a full host is told to wait, in ms. */
+const FULL_RETRY_MS = 1000;
 
 /** The ask's answer as the Redis lease script returns it: nine numbers. */
 function askOf(policy: Algorithm, state: KeyState, r: ClusterRequest, n: readonly number[], nowMs: number): unknown {

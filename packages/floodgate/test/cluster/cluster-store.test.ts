@@ -245,4 +245,25 @@ describe('ClusterStore: one limit for several workers', () => {
     await stores[0]!.close();
     assert.equal(clock.timerCount(), 0, 'the host holds no timer');
   });
+
+  test('a host at maxKeys refuses new keys (store-full), counts them, and takes new keys once old ones rest', async () => {
+    const clock = new ManualClock(1_000_000);
+    const host = new ClusterStoreHost({ clock, maxKeys: 5 });
+    const [worker, primary] = channelPair();
+    host.attach(primary);
+    const store = new ClusterStore({ channel: worker, clock, timers: clock });
+    const exact = new Limiter({ policy: slidingWindowLog({ limit: 3, windowMs: 1_000 }), store, clock, timers: clock });
+    const leased = new Limiter({ policy: fixedWindow({ limit: 300, windowMs: 1_000 }), store, clock, timers: clock });
+    for (let i = 0; i < 5; i++) assert.equal((await exact.consume(`k${i}`)).allowed, true);
+    const refused = await exact.consume('k5');
+    assert.equal(refused.allowed, false);
+    assert.equal(refused.reason, 'store-full');
+    assert.equal((await leased.consume('other')).allowed, false, 'a lease ask for a new key too');
+    assert.equal((await exact.consume('k0')).allowed, true, 'a key it holds is decided as ever');
+    assert.equal(host.full, 2);
+    assert.equal(host.keys, 5);
+    clock.advance(1_001);
+    assert.equal((await exact.consume('k5')).allowed, true, 'room again once the old keys rest');
+    await store.close();
+  });
 });

@@ -42,7 +42,10 @@ interface Member {
 export async function runPrimary(o: PrimaryOptions): Promise<number> {
   const { log, loaded } = o;
   const config = loaded.config;
-  const host = config.store.type === 'memory' ? new ClusterStoreHost() : undefined;
+  const host =
+    config.store.type === 'memory'
+      ? new ClusterStoreHost(config.store.maxKeys === undefined ? {} : { maxKeys: config.store.maxKeys })
+      : undefined;
   const stopServing = host === undefined ? () => {} : serveClusterWorkers(host, cluster);
   const members = new Map<Worker, Member>();
   const registry = new Map<string, string>();
@@ -305,6 +308,9 @@ function primaryMetrics(parts: AdminParts): string {
       '# HELP floodgate_cluster_store_keys Keys the shared memory store holds state for.',
       '# TYPE floodgate_cluster_store_keys gauge',
       `floodgate_cluster_store_keys ${parts.host.keys}`,
+      '# HELP floodgate_cluster_store_full_total Requests for a new key refused because the shared memory store held its most keys.',
+      '# TYPE floodgate_cluster_store_full_total counter',
+      `floodgate_cluster_store_full_total ${parts.host.full}`,
     );
   return `${lines.join('\n')}\n`;
 }
