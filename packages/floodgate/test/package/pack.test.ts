@@ -98,7 +98,12 @@ const CASES: AppCase[] = [
       ['out16/main.js', { ...twoRequests, code: 'INVALID_OPTION', kinds: ['function', 'function'] }],
       [
         'require.cjs',
-        { allowed: [true, false], code: 'INVALID_COST', kinds: ['function', 'function', 'function'], builds: ['cjs'] },
+        {
+          allowed: [true, false],
+          code: 'INVALID_COST',
+          kinds: ['function', 'function', 'function', 'function'],
+          builds: ['cjs'],
+        },
       ],
     ],
   },

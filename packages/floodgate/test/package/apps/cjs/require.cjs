@@ -6,6 +6,7 @@ const { FloodgateError, Limiter, tokenBucket } = require('floodgate');
 const { byIp } = require('floodgate/http');
 const { floodgateExpress } = require('floodgate/http/express');
 const { ioredisAdapter } = require('floodgate/redis');
+const { ClusterStore } = require('floodgate/cluster');
 
 let code = '';
 try {
@@ -15,8 +16,8 @@ try {
 }
 const limiter = new Limiter({ policy: tokenBucket({ capacity: 1, refillPerSecond: 1 }) });
 const allowed = [limiter.consumeSync('k').allowed, limiter.consumeSync('k').allowed];
-const kinds = [typeof byIp, typeof floodgateExpress, typeof ioredisAdapter];
+const kinds = [typeof byIp, typeof floodgateExpress, typeof ioredisAdapter, typeof ClusterStore];
 // Every entry point loads the CommonJS build, never the ES modules through require(esm).
-const entries = ['floodgate', 'floodgate/http', 'floodgate/http/express', 'floodgate/redis'];
+const entries = ['floodgate', 'floodgate/http', 'floodgate/http/express', 'floodgate/redis', 'floodgate/cluster'];
 const builds = [...new Set(entries.map((name) => /\/dist\/(cjs|esm)\//.exec(require.resolve(name))?.[1]))];
 console.log(JSON.stringify({ allowed, code, kinds, builds }));
