@@ -3,7 +3,7 @@
  * by the checks no schema can express, every problem reported at once with its line and a fix.
  */
 import { readFile } from 'node:fs/promises';
-import { LineCounter, parse as parseYaml, parseDocument } from 'yaml';
+import { isAlias, LineCounter, parse as parseYaml, parseDocument, visit, type Document } from 'yaml';
 import type { z } from 'zod';
 import type { DomainSpec } from '../ratelimit/service/config.js';
 import { checkConfig } from './checks.js';
@@ -87,7 +87,7 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
     });
     throw new ConfigError('CONFIG_INVALID', problems);
   }
-  const parsed = configSchema.safeParse(doc.toJS() ?? {}, { reportInput: true });
+  const parsed = configSchema.safeParse(plainOf(doc, lines, file) ?? {}, { reportInput: true });
   if (!parsed.success)
     throw new ConfigError(
       'CONFIG_INVALID',
@@ -96,6 +96,35 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   const problems = checkConfig(parsed.data, locator, env);
   if (problems.length > 0) throw new ConfigError('CONFIG_INVALID', problems);
   return parsed.data;
+}
+
+/**
+ * The plain value of a parsed document. The YAML library throws where an alias names no anchor
+ * before it, or where aliases would expand past its bound (a "billion laughs"): a ConfigError at
+ * the first alias then, as for any other syntax problem.
+ */
+function plainOf(doc: Document, lines: LineCounter, file: string): unknown {
+  try {
+    return doc.toJS();
+  } catch (err) {
+    let at = 0;
+    visit(doc, (_, node) => {
+      if (!isAlias(node)) return undefined;
+      at = node.range?.[0] ?? 0;
+      return visit.BREAK;
+    });
+    const { line, col } = lines.linePos(at);
+    throw new ConfigError('CONFIG_INVALID', [
+      {
+        file,
+        line,
+        column: col,
+        path: '',
+        message: `YAML aliases: ${(err as Error).message}`,
+        hint: 'define each anchor (&name) before its alias (*name), and use few aliases: write the values out in full',
+      },
+    ]);
+  }
 }
 
 function issueProblem(locator: Locator, issue: z.core.$ZodIssue): ConfigProblem {
