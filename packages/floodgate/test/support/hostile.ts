@@ -168,3 +168,16 @@ export function deeplyNested(value: unknown, depth: number, key: string): unknow
   for (let i = 0; i < depth; i++) out = i % 2 === 0 ? [out] : objectOf([[key, out]]);
   return out;
 }
+
+/** deepJsonText returns JSON text nested up to `maxDepth` levels (built as text: stringify would overflow). */
+export function deepJsonText(maxDepth = 100_000): fc.Arbitrary<string> {
+  return fc
+    .tuple(
+      fc.integer({ min: 1, max: maxDepth }),
+      fc.constantFrom('[', '{"descriptors":', '{"domain":"d","descriptors":['),
+    )
+    .map(([depth, open]) => {
+      const close = open === '[' ? ']' : open.endsWith('[') ? ']}' : '}';
+      return open.repeat(depth) + '1' + close.repeat(depth);
+    });
+}
