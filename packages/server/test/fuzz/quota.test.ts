@@ -90,7 +90,27 @@ const report = fc
     const bytes = [...(domain === undefined ? [] : delimited(1, text(domain))), ...parts.flat()];
     return Buffer.from(cut === undefined || bytes.length === 0 ? bytes : bytes.slice(0, cut % bytes.length));
   });
+/** A well-formed report of domain `edge` (rlqs-shared.yaml), so that the stream reaches its grants. */
+const goodReport = fc
+  .array(fc.tuple(fc.constantFrom('api', 'web'), fc.nat({ max: 1000 }), fc.nat({ max: 60 })), {
+    minLength: 1,
+    maxLength: 3,
+  })
+  .map((usages) =>
+    Buffer.from([
+      ...delimited(1, text('edge')),
+      ...usages.flatMap(([name, allowed, seconds]) =>
+        delimited(2, [
+          ...delimited(1, delimited(1, [...delimited(1, text('name')), ...delimited(2, text(name))])),
+          ...delimited(2, [...tag(1, 0), ...varint(BigInt(seconds))]),
+          ...tag(3, 0),
+          ...varint(BigInt(allowed)),
+        ]),
+      ),
+    ]),
+  );
 const anyReport = fc.oneof(
+  { weight: 2, arbitrary: goodReport },
   { weight: 6, arbitrary: report },
   { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b)) },
 );
