@@ -11,9 +11,10 @@ import { parseConfig } from '../../src/config/load.js';
 import { ConfigError } from '../../src/config/problems.js';
 import { parseDescriptorConfig } from '../../src/ratelimit/service/config.js';
 import { fuzz } from '../../../floodgate/test/support/fuzz.js';
-import { anyText } from '../../../floodgate/test/support/hostile.js';
+import { anyText, hostileJson } from '../../../floodgate/test/support/hostile.js';
 import { runs } from '../../../floodgate/test/support/sweep.js';
-import { BILLION_LAUGHS, deepYaml, mutated, shaped, yamlFilesIn } from './yaml-inputs.js';
+import { stringify } from 'yaml';
+import { BILLION_LAUGHS, deepYaml, mutated, yamlFilesIn } from '../../../floodgate/test/support/yaml-inputs.js';
 
 const FIXTURES = new URL('../fixtures', import.meta.url).pathname;
 const EXAMPLES = new URL('../../../../examples/gateway', import.meta.url).pathname;
@@ -54,6 +55,17 @@ const DESCRIPTOR_KEYS = [
 ];
 /** YAML the readers fail on in the same ways as the fuzzer found, kept as fixed cases. */
 const REGRESSIONS = [BILLION_LAUGHS, 'a: *missing', 'listen: *nope\n', 'routes: [*x]'];
+
+/** shaped returns YAML of values under `keys` in the wrong shapes. */
+export function shaped(keys: readonly string[]): fc.Arbitrary<string> {
+  return hostileJson(keys).map((value) => {
+    try {
+      return stringify(value);
+    } catch {
+      return String(value);
+    }
+  });
+}
 
 const isConfigError = (error: unknown): boolean => error instanceof ConfigError && error.problems.length > 0;
 

@@ -1,13 +1,12 @@
 /**
- * Hostile YAML for the config readers' fuzzing: real files (examples, fixtures) mutated by
- * inserting, deleting and repeating pieces; values of the right keys but the wrong shapes written
- * as YAML; and YAML's own sharp edges (aliases, tags, merge keys, deep nesting).
+ * Hostile YAML for the fuzzing of config and scenario readers: real files (examples, fixtures)
+ * mutated by inserting, deleting and repeating pieces, and YAML's own sharp edges (aliases, tags,
+ * merge keys, deep nesting). Text only: the caller parses it with its own YAML library.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { stringify } from 'yaml';
-import { hostileJson, hostileText } from '../../../floodgate/test/support/hostile.js';
+import { hostileText } from './hostile.js';
 
 /** yamlFilesIn returns the text of every `.yaml` file under `dirs` (recursively). */
 export function yamlFilesIn(...dirs: string[]): string[] {
@@ -80,17 +79,6 @@ export function mutated(texts: readonly string[]): fc.Arbitrary<string> {
       else text = text.slice(0, i) + p + text.slice(i + length);
     }
     return text;
-  });
-}
-
-/** shaped returns YAML of values under `keys` in the wrong shapes. */
-export function shaped(keys: readonly string[]): fc.Arbitrary<string> {
-  return hostileJson(keys).map((value) => {
-    try {
-      return stringify(value);
-    } catch {
-      return String(value);
-    }
   });
 }
 
