@@ -8,20 +8,8 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { AMBIGUITIES, isNormalPath, normalPathEnd, normalizeTarget } from '../../src/config/normal-path.js';
 import { fuzz } from '../../../floodgate/test/support/fuzz.js';
-import { anyText, hostileText } from '../../../floodgate/test/support/hostile.js';
 import { runs } from '../../../floodgate/test/support/sweep.js';
-
-const pathPiece = fc.oneof(
-  fc.constantFrom('/', '//', '/./', '/../', '.', '..', '%2e', '%2E%2e', '?', '#', ';x=1', '\\', '%5c', '%2f'),
-  fc.constantFrom('a', 'login', '%6c', '%41', '~', '%7e', '%00', '%zz', '%', '%C3%A9', '%C0%AF', '%E9', 'é', '😀'),
-  hostileText(3),
-);
-/** Targets, mostly starting with `/` so that the normaliser reads them. */
-export const hostileTarget = fc.oneof(
-  { weight: 6, arbitrary: fc.array(pathPiece, { maxLength: 30 }).map((p) => '/' + p.join('')) },
-  { weight: 1, arbitrary: anyText().map((t) => '/' + t) },
-  { weight: 1, arbitrary: anyText() },
-);
+import { hostileTarget } from './path-inputs.js';
 
 const ALL_AMBIGUITIES = (1 << AMBIGUITIES.length) - 1;
 
