@@ -3,13 +3,20 @@
  * that it returns (or, when async, settles) within {@link SLOWEST_CALL_MS} and throws nothing but
  * the project's typed errors. A target's input count is its usual count (scaled by FLOODGATE_SWEEP,
  * see sweep.ts), or FLOODGATE_FUZZ_RUNS inputs when that is set, for a long campaign
- * (docs/development.md, "Fuzzing"). Each target prints what it tried:
+ * (docs/development.md, "Fuzzing"), each target stopping early after FLOODGATE_FUZZ_SECONDS when
+ * that is set. Each target prints what it tried:
  * `fuzz <name>: <n> inputs, 0 crashes, slowest <ms> ms`.
  */
 import fc from 'fast-check';
 
 /** SLOWEST_CALL_MS is the longest one call may take: a slower one is a hang, and fails the target. */
 export const SLOWEST_CALL_MS = 1000;
+
+/** fuzzSecondsOf returns FLOODGATE_FUZZ_SECONDS, the most seconds one target may run, or undefined when unset. */
+export function fuzzSecondsOf(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const seconds = Number(env.FLOODGATE_FUZZ_SECONDS);
+  return Number.isFinite(seconds) && seconds > 0 ? seconds : undefined;
+}
 
 /** fuzzRunsOf returns FLOODGATE_FUZZ_RUNS as a whole number of at least 1, or undefined when unset. */
 export function fuzzRunsOf(env: NodeJS.ProcessEnv = process.env): number | undefined {
@@ -66,16 +73,24 @@ class Tally {
       );
   }
 
-  report(): FuzzReport {
+  report(asked: number): FuzzReport {
     const report = { name: this.name, inputs: this.inputs, slowestMs: this.slowestMs };
-    console.log(`fuzz ${this.name}: ${report.inputs} inputs, 0 crashes, slowest ${report.slowestMs.toFixed(1)} ms`);
+    const cut = this.inputs < asked ? ` (of ${asked} asked: stopped at FLOODGATE_FUZZ_SECONDS)` : '';
+    console.log(`fuzz ${this.name}: ${report.inputs} inputs${cut}, 0 crashes, slowest ${report.slowestMs.toFixed(1)} ms`);
     return report;
   }
 }
 
 function parameters(options: FuzzOptions): fc.Parameters<unknown> {
   const numRuns = fuzzRunsOf() ?? options.runs;
-  return { numRuns, ...(options.seed === undefined ? {} : { seed: options.seed }), endOnFailure: numRuns > 100_000 };
+  const seconds = fuzzSecondsOf();
+  return {
+    numRuns,
+    ...(options.seed === undefined ? {} : { seed: options.seed }),
+    // A long campaign stops at its time limit without failing, and reports the inputs it tried.
+    ...(seconds === undefined ? {} : { interruptAfterTimeLimit: seconds * 1000, markInterruptAsFailure: false }),
+    endOnFailure: numRuns > 100_000,
+  };
 }
 
 /**
@@ -90,6 +105,7 @@ export function fuzz<T>(
   options: FuzzOptions,
 ): FuzzReport {
   const tally = new Tally(name, options.typed ?? untyped);
+  const params = parameters(options);
   fc.assert(
     fc.property(arbitrary, (input) => {
       const startMs = performance.now();
@@ -103,9 +119,9 @@ export function fuzz<T>(
       }
       tally.settle(input, performance.now() - startMs, error, threw);
     }),
-    parameters(options) as fc.Parameters<[T]>,
+    params as fc.Parameters<[T]>,
   );
-  return tally.report();
+  return tally.report(params.numRuns!);
 }
 
 /**
@@ -119,6 +135,7 @@ export async function fuzzAsync<T>(
   options: FuzzOptions,
 ): Promise<FuzzReport> {
   const tally = new Tally(name, options.typed ?? untyped);
+  const params = parameters(options);
   await fc.assert(
     fc.asyncProperty(arbitrary, async (input) => {
       const startMs = performance.now();
@@ -141,7 +158,7 @@ export async function fuzzAsync<T>(
       }
       tally.settle(input, performance.now() - startMs, error, threw);
     }),
-    parameters(options) as fc.Parameters<[T]>,
+    params as fc.Parameters<[T]>,
   );
-  return tally.report();
+  return tally.report(params.numRuns!);
 }
