@@ -3,7 +3,7 @@
  * by the checks no schema can express, every problem reported at once with its line and a fix.
  */
 import { readFile } from 'node:fs/promises';
-import { isAlias, LineCounter, parse as parseYaml, parseDocument, visit, type Document } from 'yaml';
+import { isAlias, LineCounter, parse as parseYaml, parseDocument, visit, type Document, type YAMLError } from 'yaml';
 import type { z } from 'zod';
 import type { DomainSpec } from '../ratelimit/service/config.js';
 import { checkConfig } from './checks.js';
@@ -73,20 +73,7 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const locator = new Locator(file, doc, lines);
-  if (doc.errors.length > 0) {
-    const problems = doc.errors.map((e): ConfigProblem => {
-      const { line, col } = lines.linePos(e.pos[0]);
-      return {
-        file,
-        line,
-        column: col,
-        path: '',
-        message: `YAML syntax: ${e.message.split('\n')[0]}`,
-        hint: 'fix the YAML syntax at that line (indentation, a missing colon, an unclosed quote, a repeated key)',
-      };
-    });
-    throw new ConfigError('CONFIG_INVALID', problems);
-  }
+  if (doc.errors.length > 0) throw new ConfigError('CONFIG_INVALID', syntaxProblems(doc.errors, lines, file));
   const parsed = configSchema.safeParse(plainOf(doc, lines, file) ?? {}, { reportInput: true });
   if (!parsed.success)
     throw new ConfigError(
@@ -96,6 +83,34 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   const problems = checkConfig(parsed.data, locator, env);
   if (problems.length > 0) throw new ConfigError('CONFIG_INVALID', problems);
   return parsed.data;
+}
+
+/** MAX_SYNTAX_PROBLEMS is how many YAML syntax problems are listed; the rest are counted in one more. */
+export const MAX_SYNTAX_PROBLEMS = 20;
+
+/**
+ * The problems of a document's YAML syntax errors: the first {@link MAX_SYNTAX_PROBLEMS}, then one
+ * that counts the rest (text of garbage can hold one error per character: a list of them all would
+ * be megabytes that help nobody).
+ */
+function syntaxProblems(errors: readonly YAMLError[], lines: LineCounter, file: string): ConfigProblem[] {
+  const hint = 'fix the YAML syntax at that line (indentation, a missing colon, an unclosed quote, a repeated key)';
+  const problems = errors.slice(0, MAX_SYNTAX_PROBLEMS).map((e): ConfigProblem => {
+    const { line, col } = lines.linePos(e.pos[0]);
+    return { file, line, column: col, path: '', message: `YAML syntax: ${e.message.split('\n')[0]}`, hint };
+  });
+  if (errors.length > MAX_SYNTAX_PROBLEMS) {
+    const { line, col } = lines.linePos(errors[MAX_SYNTAX_PROBLEMS]!.pos[0]);
+    problems.push({
+      file,
+      line,
+      column: col,
+      path: '',
+      message: `YAML syntax: ${errors.length - MAX_SYNTAX_PROBLEMS} more problems from here on`,
+      hint: 'fix the first ones: the later ones often follow from them',
+    });
+  }
+  return problems;
 }
 
 /**

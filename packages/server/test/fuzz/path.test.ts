@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import fc from 'fast-check';
 import { AMBIGUITIES, isNormalPath, normalPathEnd, normalizeTarget } from '../../src/config/normal-path.js';
 import { fuzz } from '../../../floodgate/test/support/fuzz.js';
 import { runs } from '../../../floodgate/test/support/sweep.js';
