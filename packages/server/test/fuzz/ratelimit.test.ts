@@ -129,7 +129,7 @@ describe('fuzzing the rate limit service', () => {
         const fakeCall = { request, metadata: { get: () => [] } } as unknown as grpc.ServerUnaryCall<unknown, unknown>;
         (handlers.ShouldRateLimit as grpc.handleUnaryCall<unknown, unknown>)(fakeCall, (error, value) => {
           if (error !== null && error !== undefined && (typeof error.code !== 'number' || error.code === 13))
-            reject(new Error(`an internal error: ${error.message}`));
+            reject(new Error(`an internal error: ${JSON.stringify(error)}`));
           else if ((error === null || error === undefined) && value === undefined) reject(new Error('no answer'));
           else resolve();
         });
