@@ -76,7 +76,9 @@ class Tally {
   report(asked: number): FuzzReport {
     const report = { name: this.name, inputs: this.inputs, slowestMs: this.slowestMs };
     const cut = this.inputs < asked ? ` (of ${asked} asked: stopped at FLOODGATE_FUZZ_SECONDS)` : '';
-    console.log(`fuzz ${this.name}: ${report.inputs} inputs${cut}, 0 crashes, slowest ${report.slowestMs.toFixed(1)} ms`);
+    console.log(
+      `fuzz ${this.name}: ${report.inputs} inputs${cut}, 0 crashes, slowest ${report.slowestMs.toFixed(1)} ms`,
+    );
     return report;
   }
 }
