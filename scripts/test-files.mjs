@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const SLOW =
-  /spawn|execFile|fork\(|useRedis|redis-server|chromium|playwright|createServer|\.listen\(|Gateway\.start|startGateway|fetch\(|new Worker|setTimeout\(r|\/package\//;
+  /spawn|execFile|fork\(|useRedis|redis-server|chromium|playwright|createServer|\.listen\(|Gateway\.start|startGateway|startNginx|fetch\(|new Worker|setTimeout\(r|\/package\//;
 
 function* testFiles(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {

@@ -3,7 +3,7 @@
  * by the checks no schema can express, every problem reported at once with its line and a fix.
  */
 import { readFile } from 'node:fs/promises';
-import { LineCounter, parse as parseYaml, parseDocument } from 'yaml';
+import { isAlias, LineCounter, parse as parseYaml, parseDocument, visit, type Document, type YAMLError } from 'yaml';
 import type { z } from 'zod';
 import type { DomainSpec } from '../ratelimit/service/config.js';
 import { checkConfig } from './checks.js';
@@ -73,21 +73,8 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   const locator = new Locator(file, doc, lines);
-  if (doc.errors.length > 0) {
-    const problems = doc.errors.map((e): ConfigProblem => {
-      const { line, col } = lines.linePos(e.pos[0]);
-      return {
-        file,
-        line,
-        column: col,
-        path: '',
-        message: `YAML syntax: ${e.message.split('\n')[0]}`,
-        hint: 'fix the YAML syntax at that line (indentation, a missing colon, an unclosed quote, a repeated key)',
-      };
-    });
-    throw new ConfigError('CONFIG_INVALID', problems);
-  }
-  const parsed = configSchema.safeParse(doc.toJS() ?? {}, { reportInput: true });
+  if (doc.errors.length > 0) throw new ConfigError('CONFIG_INVALID', syntaxProblems(doc.errors, lines, file));
+  const parsed = configSchema.safeParse(plainOf(doc, lines, file) ?? {}, { reportInput: true });
   if (!parsed.success)
     throw new ConfigError(
       'CONFIG_INVALID',
@@ -96,6 +83,63 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   const problems = checkConfig(parsed.data, locator, env);
   if (problems.length > 0) throw new ConfigError('CONFIG_INVALID', problems);
   return parsed.data;
+}
+
+/** MAX_SYNTAX_PROBLEMS is how many YAML syntax problems are listed; the rest are counted in one more. */
+export const MAX_SYNTAX_PROBLEMS = 20;
+
+/**
+ * The problems of a document's YAML syntax errors: the first {@link MAX_SYNTAX_PROBLEMS}, then one
+ * that counts the rest (text of garbage can hold one error per character: a list of them all would
+ * be megabytes that help nobody).
+ */
+function syntaxProblems(errors: readonly YAMLError[], lines: LineCounter, file: string): ConfigProblem[] {
+  const hint = 'fix the YAML syntax at that line (indentation, a missing colon, an unclosed quote, a repeated key)';
+  const problems = errors.slice(0, MAX_SYNTAX_PROBLEMS).map((e): ConfigProblem => {
+    const { line, col } = lines.linePos(e.pos[0]);
+    return { file, line, column: col, path: '', message: `YAML syntax: ${e.message.split('\n')[0]}`, hint };
+  });
+  if (errors.length > MAX_SYNTAX_PROBLEMS) {
+    const { line, col } = lines.linePos(errors[MAX_SYNTAX_PROBLEMS]!.pos[0]);
+    problems.push({
+      file,
+      line,
+      column: col,
+      path: '',
+      message: `YAML syntax: ${errors.length - MAX_SYNTAX_PROBLEMS} more problems from here on`,
+      hint: 'fix the first ones: the later ones often follow from them',
+    });
+  }
+  return problems;
+}
+
+/**
+ * The plain value of a parsed document. The YAML library throws where an alias names no anchor
+ * before it, or where aliases would expand past its bound (a "billion laughs"): a ConfigError at
+ * the first alias then, as for any other syntax problem.
+ */
+function plainOf(doc: Document, lines: LineCounter, file: string): unknown {
+  try {
+    return doc.toJS();
+  } catch (err) {
+    let at = 0;
+    visit(doc, (_, node) => {
+      if (!isAlias(node)) return undefined;
+      at = node.range?.[0] ?? 0;
+      return visit.BREAK;
+    });
+    const { line, col } = lines.linePos(at);
+    throw new ConfigError('CONFIG_INVALID', [
+      {
+        file,
+        line,
+        column: col,
+        path: '',
+        message: `YAML aliases: ${(err as Error).message}`,
+        hint: 'define each anchor (&name) before its alias (*name), and use few aliases: write the values out in full',
+      },
+    ]);
+  }
 }
 
 function issueProblem(locator: Locator, issue: z.core.$ZodIssue): ConfigProblem {

@@ -38,7 +38,11 @@ export function adminHandler(ctx: AdminContext): (req: IncomingMessage, res: Ser
 }
 
 async function route(ctx: AdminContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = new URL(req.url ?? '/', 'http://admin');
+  const url = targetUrl(req.url ?? '/');
+  if (url === undefined)
+    return json(res, 400, {
+      error: `the request target must be a path such as /admin/keys, got ${JSON.stringify(req.url)}`,
+    });
   if (url.pathname === '/healthz') return json(res, 200, { status: 'ok' });
   if (url.pathname === '/readyz')
     return ctx.isReady() ? json(res, 200, { status: 'ready' }) : json(res, 503, { status: 'not ready' });
@@ -96,6 +100,16 @@ async function adminApi(ctx: AdminContext, req: IncomingMessage, res: ServerResp
     action,
     state: { limit: decision.limit, remaining: decision.remaining, resetMs: decision.resetMs, reason: decision.reason },
   });
+}
+
+/**
+ * The URL of a request target: an origin-form target (`/path?query`) is a path on this listener,
+ * even one starting `//` (which a URL parser would read as naming a host); an absolute-form
+ * target is read as it is. Undefined for any other target (`*`, or one that is no URL).
+ */
+function targetUrl(target: string): URL | undefined {
+  const text = target.startsWith('/') ? `http://admin${target}` : target;
+  return URL.canParse(text) ? new URL(text) : undefined;
 }
 
 /** The rule and store key a request names by `route`, `rule` and `identity` (as the rule keys it, e.g. `ip:127.0.0.1`). */

@@ -41,6 +41,8 @@ export function formatConfigError(error: ConfigError): string {
 }
 
 const DOMAIN_KEYS = ['domain', 'descriptors', 'quota', 'smooth_limits'];
+/** MAX_SYNTAX_ERRORS is how many YAML syntax errors of a file are listed; the rest are counted in one more. */
+const MAX_SYNTAX_ERRORS = 20;
 /**
  * parseDescriptorConfig returns the domains of one config file (`text`, named `source` in
  * messages), or every error found in it. A file may hold several YAML documents, one domain each.
@@ -57,8 +59,11 @@ export function parseDescriptorConfig(
   const lines = new LineCounter();
   const reader = new Reader(source, lines);
   const domains: DomainSpec[] = [];
+  let syntaxErrors = 0;
   for (const doc of parseAllDocuments(text, { lineCounter: lines, prettyErrors: false })) {
     for (const e of doc.errors) {
+      // Garbage can hold a syntax error per character: the first ones are listed, the rest counted.
+      if (++syntaxErrors > MAX_SYNTAX_ERRORS) continue;
       const pos = lines.linePos(e.pos[0]);
       reader.errors.push({ source, line: pos.line, column: pos.col, path: '', message: e.message.split('\n')[0]! });
     }
@@ -66,6 +71,14 @@ export function parseDescriptorConfig(
     const domain = readDomain(reader, doc.contents);
     if (domain !== undefined) domains.push(domain);
   }
+  if (syntaxErrors > MAX_SYNTAX_ERRORS)
+    reader.errors.push({
+      source,
+      line: reader.errors.at(-1)!.line,
+      column: 1,
+      path: '',
+      message: `${syntaxErrors - MAX_SYNTAX_ERRORS} more YAML syntax errors after these; fix the first ones, the later ones often follow from them`,
+    });
   checkUniqueDomains(reader, domains);
   if (reader.errors.length === 0 && domains.length === 0)
     reader.errors.push({
