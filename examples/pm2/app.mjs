@@ -10,4 +10,4 @@ createServer(async (req, res) => {
   const decision = await limiter.consume('whole-app');
   res.writeHead(decision.allowed ? 200 : 429, { 'x-instance': String(process.pid) });
   res.end(decision.allowed ? 'hello\n' : 'slow down\n');
-}).listen(Number(process.env.PORT), '127.0.0.1');
+}).listen(Number(process.env.PORT), '127.0.0.1', () => console.log(`instance ${process.pid} listening`));

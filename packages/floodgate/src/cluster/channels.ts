@@ -74,10 +74,20 @@ export interface ClusterModule {
   off(event: 'message', listener: (worker: ClusterWorker, message: unknown) => void): unknown;
 }
 
+/**
+ * sendTo sends `message` to `worker` unless it has gone: a worker killed while its call was answered
+ * must not take the primary with it (a failed send, given a callback, is not an 'error' event).
+ */
+function sendTo(worker: ClusterWorker, message: unknown): void {
+  if (worker.isConnected()) worker.send(message, ignoreSendError);
+}
+
+function ignoreSendError(): void {}
+
 /** ClusterWorker is what the host needs of one worker of node's `cluster` module. */
 export interface ClusterWorker {
-  /** send writes a message to the worker. */
-  send(message: unknown): unknown;
+  /** send writes a message to the worker; a failure goes to `callback`, when given. */
+  send(message: unknown, callback?: (error: Error | null) => void): unknown;
   /** isConnected says whether the worker's IPC channel is still open. */
   isConnected(): boolean;
 }
@@ -88,11 +98,11 @@ export interface ClusterWorker {
  */
 export function serveClusterWorkers(host: ClusterStoreHost, cluster: ClusterModule): () => void {
   const listener = (worker: ClusterWorker, message: unknown): void => {
-    if (isRequest(message)) worker.send(host.answer(message));
+    if (isRequest(message)) sendTo(worker, host.answer(message));
   };
   cluster.on('message', listener);
   const stopNotices = host.onNotice((notice) => {
-    for (const worker of Object.values(cluster.workers ?? {})) if (worker?.isConnected()) worker.send(notice);
+    for (const worker of Object.values(cluster.workers ?? {})) if (worker !== undefined) sendTo(worker, notice);
   });
   return () => {
     cluster.off('message', listener);

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -50,13 +50,18 @@ test('PM2 cluster mode, 2 instances, one limit of 10 for both', { timeout: 120_0
   const pm2 = (...args: string[]) => run(process.execPath, [PM2, ...args], { env, cwd: ROOT, timeout: 60_000 });
   try {
     await pm2('start', 'examples/pm2/ecosystem.config.cjs');
-    // Up once both instances answer (before that, a connection may be refused).
-    let answers: Array<{ status: number; instance: string }> = [];
-    for (let i = 0; i < 100 && !answers.some((a) => a.status !== 0); i++) {
+    // Up once both instances say they listen (PM2 keeps each instance's output in its own file).
+    const logs = join(env.PM2_HOME, 'logs');
+    for (let i = 0; i < 300; i++) {
+      const names = await readdir(logs).catch(() => [] as string[]);
+      const said = await Promise.all(
+        names.filter((n) => n.startsWith('app-out')).map((n) => readFile(join(logs, n), 'utf8')),
+      );
+      if (said.filter((text) => text.includes('listening')).length >= 2) break;
       await new Promise((r) => setTimeout(r, 100));
-      answers = [await get(port)];
     }
-    for (let i = 0; i < 29; i++) answers.push(await get(port));
+    const answers: Array<{ status: number; instance: string }> = [];
+    for (let i = 0; i < 30; i++) answers.push(await get(port));
     assert.equal(answers.filter((a) => a.status === 200).length, 10, JSON.stringify(answers));
     assert.equal(answers.filter((a) => a.status === 429).length, 20);
     assert.equal(new Set(answers.map((a) => a.instance)).size, 2, 'both instances answered');

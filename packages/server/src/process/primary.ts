@@ -63,7 +63,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   const stopSignal = new Promise<NodeJS.Signals>((resolve) => (stopAsked = resolve));
   const onSignal = (signal: NodeJS.Signals): void => {
     if (++signalled === 1) return stopAsked(signal);
-    for (const w of members.keys()) w.send({ w: WORKER_MARK, kind: 'cut' } satisfies ToWorker);
+    for (const w of members.keys()) tell(w, { w: WORKER_MARK, kind: 'cut' });
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
@@ -72,6 +72,8 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   const fork = (): void => {
     const index = nextIndex++;
     const worker = cluster.fork({ FLOODGATE_WORKER_INDEX: String(index), FLOODGATE_WORKERS: String(o.workers) });
+    // A worker's channel failing (it died as it was written to) is the exit handler's to report.
+    worker.on('error', (err: Error) => log.debug({ worker: index, error: err.message }, 'worker channel error'));
     members.set(worker, { index, ready: false });
   };
 
@@ -81,7 +83,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
     const id = nextReload++;
     return new Promise((done) => {
       reloads.set(id, { left: live.length, results: [], done });
-      for (const w of live) w.send({ w: WORKER_MARK, kind: 'reload', id, why } satisfies ToWorker);
+      for (const w of live) tell(w, { w: WORKER_MARK, kind: 'reload', id, why });
     }).then(async (result) => {
       const next = await o.reread();
       if (next !== undefined) files = filesOf(next);
@@ -106,7 +108,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
         return;
       case 'reload-all':
         void reloadAll(message.why).then((result) =>
-          worker.send({ w: WORKER_MARK, kind: 'reload-all-done', id: message.id, result } satisfies ToWorker),
+          tell(worker, { w: WORKER_MARK, kind: 'reload-all-done', id: message.id, result }),
         );
         return;
       case 'reloaded': {
@@ -123,12 +125,12 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
         return;
       }
       case 'registry':
-        worker.send({
+        tell(worker, {
           w: WORKER_MARK,
           kind: 'registry-done',
           id: message.id,
           value: registryOp(registry, message.op, message.args),
-        } satisfies ToWorker);
+        });
         return;
     }
   });
@@ -202,7 +204,7 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   stopWatching();
   log.info({ workers: members.size, signal }, 'shutting down every worker');
   const now = signal === 'SIGINT';
-  for (const w of members.keys()) w.send({ w: WORKER_MARK, kind: 'shutdown', now } satisfies ToWorker);
+  for (const w of members.keys()) tell(w, { w: WORKER_MARK, kind: 'shutdown', now });
   if (members.size > 0) await exited;
   stopServing();
   host?.close();
@@ -212,6 +214,11 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   }
   log.info('stopped');
   return 0;
+}
+
+/** tell sends `message` to `worker` unless it has gone (a failed send is the exit handler's to report). */
+function tell(worker: Worker, message: ToWorker): void {
+  if (worker.isConnected()) worker.send(message, () => {});
 }
 
 /** Resolves true once every worker listens, false when one exits first. */
