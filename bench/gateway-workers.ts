@@ -79,7 +79,6 @@ async function atRate(gateway: Running): Promise<number> {
 
 /** Full speed: wrk with 50 connections; requests/s and the CPU per request of the gateway, wrk and the upstream. */
 async function fullSpeed(gateway: Running, upstream: Running) {
-  const wrkBefore = process.cpuUsage();
   const wrk = spawn('wrk', ['-t1', '-c50', `-d${SECONDS}s`, `http://127.0.0.1:${gateway.port}/bench`], {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
@@ -91,7 +90,6 @@ async function fullSpeed(gateway: Running, upstream: Running) {
   const sample = setInterval(() => (wrkTicks = Math.max(wrkTicks, cpuTicks(wrkPid))), 100);
   await new Promise((resolve) => wrk.once('exit', resolve));
   clearInterval(sample);
-  void wrkBefore;
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
   return {
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN),

@@ -228,8 +228,7 @@ export class ClusterStoreHost {
   private policyOf(identity: string): PolicyKeys {
     let p = this.policies.get(identity);
     if (p === undefined) {
-      if (typeof identity !== 'string') throw policyFromIdentity(String(identity));
-      p = { policy: policyFromIdentity(identity), keys: new Map() };
+      p = { policy: policyFromIdentity(String(identity)), keys: new Map() };
       this.policies.set(identity, p);
     }
     return p;
