@@ -29,6 +29,14 @@ export interface RedisSmoothOptions {
    */
   onError?: OnError;
   /**
+   * How long a call whose script was cut off by the store's timeout waits for Redis's late answer
+   * before `onError` decides it, in ms (default 1000; 0: `onError` decides at the store's timeout).
+   * Redis may still have run the script: a late answer is honoured as if it came in time, so the
+   * caller waits its turn on the fleet's schedule instead of going at once. A call whose connection
+   * fails meanwhile, or whose answer never comes, is decided by `onError` when this passes.
+   */
+  lateAnswerMs?: number;
+  /**
    * How long the limiter's key outlives its next-free moment without a call, in ms (default
    * Infinity: kept). When it expires, the next call creates the limiter anew, as `create` would.
    */
@@ -58,6 +66,8 @@ export interface SmoothSettings {
   readonly name: string;
   readonly permitsPerSecond: number;
   readonly onError: OnError;
+  /** How long a call cut off by the store's timeout waits for its late answer, in ms. */
+  readonly lateAnswerMs: number;
   /** ARGV[6]: '' to keep the key, else the ms it outlives its next-free moment. */
   readonly ttlArg: string;
   readonly runner: ScriptRunner;
@@ -102,6 +112,7 @@ function settingsOf(o: RedisSmoothOptions, model: SmoothModel, params: readonly 
     name,
     permitsPerSecond: checkFleetRate(o.permitsPerSecond, 'permitsPerSecond'),
     onError,
+    lateAnswerMs: lateAnswerMsOf(o.lateAnswerMs),
     ttlArg: ttlArgOf(o.idleTtlMs),
     runner: shares.runner,
     testTime: shares.testTime,
@@ -117,6 +128,17 @@ function settingsOf(o: RedisSmoothOptions, model: SmoothModel, params: readonly 
 export function checkFleetRate(value: unknown, name: string): number {
   if (typeof value !== 'number' || !(value > 0) || value === Infinity) {
     throw invalid(name, 'a finite number of permits per second above 0', value);
+  }
+  return value;
+}
+
+/** How long a cut-off call waits for its late answer by default: well past any latency the store's timeout follows (its cap is 250 ms). */
+const DEFAULT_LATE_ANSWER_MS = 1000;
+
+function lateAnswerMsOf(value: unknown): number {
+  if (value === undefined) return DEFAULT_LATE_ANSWER_MS;
+  if (typeof value !== 'number' || !(value >= 0)) {
+    throw invalid('lateAnswerMs', 'a number of ms of at least 0, or Infinity', value);
   }
   return value;
 }

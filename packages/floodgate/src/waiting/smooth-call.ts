@@ -34,6 +34,8 @@ export interface SmoothCall {
   wakeAtMs: number;
   /** True while it waits in this process's {@link WakeLine}. */
   inLine: boolean;
+  /** While its script, cut off at the store's deadline, may still answer: the cut-off's error, for `onError` should no answer come. */
+  doubt: Error | undefined;
 }
 
 /** isTry returns whether `call` may be refused instead of waiting past its timeout. */

@@ -34,11 +34,17 @@ export interface SmoothRequest {
  * policy), lines up the callers that must wait in this process, first in, first out, with one
  * alarm, and gives up on callers past their deadline or aborted, releasing what they reserved when
  * that is safe.
+ *
+ * A script cut off at the store's deadline may still run: its calls wait for the late answer (up
+ * to `lateAnswerMs`) and take the reservations it made, so no caller goes before its turn on the
+ * fleet's schedule. Only when no answer comes in that time does the failure policy decide them.
  */
 export class SmoothLine {
   private readonly line = new WakeLine();
   private readonly live = new Map<number, SmoothCall>();
   private readonly deadlines = new DeadlineHeap();
+  /** When each call whose script was cut off stops waiting for the late answer. */
+  private readonly doubts = new DeadlineHeap();
   private readonly hooks: AbortHooks;
   private readonly alarm: Alarm;
   private readonly failure: SmoothFailure;
@@ -98,6 +104,7 @@ export class SmoothLine {
       waitMicros: 0,
       wakeAtMs: 0,
       inLine: false,
+      doubt: undefined,
     };
     if (kind !== 'release') this.live.set(call.seq, call);
     this.pending.push(call);
@@ -174,33 +181,52 @@ export class SmoothLine {
 
   private failed(batch: readonly SmoothCall[], error: Error): void {
     const nowMs = this.s.clock.now();
+    const mayStillRun = isCutOff(error) && this.s.lateAnswerMs > 0;
     for (const call of batch) {
       if (call.settled || call.kind === 'release') continue;
       if (call.kind === 'setRate' || call.kind === 'getRate' || refusedByScript(error)) {
         this.failure.rejected(error);
         this.settle(call, error);
-        continue;
-      }
-      try {
-        const waitMicros = this.failure.waitMicrosFor(call, error);
-        if (waitMicros === false) this.refused(call);
-        else this.granted(call, waitMicros, nowMs);
-      } catch (thrown) {
-        this.settle(call, asError(thrown));
+      } else if (mayStillRun) {
+        call.doubt = error;
+        this.doubts.push(nowMs + this.s.lateAnswerMs, call.seq);
+      } else {
+        this.fallBack(call, error, nowMs);
       }
     }
     this.rearm();
   }
 
-  /** A script cut off at its deadline ran after all: the reservations it made for callers already answered are released when safe. */
+  /** The failure policy answers `call`, whose script failed with `error`. */
+  private fallBack(call: SmoothCall, error: Error, nowMs: number): void {
+    try {
+      const waitMicros = this.failure.waitMicrosFor(call, error);
+      if (waitMicros === false) this.refused(call);
+      else this.granted(call, waitMicros, nowMs);
+    } catch (thrown) {
+      this.settle(call, asError(thrown));
+    }
+  }
+
+  /**
+   * A script cut off at its deadline ran after all. Calls still waiting for it take its answers
+   * (their reservations are on the fleet's schedule); the reservations it made for callers answered
+   * meanwhile, or gone, are released when safe.
+   */
   private lateReply(batch: readonly SmoothCall[], reply: unknown): void {
     const answers = smoothAnswersOf(reply, batch.length);
     if (answers === undefined) return;
+    const nowMs = this.s.clock.now();
     batch.forEach((call, i) => {
       const a = answers[i]!;
-      if (a.done && call.kind !== 'release' && call.kind !== 'setRate' && call.kind !== 'getRate')
+      if (call.doubt !== undefined) {
+        call.doubt = undefined;
+        this.answer(call, a, nowMs);
+      } else if (a.done && call.kind !== 'release' && call.kind !== 'setRate' && call.kind !== 'getRate') {
         this.releaseQuietly({ version: a.version });
+      }
     });
+    this.rearm();
   }
 
   private releaseQuietly(booking: Booking): void {
@@ -229,12 +255,24 @@ export class SmoothLine {
     while (this.deadlines.minTimeMs() <= nowMs) {
       this.giveUp(this.deadlines.pop(), waitTimeout(`${this.what}.acquire`, undefined));
     }
+    const undecided: SmoothCall[] = [];
+    while (this.doubts.minTimeMs() <= nowMs) {
+      const call = this.live.get(this.doubts.pop());
+      if (call?.doubt !== undefined) undecided.push(call);
+    }
+    // In the order they were made (the heap keeps no order among equal times), as a script would have.
+    for (const call of undecided.sort((a, b) => a.seq - b.seq)) {
+      const error = call.doubt!;
+      call.doubt = undefined;
+      this.fallBack(call, error, nowMs);
+    }
     this.rearm();
   }
 
   private rearm(): void {
     while (this.deadlines.size > 0 && !this.live.has(this.deadlines.minSeq())) this.deadlines.pop();
-    this.alarm.setAt(Math.min(this.line.nextWakeAtMs(), this.deadlines.minTimeMs()));
+    while (this.doubts.size > 0 && this.live.get(this.doubts.minSeq())?.doubt === undefined) this.doubts.pop();
+    this.alarm.setAt(Math.min(this.line.nextWakeAtMs(), this.deadlines.minTimeMs(), this.doubts.minTimeMs()));
   }
 
   private settle(call: SmoothCall, error: Error | undefined, value?: unknown): void {
@@ -266,6 +304,11 @@ function refusedByScript(error: Error): boolean {
   if (!(error instanceof FloodgateError)) return true;
   const cause = error.cause;
   return cause instanceof Error && cause.message.startsWith('FLOODGATE');
+}
+
+/** isCutOff returns whether `error` is a script cut off at the store's deadline: Redis may still run it and answer. */
+function isCutOff(error: Error): boolean {
+  return error instanceof FloodgateError && error.code === 'STORE_TIMEOUT';
 }
 
 /** What a waiting call resolves to once due: acquire the seconds its reservation waited, tryAcquire true. */

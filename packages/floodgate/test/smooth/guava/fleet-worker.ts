@@ -10,7 +10,12 @@
 //
 // Mode `realtime`: answers `ready` to its first line once loaded; on the second, `lanes` loops
 // each acquire `count` times on the server's clock, and it prints, as JSON, every reservation the script made for it (the server's `now`, version, wait and start, in
-// µs, read from the script's replies) and when each acquire returned here (wall clock, µs).
+// µs, read from the script's replies), when each acquire returned here (wall clock, µs), the wait
+// each acquire resolved to (µs), and how many scripts the store's timeout cut off. With `delayMs`,
+// each of Redis's answers reaches the limiter 0 to `delayMs` ms late (random, from `seed`); with
+// `spikes` too, 0 to 2 ms late but 1 in 200 between 30 and `delayMs` ms late, as a fast Redis with
+// rare stalls (the adaptive timeout stays at its floor and cuts those off). With `defaults`, the
+// store has the library's defaults (adaptive timeout, local fallback).
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
@@ -18,6 +23,7 @@ import { ManualClock } from '../../../src/core/clock.js';
 import { RedisStore, ioredisAdapter, type RedisAdapter } from '../../../src/redis.js';
 import { RedisSmoothLimiter } from '../../../src/waiting/redis-smooth-limiter.js';
 import { SMOOTH_SCRIPT } from '../../../src/stores/redis/scripts/smooth.js';
+import { seeded } from '../../waiting/support.js';
 import type { FleetModel } from './fleet-script.js';
 
 interface WorkerArgs {
@@ -29,6 +35,14 @@ interface WorkerArgs {
   readonly model?: FleetModel;
   readonly lanes?: number;
   readonly count?: number;
+  /** Realtime mode: the most each answer is held back, in ms, and the seed that picks each delay. */
+  readonly delayMs?: number;
+  readonly spikes?: boolean;
+  readonly seed?: number;
+  /** Realtime mode: the store takes the library's defaults (else a 5 s timeout, onError 'throw'). */
+  readonly defaults?: boolean;
+  /** Realtime mode, without defaults: the store's timeout in ms (default 5000); its circuit never opens. */
+  readonly timeoutMs?: number;
 }
 
 /** Reservation is one reservation the script made, as its reply said (µs on the server's clock). */
@@ -65,6 +79,24 @@ function recording(inner: RedisAdapter): RedisAdapter {
     evalsha: (sha1, keys, argv) =>
       inner.evalsha(sha1, keys, argv).then((reply) => (sha1 === SMOOTH_SCRIPT.sha1 ? read(argv, reply) : reply)),
     eval: (source, keys, argv) => inner.eval(source, keys, argv).then((reply) => read(argv, reply)),
+  };
+}
+
+/**
+ * The adapter, each answer held back (random, from `seed`): 0 to `maxMs` ms, or with `spikes`, 0 to
+ * 2 ms and 1 in 200 from 30 to `maxMs` ms. Redis has run the script; its answer is on its way.
+ */
+function delayed(inner: RedisAdapter, maxMs: number, spikes: boolean, seed: number): RedisAdapter {
+  const random = seeded(seed);
+  const delayMs = (): number => {
+    if (!spikes) return random() * maxMs;
+    return random() < 1 / 200 ? 30 + random() * (maxMs - 30) : random() * 2;
+  };
+  const later = <T>(reply: T): Promise<T> => new Promise((resolve) => setTimeout(() => resolve(reply), delayMs()));
+  return {
+    cluster: inner.cluster,
+    evalsha: (sha1, keys, argv) => inner.evalsha(sha1, keys, argv).then(later),
+    eval: (source, keys, argv) => inner.eval(source, keys, argv).then(later),
   };
 }
 
@@ -153,17 +185,28 @@ async function scriptMode(): Promise<void> {
 
 async function realtimeMode(): Promise<void> {
   await readyGo();
-  const store = new RedisStore({ adapter: recording(ioredisAdapter(client)), timeoutMs: 5000, onError: 'throw' });
+  const base = ioredisAdapter(client);
+  const adapter = recording(
+    args.delayMs === undefined ? base : delayed(base, args.delayMs, args.spikes === true, args.seed ?? 1),
+  );
+  let cutOffs = 0;
+  const observer = { storeCall: (e: { ok: boolean }) => void (e.ok || cutOffs++) };
+  const store = new RedisStore(
+    args.defaults === true
+      ? { adapter, observer }
+      : { adapter, observer, timeoutMs: args.timeoutMs ?? 5000, onError: 'throw', failuresToOpen: 1e9 },
+  );
   const limiter = limiterOn(store, args.name!, args.model!);
   const admittedMicros: number[] = [];
+  const waitedMicros: number[] = [];
   const lane = async (): Promise<void> => {
     for (let i = 0; i < args.count!; i++) {
-      await limiter.acquire();
+      waitedMicros.push(Math.round((await limiter.acquire()) * 1e6));
       admittedMicros.push(Math.round((performance.timeOrigin + performance.now()) * 1000));
     }
   };
   await Promise.all(Array.from({ length: args.lanes ?? 1 }, lane));
-  process.stdout.write(`${JSON.stringify({ reservations, admittedMicros })}\n`);
+  process.stdout.write(`${JSON.stringify({ reservations, admittedMicros, waitedMicros, cutOffs })}\n`);
 }
 
 /** Waits for the parent's ready and go lines, answering the first. */
