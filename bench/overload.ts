@@ -15,6 +15,9 @@
  *        [--out .bench-out/overload.json] [--charts docs/images|none] [--lanes none,static,...]
  *        [--max-queue N] (the concurrency lanes' wait line, default 32 waiting up to 200 ms; 0: none)
  *        [--cut slots|service] [--only sweep,halving,recovery,priorities]
+ *        [--critical 0.1] (the top tier's share of the priority mix; the middle tier keeps 30%)
+ *        [--unpinned] (as a user's load lands: no CPU pinning, and every second of each run counted,
+ *        the first included; the default pins and leaves each run's warm-up out)
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
@@ -23,12 +26,13 @@ import { parseArgs } from 'node:util';
 import { percentile } from './overload/analyse.js';
 import { goodputChart, limitPoints, stepValues, timeChart } from './overload/charts.js';
 import { LANES, setMaxQueue, type Lane } from './overload/lanes.js';
-import { PINNED } from './overload/processes.js';
+import { pinnedToCpus, unpin } from './overload/processes.js';
 import { halvingTable, priorityTable, recoveryTable, sweepTables } from './overload/report.js';
 import { Rig } from './overload/rig.js';
 import {
   FULL,
   QUICK,
+  setCriticalShare,
   halving,
   priorities,
   recovery,
@@ -55,10 +59,17 @@ const { values: flags } = parseArgs({
     cut: { type: 'string', default: 'slots' },
     only: { type: 'string' },
     'max-queue': { type: 'string' },
+    critical: { type: 'string' },
+    unpinned: { type: 'boolean', default: false },
   },
 });
 if (flags['max-queue'] !== undefined) setMaxQueue(Number(flags['max-queue']));
-const timings = flags.quick === true ? QUICK : FULL;
+if (flags.critical !== undefined) setCriticalShare(Number(flags.critical));
+if (flags.unpinned) unpin();
+const chosen = flags.quick === true ? QUICK : FULL;
+// Unpinned, nothing is left out: each run is measured from its first request.
+const timings = flags.unpinned ? { ...chosen, warmupMs: 0, measureMs: chosen.warmupMs + chosen.measureMs } : chosen;
+const PINNED = pinnedToCpus();
 const chartsDir = flags.charts ?? (flags.quick === true ? 'none' : 'docs/images');
 const halved: Capacity =
   flags.cut === 'service'

@@ -17,8 +17,17 @@ const ROOT = join(HERE, '..', '..');
 const FLOODGATE = join(ROOT, 'packages', 'server', 'bin', 'floodgate.js');
 const TSX_FLAGS = ['--conditions=floodgate-source', '--import', 'tsx'] as const;
 
-/** PINNED is true when the children are pinned to CPUs (taskset present, 2+ CPUs). */
-export const PINNED = availableParallelism() >= 2 && spawnSync('taskset', ['-V']).status === 0;
+let pinning = availableParallelism() >= 2 && spawnSync('taskset', ['-V']).status === 0;
+
+/** pinnedToCpus is true when the children are pinned to CPUs (taskset present, 2+ CPUs, not {@link unpin}ned). */
+export function pinnedToCpus(): boolean {
+  return pinning;
+}
+
+/** unpin starts every later child unpinned: the gateway, upstream and load generator share the cores, as a user's would. */
+export function unpin(): void {
+  pinning = false;
+}
 
 const TICK_MS = 1000 / Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
 
@@ -46,7 +55,7 @@ export interface Running {
 }
 
 function pinned(cpu: string, args: readonly string[]): [string, string[]] {
-  return PINNED ? ['taskset', ['-c', cpu, process.execPath, ...args]] : [process.execPath, [...args]];
+  return pinning ? ['taskset', ['-c', cpu, process.execPath, ...args]] : [process.execPath, [...args]];
 }
 
 /** startChild starts `node args` on `cpu` and resolves once it prints `PORT n` or floodgate's `listening` line. */

@@ -48,7 +48,7 @@ export const QUICK: Timings = {
   priorities: { load: 5 },
 };
 
-/** The priority mix: a small top tier, a larger middle one, and bulk traffic. */
+/** The priority mix: a small top tier (10%, or `--critical`), a middle one of 30%, and bulk traffic. */
 export const TIER_MIX: TierMix = {
   header: 'x-priority',
   tiers: [
@@ -57,6 +57,14 @@ export const TIER_MIX: TierMix = {
     { name: 'bulk', weight: 0.6 },
   ],
 };
+
+/** setCriticalShare sets the top tier's share of the priority mix; bulk takes what the middle tier's 30% leaves. */
+export function setCriticalShare(share: number): void {
+  if (!(share > 0 && share <= 0.7)) throw new Error(`--critical must be a share above 0 and at most 0.7, got ${share}`);
+  const tiers = TIER_MIX.tiers as { name: string; weight: number }[];
+  tiers[0]!.weight = share;
+  tiers[2]!.weight = 1 - share - tiers[1]!.weight;
+}
 
 /** RunFacts are what every cell keeps of its run besides its figures. */
 export interface RunFacts {

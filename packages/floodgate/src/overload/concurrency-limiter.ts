@@ -15,6 +15,7 @@ import { positiveInteger, requireObject } from '../core/validate.js';
 import { Alarm } from '../waiting/alarm.js';
 import { checkMaxWaitMs, checkQueueBound, checkSignal } from '../waiting/validate.js';
 import { ConcurrencyPermit, type Shed, type ShedReason } from './concurrency-permit.js';
+import { TierDemand } from './tier-demand.js';
 import { WaitLine, type CoDel, type Waiter } from './wait-line.js';
 
 /** ConcurrencyLimiterOptions configures a {@link ConcurrencyLimiter}: give `limit` or `adaptive`. */
@@ -29,6 +30,8 @@ export interface ConcurrencyLimiterOptions {
    * Share of the limit held back from each tier below the top, per step down (default 0.15):
    * with 3 tiers, tier 1 may fill 85% of the limit and tier 2 70%, so a saturated service sheds
    * the lowest tier first and keeps room for the top one. It binds only when the slots run out.
+   * It is the least held back: when the tiers above need more slots (their arrival rate × the
+   * calls' latency), that much is held back instead.
    */
   readonly reserveRatio?: number;
   /** Most callers waiting for a slot (default 0: no waiting, shed at once). */
@@ -105,6 +108,8 @@ export class ConcurrencyLimiter {
   private readonly clock: Clock;
   private readonly line: WaitLine;
   private readonly alarm: Alarm;
+  /** Each tier's demand, when there are tiers: what the room held back for the tiers above follows. */
+  private readonly demand: TierDemand | undefined;
   private held = 0;
 
   /** Creates a limiter with every slot free; no timer is set until someone waits. */
@@ -121,6 +126,7 @@ export class ConcurrencyLimiter {
     this.estimator = o.adaptive === undefined ? undefined : new AdaptiveLimit(o.adaptive === true ? {} : o.adaptive);
     this.tierCount = positiveInteger(o.tiers ?? 1, 'ConcurrencyLimiter.tiers');
     this.reserveRatio = checkReserve(o.reserveRatio, this.tierCount);
+    this.demand = this.tierCount > 1 ? new TierDemand(this.tierCount) : undefined;
     this.maxQueue = checkQueueBound(o.maxQueue, 'ConcurrencyLimiter.maxQueue', 0);
     this.maxWaitMs = checkMaxWaitMs(o.maxWaitMs ?? 1000, 'ConcurrencyLimiter.maxWaitMs');
     if (o.pressure !== undefined && typeof o.pressure !== 'function') {
@@ -162,6 +168,7 @@ export class ConcurrencyLimiter {
   tryAcquire(tier = this.tierCount - 1): Admission {
     const t = this.checkTier(tier);
     const nowMs = this.clock.now();
+    this.demand?.arrived(nowMs, t);
     if (this.free(t)) return this.grant(nowMs, t);
     this.estimator?.saturated(nowMs);
     return this.shed('limit', t);
@@ -175,6 +182,7 @@ export class ConcurrencyLimiter {
   acquire(options?: ConcurrencyAcquireOptions): Admission | Promise<Admission> {
     const tier = this.checkTier(options?.tier ?? this.tierCount - 1);
     const nowMs = this.clock.now();
+    this.demand?.arrived(nowMs, tier);
     if (this.free(tier)) return this.grant(nowMs, tier);
     this.estimator?.saturated(nowMs);
     const maxWaitMs = Math.min(this.maxWaitMs, checkMaxWaitMs(options?.maxWaitMs ?? this.maxWaitMs, 'maxWaitMs'));
@@ -212,9 +220,21 @@ export class ConcurrencyLimiter {
     return this.held < this.thresholdOf(tier) && !this.line.waitingAtOrAbove(tier);
   }
 
+  /**
+   * How many calls may be in flight for `tier` to take a slot: the limit less what is held back for
+   * the tiers above (their demand, at least `reserveRatio` a step). While a probe halves the limit,
+   * the top tier keeps the room its demand needs, up to the learned limit: the probe's cut falls
+   * on the tiers below.
+   */
   private thresholdOf(tier: number): number {
     const limit = this.limit;
-    return tier === 0 ? limit : Math.max(1, Math.floor(limit * (1 - this.reserveRatio * tier)));
+    const demand = this.demand;
+    if (tier === 0) {
+      if (demand === undefined || this.estimator === undefined) return limit;
+      return Math.max(limit, Math.min(this.estimator.learnedLimit, Math.ceil(demand.slotsAbove(1))));
+    }
+    const reserve = Math.max(limit * this.reserveRatio * tier, demand?.slotsAbove(tier) ?? 0);
+    return Math.max(1, Math.floor(limit - reserve + 1e-9));
   }
 
   private grant(nowMs: number, tier: number): ConcurrencyPermit {
@@ -230,6 +250,7 @@ export class ConcurrencyLimiter {
 
   private readonly releaseSlot = (permit: ConcurrencyPermit, outcome: CallOutcome): void => {
     this.held--;
+    if (outcome === 'success') this.demand?.answered(this.clock.now() - permit.startMs);
     if (this.estimator !== undefined) {
       const pressed = outcome === 'success' && this.pressure?.() === true;
       const call = {

@@ -155,6 +155,32 @@ describe('ConcurrencyLimiter: priority tiers', () => {
     assert.equal(l.inFlight, 10);
   });
 
+  test("the room held back follows the tiers above's demand: their arrival rate × the calls' latency, with room for bursts", () => {
+    const { clock, limiter: l } = limiter({ limit: 20, tiers: 2, reserveRatio: 0.1 });
+    // Before any latency is known, only reserveRatio holds back: tier 1 may fill 18 of 20.
+    const early = Array.from({ length: 18 }, () => permit(l.acquire({ tier: 1 })));
+    assert.equal((l.acquire({ tier: 1 }) as Admission).allowed, false);
+    for (const p of early) p.release();
+    // Tier 0 asks for a slot every 5 ms (0.2 a ms) for 2 s, each call held 20 ms: 4 in flight on
+    // average, so 4 + 2 × √4 = 8 slots are held back for it, more than the 2 of reserveRatio.
+    const inFlight: ConcurrencyPermit[] = [];
+    for (let ms = 0; ms < 2000; ms += 5) {
+      if (inFlight.length === 4) inFlight.shift()!.release();
+      inFlight.push(permit(l.acquire({ tier: 0 })));
+      clock.advance(5);
+    }
+    while (inFlight.length > 0) {
+      inFlight.shift()!.release(); // each after its 20 ms
+      clock.advance(5);
+    }
+    const lower = Array.from({ length: 12 }, () => permit(l.acquire({ tier: 1 })));
+    assert.equal((l.acquire({ tier: 1 }) as Admission).allowed, false, 'tier 1 may fill 20 - 8 = 12');
+    for (let i = 0; i < 8; i++) permit(l.acquire({ tier: 0 }));
+    assert.equal((l.acquire({ tier: 0 }) as Admission).allowed, false);
+    assert.equal(l.inFlight, 20, 'the top tier fills the rest');
+    for (const p of lower) p.release();
+  });
+
   test('a freed slot goes to the most important waiter, whatever the arrival order', async () => {
     const { limiter: l } = limiter({ limit: 1, tiers: 2, maxQueue: 5 });
     const held = permit(l.acquire({ tier: 0 }));

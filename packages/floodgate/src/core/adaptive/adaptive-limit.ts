@@ -184,6 +184,11 @@ export class AdaptiveLimit {
     return this.current;
   }
 
+  /** learnedLimit returns the learned limit as a whole number: the limit in force, but for a probe's cut. */
+  get learnedLimit(): number {
+    return this.wholeLimit();
+  }
+
   /** sampleRttMs returns the last closed window's median latency, in ms; undefined until then. */
   get sampleRttMs(): number | undefined {
     return this.lastMedianMs;
