@@ -30,8 +30,8 @@ export interface ConcurrencyLimiterOptions {
    * Share of the limit held back from each tier below the top, per step down (default 0.15):
    * with 3 tiers, tier 1 may fill 85% of the limit and tier 2 70%, so a saturated service sheds
    * the lowest tier first and keeps room for the top one. It binds only when the slots run out.
-   * It is the least held back: when the tiers above need more slots (their arrival rate × the
-   * calls' latency), that much is held back instead.
+   * Under an adaptive limit it is the least held back: when the tiers above need more slots (their
+   * arrival rate × the calls' latency, and room for their bursts), that much is held back instead.
    */
   readonly reserveRatio?: number;
   /** Most callers waiting for a slot (default 0: no waiting, shed at once). */
@@ -126,7 +126,10 @@ export class ConcurrencyLimiter {
     this.estimator = o.adaptive === undefined ? undefined : new AdaptiveLimit(o.adaptive === true ? {} : o.adaptive);
     this.tierCount = positiveInteger(o.tiers ?? 1, 'ConcurrencyLimiter.tiers');
     this.reserveRatio = checkReserve(o.reserveRatio, this.tierCount);
-    this.demand = this.tierCount > 1 ? new TierDemand(this.tierCount) : undefined;
+    // A learned limit follows what the tiers let through, so the room held back for the tiers
+    // above can follow their demand; a fixed limit is the operator's word on the slots, and room
+    // held back from it stays idle: there the reserve is reserveRatio's alone.
+    this.demand = this.tierCount > 1 && this.estimator !== undefined ? new TierDemand(this.tierCount) : undefined;
     this.maxQueue = checkQueueBound(o.maxQueue, 'ConcurrencyLimiter.maxQueue', 0);
     this.maxWaitMs = checkMaxWaitMs(o.maxWaitMs ?? 1000, 'ConcurrencyLimiter.maxWaitMs');
     if (o.pressure !== undefined && typeof o.pressure !== 'function') {

@@ -237,6 +237,24 @@ describe('AdaptiveLimit, step by step', () => {
     assert.equal(estimator.limit, 10);
   });
 
+  test('calls answered within the clock resolution (a latency of 0) leave the limit a number', () => {
+    // A baseline and a median of 0 once made the gradient 0 / 0: a NaN limit that shed everything.
+    const estimator = new AdaptiveLimit({ initialLimit: 20, minSamples: 10 });
+    for (let i = 0; i < 500; i++)
+      estimator.record(Math.floor(i / 50), { startMs: Math.floor(i / 50), inFlight: 20, outcome: 'success' });
+    assert.ok(Number.isInteger(estimator.limit) && estimator.limit >= 2, `limit ${estimator.limit}`);
+    const { clock, limiter } = adaptive({ adaptive: { initialLimit: 20 } });
+    const permits = Array.from({ length: 18 }, () => limiter.tryAcquire());
+    for (const p of permits) if (p.allowed) p.release();
+    clock.advance(200);
+    for (let i = 0; i < 30; i++) {
+      const p = limiter.tryAcquire();
+      assert.ok(p.allowed, `call ${i} admitted (limit ${limiter.limit})`);
+      clock.advance(5);
+      p.release();
+    }
+  });
+
   test('a clock set back gives no sample', () => {
     const estimator = new AdaptiveLimit({ initialLimit: 10, windowMs: 100, minSamples: 1 });
     estimator.record(100, { startMs: 500, inFlight: 10, outcome: 'success' });

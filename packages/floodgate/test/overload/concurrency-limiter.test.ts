@@ -155,8 +155,10 @@ describe('ConcurrencyLimiter: priority tiers', () => {
     assert.equal(l.inFlight, 10);
   });
 
-  test("the room held back follows the tiers above's demand: their arrival rate × the calls' latency, with room for bursts", () => {
-    const { clock, limiter: l } = limiter({ limit: 20, tiers: 2, reserveRatio: 0.1 });
+  test("under an adaptive limit the room held back follows the tiers above's demand: their arrival rate × the calls' latency, with room for bursts", () => {
+    // An adaptive limit held at 20 (its floor and ceiling), so that only the tiers' demand moves.
+    const adaptive = { initialLimit: 20, minLimit: 20, maxLimit: 20 };
+    const { clock, limiter: l } = limiter({ limit: undefined, adaptive, tiers: 2, reserveRatio: 0.1 });
     // Before any latency is known, only reserveRatio holds back: tier 1 may fill 18 of 20.
     const early = Array.from({ length: 18 }, () => permit(l.acquire({ tier: 1 })));
     assert.equal((l.acquire({ tier: 1 }) as Admission).allowed, false);
@@ -179,6 +181,19 @@ describe('ConcurrencyLimiter: priority tiers', () => {
     assert.equal((l.acquire({ tier: 0 }) as Admission).allowed, false);
     assert.equal(l.inFlight, 20, 'the top tier fills the rest');
     for (const p of lower) p.release();
+  });
+
+  test('under a fixed limit the room held back is reserveRatio alone, whatever the demand above', () => {
+    const { clock, limiter: l } = limiter({ limit: 20, tiers: 2, reserveRatio: 0.1 });
+    const inFlight: ConcurrencyPermit[] = [];
+    for (let ms = 0; ms < 2000; ms += 5) {
+      if (inFlight.length === 4) inFlight.shift()!.release();
+      inFlight.push(permit(l.acquire({ tier: 0 })));
+      clock.advance(5);
+    }
+    for (const p of inFlight) p.release();
+    for (let i = 0; i < 18; i++) permit(l.acquire({ tier: 1 }));
+    assert.equal((l.acquire({ tier: 1 }) as Admission).allowed, false, 'tier 1 may fill 18 of 20');
   });
 
   test('a freed slot goes to the most important waiter, whatever the arrival order', async () => {

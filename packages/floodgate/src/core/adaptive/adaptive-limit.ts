@@ -311,7 +311,9 @@ export class AdaptiveLimit {
       // baseline never follows a window down by itself, since the least of many noisy medians
       // would sit below the truth and hold the limit under the slots.
       if (w.medianMs < 0.75 * this.baselineMs && w.saturated) this.probeDue = true;
-      const gradient = Math.min(1, Math.max(0.5, this.baselineMs / w.medianMs));
+      // No queue while the median is at or below the baseline; this also keeps a window of calls
+      // answered within the clock's resolution (a median and a baseline of 0) from making NaN.
+      const gradient = w.medianMs > this.baselineMs ? Math.max(0.5, this.baselineMs / w.medianMs) : 1;
       const estimate = this.estimateValue;
       const target = estimate * gradient + this.queueTarget(estimate);
       if (target < estimate || w.saturated) this.setEstimate(estimate + this.smoothing * (target - estimate));
