@@ -9,8 +9,8 @@
  *   with no limit and no added headers, the floor;
  * - `fastify`: @fastify/http-proxy with @fastify/rate-limit and the same forwarding headers;
  * - `nginx`: Debian's nginx-light, `limit_req` per IP, the same forwarding headers, its own temp prefix;
- * - floodgate: no rules, one per-IP token bucket, three rules, one rule behind an adaptive
- *   concurrency limit, and one and three rules on a Redis started by the run.
+ * - floodgate: no rules, one per-IP token bucket, three rules, eight rules, one rule behind an
+ *   adaptive concurrency limit, and one, three and eight rules on a Redis started by the run.
  *
  * Two cases (bench/gateway/cells.ts): `admit`, a limit never reached, and `refuse`, a limit that
  * refuses nearly every request (capacity 1, one token per 1,000 s; nginx 1r/m; Fastify 1 per 1,000 s).

@@ -25,7 +25,7 @@ export type Kind = 'undici-bare' | 'undici' | 'fastify' | 'nginx' | 'floodgate';
 
 /** FloodgateSetup is a floodgate cell's config: its rules, store and adaptive limit. */
 export interface FloodgateSetup {
-  readonly rules: 0 | 1 | 3;
+  readonly rules: 0 | 1 | 3 | 8;
   readonly redis: boolean;
   readonly adaptive: boolean;
   /** Whether the rules are decided from quota leases on the Redis store (`lease: {}`). */
@@ -44,7 +44,7 @@ export interface CellSpec {
   readonly does: string;
 }
 
-const fg = (rules: 0 | 1 | 3, redis = false, adaptive = false): FloodgateSetup => ({ rules, redis, adaptive });
+const fg = (rules: 0 | 1 | 3 | 8, redis = false, adaptive = false): FloodgateSetup => ({ rules, redis, adaptive });
 
 /** CELLS are every cell, in the order they run in each round. */
 export const CELLS: readonly CellSpec[] = [
@@ -129,6 +129,20 @@ export const CELLS: readonly CellSpec[] = [
     does: 'floodgate serve, the 3 rules on Redis',
   },
   {
+    name: 'floodgate-8',
+    case: 'admit',
+    kind: 'floodgate',
+    floodgate: fg(8),
+    does: 'floodgate serve, the 3 rules and 5 more (per-IP GCRA, fixed window and leaky bucket; a per-route and a per-host window of a second), memory',
+  },
+  {
+    name: 'floodgate-redis-8',
+    case: 'admit',
+    kind: 'floodgate',
+    floodgate: fg(8, true),
+    does: 'floodgate serve, the 8 rules on Redis',
+  },
+  {
     name: 'undici-429',
     case: 'refuse',
     kind: 'undici',
@@ -160,6 +174,7 @@ export const CELLS: readonly CellSpec[] = [
 export const REDIS_TWINS: ReadonlyArray<readonly [string, string]> = [
   ['floodgate-redis', 'floodgate'],
   ['floodgate-redis-3', 'floodgate-3'],
+  ['floodgate-redis-8', 'floodgate-8'],
   ['floodgate-redis-429', 'floodgate-429'],
 ];
 
@@ -178,13 +193,31 @@ export function floodgateYaml(spec: CellSpec, upstreamPort: number, redisPort: n
         policy: { algorithm: tokenBucket, capacity: ${capacity}, refillPerSecond: ${refillPerSecond} }
         key: { type: ip }${setup.lease === true ? '\n        lease: {}' : ''}`;
   }
-  if (setup.rules === 3) {
+  if (setup.rules >= 3) {
     rules += `
       - name: per-route
         policy: { algorithm: slidingWindowCounter, limit: 100000000, windowMs: 60000 }
         key: { type: route }
       - name: per-host
         policy: { algorithm: fixedWindow, limit: 100000000, windowMs: 60000 }
+        key: { type: header, name: host }`;
+  }
+  if (setup.rules === 8) {
+    rules += `
+      - name: per-client-gcra
+        policy: { algorithm: gcra, rate: 100000000, periodMs: 60000 }
+        key: { type: ip }
+      - name: per-client-window
+        policy: { algorithm: fixedWindow, limit: 100000000, windowMs: 1000 }
+        key: { type: ip }
+      - name: per-client-leaky
+        policy: { algorithm: leakyBucket, capacity: 1000000, leakPerSecond: 1000000 }
+        key: { type: ip }
+      - name: per-route-second
+        policy: { algorithm: slidingWindowCounter, limit: 100000000, windowMs: 1000 }
+        key: { type: route }
+      - name: per-host-second
+        policy: { algorithm: fixedWindow, limit: 100000000, windowMs: 1000 }
         key: { type: header, name: host }`;
   }
   // The adaptive limit's floor (64) is above wrk's connections: every request takes and releases
