@@ -205,7 +205,7 @@ export function floodgateYaml(spec: CellSpec, upstreamPort: number, redisPort: n
   if (setup.rules === 8) {
     rules += `
       - name: per-client-gcra
-        policy: { algorithm: gcra, rate: 100000000, periodMs: 60000 }
+        policy: { algorithm: gcra, rate: 1000000, periodMs: 1000, maxBurst: 1000000 }
         key: { type: ip }
       - name: per-client-window
         policy: { algorithm: fixedWindow, limit: 100000000, windowMs: 1000 }
