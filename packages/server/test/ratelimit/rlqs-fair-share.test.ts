@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { demandOf, expiresAtMs, grantOf, idleTooLong, targetOf } from '../../src/ratelimit/quota/fair-share.js';
+import {
+  demandOf,
+  expiresAtMs,
+  grantOf,
+  idleTooLong,
+  targetOf,
+  waterLevelOf,
+} from '../../src/ratelimit/quota/fair-share.js';
 import { MemoryQuotaLedger, type LedgerEntry } from '../../src/ratelimit/quota/ledger.js';
 import { runs } from '../../../floodgate/test/support/sweep.js';
 
@@ -14,16 +21,18 @@ const entry = (demand: number | undefined, limit = 300, ttlSeconds = 10): Ledger
 
 describe('fair share (pure)', () => {
   it('give each client its demand and an equal part of the rest while demand is under the limit', () => {
-    assert.equal(targetOf(50, { clients: 2, demand: 100 }, 300), 150);
-    assert.equal(targetOf(0, { clients: 3, demand: 0 }, 300), 100);
+    assert.equal(targetOf(50, { clients: 2, demand: 100, level: Infinity }, 300), 150);
+    assert.equal(targetOf(0, { clients: 3, demand: 0, level: Infinity }, 300), 100);
   });
 
-  it('share in proportion to demand with a floor over the limit: targets sum to the limit, nobody at 0', () => {
+  it('share max-min fairly with a floor over the limit: targets sum to the limit, nobody at 0', () => {
     const demands = [900, 100, 0];
-    const totals = { clients: 3, demand: 1000 };
+    const totals = { clients: 3, demand: 1000, level: waterLevelOf(demands, 300) };
     const targets = demands.map((d) => targetOf(d, totals, 300));
     assert.ok(Math.abs(targets.reduce((a, b) => a + b, 0) - 300) < 1e-9);
     assert.ok(targets[0]! > targets[1]! && targets[1]! > targets[2]! && targets[2]! > 0, targets.join(','));
+    // The floor is 300 / 10 / 3 = 10; 100 is under the level, which the 900 caps at 300 - 110.
+    assert.deepEqual(targets, [190, 100, 10]);
   });
 
   it('grant at most what the others leave free, rounded down, never negative', () => {
