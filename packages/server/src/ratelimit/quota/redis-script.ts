@@ -51,8 +51,9 @@ elseif known ~= '' and known ~= epoch then
 end
 local recovering = now < recoverUntil
 
+-- publish tells the replicas listening; a refusal (an ACL without the channel) costs them only promptness.
 local function publish(kind, h)
-  if channel ~= '' then redis.call('PUBLISH', channel, kind .. h) end
+  if channel ~= '' then redis.pcall('PUBLISH', channel, kind .. h) end
 end
 
 local function drop(h, z, c)
