@@ -133,6 +133,42 @@ export function redisLedgerChecks(redis: () => LedgerRedis): void {
     ]);
   });
 
+  it('hold what a replica lowered from the other replicas until it has sent the lower grant (settled)', async () => {
+    const prefix = `t${prefixes++}:`;
+    const [one, two] = [ledger(prefix), ledger(prefix)];
+    const e = (held = 0) => ({ bucketKey: 'y', limit: 100, demand: 100, ttlSeconds: 60, held });
+    assert.deepEqual(await one.grant('x', [e()]), [100]);
+    assert.deepEqual(await two.grant('y', [e()]), [0]);
+    await Promise.all([one.settled(), two.settled()]);
+    // x's share falls to 50 on replica one. Before one has had a turn to send it (and settle), two
+    // redistributes: the 50 x gives up is not free yet.
+    assert.deepEqual(await one.grant('x', [e(100)]), [50]);
+    assert.deepEqual(await two.regrant(['y'], e()), [0]);
+    await one.settled();
+    assert.deepEqual(await two.regrant(['y'], e()), [50]);
+  });
+
+  it('after losing its records (FLUSHALL), grow no grant beyond what its client holds for one TTL and a second, then grant again', async () => {
+    const prefix = `t${prefixes++}:`;
+    const [one, two] = [ledger(prefix), ledger(prefix)];
+    const losses: number[] = [];
+    one.listen({ changed: () => undefined, lost: () => losses.push(1) });
+    const e = (held: number) => ({ bucketKey: 'z', limit: 100, demand: 100, ttlSeconds: 1, held });
+    assert.deepEqual(await one.grant('x', [e(0)]), [100]);
+    await redis().flushall();
+    // y is new (holds nothing), x holds 100 as far as its replica knows: y gets nothing, x keeps at
+    // most what it holds (its share, 50, here), and what x gives up stays unused.
+    assert.deepEqual(await one.grant('y', [e(0)]), [0]);
+    assert.deepEqual(losses, [1]);
+    assert.deepEqual(await one.grant('x', [e(100)]), [50]);
+    await one.settled();
+    assert.deepEqual(await two.grant('y', [e(0)]), [0]);
+    await two.settled();
+    await new Promise((resolve) => setTimeout(resolve, 2100)); // Redis's clock: one TTL (1 s) and the margin (1 s) must pass for real
+    // x's grant ran out meanwhile (it did not report again): y has the whole budget.
+    assert.deepEqual(await two.grant('y', [e(0)]), [100]);
+  });
+
   it('share each bucket between two replicas, never over its limit, and free a released share', async () => {
     const prefix = `t${prefixes++}:`;
     const [one, two] = [ledger(prefix), ledger(prefix)];
