@@ -223,10 +223,11 @@ export class QuotaService implements QuotaStatsSource {
       granted.map((g) => g.entry),
       nowMs,
     );
+    if (session.closed) return;
     granted.forEach((g, i) => {
       // A share freed while a client of this replica holds nothing is pushed to it at once.
       const lowered = (g.tracked.lastGranted ?? 0) > grants[i]!;
-      actions[g.at] = this.answer(g.tracked, grants[i]!, nowMs);
+      actions[g.at] = this.answer(session, g.tracked, grants[i]!, nowMs);
       if (lowered && (this.starving.get(g.tracked.key) ?? 0) > 0) changed.push(g.tracked.key);
     });
     session.send(actions as EncodedAction[]);
@@ -248,12 +249,14 @@ export class QuotaService implements QuotaStatsSource {
   }
 
   /**
-   * answer returns `t`'s assignment of `granted`, sent at `nowMs`, and keeps what was sent: the
-   * grant, when, what it lets the client allow until its next report, and whether it starves.
+   * answer returns `t`'s assignment of `granted`, sent at `nowMs` on `session`, and keeps what was
+   * sent: the grant, when, what it lets the client allow until its next report, and whether it
+   * starves (counted while `session` tracks `t`).
    */
-  private answer(t: TrackedBucket, granted: number, nowMs: number): EncodedAction {
+  private answer(session: QuotaSession, t: TrackedBucket, granted: number, nowMs: number): EncodedAction {
     const was = t.lastGranted;
-    if ((was === 0) !== (granted === 0)) this.countStarving(t.key, granted === 0 ? 1 : -1);
+    if ((was === 0) !== (granted === 0) && session.buckets.get(t.key) === t)
+      this.countStarving(t.key, granted === 0 ? 1 : -1);
     t.sentAtMs = nowMs;
     if (t.allowance === undefined || t.allowance.granted < granted)
       t.allowance = { granted, burstTokens: burstOf(t.rule, granted) };
@@ -423,7 +426,7 @@ export class QuotaService implements QuotaStatsSource {
     // The lowered grants go first: the ledger handed what they free to the others in this pass.
     pushes.sort((a, b) => a.grant - (a.tracked.lastGranted ?? 0) - (b.grant - (b.tracked.lastGranted ?? 0)));
     for (const { session, tracked, grant } of pushes) {
-      session.send([this.answer(tracked, grant, nowMs)]);
+      session.send([this.answer(session, tracked, grant, nowMs)]);
       this.counts.pushed++;
     }
   }
