@@ -5,13 +5,14 @@
  * others of this replica be granted again (after `redistributeDelayMs`, one pass per bucket).
  */
 import { randomBytes } from 'node:crypto';
-import { systemClock, systemTimers, type Clock, type TimerHandle, type Timers } from 'floodgate';
+import { systemClock, systemTimers, type Clock, type Timers } from 'floodgate';
 import type { DomainSpec } from '../service/config.js';
 import { ABANDON, assignmentOf, blanketOf, burstOf, type BucketAction } from './actions.js';
 import { bucketKeyOf, ruleOf, type BucketId } from './buckets.js';
 import { demandOf, idleTooLong, overReported } from './fair-share.js';
 import { MemoryQuotaLedger, type LedgerEntry, type QuotaLedger } from './ledger.js';
 import { newQuotaCounts, type QuotaCounts, type QuotaStatsSource } from './metrics.js';
+import { Passes } from './passes.js';
 import { parseUsageReport, QuotaStreamError, readBucketId, type BucketUsage } from './report.js';
 import { QuotaSession, type EncodedAction, type TrackedBucket, type Writable } from './session.js';
 import type { QuotaSpec } from './spec.js';
@@ -61,18 +62,12 @@ export class QuotaService implements QuotaStatsSource {
   private generation = 0;
   private readonly ledger: QuotaLedger;
   private readonly clock: Clock;
-  private readonly timers: Timers;
-  private readonly delayMs: number;
   private readonly hideValue: ((value: string) => string) | undefined;
   private readonly members = new Map<string, Set<QuotaSession>>();
-  private readonly redistributing = new Map<string, TimerHandle>();
-  /** The buckets with a pass out, each with whether another was asked for meanwhile. */
-  private readonly passesOut = new Map<string, boolean>();
+  private readonly passes: Passes;
   private readonly prefix = randomBytes(6).toString('hex');
   private nextId = 0;
   private readonly sessions = new Set<QuotaSession>();
-  /** Per bucket, how many of this replica's streams were last granted nothing: a share freed is pushed to them at once. */
-  private readonly starving = new Map<string, number>();
   private listening = false;
   /** Once closing, departing streams keep their grants in the ledger (their clients keep their assignments until the TTL). */
   private closing = false;
@@ -83,8 +78,13 @@ export class QuotaService implements QuotaStatsSource {
   constructor(options: QuotaServiceOptions) {
     this.ledger = options.ledger ?? new MemoryQuotaLedger();
     this.clock = options.clock ?? systemClock;
-    this.timers = options.timers ?? systemTimers;
-    this.delayMs = options.redistributeDelayMs ?? 100;
+    this.passes = new Passes({
+      timers: options.timers ?? systemTimers,
+      delayMs: options.redistributeDelayMs ?? 100,
+      run: (key) => this.redistribute(key),
+      serves: (key) => this.members.has(key),
+      failed: () => this.counts.ledgerErrors.regrant++,
+    });
     this.hideValue = options.hideValue;
     this.reload(options.domains);
   }
@@ -113,8 +113,7 @@ export class QuotaService implements QuotaStatsSource {
    */
   close(): void {
     this.closing = true;
-    for (const timer of this.redistributing.values()) this.timers.clearTimer(timer);
-    this.redistributing.clear();
+    this.passes.close();
     this.ledger.close?.();
   }
 
@@ -151,7 +150,7 @@ export class QuotaService implements QuotaStatsSource {
     this.listening = true;
     this.ledger.listen?.({
       changed: (kind, key) => {
-        if (kind === 'join' ? this.members.has(key) : (this.starving.get(key) ?? 0) > 0) this.scheduleRedistribute(key);
+        if (kind === 'join' || this.passes.starves(key)) this.passes.ask(key);
       },
       lost: () => this.counts.ledgerLosses++,
     });
@@ -228,11 +227,11 @@ export class QuotaService implements QuotaStatsSource {
       // A share freed while a client of this replica holds nothing is pushed to it at once.
       const lowered = (g.tracked.lastGranted ?? 0) > grants[i]!;
       actions[g.at] = this.answer(session, g.tracked, grants[i]!, nowMs);
-      if (lowered && (this.starving.get(g.tracked.key) ?? 0) > 0) changed.push(g.tracked.key);
+      if (lowered && this.passes.starves(g.tracked.key)) changed.push(g.tracked.key);
     });
     session.send(actions as EncodedAction[]);
     this.counts.answered += actions.length;
-    for (const key of changed) this.scheduleRedistribute(key);
+    for (const key of changed) this.passes.ask(key);
   }
 
   /**
@@ -256,17 +255,11 @@ export class QuotaService implements QuotaStatsSource {
   private answer(session: QuotaSession, t: TrackedBucket, granted: number, nowMs: number): EncodedAction {
     const was = t.lastGranted;
     if ((was === 0) !== (granted === 0) && session.buckets.get(t.key) === t)
-      this.countStarving(t.key, granted === 0 ? 1 : -1);
+      this.passes.starve(t.key, granted === 0 ? 1 : -1);
     t.sentAtMs = nowMs;
     if (t.allowance === undefined || t.allowance.granted < granted)
       t.allowance = { granted, burstTokens: burstOf(t.rule, granted) };
     return answerOf(t, granted);
-  }
-
-  private countStarving(key: string, by: number): void {
-    const count = (this.starving.get(key) ?? 0) + by;
-    if (count > 0) this.starving.set(key, count);
-    else this.starving.delete(key);
   }
 
   /** hidden returns `bucket` with each value passed through {@link QuotaServiceOptions.hideValue}, for its key; the rules match the values as sent. */
@@ -350,7 +343,7 @@ export class QuotaService implements QuotaStatsSource {
   }
 
   private forget(session: QuotaSession, key: string, changed: string[]): void {
-    if (session.buckets.get(key)?.lastGranted === 0) this.countStarving(key, -1);
+    if (session.buckets.get(key)?.lastGranted === 0) this.passes.starve(key, -1);
     session.drop(key);
     this.members.get(key)?.delete(session);
     if (this.members.get(key)?.size === 0) this.members.delete(key);
@@ -376,33 +369,8 @@ export class QuotaService implements QuotaStatsSource {
     if (!release || this.closing) return;
     void this.ledger
       .release(session.id, keys, this.clock.now())
-      .then(() => keys.forEach((k) => this.scheduleRedistribute(k)))
+      .then(() => keys.forEach((k) => this.passes.ask(k)))
       .catch(() => this.counts.ledgerErrors.release++);
-  }
-
-  /**
-   * scheduleRedistribute runs a pass over bucket `key` after `redistributeDelayMs`, one at a time
-   * per bucket: a join or leave while a pass is out (a slow Redis) asks for one more after it,
-   * so passes never pile up behind each other.
-   */
-  private scheduleRedistribute(key: string): void {
-    if (this.passesOut.has(key)) {
-      this.passesOut.set(key, true);
-      return;
-    }
-    if (this.redistributing.has(key) || !this.members.has(key)) return;
-    const timer = this.timers.setTimer(() => {
-      this.redistributing.delete(key);
-      this.passesOut.set(key, false);
-      void this.redistribute(key)
-        .catch(() => this.counts.ledgerErrors.regrant++)
-        .finally(() => {
-          const again = this.passesOut.get(key) === true;
-          this.passesOut.delete(key);
-          if (again) this.scheduleRedistribute(key);
-        });
-    }, this.delayMs);
-    this.redistributing.set(key, timer);
   }
 
   /** redistribute grants again every session of this replica that reports bucket `key`, sending those whose grant changed. */
