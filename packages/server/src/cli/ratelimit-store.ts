@@ -5,7 +5,7 @@
  */
 import type { Observer, Store } from 'floodgate';
 import type { RedisAdapter } from 'floodgate/redis';
-import { FAIL_FAST_CLIENT, FAIL_FAST_CLUSTER } from '../store/store.js';
+import { FAIL_FAST_CLIENT, FAIL_FAST_CLUSTER, subscriberOf, type ChannelSubscriber } from '../store/store.js';
 
 /** UsageError is a bad flag: its message is printed as is, and the command exits with 2. */
 export class UsageError extends Error {}
@@ -102,7 +102,13 @@ export async function redisStore(options: {
   readonly failure: RedisFailure;
   readonly observer: Observer;
   readonly access?: RedisAccess;
-}): Promise<{ store: Store; close: () => Promise<void>; connected: boolean; adapter: RedisAdapter }> {
+}): Promise<{
+  store: Store;
+  close: () => Promise<void>;
+  connected: boolean;
+  adapter: RedisAdapter;
+  subscriber: ChannelSubscriber;
+}> {
   const { address, cluster, failure } = options;
   const nodes = cluster
     ? address.split(',').map((a) => addressOf(a, '--redis-cluster'))
@@ -127,7 +133,12 @@ export async function redisStore(options: {
     observer: options.observer,
     ...(failure.timeoutMs === undefined ? {} : { timeoutMs: failure.timeoutMs }),
   });
-  return { store, close: () => disconnectIoredis(client), connected, adapter };
+  const subscriber = subscriberOf(client);
+  const close = async (): Promise<void> => {
+    subscriber.close();
+    await disconnectIoredis(client);
+  };
+  return { store, close, connected, adapter, subscriber };
 }
 
 /** CONNECT_WAIT_MS is how long the service waits for Redis at start before it listens anyway (its failure policy answering meanwhile). */

@@ -33,6 +33,7 @@ import { QuotaService } from '../ratelimit/quota/service.js';
 import { RedisQuotaLedger } from '../ratelimit/quota/redis-ledger.js';
 import { registerQuotaMetrics } from '../ratelimit/quota/metrics.js';
 import type { RedisAdapter } from 'floodgate/redis';
+import type { ChannelSubscriber } from '../store/store.js';
 
 export type { RatelimitFlags } from './ratelimit-flags.js';
 export { headersOf } from './ratelimit-flags.js';
@@ -142,7 +143,8 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
   metrics.configLoad(true);
   const { service, redis, hideValue, unkeyed } = await buildService(flags, domains, metrics, io.stderr);
   // On Redis, every replica grants from one budget per quota bucket.
-  const ledger = redis === undefined ? undefined : new RedisQuotaLedger({ adapter: redis.adapter });
+  const ledger =
+    redis === undefined ? undefined : new RedisQuotaLedger({ adapter: redis.adapter, subscriber: redis.subscriber });
   const quota = new QuotaService({ domains, hideValue, ...(ledger === undefined ? {} : { ledger }) });
   registerQuotaMetrics(metrics.registry, quota);
   const listening = await listen(flags, service, metrics, quota);
@@ -160,8 +162,10 @@ async function serve(flags: RatelimitFlags, io: RatelimitIo): Promise<number> {
     io.signals.once('SIGINT', done);
   });
   stopWatching();
-  await listening.close();
+  // The quota service first: the streams the listeners end then keep their grants until their
+  // TTL (their clients keep their assignments), rather than freeing them for others at once.
   quota.close();
+  await listening.close();
   await redis?.close();
   return 0;
 }
@@ -174,7 +178,7 @@ async function buildService(
   stderr: NodeJS.WritableStream,
 ): Promise<{
   service: RateLimitService;
-  redis: { close: () => void; adapter: RedisAdapter } | undefined;
+  redis: { close: () => void; adapter: RedisAdapter; subscriber: ChannelSubscriber } | undefined;
   hideValue: ((value: string) => string) | undefined;
   /** Whether values are hashed without a secret (worth a warning once the service runs). */
   unkeyed: boolean;

@@ -14,7 +14,7 @@ import { DRAFT_HEADERS, namedResponseHeaders, type ResponseHeaders } from '../ra
 import { DescriptorLabels, outcomeLabel } from '../ratelimit/service/metric-labels.js';
 import { servingWhen } from '../ratelimit/service/store-health.js';
 import { QuotaService } from '../ratelimit/quota/service.js';
-import { RedisQuotaLedger } from '../ratelimit/quota/redis-ledger.js';
+import { RedisQuotaLedger, type QuotaSubscriber } from '../ratelimit/quota/redis-ledger.js';
 import { registerQuotaMetrics } from '../ratelimit/quota/metrics.js';
 import type { RedisAdapter } from 'floodgate/redis';
 
@@ -25,7 +25,9 @@ export interface RateLimitServiceHostOptions {
   /** The gateway's store: the service's counters live beside the routes'. */
   readonly store: Store;
   /** The gateway's Redis, when its store is there: the RLQS ledger is kept beside the counters, shared by every gateway on it. */
-  readonly redis?: { readonly adapter: RedisAdapter; readonly prefix: string | undefined } | undefined;
+  readonly redis?:
+    | { readonly adapter: RedisAdapter; readonly prefix: string | undefined; readonly subscriber?: QuotaSubscriber }
+    | undefined;
   readonly metrics: GatewayMetrics;
   readonly log: Logger;
   /** What descriptor values become before they name a counter or a label (the `keys` section's hash); raw when undefined. */
@@ -68,7 +70,13 @@ export class RateLimitServiceHost {
       hideValue: options.hideValue,
       ...(redis === undefined
         ? {}
-        : { ledger: new RedisQuotaLedger({ adapter: redis.adapter, prefix: redis.prefix }) }),
+        : {
+            ledger: new RedisQuotaLedger({
+              adapter: redis.adapter,
+              prefix: redis.prefix,
+              ...(redis.subscriber === undefined ? {} : { subscriber: redis.subscriber }),
+            }),
+          }),
     });
     registerQuotaMetrics(metrics.registry, quota);
     const grpcHost = section.grpc?.host;

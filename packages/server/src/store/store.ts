@@ -31,8 +31,15 @@ export interface GatewayStore {
   readonly overflow?: { readonly maxKeys: number; counts(): { decided: number; refused: number } };
   /** The Redis store's smooth limiters, shared by every gateway on it; undefined for memory (smooth rules pace in this process). */
   readonly fleetSmooth?: FleetSmooth;
-  /** The Redis client (through the library's adapter) and key prefix, for what else keeps state there (the RLQS ledger); undefined for memory. */
-  readonly redis?: { readonly adapter: RedisAdapter; readonly prefix: string | undefined };
+  /**
+   * The Redis client (through the library's adapter), key prefix and a way to subscribe on a
+   * connection of its own, for what else keeps state there (the RLQS ledger); undefined for memory.
+   */
+  readonly redis?: {
+    readonly adapter: RedisAdapter;
+    readonly prefix: string | undefined;
+    readonly subscriber: ChannelSubscriber;
+  };
   /** leased returns a store deciding from quota leases on this Redis (a rule's `lease:`); undefined for memory. */
   readonly leased?: (options: LeaseOptions) => LeasedStore;
   /**
@@ -44,6 +51,63 @@ export interface GatewayStore {
     publish(id: string, entry: string): Promise<void>;
     entries(): Promise<Record<string, string>>;
     remove(ids: readonly string[]): Promise<void>;
+  };
+}
+
+/** ChannelSubscriber subscribes to one channel on a connection of its own (a subscribed connection sends nothing else). */
+export interface ChannelSubscriber {
+  /** subscribe calls `onMessage` with each message published on `channel`; resolves once subscribed (resubscribing after a reconnection). */
+  subscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
+  /** close ends the subscription's connection. */
+  close(): void;
+}
+
+/** SubscribableIoredis is the part of an ioredis `Redis` or `Cluster` {@link subscriberOf} uses. */
+interface SubscribableIoredis {
+  duplicate(): SubscribingConnection;
+}
+
+interface SubscribingConnection {
+  readonly status: string;
+  on(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+  once(event: 'ready' | 'end', listener: () => void): unknown;
+  subscribe(channel: string): Promise<unknown>;
+  disconnect(): void;
+}
+
+/**
+ * subscriberOf returns a {@link ChannelSubscriber} over a duplicate of `client` (same address,
+ * sign-in and options), made on the first subscription. With the offline queue off, a command
+ * sent before the connection is up fails: the subscription waits for it (and tries again at each
+ * reconnection until it holds); ioredis subscribes again by itself after a reconnection. The
+ * duplicate's errors are heard and dropped: the client's own report the outage.
+ */
+export function subscriberOf(client: SubscribableIoredis): ChannelSubscriber {
+  let connection: SubscribingConnection | undefined;
+  let closed = false;
+  return {
+    subscribe: async (channel, onMessage) => {
+      const c = (connection ??= client.duplicate());
+      c.on('error', () => undefined);
+      c.on('message', (on, message) => {
+        if (on === channel) onMessage(message);
+      });
+      while (!closed) {
+        if (c.status !== 'ready') await new Promise<void>((resolve) => c.once('ready', resolve));
+        try {
+          await c.subscribe(channel);
+          return;
+        } catch (error) {
+          // Refused on a live connection (an ACL without the channel, say): no retry helps.
+          if (closed || c.status === 'ready' || c.status === 'end') throw error;
+        }
+      }
+    },
+    close: () => {
+      closed = true;
+      connection?.disconnect();
+    },
   };
 }
 
@@ -144,7 +208,7 @@ export async function openStore(config: StoreConfig, seams: StoreSeams): Promise
     store,
     kind: 'redis',
     fleetSmooth: { store, limiter: RedisSmoothLimiter },
-    redis: { adapter, prefix: config.prefix },
+    redis: { adapter, prefix: config.prefix, subscriber: subscriberOf(client as unknown as SubscribableIoredis) },
     leased: (options) => new LeasedStore({ store, ...options }),
     registry: {
       publish: async (id, entry) => void (await client.hset(registryKey, id, entry)),

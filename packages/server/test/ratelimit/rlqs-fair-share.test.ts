@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { demandOf, expiresAtMs, grantOf, idleTooLong, targetOf } from '../../src/ratelimit/quota/fair-share.js';
+import {
+  demandOf,
+  expiresAtMs,
+  grantOf,
+  idleTooLong,
+  overReported,
+  targetOf,
+  waterLevelOf,
+} from '../../src/ratelimit/quota/fair-share.js';
+import { burstOf } from '../../src/ratelimit/quota/actions.js';
+import type { QuotaRule } from '../../src/ratelimit/quota/spec.js';
 import { MemoryQuotaLedger, type LedgerEntry } from '../../src/ratelimit/quota/ledger.js';
 import { runs } from '../../../floodgate/test/support/sweep.js';
 
@@ -14,16 +24,85 @@ const entry = (demand: number | undefined, limit = 300, ttlSeconds = 10): Ledger
 
 describe('fair share (pure)', () => {
   it('give each client its demand and an equal part of the rest while demand is under the limit', () => {
-    assert.equal(targetOf(50, { clients: 2, demand: 100 }, 300), 150);
-    assert.equal(targetOf(0, { clients: 3, demand: 0 }, 300), 100);
+    assert.equal(targetOf(50, { clients: 2, demand: 100, level: Infinity }, 300), 150);
+    assert.equal(targetOf(0, { clients: 3, demand: 0, level: Infinity }, 300), 100);
   });
 
-  it('share in proportion to demand with a floor over the limit: targets sum to the limit, nobody at 0', () => {
+  it('share max-min fairly with a floor over the limit: targets sum to the limit, nobody at 0', () => {
     const demands = [900, 100, 0];
-    const totals = { clients: 3, demand: 1000 };
+    const totals = { clients: 3, demand: 1000, level: waterLevelOf(demands, 300) };
     const targets = demands.map((d) => targetOf(d, totals, 300));
     assert.ok(Math.abs(targets.reduce((a, b) => a + b, 0) - 300) < 1e-9);
     assert.ok(targets[0]! > targets[1]! && targets[1]! > targets[2]! && targets[2]! > 0, targets.join(','));
+    // The floor is 300 / 10 / 3 = 10; 100 is under the level, which the 900 caps at 300 - 110.
+    assert.deepEqual(targets, [190, 100, 10]);
+  });
+
+  it('find the water level: the demands, raised to the floor, capped at it, sum to the limit', () => {
+    const rows: Array<[demands: number[], limit: number, level: number]> = [
+      [[], 300, Infinity],
+      [[100, 100], 300, Infinity], // under the limit: no cap
+      [[900, 100, 0], 300, 190], // 10 (the floor) + 100 + 190
+      [[400, 100, 100], 300, 100],
+      [[1000, 1000], 100, 50],
+      [[500, 5], 100, 95],
+      [[7, 7], 0, 0],
+    ];
+    for (const [demands, limit, level] of rows)
+      assert.equal(waterLevelOf(demands, limit), level, `${demands} of ${limit}`);
+  });
+
+  it('never give a client less than min(its demand, limit / n) over the limit, whatever the others report (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 1e4, noNaN: true }),
+        fc.array(fc.double({ min: 0, max: 1e6, noNaN: true }), { minLength: 1, maxLength: 30 }),
+        fc.integer({ min: 1, max: 10_000 }),
+        (mine, others, limit) => {
+          const demands = [mine, ...others];
+          const demand = demands.reduce((a, b) => a + b, 0);
+          const totals = { clients: demands.length, demand, level: () => waterLevelOf(demands, limit) };
+          const targets = demands.map((d) => targetOf(d, totals, limit));
+          const floor = Math.min(mine, limit / demands.length);
+          assert.ok(targets[0]! >= floor - 1e-9 * limit, `${targets[0]} under ${floor}`);
+          const sum = targets.reduce((a, b) => a + b, 0);
+          assert.ok(Math.abs(sum - limit) <= 1e-9 * limit * demands.length, `targets sum to ${sum}, not ${limit}`);
+        },
+      ),
+      { numRuns: runs(300) },
+    );
+  });
+
+  it('call a report an over-report only past what its assignments could have allowed, with a tenth and 2 requests to spare', () => {
+    const second = { elapsedMs: 1000, periodSeconds: 1 };
+    const rows: Array<
+      [
+        allowed: number,
+        allowance: { granted: number; burstTokens: number } | undefined,
+        time: typeof second,
+        over: boolean,
+      ]
+    > = [
+      [1e6, undefined, second, false], // no assignment: the client applied its own fallback
+      [112, { granted: 50, burstTokens: 50 }, second, false], // at most 100, 112 with the tolerance
+      [113, { granted: 50, burstTokens: 50 }, second, true],
+      [113, { granted: 50, burstTokens: 50 }, { elapsedMs: 0, periodSeconds: 1 }, true], // 0 s counts as 1
+      [222, { granted: 50, burstTokens: 50 }, { elapsedMs: 3000, periodSeconds: 1 }, false], // 200 in 3 s
+      [2, { granted: 0, burstTokens: 0 }, second, false], // DENY_ALL
+      [3, { granted: 0, burstTokens: 0 }, second, true],
+      [69, { granted: 60, burstTokens: 60 }, { elapsedMs: 1000, periodSeconds: 60 }, false], // 1 s of a 60 s period: 61
+      [70, { granted: 60, burstTokens: 60 }, { elapsedMs: 1000, periodSeconds: 60 }, true],
+    ];
+    for (const [allowed, allowance, time, over] of rows)
+      assert.equal(overReported(allowed, allowance, time), over, `${allowed} under ${JSON.stringify(allowance)}`);
+  });
+
+  it('count an assignment burst as its token bucket max_tokens, or a time unit of requests_per_time_unit', () => {
+    const rule = { limit: 100, maxTokens: 200, strategy: 'token_bucket' } as QuotaRule;
+    assert.equal(burstOf(rule, 50), 100);
+    assert.equal(burstOf(rule, 0), 0);
+    assert.equal(burstOf({ ...rule, maxTokens: 1 }, 1), 1);
+    assert.equal(burstOf({ ...rule, strategy: 'requests_per_time_unit' }, 30), 30);
   });
 
   it('grant at most what the others leave free, rounded down, never negative', () => {

@@ -56,6 +56,9 @@ describe('RLQS metrics of floodgate ratelimit (a real process on a real Redis)',
     assert.equal(valueOf(text, 'floodgate_rlqs_actions_total{reason="answer"}'), 3);
     assert.ok(valueOf(text, 'floodgate_rlqs_actions_total{reason="push"}')! >= 1, 'the push to a counted');
     assert.equal(valueOf(text, 'floodgate_rlqs_ledger_errors_total{kind="grant"}'), 0);
+    // Each first report came before any assignment: nothing to over-report against. Redis kept its records.
+    assert.equal(valueOf(text, 'floodgate_rlqs_over_reports_total'), 0);
+    assert.equal(valueOf(text, 'floodgate_rlqs_ledger_losses_total'), 0);
     // Scraped again with nothing new: the counters stay where they are.
     assert.equal(valueOf(await scrape(service), 'floodgate_rlqs_reports_total'), 2);
   });

@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { RedisAdapter } from 'floodgate/redis';
+import { hashSlotOf, type RedisAdapter } from 'floodgate/redis';
 import { bucketKeyOf } from '../../src/ratelimit/quota/buckets.js';
 import { MemoryQuotaLedger, type LedgerEntry } from '../../src/ratelimit/quota/ledger.js';
-import { bucketKeysOf } from '../../src/ratelimit/quota/redis-calls.js';
+import { bucketKeysOf, sentinelKeyOf } from '../../src/ratelimit/quota/redis-calls.js';
 import { RedisQuotaLedger } from '../../src/ratelimit/quota/redis-ledger.js';
 import { startServiceProcess, type ServiceProcess } from './processes.js';
 import { fixturePath } from './support.js';
@@ -61,6 +61,8 @@ export function redisLedgerChecks(redis: () => LedgerRedis): void {
           let batch: Array<{ id: string; entries: ReturnType<typeof entry>[] }> = [];
           const flush = async (): Promise<void> => {
             const onRedisGrants = await Promise.all(batch.map((g) => onRedis.grant(g.id, g.entries)));
+            // The grants have been "sent": what a call lowered is free for the next call, as in memory.
+            await onRedis.settled();
             const inMemory: number[][] = [];
             for (const g of batch) inMemory.push(await memory.grant(g.id, g.entries, 0));
             assert.deepEqual(onRedisGrants, inMemory);
@@ -83,6 +85,7 @@ export function redisLedgerChecks(redis: () => LedgerRedis): void {
                 await onRedis.regrant(ids, entry(undefined)),
                 await memory.regrant(ids, entry(undefined), 0),
               );
+              await onRedis.settled();
             }
           }
           await flush();
@@ -98,7 +101,8 @@ export function redisLedgerChecks(redis: () => LedgerRedis): void {
     const counting = {
       ...adapter,
       evalsha: (sha1: string, keys: readonly string[], args: readonly string[]) => {
-        calls.push(args.length - 1);
+        // A grant call's reports follow the op and its header (4 arguments); settles are not counted.
+        if (args[0] === 'grant') calls.push(args.length - 5);
         return adapter.evalsha(sha1, keys, args);
       },
     };
@@ -113,7 +117,7 @@ export function redisLedgerChecks(redis: () => LedgerRedis): void {
     assert.deepEqual(grants, expected);
   });
 
-  it('expire a grant on Redis after its TTL and leave no key once every client has gone', async () => {
+  it('expire a grant on Redis after its TTL and leave no key of the bucket once every client has gone', async () => {
     const prefix = `t${prefixes++}:`;
     const l = ledger(prefix);
     const e = { bucketKey: 'x', limit: 10, demand: 5, ttlSeconds: 1 };
@@ -122,7 +126,47 @@ export function redisLedgerChecks(redis: () => LedgerRedis): void {
     await new Promise((resolve) => setTimeout(resolve, 1100)); // Redis's clock, not ours: the TTL must pass for real
     assert.deepEqual(await l.grant('b', [e]), [10]);
     await l.release('b', ['x']);
-    assert.deepEqual(await redis().keys(`${prefix}*`), []);
+    // Nothing of the bucket is left. The ledger's sentinel stays, one small hash (one per slot used
+    // on a cluster): it must outlive every bucket to tell a Redis that lost its records (#35.3).
+    assert.deepEqual(await redis().keys(`${prefix}*`), [
+      sentinelKeyOf(`${prefix}rlqs:`, hashSlotOf(bucketKeysOf(`${prefix}rlqs:`, 'x')[0]), redis().adapter.cluster),
+    ]);
+  });
+
+  it('hold what a replica lowered from the other replicas until it has sent the lower grant (settled)', async () => {
+    const prefix = `t${prefixes++}:`;
+    const [one, two] = [ledger(prefix), ledger(prefix)];
+    const e = (held = 0) => ({ bucketKey: 'y', limit: 100, demand: 100, ttlSeconds: 60, held });
+    assert.deepEqual(await one.grant('x', [e()]), [100]);
+    assert.deepEqual(await two.grant('y', [e()]), [0]);
+    await Promise.all([one.settled(), two.settled()]);
+    // x's share falls to 50 on replica one. Before one has had a turn to send it (and settle), two
+    // redistributes: the 50 x gives up is not free yet.
+    assert.deepEqual(await one.grant('x', [e(100)]), [50]);
+    assert.deepEqual(await two.regrant(['y'], e()), [0]);
+    await one.settled();
+    assert.deepEqual(await two.regrant(['y'], e()), [50]);
+  });
+
+  it('after losing its records (FLUSHALL), grow no grant beyond what its client holds for one TTL and a second, then grant again', async () => {
+    const prefix = `t${prefixes++}:`;
+    const [one, two] = [ledger(prefix), ledger(prefix)];
+    const losses: number[] = [];
+    one.listen({ changed: () => undefined, lost: () => losses.push(1) });
+    const e = (held: number) => ({ bucketKey: 'z', limit: 100, demand: 100, ttlSeconds: 1, held });
+    assert.deepEqual(await one.grant('x', [e(0)]), [100]);
+    await redis().flushall();
+    // y is new (holds nothing), x holds 100 as far as its replica knows: y gets nothing, x keeps at
+    // most what it holds (its share, 50, here), and what x gives up stays unused.
+    assert.deepEqual(await one.grant('y', [e(0)]), [0]);
+    assert.deepEqual(losses, [1]);
+    assert.deepEqual(await one.grant('x', [e(100)]), [50]);
+    await one.settled();
+    assert.deepEqual(await two.grant('y', [e(0)]), [0]);
+    await two.settled();
+    await new Promise((resolve) => setTimeout(resolve, 2100)); // Redis's clock: one TTL (1 s) and the margin (1 s) must pass for real
+    // x's grant ran out meanwhile (it did not report again): y has the whole budget.
+    assert.deepEqual(await two.grant('y', [e(0)]), [100]);
   });
 
   it('share each bucket between two replicas, never over its limit, and free a released share', async () => {

@@ -9,7 +9,7 @@ const PREFIX = 'p:rlqs:';
 /** slotOf returns the hash slot of bucket `bucket`'s keys. */
 const slotOf = (bucket: string): number => hashSlotOf(bucketKeysOf(PREFIX, bucket)[0]);
 
-/** ScriptCall is one script call a {@link FakeRedis} received. */
+/** ScriptCall is one script call a {@link FakeRedis} received: its bucket keys (after the sentinel) and its op with the op's arguments (after the header). */
 interface ScriptCall {
   readonly keys: readonly string[];
   readonly args: readonly string[];
@@ -17,9 +17,10 @@ interface ScriptCall {
 
 /**
  * FakeRedis is an adapter that records its calls and answers as a cluster would route them: a
- * call whose keys span slots fails with CROSSSLOT (on a cluster), a call to `failSlot` fails, and
- * otherwise each grant is `100 * report + bucket` (report `c<r>`, bucket `b<j>`, read from the
- * key the entry names), so a test can tell whose grant for which bucket landed where.
+ * call whose keys span slots (its sentinel among them) fails with CROSSSLOT (on a cluster), a call
+ * to `failSlot` fails, and otherwise each grant is `100 * report + bucket` (report `c<r>`, bucket
+ * `b<j>`, read from the key the entry names), so a test can tell whose grant for which bucket
+ * landed where. It answers as the script does: an epoch, whether a grant was lowered, the grants.
  */
 class FakeRedis implements RedisAdapter {
   readonly calls: ScriptCall[] = [];
@@ -30,13 +31,17 @@ class FakeRedis implements RedisAdapter {
 
   evalsha(sha1: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
     assert.equal(sha1, QUOTA_SCRIPT.sha1);
-    this.calls.push({ keys: [...keys], args: [...args] });
+    const [sentinel, ...bucketKeys] = keys;
+    assert.match(sentinel!, /^p:rlqs:(\{\d+\}:)?epoch$/);
+    // The header: op, epoch known, recovery ms, token, channel.
+    assert.equal(args.length >= 5, true);
+    this.calls.push({ keys: bucketKeys, args: [args[0]!, ...args.slice(5)] });
     const slots = new Set(keys.map(hashSlotOf));
     if (this.cluster && slots.size > 1)
       return Promise.reject(new Error("CROSSSLOT Keys in request don't hash to the same slot"));
     if (slots.has(this.failSlot ?? -1)) return Promise.reject(new Error('CLUSTERDOWN The cluster is down'));
-    if (args[0] !== 'grant') return Promise.resolve([]);
-    return Promise.resolve(args.slice(1).flatMap((report) => grantsOf(report, keys)));
+    if (args[0] !== 'grant') return Promise.resolve(['1.0', 0]);
+    return Promise.resolve(['1.0', 0, ...args.slice(5).flatMap((report) => grantsOf(report, bucketKeys))]);
   }
 
   eval(): Promise<unknown> {
@@ -44,11 +49,11 @@ class FakeRedis implements RedisAdapter {
   }
 }
 
-/** grantsOf answers one report's argument (`c<r> k limit demand ttlMs ...`) as {@link FakeRedis} does. */
+/** grantsOf answers one report's argument (`c<r> k limit demand ttlMs held ...`) as {@link FakeRedis} does. */
 function grantsOf(report: string, keys: readonly string[]): number[] {
   const [client, ...fields] = report.split(' ');
   const grants: number[] = [];
-  for (let at = 0; at < fields.length; at += 4) {
+  for (let at = 0; at < fields.length; at += 5) {
     const k = Number(fields[at]);
     const [hash, expiry] = [keys[2 * k - 2]!, keys[2 * k - 1]!];
     assert.equal(expiry, `${hash}:expiry`, 'a bucket is its hash, then its expiry set');
@@ -97,8 +102,8 @@ describe('the RLQS Redis ledger, split by hash slot', () => {
         [...clients].sort((a, b) => a - b),
       );
     }
-    // Every entry of every report went in exactly one call (4 fields each after the client).
-    const sent = redis.calls.flatMap((c) => c.args.slice(1).map((a) => (a.split(' ').length - 1) / 4));
+    // Every entry of every report went in exactly one call (5 fields each after the client).
+    const sent = redis.calls.flatMap((c) => c.args.slice(1).map((a) => (a.split(' ').length - 1) / 5));
     assert.equal(
       sent.reduce((a, b) => a + b, 0),
       REPORTS.flat().length,
@@ -137,8 +142,9 @@ describe('the RLQS Redis ledger, split by hash slot', () => {
       cluster: true,
       eval: () => redis.eval(),
       evalsha: async (sha1, keys, args) => {
-        const reply = (await redis.evalsha(sha1, keys, args)) as number[];
-        return keys.includes(bucketKeysOf(PREFIX, 'b3')[0]) ? reply.slice(1) : reply;
+        const reply = (await redis.evalsha(sha1, keys, args)) as unknown[];
+        // One grant short: the epoch, the flag, then all grants but the first.
+        return keys.includes(bucketKeysOf(PREFIX, 'b3')[0]) ? [...reply.slice(0, 2), ...reply.slice(3)] : reply;
       },
     };
     const settled = await ask(new RedisQuotaLedger({ adapter: short, prefix: 'p:' }));

@@ -45,14 +45,25 @@ export function strategyOf(rule: QuotaRule, granted: number): RateLimitStrategy 
       requests_per_time_unit: { requests_per_time_unit: granted, time_unit: (rule.unit ?? 'second').toUpperCase() },
     };
   if (granted <= 0) return { blanket_rule: 'DENY_ALL' };
-  const burst = rule.limit === 0 ? 1 : Math.max(1, Math.floor((rule.maxTokens * granted) / rule.limit));
   return {
     token_bucket: {
-      max_tokens: burst,
+      max_tokens: burstOf(rule, granted),
       tokens_per_fill: { value: granted },
       fill_interval: { seconds: rule.periodSeconds },
     },
   };
+}
+
+/**
+ * burstOf returns how many requests an assignment of `granted` under `rule` lets a client allow at
+ * once, beyond its rate: a token bucket's `max_tokens` (the grant's part of the rule's burst, at
+ * least 1; 0 for a grant of 0, which is DENY_ALL), or one time unit's grant for
+ * `requests_per_time_unit` (a window's worth can fall on either side of a report).
+ */
+export function burstOf(rule: QuotaRule, granted: number): number {
+  if (granted <= 0) return 0;
+  if (rule.strategy === 'requests_per_time_unit') return granted;
+  return rule.limit === 0 ? 1 : Math.max(1, Math.floor((rule.maxTokens * granted) / rule.limit));
 }
 
 /** assignmentOf returns the quota assignment of `granted` requests per period of `rule`, held for the rule's TTL. */

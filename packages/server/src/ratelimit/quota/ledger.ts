@@ -3,7 +3,7 @@
  * memory ledger is here; the Redis ledger (`redis-ledger.ts`) keeps the same in Redis, so that
  * service replicas share one budget. Both apply `fair-share.ts`.
  */
-import { changesMeaningfully, expiresAtMs, grantOf, targetOf } from './fair-share.js';
+import { changesMeaningfully, expiresAtMs, grantOf, targetOf, waterLevelOf } from './fair-share.js';
 
 /** LedgerEntry is one bucket of one report: its key, its budget, and the client's demand (undefined: keep the last one). */
 export interface LedgerEntry {
@@ -13,11 +13,32 @@ export interface LedgerEntry {
   /** The client's demand in requests per period, or undefined to grant again on the demand last reported. */
   readonly demand: number | undefined;
   readonly ttlSeconds: number;
+  /**
+   * The grant the client holds now, as far as its replica knows (the last one sent, while its TTL
+   * runs; 0 or undefined: none). A ledger that has lost its records (see `redis-ledger.ts`)
+   * grants at most this until every grant given before the loss has expired.
+   */
+  readonly held?: number;
+}
+
+/** LedgerEvents are what a shared ledger tells the replica about the others: see {@link QuotaLedger.listen}. */
+export interface LedgerEvents {
+  /**
+   * changed says that bucket `bucketKey` changed on some replica: a client joined it (`join`), or
+   * its share was freed while a client of the bucket holds nothing (`freed`).
+   */
+  changed(kind: 'join' | 'freed', bucketKey: string): void;
+  /** lost says that the ledger found the shared records lost (and is granting conservatively for a while). */
+  lost(): void;
 }
 
 /**
  * QuotaLedger keeps who holds what of each bucket's budget. Every method takes the time; a ledger
  * never reads a clock (the Redis ledger uses Redis's own, so replicas agree).
+ *
+ * The caller sends every grant a call answers before the next turn of the event loop (a
+ * `setImmediate`): a shared ledger counts a lowered grant as still held until then, so that the
+ * part freed is handed to nobody before the client has been told it holds less.
  */
 export interface QuotaLedger {
   /**
@@ -35,6 +56,10 @@ export interface QuotaLedger {
   regrant(clients: readonly string[], entry: LedgerEntry, nowMs: number): Promise<Array<number | undefined>>;
   /** release drops `client` from each bucket: its share goes back to the others. */
   release(client: string, bucketKeys: readonly string[], nowMs: number): Promise<void>;
+  /** listen has `events` told of what other replicas do (a ledger in one process has nothing to tell). */
+  listen?(events: LedgerEvents): void;
+  /** close stops listening. */
+  close?(): void;
 }
 
 interface Holder {
@@ -56,7 +81,9 @@ const SWEEP_EVERY_MS = 1000;
 /**
  * MemoryQuotaLedger is a {@link QuotaLedger} in this process: one service replica's budget. A
  * bucket's holders are swept of expired grants at most once a second, so an expired grant may
- * count as outstanding for up to a second longer (never shorter).
+ * count as outstanding for up to a second longer (never shorter). A lowered grant frees its part
+ * at once: the one process that holds the ledger sends the lower grant before it grants anything
+ * else (its calls answer synchronously), so no other client can be told of the part first.
  */
 export class MemoryQuotaLedger implements QuotaLedger {
   private readonly books = new Map<string, BucketBook>();
@@ -71,12 +98,14 @@ export class MemoryQuotaLedger implements QuotaLedger {
     const book = this.books.get(entry.bucketKey);
     if (book === undefined) return Promise.resolve(clients.map(() => undefined));
     this.sweep(book, nowMs);
+    // A pass changes grants, never demands: the water level holds for all of it.
+    const level = once(() => levelOf(book, entry.limit));
     const order = clients
       .map((c, i) => ({ i, h: book.holders.get(c) }))
       .filter((x) => x.h !== undefined)
-      .sort((a, b) => this.growth(book, a.h!, entry.limit) - this.growth(book, b.h!, entry.limit));
+      .sort((a, b) => this.growth(book, a.h!, entry.limit, level) - this.growth(book, b.h!, entry.limit, level));
     const out: Array<number | undefined> = clients.map(() => undefined);
-    for (const { i, h } of order) out[i] = this.regrantOne(book, h!, entry, nowMs);
+    for (const { i, h } of order) out[i] = this.regrantOne(book, h!, entry, { nowMs, level });
     return Promise.resolve(out);
   }
 
@@ -100,8 +129,8 @@ export class MemoryQuotaLedger implements QuotaLedger {
     return { buckets: this.books.size, holders };
   }
 
-  private growth(book: BucketBook, h: Holder, limit: number): number {
-    return targetOf(h.demand, { clients: book.holders.size, demand: book.demand }, limit) - h.granted;
+  private growth(book: BucketBook, h: Holder, limit: number, level: () => number): number {
+    return targetOf(h.demand, { clients: book.holders.size, demand: book.demand, level }, limit) - h.granted;
   }
 
   private grantOne(client: string, e: LedgerEntry, nowMs: number): number | undefined {
@@ -121,16 +150,22 @@ export class MemoryQuotaLedger implements QuotaLedger {
       book.demand += e.demand - h.demand;
       h.demand = e.demand;
     }
-    return this.settle(book, h, this.nextGrant(book, h, e.limit), e, nowMs);
+    const level = (): number => levelOf(book, e.limit);
+    return this.settle(book, h, this.nextGrant(book, h, e.limit, level), e, nowMs);
   }
 
-  private regrantOne(book: BucketBook, h: Holder, e: LedgerEntry, nowMs: number): number {
-    const next = this.nextGrant(book, h, e.limit);
-    return changesMeaningfully(h.granted, next) ? this.settle(book, h, next, e, nowMs) : h.granted;
+  private regrantOne(
+    book: BucketBook,
+    h: Holder,
+    e: LedgerEntry,
+    at: { readonly nowMs: number; readonly level: () => number },
+  ): number {
+    const next = this.nextGrant(book, h, e.limit, at.level);
+    return changesMeaningfully(h.granted, next) ? this.settle(book, h, next, e, at.nowMs) : h.granted;
   }
 
-  private nextGrant(book: BucketBook, h: Holder, limit: number): number {
-    const totals = { clients: book.holders.size, demand: book.demand, granted: book.granted };
+  private nextGrant(book: BucketBook, h: Holder, limit: number, level: () => number): number {
+    const totals = { clients: book.holders.size, demand: book.demand, granted: book.granted, level };
     return grantOf(targetOf(h.demand, totals, limit), h.granted, totals, limit);
   }
 
@@ -152,4 +187,17 @@ export class MemoryQuotaLedger implements QuotaLedger {
     book.demand -= h.demand;
     book.granted -= h.granted;
   }
+}
+
+/** levelOf returns the water level of `book`'s demands under `limit` (see {@link waterLevelOf}). */
+function levelOf(book: BucketBook, limit: number): number {
+  const demands: number[] = [];
+  for (const h of book.holders.values()) demands.push(h.demand);
+  return waterLevelOf(demands, limit);
+}
+
+/** once returns `f`, computed at its first call and remembered. */
+function once(f: () => number): () => number {
+  let value: number | undefined;
+  return () => (value ??= f());
 }

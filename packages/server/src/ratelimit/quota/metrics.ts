@@ -14,6 +14,10 @@ export interface QuotaCounts {
   answered: number;
   /** Assignments pushed without a report: a redistribution after a join or leave. */
   pushed: number;
+  /** Reports that said a bucket allowed more than its assignments could have allowed (see `allowedOf` in `fair-share.ts`). */
+  overReports: number;
+  /** Times the shared ledger was found to have lost its records (a new epoch where this replica knew another). */
+  ledgerLosses: number;
   /** Ledger calls that failed, by call. */
   readonly ledgerErrors: { grant: number; regrant: number; release: number };
   /** Streams the service ended with an error, by the error's code. */
@@ -26,6 +30,8 @@ export function newQuotaCounts(): QuotaCounts {
     reports: 0,
     answered: 0,
     pushed: 0,
+    overReports: 0,
+    ledgerLosses: 0,
     ledgerErrors: { grant: 0, regrant: 0, release: 0 },
     streamErrors: { INVALID_REPORT: 0, TOO_MANY_BUCKETS: 0, INTERNAL: 0 },
   };
@@ -70,6 +76,7 @@ export interface QuotaStatsSource {
  * - `floodgate_rlqs_streams`, `floodgate_rlqs_buckets`, `floodgate_rlqs_pending_actions` (gauges);
  * - `floodgate_rlqs_reports_total`;
  * - `floodgate_rlqs_actions_total{reason="answer"|"push"}`;
+ * - `floodgate_rlqs_over_reports_total`, `floodgate_rlqs_ledger_losses_total`;
  * - `floodgate_rlqs_ledger_errors_total{kind="grant"|"regrant"|"release"}`;
  * - `floodgate_rlqs_stream_errors_total{kind="INVALID_REPORT"|"TOO_MANY_BUCKETS"|"INTERNAL"}`.
  *
@@ -103,6 +110,16 @@ export function registerQuotaMetrics(registry: Registry, quota: QuotaStatsSource
     help: 'Bucket actions sent (assignments, blanket rules, abandons), by reason: answer (to a report) or push (a redistribution after a join or leave).',
     label: 'reason',
     totals: () => ({ answer: counts.answered, push: counts.pushed }),
+  });
+  addTotalCounter(registry, {
+    name: 'floodgate_rlqs_over_reports_total',
+    help: 'RLQS bucket usages that reported more requests allowed than the assignments sent could have allowed (a client that ignores its assignment); the excess is not counted as demand.',
+    totals: () => ({ all: counts.overReports }),
+  });
+  addTotalCounter(registry, {
+    name: 'floodgate_rlqs_ledger_losses_total',
+    help: 'Times the shared quota ledger (Redis) was found to have lost its records; grants are then held back for one assignment TTL.',
+    totals: () => ({ all: counts.ledgerLosses }),
   });
   addTotalCounter(registry, {
     name: 'floodgate_rlqs_ledger_errors_total',

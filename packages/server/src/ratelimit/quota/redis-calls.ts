@@ -20,6 +20,39 @@ export function bucketKeysOf(prefix: string, bucketKey: string): [hash: string, 
   return [hash, `${hash}:expiry`];
 }
 
+/** SLOTS is how many hash slots a Redis Cluster has. */
+const SLOTS = 16_384;
+let slotTags: string[] | undefined;
+
+/**
+ * sentinelKeyOf returns the key of the ledger's sentinel (its epoch, see `redis-script.ts`) that a
+ * call to hash slot `slot` names: on a single Redis (`cluster` false) one for all,
+ * `${prefix}epoch`; on a cluster one per slot, `${prefix}{<tag>}:epoch` with a tag that hashes
+ * to `slot`, so that a call's keys share its slot. A prefix with a hash tag of its own puts every
+ * bucket in its slot, and its sentinel with them.
+ */
+export function sentinelKeyOf(prefix: string, slot: number, cluster: boolean): string {
+  const open = prefix.indexOf('{');
+  const tagged = open >= 0 && prefix.indexOf('}', open + 1) > open + 1;
+  if (!cluster || tagged) return `${prefix}epoch`;
+  slotTags ??= tagsOfSlots();
+  return `${prefix}{${slotTags[slot]!}}:epoch`;
+}
+
+/** tagsOfSlots returns, per hash slot, the shortest decimal number whose `{n}` hashes to it (found once, in a few milliseconds). */
+function tagsOfSlots(): string[] {
+  const tags = new Array<string>(SLOTS);
+  let left = SLOTS;
+  for (let n = 0; left > 0; n++) {
+    const slot = hashSlotOf(`{${n}}`);
+    if (tags[slot] === undefined) {
+      tags[slot] = String(n);
+      left--;
+    }
+  }
+  return tags;
+}
+
 /** GrantReport is one report waiting for its grants: its client and its buckets, in order. */
 export interface GrantReport {
   readonly client: string;
@@ -28,6 +61,9 @@ export interface GrantReport {
 
 /** GrantCall is one script call of a batch of reports, and where each grant it answers goes. */
 export interface GrantCall {
+  /** The hash slot of its keys (0 on a single Redis). */
+  readonly slot: number;
+  /** Each bucket's hash and expiry set (the sentinel is not among them). */
   readonly keys: string[];
   /** `grant`, then one argument per report with entries in this call (see `redis-script.ts`). */
   readonly args: string[];
@@ -45,13 +81,14 @@ export interface GrantCall {
  */
 export function grantCallsOf(batch: readonly GrantReport[], prefix: string, cluster: boolean): GrantCall[] {
   const calls = new Map<number, GrantCall & { readonly index: Map<string, number> }>();
+  const numberOf = (n: number | undefined): string => String(n ?? 0);
   batch.forEach((report, r) => {
     report.entries.forEach((e, i) => {
       const [hash, expiry] = bucketKeysOf(prefix, e.bucketKey);
       const slot = cluster ? hashSlotOf(hash) : 0;
       let call = calls.get(slot);
       if (call === undefined)
-        calls.set(slot, (call = { keys: [], args: ['grant'], targets: [], reports: [], index: new Map() }));
+        calls.set(slot, (call = { slot, keys: [], args: ['grant'], targets: [], reports: [], index: new Map() }));
       let k = call.index.get(e.bucketKey);
       if (k === undefined) {
         k = call.index.size + 1;
@@ -62,18 +99,24 @@ export function grantCallsOf(batch: readonly GrantReport[], prefix: string, clus
         call.reports.push(r);
         call.args.push(report.client);
       }
-      call.args[call.args.length - 1] += ` ${k} ${e.limit} ${e.demand ?? '-'} ${e.ttlSeconds * 1000}`;
+      call.args[call.args.length - 1] +=
+        ` ${k} ${e.limit} ${e.demand ?? '-'} ${e.ttlSeconds * 1000} ${numberOf(e.held)}`;
       call.targets.push([r, i]);
     });
   });
-  return [...calls.values()].map(({ keys, args, targets, reports }) => ({ keys, args, targets, reports }));
+  return [...calls.values()].map(({ slot, keys, args, targets, reports }) => ({ slot, keys, args, targets, reports }));
 }
 
 /**
- * releaseKeysOf returns the keys of `bucketKeys` under `prefix`, one list per script call: all in
- * one when `cluster` is false, else one list per hash slot. Empty when `bucketKeys` is.
+ * releaseKeysOf returns the keys of `bucketKeys` under `prefix`, one list per script call with its
+ * slot: all in one when `cluster` is false (slot 0), else one list per hash slot. Empty when
+ * `bucketKeys` is.
  */
-export function releaseKeysOf(bucketKeys: readonly string[], prefix: string, cluster: boolean): string[][] {
+export function releaseKeysOf(
+  bucketKeys: readonly string[],
+  prefix: string,
+  cluster: boolean,
+): Array<{ readonly slot: number; readonly keys: string[] }> {
   const calls = new Map<number, string[]>();
   for (const bucketKey of bucketKeys) {
     const keys = bucketKeysOf(prefix, bucketKey);
@@ -82,5 +125,5 @@ export function releaseKeysOf(bucketKeys: readonly string[], prefix: string, clu
     if (call === undefined) calls.set(slot, keys);
     else call.push(...keys);
   }
-  return [...calls.values()];
+  return [...calls].map(([slot, keys]) => ({ slot, keys }));
 }

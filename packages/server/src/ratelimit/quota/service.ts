@@ -5,13 +5,14 @@
  * others of this replica be granted again (after `redistributeDelayMs`, one pass per bucket).
  */
 import { randomBytes } from 'node:crypto';
-import { systemClock, systemTimers, type Clock, type TimerHandle, type Timers } from 'floodgate';
+import { systemClock, systemTimers, type Clock, type Timers } from 'floodgate';
 import type { DomainSpec } from '../service/config.js';
-import { ABANDON, assignmentOf, blanketOf, type BucketAction } from './actions.js';
+import { ABANDON, assignmentOf, blanketOf, burstOf, type BucketAction } from './actions.js';
 import { bucketKeyOf, ruleOf, type BucketId } from './buckets.js';
-import { demandOf, idleTooLong } from './fair-share.js';
+import { demandOf, idleTooLong, overReported } from './fair-share.js';
 import { MemoryQuotaLedger, type LedgerEntry, type QuotaLedger } from './ledger.js';
 import { newQuotaCounts, type QuotaCounts, type QuotaStatsSource } from './metrics.js';
+import { Passes } from './passes.js';
 import { parseUsageReport, QuotaStreamError, readBucketId, type BucketUsage } from './report.js';
 import { QuotaSession, type EncodedAction, type TrackedBucket, type Writable } from './session.js';
 import type { QuotaSpec } from './spec.js';
@@ -45,6 +46,8 @@ export interface QuotaStream extends Writable {
 const STATUS = { INVALID_REPORT: 3, TOO_MANY_BUCKETS: 8, INTERNAL: 13 } as const;
 /** Reports a stream may have waiting before the service stops reading it. */
 const MAX_QUEUED_REPORTS = 4;
+/** How long before its TTL runs out a grant sent stops counting as held by its client, for a ledger that lost its records (ms). */
+const HELD_MARGIN_MS = 1000;
 
 /**
  * QuotaService answers RLQS streams. One instance serves every stream of a process; its ledger
@@ -59,16 +62,15 @@ export class QuotaService implements QuotaStatsSource {
   private generation = 0;
   private readonly ledger: QuotaLedger;
   private readonly clock: Clock;
-  private readonly timers: Timers;
-  private readonly delayMs: number;
   private readonly hideValue: ((value: string) => string) | undefined;
   private readonly members = new Map<string, Set<QuotaSession>>();
-  private readonly redistributing = new Map<string, TimerHandle>();
-  /** The buckets with a pass out, each with whether another was asked for meanwhile. */
-  private readonly passesOut = new Map<string, boolean>();
+  private readonly passes: Passes;
   private readonly prefix = randomBytes(6).toString('hex');
   private nextId = 0;
   private readonly sessions = new Set<QuotaSession>();
+  private listening = false;
+  /** Once closing, departing streams keep their grants in the ledger (their clients keep their assignments until the TTL). */
+  private closing = false;
   /** counts are the service's running totals, which `metrics.ts` hands to Prometheus. */
   readonly counts: QuotaCounts = newQuotaCounts();
 
@@ -76,8 +78,13 @@ export class QuotaService implements QuotaStatsSource {
   constructor(options: QuotaServiceOptions) {
     this.ledger = options.ledger ?? new MemoryQuotaLedger();
     this.clock = options.clock ?? systemClock;
-    this.timers = options.timers ?? systemTimers;
-    this.delayMs = options.redistributeDelayMs ?? 100;
+    this.passes = new Passes({
+      timers: options.timers ?? systemTimers,
+      delayMs: options.redistributeDelayMs ?? 100,
+      run: (key) => this.redistribute(key),
+      serves: (key) => this.members.has(key),
+      failed: () => this.counts.ledgerErrors.regrant++,
+    });
     this.hideValue = options.hideValue;
     this.reload(options.domains);
   }
@@ -99,14 +106,20 @@ export class QuotaService implements QuotaStatsSource {
     return { streams: this.sessions.size, buckets, pending };
   }
 
-  /** close stops the redistribution timers (streams are ended by the gRPC server's shutdown). */
+  /**
+   * close stops the redistribution timers and the ledger's listening. Streams are ended by the gRPC
+   * server's shutdown, after this: their grants stay in the ledger until their TTL runs out, as
+   * their clients keep their assignments until then (and reconnect elsewhere).
+   */
   close(): void {
-    for (const timer of this.redistributing.values()) this.timers.clearTimer(timer);
-    this.redistributing.clear();
+    this.closing = true;
+    this.passes.close();
+    this.ledger.close?.();
   }
 
   /** handle serves one `StreamRateLimitQuotas` call until it ends. */
   handle(call: QuotaStream): void {
+    this.listen();
     const session = new QuotaSession(`${this.prefix}:${this.nextId++}`, call);
     this.sessions.add(session);
     let queue = Promise.resolve();
@@ -131,9 +144,26 @@ export class QuotaService implements QuotaStatsSource {
     call.on('error', leave);
   }
 
+  /** listen has the ledger tell this replica of other replicas' joins and freed shares, from the first stream on. */
+  private listen(): void {
+    if (this.listening) return;
+    this.listening = true;
+    this.ledger.listen?.({
+      changed: (kind, key) => {
+        if (kind === 'join' || this.passes.starves(key)) this.passes.ask(key);
+      },
+      lost: () => this.counts.ledgerLosses++,
+    });
+  }
+
+  /**
+   * fail ends a stream with an error. After a bad report, nothing of the stream is kept. After a
+   * failure of the service's own (the ledger's), its grants stay in the ledger until their TTL:
+   * its client keeps its assignments meanwhile and reconnects, so they are nobody else's yet.
+   */
   private fail(session: QuotaSession, call: QuotaStream, error: unknown): void {
     if (session.closed) return;
-    this.leave(session);
+    this.leave(session, error instanceof QuotaStreamError);
     this.counts.streamErrors[error instanceof QuotaStreamError ? error.code : 'INTERNAL']++;
     const status =
       error instanceof QuotaStreamError
@@ -182,9 +212,8 @@ export class QuotaService implements QuotaStatsSource {
         actions.push({ key, bytes: encodeBucketAction(tracked.bucketIdBytes, ABANDON) });
         changed.push(key);
       } else {
-        const requests = usage.allowed + usage.denied;
-        tracked.demand = demandOf(tracked.demand, { requests, elapsedMs: usage.elapsedMs }, tracked.rule.periodSeconds);
-        granted.push({ at: actions.length, tracked, entry: entryOf(tracked, tracked.demand) });
+        tracked.demand = this.demandOf(tracked, usage);
+        granted.push({ at: actions.length, tracked, entry: entryOf(tracked, tracked.demand, nowMs) });
         actions.push(undefined);
       }
     });
@@ -193,10 +222,44 @@ export class QuotaService implements QuotaStatsSource {
       granted.map((g) => g.entry),
       nowMs,
     );
-    granted.forEach((g, i) => (actions[g.at] = answerOf(g.tracked, grants[i]!)));
+    if (session.closed) return;
+    granted.forEach((g, i) => {
+      // A share freed while a client of this replica holds nothing is pushed to it at once.
+      const lowered = (g.tracked.lastGranted ?? 0) > grants[i]!;
+      actions[g.at] = this.answer(session, g.tracked, grants[i]!, nowMs);
+      if (lowered && this.passes.starves(g.tracked.key)) changed.push(g.tracked.key);
+    });
     session.send(actions as EncodedAction[]);
     this.counts.answered += actions.length;
-    for (const key of changed) this.scheduleRedistribute(key);
+    for (const key of changed) this.passes.ask(key);
+  }
+
+  /**
+   * demandOf returns the client's demand of `t` after `usage`: its requests allowed and denied,
+   * averaged with its demand before; a report allowing more than its assignments could have is
+   * counted as an over-report.
+   */
+  private demandOf(t: TrackedBucket, usage: BucketUsage): number {
+    const { elapsedMs } = usage;
+    const periodSeconds = t.rule.periodSeconds;
+    if (overReported(usage.allowed, t.allowance, { elapsedMs, periodSeconds })) this.counts.overReports++;
+    t.allowance = undefined;
+    return demandOf(t.demand, { requests: usage.allowed + usage.denied, elapsedMs }, periodSeconds);
+  }
+
+  /**
+   * answer returns `t`'s assignment of `granted`, sent at `nowMs` on `session`, and keeps what was
+   * sent: the grant, when, what it lets the client allow until its next report, and whether it
+   * starves (counted while `session` tracks `t`).
+   */
+  private answer(session: QuotaSession, t: TrackedBucket, granted: number, nowMs: number): EncodedAction {
+    const was = t.lastGranted;
+    if ((was === 0) !== (granted === 0) && session.buckets.get(t.key) === t)
+      this.passes.starve(t.key, granted === 0 ? 1 : -1);
+    t.sentAtMs = nowMs;
+    if (t.allowance === undefined || t.allowance.granted < granted)
+      t.allowance = { granted, burstTokens: burstOf(t.rule, granted) };
+    return answerOf(t, granted);
   }
 
   /** hidden returns `bucket` with each value passed through {@link QuotaServiceOptions.hideValue}, for its key; the rules match the values as sent. */
@@ -257,6 +320,8 @@ export class QuotaService implements QuotaStatsSource {
       demand: undefined,
       lastActiveMs: seen.nowMs,
       lastGranted: undefined,
+      sentAtMs: seen.nowMs,
+      allowance: undefined,
       answer: undefined,
     };
     session.buckets.set(key, tracked);
@@ -278,6 +343,7 @@ export class QuotaService implements QuotaStatsSource {
   }
 
   private forget(session: QuotaSession, key: string, changed: string[]): void {
+    if (session.buckets.get(key)?.lastGranted === 0) this.passes.starve(key, -1);
     session.drop(key);
     this.members.get(key)?.delete(session);
     if (this.members.get(key)?.size === 0) this.members.delete(key);
@@ -293,41 +359,18 @@ export class QuotaService implements QuotaStatsSource {
     return set;
   }
 
-  private leave(session: QuotaSession): void {
+  /** leave forgets `session`, and gives its shares back in the ledger when `release` (a client that ended its stream) and the service is not closing. */
+  private leave(session: QuotaSession, release = true): void {
     if (session.closed) return;
     session.closed = true;
     this.sessions.delete(session);
     const keys = [...session.buckets.keys()];
     for (const key of keys) this.forget(session, key, []);
+    if (!release || this.closing) return;
     void this.ledger
       .release(session.id, keys, this.clock.now())
-      .then(() => keys.forEach((k) => this.scheduleRedistribute(k)))
+      .then(() => keys.forEach((k) => this.passes.ask(k)))
       .catch(() => this.counts.ledgerErrors.release++);
-  }
-
-  /**
-   * scheduleRedistribute runs a pass over bucket `key` after `redistributeDelayMs`, one at a time
-   * per bucket: a join or leave while a pass is out (a slow Redis) asks for one more after it,
-   * so passes never pile up behind each other.
-   */
-  private scheduleRedistribute(key: string): void {
-    if (this.passesOut.has(key)) {
-      this.passesOut.set(key, true);
-      return;
-    }
-    if (this.redistributing.has(key) || !this.members.has(key)) return;
-    const timer = this.timers.setTimer(() => {
-      this.redistributing.delete(key);
-      this.passesOut.set(key, false);
-      void this.redistribute(key)
-        .catch(() => this.counts.ledgerErrors.regrant++)
-        .finally(() => {
-          const again = this.passesOut.get(key) === true;
-          this.passesOut.delete(key);
-          if (again) this.scheduleRedistribute(key);
-        });
-    }, this.delayMs);
-    this.redistributing.set(key, timer);
   }
 
   /** redistribute grants again every session of this replica that reports bucket `key`, sending those whose grant changed. */
@@ -338,21 +381,31 @@ export class QuotaService implements QuotaStatsSource {
     const nowMs = this.clock.now();
     const grants = await this.ledger.regrant(
       sessions.map((s) => s.id),
-      entryOf(first, undefined),
+      entryOf(first, undefined, nowMs),
       nowMs,
     );
-    sessions.forEach((s, i) => {
-      const tracked = s.buckets.get(key);
+    const pushes: Array<{ session: QuotaSession; tracked: TrackedBucket; grant: number }> = [];
+    sessions.forEach((session, i) => {
+      const tracked = session.buckets.get(key);
       const grant = grants[i];
-      if (tracked === undefined || grant === undefined || grant === tracked.lastGranted || s.closed) return;
-      s.send([answerOf(tracked, grant)]);
-      this.counts.pushed++;
+      if (tracked === undefined || grant === undefined || grant === tracked.lastGranted || session.closed) return;
+      pushes.push({ session, tracked, grant });
     });
+    // The lowered grants go first: the ledger handed what they free to the others in this pass.
+    pushes.sort((a, b) => a.grant - (a.tracked.lastGranted ?? 0) - (b.grant - (b.tracked.lastGranted ?? 0)));
+    for (const { session, tracked, grant } of pushes) {
+      session.send([this.answer(session, tracked, grant, nowMs)]);
+      this.counts.pushed++;
+    }
   }
 }
 
-function entryOf(t: TrackedBucket, demand: number | undefined): LedgerEntry {
-  return { bucketKey: t.key, limit: t.rule.limit, demand, ttlSeconds: t.rule.assignmentTtlSeconds };
+/** entryOf returns `t`'s ledger entry at `nowMs`: its budget, `demand`, and the grant its client still holds (0 once within a second of its TTL). */
+function entryOf(t: TrackedBucket, demand: number | undefined, nowMs: number): LedgerEntry {
+  const ttlSeconds = t.rule.assignmentTtlSeconds;
+  const live = nowMs < t.sentAtMs + ttlSeconds * 1000 - HELD_MARGIN_MS;
+  const held = live ? (t.lastGranted ?? 0) : 0;
+  return { bucketKey: t.key, limit: t.rule.limit, demand, ttlSeconds, held };
 }
 
 /** answerOf returns `t`'s assignment of `granted`, encoded once per grant (and rule) and sent again while the grant holds. */

@@ -5,6 +5,7 @@
  */
 import type { QuotaRule } from './spec.js';
 import type { BucketId } from './buckets.js';
+import type { Allowance } from './fair-share.js';
 import { encodeResponse } from './wire.js';
 
 /** Writable is the part of a gRPC server stream a session writes to (its messages are encoded responses). */
@@ -34,6 +35,10 @@ export interface TrackedBucket {
   lastActiveMs: number;
   /** The last grant sent, so that a push sends only a change. */
   lastGranted: number | undefined;
+  /** When `lastGranted` was sent (the service's clock), so that a ledger that lost its records learns what the client still holds. */
+  sentAtMs: number;
+  /** What the assignments sent since the client's last report let it allow (undefined: none sent), to check its next report against. */
+  allowance: Allowance | undefined;
   /** The assignment of `lastGranted` under `rule`, encoded: answers that grant the same send it again without encoding it. */
   answer: EncodedAction | undefined;
 }
