@@ -58,11 +58,12 @@ async function look(c: Charge): Promise<Decision> {
     : never(await c.limiter.peek(c.key, { cost: 0 }));
 }
 
-/** enforcedOf returns the entries the request must be admitted by: enforcing, with hits to charge. */
+/** chargedAndEnforced is whether the request must be admitted by `c`: enforcing, with hits to charge. */
 function chargedAndEnforced(c: Charge): boolean {
   return c.enforcing && c.cost > 0;
 }
 
+/** enforcedOf returns the entries the request must be admitted by (see {@link chargedAndEnforced}). */
 function enforcedOf(charges: readonly Charge[]): LimitEntry[] {
   return charges.filter(chargedAndEnforced).map((c) => ({ limiter: c.limiter, key: c.key, cost: c.cost }));
 }
