@@ -247,7 +247,7 @@ async function main(): Promise<void> {
   const config = join(tmpdir(), `floodgate-bench-decision-${process.pid}.yaml`);
   writeFileSync(config, CONFIG);
   console.error(
-    `decision service: 3 descriptors per request, ${IN_FLIGHT} in flight, best of ${ROUNDS} runs of ${DURATION_MS} ms (alternating with the bare peer) after ${WARMUP_MS} ms of warm-up`,
+    `decision service: 3 descriptors per request, ${IN_FLIGHT} in flight, ${ROUNDS} rounds of ${DURATION_MS} ms each, the sides in turns, after ${WARMUP_MS} ms of warm-up; the table shows each side's best round`,
   );
   const ratios: string[][] = [];
   const rows = process.argv.includes('--redis-only') ? [] : await memoryRuns(config, ratios);
