@@ -38,6 +38,12 @@ export interface CallgrindSubject {
   /** The path requested, and the status every answer must have (after the first, which may differ: a refusing limit admits it). */
   readonly path: string;
   readonly status: number;
+  /**
+   * How to send `count` requests, `inFlight` at a time, when they are not the HTTP GETs of
+   * {@link sendRequests} (bench/decision-instructions.ts sends gRPC calls); `check` is false for
+   * the first request, whose answer may differ.
+   */
+  readonly send?: (port: number, options: { count: number; inFlight: number; check: boolean }) => Promise<void>;
 }
 
 /**
@@ -106,9 +112,12 @@ export async function countInstructions(subject: CallgrindSubject, o: CallgrindW
     });
     const pid = child.pid!;
     const inFlight = o.inFlight ?? 1;
-    const send = (count: number): Promise<void> =>
-      sendRequests(port, subject.path, subject.status, { count, inFlight });
-    await sendRequests(port, subject.path, undefined, { count: 1, inFlight: 1 });
+    const sendTo = (options: { count: number; inFlight: number; check: boolean }): Promise<void> =>
+      subject.send !== undefined
+        ? subject.send(port, options)
+        : sendRequests(port, subject.path, options.check ? subject.status : undefined, options);
+    const send = (count: number): Promise<void> => sendTo({ count, inFlight, check: true });
+    await sendTo({ count: 1, inFlight: 1, check: false });
     await send(o.warmup);
     await control(pid, '--instr=on');
     await send(o.settle);

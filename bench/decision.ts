@@ -3,7 +3,11 @@
  * descriptors per request, from one client process at 64 in flight, against a decision-service
  * process on the memory store. Beside each: a bare server of the same protocol that answers a
  * constant response and decides nothing (the transport's own ceiling), so the ratio is what
- * deciding costs; each subject and its peer run in turn, three times, and each keeps its best round. Then the same gRPC load on Redis, counting Redis commands per request from
+ * deciding costs; for gRPC also a grpc-js server that decides each descriptor with a `Map` of
+ * counts and answers the same fields and headers (bench/decision/peers.ts). The sides run in
+ * turns, three rounds each; the table shows each side's best round, and the ratios of server CPU
+ * per request are the median of the rounds' own ratios, with their range. Then the same gRPC load
+ * on Redis, counting Redis commands per request from
  * `INFO commandstats` before and after. Throughput is per CPU-second of the server process (read
  * from /proc), so it holds on a shared machine. Prints figures and ratios; nothing is asserted.
  *
@@ -11,49 +15,25 @@
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import * as grpc from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { loadRateLimitService } from '../packages/server/src/ratelimit/protocol/proto.js';
 import { startServiceProcess } from '../packages/server/test/ratelimit/processes.js';
 import { startRedisServer } from '../packages/floodgate/test/support/redis-server.js';
 import { ratio, table } from './support/format.js';
+import { CONFIG, grpcCaller, request, serveBare } from './decision/peers.js';
+import { median } from './support/timing.js';
 
 const DURATION_MS = 3000;
 const WARMUP_MS = 1000;
 const IN_FLIGHT = 64;
-const CONFIG = `domain: bench
-descriptors:
-  - key: user
-    rate_limit: { unit: minute, requests_per_unit: 1000000000 }
-  - key: route
-    rate_limit: { unit: second, requests_per_unit: 1000000000, algorithm: sliding-window }
-  - key: tenant
-    rate_limit: { unit: hour, requests_per_unit: 1000000000, algorithm: token-bucket }
-`;
-
 interface Server {
   readonly pid: number;
   readonly port: number;
   stop(): Promise<void>;
-}
-
-/** request returns the i-th request: 3 descriptors over 10,000 users, 50 routes, 20 tenants. */
-function request(i: number): Record<string, unknown> {
-  const user = (i * 7919) % 10_000;
-  return {
-    domain: 'bench',
-    descriptors: [
-      { entries: [{ key: 'user', value: `u${user}` }] },
-      { entries: [{ key: 'route', value: `/r${user % 50}` }] },
-      { entries: [{ key: 'tenant', value: `t${user % 20}` }] },
-    ],
-  };
 }
 
 /** cpuMs returns a process's user + system CPU time in ms, from /proc (Linux). */
@@ -108,18 +88,6 @@ async function drive(call: Call, ms: number, pid: number | undefined): Promise<R
   };
 }
 
-function grpcCaller(port: number): { call: Call; close: () => void } {
-  const Service = loadRateLimitService();
-  const client = new Service(`127.0.0.1:${port}`, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
-    ShouldRateLimit(r: unknown, cb: (e: Error | null, v: unknown) => void): void;
-  };
-  const call: Call = (i) =>
-    new Promise((resolve, reject) =>
-      client.ShouldRateLimit(request(i), (e, v) => (e === null ? resolve(v) : reject(e))),
-    );
-  return { call, close: () => client.close() };
-}
-
 function jsonCaller(port: number): { call: Call; close: () => Promise<void> } {
   const pool = new Pool(`http://127.0.0.1:${port}`, { connections: IN_FLIGHT, pipelining: 1 });
   const call: Call = async (i) => {
@@ -134,32 +102,7 @@ function jsonCaller(port: number): { call: Call; close: () => Promise<void> } {
   return { call, close: () => pool.close() };
 }
 
-/** bare runs in a child process: a server of `kind` that answers a constant OK and decides nothing. */
-function serveBare(kind: string): void {
-  const body = JSON.stringify({ overallCode: 'OK', statuses: [{ code: 'OK' }, { code: 'OK' }, { code: 'OK' }] });
-  if (kind === 'http') {
-    const server = createServer((req, res) => {
-      req.resume();
-      req.on('end', () =>
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body),
-      );
-    });
-    server.listen(0, '127.0.0.1', () =>
-      console.log(JSON.stringify({ port: (server.address() as { port: number }).port })),
-    );
-    return;
-  }
-  const server = new grpc.Server();
-  const answer = { overall_code: 'OK', statuses: [{ code: 'OK' }, { code: 'OK' }, { code: 'OK' }] };
-  server.addService(loadRateLimitService().service, {
-    ShouldRateLimit: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, answer),
-  });
-  server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (_e, port) =>
-    console.log(JSON.stringify({ port })),
-  );
-}
-
-async function startBare(kind: 'grpc' | 'http'): Promise<Server> {
+async function startBare(kind: 'grpc' | 'grpc-map' | 'http'): Promise<Server> {
   const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, '--serve-bare', kind], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -188,44 +131,74 @@ function row(name: string, r: Result, vs?: Result): string[] {
 
 const ROUNDS = 3;
 
-/** better keeps the round with more requests per server CPU-second. */
-function better(a: Result | undefined, b: Result): Result {
-  return a === undefined || b.perCpuSecond > a.perCpuSecond ? b : a;
+/** best returns the round with the most requests per server CPU-second. */
+function best(results: readonly Result[]): Result {
+  return results.reduce((a, b) => (b.perCpuSecond > a.perCpuSecond ? b : a));
+}
+
+interface Side {
+  readonly call: Call;
+  readonly pid: number;
 }
 
 /**
- * pair measures a subject and its bare peer ROUNDS times, alternating them, and keeps each one's
- * best round, so that one burst of load on a shared machine does not decide a ratio.
+ * alternate measures each side ROUNDS times, taking turns (each round runs every side once), so
+ * that a burst of load on a shared machine falls on one round, not on one side; it returns each
+ * side's rounds, in order.
  */
-async function pair(subject: Call, subjectPid: number, bare: Call, barePid: number): Promise<[Result, Result]> {
-  await drive(subject, WARMUP_MS, undefined);
-  await drive(bare, WARMUP_MS, undefined);
-  let s: Result | undefined;
-  let b: Result | undefined;
-  for (let round = 0; round < ROUNDS; round++) {
-    s = better(s, await drive(subject, DURATION_MS, subjectPid));
-    b = better(b, await drive(bare, DURATION_MS, barePid));
-  }
-  return [s!, b!];
+async function alternate(sides: readonly Side[]): Promise<Result[][]> {
+  for (const side of sides) await drive(side.call, WARMUP_MS, undefined);
+  const rounds: Result[][] = sides.map(() => []);
+  for (let round = 0; round < ROUNDS; round++)
+    for (const [i, side] of sides.entries()) rounds[i]!.push(await drive(side.call, DURATION_MS, side.pid));
+  return rounds;
 }
 
-async function memoryRuns(config: string): Promise<string[][]> {
+/** cpuRatio prints the server CPU per request of `subject` ÷ `peer`'s, round by round: the median and the rounds' range. */
+function cpuRatio(subject: readonly Result[], peer: readonly Result[]): string {
+  const perRound = subject.map((s, i) => peer[i]!.perCpuSecond / s.perCpuSecond);
+  const fmt = (x: number): string => `${x.toFixed(2)}x`;
+  return `${fmt(median(perRound))} (rounds ${fmt(Math.min(...perRound))}-${fmt(Math.max(...perRound))})`;
+}
+
+async function memoryRuns(config: string, ratios: string[][]): Promise<string[][]> {
   const rows: string[][] = [];
   const service = await startService(config);
+  const mapGrpc = await startBare('grpc-map');
   const bareGrpc = await startBare('grpc');
   const bareHttp = await startBare('http');
   try {
     const g = grpcCaller(service.grpc.port);
+    const mg = grpcCaller(mapGrpc.port);
     const bg = grpcCaller(bareGrpc.port);
-    const [floodgateGrpc, bareGrpcResult] = await pair(g.call, service.grpc.pid, bg.call, bareGrpc.pid);
-    g.close();
-    bg.close();
+    const [floodgateRounds, mapRounds, bareRounds] = await alternate([
+      { call: g.call, pid: service.grpc.pid },
+      { call: mg.call, pid: mapGrpc.pid },
+      { call: bg.call, pid: bareGrpc.pid },
+    ]);
+    for (const client of [g, mg, bg]) client.close();
+    const [floodgateGrpc, mapGrpcResult, bareGrpcResult] = [
+      best(floodgateRounds!),
+      best(mapRounds!),
+      best(bareRounds!),
+    ];
+    ratios.push(
+      ['gRPC, memory store ÷ the grpc-js Map peer', cpuRatio(floodgateRounds!, mapRounds!)],
+      ['gRPC, memory store ÷ the grpc-js constant answer', cpuRatio(floodgateRounds!, bareRounds!)],
+      ['the grpc-js Map peer ÷ the constant answer', cpuRatio(mapRounds!, bareRounds!)],
+    );
     const j = jsonCaller(service.http.port);
     const bj = jsonCaller(bareHttp.port);
-    const [floodgateJson, bareJsonResult] = await pair(j.call, service.http.pid, bj.call, bareHttp.pid);
+    const [jsonRounds, bareJsonRounds] = await alternate([
+      { call: j.call, pid: service.http.pid },
+      { call: bj.call, pid: bareHttp.pid },
+    ]);
     await Promise.all([j.close(), bj.close()]);
+    const [floodgateJson, bareJsonResult] = [best(jsonRounds!), best(bareJsonRounds!)];
+    ratios.push(['POST /json ÷ node:http constant answer', cpuRatio(jsonRounds!, bareJsonRounds!)]);
     rows.push(
       row('gRPC ShouldRateLimit, memory store', floodgateGrpc, bareGrpcResult),
+      row('gRPC, grpc-js Map peer', mapGrpcResult, bareGrpcResult),
       row('gRPC, bare constant server', bareGrpcResult),
     );
     rows.push(
@@ -233,7 +206,7 @@ async function memoryRuns(config: string): Promise<string[][]> {
       row('POST /json, bare constant server', bareJsonResult),
     );
   } finally {
-    await Promise.all([service.grpc.stop(), bareGrpc.stop(), bareHttp.stop()]);
+    await Promise.all([service.grpc.stop(), mapGrpc.stop(), bareGrpc.stop(), bareHttp.stop()]);
   }
   return rows;
 }
@@ -274,9 +247,10 @@ async function main(): Promise<void> {
   const config = join(tmpdir(), `floodgate-bench-decision-${process.pid}.yaml`);
   writeFileSync(config, CONFIG);
   console.error(
-    `decision service: 3 descriptors per request, ${IN_FLIGHT} in flight, best of ${ROUNDS} runs of ${DURATION_MS} ms (alternating with the bare peer) after ${WARMUP_MS} ms of warm-up`,
+    `decision service: 3 descriptors per request, ${IN_FLIGHT} in flight, ${ROUNDS} rounds of ${DURATION_MS} ms each, the sides in turns, after ${WARMUP_MS} ms of warm-up; the table shows each side's best round`,
   );
-  const rows = process.argv.includes('--redis-only') ? [] : await memoryRuns(config);
+  const ratios: string[][] = [];
+  const rows = process.argv.includes('--redis-only') ? [] : await memoryRuns(config, ratios);
   const redis = await redisRun(config);
   rows.push(...redis.rows);
   const header = [
@@ -290,6 +264,12 @@ async function main(): Promise<void> {
     '÷ bare',
   ];
   console.log(table(header, rows, new Set([1, 2, 3, 4, 5, 6, 7])));
+  if (ratios.length > 0) {
+    console.log(
+      `\nServer CPU per request, subject ÷ peer (median of ${ROUNDS} rounds taken in turns, and their range):`,
+    );
+    console.log(table(['subject ÷ peer', 'CPU per request'], ratios, new Set([1])));
+  }
   console.log(
     `\nload average at the end: ${loadavg()
       .map((l) => l.toFixed(1))

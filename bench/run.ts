@@ -45,6 +45,8 @@ interface PlannedCase {
 const HOT_KEY_SUBJECTS: readonly (readonly [SubjectId, Path])[] = [
   ['map', 'sync'],
   ['map', 'promise'],
+  ['map-decision', 'sync'],
+  ['map-decision', 'promise'],
   ['floodgate', 'sync'],
   ['floodgate', 'promise'],
   ['fastify', 'sync'],
@@ -88,7 +90,11 @@ function selectPlan(filters: readonly string[]): PlannedCase[] {
   const all = fullPlan();
   if (filters.length === 0) return all;
   const wanted = new Set(all.filter((c) => filters.some((f) => c.id.includes(f))).map((c) => c.id));
-  for (const c of all) if (wanted.has(c.id)) wanted.add(baselineId(c));
+  for (const c of all) {
+    if (!wanted.has(c.id)) continue;
+    wanted.add(baselineId(c));
+    if (c.kind === 'hot-key') wanted.add(`hot-key/map-decision/${c.path}/${c.regime}`);
+  }
   return all.filter((c) => wanted.has(c.id));
 }
 
@@ -269,25 +275,31 @@ function targets(results: Results): Target[] {
   const fgMany = results.many('floodgate', 'sync');
   const allHeld = fgMany !== undefined && fgMany.sizeAtEnd === fgMany.keys;
   const list: Target[] = [];
-  for (const regime of REGIMES) {
-    list.push(
-      t(
-        `(a) floodgate sync ÷ Map sync, 1 key ${REGIME_LABEL[regime]}`,
-        div(hot('sync', regime), hot('sync', regime, 'map')),
-        '≥ 0.8',
-        atLeast(0.8),
-      ),
-    );
-  }
-  for (const regime of REGIMES) {
-    list.push(
-      t(
-        `(a) floodgate Promise ÷ Map Promise, 1 key ${REGIME_LABEL[regime]}`,
-        div(hot('promise', regime), hot('promise', regime, 'map')),
-        '≥ 0.8',
-        atLeast(0.8),
-      ),
-    );
+  // Issue 37's goals: the Promise path at 0.85x the Map bucket behind a Promise, the synchronous
+  // admission at 0.9x; each also beside the same bucket answering a decision, the fair peer.
+  const goals: Record<Path, Record<Regime, number>> = {
+    sync: { admit: 0.9, reject: 0.8 },
+    promise: { admit: 0.85, reject: 0.85 },
+  };
+  for (const path of ['sync', 'promise'] as const) {
+    for (const regime of REGIMES) {
+      const goal = goals[path][regime];
+      const label = path === 'sync' ? 'sync' : 'Promise';
+      list.push(
+        t(
+          `(a) floodgate ${label} ÷ Map ${label}, 1 key ${REGIME_LABEL[regime]}`,
+          div(hot(path, regime), hot(path, regime, 'map')),
+          `≥ ${goal}`,
+          atLeast(goal),
+        ),
+        t(
+          `(a) floodgate ${label} ÷ Map answering a decision, 1 key ${REGIME_LABEL[regime]}`,
+          div(hot(path, regime), hot(path, regime, 'map-decision')),
+          `≥ ${goal}`,
+          atLeast(goal),
+        ),
+      );
+    }
   }
   list.push(
     t(

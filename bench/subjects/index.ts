@@ -6,6 +6,7 @@ import type { Subject } from '../support/types.js';
 
 export const subjects = {
   map: () => import('./map-bucket.js'),
+  'map-decision': async () => ({ subject: (await import('./map-bucket.js')).decisionSubject }),
   floodgate: () => import('./floodgate.js'),
   fastify: () => import('./fastify.js'),
   express: () => import('./express.js'),

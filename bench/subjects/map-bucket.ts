@@ -57,6 +57,39 @@ export class MapTokenBucket {
   async takeAsync(key: string): Promise<boolean> {
     return this.take(key);
   }
+
+  /**
+   * decide is {@link take} answering what floodgate's decision says (what a caller needs for the
+   * RateLimit and Retry-After headers): admitted, the limit, whole tokens left, the ms until one
+   * token is back when refused, and the ms until the bucket is full again.
+   */
+  decide(key: string): MapDecision {
+    const allowed = this.take(key);
+    const tokens = this.buckets.get(key)!.tokens;
+    return {
+      allowed,
+      limit: this.capacity,
+      remaining: Math.floor(tokens),
+      retryAfterMs: allowed ? 0 : Math.ceil((1 - tokens) / this.refillPerMs),
+      resetMs: Math.ceil((this.capacity - tokens) / this.refillPerMs),
+      reason: allowed ? 'ok' : 'limit',
+    };
+  }
+
+  /** decideAsync is {@link decide} behind a Promise. */
+  async decideAsync(key: string): Promise<MapDecision> {
+    return this.decide(key);
+  }
+}
+
+/** MapDecision is the answer of {@link MapTokenBucket.decide}: the fields of floodgate's `Decision`. */
+export interface MapDecision {
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly retryAfterMs: number;
+  readonly resetMs: number;
+  readonly reason: 'ok' | 'limit';
 }
 
 function hotBucket(regime: Regime): MapTokenBucket {
@@ -122,4 +155,32 @@ export const subject: Subject = {
     },
   },
   manyKeys: { sync: manyKeysSync, promise: manyKeysPromise },
+};
+
+/**
+ * The same bucket answering floodgate's decision fields ({@link MapTokenBucket.decide}): the fair
+ * peer of a limiter that answers a decision, where {@link subject} answers a boolean.
+ */
+export const decisionSubject: Subject = {
+  library: 'Map bucket answering a decision',
+  note: 'the same Map bucket, answering { allowed, limit, remaining, retryAfterMs, resetMs, reason }',
+  hotKey: {
+    sync(regime) {
+      const bucket = hotBucket(regime);
+      return (n) => {
+        let admitted = 0;
+        for (let i = 0; i < n; i++) if (bucket.decide(HOT_KEY).allowed) admitted++;
+        return admitted;
+      };
+    },
+    promise(regime) {
+      const bucket = hotBucket(regime);
+      return async (n) => {
+        let admitted = 0;
+        for (let i = 0; i < n; i++) if ((await bucket.decideAsync(HOT_KEY)).allowed) admitted++;
+        return admitted;
+      };
+    },
+  },
+  manyKeys: {},
 };

@@ -226,13 +226,24 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   /** consume decides a request of `cost` on `key` at `nowMs` and charges it when admitted; a new key may be refused as `store-full`. */
   consume(key: string, cost: number, nowMs: number): Decision {
     if (cost !== 1 || !this.unitCostValid) this.algorithm.checkCost(cost);
-    let slot = this.find(key);
-    if (slot < 0) {
-      nowMs = this.notBeforeRest(nowMs);
-      slot = this.insert(key, nowMs);
-    }
-    if (slot < 0) return this.overflowConsume(key, cost, nowMs);
+    const slot = this.find(key);
+    // A key held is the hot path; a new key's insert and overflow stay out of it, so that it
+    // inlines whole into a caller's loop (V8 inlines a limited number of bytecodes per function).
+    if (slot < 0) return this.consumeNewKey(key, cost, nowMs);
     if (slot === this.refusedSlot && nowMs === this.refusedAtMs && cost === this.refusedCost) return this.refusal!;
+    return this.charge(slot, cost, nowMs);
+  }
+
+  /** consume for a key not held: adds it (or hands it to the overflow tier), then charges it. */
+  private consumeNewKey(key: string, cost: number, nowMs: number): Decision {
+    nowMs = this.notBeforeRest(nowMs);
+    const slot = this.insert(key, nowMs);
+    if (slot < 0) return this.overflowConsume(key, cost, nowMs);
+    return this.charge(slot, cost, nowMs);
+  }
+
+  /** Decides `cost` on the key in `slot`, charging it when admitted and remembering a refusal. */
+  private charge(slot: number, cost: number, nowMs: number): Decision {
     const decision = this.algorithm.consume(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
     if (!decision.allowed) this.rememberRefusal(slot, nowMs, cost, decision);
     else if (slot === this.refusedSlot) this.refusedSlot = -1;

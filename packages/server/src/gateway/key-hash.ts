@@ -13,6 +13,9 @@ import type { GatewayConfig, KeyConfig } from '../config/schema.js';
 const UNKEYED = 'floodgate identity hash, no secret set';
 /** Characters of the base64url digest kept: 22, or 132 bits. */
 const DIGEST_CHARS = 22;
+/** Values whose hash {@link valueHasher} remembers before it starts over, each of at most {@link RECENT_VALUE_CHARS} (about 2.5 MB in all). */
+const RECENT_VALUES = 16_384;
+const RECENT_VALUE_CHARS = 64;
 
 /** KeyHashing is how a deployment's identity values become store keys: hashed (under `secret`, when set) or kept raw. */
 export interface KeyHashing {
@@ -59,7 +62,20 @@ export function identityHider(key: KeyConfig, hashing: KeyHashing): ((identity: 
 export function valueHasher(hashing: KeyHashing): ((value: string) => string) | undefined {
   if (!hashing.hash) return undefined;
   const hmacKey = hashing.secret ?? UNKEYED;
-  return (value) => `#${createHmac('sha256', hmacKey).update(value).digest('base64url').slice(0, DIGEST_CHARS)}`;
+  // An HMAC costs microseconds and the same values come back request after request (a user, a
+  // route): the recent ones are remembered. Whether a value was seen lately is no secret here:
+  // its key's remaining count says as much in every answer.
+  const recent = new Map<string, string>();
+  return (value) => {
+    let hashed = recent.get(value);
+    if (hashed === undefined) {
+      hashed = `#${createHmac('sha256', hmacKey).update(value).digest('base64url').slice(0, DIGEST_CHARS)}`;
+      if (value.length > RECENT_VALUE_CHARS) return hashed;
+      if (recent.size >= RECENT_VALUES) recent.clear();
+      recent.set(value, hashed);
+    }
+    return hashed;
+  };
 }
 
 /** The identity prefix of a key whose values are credentials or user ids; undefined for the others. */

@@ -1,5 +1,5 @@
 import { checkShare, countSlack, type Algorithm } from '../algorithm.js';
-import { ceilMs, makeDecision, type Decision } from '../decision.js';
+import { admitted, ceilMs, makeDecision, type Decision } from '../decision.js';
 import { checkCost, positiveNumber, requireObject } from '../validate.js';
 
 /** TokenBucketOptions configures {@link tokenBucket}. */
@@ -97,12 +97,14 @@ class ContinuousBucket implements Algorithm {
    * every wait the decision states.
    */
   private answer(tokens: number, cost: number, stalledMs: number): Decision {
-    const allowed = tokens + this.slack >= cost;
-    if (allowed) {
-      const left = Math.max(0, tokens - cost);
-      return makeDecision(true, this.limit, left, 0, stalledMs + (this.limit - left) * this.msPerToken);
-    }
-    // The first time admitted under the same tolerance as the check above.
+    if (!(tokens + this.slack >= cost)) return this.refusal(tokens, cost, stalledMs);
+    const left = Math.max(0, tokens - cost);
+    return admitted(this.limit, left, stalledMs + (this.limit - left) * this.msPerToken);
+  }
+
+  /** The refusal of {@link answer}: apart, so that the admission inlines whole into a caller's loop. */
+  private refusal(tokens: number, cost: number, stalledMs: number): Decision {
+    // The first time admitted under the same tolerance as the check in answer.
     const retryAfterMs = stalledMs + (cost - tokens - this.slack) * this.msPerToken;
     return makeDecision(false, this.limit, tokens, retryAfterMs, stalledMs + (this.limit - tokens) * this.msPerToken);
   }

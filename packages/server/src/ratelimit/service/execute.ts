@@ -21,7 +21,7 @@ export interface Charge {
 /** Outcome is the request's verdict and one decision per charge, in order. */
 export interface Outcome {
   readonly allowed: boolean;
-  readonly decisions: Decision[];
+  readonly decisions: readonly Decision[];
 }
 
 function askCostOf(c: Charge): number {
@@ -58,11 +58,14 @@ async function look(c: Charge): Promise<Decision> {
     : never(await c.limiter.peek(c.key, { cost: 0 }));
 }
 
-/** enforcedOf returns the entries the request must be admitted by: enforcing, with hits to charge. */
+/** chargedAndEnforced is whether the request must be admitted by `c`: enforcing, with hits to charge. */
+function chargedAndEnforced(c: Charge): boolean {
+  return c.enforcing && c.cost > 0;
+}
+
+/** enforcedOf returns the entries the request must be admitted by (see {@link chargedAndEnforced}). */
 function enforcedOf(charges: readonly Charge[]): LimitEntry[] {
-  return charges
-    .filter((c) => c.enforcing && c.cost > 0)
-    .map((c) => ({ limiter: c.limiter, key: c.key, cost: c.cost }));
+  return charges.filter(chargedAndEnforced).map((c) => ({ limiter: c.limiter, key: c.key, cost: c.cost }));
 }
 
 /** merge puts the enforced decisions (from `together`) and the others back in charge order. */
@@ -91,6 +94,14 @@ function asksRefuse(charges: readonly Charge[], asks: readonly (Decision | undef
  * hit would be refused refuses the request: a condition that costs nothing.
  */
 export function decideSync(charges: readonly Charge[], refused: boolean): Outcome {
+  // The common request, every descriptor enforced and charged: one step over all, nothing else to look at.
+  if (!refused && charges.every(chargedAndEnforced)) {
+    const together = consumeAllSync(charges);
+    const decisions = together.allowed
+      ? together.decisions
+      : together.decisions.map((d, i) => uncharged(d, charges[i]!.cost));
+    return { allowed: together.allowed, decisions };
+  }
   const asks = charges.map((c) => (c.cost === 0 ? lookSync(c) : undefined));
   if (refused || asksRefuse(charges, asks))
     return { allowed: false, decisions: charges.map((c, i) => asks[i] ?? lookSync(c)) };

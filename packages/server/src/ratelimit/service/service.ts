@@ -273,9 +273,10 @@ export class RateLimitService {
         cost: mode === 'peek' ? 0 : costOf(d, request) * (rule?.cost ?? 1),
       };
     });
-    const replaced = new Set<string>();
-    for (const p of plans) if (p.rule !== undefined) for (const name of p.rule.replaces) replaced.add(name);
-    if (replaced.size === 0) return plans;
+    let replaced: Set<string> | undefined;
+    for (const p of plans)
+      if (p.rule !== undefined) for (const name of p.rule.replaces) (replaced ??= new Set()).add(name);
+    if (replaced === undefined) return plans;
     return plans.map((p) => (p.rule?.name !== undefined && replaced.has(p.rule.name) ? { ...p, rule: undefined } : p));
   }
 
@@ -316,11 +317,9 @@ export class RateLimitService {
 
   private report(p: Plan, decision: Decision | undefined): void {
     if (this.onOutcome === undefined || p.rule === undefined) return;
-    const metricKey = p.match?.metricKey;
-    const domain = p.domain;
     this.onOutcome({
-      domain,
-      descriptor: metricKey === undefined ? 'override' : metricKey.slice(domain.length + 1),
+      domain: p.domain,
+      descriptor: p.match?.metricPath ?? 'override',
       outcome: outcomeOf(p.rule, decision, this.shadowAll),
       peek: p.cost === 0,
       nearLimit: nearLimitOf(decision),
