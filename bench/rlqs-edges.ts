@@ -18,7 +18,6 @@
  */
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
 import { startRedisServer } from '../packages/floodgate/test/support/redis-server.js';
 import {
   EDGE_LIMIT,
@@ -27,7 +26,7 @@ import {
   sleep,
   type SampleCounts,
 } from '../packages/server/test/ratelimit/rlqs-fleet.js';
-import { joinStorms, ledgerLoss } from '../packages/server/test/ratelimit/rlqs-scenarios.js';
+import { joinStorms, ledgerFaults, ledgerLoss } from '../packages/server/test/ratelimit/rlqs-scenarios.js';
 import { table } from './support/format.js';
 
 const { values } = parseArgs({ options: { storms: { type: 'string' }, newcomers: { type: 'string' } } });
@@ -90,17 +89,7 @@ try {
   const storms = await joinStorms(fleet, { storms: STORMS });
   const fair = await fairness(fleet);
   const waits = await newcomers(fleet);
-  const flush = async (): Promise<void> => {
-    const admin = new Redis({ port: redis.ports[0]!, host: '127.0.0.1' });
-    await admin.flushall();
-    admin.disconnect();
-  };
-  const restart = async (): Promise<void> => {
-    await redis.kill(0);
-    await sleep(500);
-    await redis.restart(0);
-  };
-  const loss = await ledgerLoss(fleet, { flush, restart });
+  const loss = await ledgerLoss(fleet, ledgerFaults(redis));
   const sorted = [...waits].sort((a, b) => a - b);
   process.stdout.write(
     `RLQS at the edges: 2 replicas on one redis-server, one bucket of ${EDGE_LIMIT}/s, grants held summed every 10 ms; ${((performance.now() - started) / 1000).toFixed(0)} s\n\n`,

@@ -7,10 +7,9 @@
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
-import { Redis } from 'ioredis';
 import { startRedisServer, type RedisServers } from '../../../floodgate/test/support/redis-server.js';
 import { EDGE_LIMIT, EDGE_TTL_MS, Fleet, FleetClient, GrantSampler, sleep } from './rlqs-fleet.js';
-import { joinStorms, ledgerLoss } from './rlqs-scenarios.js';
+import { joinStorms, ledgerFaults, ledgerLoss } from './rlqs-scenarios.js';
 
 describe('RLQS at the edges: two replicas on one real Redis', () => {
   let redis: RedisServers;
@@ -99,17 +98,7 @@ describe('RLQS at the edges: two replicas on one real Redis', () => {
   });
 
   it('never hold more than the limit through a FLUSHALL and a restart of redis-server without persistence, and grant again one TTL later', async () => {
-    const flush = async (): Promise<void> => {
-      const admin = new Redis({ port: redis.ports[0]!, host: '127.0.0.1' });
-      await admin.flushall();
-      admin.disconnect();
-    };
-    const restart = async (): Promise<void> => {
-      await redis.kill(0);
-      await sleep(500);
-      await redis.restart(0);
-    };
-    const result = await ledgerLoss(fleet, { flush, restart });
+    const result = await ledgerLoss(fleet, ledgerFaults(redis));
     for (const [what, counts] of Object.entries(result.counts))
       assert.equal(counts.over, 0, `${what}: ${counts.over} of ${counts.samples} samples over (max ${counts.maxSum})`);
     assert.ok(result.grantedAfter > 0, 'grants came back after the restart');

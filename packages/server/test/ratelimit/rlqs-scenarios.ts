@@ -3,6 +3,8 @@
  * assertions) and bench/rlqs-edges.ts (many, printing counts): join and leave storms over two
  * replicas, and a ledger lost under steady clients. Each returns what a {@link GrantSampler} saw.
  */
+import { Redis } from 'ioredis';
+import type { RedisServers } from '../../../floodgate/test/support/redis-server.js';
 import {
   EDGE_LIMIT,
   EDGE_TTL_MS,
@@ -54,6 +56,22 @@ export interface LedgerLoss {
  * again without persistence) and waits one TTL and 4 s: long enough for every grant given before to
  * have expired and for grants to be given again.
  */
+/** ledgerFaults returns the two losses {@link ledgerLoss} inflicts on the fleet's redis-server: a FLUSHALL, and a kill and restart without persistence. */
+export function ledgerFaults(redis: RedisServers): { flush: () => Promise<void>; restart: () => Promise<void> } {
+  return {
+    flush: async () => {
+      const admin = new Redis({ port: redis.ports[0]!, host: '127.0.0.1' });
+      await admin.flushall();
+      admin.disconnect();
+    },
+    restart: async () => {
+      await redis.kill(0);
+      await sleep(500);
+      await redis.restart(0);
+    },
+  };
+}
+
 export async function ledgerLoss(
   fleet: Fleet,
   actions: { readonly flush: () => Promise<void>; readonly restart: () => Promise<void> },
