@@ -108,7 +108,7 @@ export class ConcurrencyLimiter {
   private readonly clock: Clock;
   private readonly line: WaitLine;
   private readonly alarm: Alarm;
-  /** Each tier's demand, when there are tiers: what the room held back for the tiers above follows. */
+  /** Each tier's demand, when there are tiers and the limit is learned: what the room held back for the tiers above follows. */
   private readonly demand: TierDemand | undefined;
   private held = 0;
 

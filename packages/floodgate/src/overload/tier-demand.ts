@@ -57,12 +57,11 @@ export class TierDemand {
     if (Number.isNaN(this.windowStartMs)) this.windowStartMs = nowMs;
     const elapsedMs = nowMs - this.windowStartMs;
     if (elapsedMs < WINDOW_MS) return;
-    // Windows with no arrival at all (a quiet spell) each weigh in as zero.
-    const windows = Math.min(50, Math.floor(elapsedMs / WINDOW_MS));
-    const keep = (1 - WEIGHT) ** (windows - 1);
+    // A span of several windows (a quiet spell in it) weighs in as that many windows, each at the
+    // span's average rate: its quiet part is in the average once, not decayed again.
+    const weight = 1 - (1 - WEIGHT) ** Math.min(50, Math.floor(elapsedMs / WINDOW_MS));
     for (let t = 0; t < this.rates.length; t++) {
-      const rate = this.counts[t]! / elapsedMs;
-      this.rates[t] = keep * (this.rates[t]! + WEIGHT * (rate - this.rates[t]!));
+      this.rates[t]! += weight * (this.counts[t]! / elapsedMs - this.rates[t]!);
       this.counts[t] = 0;
     }
     this.windowStartMs = nowMs;
