@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { ManualClock, fixedWindow, gcra, slidingWindowLog, tokenBucket, type Decision } from '../../src/index.js';
+import {
+  ManualClock,
+  fixedWindow,
+  gcra,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+  type Decision,
+} from '../../src/index.js';
+import { sweepCount } from '../support/sweep.js';
+import { seeded } from '../waiting/support.js';
 import {
   BATCH_SCRIPT,
   OverLimitCache,
@@ -183,25 +193,135 @@ describe('decisions of one tick share one batch script', () => {
     assert.deepEqual(batched, single);
   });
 
-  test('the batch script names each policy once; a bad policy number fails its decision only', async () => {
+  // Each key's state is read and written once a batch (held): a batch must leave Redis holding, key
+  // for key, what the same decisions one by one leave, whatever the order of keys, times (the clock
+  // going back too), costs, peeks and all-or-nothing groups. Seeds 1-40, FLOODGATE_SWEEP times more.
+  const seeds = Array.from({ length: 40 * sweepCount() }, (_, i) => i + 1);
+  test(`held states: a batch leaves every key as one by one does (seeds 1-${seeds.length})`, async () => {
+    const policies = [
+      tokenBucket({ capacity: 3, refillPerSecond: 2 }),
+      fixedWindow({ limit: 4, windowMs: 1000 }),
+      gcra({ rate: 5, periodMs: 1000, maxBurst: 2 }),
+      slidingWindowLog({ limit: 3, windowMs: 500 }),
+      slidingWindowCounter({ limit: 4, windowMs: 800 }),
+    ];
+    for (const seed of seeds) {
+      const random = seeded(seed);
+      const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+      type Step =
+        | { kind: 'one'; op: 'consume' | 'peek'; policy: number; key: string; cost: number; nowMs: number }
+        | { kind: 'all'; members: { policy: number; key: string; cost: number }[]; nowMs: number };
+      const steps: Step[] = Array.from({ length: 30 }, () => {
+        const nowMs = 10_000 + Math.floor(random() * 1500);
+        if (random() < 0.2) {
+          const members = Array.from({ length: 1 + Math.floor(random() * 3) }, () => ({
+            policy: Math.floor(random() * policies.length),
+            key: pick(['a', 'b', 'c']),
+            cost: pick([0, 1, 1, 2]),
+          }));
+          return { kind: 'all', members, nowMs };
+        }
+        const op = random() < 0.25 ? 'peek' : 'consume';
+        return {
+          kind: 'one',
+          op,
+          policy: Math.floor(random() * policies.length),
+          key: pick(['a', 'b', 'c']),
+          cost: pick([0, 1, 1, 2]),
+          nowMs,
+        };
+      });
+      const run = async (s: RedisStore, together: boolean): Promise<unknown[]> => {
+        const one = (step: Step): Promise<unknown> =>
+          step.kind === 'one'
+            ? s.bind(policies[step.policy]!)[step.op](step.key, step.cost, step.nowMs)
+            : s.consumeAll(
+                step.members.map((m) => ({ policy: policies[m.policy]!, key: m.key, cost: m.cost })),
+                step.nowMs,
+              );
+        if (together) return Promise.all(steps.map(one));
+        const out: unknown[] = [];
+        for (const step of steps) out.push(await one(step));
+        return out;
+      };
+      // Each key's bytes and TTL, read just after its run: the TTLs of the two runs differ only by
+      // the real time between their reads (a few ms), a TTL from another write by far more.
+      const stored = async (prefix: string): Promise<Array<[string, string, number]>> => {
+        const keys = (await get().client.keys(`${prefix}*`)).sort();
+        return Promise.all(
+          keys.map(async (key): Promise<[string, string, number]> => [
+            key.slice(prefix.length),
+            (
+              await get()
+                .client.getBuffer(key)
+                .catch(() => null)
+            )?.toString('hex') ?? 'not a string',
+            await get().client.pttl(key),
+          ]),
+        );
+      };
+      const [held, one] = [`held-${Date.now()}-${seed}t:`, `held-${Date.now()}-${seed}a:`];
+      const adapter = ioredisAdapter(get().client);
+      const together = new RedisStore({ adapter, timeoutMs: DECIDES, prefix: held, unsafeTestTime: true });
+      const alone = new RedisStore({ adapter, timeoutMs: DECIDES, prefix: one, unsafeTestTime: true, maxBatchSize: 1 });
+      const batched = await run(together, true);
+      const heldKeys = await stored(held);
+      const single = await run(alone, false);
+      const oneKeys = await stored(one);
+      assert.deepEqual(batched, single, `seed ${seed}: answers`);
+      assert.deepEqual(
+        heldKeys.map(([key, bytes]) => [key, bytes]),
+        oneKeys.map(([key, bytes]) => [key, bytes]),
+        `seed ${seed}: what Redis holds`,
+      );
+      heldKeys.forEach(([key, , ttl], i) =>
+        assert.ok(
+          Math.abs(ttl - oneKeys[i]![2]) <= 50,
+          `seed ${seed}: ${key} lives ${ttl} ms, one by one ${oneKeys[i]![2]} ms`,
+        ),
+      );
+    }
+  });
+
+  test('the batch script names each policy and each key once; a bad policy or key number fails its decision only', async () => {
     await get().client.script('LOAD', BATCH_SCRIPT.source);
-    const policy = '1,fixed-window,2,60000,0,';
-    const decisions = '1,consume,5000,1,7,consume,5000,1,1,peek,5000,2,';
-    const reply = await get().client.evalsha(BATCH_SCRIPT.sha1, 3, 'bp:a', 'bp:b', 'bp:c', policy + decisions);
+    const head = '1,4,fixed-window,2,60000,0,';
+    const decisions = '1,1,consume,5000,1,7,2,consume,5000,1,1,2,peek,5000,2,1,9,consume,5000,1,';
+    const reply = await get().client.evalsha(BATCH_SCRIPT.sha1, 2, 'bp:a', 'bp:b', head + decisions);
     assert.equal(typeof reply, 'string', 'one string for the whole batch');
     const fields = String(reply).split(',');
     assert.deepEqual(fields.slice(0, 4), ['1', '1', '0', '55000']);
     assert.equal(fields[4], 'E');
     assert.match(fields[5]!, /bad policy number 7/);
     assert.deepEqual(fields.slice(6, 8), ['', '']);
-    assert.deepEqual(fields.slice(8), ['1', '0', '0', '55000', ''], 'each field ends with the separator');
+    assert.deepEqual(fields.slice(8, 12), ['1', '0', '0', '55000'], 'bp:b, the second key');
+    assert.equal(fields[12], 'E');
+    assert.match(fields[13]!, /bad key number 9/);
+    assert.deepEqual(fields.slice(14), ['', '', ''], 'each field ends with the separator');
+    const one = '1,1,fixed-window,2,60000,0,';
     for (const args of [
-      [policy + '1,consume,5000,'], // a decision short of a field
-      [policy + '1,consume,5000,1'], // the last field not ended
-      [policy, '1,consume,5000,1,'], // two arguments
+      [one + '1,1,consume,5000,'], // a decision short of a field
+      [one + '1,1,consume,5000,1'], // the last field not ended
+      [one, '1,1,consume,5000,1,'], // two arguments
+      ['1,2,fixed-window,2,60000,0,1,1,consume,5000,1,'], // fewer decisions than it says
     ]) {
       await assert.rejects(get().client.evalsha(BATCH_SCRIPT.sha1, 1, 'bp:a', ...args), /batch arguments/);
     }
+  });
+
+  test('a key decided many times in one batch is read once and written once', async () => {
+    const client = get().client;
+    const t = store('batch-hot', counting().adapter).bind(tokenBucket({ capacity: 1000, refillPerSecond: 1 }));
+    await t.consume('warm', 1, 0); // the script loaded, so the counts below are the batch's alone
+    await client.config('RESETSTAT');
+    const decisions = await Promise.all(Array.from({ length: 20 }, () => t.consume('hot', 1, 0)));
+    assert.deepEqual(
+      decisions.map((d) => d.remaining),
+      Array.from({ length: 20 }, (_, i) => 999 - i),
+    );
+    const stats = await client.info('commandstats');
+    const calls = (name: string): number => Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+    assert.deepEqual([calls('evalsha'), calls('get'), calls('set')], [1, 1, 1]);
   });
 
   test('a corrupt state fails its own decision only', async () => {

@@ -1,7 +1,7 @@
 /** Reading the batch script's one-string reply (see `BATCH_LUA`). */
 import type { Decision } from '../../core/decision.js';
 import { scriptDecision } from './runner.js';
-import { BATCH_ARGS, BATCH_ESCAPES, BATCH_SEPARATOR } from './scripts/drivers.js';
+import { BATCH_ANSWER_FIELDS, BATCH_ESCAPES, BATCH_SEPARATOR } from './scripts/drivers.js';
 
 const SEPARATOR = BATCH_SEPARATOR.charCodeAt(0);
 const ZERO = 48;
@@ -36,7 +36,7 @@ export class BatchReply {
     if (text.charCodeAt(text.length - 1) !== SEPARATOR) return undefined;
     let fields = 0;
     for (let at = text.indexOf(BATCH_SEPARATOR); at >= 0; at = text.indexOf(BATCH_SEPARATOR, at + 1)) fields++;
-    return fields === BATCH_ARGS * decisions ? new BatchReply(text) : undefined;
+    return fields === BATCH_ANSWER_FIELDS * decisions ? new BatchReply(text) : undefined;
   }
 
   /**
@@ -94,7 +94,7 @@ export class BatchReply {
   /** Where the decision after the one starting at `start` starts. */
   private end(start: number): number {
     let at = start;
-    for (let n = 0; n < BATCH_ARGS; n++) at = this.text.indexOf(BATCH_SEPARATOR, at) + 1;
+    for (let n = 0; n < BATCH_ANSWER_FIELDS; n++) at = this.text.indexOf(BATCH_SEPARATOR, at) + 1;
     return at;
   }
 }

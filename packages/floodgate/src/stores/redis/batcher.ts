@@ -165,15 +165,20 @@ export function batchFieldsOf(policy: LuaPolicy): string {
 }
 
 /**
- * batchArgsOf returns the batch script's keys and its one argument: the number of policies, each
- * policy once, then 4 fields per decision, every field ended by the separator.
+ * batchArgsOf returns the batch script's keys, each once, and its one argument: the number of
+ * policies and of decisions, each policy once, then 5 fields per decision, every field ended by
+ * the separator.
  */
 function batchArgsOf(requests: readonly BatchRequest[], units: readonly number[]): { keys: string[]; fields: string } {
   const policies: BatchPolicy[] = [];
-  const keys = new Array<string>(requests.length);
+  const keys: string[] = [];
+  // Key numbers by key, made only once a batch names a second key: most batches name one or a few.
+  let keyNumbers: Map<string, string> | undefined;
   let decisions = '';
   let number = '';
+  let keyNumber = '';
   let last: BatchPolicy | undefined;
+  let lastKey: string | undefined;
   for (let u = 0, at = 0; u < units.length; at += units[u]!, u++) {
     for (let i = at; i < at + units[u]!; i++) {
       const request = requests[i]!;
@@ -183,13 +188,26 @@ function batchArgsOf(requests: readonly BatchRequest[], units: readonly number[]
         if (found < 0) found = policies.push(last) - 1;
         number = String(found + 1) + BATCH_SEPARATOR;
       }
-      keys[i] = request.redisKey;
+      const key = request.redisKey;
+      if (key !== lastKey) {
+        if (lastKey === undefined) {
+          keys.push(key);
+          keyNumber = '1' + BATCH_SEPARATOR;
+        } else {
+          keyNumbers ??= new Map([[lastKey, keyNumber]]);
+          let found = keyNumbers.get(key);
+          if (found === undefined) keyNumbers.set(key, (found = String(keys.push(key)) + BATCH_SEPARATOR));
+          keyNumber = found;
+        }
+        lastKey = key;
+      }
       // A group's first member says how many follow it (`allN`); the others say `and`.
       const op = request.op !== 'all' ? request.op : i === at ? `all${units[u]}` : 'and';
-      decisions += number + op + BATCH_SEPARATOR + request.time + BATCH_SEPARATOR + request.cost + BATCH_SEPARATOR;
+      decisions +=
+        number + keyNumber + op + BATCH_SEPARATOR + request.time + BATCH_SEPARATOR + request.cost + BATCH_SEPARATOR;
     }
   }
-  let fields = policies.length + BATCH_SEPARATOR;
+  let fields = policies.length + BATCH_SEPARATOR + requests.length + BATCH_SEPARATOR;
   for (const policy of policies) fields += policy.batchFields;
   return { keys, fields: fields + decisions };
 }

@@ -99,8 +99,11 @@ return out
 /** BATCH_POLICY_ARGS is how many fields each policy of {@link BATCH_LUA} takes. */
 export const BATCH_POLICY_ARGS = 4;
 
-/** BATCH_ARGS is how many fields each decision of {@link BATCH_LUA} takes, and how many each answers. */
-export const BATCH_ARGS = 4;
+/** BATCH_ARGS is how many fields each decision of {@link BATCH_LUA} takes. */
+export const BATCH_ARGS = 5;
+
+/** BATCH_ANSWER_FIELDS is how many fields each decision of {@link BATCH_LUA} answers. */
+export const BATCH_ANSWER_FIELDS = 4;
 
 /**
  * BATCH_SEPARATOR ends every field of the batch script's one argument and of its one reply. No
@@ -127,12 +130,14 @@ const LUA_ESCAPES = Object.entries(BATCH_ESCAPES)
  * working copy of its key's state, at the group's first member's time, and the states are written
  * only when every member admits. A group fails or succeeds as a whole.
  *
- * KEYS[i]: decision i's state key. ARGV[1]: one string of fields, each ended by
+ * KEYS: the state keys the decisions name, each once. ARGV[1]: one string of fields, each ended by
  * {@link BATCH_SEPARATOR} (one argument, not one per field, is what keeps a client's work per
- * batch small): the number of policies P; then per policy 4 fields: algorithm and three params
- * ('0' when unused); then per decision 4 fields: its policy's number (1..P), op (consume | peek |
- * allN | and), test time or '' (the server's TIME, read once per batch), cost. Policies are sent
- * once per batch, not once per decision, and each is built once.
+ * batch small): the number of policies P and of decisions D; then per policy 4 fields: algorithm
+ * and three params ('0' when unused); then per decision 5 fields: its policy's number (1..P), its
+ * key's number in KEYS, op (consume | peek | allN | and), test time or '' (the server's TIME, read
+ * once per batch), cost. Policies and keys are sent once per batch, not once per decision: a hot
+ * key decided 14 times in a tick is one argument, not 14, for the client to write and Redis to read.
+ * Each policy is built once, and each key's state read and written once (see `hold_states`).
  * Reply: one string of 4 fields per decision, each ended by the separator: `allowed 1|0,
  * remaining, retryAfterMs, resetMs` as `fmt` prints them, or `E`, the message with
  * {@link BATCH_ESCAPES} applied, and two empty fields; a group's members answer as consume-all's
@@ -140,27 +145,34 @@ const LUA_ESCAPES = Object.entries(BATCH_ESCAPES)
  */
 export const BATCH_LUA = String.raw`
 local made, out, server_now = {}, {}, nil
+hold_states()
 local SEP = '${BATCH_SEPARATOR}'
 local ESCAPES = { ${LUA_ESCAPES} }
 if #ARGV ~= 1 then fail('batch arguments: ' .. #ARGV .. ' where one string of fields was expected') end
 local args = {}
 for field in string.gmatch(ARGV[1], '([^' .. SEP .. ']*)' .. SEP) do args[#args + 1] = field end
 local policy_count = tonumber(args[1]) or -1
-local first = 2 + ${BATCH_POLICY_ARGS} * policy_count
-if policy_count < 0 or #args ~= first - 1 + ${BATCH_ARGS} * #KEYS then
-  fail('batch arguments: ' .. #args .. ' fields for ' .. #KEYS .. ' keys and ' .. tostring(args[1]) .. ' policies')
+local decision_count = tonumber(args[2]) or -1
+local first = 3 + ${BATCH_POLICY_ARGS} * policy_count
+if policy_count < 0 or decision_count < 0 or #args ~= first - 1 + ${BATCH_ARGS} * decision_count then
+  fail('batch arguments: ' .. #args .. ' fields for ' .. tostring(args[2]) .. ' decisions and ' .. tostring(args[1]) .. ' policies')
 end
 local function policy_of(text)
   local j = tonumber(text)
   local A = made[j]
   if A ~= nil then return A end
   if j == nil or j < 1 or j > policy_count or j ~= floor(j) then fail('bad policy number ' .. tostring(text)) end
-  local base = 2 + ${BATCH_POLICY_ARGS} * (j - 1)
+  local base = 3 + ${BATCH_POLICY_ARGS} * (j - 1)
   local make = ALGORITHMS[args[base]]
   if make == nil then fail('unknown algorithm ' .. tostring(args[base])) end
   A = make({ num(args[base + 1]), num(args[base + 2]), num(args[base + 3]) })
   made[j] = A
   return A
+end
+local function key_of(text)
+  local key = KEYS[tonumber(text)]
+  if key == nil then fail('bad key number ' .. tostring(text)) end
+  return key
 end
 local function time_of(text)
   if text ~= '' then return now_ms(text) end
@@ -171,13 +183,13 @@ end
 local function answer(d)
   local flag = '0' .. SEP
   if d.allowed then flag = '1' .. SEP end
-  return flag .. fmt(d.remaining) .. SEP .. fmt(d.retry_ms) .. SEP .. fmt(d.reset_ms) .. SEP
+  return flag .. text(d.remaining) .. SEP .. text(d.retry_ms) .. SEP .. text(d.reset_ms) .. SEP
 end
 local function run_one(i, base)
   local A = policy_of(args[base])
-  local now = time_of(args[base + 2])
-  local op, cost = args[base + 1], num(args[base + 3])
-  local st = open_state(KEYS[i], A, now)
+  local now = time_of(args[base + 3])
+  local op, cost = args[base + 2], num(args[base + 4])
+  local st = open_state(key_of(args[base + 1]), A, now)
   if op == 'consume' then
     local d = A.consume(st.cells, now, cost)
     if d.allowed then commit(st, now) end
@@ -189,19 +201,19 @@ local function run_one(i, base)
   end
 end
 local function run_group(i, count)
-  local now = time_of(args[first + ${BATCH_ARGS} * (i - 1) + 2])
+  local now = time_of(args[first + ${BATCH_ARGS} * (i - 1) + 3])
   local states, order, decisions, all = {}, {}, {}, true
   for k = 1, count do
     local base = first + ${BATCH_ARGS} * (i + k - 2)
-    if k > 1 and args[base + 1] ~= 'and' then fail('group member ' .. k .. ' of ' .. count .. ' is not "and"') end
-    local key = KEYS[i + k - 1]
+    if k > 1 and args[base + 2] ~= 'and' then fail('group member ' .. k .. ' of ' .. count .. ' is not "and"') end
+    local key = key_of(args[base + 1])
     local st = states[key]
     if st == nil then
       st = open_state(key, policy_of(args[base]), now)
       states[key] = st
       order[#order + 1] = st
     end
-    local d = st.A.consume(st.cells, now, num(args[base + 3]))
+    local d = st.A.consume(st.cells, now, num(args[base + 4]))
     if not d.allowed then all = false end
     decisions[k] = d
   end
@@ -210,27 +222,38 @@ local function run_group(i, count)
   end
   for k = 1, count do out[i + k - 1] = answer(decisions[k]) end
 end
+-- failed_answer is a unit's answer when it failed with err: 'E' and the message, escaped.
+local function failed_answer(err)
+  local message = err
+  if type(err) == 'table' then message = err.err or err.message end
+  local escaped = (string.gsub(tostring(message), '[%%' .. SEP .. ']', ESCAPES))
+  return 'E' .. SEP .. escaped .. SEP .. SEP .. SEP
+end
+local unit_sizes = {}
 local i = 1
-while i <= #KEYS do
+while i <= decision_count do
   local base = first + ${BATCH_ARGS} * (i - 1)
-  local count = tonumber(string.match(args[base + 1], '^all(%d+)$') or '')
+  local count = tonumber(string.match(args[base + 2], '^all(%d+)$') or '')
   local ok, r
+  hold_unit(i)
   if count == nil then
     count = 1
     ok, r = pcall(run_one, i, base)
-  elseif count < 1 or i + count - 1 > #KEYS then
+  elseif count < 1 or i + count - 1 > decision_count then
     count, ok, r = 1, false, 'group of ' .. tostring(count) .. ' from decision ' .. i .. ' passes the end'
   else
     ok, r = pcall(run_group, i, count)
   end
+  unit_sizes[i] = count
   if not ok then
-    local message = r
-    if type(r) == 'table' then message = r.err or r.message end
-    local escaped = (string.gsub(tostring(message), '[%%' .. SEP .. ']', ESCAPES))
-    local failed = 'E' .. SEP .. escaped .. SEP .. SEP .. SEP
+    local failed = failed_answer(r)
     for k = i, i + count - 1 do out[k] = failed end
   end
   i = i + count
+end
+for unit, err in pairs(release_states()) do
+  local failed = failed_answer(err)
+  for k = unit, unit + unit_sizes[unit] - 1 do out[k] = failed end
 end
 return table.concat(out)
 `;

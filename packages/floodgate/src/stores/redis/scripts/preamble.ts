@@ -10,6 +10,12 @@
  * whose state is one cell per unit of limit) reads cells with GETRANGE and writes the changed runs
  * with SETRANGE. Writes stay in the proxy until `commit`, so a refused request writes nothing.
  *
+ * Held states: a script that decides many times (the batch) calls `hold_states` first and
+ * `release_states` last. Between the two, a small state is read from Redis once and written once:
+ * every GET, SET and DEL of it goes to a table standing for what Redis holds, and the writes reach
+ * Redis at the end, each key's last one. A key decided 14 times in one batch then costs one GET
+ * and one SET, not 14 of each. A script is atomic, so nothing else can tell the difference.
+ *
  * Time: ARGV's time argument is used only when the store was built with `unsafeTestTime`; it is
  * '' otherwise and the script reads the server's `TIME`. In test mode keys get an extra hour of TTL,
  * because test times are not wall-clock times.
@@ -46,6 +52,14 @@ local function fmt(n)
   if n == -INF then return '-Infinity' end
   if n ~= n then return 'NaN' end
   return string.format('%.17g', n)
+end
+
+-- text prints a number as fmt does, sooner for a whole number below 2^53 (which '%.17g' prints
+-- as all its digits, no exponent): every field of a decision, for any sane limit.
+local function text(n)
+  if n == 0 then return '0' end
+  if n > 0 and n < 9007199254740992 and n % 1 == 0 then return string.format('%d', n) end
+  return fmt(n)
 end
 
 -- now_ms is the test time when one is given, else the server's clock, in ms (microsecond fractions).
@@ -163,14 +177,115 @@ end
 -- open_state loads a key's cells. A key whose state is at rest (restAt <= now) reads as fresh:
 -- it is deleted at once, so a clock that later goes back never finds it again.
 -- st.exists says whether the key is in Redis now, so a commit at rest deletes only what is there.
+-- held: nil, or while states are held (see hold_states), each key read or written so far:
+-- { value = the string Redis would hold now, or false for none; px = its TTL when written;
+--   dirty = whether it differs from Redis; existed = whether Redis had the key at the first read;
+--   touched = the units (see hold_unit) that wrote it, or read it while dirty, since it was written }.
+local held, held_order, held_unit, held_failures = nil, nil, nil, nil
+
+-- hold_states starts holding states: until release_states, reads and writes of small states go to
+-- held, and reach Redis once, at the end.
+local function hold_states()
+  held, held_order, held_failures = {}, {}, {}
+end
+
+-- hold_unit names the unit (a decision, or a group decided all or nothing) deciding from now on.
+local function hold_unit(unit)
+  held_unit = unit
+end
+
+local function write_held(key, h)
+  if h.value then
+    redis.call('SET', key, h.value, 'PX', h.px)
+  elseif h.existed then
+    redis.call('DEL', key)
+  end
+end
+
+-- flush writes a dirty held key to Redis. A write Redis refuses (OOM when full) fails the units
+-- whose answers rested on it, as it would have failed each of them had it been written at once.
+local function flush(key, h)
+  local ok, err = pcall(write_held, key, h)
+  if not ok then
+    for _, unit in ipairs(h.touched) do held_failures[unit] = err end
+  end
+  h.dirty, h.touched = false, {}
+end
+
+-- release_states writes each held key's last value to Redis, in the order the keys were first
+-- read, stops holding, and returns the units whose writes failed: unit -> the error.
+local function release_states()
+  local hs, order, failures = held, held_order, held_failures
+  for _, key in ipairs(order) do
+    local h = hs[key]
+    if h ~= nil and h.dirty then flush(key, h) end
+  end
+  held, held_order, held_failures = nil, nil, nil
+  return failures
+end
+
+-- entry_of is the held entry of a key, read from Redis on first use.
+local function entry_of(key)
+  local h = held[key]
+  if h == nil then
+    local value = redis.call('GET', key)
+    h = { value = value, existed = value ~= false, dirty = false, touched = {} }
+    held[key] = h
+    held_order[#held_order + 1] = key
+  end
+  return h
+end
+
+local function touch(h)
+  local touched = h.touched
+  touched[#touched + 1] = held_unit
+end
+
+-- unhold writes a held key's pending value now and forgets it: a lazy state reads and writes
+-- Redis a cell at a time, so Redis must hold what was decided before (a later read reads it again).
+local function unhold(key)
+  local h = held[key]
+  if h == nil then return end
+  if h.dirty then flush(key, h) end
+  held[key] = nil
+end
+
+local function get_state(key)
+  if held == nil then return redis.call('GET', key) end
+  local h = entry_of(key)
+  if h.dirty then touch(h) end
+  return h.value
+end
+
+local function set_state(key, value, px)
+  if held == nil then
+    redis.call('SET', key, value, 'PX', px)
+    return
+  end
+  local h = entry_of(key)
+  h.value, h.px, h.dirty = value, px, true
+  touch(h)
+end
+
+local function del_state(key)
+  if held == nil then
+    redis.call('DEL', key)
+    return
+  end
+  local h = entry_of(key)
+  h.value, h.dirty = false, true
+  touch(h)
+end
+
 local function open_state(key, A, now)
   local width = A.width
   local st = { key = key, A = A, fresh = false, exists = true }
   if A.lazy then
+    if held ~= nil then unhold(key) end
     st.fresh = redis.call('EXISTS', key) == 0
     st.cells = lazy_cells(st)
   else
-    local s = redis.call('GET', key)
+    local s = get_state(key)
     if not s then
       st.fresh = true
     elseif #s ~= 8 * width then
@@ -180,7 +295,7 @@ local function open_state(key, A, now)
     end
   end
   if not st.fresh and A.rest_at(st.cells) <= now then
-    redis.call('DEL', key)
+    if A.lazy then redis.call('DEL', key) else del_state(key) end
     st.fresh = true
   end
   if st.fresh then
@@ -211,7 +326,8 @@ local function commit(st, now)
   local A = st.A
   local ttl_ms = A.rest_at(st.cells) - now
   if not (ttl_ms > 0) then
-    if st.exists then redis.call('DEL', st.key) end
+    if not st.exists then return end
+    if A.lazy then redis.call('DEL', st.key) else del_state(st.key) end
     return
   end
   -- A whole number below 2^53: redis.call prints it with '%.17g', all digits, no exponent.
@@ -221,6 +337,6 @@ local function commit(st, now)
     redis.call('PEXPIRE', st.key, px)
     return
   end
-  redis.call('SET', st.key, pack_cells(st.cells, A.width), 'PX', px)
+  set_state(st.key, pack_cells(st.cells, A.width), px)
 end
 `;
