@@ -230,7 +230,14 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     // A key held is the hot path; a new key's insert and overflow stay out of it, so that it
     // inlines whole into a caller's loop (V8 inlines a limited number of bytecodes per function).
     if (slot < 0) return this.consumeNewKey(key, cost, nowMs);
-    if (slot === this.refusedSlot && nowMs === this.refusedAtMs && cost === this.refusedCost) return this.refusal!;
+    if (slot === this.refusedSlot) return this.consumeRefusedKey(slot, cost, nowMs);
+    return this.charge(slot, cost, nowMs);
+  }
+
+  /** consume for the key of the last refusal: the same request at the same instant gets the same refusal. */
+  private consumeRefusedKey(slot: number, cost: number, nowMs: number): Decision {
+    if (nowMs === this.refusedAtMs && cost === this.refusedCost) return this.refusal!;
+    this.refusedSlot = -1;
     return this.charge(slot, cost, nowMs);
   }
 
@@ -242,11 +249,14 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     return this.charge(slot, cost, nowMs);
   }
 
-  /** Decides `cost` on the key in `slot`, charging it when admitted and remembering a refusal. */
+  /**
+   * Decides `cost` on the key in `slot`, charging it when admitted and remembering a refusal. The
+   * slot is never that of the refusal remembered: {@link consumeRefusedKey} forgets it first, and
+   * a new key's slot was free (forgetting a key forgets its refusal).
+   */
   private charge(slot: number, cost: number, nowMs: number): Decision {
     const decision = this.algorithm.consume(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
     if (!decision.allowed) this.rememberRefusal(slot, nowMs, cost, decision);
-    else if (slot === this.refusedSlot) this.refusedSlot = -1;
     return decision;
   }
 
@@ -342,7 +352,12 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
    */
   private find(key: string): number {
     // A flood from one key is the common case worth a shortcut: the same string, often the same object.
-    if (key === this.lastKey) return this.lastSlot;
+    // The rest is apart, so that this inlines as a small function wherever it is called.
+    return key === this.lastKey ? this.lastSlot : this.findOther(key);
+  }
+
+  /** {@link find} for a key other than the last one found: the front cache, then the table. */
+  private findOther(key: string): number {
     const cached = this.recent.get(key);
     if (cached === undefined) return this.findUncached(key);
     this.lastKey = key;

@@ -109,15 +109,20 @@ class ContinuousBucket implements Algorithm {
     return makeDecision(false, this.limit, tokens, retryAfterMs, stalledMs + (this.limit - tokens) * this.msPerToken);
   }
 
+  /**
+   * consume is {@link answer} and the charge in one: the admission is written out here rather than
+   * read back from the decision, so that the whole step stays small enough for V8 to inline into a
+   * caller's loop beside the limiter and the store (its budget is counted in bytecode), and the
+   * decision object can then be left unbuilt when the caller reads only a field of it.
+   */
   consume(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
     const effectiveMs = this.effectiveMs(cells, at, nowMs);
     const tokens = this.tokensAt(cells, at, effectiveMs);
-    const decision = this.answer(tokens, cost, effectiveMs - nowMs);
-    if (decision.allowed) {
-      cells[at + TOKENS] = Math.max(0, tokens - cost);
-      cells[at + UPDATED] = effectiveMs;
-    }
-    return decision;
+    if (!(tokens + this.slack >= cost)) return this.refusal(tokens, cost, effectiveMs - nowMs);
+    const left = Math.max(0, tokens - cost);
+    cells[at + TOKENS] = left;
+    cells[at + UPDATED] = effectiveMs;
+    return admitted(this.limit, left, effectiveMs - nowMs + (this.limit - left) * this.msPerToken);
   }
 
   peek(cells: Float64Array, at: number, nowMs: number, cost: number): Decision {
