@@ -23,6 +23,12 @@ export interface MemoryStoreOptions {
 /** MAX_KEYS is the largest `maxKeys` a {@link MemoryStore} accepts. */
 export const MAX_KEYS = 16_000_000;
 
+/**
+ * Where a slot's state starts within its record: after the key's cells. A copy of `KEY_CELLS` made
+ * here, since V8 folds a constant of this module into the code, where it loads an imported one
+ * and checks it on every use (bench/library-instructions.ts: an admission 453 -> 438 instructions).
+ */
+const STATE_OFFSET = KEY_CELLS;
 /** NO_KEY marks "no key remembered": the empty string, which no method accepts as a key. */
 const NO_KEY = '';
 /** Keys remembered by the front cache before it starts over; hot keys are found without hashing. */
@@ -175,9 +181,16 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   private lastKey = NO_KEY;
   private lastSlot = -1;
   private readonly scratch: Float64Array;
-  private readonly stride: number;
-  /** Whether a cost of 1, the default, is always admissible here (so needs no check per call). */
-  private readonly unitCostValid: boolean;
+  // Numbers read on every decision, so `declare`d (assigned first in the constructor): V8 then
+  // keeps each as a number, where a field defined by the class body starts as undefined and is
+  // tested for what it holds on every read.
+  declare private readonly stride: number;
+  /**
+   * The cost that needs no check per call: 1, the default, when the policy always admits it, else
+   * NaN (equal to no cost, so that every cost is checked). One comparison of numbers, where a
+   * boolean read from a field costs V8 a full truth test.
+   */
+  declare private readonly uncheckedCost: number;
   private sweepCursor = 0;
   /** Earliest rest time among the slots the last sweep examined and kept. */
   private soonestRestMs = Infinity;
@@ -213,7 +226,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     if (!overflowTier) this.overflow = null;
     this.keys = new KeyTable(algorithm.width);
     this.stride = this.keys.stride;
-    this.unitCostValid = isValidCost(algorithm, 1);
+    this.uncheckedCost = isValidCost(algorithm, 1) ? 1 : NaN;
     this.scratch = new Float64Array(algorithm.width);
     if (algorithm.reserve === undefined) this.reserve = undefined;
   }
@@ -225,12 +238,19 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
 
   /** consume decides a request of `cost` on `key` at `nowMs` and charges it when admitted; a new key may be refused as `store-full`. */
   consume(key: string, cost: number, nowMs: number): Decision {
-    if (cost !== 1 || !this.unitCostValid) this.algorithm.checkCost(cost);
+    if (cost !== this.uncheckedCost) this.algorithm.checkCost(cost);
     const slot = this.find(key);
     // A key held is the hot path; a new key's insert and overflow stay out of it, so that it
     // inlines whole into a caller's loop (V8 inlines a limited number of bytecodes per function).
     if (slot < 0) return this.consumeNewKey(key, cost, nowMs);
-    if (slot === this.refusedSlot && nowMs === this.refusedAtMs && cost === this.refusedCost) return this.refusal!;
+    if (slot === this.refusedSlot) return this.consumeRefusedKey(slot, cost, nowMs);
+    return this.charge(slot, cost, nowMs);
+  }
+
+  /** consume for the key of the last refusal: the same request at the same instant gets the same refusal. */
+  private consumeRefusedKey(slot: number, cost: number, nowMs: number): Decision {
+    if (nowMs === this.refusedAtMs && cost === this.refusedCost) return this.refusal!;
+    this.refusedSlot = -1;
     return this.charge(slot, cost, nowMs);
   }
 
@@ -242,11 +262,14 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     return this.charge(slot, cost, nowMs);
   }
 
-  /** Decides `cost` on the key in `slot`, charging it when admitted and remembering a refusal. */
+  /**
+   * Decides `cost` on the key in `slot`, charging it when admitted and remembering a refusal. The
+   * slot is never that of the refusal remembered: {@link consumeRefusedKey} forgets it first, and
+   * a new key's slot was free (forgetting a key forgets its refusal).
+   */
   private charge(slot: number, cost: number, nowMs: number): Decision {
-    const decision = this.algorithm.consume(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
+    const decision = this.algorithm.consume(this.keys.records, slot * this.stride + STATE_OFFSET, nowMs, cost);
     if (!decision.allowed) this.rememberRefusal(slot, nowMs, cost, decision);
-    else if (slot === this.refusedSlot) this.refusedSlot = -1;
     return decision;
   }
 
@@ -262,13 +285,13 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
    * 0, so that `log.undo()` puts it back exactly (a decision over several limits that is refused).
    */
   consumeSaving(key: string, cost: number, nowMs: number, log: UndoLog): Decision {
-    if (cost !== 1 || !this.unitCostValid) this.algorithm.checkCost(cost);
+    if (cost !== this.uncheckedCost) this.algorithm.checkCost(cost);
     const found = this.find(key);
     if (found < 0) nowMs = this.notBeforeRest(nowMs);
     const slot = found >= 0 ? found : this.insert(key, nowMs);
     // A key the overflow tier decides is charged there and not undone: it only over-counts.
     if (slot < 0) return this.overflowConsume(key, cost, nowMs);
-    const at = slot * this.stride + KEY_CELLS;
+    const at = slot * this.stride + STATE_OFFSET;
     if (slot === this.refusedSlot) this.refusedSlot = -1;
     // A key charged more than 0 is not at rest, so no sweep frees its slot before the undo.
     if (cost > 0) log.save(this, slot, this.keys.records, at, this.algorithm.width, found < 0 ? key : undefined);
@@ -279,7 +302,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
   stateOf(key: string): Float64Array | undefined {
     const slot = this.find(key);
     if (slot < 0) return undefined;
-    const at = slot * this.stride + KEY_CELLS;
+    const at = slot * this.stride + STATE_OFFSET;
     return this.keys.records.slice(at, at + this.algorithm.width);
   }
 
@@ -290,14 +313,14 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
       this.forget(slot, insertedKey);
       return;
     }
-    this.keys.records.set(saved.subarray(offset, offset + this.algorithm.width), slot * this.stride + KEY_CELLS);
+    this.keys.records.set(saved.subarray(offset, offset + this.algorithm.width), slot * this.stride + STATE_OFFSET);
   }
 
   /** peek answers what {@link consume} would, charging nothing and storing no new key. */
   peek(key: string, cost: number, nowMs: number): Decision {
     this.algorithm.checkCost(cost);
     const slot = this.find(key);
-    if (slot >= 0) return this.algorithm.peek(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
+    if (slot >= 0) return this.algorithm.peek(this.keys.records, slot * this.stride + STATE_OFFSET, nowMs, cost);
     // An unknown key reads as fresh, and reading it stores nothing.
     this.checkKey(key);
     nowMs = this.notBeforeRest(nowMs);
@@ -311,7 +334,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     this.algorithm.checkCost(cost);
     const slot = this.find(key);
     if (slot === this.refusedSlot) this.refusedSlot = -1;
-    if (slot >= 0) this.algorithm.refund(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost);
+    if (slot >= 0) this.algorithm.refund(this.keys.records, slot * this.stride + STATE_OFFSET, nowMs, cost);
     else this.checkKey(key);
   }
 
@@ -325,7 +348,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     }
     if (slot < 0) return this.overflowTier()?.reserve(key, cost, nowMs, maxWaitMs) ?? -1;
     if (slot === this.refusedSlot) this.refusedSlot = -1;
-    return this.algorithm.reserve!(this.keys.records, slot * this.stride + KEY_CELLS, nowMs, cost, maxWaitMs);
+    return this.algorithm.reserve!(this.keys.records, slot * this.stride + STATE_OFFSET, nowMs, cost, maxWaitMs);
   }
 
   /** reset forgets `key`; its next request is a fresh key's. */
@@ -342,7 +365,12 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
    */
   private find(key: string): number {
     // A flood from one key is the common case worth a shortcut: the same string, often the same object.
-    if (key === this.lastKey) return this.lastSlot;
+    // The rest is apart, so that this inlines as a small function wherever it is called.
+    return key === this.lastKey ? this.lastSlot : this.findOther(key);
+  }
+
+  /** {@link find} for a key other than the last one found: the front cache, then the table. */
+  private findOther(key: string): number {
     const cached = this.recent.get(key);
     if (cached === undefined) return this.findUncached(key);
     this.lastKey = key;
@@ -410,9 +438,9 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
     if (this.keys.size >= this.maxKeys && this.sweep(nowMs, search, 1) === 0) return -1;
     const slot = this.keys.findOrInsert(key);
     this.remember(key, slot);
-    this.algorithm.init(this.keys.records, slot * this.stride + KEY_CELLS, nowMs);
+    this.algorithm.init(this.keys.records, slot * this.stride + STATE_OFFSET, nowMs);
     // A key the overflow tier decided keeps what it spent there.
-    this.overflow?.seed(key, this.keys.records, slot * this.stride + KEY_CELLS, nowMs);
+    this.overflow?.seed(key, this.keys.records, slot * this.stride + STATE_OFFSET, nowMs);
     return slot;
   }
 
@@ -428,7 +456,7 @@ export class MemoryTable implements SyncPolicyStore, RestorableTable {
       if (this.sweepCursor >= keys.highWater) this.sweepCursor = 0;
       const slot = this.sweepCursor++;
       if (!keys.isLive(slot)) continue;
-      const restAtMs = this.algorithm.restAtMs(keys.records, slot * this.stride + KEY_CELLS);
+      const restAtMs = this.algorithm.restAtMs(keys.records, slot * this.stride + STATE_OFFSET);
       if (restAtMs <= nowMs) {
         this.forget(slot, keys.keyAt(slot));
         if (restAtMs > this.forgottenRestMs) this.forgottenRestMs = restAtMs;
