@@ -233,7 +233,9 @@ local unit_sizes = {}
 local i = 1
 while i <= decision_count do
   local base = first + ${BATCH_ARGS} * (i - 1)
-  local count = tonumber(string.match(args[base + 2], '^all(%d+)$') or '')
+  local op = args[base + 2]
+  local count = nil
+  if op ~= 'consume' and op ~= 'peek' then count = tonumber(string.match(op, '^all(%d+)$') or '') end
   local ok, r
   hold_unit(i)
   if count == nil then

@@ -177,10 +177,14 @@ end
 -- open_state loads a key's cells. A key whose state is at rest (restAt <= now) reads as fresh:
 -- it is deleted at once, so a clock that later goes back never finds it again.
 -- st.exists says whether the key is in Redis now, so a commit at rest deletes only what is there.
--- held: nil, or while states are held (see hold_states), each key read or written so far:
--- { value = the string Redis would hold now, or false for none; px = its TTL when written;
---   dirty = whether it differs from Redis; existed = whether Redis had the key at the first read;
---   touched = the units (see hold_unit) that wrote it, or read it while dirty, since it was written }.
+-- held: nil, or while states are held (see hold_states), each small state read or written so far:
+-- { cells = its cells as Redis would hold them now, or nil for none; width = their number;
+--   raw = the string Redis held at the first read, until it is decoded (false: no key);
+--   px = its TTL when written; dirty = whether it differs from Redis; existed = whether Redis had
+--   the key at the first read; touched = the units (see hold_unit) that wrote it, or read it while
+--   dirty, since it was last written to Redis }.
+-- Held cells are copied when read, so a decision that changes them without committing (a group
+-- refused after its first member consumed) leaves them as they were.
 local held, held_order, held_unit, held_failures = nil, nil, nil, nil
 
 -- hold_states starts holding states: until release_states, reads and writes of small states go to
@@ -195,8 +199,8 @@ local function hold_unit(unit)
 end
 
 local function write_held(key, h)
-  if h.value then
-    redis.call('SET', key, h.value, 'PX', h.px)
+  if h.cells then
+    redis.call('SET', key, pack_cells(h.cells, h.width), 'PX', h.px)
   elseif h.existed then
     redis.call('DEL', key)
   end
@@ -212,7 +216,7 @@ local function flush(key, h)
   h.dirty, h.touched = false, {}
 end
 
--- release_states writes each held key's last value to Redis, in the order the keys were first
+-- release_states writes each held key's last cells to Redis, in the order the keys were first
 -- read, stops holding, and returns the units whose writes failed: unit -> the error.
 local function release_states()
   local hs, order, failures = held, held_order, held_failures
@@ -228,8 +232,8 @@ end
 local function entry_of(key)
   local h = held[key]
   if h == nil then
-    local value = redis.call('GET', key)
-    h = { value = value, existed = value ~= false, dirty = false, touched = {} }
+    local raw = redis.call('GET', key)
+    h = { raw = raw, existed = raw ~= false, dirty = false, touched = {} }
     held[key] = h
     held_order[#held_order + 1] = key
   end
@@ -241,7 +245,7 @@ local function touch(h)
   touched[#touched + 1] = held_unit
 end
 
--- unhold writes a held key's pending value now and forgets it: a lazy state reads and writes
+-- unhold writes a held key's pending cells now and forgets it: a lazy state reads and writes
 -- Redis a cell at a time, so Redis must hold what was decided before (a later read reads it again).
 local function unhold(key)
   local h = held[key]
@@ -250,20 +254,47 @@ local function unhold(key)
   held[key] = nil
 end
 
-local function get_state(key)
-  if held == nil then return redis.call('GET', key) end
-  local h = entry_of(key)
-  if h.dirty then touch(h) end
-  return h.value
+-- decode returns the cells of a state Redis holds as s, or fails when s is not width cells.
+local function decode(key, s, width)
+  if #s ~= 8 * width then
+    fail('state of ' .. key .. ' holds ' .. #s .. ' bytes where ' .. 8 * width .. ' were expected')
+  end
+  return unpack_cells(s, width)
 end
 
-local function set_state(key, value, px)
+local function copy_cells(cells, width)
+  if width <= 3 then return { [0] = cells[0], cells[1], cells[2] } end
+  local copy = {}
+  for i = 0, width - 1 do copy[i] = cells[i] end
+  return copy
+end
+
+-- read_cells returns the cells of key's small state (a copy while held), or nil when it has none.
+local function read_cells(key, width)
   if held == nil then
-    redis.call('SET', key, value, 'PX', px)
+    local s = redis.call('GET', key)
+    return s and decode(key, s, width) or nil
+  end
+  local h = entry_of(key)
+  if h.dirty then touch(h) end
+  local cells = h.cells
+  if cells == nil then
+    if not h.raw then return nil end
+    cells = decode(key, h.raw, width)
+    h.cells, h.width, h.raw = cells, width, nil
+  elseif h.width ~= width then
+    fail('state of ' .. key .. ' holds ' .. 8 * h.width .. ' bytes where ' .. 8 * width .. ' were expected')
+  end
+  return copy_cells(cells, width)
+end
+
+local function write_cells(key, cells, width, px)
+  if held == nil then
+    redis.call('SET', key, pack_cells(cells, width), 'PX', px)
     return
   end
   local h = entry_of(key)
-  h.value, h.px, h.dirty = value, px, true
+  h.cells, h.width, h.raw, h.px, h.dirty = cells, width, nil, px, true
   touch(h)
 end
 
@@ -273,25 +304,23 @@ local function del_state(key)
     return
   end
   local h = entry_of(key)
-  h.value, h.dirty = false, true
+  h.cells, h.raw, h.dirty = nil, false, true
   touch(h)
 end
 
 local function open_state(key, A, now)
   local width = A.width
-  local st = { key = key, A = A, fresh = false, exists = true }
+  local st = { key = key, A = A, fresh = false, exists = true, cells = false }
   if A.lazy then
     if held ~= nil then unhold(key) end
     st.fresh = redis.call('EXISTS', key) == 0
     st.cells = lazy_cells(st)
   else
-    local s = get_state(key)
-    if not s then
+    local cells = read_cells(key, width)
+    if cells == nil then
       st.fresh = true
-    elseif #s ~= 8 * width then
-      fail('state of ' .. key .. ' holds ' .. #s .. ' bytes where ' .. 8 * width .. ' were expected')
     else
-      st.cells = unpack_cells(s, width)
+      st.cells = cells
     end
   end
   if not st.fresh and A.rest_at(st.cells) <= now then
@@ -337,6 +366,6 @@ local function commit(st, now)
     redis.call('PEXPIRE', st.key, px)
     return
   end
-  set_state(st.key, pack_cells(st.cells, A.width), px)
+  write_cells(st.key, st.cells, A.width, px)
 end
 `;
