@@ -10,11 +10,8 @@
  * whose state is one cell per unit of limit) reads cells with GETRANGE and writes the changed runs
  * with SETRANGE. Writes stay in the proxy until `commit`, so a refused request writes nothing.
  *
- * Held states: a script that decides many times (the batch) calls `hold_states` first and
- * `release_states` last. Between the two, a small state is read from Redis once and written once:
- * every GET, SET and DEL of it goes to a table standing for what Redis holds, and the writes reach
- * Redis at the end, each key's last one. A key decided 14 times in one batch then costs one GET
- * and one SET, not 14 of each. A script is atomic, so nothing else can tell the difference.
+ * Small states are read and written through `state_io`, straight in Redis; the batch script
+ * replaces it with held states (see `BATCH_LUA`).
  *
  * Time: ARGV's time argument is used only when the store was built with `unsafeTestTime`; it is
  * '' otherwise and the script reads the server's `TIME`. In test mode keys get an extra hour of TTL,
@@ -177,83 +174,6 @@ end
 -- open_state loads a key's cells. A key whose state is at rest (restAt <= now) reads as fresh:
 -- it is deleted at once, so a clock that later goes back never finds it again.
 -- st.exists says whether the key is in Redis now, so a commit at rest deletes only what is there.
--- held: nil, or while states are held (see hold_states), each small state read or written so far:
--- { cells = its cells as Redis would hold them now, or nil for none; width = their number;
---   raw = the string Redis held at the first read, until it is decoded (false: no key);
---   px = its TTL when written; dirty = whether it differs from Redis; existed = whether Redis had
---   the key at the first read; touched = the units (see hold_unit) that wrote it, or read it while
---   dirty, since it was last written to Redis }.
--- Held cells are copied when read, so a decision that changes them without committing (a group
--- refused after its first member consumed) leaves them as they were.
-local held, held_order, held_unit, held_failures = nil, nil, nil, nil
-
--- hold_states starts holding states: until release_states, reads and writes of small states go to
--- held, and reach Redis once, at the end.
-local function hold_states()
-  held, held_order, held_failures = {}, {}, {}
-end
-
--- hold_unit names the unit (a decision, or a group decided all or nothing) deciding from now on.
-local function hold_unit(unit)
-  held_unit = unit
-end
-
-local function write_held(key, h)
-  if h.cells then
-    redis.call('SET', key, pack_cells(h.cells, h.width), 'PX', h.px)
-  elseif h.existed then
-    redis.call('DEL', key)
-  end
-end
-
--- flush writes a dirty held key to Redis. A write Redis refuses (OOM when full) fails the units
--- whose answers rested on it, as it would have failed each of them had it been written at once.
-local function flush(key, h)
-  local ok, err = pcall(write_held, key, h)
-  if not ok then
-    for _, unit in ipairs(h.touched) do held_failures[unit] = err end
-  end
-  h.dirty, h.touched = false, {}
-end
-
--- release_states writes each held key's last cells to Redis, in the order the keys were first
--- read, stops holding, and returns the units whose writes failed: unit -> the error.
-local function release_states()
-  local hs, order, failures = held, held_order, held_failures
-  for _, key in ipairs(order) do
-    local h = hs[key]
-    if h ~= nil and h.dirty then flush(key, h) end
-  end
-  held, held_order, held_failures = nil, nil, nil
-  return failures
-end
-
--- entry_of is the held entry of a key, read from Redis on first use.
-local function entry_of(key)
-  local h = held[key]
-  if h == nil then
-    local raw = redis.call('GET', key)
-    h = { raw = raw, existed = raw ~= false, dirty = false, touched = {} }
-    held[key] = h
-    held_order[#held_order + 1] = key
-  end
-  return h
-end
-
-local function touch(h)
-  local touched = h.touched
-  touched[#touched + 1] = held_unit
-end
-
--- unhold writes a held key's pending cells now and forgets it: a lazy state reads and writes
--- Redis a cell at a time, so Redis must hold what was decided before (a later read reads it again).
-local function unhold(key)
-  local h = held[key]
-  if h == nil then return end
-  if h.dirty then flush(key, h) end
-  held[key] = nil
-end
-
 -- decode returns the cells of a state Redis holds as s, or fails when s is not width cells.
 local function decode(key, s, width)
   if #s ~= 8 * width then
@@ -262,61 +182,38 @@ local function decode(key, s, width)
   return unpack_cells(s, width)
 end
 
-local function copy_cells(cells, width)
-  if width <= 3 then return { [0] = cells[0], cells[1], cells[2] } end
-  local copy = {}
-  for i = 0, width - 1 do copy[i] = cells[i] end
-  return copy
+-- state_io is how open_state and commit read, write and delete a small state: here straight in
+-- Redis, one GET and one SET a decision. The batch script holds states instead (see BATCH_LUA's
+-- held states): it replaces these four, so only it pays for defining its own.
+local state_io = {}
+
+-- read returns the cells of key's small state, or nil when it has none.
+function state_io.read(key, width)
+  local s = redis.call('GET', key)
+  return s and decode(key, s, width) or nil
 end
 
--- read_cells returns the cells of key's small state (a copy while held), or nil when it has none.
-local function read_cells(key, width)
-  if held == nil then
-    local s = redis.call('GET', key)
-    return s and decode(key, s, width) or nil
-  end
-  local h = entry_of(key)
-  if h.dirty then touch(h) end
-  local cells = h.cells
-  if cells == nil then
-    if not h.raw then return nil end
-    cells = decode(key, h.raw, width)
-    h.cells, h.width, h.raw = cells, width, nil
-  elseif h.width ~= width then
-    fail('state of ' .. key .. ' holds ' .. 8 * h.width .. ' bytes where ' .. 8 * width .. ' were expected')
-  end
-  return copy_cells(cells, width)
+function state_io.write(key, cells, width, px)
+  redis.call('SET', key, pack_cells(cells, width), 'PX', px)
 end
 
-local function write_cells(key, cells, width, px)
-  if held == nil then
-    redis.call('SET', key, pack_cells(cells, width), 'PX', px)
-    return
-  end
-  local h = entry_of(key)
-  h.cells, h.width, h.raw, h.px, h.dirty = cells, width, nil, px, true
-  touch(h)
+function state_io.del(key)
+  redis.call('DEL', key)
 end
 
-local function del_state(key)
-  if held == nil then
-    redis.call('DEL', key)
-    return
-  end
-  local h = entry_of(key)
-  h.cells, h.raw, h.dirty = nil, false, true
-  touch(h)
+-- before_lazy runs before a lazy state (read and written a cell at a time) is opened.
+function state_io.before_lazy(key)
 end
 
 local function open_state(key, A, now)
   local width = A.width
   local st = { key = key, A = A, fresh = false, exists = true, cells = false }
   if A.lazy then
-    if held ~= nil then unhold(key) end
+    state_io.before_lazy(key)
     st.fresh = redis.call('EXISTS', key) == 0
     st.cells = lazy_cells(st)
   else
-    local cells = read_cells(key, width)
+    local cells = state_io.read(key, width)
     if cells == nil then
       st.fresh = true
     else
@@ -324,7 +221,7 @@ local function open_state(key, A, now)
     end
   end
   if not st.fresh and A.rest_at(st.cells) <= now then
-    if A.lazy then redis.call('DEL', key) else del_state(key) end
+    if A.lazy then redis.call('DEL', key) else state_io.del(key) end
     st.fresh = true
   end
   if st.fresh then
@@ -356,7 +253,7 @@ local function commit(st, now)
   local ttl_ms = A.rest_at(st.cells) - now
   if not (ttl_ms > 0) then
     if not st.exists then return end
-    if A.lazy then redis.call('DEL', st.key) else del_state(st.key) end
+    if A.lazy then redis.call('DEL', st.key) else state_io.del(st.key) end
     return
   end
   -- A whole number below 2^53: redis.call prints it with '%.17g', all digits, no exponent.
@@ -366,6 +263,6 @@ local function commit(st, now)
     redis.call('PEXPIRE', st.key, px)
     return
   end
-  write_cells(st.key, st.cells, A.width, px)
+  state_io.write(st.key, st.cells, A.width, px)
 end
 `;
