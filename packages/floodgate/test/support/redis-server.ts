@@ -148,12 +148,36 @@ function serversOf(
  * const redis = await startRedisServer();
  * after(() => redis.stop());
  */
-export async function startRedisServer(): Promise<RedisServers> {
-  const dir = await mkdtemp(join(tmpdir(), 'floodgate-redis-'));
-  const port = await freePort(false, new Set());
-  const args = baseArgs(port, dir);
-  const child = await spawnRedis(args);
-  return serversOf([port], [child], [args], dir);
+export function startRedisServer(): Promise<RedisServers> {
+  return onFreshPorts(async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'floodgate-redis-'));
+    const port = await freePort(false, new Set());
+    const args = baseArgs(port, dir);
+    try {
+      return serversOf([port], [await spawnRedis(args)], [args], dir);
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    }
+  });
+}
+
+/** How many times a start is tried on new ports when a port found free was taken before redis-server bound it. */
+const START_ATTEMPTS = 4;
+
+/**
+ * onFreshPorts runs `start`, and again on new ports (up to {@link START_ATTEMPTS} times in all)
+ * while it fails because a port it found free was taken before redis-server could bind it: other
+ * test files start servers on random ports at the same time, so a free port can be gone a moment later.
+ */
+async function onFreshPorts(start: () => Promise<RedisServers>): Promise<RedisServers> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (error) {
+      if (attempt >= START_ATTEMPTS || !/Address already in use/.test(String(error))) throw error;
+    }
+  }
 }
 
 /**
@@ -161,7 +185,11 @@ export async function startRedisServer(): Promise<RedisServers> {
  * free loopback ports, and resolves once every node reports `cluster_state:ok` and every replica has synced. `nodes-${port}.conf`
  * lives in the temp dir, so a restarted node rejoins the cluster.
  */
-export async function startRedisCluster(options: ClusterOptions = {}): Promise<RedisServers> {
+export function startRedisCluster(options: ClusterOptions = {}): Promise<RedisServers> {
+  return onFreshPorts(() => startCluster(options));
+}
+
+async function startCluster(options: ClusterOptions): Promise<RedisServers> {
   const nodeTimeoutMs = options.nodeTimeoutMs ?? 5000;
   const dir = await mkdtemp(join(tmpdir(), 'floodgate-cluster-'));
   const taken = new Set<number>();
