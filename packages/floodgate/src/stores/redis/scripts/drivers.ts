@@ -208,7 +208,7 @@ function state_io.read(key, width)
     cells = decode(key, h.raw, width)
     h.cells, h.width, h.raw = cells, width, nil
   elseif h.width ~= width then
-    fail('state of ' .. key .. ' holds ' .. 8 * h.width .. ' bytes where ' .. 8 * width .. ' were expected')
+    wrong_size(key, 8 * h.width, width)
   end
   return copy_cells(cells, width)
 end

@@ -51,11 +51,16 @@ local function fmt(n)
   return string.format('%.17g', n)
 end
 
--- text prints a number as fmt does, sooner for a whole number below 2^53 (which '%.17g' prints
--- as all its digits, no exponent): every field of a decision, for any sane limit.
+-- whole says whether n is a whole number from 0 to below 2^53: every field of a decision, for any
+-- sane limit. '%.17g' prints such a number as all its digits, with no exponent, as '%d' does.
+local function whole(n)
+  return n >= 0 and n < 9007199254740992 and n % 1 == 0
+end
+
+-- text prints a number as fmt does, sooner when it is whole.
 local function text(n)
   if n == 0 then return '0' end
-  if n > 0 and n < 9007199254740992 and n % 1 == 0 then return string.format('%d', n) end
+  if whole(n) then return string.format('%d', n) end
   return fmt(n)
 end
 
@@ -85,7 +90,7 @@ end
 -- field is a decision field as sent: a whole number below 2^53 (every finite one, for any sane
 -- limit) as an integer reply, which costs neither side a string; anything else as fmt prints it.
 local function field(n)
-  if n >= 0 and n < 9007199254740992 and n % 1 == 0 then return n end
+  if whole(n) then return n end
   return fmt(n)
 end
 
@@ -171,14 +176,14 @@ local function fresh_cells(st, width)
   return cells
 end
 
--- open_state loads a key's cells. A key whose state is at rest (restAt <= now) reads as fresh:
--- it is deleted at once, so a clock that later goes back never finds it again.
--- st.exists says whether the key is in Redis now, so a commit at rest deletes only what is there.
+-- wrong_size fails for key's state when it holds that many bytes, read as width cells.
+local function wrong_size(key, bytes, width)
+  fail('state of ' .. key .. ' holds ' .. bytes .. ' bytes where ' .. 8 * width .. ' were expected')
+end
+
 -- decode returns the cells of a state Redis holds as s, or fails when s is not width cells.
 local function decode(key, s, width)
-  if #s ~= 8 * width then
-    fail('state of ' .. key .. ' holds ' .. #s .. ' bytes where ' .. 8 * width .. ' were expected')
-  end
+  if #s ~= 8 * width then wrong_size(key, #s, width) end
   return unpack_cells(s, width)
 end
 
@@ -205,6 +210,9 @@ end
 function state_io.before_lazy(key)
 end
 
+-- open_state loads a key's cells. A key whose state is at rest (restAt <= now) reads as fresh:
+-- it is deleted at once, so a clock that later goes back never finds it again.
+-- st.exists says whether the key is in Redis now, so a commit at rest deletes only what is there.
 local function open_state(key, A, now)
   local width = A.width
   local st = { key = key, A = A, fresh = false, exists = true, cells = false }
