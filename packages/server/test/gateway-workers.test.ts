@@ -68,6 +68,15 @@ async function admin(gw: GatewayProcess, path: string, method = 'GET'): Promise<
 
 const env = { FG_WORKERS_TOKEN: TOKEN };
 
+/** The first `msg` log line (from `from` on) of a worker whose pid is not among `old`. */
+async function waitForNewWorker(gw: GatewayProcess, msg: string, from: number, old: readonly number[]) {
+  for (;;) {
+    const line = await gw.waitForLog(msg, from);
+    if (!old.includes(line.pid as number)) return line;
+    from = gw.logs.indexOf(line, from) + 1;
+  }
+}
+
 describe('floodgate serve with 2 workers', { timeout: 300_000 }, () => {
   let upstream: TestUpstream;
   before(async () => {
@@ -107,7 +116,8 @@ describe('floodgate serve with 2 workers', { timeout: 300_000 }, () => {
         process.kill(first[0]!, 'SIGKILL');
         seenAfterKill = gw.logs.length;
         await gw.waitForLog('worker exited; starting another', seenAfterKill - 1);
-        await gw.waitForLog('worker ready', seenAfterKill - 1);
+        // The replacement's readiness, not a first worker's that came late.
+        await waitForNewWorker(gw, 'worker ready', seenAfterKill - 1, first);
       });
       const exited = gw.logs.find((l) => l.msg === 'worker exited; starting another');
       assert.equal(exited?.pid, first[0]);
@@ -119,6 +129,37 @@ describe('floodgate serve with 2 workers', { timeout: 300_000 }, () => {
       assert.equal(metricValue(metrics, 'floodgate_worker_restarts_total'), 1);
     } finally {
       assert.equal(await gw.stop(), 0);
+    }
+  });
+
+  test('SIGTERM while a replacement worker is still starting stops it too, and the primary exits 0', async () => {
+    const gw = await startGateway(config(upstream.origin), { env });
+    try {
+      const first = gw.logs.filter((l) => l.msg === 'worker listening').map((l) => l.pid as number);
+      const from = gw.logs.length;
+      process.kill(first[0]!, 'SIGKILL');
+      await gw.waitForLog('worker exited; starting another', from);
+      // The replacement is loading its modules: it cannot hear the primary yet.
+      gw.child.kill('SIGTERM');
+      assert.equal(await gw.stop(), 0, JSON.stringify(gw.logs.slice(from)));
+      const after = gw.logs.slice(from);
+      assert.ok(
+        after.some((l) => l.msg === 'stopped' && l.pid === gw.child.pid),
+        'the primary stopped in order',
+      );
+      // The replacement, had it come to listen, stopped in order too (it was told once it could hear).
+      for (const started of after.filter((l) => l.msg === 'worker listening'))
+        assert.ok(
+          after.some((l) => l.msg === 'stopped' && l.pid === started.pid),
+          `worker ${String(started.pid)} stopped`,
+        );
+      const shutdown = after.findIndex((l) => l.msg === 'shutting down every worker');
+      assert.ok(
+        shutdown >= 0 && !after.slice(shutdown).some((l) => l.msg === 'ready'),
+        'no "ready" once shutting down',
+      );
+    } finally {
+      await gw.stop();
     }
   });
 

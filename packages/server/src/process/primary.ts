@@ -53,6 +53,8 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   let nextIndex = 1;
   let nextReload = 1;
   let stopping = false;
+  // Whether the shutdown skips the drain period (Ctrl-C): a worker still starting is told again.
+  let stopNow = false;
   let started = false;
   let restarts = 0;
   let files: readonly string[] = filesOf(loaded);
@@ -99,11 +101,14 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
       case 'listening':
         member.port = message.port;
         if (message.adminPort !== undefined) member.adminPort = message.adminPort;
+        // A worker forked just before the shutdown was still loading when it was told, and a message
+        // that comes before a process listens for messages is lost: it hears it now that it listens.
+        if (stopping) tell(worker, { w: WORKER_MARK, kind: 'shutdown', now: stopNow });
         return;
       case 'ready':
       case 'unready':
         member.ready = message.kind === 'ready';
-        if (member.ready && started && [...members.values()].every((m) => m.ready))
+        if (member.ready && started && !stopping && [...members.values()].every((m) => m.ready))
           log.info({ workers: members.size }, 'ready');
         return;
       case 'reload-all':
@@ -201,10 +206,10 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   // SIGTERM drains each worker (shutdown.drainMs); Ctrl-C (SIGINT) closes at once, as one process does.
   const signal = await stopSignal;
   stopping = true;
+  stopNow = signal === 'SIGINT';
   stopWatching();
   log.info({ workers: members.size, signal }, 'shutting down every worker');
-  const now = signal === 'SIGINT';
-  for (const w of members.keys()) tell(w, { w: WORKER_MARK, kind: 'shutdown', now });
+  for (const w of members.keys()) tell(w, { w: WORKER_MARK, kind: 'shutdown', now: stopNow });
   if (members.size > 0) await exited;
   stopServing();
   host?.close();
