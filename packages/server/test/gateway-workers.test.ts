@@ -163,6 +163,30 @@ describe('floodgate serve with 2 workers', { timeout: 300_000 }, () => {
     }
   });
 
+  test('a reload asked while a replacement worker is still starting answers, and the replacement serves the new config', async () => {
+    const gw = await startGateway(config(upstream.origin), { env });
+    try {
+      const first = gw.logs.filter((l) => l.msg === 'worker listening').map((l) => l.pid as number);
+      const from = gw.logs.length;
+      process.kill(first[0]!, 'SIGKILL');
+      await gw.waitForLog('worker exited; starting another', from);
+      const newRoute = `\n  - name: fresh\n    match: { path: /fresh }\n    upstream: ${upstream.origin}`;
+      await gw.writeConfig(config(upstream.origin, 100, newRoute));
+      // The replacement is loading its modules: a reload that waited for its answer would never end.
+      const res = await fetch(gw.adminUrl('/admin/reload'), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}` },
+        signal: AbortSignal.timeout(30_000),
+      });
+      assert.equal(res.status, 200, await res.text());
+      await waitForNewWorker(gw, 'worker ready', from, first);
+      // Fresh connections spread over both workers: each serves the new route.
+      assert.deepEqual(await burst(gw.url('/fresh'), 20, 10), { ok: 20, limited: 0, failed: 0 });
+    } finally {
+      assert.equal(await gw.stop(), 0);
+    }
+  });
+
   test('SIGHUP reloads every worker, keeping counts; the admin API reaches the shared limit; one dashboard lists every worker', async () => {
     const gw = await startGateway(config(upstream.origin, 10), { env });
     try {

@@ -36,6 +36,8 @@ interface Member {
   port?: number;
   adminPort?: number;
   ready: boolean;
+  /** Why the config was reloaded while this worker was still starting (it could not hear): told once it listens. */
+  missedReload?: string;
 }
 
 /** runPrimary runs the workers until SIGTERM or SIGINT and resolves to the exit code. */
@@ -80,7 +82,12 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
   };
 
   const reloadAll = (why: string): Promise<ReloadResult> => {
-    const live = [...members.keys()].filter((w) => w.isConnected());
+    // A worker still starting may not listen for messages yet (what it is sent then is lost): it is
+    // told once it listens, and the reload waits only for those that can answer.
+    const live: Worker[] = [];
+    for (const [w, m] of members)
+      if (m.port === undefined) m.missedReload = why;
+      else if (w.isConnected()) live.push(w);
     if (live.length === 0) return Promise.resolve({ applied: false, problems: ['no worker is running'] });
     const id = nextReload++;
     return new Promise((done) => {
@@ -104,6 +111,11 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
         // A worker forked just before the shutdown was still loading when it was told, and a message
         // that comes before a process listens for messages is lost: it hears it now that it listens.
         if (stopping) tell(worker, { w: WORKER_MARK, kind: 'shutdown', now: stopNow });
+        else if (member.missedReload !== undefined) {
+          // Its answer goes to no reload: those it missed answered without it.
+          tell(worker, { w: WORKER_MARK, kind: 'reload', id: 0, why: member.missedReload });
+          member.missedReload = undefined;
+        }
         return;
       case 'ready':
       case 'unready':
