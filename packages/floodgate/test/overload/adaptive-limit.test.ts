@@ -222,6 +222,23 @@ describe('AdaptiveLimit, step by step', () => {
     assert.equal(estimator.limit, Math.floor(before));
   });
 
+  test('a first baseline from a window that did not use the limit is probed by the first window that does', () => {
+    // At the capacity, a service queues calls well below a limit that is too high: the first
+    // window's median (here 50 ms, the service's own being 20) is no baseline until a probe says so.
+    const estimator = new AdaptiveLimit({ initialLimit: 20, windowMs: 100, minSamples: 2 });
+    estimator.record(0, { startMs: 0, inFlight: 1, outcome: 'ignore' }); // opens the window at 0
+    window(estimator, 100, 50, 10, 12);
+    assert.equal(estimator.snapshot().baselineRttMs, 50);
+    assert.equal(estimator.probing, false, 'a window that did not use the limit calls no probe');
+    window(estimator, 150, 50, 1, 12);
+    window(estimator, 250, 50, 10, 12);
+    assert.equal(estimator.probing, false);
+    window(estimator, 300, 50, 1, 12);
+    window(estimator, 400, 50, 10, 20);
+    assert.equal(estimator.probing, true, 'the first window that used the limit probes the baseline');
+    assert.equal(estimator.limit, Math.floor(estimator.snapshot().estimate / 2));
+  });
+
   test('a window with a drop backs the limit off by backoffRatio; fast failures marked ignore change nothing', () => {
     const estimator = new AdaptiveLimit({ initialLimit: 100, windowMs: 100, minSamples: 10, backoffRatio: 0.5 });
     for (let i = 0; i < 50; i++) estimator.record(100 + i, { startMs: 99 + i, inFlight: 1, outcome: 'ignore' });

@@ -129,6 +129,8 @@ export class AdaptiveLimit {
   /** The estimate when the baseline was last measured: a quarter below it, a probe comes sooner. */
   private estimateAtProbe = Infinity;
   private probeDue = false;
+  /** True while the baseline comes from a window, not a probe: the first window that uses the limit probes it. */
+  private provisional = false;
 
   /** Creates an estimator at `initialLimit`, with no baseline yet. */
   constructor(options: AdaptiveLimitOptions = {}) {
@@ -303,10 +305,12 @@ export class AdaptiveLimit {
       if (this.baselineMs === undefined) {
         this.baselineMs = w.medianMs;
         this.estimateAtProbe = this.estimateValue;
-        // A first window that was full may have seen a queue: measure the baseline without one, now.
-        if (w.saturated) this.probeDue = true;
-        else this.lastProbeEndMs = nowMs;
+        // A first window may have seen a queue whether or not the limit was used (at the capacity,
+        // a service queues calls well below a limit that is too high): the baseline stays
+        // provisional until a probe measures it, which the first window that uses the limit calls.
+        this.provisional = true;
       }
+      if (this.provisional && w.saturated) this.probeDue = true;
       // A median below the baseline says the service got faster: measure it again, soon. The
       // baseline never follows a window down by itself, since the least of many noisy medians
       // would sit below the truth and hold the limit under the slots.
@@ -323,6 +327,9 @@ export class AdaptiveLimit {
 
   private shouldProbe(nowMs: number): boolean {
     if (this.baselineMs === undefined) return false;
+    // A provisional baseline is probed once a window used the limit, not before: a probe while
+    // the limit is not used measures nothing a window did not, and holds the limit down for it.
+    if (this.provisional) return this.probeDue;
     const sinceMs = nowMs - this.lastProbeEndMs;
     if (sinceMs >= this.probeIntervalMs) return true;
     // A limit that moved far from where the baseline was measured may rest on a stale baseline.
@@ -347,6 +354,7 @@ export class AdaptiveLimit {
       // slots (and measured some queue): probe again, soon, until the baseline settles.
       this.probeDue = this.baselineMs !== undefined && w.medianMs < 0.75 * this.baselineMs;
       this.baselineMs = w.medianMs;
+      this.provisional = false;
       this.lastMedianMs = w.medianMs;
     }
     this.estimateAtProbe = this.estimateValue;
