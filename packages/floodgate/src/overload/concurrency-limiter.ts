@@ -22,7 +22,10 @@ import { WaitLine, type CoDel, type Waiter } from './wait-line.js';
 export interface ConcurrencyLimiterOptions {
   /** A fixed limit: at most this many calls in flight (a bulkhead). */
   readonly limit?: number;
-  /** An adaptive limit, learned from the calls' latency and drops: its options, or `true` for the defaults. */
+  /**
+   * An adaptive limit, learned from the calls' latency and drops: its options, or `true` for the
+   * defaults. With more than one tier, its `queueTarget` defaults to `√limit` (see AdaptiveLimit).
+   */
   readonly adaptive?: AdaptiveLimitOptions | true;
   /** Priority tiers (default 1); tier 0 is the most important. */
   readonly tiers?: number;
@@ -123,8 +126,9 @@ export class ConcurrencyLimiter {
       );
     }
     this.fixedLimit = o.limit === undefined ? 0 : positiveInteger(o.limit, 'ConcurrencyLimiter.limit');
-    this.estimator = o.adaptive === undefined ? undefined : new AdaptiveLimit(o.adaptive === true ? {} : o.adaptive);
     this.tierCount = positiveInteger(o.tiers ?? 1, 'ConcurrencyLimiter.tiers');
+    this.estimator =
+      o.adaptive === undefined ? undefined : new AdaptiveLimit(adaptiveOptions(o.adaptive, this.tierCount));
     this.reserveRatio = checkReserve(o.reserveRatio, this.tierCount);
     // A learned limit follows what the tiers let through, so the room held back for the tiers
     // above can follow their demand; a fixed limit is the operator's word on the slots, and room
@@ -293,6 +297,21 @@ export class ConcurrencyLimiter {
       'tier',
     );
   }
+}
+
+/**
+ * The estimator's options for `tiers` tiers. With more than one, the queue the limit allows at
+ * the service stays `√limit` unless `queueTarget` says otherwise: a top tier whose own demand
+ * comes near the slots needs that room for its bursts, and the room held back for it is idle
+ * room the tiers below cannot fill, so the estimator's one call (its default on a single tier)
+ * would leave slots empty and shed the top tier's bursts.
+ */
+function adaptiveOptions(adaptive: AdaptiveLimitOptions | true, tiers: number): AdaptiveLimitOptions {
+  const options = adaptive === true ? {} : adaptive;
+  // Options that are not an object go through as they are, for AdaptiveLimit to refuse.
+  if (tiers === 1 || typeof options !== 'object' || options === null || options.queueTarget !== undefined)
+    return options;
+  return { ...options, queueTarget: Math.sqrt };
 }
 
 function checkReserve(value: unknown, tiers: number): number {

@@ -26,6 +26,48 @@ function goodputShare(goodput: readonly number[], from: number, to: number, capa
   return sum(goodput, from, to) / ((to - from) * capacity);
 }
 
+/** Service time of a call, from a seeded random source and the phase's mean. */
+type ServiceShape = (random: () => number, meanMs: number) => number;
+const exponential: ServiceShape = (random, meanMs) => -Math.log(1 - random()) * meanMs;
+/** 80% of the calls at half the mean, 20% at three times it: a median well below the mean. */
+const bimodal: ServiceShape = (random, meanMs) => (random() < 0.8 ? meanMs / 2 : 3 * meanMs);
+
+/**
+ * settle runs 10 s of `overload` times the capacity of `slots` slots of 20 ms (mean), service
+ * times from `service` (fixed when none), through an adaptive limit told nothing, and returns the
+ * goodput over seconds 2-10 as a share of the capacity, the median of the limits at the ends of
+ * those seconds, and the p99 latency of the answers.
+ */
+function settle(o: { slots: number; overload: number; seed: number; service?: ServiceShape }): {
+  goodput: number;
+  limit: number;
+  limits: number[];
+  p99Ms: number;
+} {
+  const { clock, limiter } = adaptive();
+  const capacity = (o.slots * 1000) / 20;
+  const random = seeded(o.seed);
+  const service = o.service;
+  const r = runService({
+    clock,
+    limiter,
+    phases: [{ fromMs: 0, ratePerSecond: o.overload * capacity, slots: o.slots, serviceMs: 20 }],
+    durationMs: 10_000,
+    seed: o.seed + 1000,
+    serviceOf:
+      service === undefined
+        ? undefined
+        : (_, phase) => ({ serviceMs: service(random, phase.serviceMs), outcome: 'success' }),
+  });
+  const limits = r.limits.slice(2);
+  return {
+    goodput: goodputShare(r.goodput, 2, 10, capacity),
+    limit: percentile(limits, 0.5),
+    limits,
+    p99Ms: percentile(r.latenciesMs.slice(2).flat(), 0.99),
+  };
+}
+
 describe('AdaptiveLimit against a simulated service', () => {
   test('without protection the overload collapses goodput: the reference the others beat', () => {
     const clock = new ManualClock(0);
@@ -43,6 +85,73 @@ describe('AdaptiveLimit against a simulated service', () => {
       for (const limit of r.limits.slice(2)) assert.ok(limit >= 8 && limit <= 16, `limits ${r.limits.join(' ')}`);
     });
   }
+
+  for (const overload of [2, 5, 10]) {
+    const most = overload === 10 ? 12 : 10;
+    test(`told nothing, at ${overload}x overload on a fixed service time: the limit settles at 9-${most} on the 8 slots, goodput >= 0.97, every seed`, () => {
+      // One call queued, not √limit (12 before: 3-4 calls always waiting). Swept over seeds 1-120
+      // when written: limit 9-10 (10-12 at 10x), goodput at least 0.983, p99 at 2x 27.5-30.4 ms
+      // (31.5-34.9 before).
+      for (let seed = 1; seed <= 6 * sweepCount(); seed++) {
+        const r = settle({ slots: 8, overload, seed });
+        assert.ok(r.limit >= 9 && r.limit <= most, `seed ${seed}: limits ${r.limits.join(' ')}`);
+        assert.ok(r.goodput >= 0.97, `seed ${seed}: goodput ${r.goodput}`);
+        if (overload === 2) assert.ok(r.p99Ms <= 31, `seed ${seed}: p99 ${r.p99Ms} ms`);
+      }
+    });
+  }
+
+  for (const slots of [8, 32, 64]) {
+    test(`bimodal service times (80% 10 ms, 20% 60 ms, ${slots} slots) at 5x: goodput >= 0.95, the limit settles within √slots + 2 above the slots, every seed`, () => {
+      // The median (10 ms) is precise but moves with a queue more than the mean, so the estimate
+      // needs the margin the latency's spread gives it. Swept over seeds 1-120 when written:
+      // goodput at least 0.960 / 0.975 / 0.982, limit 10 / 35-37 / 68-73 (as before).
+      for (let seed = 1; seed <= 6 * sweepCount(); seed++) {
+        const r = settle({ slots, overload: 5, seed, service: bimodal });
+        assert.ok(r.goodput >= 0.95, `seed ${seed}: goodput ${r.goodput}`);
+        assert.ok(
+          r.limit >= slots && r.limit <= slots + Math.sqrt(slots) + 2,
+          `seed ${seed}: limits ${r.limits.join(' ')}`,
+        );
+      }
+    });
+  }
+
+  // Seeds whose first probe measured a baseline well below the service's median by chance (a
+  // cohort of 50 calls of random length): every window then reads as queued and the limit sits
+  // under the slots until the next probe, 10 s later. The base estimator has the same trap on
+  // these seeds and more (32 slots: 9 seeds of 120 below 0.85, 4 here; 64 slots: 19, 15 here).
+  const TRAPPED: Record<number, number[]> = { 8: [], 32: [42], 64: [8, 17, 42, 70, 79] };
+  for (const [slots, floor] of [
+    [8, 0.8],
+    [32, 0.7],
+    [64, 0.7],
+  ] as const) {
+    test(`exponential service times (mean 20 ms, ${slots} slots) at 5x: goodput >= ${floor} and the limit near the slots, every seed but the trapped`, () => {
+      // Swept over seeds 1-120 when written: the least goodput 0.816 (8 slots), 0.744 (32), 0.68
+      // (64), out of the seeds listed in TRAPPED; the limit 7-15, 22-45, 47-85.
+      for (let seed = 1; seed <= 6 * sweepCount(); seed++) {
+        if (TRAPPED[slots]!.includes(seed)) continue;
+        const r = settle({ slots, overload: 5, seed, service: exponential });
+        assert.ok(r.goodput >= floor, `seed ${seed}: goodput ${r.goodput}`);
+        assert.ok(r.limit >= slots * 0.6 && r.limit <= slots * 1.4 + 4, `seed ${seed}: limits ${r.limits.join(' ')}`);
+      }
+    });
+  }
+
+  test(
+    'exponential service times, the trapped seeds: a baseline that came out low by chance holds the limit under the slots',
+    {
+      todo: 'a probe of 50 calls of random length can measure a median a fifth low; nothing re-probes sooner than 10 s',
+    },
+    () => {
+      for (const slots of [32, 64])
+        for (const seed of TRAPPED[slots]!) {
+          const r = settle({ slots, overload: 5, seed, service: exponential });
+          assert.ok(r.goodput >= 0.85, `${slots} slots, seed ${seed}: goodput ${r.goodput}`);
+        }
+    },
+  );
 
   test('no upward drift: a minute at 2x overload with a modest standing queue keeps the limit where it settled', () => {
     const { clock, limiter } = adaptive();

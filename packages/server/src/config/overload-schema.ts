@@ -60,7 +60,9 @@ export const adaptiveSchema = z.strictObject({
     .number()
     .nonnegative()
     .optional()
-    .describe("Requests allowed to wait in the upstream's own queue at equilibrium (default √limit)."),
+    .describe(
+      "Requests allowed to wait in the upstream's own queue at equilibrium (default: one plus twice the latency's noise, at most √limit; √limit with priority tiers).",
+    ),
   probeIntervalMs: positive
     .optional()
     .describe("Longest time between two probes of the upstream's unloaded latency, in ms (default 10,000)."),

@@ -32,7 +32,11 @@ export interface AdaptiveLimitOptions {
   readonly maxSamples?: number;
   /**
    * Calls the limit lets wait in the service's own queue at equilibrium, as a function of the limit
-   * or a fixed number: the headroom that keeps every slot of the service busy (default `√limit`).
+   * or a fixed number: the headroom that keeps every slot of the service busy. By default it
+   * follows the noise of the latency: `√limit` while no queue shows, and once one shows, one call
+   * plus twice the noise of the estimate (from the standard errors of the window's and the
+   * baseline's mean latency), at most `√limit`. A service whose latency hardly varies is then kept
+   * one call from idle; a noisy one keeps the margin its noise needs.
    */
   readonly queueTarget?: number | ((limit: number) => number);
   /** Weight of a window's estimate against the current limit, above 0 and at most 1 (default 0.5). */
@@ -62,8 +66,12 @@ export interface AdaptiveLimitSnapshot {
 /** What a window closed with, before it is applied. */
 interface WindowResult {
   readonly medianMs: number;
+  /** The standard error of the window's mean latency over that mean. */
+  readonly relativeError: number;
   readonly drops: number;
   readonly saturated: boolean;
+  /** The share of the window's calls that found the limit reached: shed, queued, or given the last slot. */
+  readonly boundShare: number;
 }
 
 /**
@@ -75,8 +83,10 @@ interface WindowResult {
  * calls a second; `limit` calls in flight then see a latency of `B · limit / c`, so
  * `limit · B / rtt` is the number of calls actually being served and the rest queue. Every window
  * (at least `windowMs` and `minSamples` calls) moves the limit towards `limit · B / rtt +
- * queueTarget(limit)`, the slots in use plus a small allowed queue. Where this estimator parts
- * from its peers, and why:
+ * queueTarget(limit)`, the slots in use plus a small allowed queue; a fall is weighted by the
+ * square root of the share of the window's calls that found the limit reached, since a limit that
+ * calls seldom reach (a load near the capacity, queueing in bursts) is not what queues them.
+ * Where this estimator parts from its peers, and why:
  *
  * - **The baseline `B` is measured by a probe, never a moving average.** An average of latency
  *   under a standing queue drifts up with the queue, and the limit with it (the drift that
@@ -84,10 +94,14 @@ interface WindowResult {
  *   the calls in flight have drained below it, the median latency of the whole cohort of calls
  *   sent in the next window (waiting for the slowest of them, see `ProbeCohort`) becomes `B`. A
  *   window whose median is a quarter below `B` calls a probe soon; `B` never follows windows
- *   down by itself, since the least of many noisy medians would sit below the truth. A probe is due every `probeIntervalMs`, and sooner (`minProbeIntervalMs`) when
- *   the limit fell by a quarter since the last one, because a service that got slower looks to
- *   this formula like queueing and would otherwise be starved. The limit returns to its value
- *   before the probe, so a probe never pins the limit to a floor (Envoy's gradient controller).
+ *   down by itself, since the least of many noisy medians would sit below the truth. A probe is due
+ *   every `probeIntervalMs`, and sooner (`minProbeIntervalMs`) when the limit fell by a quarter
+ *   since the last one, because a service that got slower looks to this formula like queueing
+ *   and would otherwise be starved; that probe need only go under the slots the limit follows,
+ *   not halve it. The limit returns to its value before the probe, so a probe never pins the
+ *   limit to a floor (Envoy's gradient controller). The first baseline comes from the first
+ *   window, which may have queued (at the capacity, a service queues well below a limit that is
+ *   too high) whether or not the limit was used: the first window that uses the limit probes it.
  * - **Medians and quartiles, not minimums.** A few fast calls (health checks) cannot pull the
  *   baseline down; callers can also keep them out with the `ignore` outcome.
  * - **Only answers are samples.** Fast failures and shed calls are not latency: an error is
@@ -108,7 +122,7 @@ export class AdaptiveLimit {
   private readonly maxLimit: number;
   private readonly windowMs: number;
   private readonly minSamples: number;
-  private readonly queueTarget: (limit: number) => number;
+  private readonly queueTarget: ((limit: number) => number) | undefined;
   private readonly smoothing: number;
   private readonly backoffRatio: number;
   private readonly probeIntervalMs: number;
@@ -118,6 +132,8 @@ export class AdaptiveLimit {
   private estimateValue: number;
   private current: number;
   private baselineMs: number | undefined = undefined;
+  /** The relative standard error of the mean latency of the calls that gave the baseline. */
+  private baselineRelativeError = 0;
   private lastMedianMs: number | undefined = undefined;
   /** When the running window opened, in ms; NaN until a sample opened it. */
   private windowStartMs = NaN;
@@ -131,6 +147,12 @@ export class AdaptiveLimit {
   private probeDue = false;
   /** True while the baseline comes from a window, not a probe: the first window that uses the limit probes it. */
   private provisional = false;
+  /** True when the next probe checks a limit that fell: it need not halve the limit (see probeLimit). */
+  private shallow = false;
+  /** Where the last window moved the estimate towards. */
+  private lastTarget = NaN;
+  /** The queue allowed by the last window, in calls. */
+  private allowance = 0;
 
   /** Creates an estimator at `initialLimit`, with no baseline yet. */
   constructor(options: AdaptiveLimitOptions = {}) {
@@ -213,7 +235,7 @@ export class AdaptiveLimit {
    */
   saturated(nowMs: number): void {
     this.open(nowMs);
-    this.window.saturated = true;
+    this.window.arrived(true);
   }
 
   /**
@@ -248,7 +270,7 @@ export class AdaptiveLimit {
   ): boolean {
     if (this.cohort !== undefined) return this.recordProbe(nowMs, call, this.cohort);
     this.open(nowMs);
-    if (call.inFlight >= this.current) this.window.saturated = true;
+    this.window.arrived(call.inFlight >= this.current);
     const rttMs = nowMs - call.startMs;
     if (call.outcome === 'drop') this.window.drops++;
     else if (call.outcome === 'success' && rttMs >= 0) this.window.add(rttMs);
@@ -269,7 +291,7 @@ export class AdaptiveLimit {
       else if (call.outcome === 'success' && rttMs >= 0) this.window.add(rttMs);
     }
     if (!cohort.complete(nowMs, member)) return false;
-    const result: WindowResult = { medianMs: this.window.median(), drops: this.window.drops, saturated: true };
+    const result = this.result(this.window, true);
     this.window.clear();
     this.endProbe(nowMs, result);
     return true;
@@ -289,11 +311,21 @@ export class AdaptiveLimit {
     const full = w.full || (w.size >= this.minSamples && nowMs - this.windowStartMs >= lengthMs);
     const dropped = w.drops > 0 && nowMs - this.windowStartMs >= lengthMs;
     if (!full && !dropped) return false;
-    const result: WindowResult = { medianMs: w.median(), drops: w.drops, saturated: w.saturated };
+    const result = this.result(w, w.saturated);
     w.clear();
     this.windowStartMs = NaN;
     this.apply(nowMs, result);
     return true;
+  }
+
+  private result(w: SampleWindow, saturated: boolean): WindowResult {
+    return {
+      medianMs: w.median(),
+      relativeError: w.relativeError(),
+      drops: w.drops,
+      saturated,
+      boundShare: w.boundShare,
+    };
   }
 
   /** Moves the estimate by one window and decides whether a probe comes next. */
@@ -303,7 +335,7 @@ export class AdaptiveLimit {
       this.setEstimate(this.estimateValue * this.backoffRatio);
     } else if (!Number.isNaN(w.medianMs)) {
       if (this.baselineMs === undefined) {
-        this.baselineMs = w.medianMs;
+        this.setBaseline(w);
         this.estimateAtProbe = this.estimateValue;
         // A first window may have seen a queue whether or not the limit was used (at the capacity,
         // a service queues calls well below a limit that is too high): the baseline stays
@@ -314,15 +346,52 @@ export class AdaptiveLimit {
       // A median below the baseline says the service got faster: measure it again, soon. The
       // baseline never follows a window down by itself, since the least of many noisy medians
       // would sit below the truth and hold the limit under the slots.
-      if (w.medianMs < 0.75 * this.baselineMs && w.saturated) this.probeDue = true;
-      // No queue while the median is at or below the baseline; this also keeps a window of calls
-      // answered within the clock's resolution (a median and a baseline of 0) from making NaN.
-      const gradient = w.medianMs > this.baselineMs ? Math.max(0.5, this.baselineMs / w.medianMs) : 1;
-      const estimate = this.estimateValue;
-      const target = estimate * gradient + this.queueTarget(estimate);
-      if (target < estimate || w.saturated) this.setEstimate(estimate + this.smoothing * (target - estimate));
+      const baselineMs = this.baselineMs ?? w.medianMs;
+      if (w.medianMs < 0.75 * baselineMs && w.saturated) this.probeDue = true;
+      this.follow(w, baselineMs);
     }
     if (this.shouldProbe(nowMs)) this.beginProbe(nowMs);
+  }
+
+  /** Moves the estimate towards the slots in use plus the allowed queue, by one window. */
+  private follow(w: WindowResult, baselineMs: number): void {
+    // No queue while the median is at or below the baseline; this also keeps a window of calls
+    // answered within the clock's resolution (a median and a baseline of 0) from making NaN.
+    const queued = w.medianMs > baselineMs;
+    const gradient = queued ? Math.max(0.5, baselineMs / w.medianMs) : 1;
+    const estimate = this.estimateValue;
+    this.allowance = this.allowanceAt(estimate, w, queued);
+    const target = estimate * gradient + this.allowance;
+    this.lastTarget = target;
+    // A limit that calls seldom reach (a load near the capacity, queueing in bursts) is not what
+    // queues them: it falls by the square root of the share of calls that found it reached, so
+    // a limit reached now and then still falls, more slowly, and one always reached falls in full.
+    const weight = Math.sqrt(w.boundShare);
+    if (target < estimate) this.setEstimate(estimate + this.smoothing * weight * (target - estimate));
+    else if (w.saturated) this.setEstimate(estimate + this.smoothing * (target - estimate));
+  }
+
+  /**
+   * The calls allowed to queue at the service after window `w`: `queueTarget(estimate)` when it
+   * was given. By default `√estimate` while no queue shows; once one shows, one call plus twice
+   * the noise of `estimate × gradient` (the relative standard errors of the window's and the
+   * baseline's mean latency), at most `√estimate`: a service whose latency hardly varies keeps
+   * one call waiting, a noisy one the margin its noise needs to keep every slot busy. The mean's
+   * error, not the median's, measures that noise: a service whose calls are mostly short and
+   * sometimes long has a precise median, but the median then moves with a queue more than the
+   * mean does (Little's law holds for means), and the estimate needs the margin.
+   */
+  private allowanceAt(estimate: number, w: WindowResult, queued: boolean): number {
+    if (this.queueTarget !== undefined) return this.queueTarget(estimate);
+    const root = Math.sqrt(estimate);
+    if (!queued) return root;
+    const noise = estimate * Math.hypot(this.baselineRelativeError, w.relativeError);
+    return Number.isFinite(noise) ? Math.min(root, Math.max(1, 2 * noise)) : root;
+  }
+
+  private setBaseline(w: WindowResult): void {
+    this.baselineMs = w.medianMs;
+    this.baselineRelativeError = w.relativeError;
   }
 
   private shouldProbe(nowMs: number): boolean {
@@ -331,9 +400,12 @@ export class AdaptiveLimit {
     // the limit is not used measures nothing a window did not, and holds the limit down for it.
     if (this.provisional) return this.probeDue;
     const sinceMs = nowMs - this.lastProbeEndMs;
+    this.shallow = false;
     if (sinceMs >= this.probeIntervalMs) return true;
     // A limit that moved far from where the baseline was measured may rest on a stale baseline.
-    const moved = this.estimateValue <= 0.75 * this.estimateAtProbe || this.estimateValue >= 1.5 * this.estimateAtProbe;
+    const fell = this.estimateValue <= 0.75 * this.estimateAtProbe;
+    const moved = fell || this.estimateValue >= 1.5 * this.estimateAtProbe;
+    this.shallow = fell && !this.probeDue && this.current !== this.minLimit;
     return (moved || this.probeDue || this.current === this.minLimit) && sinceMs >= this.minProbeIntervalMs;
   }
 
@@ -341,7 +413,19 @@ export class AdaptiveLimit {
     this.probeDue = false;
     this.probeStartMs = nowMs;
     this.cohort = new ProbeCohort(nowMs, this.windowLengthMs(), 5 * this.minSamples);
-    this.current = Math.max(this.minLimit, Math.floor(this.estimateValue / 2));
+    this.current = Math.max(this.minLimit, Math.floor(this.probeLimit()));
+  }
+
+  /**
+   * The limit a probe holds: half the estimate, or, when the probe checks whether a limit that
+   * fell a quarter blames a slower service on queueing, three quarters of the estimate less its
+   * allowed queue, if that is higher. A limit fell either because the slots are fewer, and it
+   * follows them with its allowance, or because the service is slower, and it sits further below
+   * the slots: either way that is under them, and costs the slots less than halving.
+   */
+  private probeLimit(): number {
+    const half = this.estimateValue / 2;
+    return this.shallow ? Math.max(half, 0.75 * (this.estimateValue - this.allowance)) : half;
   }
 
   private endProbe(nowMs: number, w: WindowResult): void {
@@ -349,16 +433,35 @@ export class AdaptiveLimit {
     this.cohort = undefined;
     this.lastProbeEndMs = nowMs;
     if (w.drops > 0) this.setEstimate(this.estimateValue * this.backoffRatio);
+    const before = this.baselineMs;
     if (!Number.isNaN(w.medianMs)) {
       // A probe a quarter below the last baseline may have halved a limit still above the service's
       // slots (and measured some queue): probe again, soon, until the baseline settles.
-      this.probeDue = this.baselineMs !== undefined && w.medianMs < 0.75 * this.baselineMs;
-      this.baselineMs = w.medianMs;
+      this.probeDue = before !== undefined && w.medianMs < 0.75 * before;
+      this.setBaseline(w);
       this.provisional = false;
       this.lastMedianMs = w.medianMs;
     }
-    this.estimateAtProbe = this.estimateValue;
+    this.estimateAtProbe = this.referenceAfterProbe(before, w.medianMs);
     this.current = this.wholeLimit();
+  }
+
+  /**
+   * The estimate that later ones are compared with, for a probe soon, after a probe that measured
+   * `medianMs` where the baseline was `beforeMs`: the estimate now, but for two cases. A probe that
+   * found the baseline where it was (within a tenth) has shown a fall to be the slots', not a
+   * slower service: the comparison starts from where the limit was heading, so the rest of a fall
+   * still under way calls no second probe. A probe that found the service slower has shown the
+   * fall to be the stale baseline's: the limit climbs back, and the comparison stays where it was,
+   * so the climb calls no second probe either.
+   */
+  private referenceAfterProbe(beforeMs: number | undefined, medianMs: number): number {
+    const estimate = this.estimateValue;
+    if (beforeMs === undefined || Number.isNaN(medianMs)) return estimate;
+    if (Math.abs(medianMs - beforeMs) <= 0.1 * beforeMs && this.lastTarget < estimate)
+      return Math.max(this.lastTarget, this.minLimit);
+    if (medianMs > 1.1 * beforeMs) return Math.max(estimate, this.estimateAtProbe);
+    return estimate;
   }
 
   private setEstimate(value: number): void {
@@ -371,8 +474,8 @@ export class AdaptiveLimit {
   }
 }
 
-function checkQueueTarget(value: AdaptiveLimitOptions['queueTarget']): (limit: number) => number {
-  if (value === undefined) return (limit) => Math.sqrt(limit);
+function checkQueueTarget(value: AdaptiveLimitOptions['queueTarget']): ((limit: number) => number) | undefined {
+  if (value === undefined) return undefined;
   if (typeof value === 'function') return (limit) => Math.max(0, Number(value(limit)) || 0);
   if (typeof value === 'number' && Number.isFinite(value) && value >= 0) return () => value;
   throw new FloodgateError(
