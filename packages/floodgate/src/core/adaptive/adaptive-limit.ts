@@ -147,8 +147,6 @@ export class AdaptiveLimit {
   private probeDue = false;
   /** True while the baseline comes from a window, not a probe: the first window that uses the limit probes it. */
   private provisional = false;
-  /** True when the next probe checks a limit that fell: it need not halve the limit (see probeLimit). */
-  private shallow = false;
   /** Where the last window moved the estimate towards. */
   private lastTarget = NaN;
   /** The queue allowed by the last window, in calls. */
@@ -350,7 +348,8 @@ export class AdaptiveLimit {
       if (w.medianMs < 0.75 * baselineMs && w.saturated) this.probeDue = true;
       this.follow(w, baselineMs);
     }
-    if (this.shouldProbe(nowMs)) this.beginProbe(nowMs);
+    const probe = this.dueProbe(nowMs);
+    if (probe !== undefined) this.beginProbe(nowMs, probe);
   }
 
   /** Moves the estimate towards the slots in use plus the allowed queue, by one window. */
@@ -394,26 +393,26 @@ export class AdaptiveLimit {
     this.baselineRelativeError = w.relativeError;
   }
 
-  private shouldProbe(nowMs: number): boolean {
-    if (this.baselineMs === undefined) return false;
+  /** Which probe is due at `nowMs`, if any: `fell` checks a limit that fell a quarter (see probeLimit). */
+  private dueProbe(nowMs: number): 'halve' | 'fell' | undefined {
+    if (this.baselineMs === undefined) return undefined;
     // A provisional baseline is probed once a window used the limit, not before: a probe while
     // the limit is not used measures nothing a window did not, and holds the limit down for it.
-    if (this.provisional) return this.probeDue;
+    if (this.provisional) return this.probeDue ? 'halve' : undefined;
     const sinceMs = nowMs - this.lastProbeEndMs;
-    this.shallow = false;
-    if (sinceMs >= this.probeIntervalMs) return true;
+    if (sinceMs >= this.probeIntervalMs) return 'halve';
+    if (sinceMs < this.minProbeIntervalMs) return undefined;
     // A limit that moved far from where the baseline was measured may rest on a stale baseline.
-    const fell = this.estimateValue <= 0.75 * this.estimateAtProbe;
-    const moved = fell || this.estimateValue >= 1.5 * this.estimateAtProbe;
-    this.shallow = fell && !this.probeDue && this.current !== this.minLimit;
-    return (moved || this.probeDue || this.current === this.minLimit) && sinceMs >= this.minProbeIntervalMs;
+    if (this.probeDue || this.current === this.minLimit || this.estimateValue >= 1.5 * this.estimateAtProbe)
+      return 'halve';
+    return this.estimateValue <= 0.75 * this.estimateAtProbe ? 'fell' : undefined;
   }
 
-  private beginProbe(nowMs: number): void {
+  private beginProbe(nowMs: number, kind: 'halve' | 'fell'): void {
     this.probeDue = false;
     this.probeStartMs = nowMs;
     this.cohort = new ProbeCohort(nowMs, this.windowLengthMs(), 5 * this.minSamples);
-    this.current = Math.max(this.minLimit, Math.floor(this.probeLimit()));
+    this.current = Math.max(this.minLimit, Math.floor(this.probeLimit(kind)));
   }
 
   /**
@@ -423,9 +422,9 @@ export class AdaptiveLimit {
    * follows them with its allowance, or because the service is slower, and it sits further below
    * the slots: either way that is under them, and costs the slots less than halving.
    */
-  private probeLimit(): number {
+  private probeLimit(kind: 'halve' | 'fell'): number {
     const half = this.estimateValue / 2;
-    return this.shallow ? Math.max(half, 0.75 * (this.estimateValue - this.allowance)) : half;
+    return kind === 'fell' ? Math.max(half, 0.75 * (this.estimateValue - this.allowance)) : half;
   }
 
   private endProbe(nowMs: number, w: WindowResult): void {
