@@ -68,6 +68,18 @@ async function admin(gw: GatewayProcess, path: string, method = 'GET'): Promise<
 
 const env = { FG_WORKERS_TOKEN: TOKEN };
 
+/**
+ * Kills the first worker with SIGKILL and resolves once the primary has forked its replacement,
+ * which is then still loading: the first workers' pids, and where the logs stood before the kill.
+ */
+async function killFirstWorker(gw: GatewayProcess): Promise<{ first: number[]; from: number }> {
+  const first = gw.logs.filter((l) => l.msg === 'worker listening').map((l) => l.pid as number);
+  const from = gw.logs.length;
+  process.kill(first[0]!, 'SIGKILL');
+  await gw.waitForLog('worker exited; starting another', from);
+  return { first, from };
+}
+
 /** The first `msg` log line (from `from` on) of a worker whose pid is not among `old`. */
 async function waitForNewWorker(gw: GatewayProcess, msg: string, from: number, old: readonly number[]) {
   for (;;) {
@@ -135,10 +147,7 @@ describe('floodgate serve with 2 workers', { timeout: 300_000 }, () => {
   test('SIGTERM while a replacement worker is still starting stops it too, and the primary exits 0', async () => {
     const gw = await startGateway(config(upstream.origin), { env });
     try {
-      const first = gw.logs.filter((l) => l.msg === 'worker listening').map((l) => l.pid as number);
-      const from = gw.logs.length;
-      process.kill(first[0]!, 'SIGKILL');
-      await gw.waitForLog('worker exited; starting another', from);
+      const { from } = await killFirstWorker(gw);
       // The replacement is loading its modules: it cannot hear the primary yet.
       gw.child.kill('SIGTERM');
       assert.equal(await gw.stop(), 0, JSON.stringify(gw.logs.slice(from)));
@@ -166,10 +175,7 @@ describe('floodgate serve with 2 workers', { timeout: 300_000 }, () => {
   test('a reload asked while a replacement worker is still starting answers, and the replacement serves the new config', async () => {
     const gw = await startGateway(config(upstream.origin), { env });
     try {
-      const first = gw.logs.filter((l) => l.msg === 'worker listening').map((l) => l.pid as number);
-      const from = gw.logs.length;
-      process.kill(first[0]!, 'SIGKILL');
-      await gw.waitForLog('worker exited; starting another', from);
+      const { first, from } = await killFirstWorker(gw);
       const newRoute = `\n  - name: fresh\n    match: { path: /fresh }\n    upstream: ${upstream.origin}`;
       await gw.writeConfig(config(upstream.origin, 100, newRoute));
       // The replacement is loading its modules: a reload that waited for its answer would never end.
