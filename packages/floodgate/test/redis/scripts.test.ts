@@ -41,7 +41,7 @@ describe('scripts', () => {
     'sliding-window-log': 'e2828c385062ca4868e29d18325990f1277f6476',
     gcra: '70747f63f8a1e42784f2fa15bd4421500babbb9c',
     'consume-all': '8581e4e913fd787d1ebdfe756bbc55a5e1c46275',
-    batch: 'bae8c5ab6c92d6da524aa0b23e14a8e29c0653b7',
+    batch: '8876edb6875233dbe5181525d2ebe915360de816',
   };
 
   test('each script has its pinned SHA1, and Redis computes the same', async () => {

@@ -246,22 +246,34 @@ local first = 3 + ${BATCH_POLICY_ARGS} * policy_count
 if policy_count < 0 or decision_count < 0 or #args ~= first - 1 + ${BATCH_ARGS} * decision_count then
   fail('batch arguments: ' .. #args .. ' fields for ' .. tostring(args[2]) .. ' decisions and ' .. tostring(args[1]) .. ' policies')
 end
+-- A batch names few policies, keys, costs and group sizes, each many times: each text is read once.
+local key_by_text, cost_by_text, size_by_op = {}, {}, {}
 local function policy_of(text)
-  local j = tonumber(text)
-  local A = made[j]
+  local A = made[text]
   if A ~= nil then return A end
+  local j = tonumber(text)
   if j == nil or j < 1 or j > policy_count or j ~= floor(j) then fail('bad policy number ' .. tostring(text)) end
   local base = 3 + ${BATCH_POLICY_ARGS} * (j - 1)
   local make = ALGORITHMS[args[base]]
   if make == nil then fail('unknown algorithm ' .. tostring(args[base])) end
   A = make({ num(args[base + 1]), num(args[base + 2]), num(args[base + 3]) })
-  made[j] = A
+  made[text] = A
   return A
 end
 local function key_of(text)
-  local key = KEYS[tonumber(text)]
+  local key = key_by_text[text]
+  if key ~= nil then return key end
+  key = KEYS[tonumber(text)]
   if key == nil then fail('bad key number ' .. tostring(text)) end
+  key_by_text[text] = key
   return key
+end
+local function cost_of(text)
+  local cost = cost_by_text[text]
+  if cost ~= nil then return cost end
+  cost = num(text)
+  cost_by_text[text] = cost
+  return cost
 end
 local function time_of(text)
   if text ~= '' then return now_ms(text) end
@@ -277,7 +289,7 @@ end
 local function run_one(i, base)
   local A = policy_of(args[base])
   local now = time_of(args[base + 3])
-  local op, cost = args[base + 2], num(args[base + 4])
+  local op, cost = args[base + 2], cost_of(args[base + 4])
   local st = open_state(key_of(args[base + 1]), A, now)
   if op == 'consume' then
     local d = A.consume(st.cells, now, cost)
@@ -302,7 +314,7 @@ local function run_group(i, count)
       states[key] = st
       order[#order + 1] = st
     end
-    local d = st.A.consume(st.cells, now, num(args[base + 4]))
+    local d = st.A.consume(st.cells, now, cost_of(args[base + 4]))
     if not d.allowed then all = false end
     decisions[k] = d
   end
@@ -324,7 +336,14 @@ while i <= decision_count do
   local base = first + ${BATCH_ARGS} * (i - 1)
   local op = args[base + 2]
   local count = nil
-  if op ~= 'consume' and op ~= 'peek' then count = tonumber(string.match(op, '^all(%d+)$') or '') end
+  if op ~= 'consume' and op ~= 'peek' then
+    count = size_by_op[op]
+    if count == nil then
+      count = tonumber(string.match(op, '^all(%d+)$') or '') or false
+      size_by_op[op] = count
+    end
+    if count == false then count = nil end
+  end
   local ok, r
   held_unit = i
   if count == nil then
