@@ -88,8 +88,19 @@ export async function sendRequests(
   }
 }
 
-async function control(pid: number, ...args: string[]): Promise<void> {
+/** control sends `callgrind_control` its `args` for the process `pid` (`--instr=on`, `--zero`, `--dump`). */
+export async function control(pid: number, ...args: string[]): Promise<void> {
   await run('callgrind_control', [...args, String(pid)], { timeout: 60_000 });
+}
+
+/** dumpedInstructions returns the instructions counted in dump `n` (from 1) that callgrind wrote for `pid` in `dir`. */
+export async function dumpedInstructions(dir: string, pid: number, n: number, name: string): Promise<number> {
+  // Each dump on request is cg.<pid>.<n>, numbered from 1.
+  const dump = (await readdir(dir)).find((f) => f === `cg.${pid}.${n}`);
+  if (dump === undefined) throw new Error(`${name}: callgrind wrote no dump ${n}`);
+  const summary = /^summary: (\d+)$/m.exec(await readFile(join(dir, dump), 'utf8'));
+  if (summary === null) throw new Error(`${name}: no summary line in callgrind's dump`);
+  return Number(summary[1]);
 }
 
 /** countInstructions runs `subject` under callgrind and returns its instructions per request in each window. */
@@ -126,12 +137,7 @@ export async function countInstructions(subject: CallgrindSubject, o: CallgrindW
       await control(pid, '--zero');
       await send(o.requests);
       await control(pid, '--dump');
-      // Each dump on request is cg.<pid>.<n>, numbered from 1.
-      const dump = (await readdir(dir)).find((f) => f === `cg.${pid}.${w + 1}`);
-      if (dump === undefined) throw new Error(`${subject.name}: callgrind wrote no dump ${w + 1}`);
-      const summary = /^summary: (\d+)$/m.exec(await readFile(join(dir, dump), 'utf8'));
-      if (summary === null) throw new Error(`${subject.name}: no summary line in callgrind's dump`);
-      windows.push(Number(summary[1]) / o.requests);
+      windows.push((await dumpedInstructions(dir, pid, w + 1, subject.name)) / o.requests);
     }
     return windows;
   } finally {

@@ -11,14 +11,14 @@
  *   node --conditions=floodgate-source --import tsx bench/redis-instructions.ts [--rules 1,3] [--requests 12000] [--batch 12]
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { parseArgs } from 'node:util';
+import { parseArgs, promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { Limiter, decideAll, fixedWindow, slidingWindowCounter, tokenBucket } from 'floodgate';
 import { RedisStore, ioredisAdapter } from 'floodgate/redis';
+import { control, dumpedInstructions } from './callgrind.js';
 import { freePort } from './gateway/processes.js';
 
 const run = promisify(execFile);
@@ -29,6 +29,8 @@ const { values } = parseArgs({
     batch: { type: 'string', default: '12' },
   },
 });
+const rulesToCount = values.rules.split(',').map(Number);
+if (!rulesToCount.every((n) => n === 1 || n === 3)) throw new Error(`--rules: 1, 3 or both, not ${values.rules}`);
 const requests = Number(values.requests);
 const batch = Number(values.batch);
 
@@ -76,14 +78,10 @@ async function count(rules: number): Promise<number> {
       for (let i = 0; i < n; i += batch) await Promise.all(Array.from({ length: batch }, one));
     };
     await send(2000);
-    await run('callgrind_control', ['-i', 'on', String(server.pid)]);
+    await control(server.pid, '--instr=on');
     await send(requests);
-    await run('callgrind_control', ['-d', String(server.pid)]);
-    const dump = (await readdir(dir)).find((f) => f === `cg.${server.pid}.1`);
-    if (dump === undefined) throw new Error('callgrind wrote no dump');
-    const summary = /^summary: (\d+)$/m.exec(await readFile(join(dir, dump), 'utf8'));
-    if (summary === null) throw new Error("no summary line in callgrind's dump");
-    return Number(summary[1]) / requests;
+    await control(server.pid, '--dump');
+    return (await dumpedInstructions(dir, server.pid, 1, `${rules} rules`)) / requests;
   } finally {
     client.disconnect();
     server.stop();
@@ -91,7 +89,7 @@ async function count(rules: number): Promise<number> {
   }
 }
 
-for (const rules of values.rules.split(',').map(Number)) {
+for (const rules of rulesToCount) {
   const perRequest = await count(rules);
   console.log(
     `${rules} rule${rules === 1 ? '' : 's'}: ${Math.round(perRequest)} Redis instructions a request (${batch} requests a batch, ${requests} counted)`,
